@@ -1,0 +1,102 @@
+//! `taskmeter check-driver RUNTIME`: runs a runtime's worker on the protocol vectors and checks
+//! everything it prints. The vectors are compiled in, so an installed binary can check too.
+
+use crate::driver;
+use crate::orchestrate::{self, classify, Outcome, StopPolicy};
+use crate::plan::Plan;
+use crate::protocol::{parse_output, OutputError};
+use crate::runtime;
+use std::process::ExitCode;
+use std::time::Duration;
+
+macro_rules! vectors {
+    ($dir:literal: $($name:literal),* $(,)?) => {
+        &[$(($name, include_str!(concat!("../../../protocol/vectors/", $dir, "/", $name, ".json")))),*]
+    };
+}
+
+pub const PLANS: &[(&str, &str)] =
+    vectors!("plans": "relative-fixed", "absolute-busy-yield", "absolute-overrun", "by-unit", "modulo-absolute");
+
+pub const INVALID_PLANS: &[(&str, &str)] = vectors!("invalid-plans":
+    "not-json", "protocol-2", "zero-units", "unknown-mode", "unknown-schedule", "missing-busy",
+    "unknown-experiment", "modulo-zero", "negative-duration", "unknown-runtime", "absolute-zero-period");
+
+const GRACE: Duration = Duration::from_secs(10);
+
+pub fn check_driver(id: &str) -> Result<ExitCode, String> {
+    let info = runtime::find(id)
+        .ok_or_else(|| format!("unknown runtime '{id}' (known: {})", runtime::ids().join(", ")))?;
+    if let Err(reason) = driver::availability(info) {
+        println!("FAIL {id} is unavailable: {reason}");
+        return Ok(ExitCode::FAILURE);
+    }
+    let mut failures = 0;
+    let mut report = |ok: bool, line: String| {
+        println!("{} {line}", if ok { "ok  " } else { "FAIL" });
+        failures += usize::from(!ok);
+    };
+    for (name, text) in PLANS {
+        let plan = Plan::from_json(&text.replace("RUNTIME", id)).expect("the vector plans are valid");
+        let (ok, line) = run_plan(info, &plan, None);
+        report(ok, format!("{name}: {line}"));
+    }
+    // Stopping early: end of file on stdin ends a long plan within about one iteration.
+    let (_, long) = PLANS[0];
+    let mut plan = Plan::from_json(&long.replace("RUNTIME", id)).expect("valid");
+    plan.duration_ns = 30_000_000_000;
+    let (ok, line) = run_plan(info, &plan, Some(Duration::from_millis(300)));
+    report(ok, format!("stops early when stdin closes: {line}"));
+    for (name, text) in INVALID_PLANS {
+        let input = if *name == "unknown-runtime" { text.to_string() } else { text.replace("RUNTIME", id) };
+        let (ok, line) = refuse(info, &input);
+        report(ok, format!("refuses {name}: {line}"));
+    }
+    let total = PLANS.len() + 1 + INVALID_PLANS.len();
+    println!("{id}: {} of {total} checks passed", total - failures);
+    Ok(if failures == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn run_plan(info: &runtime::RuntimeInfo, plan: &Plan, stop_after: Option<Duration>) -> (bool, String) {
+    let command = match driver::worker_command(info) {
+        Ok(command) => command,
+        Err(reason) => return (false, reason),
+    };
+    let limit = orchestrate::deadline(plan, GRACE);
+    let stop = StopPolicy { after: stop_after, grace: Duration::from_secs(5) };
+    let raw = match orchestrate::spawn_and_wait(command, &plan.to_json(), limit, stop, || {}) {
+        Ok(raw) => raw,
+        Err(reason) => return (false, reason),
+    };
+    let wall = raw.wall_ns as f64 / 1e9;
+    match (classify(plan, &raw, limit), stop_after) {
+        (Outcome::Completed(r), None) => (true, format!("{} units, {} samples, {} missed periods", r.units.len(), r.done.samples, r.done.missed)),
+        (Outcome::Interrupted(r), Some(_)) => (true, format!("stopped after {wall:.2} s with {} samples", r.done.samples)),
+        (Outcome::Completed(_), Some(_)) => (false, "ran to its end although stdin was closed".into()),
+        (Outcome::Interrupted(_), None) => (false, "reported interrupted although stdin stayed open".into()),
+        (Outcome::Failed(reason), _) => (false, reason),
+    }
+}
+
+fn refuse(info: &runtime::RuntimeInfo, input: &str) -> (bool, String) {
+    let command = match driver::worker_command(info) {
+        Ok(command) => command,
+        Err(reason) => return (false, reason),
+    };
+    let stop = StopPolicy { after: None, grace: GRACE };
+    let raw = match orchestrate::spawn_and_wait(command, input, GRACE, stop, || {}) {
+        Ok(raw) => raw,
+        Err(reason) => return (false, reason),
+    };
+    if raw.timed_out {
+        return (false, "hung instead of refusing the plan".into());
+    }
+    let exit = raw.status.as_ref().ok().and_then(|s| s.code());
+    // Any plan parses for this purpose: an error line must come before anything it would check.
+    let probe = Plan::from_json(&crate::check::PLANS[0].1.replace("RUNTIME", &info.id)).expect("valid");
+    match (parse_output(&probe, &raw.stdout), exit) {
+        (Err(OutputError::Refused(message)), Some(code)) if code != 0 => (true, message),
+        (Err(OutputError::Refused(_)), code) => (false, format!("printed an error line but exited with {code:?}")),
+        (_, code) => (false, format!("no error line (exit status {code:?})")),
+    }
+}

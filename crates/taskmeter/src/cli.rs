@@ -1,0 +1,219 @@
+//! The command line: parsing, checking, and dispatch. Bad input is one line on stderr and exit 2.
+
+use crate::plan::{parse_duration_ns, BusyPlan, Mode, Schedule, SleepPlan};
+use crate::results::{Metric, Settings};
+use crate::run::{run, RunOptions};
+use crate::runtime;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "taskmeter",
+    version,
+    about = "Measure how faithfully concurrency runtimes keep time and deliver work",
+    long_about = "Measure how faithfully concurrency runtimes keep time and deliver work, side by side \
+                  in one run. Every runtime runs in its own worker process; statistics are computed \
+                  in one place from the raw timestamps."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List every runtime, whether it is available here, and why not
+    List,
+    /// Run an experiment and write a results folder (default: sleep, all runtimes)
+    Run(RunArgs),
+    /// Check a runtime's worker against the protocol v1 vectors
+    CheckDriver {
+        /// Runtime id (see `taskmeter list`)
+        runtime: String,
+    },
+    /// Benchmark the harness itself: the work loop's cost per sample in each Rust runtime
+    Selftest {
+        /// How long each measurement runs
+        #[arg(long, default_value = "500ms", value_parser = duration)]
+        duration: u64,
+        /// How many times each measurement is repeated
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+        repeat: u32,
+    },
+    /// Run one plan read from stdin (protocol v1); used by the orchestrator
+    #[command(hide = true)]
+    Worker,
+}
+
+#[derive(Copy, Clone, ValueEnum)]
+enum Format {
+    Table,
+    Json,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// The experiment to run
+    #[arg(value_enum, default_value = "sleep")]
+    experiment: ExperimentArg,
+    /// Comma-separated runtime ids [default: every runtime available here]
+    #[arg(long, value_delimiter = ',', value_parser = runtime_id)]
+    runtimes: Vec<String>,
+    /// Units (threads, tasks, ...) per runtime
+    #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    units: u32,
+    /// Sleep per iteration: fixed:D, by-unit:D (unit id x D) or modulo:M:D ((i % M + 1) x D)
+    #[arg(long, default_value = "fixed:1ms", value_parser = Schedule::parse)]
+    sleep: Schedule,
+    /// relative: sleep(expected) after the busy work; absolute: sleep until a fixed periodic deadline
+    #[arg(long, value_enum, default_value = "absolute")]
+    mode: ModeArg,
+    /// Busy-work iterations before each sleep
+    #[arg(long, default_value_t = 1000, allow_negative_numbers = true)]
+    busy: u64,
+    /// Yield to the runtime's scheduler after every busy-work step
+    #[arg(long = "yield")]
+    yield_each_step: bool,
+    /// Measured time per runtime, after the warm-up [default: 5s; 1s with --quick]
+    #[arg(long, value_parser = duration, allow_hyphen_values = true)]
+    duration: Option<u64>,
+    /// Time before the measurement; its samples are excluded from statistics [default: 1s; 200ms with --quick]
+    #[arg(long, value_parser = duration, allow_hyphen_values = true)]
+    warmup: Option<u64>,
+    /// Extra time a worker gets beyond its plan before it is killed
+    #[arg(long, default_value = "10s", value_parser = duration, allow_hyphen_values = true)]
+    grace: u64,
+    /// A first look in under 10 seconds: 1 s per runtime after 200 ms of warm-up
+    #[arg(long)]
+    quick: bool,
+    /// The metric the table shows and ranks by
+    #[arg(long, value_enum, default_value = "lateness")]
+    metric: Metric,
+    /// The results folder to write [default: results/<UTC timestamp>-sleep]
+    #[arg(long, short = 'o')]
+    output: Option<PathBuf>,
+    /// Also write every sample to samples.csv
+    #[arg(long)]
+    raw: bool,
+    /// table: the human report; json: run.json on stdout
+    #[arg(long, value_enum, default_value = "table")]
+    format: Format,
+}
+
+#[derive(Copy, Clone, ValueEnum)]
+enum ExperimentArg {
+    Sleep,
+}
+
+#[derive(Copy, Clone, ValueEnum)]
+enum ModeArg {
+    Relative,
+    Absolute,
+}
+
+fn duration(text: &str) -> Result<u64, String> {
+    parse_duration_ns(text)
+}
+
+fn runtime_id(text: &str) -> Result<String, String> {
+    match runtime::find(text) {
+        Some(info) => Ok(info.id.to_string()),
+        None => Err(format!("unknown runtime '{text}' (known: {})", runtime::ids().join(", "))),
+    }
+}
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            let rendered = e.render().to_string();
+            let first = rendered.lines().next().unwrap_or("error: invalid arguments");
+            eprintln!("taskmeter: {}", first.trim_start_matches("error: "));
+            return ExitCode::from(2);
+        }
+    };
+    let result = match cli.command {
+        Command::List => {
+            crate::list::print();
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Run(args) => settings(&args).and_then(|settings| {
+            run(RunOptions {
+                settings,
+                metric: args.metric,
+                output: args.output,
+                raw: args.raw,
+                json: matches!(args.format, Format::Json),
+                command_line: std::env::args().collect(),
+            })
+        }),
+        Command::CheckDriver { runtime } => crate::check::check_driver(&runtime),
+        Command::Selftest { duration, repeat } => crate::selftest::run(duration, repeat),
+        Command::Worker => return crate::worker::main(),
+    };
+    result.unwrap_or_else(|message| {
+        eprintln!("taskmeter: {message}");
+        ExitCode::from(2)
+    })
+}
+
+/// Turns the flags into checked settings; every refusal is one clear sentence.
+fn settings(args: &RunArgs) -> Result<Settings, String> {
+    let _ = args.experiment;
+    let duration_ns = args.duration.unwrap_or(if args.quick { 1_000_000_000 } else { 5_000_000_000 });
+    let warmup_ns = args.warmup.unwrap_or(if args.quick { 200_000_000 } else { 1_000_000_000 });
+    if duration_ns == 0 {
+        return Err("--duration must be longer than 0".into());
+    }
+    let mode = match args.mode {
+        ModeArg::Relative => Mode::Relative,
+        ModeArg::Absolute => Mode::Absolute,
+    };
+    let longest = args.sleep.max_expected(args.units);
+    if longest > duration_ns {
+        return Err(format!(
+            "the longest sleep ({}, with --sleep {} and {} units) is longer than --duration ({}): no iteration could be measured",
+            crate::output::format_ns(longest as f64),
+            args.sleep,
+            args.units,
+            crate::output::format_ns(duration_ns as f64)
+        ));
+    }
+    let shortest = args.sleep.expected(1, 0);
+    if mode == Mode::Absolute && shortest > 0 && shortest < 1_000 {
+        return Err("absolute mode needs a period of at least 1us (a shorter one only counts missed periods)".into());
+    }
+    let sleep = SleepPlan { mode, schedule: args.sleep };
+    let runtimes = if args.runtimes.is_empty() {
+        runtime::ids().into_iter().map(str::to_string).collect()
+    } else {
+        let mut seen = Vec::new();
+        for id in &args.runtimes {
+            if seen.contains(id) {
+                return Err(format!("runtime '{id}' is listed twice in --runtimes"));
+            }
+            seen.push(id.clone());
+        }
+        seen
+    };
+    let settings = Settings {
+        runtimes,
+        units: args.units,
+        duration_ns,
+        warmup_ns,
+        sleep,
+        sleep_spec: args.sleep.to_string(),
+        busy: BusyPlan { iters: args.busy, yield_each_step: args.yield_each_step },
+        grace_ns: args.grace,
+    };
+    let plan = crate::run::plan_for(&settings, "thread");
+    plan.check()?;
+    Ok(settings)
+}

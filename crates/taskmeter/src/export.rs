@@ -1,0 +1,138 @@
+//! The results folder: `run.json`, `summary.csv` and, with `--raw`, `samples.csv`. It is
+//! written under a temporary name and renamed, so it is never seen half-written.
+
+use crate::protocol::WorkerReport;
+use crate::results::{is_measured, sample_metrics, RunRecord, METRICS};
+use std::fmt::Write as _;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+pub const SUMMARY_HEADER: &str = "timestamp,log_type,metric_name,count,mean_absolute_deviation,std_deviation,\
+min_deviation,max_deviation,mean,std,min,p50,p90,p99,p99_9,p99_99,max,missed_periods,status";
+
+/// The default folder: `results/<UTC timestamp>-<experiment>`, made unique if taken.
+pub fn default_folder(experiment: &str, started_at: &str) -> PathBuf {
+    let stamp: String = started_at.chars().filter(|c| !matches!(c, '-' | ':')).collect();
+    let base = PathBuf::from("results").join(format!("{stamp}-{experiment}"));
+    let mut candidate = base.clone();
+    let mut n = 2;
+    while candidate.exists() {
+        candidate = PathBuf::from(format!("{}-{n}", base.display()));
+        n += 1;
+    }
+    candidate
+}
+
+/// Refuses a folder that already holds something, before any time is spent measuring.
+pub fn check_writable(folder: &Path) -> Result<(), String> {
+    if folder.exists() && std::fs::read_dir(folder).map(|mut d| d.next().is_some()).unwrap_or(true) {
+        return Err(format!("output folder {} already exists and is not empty", folder.display()));
+    }
+    Ok(())
+}
+
+/// Writes the folder. `reports` holds, per row, the worker's samples when `--raw` asked for them.
+pub fn write_folder(folder: &Path, record: &RunRecord, reports: &[Option<WorkerReport>]) -> Result<(), String> {
+    let parent = folder.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    let name = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "run".into());
+    let partial = parent.join(format!(".{name}.partial-{}", std::process::id()));
+    let result = write_files(&partial, record, reports).and_then(|_| {
+        if folder.exists() {
+            std::fs::remove_dir(folder).map_err(|e| format!("cannot replace {}: {e}", folder.display()))?;
+        }
+        std::fs::rename(&partial, folder).map_err(|e| format!("cannot rename to {}: {e}", folder.display()))
+    });
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&partial);
+    }
+    result
+}
+
+fn write_files(dir: &Path, record: &RunRecord, reports: &[Option<WorkerReport>]) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let io = |e: std::io::Error| format!("cannot write the results: {e}");
+    std::fs::write(dir.join("run.json"), run_json(record)).map_err(io)?;
+    std::fs::write(dir.join("summary.csv"), summary_csv(record)).map_err(io)?;
+    if reports.iter().any(Option::is_some) {
+        let file = std::fs::File::create(dir.join("samples.csv")).map_err(io)?;
+        let mut out = BufWriter::new(file);
+        write_samples_csv(&mut out, record, reports).map_err(io)?;
+        out.flush().map_err(io)?;
+    }
+    Ok(())
+}
+
+pub fn run_json(record: &RunRecord) -> String {
+    let mut text = serde_json::to_string_pretty(record).expect("a run record always serialises");
+    text.push('\n');
+    text
+}
+
+/// The v1 study's columns (over |value - reference|), then the distribution of the values.
+pub fn summary_csv(record: &RunRecord) -> String {
+    let mut out = format!("{SUMMARY_HEADER}\n");
+    let float = |v: Option<f64>| v.map(|v| format!("{v:.2}")).unwrap_or_default();
+    let int = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
+    for row in &record.rows {
+        let (Some(stats), Some(counts)) = (&row.statistics, &row.counts) else { continue };
+        let status = serde_json::to_value(row.status).unwrap().as_str().unwrap_or("").to_string();
+        for metric in METRICS {
+            let s = stats.get(metric);
+            let _ = writeln!(
+                out,
+                "{},{},{}_ns,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                record.finished_at,
+                row.runtime,
+                metric.name(),
+                s.count,
+                float(s.mean_absolute_deviation),
+                float(s.deviation_std),
+                int(s.deviation_min),
+                int(s.deviation_max),
+                float(s.mean),
+                float(s.std),
+                int(s.min),
+                int(s.p50),
+                int(s.p90),
+                int(s.p99),
+                int(s.p99_9),
+                int(s.p99_99),
+                int(s.max),
+                counts.missed_periods,
+                status
+            );
+        }
+    }
+    out
+}
+
+fn write_samples_csv(out: &mut impl Write, record: &RunRecord, reports: &[Option<WorkerReport>]) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "runtime,unit,iteration,phase,expected_ns,start_ns,busy_end_ns,intended_ns,wake_ns,missed,lateness_ns,actual_ns,full_ns,busy_ns"
+    )?;
+    for (row, report) in record.rows.iter().zip(reports) {
+        let Some(report) = report else { continue };
+        for u in &report.units {
+            for i in 0..u.len() {
+                let phase = if is_measured(report, u, i) { "measure" } else { "warmup" };
+                let [lateness, actual, full, busy] = sample_metrics(u, i);
+                writeln!(
+                    out,
+                    "{},{},{},{phase},{},{},{},{},{},{},{lateness},{actual},{full},{busy}",
+                    row.runtime,
+                    u.unit,
+                    i + 1,
+                    u.expected_ns[i],
+                    u.start_ns[i],
+                    u.busy_end_ns[i],
+                    u.intended_ns[i],
+                    u.wake_ns[i],
+                    u.missed[i]
+                )?;
+            }
+        }
+    }
+    Ok(())
+}

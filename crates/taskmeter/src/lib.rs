@@ -1,0 +1,23 @@
+//! taskmeter: measure how faithfully concurrency runtimes keep time and deliver work.
+//!
+//! The orchestrator never runs a workload in its own process: every (runtime, point) gets a
+//! worker process that speaks protocol v1 (`protocol/README.md`); statistics live in [`stats`].
+
+pub mod check;
+pub mod cli;
+pub mod clock;
+pub mod driver;
+pub mod env;
+pub mod export;
+pub mod list;
+pub mod orchestrate;
+pub mod output;
+pub mod plan;
+pub mod protocol;
+pub mod results;
+pub mod run;
+pub mod runtime;
+pub mod selftest;
+pub mod stats;
+pub mod worker;
+pub mod workload;

@@ -1,0 +1,15 @@
+//! `taskmeter list`: every runtime, whether it can run here, and why not.
+
+use crate::driver;
+use crate::runtime::RUNTIMES;
+
+pub fn print() {
+    let width = RUNTIMES.iter().map(|r| r.id.len()).max().unwrap_or(0);
+    for info in RUNTIMES {
+        let status = match driver::availability(info) {
+            Ok(()) => "available".to_string(),
+            Err(reason) => format!("unavailable: {reason}"),
+        };
+        println!("{:<width$}  {status}\n{:<width$}  {}", info.id, "", info.description);
+    }
+}

@@ -1,0 +1,256 @@
+//! Runs one worker process: sends the plan, waits within a deadline, handles Ctrl-C, and turns
+//! whatever happened into a checked report or a reason for failure.
+
+use crate::plan::Plan;
+use crate::protocol::{parse_output, OutputError, WorkerReport};
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+enum Event {
+    Exited(std::io::Result<ExitStatus>),
+    Interrupt,
+}
+
+static EVENTS: Mutex<Option<Sender<Event>>> = Mutex::new(None);
+static INTERRUPTS: AtomicU32 = AtomicU32::new(0);
+
+/// Ctrl-C stops the current worker early (it keeps what it measured) and ends the run.
+/// Workers run in their own process group, so the terminal's SIGINT reaches only us.
+pub fn install_interrupt_handler() {
+    let _ = ctrlc::set_handler(|| {
+        INTERRUPTS.fetch_add(1, Ordering::SeqCst);
+        if let Some(tx) = EVENTS.lock().unwrap().as_ref() {
+            let _ = tx.send(Event::Interrupt);
+        }
+    });
+}
+
+pub fn interrupted() -> bool {
+    INTERRUPTS.load(Ordering::SeqCst) > 0
+}
+
+/// Scheduling attributes the worker really had, read back from the kernel.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct SchedInfo {
+    pub policy: String,
+    pub priority: i32,
+    pub nice: i32,
+    pub timerslack_ns: Option<u64>,
+}
+
+impl SchedInfo {
+    pub fn of(pid: i32) -> SchedInfo {
+        // SAFETY: plain queries about a process we started; failures are reported as -1.
+        let policy = unsafe { libc::sched_getscheduler(pid) };
+        let mut param = libc::sched_param { sched_priority: 0 };
+        unsafe { libc::sched_getparam(pid, &mut param) };
+        let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, pid as libc::id_t) };
+        let timerslack_ns = std::fs::read_to_string(format!("/proc/{pid}/timerslack_ns"))
+            .ok()
+            .and_then(|s| s.trim().parse().ok());
+        SchedInfo { policy: policy_name(policy), priority: param.sched_priority, nice, timerslack_ns }
+    }
+}
+
+pub fn policy_name(policy: i32) -> String {
+    match policy {
+        libc::SCHED_OTHER => "SCHED_OTHER".into(),
+        libc::SCHED_FIFO => "SCHED_FIFO".into(),
+        libc::SCHED_RR => "SCHED_RR".into(),
+        libc::SCHED_BATCH => "SCHED_BATCH".into(),
+        libc::SCHED_IDLE => "SCHED_IDLE".into(),
+        other => format!("policy {other}"),
+    }
+}
+
+#[derive(Debug)]
+pub enum Outcome {
+    Completed(WorkerReport),
+    /// Stopped early by Ctrl-C; the report holds what was measured until then.
+    Interrupted(WorkerReport),
+    Failed(String),
+}
+
+#[derive(Debug)]
+pub struct WorkerRun {
+    pub outcome: Outcome,
+    pub sched: Option<SchedInfo>,
+    pub wall_ns: u64,
+    /// The worker's stderr (its last few kilobytes).
+    pub stderr: String,
+}
+
+/// How long a worker may run: its plan's own bound plus a grace for start-up and output.
+pub fn deadline(plan: &Plan, grace: Duration) -> Duration {
+    Duration::from_nanos(plan.warmup_ns + plan.duration_ns + plan.max_expected_ns()) + grace
+}
+
+/// What happened to a worker process, before its output is judged.
+pub struct RawRun {
+    pub status: std::io::Result<ExitStatus>,
+    pub timed_out: bool,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+    pub sched: SchedInfo,
+    pub wall_ns: u64,
+}
+
+/// When to ask a worker to stop early (end of file on its stdin).
+pub struct StopPolicy {
+    /// After this long, whatever happens (for `check-driver`).
+    pub after: Option<Duration>,
+    /// How long a worker asked to stop may take to finish its iteration and write.
+    pub grace: Duration,
+}
+
+/// Starts `command`, sends `input` (one line) and keeps stdin open until the worker exits, the
+/// user presses Ctrl-C, or `stop.after` passes; kills the worker's process group at `limit`.
+pub fn spawn_and_wait(mut command: Command, input: &str, limit: Duration, stop: StopPolicy, mut tick: impl FnMut()) -> Result<RawRun, String> {
+    let started = Instant::now();
+    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    let (tx, rx) = mpsc::channel();
+    *EVENTS.lock().unwrap() = Some(tx.clone());
+    if interrupted() {
+        return Err("not started: the run was interrupted".into());
+    }
+    let mut child = command.spawn().map_err(|e| format!("could not start the worker: {e}"))?;
+    let pid = child.id() as i32;
+    let sched = SchedInfo::of(pid);
+    let mut stdin = child.stdin.take();
+    if let Some(pipe) = stdin.as_mut() {
+        // A worker that exits at once closes the pipe; its output will say why.
+        let _ = pipe.write_all(format!("{}\n", input.trim_end()).as_bytes()).and_then(|_| pipe.flush());
+    }
+    let stdout = collect(child.stdout.take(), usize::MAX);
+    let stderr = collect(child.stderr.take(), 16 * 1024);
+    std::thread::spawn(move || {
+        let _ = tx.send(Event::Exited(child.wait()));
+    });
+
+    let mut deadline = started + limit;
+    let mut stop_at = stop.after.map(|after| started + after);
+    let mut timed_out = false;
+    let status = loop {
+        let now = Instant::now();
+        let next = stop_at.map_or(deadline, |s| s.min(deadline));
+        let wait = next.saturating_duration_since(now).min(Duration::from_millis(250));
+        let event = rx.recv_timeout(wait);
+        let ask_to_stop = matches!(event, Ok(Event::Interrupt)) || stop_at.is_some_and(|s| Instant::now() >= s);
+        match event {
+            Ok(Event::Exited(status)) => break status,
+            Ok(Event::Interrupt) if stdin.is_none() => kill_group(pid),
+            Err(RecvTimeoutError::Timeout) if Instant::now() >= deadline && !timed_out => {
+                timed_out = true;
+                kill_group(pid);
+            }
+            Err(RecvTimeoutError::Disconnected) => unreachable!("the waiter thread holds a sender"),
+            _ if ask_to_stop && stdin.is_some() => {
+                // End of file on stdin: the worker finishes its current iteration and writes.
+                stdin = None;
+                stop_at = None;
+                deadline = deadline.min(Instant::now() + stop.grace);
+            }
+            _ => tick(),
+        }
+    };
+    *EVENTS.lock().unwrap() = None;
+    drop(stdin);
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = String::from_utf8_lossy(&stderr.join().unwrap_or_default()).into_owned();
+    Ok(RawRun { status, timed_out, stdout, stderr, sched, wall_ns: started.elapsed().as_nanos() as u64 })
+}
+
+/// Runs a worker on a plan and judges what it did.
+pub fn run_worker(command: Command, plan: &Plan, grace: Duration, tick: impl FnMut()) -> WorkerRun {
+    let limit = deadline(plan, grace);
+    let stop = StopPolicy { after: None, grace: Duration::from_nanos(plan.max_expected_ns()) + Duration::from_secs(2) };
+    match spawn_and_wait(command, &plan.to_json(), limit, stop, tick) {
+        Err(reason) => WorkerRun { outcome: Outcome::Failed(reason), sched: None, wall_ns: 0, stderr: String::new() },
+        Ok(raw) => {
+            let outcome = classify(plan, &raw, limit);
+            WorkerRun { outcome, sched: Some(raw.sched), wall_ns: raw.wall_ns, stderr: raw.stderr }
+        }
+    }
+}
+
+pub fn classify(plan: &Plan, raw: &RawRun, limit: Duration) -> Outcome {
+    let (stdout, stderr) = (&raw.stdout, &raw.stderr);
+    let last_stderr = stderr.lines().rev().find(|l| !l.trim().is_empty()).map(|l| format!(" ({})", l.trim()));
+    let last_stderr = last_stderr.unwrap_or_default();
+    if raw.timed_out {
+        return Outcome::Failed(format!(
+            "did not finish within {:.1} s and was killed; raise --grace if its busy work is long{last_stderr}",
+            limit.as_secs_f64()
+        ));
+    }
+    let status = match &raw.status {
+        Ok(status) => *status,
+        Err(e) => return Outcome::Failed(format!("could not wait for the worker: {e}")),
+    };
+    let parsed = parse_output(plan, stdout);
+    if !status.success() {
+        let how = match (status.code(), status.signal()) {
+            (Some(code), _) => format!("exited with status {code}"),
+            (None, Some(signal)) => format!("was killed by signal {signal} ({})", signal_name(signal)),
+            _ => "ended abnormally".into(),
+        };
+        return match parsed {
+            Err(OutputError::Refused(message)) => Outcome::Failed(format!("worker error: {message} ({how})")),
+            _ => Outcome::Failed(format!("the worker {how}{last_stderr}")),
+        };
+    }
+    match parsed {
+        Ok(report) if report.done.interrupted => Outcome::Interrupted(report),
+        Ok(report) => Outcome::Completed(report),
+        Err(e) => Outcome::Failed(e.to_string()),
+    }
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGILL => "SIGILL",
+        libc::SIGFPE => "SIGFPE",
+        _ => "signal",
+    }
+}
+
+fn kill_group(pid: i32) {
+    // SAFETY: the worker leads its own process group (process_group(0)), so this reaches it and
+    // anything it started, and nothing else.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+}
+
+/// Reads a pipe to its end on a thread (so a full pipe never blocks the worker), keeping at
+/// most the last `keep` bytes.
+fn collect<R: Read + Send + 'static>(pipe: Option<R>, keep: usize) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        let Some(mut pipe) = pipe else { return kept };
+        let mut buffer = vec![0u8; 64 * 1024];
+        while let Ok(n) = pipe.read(&mut buffer) {
+            if n == 0 {
+                break;
+            }
+            kept.extend_from_slice(&buffer[..n]);
+            if kept.len() > keep.saturating_mul(2) {
+                kept.drain(..kept.len() - keep);
+            }
+        }
+        if kept.len() > keep {
+            kept.drain(..kept.len() - keep);
+        }
+        kept
+    })
+}

@@ -1,0 +1,193 @@
+//! What a person reads: the console table and the formatting of durations.
+
+use crate::results::{Metric, Row, RowStatus, RunRecord};
+use crate::stats::ratio_with_uncertainty;
+
+/// A duration in ns with three significant digits and a fitting unit.
+pub fn format_ns(ns: f64) -> String {
+    let magnitude = ns.abs();
+    let (value, unit) = if magnitude < 1e3 {
+        (ns, "ns")
+    } else if magnitude < 1e6 {
+        (ns / 1e3, "µs")
+    } else if magnitude < 1e9 {
+        (ns / 1e6, "ms")
+    } else {
+        (ns / 1e9, "s")
+    };
+    let decimals = if unit == "ns" || value.abs() >= 100.0 {
+        0
+    } else if value.abs() >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{value:.decimals$} {unit}")
+}
+
+fn format_count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Rows that have statistics, ranked by the mean absolute deviation of the metric (for
+/// `lateness` and `busy` that is their mean; for `actual` and `full`, the mean distance from
+/// the expected sleep, as in the v1 study), lowest first.
+pub fn ranked(record: &RunRecord) -> Vec<&Row> {
+    let key = |row: &Row| {
+        row.statistics.as_ref().and_then(|s| s.get(record.metric).mean_absolute_deviation).unwrap_or(f64::INFINITY)
+    };
+    let mut rows: Vec<&Row> = record.rows.iter().filter(|r| r.statistics.is_some()).collect();
+    rows.sort_by(|a, b| key(a).total_cmp(&key(b)));
+    rows
+}
+
+/// "1.00", or "14.2 ± 0.3": the row's ranking statistic over the best row's, with the
+/// uncertainty propagated from both standard errors.
+fn ratio_to_best(metric: Metric, row: &Row, best: &Row) -> String {
+    let get = |r: &Row| {
+        let s = r.statistics.as_ref()?.get(metric);
+        let se = s.deviation_std.map(|sd| sd / (s.count as f64).sqrt()).unwrap_or(0.0);
+        Some((s.mean_absolute_deviation?, se))
+    };
+    match (get(row), get(best)) {
+        _ if std::ptr::eq(row, best) => "1.00".into(),
+        (Some((a, ae)), Some((b, be))) if b > 0.0 => {
+            let (r, u) = ratio_with_uncertainty(a, ae, b, be);
+            if r >= 10.0 { format!("{r:.1} ± {u:.1}") } else { format!("{r:.2} ± {u:.2}") }
+        }
+        _ => "n/a".into(),
+    }
+}
+
+pub fn table(record: &RunRecord) -> String {
+    let metric = record.metric;
+    let mut lines = vec![vec![
+        "runtime".to_string(),
+        "samples".into(),
+        format!("{} mean ± sd", metric.name()),
+        "p50".into(),
+        "p99".into(),
+        "max".into(),
+        "missed".into(),
+        "vs best".into(),
+    ]];
+    let ranked = ranked(record);
+    for row in &ranked {
+        let (stats, counts) = (row.statistics.as_ref().unwrap().get(metric), row.counts.as_ref().unwrap());
+        let opt = |v: Option<i64>| v.map(|v| format_ns(v as f64)).unwrap_or_else(|| "-".into());
+        let mean_sd = match (stats.mean, stats.std) {
+            (Some(m), Some(sd)) => format!("{} ± {}", format_ns(m), format_ns(sd)),
+            (Some(m), None) => format_ns(m),
+            _ => "-".into(),
+        };
+        let mut name = row.runtime.clone();
+        if row.status == RowStatus::Interrupted {
+            name.push_str(" (interrupted)");
+        }
+        lines.push(vec![
+            name,
+            format_count(stats.count),
+            mean_sd,
+            opt(stats.p50),
+            opt(stats.p99),
+            opt(stats.max),
+            format_count(counts.missed_periods),
+            ratio_to_best(metric, row, ranked[0]),
+        ]);
+    }
+    let mut out = render(&lines, &[false, true, true, true, true, true, true, true]);
+    for row in record.rows.iter().filter(|r| r.statistics.is_none()) {
+        let what = match row.status {
+            RowStatus::Skipped => "skipped",
+            _ => "FAILED",
+        };
+        out.push_str(&format!("{:<w$}  {what}: {}\n", row.runtime, row.reason.as_deref().unwrap_or(""), w = width(&lines, 0)));
+    }
+    out
+}
+
+fn width(lines: &[Vec<String>], column: usize) -> usize {
+    lines.iter().map(|l| l[column].chars().count()).max().unwrap_or(0)
+}
+
+fn render(lines: &[Vec<String>], right: &[bool]) -> String {
+    let widths: Vec<usize> = (0..lines[0].len()).map(|c| width(lines, c)).collect();
+    let mut out = String::new();
+    for line in lines {
+        let cells: Vec<String> = line
+            .iter()
+            .enumerate()
+            .map(|(c, cell)| {
+                let pad = " ".repeat(widths[c] - cell.chars().count());
+                if right[c] { format!("{pad}{cell}") } else { format!("{cell}{pad}") }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The run's settings in one line, e.g. "sleep | 5 units | fixed:1ms absolute | busy 1000".
+pub fn settings_line(record: &RunRecord) -> String {
+    let s = &record.settings;
+    let mode = match s.sleep.mode {
+        crate::plan::Mode::Relative => "relative",
+        crate::plan::Mode::Absolute => "absolute",
+    };
+    let busy = match (s.busy.iters, s.busy.yield_each_step) {
+        (0, _) => "no busy work".to_string(),
+        (n, true) => format!("busy {n} + yield"),
+        (n, false) => format!("busy {n}"),
+    };
+    format!(
+        "{} | {} units | {} {mode} | {busy} | {} measured after {} warm-up",
+        record.experiment,
+        s.units,
+        s.sleep_spec,
+        format_ns(s.duration_ns as f64),
+        format_ns(s.warmup_ns as f64)
+    )
+}
+
+pub fn explain(metric: Metric) -> &'static str {
+    match metric {
+        Metric::Lateness => "lateness = wake-up time - intended wake-up time; ranked by mean, vs best = ratio of means ± 1 standard error",
+        Metric::Actual => "actual = iteration end - start (busy work included); ranked by mean |actual - expected|",
+        Metric::Full => "full = iteration end - previous end; ranked by mean |full - expected|",
+        Metric::Busy => "busy = time of the busy phase; ranked by mean",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_have_three_significant_digits() {
+        assert_eq!(format_ns(0.0), "0 ns");
+        assert_eq!(format_ns(999.0), "999 ns");
+        assert_eq!(format_ns(1_234.0), "1.23 µs");
+        assert_eq!(format_ns(61_234.0), "61.2 µs");
+        assert_eq!(format_ns(1_078_000.0), "1.08 ms");
+        assert_eq!(format_ns(250_000_000.0), "250 ms");
+        assert_eq!(format_ns(15e9), "15.0 s");
+        assert_eq!(format_ns(-2_500.0), "-2.50 µs");
+    }
+
+    #[test]
+    fn counts_have_thousands_separators() {
+        assert_eq!(format_count(0), "0");
+        assert_eq!(format_count(999), "999");
+        assert_eq!(format_count(1000), "1,000");
+        assert_eq!(format_count(1234567), "1,234,567");
+    }
+}

@@ -1,0 +1,372 @@
+//! Worker output lines (protocol v1) and the validator every run applies to them.
+//! The rules are those of `protocol/README.md`, section "What the orchestrator checks".
+
+use crate::plan::{Mode, Plan, PROTOCOL};
+use crate::workload::busy_reference;
+use serde::{Deserialize, Serialize};
+
+pub const CLOCK: &str = "CLOCK_MONOTONIC";
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Hello {
+    pub protocol: u32,
+    pub runtime: String,
+    pub runtime_version: String,
+    pub clock: String,
+    pub pid: u32,
+}
+
+/// One unit's samples, columnar: entry `i` of every array belongs to sample `i`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct UnitSamples {
+    pub unit: u32,
+    pub origin_ns: u64,
+    pub expected_ns: Vec<u64>,
+    pub start_ns: Vec<u64>,
+    pub busy_end_ns: Vec<u64>,
+    pub intended_ns: Vec<u64>,
+    pub wake_ns: Vec<u64>,
+    pub missed: Vec<u64>,
+}
+
+impl UnitSamples {
+    pub fn len(&self) -> usize {
+        self.start_ns.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start_ns.is_empty()
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Done {
+    pub run_start_ns: u64,
+    pub measure_start_ns: u64,
+    pub end_ns: u64,
+    pub units: u32,
+    pub samples: u64,
+    pub missed: u64,
+    pub interrupted: bool,
+    pub busy_result: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorLine {
+    pub message: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Line {
+    Hello(Hello),
+    Unit(UnitSamples),
+    Done(Done),
+    Error(ErrorLine),
+}
+
+/// Everything a worker reported, checked against its plan.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkerReport {
+    pub hello: Hello,
+    /// Sorted by unit id.
+    pub units: Vec<UnitSamples>,
+    pub done: Done,
+}
+
+/// Why a worker's output was not accepted.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OutputError {
+    /// The worker refused the plan with an `error` line.
+    Refused(String),
+    /// The output breaks the protocol.
+    Invalid(String),
+}
+
+impl std::fmt::Display for OutputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OutputError::Refused(m) => write!(f, "worker error: {m}"),
+            OutputError::Invalid(m) => write!(f, "protocol violation: {m}"),
+        }
+    }
+}
+
+fn invalid<T>(message: String) -> Result<T, OutputError> {
+    Err(OutputError::Invalid(message))
+}
+
+/// Parses and validates a worker's whole stdout against the plan it was given.
+pub fn parse_output(plan: &Plan, stdout: &[u8]) -> Result<WorkerReport, OutputError> {
+    let text = std::str::from_utf8(stdout).map_err(|_| OutputError::Invalid("output is not UTF-8".into()))?;
+    let mut hello = None;
+    let mut done: Option<Done> = None;
+    let mut units: Vec<UnitSamples> = Vec::new();
+    for (index, raw) in text.lines().enumerate() {
+        let number = index + 1;
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let line: Line = serde_json::from_str(raw)
+            .map_err(|e| OutputError::Invalid(format!("line {number} does not match the schema: {e}")))?;
+        if done.is_some() {
+            return invalid(format!("line {number} comes after the done line"));
+        }
+        match (line, hello.is_some()) {
+            (Line::Error(e), _) => return Err(OutputError::Refused(e.message)),
+            (Line::Hello(h), false) => hello = Some(h),
+            (Line::Hello(_), true) => return invalid(format!("line {number} is a second hello")),
+            (_, false) => return invalid(format!("line {number} comes before the hello line")),
+            (Line::Unit(u), true) => units.push(u),
+            (Line::Done(d), true) => done = Some(d),
+        }
+    }
+    let Some(hello) = hello else { return invalid("the worker printed nothing".into()) };
+    let Some(done) = done else { return invalid("the output ends without a done line".into()) };
+    check_hello(plan, &hello)?;
+    units.sort_by_key(|u| u.unit);
+    check_units(plan, &done, &units)?;
+    check_done(plan, &done, &units)?;
+    Ok(WorkerReport { hello, units, done })
+}
+
+fn check_hello(plan: &Plan, hello: &Hello) -> Result<(), OutputError> {
+    if hello.protocol != PROTOCOL {
+        return invalid(format!("hello says protocol {} (expected {PROTOCOL})", hello.protocol));
+    }
+    if hello.runtime != plan.runtime {
+        return invalid(format!("hello names runtime '{}' but the plan asked for '{}'", hello.runtime, plan.runtime));
+    }
+    if hello.clock != CLOCK {
+        return invalid(format!("hello names clock '{}' (expected {CLOCK})", hello.clock));
+    }
+    Ok(())
+}
+
+fn check_units(plan: &Plan, done: &Done, units: &[UnitSamples]) -> Result<(), OutputError> {
+    let mut next_id = 1;
+    for u in units {
+        if u.unit == 0 || u.unit > plan.units {
+            return invalid(format!("unit {} is not in 1..={}", u.unit, plan.units));
+        }
+        if u.unit < next_id {
+            return invalid(format!("unit {} appears twice", u.unit));
+        }
+        if u.unit > next_id {
+            return invalid(format!("unit {next_id} is missing"));
+        }
+        next_id += 1;
+    }
+    if next_id <= plan.units {
+        return invalid(format!("unit {next_id} is missing"));
+    }
+    for u in units {
+        check_unit(plan, done, u).map_err(|m| OutputError::Invalid(format!("unit {}: {m}", u.unit)))?;
+    }
+    Ok(())
+}
+
+fn check_unit(plan: &Plan, done: &Done, u: &UnitSamples) -> Result<(), String> {
+    let n = u.start_ns.len();
+    let lengths = [u.expected_ns.len(), u.busy_end_ns.len(), u.intended_ns.len(), u.wake_ns.len(), u.missed.len()];
+    if lengths.iter().any(|l| *l != n) {
+        return Err(format!("arrays of unequal length (start_ns has {n}, others {lengths:?})"));
+    }
+    if n == 0 && !done.interrupted && u.origin_ns < done.end_ns {
+        return Err("no samples in a run that was not interrupted".into());
+    }
+    if u.origin_ns < done.run_start_ns {
+        return Err(format!("origin_ns {} is before run_start_ns {}", u.origin_ns, done.run_start_ns));
+    }
+    let schedule = plan.sleep.schedule;
+    let mut k: u64 = 0;
+    let mut next = u.origin_ns + schedule.expected(u.unit, 0);
+    let mut previous_wake = u.origin_ns;
+    for i in 0..n {
+        let at = |what: String| format!("sample {i}: {what}");
+        let (start, busy_end, intended, wake) = (u.start_ns[i], u.busy_end_ns[i], u.intended_ns[i], u.wake_ns[i]);
+        if start < previous_wake {
+            return Err(at(format!("start_ns {start} is before the previous wake (or origin) {previous_wake}")));
+        }
+        if !(start <= busy_end && busy_end <= wake) {
+            return Err(at(format!("timestamps out of order: start {start}, busy_end {busy_end}, wake {wake}")));
+        }
+        if start >= done.end_ns {
+            return Err(at(format!("started at {start}, at or after the end {}", done.end_ns)));
+        }
+        if plan.busy.iters == 0 && busy_end != start {
+            return Err(at("busy_end_ns differs from start_ns with no busy work".into()));
+        }
+        let expected = schedule.expected(u.unit, k);
+        if u.expected_ns[i] != expected {
+            return Err(at(format!("expected_ns {} but the schedule gives {expected}", u.expected_ns[i])));
+        }
+        k += 1;
+        match plan.sleep.mode {
+            Mode::Relative => {
+                if intended != busy_end + expected {
+                    return Err(at(format!("intended_ns {intended} but busy_end + expected = {}", busy_end + expected)));
+                }
+                if u.missed[i] != 0 {
+                    return Err(at("missed periods reported in relative mode".into()));
+                }
+            }
+            Mode::Absolute => {
+                if intended != next {
+                    return Err(at(format!("intended_ns {intended} but the absolute schedule gives {next}")));
+                }
+                next += schedule.expected(u.unit, k);
+                let mut missed = 0;
+                while wake > next {
+                    missed += 1;
+                    k += 1;
+                    next += schedule.expected(u.unit, k);
+                }
+                if u.missed[i] != missed {
+                    return Err(at(format!("missed {} but waking at {wake} skips {missed} periods", u.missed[i])));
+                }
+            }
+        }
+        previous_wake = wake;
+    }
+    Ok(())
+}
+
+fn check_done(plan: &Plan, done: &Done, units: &[UnitSamples]) -> Result<(), OutputError> {
+    let samples: u64 = units.iter().map(|u| u.len() as u64).sum();
+    let missed: u64 = units.iter().flat_map(|u| &u.missed).sum();
+    if done.units != plan.units {
+        return invalid(format!("done reports {} units for a plan of {}", done.units, plan.units));
+    }
+    if done.samples != samples {
+        return invalid(format!("done reports {} samples but the unit lines hold {samples}", done.samples));
+    }
+    if done.missed != missed {
+        return invalid(format!("done reports {} missed periods but the unit lines hold {missed}", done.missed));
+    }
+    if done.measure_start_ns != done.run_start_ns + plan.warmup_ns {
+        return invalid("measure_start_ns is not run_start_ns + warmup_ns".into());
+    }
+    if done.end_ns != done.measure_start_ns + plan.duration_ns {
+        return invalid("end_ns is not measure_start_ns + duration_ns".into());
+    }
+    let reference = busy_reference(plan.busy.iters).to_string();
+    if done.busy_result != reference {
+        return invalid(format!(
+            "busy_result {} but busy({}) = {reference}: the busy work is not the protocol's arithmetic",
+            done.busy_result, plan.busy.iters
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../protocol/vectors/outputs/");
+
+    fn vector(name: &str) -> (Plan, String) {
+        let plan = std::fs::read_to_string(format!("{VECTORS}{name}.plan.json")).unwrap();
+        let output = std::fs::read_to_string(format!("{VECTORS}{name}.ndjson")).unwrap();
+        (Plan::from_json(&plan).unwrap(), output)
+    }
+
+    fn rejection(plan: &Plan, output: &str) -> String {
+        match parse_output(plan, output.as_bytes()) {
+            Ok(_) => panic!("accepted an invalid output:\n{output}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn valid_vectors_are_accepted() {
+        for name in ["relative", "absolute"] {
+            let (plan, output) = vector(name);
+            let report = parse_output(&plan, output.as_bytes()).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(report.units.len(), plan.units as usize);
+            assert_eq!(report.units.iter().map(|u| u.unit).collect::<Vec<_>>(), (1..=plan.units).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn each_single_mutation_is_rejected_with_its_reason() {
+        let (plan, output) = vector("absolute");
+        let cases: &[(&str, &str, &str)] = &[
+            ("\"missed\":[0,2,0]", "\"missed\":[0,1,0]", "skips 2 periods"),
+            ("\"intended_ns\":[1100,2100,5100]", "\"intended_ns\":[1100,2100,5000]", "absolute schedule gives 5100"),
+            ("\"expected_ns\":[2000,2000]", "\"expected_ns\":[2000,1000]", "schedule gives 2000"),
+            ("\"busy_result\":\"138\"", "\"busy_result\":\"137\"", "busy(10) = 138"),
+            ("\"samples\":5", "\"samples\":4", "unit lines hold 5"),
+            ("\"missed\":2,", "\"missed\":0,", "missed periods but the unit lines hold 2"),
+            ("\"runtime\":\"c-thread\"", "\"runtime\":\"thread\"", "plan asked for 'c-thread'"),
+            ("\"clock\":\"CLOCK_MONOTONIC\"", "\"clock\":\"CLOCK_REALTIME\"", "CLOCK_REALTIME"),
+            ("\"wake_ns\":[2100,4100]", "\"wake_ns\":[2100]", "unequal length"),
+            ("\"start_ns\":[96,2100]", "\"start_ns\":[96,2099]", "before the previous wake"),
+            ("\"busy_end_ns\":[99,2200]", "\"busy_end_ns\":[99,4200]", "out of order"),
+            ("\"pid\":4243}", "\"pid\":4243,\"extra\":1}", "unknown field"),
+            ("\"unit\":2,", "\"unit\":1,", "appears twice"),
+            ("\"unit\":2,", "\"unit\":3,", "not in 1..=2"),
+            ("\"end_ns\":11090", "\"end_ns\":11091", "end_ns is not"),
+            ("\"measure_start_ns\":1090", "\"measure_start_ns\":1091", "measure_start_ns is not"),
+        ];
+        for (from, to, reason) in cases {
+            assert!(output.contains(from), "the vector holds {from}");
+            let message = rejection(&plan, &output.replacen(from, to, 1));
+            assert!(message.contains(reason), "{from} -> {to}: got '{message}', wanted '{reason}'");
+        }
+        let lines: Vec<&str> = output.lines().collect();
+        assert!(rejection(&plan, &lines[..3].join("\n")).contains("without a done line"));
+        assert!(rejection(&plan, &[lines[1], lines[0], lines[2], lines[3]].join("\n")).contains("before the hello"));
+        assert!(rejection(&plan, &format!("{output}{}\n", lines[1])).contains("after the done line"));
+        assert!(rejection(&plan, &[lines[0], lines[1], lines[3]].join("\n")).contains("unit 1 is missing"));
+        assert!(rejection(&plan, "").contains("printed nothing"));
+        assert!(rejection(&plan, "not json\n").contains("does not match the schema"));
+        let refused = parse_output(&plan, b"{\"type\":\"error\",\"message\":\"units must be >= 1\"}\n");
+        assert_eq!(refused, Err(OutputError::Refused("units must be >= 1".into())));
+    }
+
+    #[test]
+    fn interrupted_runs_may_have_empty_units() {
+        let (plan, output) = vector("relative");
+        let empty = output
+            .replace("[1000,1000,1000]", "[]")
+            .replace("[120,1160,2210]", "[]")
+            .replace("[1120,2160,3210]", "[]")
+            .replace("[1150,2200,3300]", "[]")
+            .replace("[0,0,0]", "[]")
+            .replace("\"samples\":3", "\"samples\":0");
+        assert!(rejection(&plan, &empty).contains("no samples"));
+        let interrupted = empty.replace("\"interrupted\":false", "\"interrupted\":true");
+        assert!(parse_output(&plan, interrupted.as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn metrics_follow_their_definitions_on_the_absolute_vector() {
+        use crate::results::{counts, statistics};
+        let (plan, output) = vector("absolute");
+        let report = parse_output(&plan, output.as_bytes()).unwrap();
+        let c = counts(&report);
+        assert_eq!((c.samples_total, c.samples_warmup, c.samples_measured), (5, 2, 3));
+        assert_eq!((c.missed_periods, c.missed_periods_warmup), (2, 0));
+        let s = statistics(&report);
+        // Measured samples: unit 1 #2, unit 1 #3, unit 2 #2 (warm-up ends at 1090).
+        // lateness = wake - intended: 2150, 20, 5.
+        assert_eq!((s.lateness.count, s.lateness.min, s.lateness.max), (3, Some(5), Some(2150)));
+        assert_eq!(s.lateness.mean, Some(725.0));
+        assert_eq!(s.lateness.p50, Some(20));
+        // actual = wake - start: 3090, 860, 2000; |actual - expected|: 2090, 140, 0.
+        assert_eq!((s.actual.min, s.actual.max), (Some(860), Some(3090)));
+        assert_eq!(s.actual.mean_absolute_deviation, Some(2230.0 / 3.0));
+        assert_eq!((s.actual.deviation_min, s.actual.deviation_max), (Some(0), Some(2090)));
+        // full = wake - previous wake: 3100, 870, 2000; deviations 2100, 130, 0.
+        assert_eq!(s.full.mean, Some(1990.0));
+        assert_eq!(s.full.mean_absolute_deviation, Some(2230.0 / 3.0));
+        // busy = busy_end - start: 140, 140, 100.
+        assert_eq!((s.busy.min, s.busy.p50, s.busy.max), (Some(100), Some(140), Some(140)));
+    }
+}

@@ -1,0 +1,225 @@
+//! The run record (`run.json`, schema version 1) and how a worker's samples become its row.
+
+use crate::env::Environment;
+use crate::orchestrate::SchedInfo;
+use crate::plan::Plan;
+use crate::protocol::{UnitSamples, WorkerReport};
+use crate::stats::Summary;
+use serde::{Deserialize, Serialize};
+
+pub const SCHEMA: &str = "taskmeter.run";
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The metrics derived from every sample (see `protocol/README.md`).
+pub const METRICS: [Metric; 4] = [Metric::Lateness, Metric::Actual, Metric::Full, Metric::Busy];
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Metric {
+    /// wake - intended: how late the unit woke (cyclictest's latency)
+    Lateness,
+    /// wake - start: the whole iteration, busy work included (the v1 study's `actual`)
+    Actual,
+    /// wake - previous wake: iteration to iteration (the v1 study's `full`)
+    Full,
+    /// busy_end - start: the busy phase alone
+    Busy,
+}
+
+impl Metric {
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Lateness => "lateness",
+            Metric::Actual => "actual",
+            Metric::Full => "full",
+            Metric::Busy => "busy",
+        }
+    }
+
+    /// Value and reference (for the seed's deviation columns) of sample `i`.
+    fn sample(self, u: &UnitSamples, i: usize) -> (i64, i64) {
+        let previous_wake = if i == 0 { u.origin_ns } else { u.wake_ns[i - 1] };
+        let diff = |a: u64, b: u64| a as i64 - b as i64;
+        match self {
+            Metric::Lateness => (diff(u.wake_ns[i], u.intended_ns[i]), 0),
+            Metric::Actual => (diff(u.wake_ns[i], u.start_ns[i]), u.expected_ns[i] as i64),
+            Metric::Full => (diff(u.wake_ns[i], previous_wake), u.expected_ns[i] as i64),
+            Metric::Busy => (diff(u.busy_end_ns[i], u.start_ns[i]), 0),
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct RunRecord {
+    pub schema: String,
+    pub schema_version: u32,
+    pub taskmeter_version: String,
+    /// False when the run was interrupted: some rows are missing or cut short.
+    pub complete: bool,
+    pub command_line: Vec<String>,
+    pub started_at: String,
+    pub finished_at: String,
+    pub experiment: String,
+    /// The metric the console table ranks by.
+    pub metric: Metric,
+    pub settings: Settings,
+    pub environment: Environment,
+    pub rows: Vec<Row>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Settings {
+    pub runtimes: Vec<String>,
+    pub units: u32,
+    pub duration_ns: u64,
+    pub warmup_ns: u64,
+    pub sleep: crate::plan::SleepPlan,
+    pub sleep_spec: String,
+    pub busy: crate::plan::BusyPlan,
+    pub grace_ns: u64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RowStatus {
+    Ok,
+    /// Stopped early by Ctrl-C: statistics cover what was measured until then.
+    Interrupted,
+    Failed,
+    /// Not run: the runtime is unavailable here, or the run was interrupted before it.
+    Skipped,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Row {
+    pub runtime: String,
+    pub status: RowStatus,
+    pub reason: Option<String>,
+    pub plan: Option<Plan>,
+    pub worker: Option<WorkerInfo>,
+    pub counts: Option<Counts>,
+    /// One summary per metric, over the measured samples (warm-up excluded).
+    pub statistics: Option<Statistics>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct WorkerInfo {
+    pub runtime_version: Option<String>,
+    pub toolchain: String,
+    pub pid: Option<u32>,
+    pub sched: Option<SchedInfo>,
+    pub wall_ns: u64,
+    /// The worker's stderr when it failed (last kilobytes).
+    pub stderr: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Counts {
+    pub units: u32,
+    pub samples_total: u64,
+    pub samples_warmup: u64,
+    pub samples_measured: u64,
+    /// Whole periods skipped after a late wake-up, measured samples only (absolute mode).
+    pub missed_periods: u64,
+    pub missed_periods_warmup: u64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Statistics {
+    pub lateness: Summary,
+    pub actual: Summary,
+    pub full: Summary,
+    pub busy: Summary,
+}
+
+impl Statistics {
+    pub fn get(&self, metric: Metric) -> &Summary {
+        match metric {
+            Metric::Lateness => &self.lateness,
+            Metric::Actual => &self.actual,
+            Metric::Full => &self.full,
+            Metric::Busy => &self.busy,
+        }
+    }
+}
+
+/// Is sample `i` of this unit part of the measurement (not warm-up)?
+pub fn is_measured(report: &WorkerReport, u: &UnitSamples, i: usize) -> bool {
+    u.start_ns[i] >= report.done.measure_start_ns
+}
+
+/// Every metric's values and references over the measured samples, in unit then sample order.
+pub fn metric_values(report: &WorkerReport, metric: Metric) -> (Vec<i64>, Vec<i64>) {
+    let mut values = Vec::new();
+    let mut references = Vec::new();
+    for u in &report.units {
+        for i in (0..u.len()).filter(|&i| is_measured(report, u, i)) {
+            let (v, r) = metric.sample(u, i);
+            values.push(v);
+            references.push(r);
+        }
+    }
+    (values, references)
+}
+
+pub fn counts(report: &WorkerReport) -> Counts {
+    let (mut measured, mut warmup, mut missed, mut missed_warmup) = (0, 0, 0, 0);
+    for u in &report.units {
+        for i in 0..u.len() {
+            if is_measured(report, u, i) {
+                measured += 1;
+                missed += u.missed[i];
+            } else {
+                warmup += 1;
+                missed_warmup += u.missed[i];
+            }
+        }
+    }
+    Counts {
+        units: report.units.len() as u32,
+        samples_total: measured + warmup,
+        samples_warmup: warmup,
+        samples_measured: measured,
+        missed_periods: missed,
+        missed_periods_warmup: missed_warmup,
+    }
+}
+
+pub fn statistics(report: &WorkerReport) -> Statistics {
+    let summary = |metric| {
+        let (values, references) = metric_values(report, metric);
+        Summary::of(&values, &references)
+    };
+    Statistics {
+        lateness: summary(Metric::Lateness),
+        actual: summary(Metric::Actual),
+        full: summary(Metric::Full),
+        busy: summary(Metric::Busy),
+    }
+}
+
+/// Metric values for one sample, for samples.csv: (lateness, actual, full, busy).
+pub fn sample_metrics(u: &UnitSamples, i: usize) -> [i64; 4] {
+    METRICS.map(|m| m.sample(u, i).0)
+}
+
+/// Reads a run.json, refusing a missing, truncated or newer file with a clear reason.
+pub fn load(path: &std::path::Path) -> Result<RunRecord, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| format!("{} is not valid JSON (truncated?): {e}", path.display()))?;
+    if value.get("schema").and_then(|s| s.as_str()) != Some(SCHEMA) {
+        return Err(format!("{} is not a taskmeter run record", path.display()));
+    }
+    match value.get("schema_version").and_then(|v| v.as_u64()) {
+        Some(v) if v == SCHEMA_VERSION as u64 => {}
+        Some(v) => {
+            return Err(format!(
+                "{} has schema version {v}; this taskmeter reads version {SCHEMA_VERSION}",
+                path.display()
+            ))
+        }
+        None => return Err(format!("{} has no schema_version", path.display())),
+    }
+    serde_json::from_value(value).map_err(|e| format!("{} does not match the run schema: {e}", path.display()))
+}

@@ -1,0 +1,245 @@
+//! `taskmeter run sleep`: one worker per runtime, one row per worker, one results folder.
+
+use crate::driver;
+use crate::env::Environment;
+use crate::export;
+use crate::orchestrate::{self, Outcome};
+use crate::output;
+use crate::plan::{Experiment, Plan, PROTOCOL};
+use crate::protocol::WorkerReport;
+use crate::results::{self, Metric, Row, RowStatus, RunRecord, Settings, WorkerInfo};
+use crate::runtime;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+pub struct RunOptions {
+    pub settings: Settings,
+    pub metric: Metric,
+    pub output: Option<PathBuf>,
+    pub raw: bool,
+    pub json: bool,
+    pub command_line: Vec<String>,
+}
+
+/// Exit status of a run that measured something: 0, 1 when a row failed, 130 when interrupted.
+pub fn run(options: RunOptions) -> Result<ExitCode, String> {
+    let settings = &options.settings;
+    let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let folder = options.output.clone().unwrap_or_else(|| export::default_folder("sleep", &started_at));
+    export::check_writable(&folder)?;
+    orchestrate::install_interrupt_handler();
+    let mut environment = Environment::capture();
+
+    let plans: Vec<(&runtime::RuntimeInfo, Result<(), String>)> = settings
+        .runtimes
+        .iter()
+        .map(|id| {
+            let info = runtime::find(id).expect("runtimes are checked when parsed");
+            (info, driver::availability(info))
+        })
+        .collect();
+    for (info, available) in &plans {
+        if let Err(reason) = available {
+            eprintln!("taskmeter: skipping {}: {reason}", info.id);
+        }
+    }
+    let runnable = plans.iter().filter(|(_, a)| a.is_ok()).count() as u64;
+    let per_worker = Duration::from_nanos(settings.warmup_ns + settings.duration_ns) + Duration::from_millis(300);
+    let progress = Progress::new(per_worker * runnable as u32);
+
+    let grace = Duration::from_nanos(settings.grace_ns);
+    let mut rows = Vec::new();
+    let mut reports: Vec<Option<WorkerReport>> = Vec::new();
+    for (info, available) in &plans {
+        let skipped = |reason: String| Row {
+            runtime: info.id.to_string(),
+            status: RowStatus::Skipped,
+            reason: Some(reason),
+            plan: None,
+            worker: None,
+            counts: None,
+            statistics: None,
+        };
+        if let Err(reason) = available {
+            rows.push(skipped(reason.clone()));
+            reports.push(None);
+            continue;
+        }
+        if orchestrate::interrupted() {
+            rows.push(skipped("not run: the run was interrupted before it".into()));
+            reports.push(None);
+            continue;
+        }
+        progress.start_row(info.id);
+        let plan = plan_for(settings, info.id);
+        let toolchain = driver::toolchain(info);
+        environment.toolchains.insert(info.id.to_string(), toolchain.clone());
+        let (row, report) = match driver::worker_command(info) {
+            Err(reason) => (failed_row(info.id, &plan, reason, None), None),
+            Ok(command) => {
+                let worker = orchestrate::run_worker(command, &plan, grace, || progress.tick());
+                row_from(info.id, plan, worker, toolchain)
+            }
+        };
+        progress.finish_row(&row);
+        rows.push(row);
+        reports.push(if options.raw { report } else { None });
+    }
+    progress.clear();
+    environment.load_average_after = crate::env::load_average();
+
+    let complete = !orchestrate::interrupted();
+    let record = RunRecord {
+        schema: results::SCHEMA.into(),
+        schema_version: results::SCHEMA_VERSION,
+        taskmeter_version: env!("CARGO_PKG_VERSION").into(),
+        complete,
+        command_line: options.command_line.clone(),
+        started_at,
+        finished_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        experiment: "sleep".into(),
+        metric: options.metric,
+        settings: settings.clone(),
+        environment,
+        rows,
+    };
+    export::write_folder(&folder, &record, &reports)?;
+    if options.json {
+        print!("{}", export::run_json(&record));
+    } else {
+        print_report(&record, &folder);
+    }
+    let failed = record.rows.iter().any(|r| r.status == RowStatus::Failed);
+    Ok(if !complete {
+        eprintln!("taskmeter: interrupted; the results folder holds what was measured and is marked incomplete");
+        ExitCode::from(130)
+    } else if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+pub fn plan_for(settings: &Settings, runtime: &str) -> Plan {
+    Plan {
+        protocol: PROTOCOL,
+        experiment: Experiment::Sleep,
+        runtime: runtime.to_string(),
+        units: settings.units,
+        duration_ns: settings.duration_ns,
+        warmup_ns: settings.warmup_ns,
+        sleep: settings.sleep,
+        busy: settings.busy,
+    }
+}
+
+fn failed_row(runtime: &str, plan: &Plan, reason: String, worker: Option<WorkerInfo>) -> Row {
+    Row {
+        runtime: runtime.to_string(),
+        status: RowStatus::Failed,
+        reason: Some(reason),
+        plan: Some(plan.clone()),
+        worker,
+        counts: None,
+        statistics: None,
+    }
+}
+
+fn row_from(runtime: &str, plan: Plan, worker: orchestrate::WorkerRun, toolchain: String) -> (Row, Option<WorkerReport>) {
+    let mut info = WorkerInfo {
+        runtime_version: None,
+        toolchain,
+        pid: None,
+        sched: worker.sched,
+        wall_ns: worker.wall_ns,
+        stderr: None,
+    };
+    let (status, report) = match worker.outcome {
+        Outcome::Completed(report) => (RowStatus::Ok, report),
+        Outcome::Interrupted(report) => (RowStatus::Interrupted, report),
+        Outcome::Failed(reason) => {
+            info.stderr = Some(worker.stderr).filter(|s| !s.is_empty());
+            return (failed_row(runtime, &plan, reason, Some(info)), None);
+        }
+    };
+    info.runtime_version = Some(report.hello.runtime_version.clone());
+    info.pid = Some(report.hello.pid);
+    let row = Row {
+        runtime: runtime.to_string(),
+        status,
+        reason: (status == RowStatus::Interrupted).then(|| "stopped early by Ctrl-C".to_string()),
+        plan: Some(plan),
+        worker: Some(info),
+        counts: Some(results::counts(&report)),
+        statistics: Some(results::statistics(&report)),
+    };
+    (row, Some(report))
+}
+
+fn print_report(record: &RunRecord, folder: &std::path::Path) {
+    let sched = record.rows.iter().find_map(|r| r.worker.as_ref()?.sched.as_ref());
+    println!("{}", output::settings_line(record));
+    println!("env: {}", record.environment.one_line(sched));
+    println!();
+    print!("{}", output::table(record));
+    println!();
+    println!("{}", output::explain(record.metric));
+    println!("results: {}", folder.display());
+}
+
+/// A progress bar with ETA on a terminal; one plain line per row otherwise.
+struct Progress {
+    bar: Option<ProgressBar>,
+    started: Instant,
+    row_started: std::cell::Cell<Instant>,
+}
+
+impl Progress {
+    fn new(expected: Duration) -> Progress {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::new(expected.as_millis().max(1) as u64);
+            bar.set_style(
+                ProgressStyle::with_template("{msg:>12} [{elapsed_precise}] {wide_bar} {percent:>3}% ETA {eta}")
+                    .expect("a valid template"),
+            );
+            bar
+        });
+        Progress { bar, started: Instant::now(), row_started: std::cell::Cell::new(Instant::now()) }
+    }
+
+    fn start_row(&self, runtime: &str) {
+        self.row_started.set(Instant::now());
+        if let Some(bar) = &self.bar {
+            bar.set_message(runtime.to_string());
+        }
+        self.tick();
+    }
+
+    fn tick(&self) {
+        if let Some(bar) = &self.bar {
+            bar.set_position((self.started.elapsed().as_millis() as u64).min(bar.length().unwrap_or(0)));
+        }
+    }
+
+    fn finish_row(&self, row: &Row) {
+        let elapsed = self.row_started.get().elapsed().as_secs_f64();
+        let line = match (&row.status, &row.counts) {
+            (RowStatus::Failed, _) => format!("{}: FAILED after {elapsed:.1} s: {}", row.runtime, row.reason.as_deref().unwrap_or("")),
+            (_, Some(c)) => format!("{}: {} samples in {elapsed:.1} s", row.runtime, c.samples_measured),
+            _ => format!("{}: done in {elapsed:.1} s", row.runtime),
+        };
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None => eprintln!("taskmeter: {line}"),
+        }
+    }
+
+    fn clear(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! The runtimes taskmeter knows: their ids, how a worker for each is started, and whether it
+//! can run on this machine.
+
+mod embassy_rt;
+mod smol_rt;
+mod threads;
+mod tokio_rt;
+
+use crate::workload::{run_unit_async, run_unit_blocking, LoopContext, NoSleep, OsThread, UnitRun};
+
+/// How a runtime's worker is started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Launch {
+    /// The taskmeter executable itself, in worker mode.
+    InProcess,
+    /// A C program built from `drivers/c` on first use.
+    CDriver,
+}
+
+pub struct RuntimeInfo {
+    pub id: &'static str,
+    pub launch: Launch,
+    /// What a unit is and how it sleeps.
+    pub description: &'static str,
+}
+
+pub const RUNTIMES: &[RuntimeInfo] = &[
+    RuntimeInfo {
+        id: "thread",
+        launch: Launch::InProcess,
+        description: "std::thread per unit; thread::sleep (nanosleep) / clock_nanosleep(TIMER_ABSTIME)",
+    },
+    RuntimeInfo {
+        id: "tokio-ct",
+        launch: Launch::InProcess,
+        description: "tokio current_thread runtime, a task per unit; tokio::time::sleep / sleep_until",
+    },
+    RuntimeInfo {
+        id: "tokio-mt",
+        launch: Launch::InProcess,
+        description: "tokio multi_thread runtime (one worker per core), a task per unit; tokio::time",
+    },
+    RuntimeInfo {
+        id: "smol",
+        launch: Launch::InProcess,
+        description: "smol executor on one thread, a task per unit; async-io Timer (epoll with a timerfd timeout)",
+    },
+    RuntimeInfo {
+        id: "embassy",
+        launch: Launch::InProcess,
+        description: "embassy-executor platform-std, a task per unit; embassy-time Timer (std driver)",
+    },
+    RuntimeInfo {
+        id: "c-thread",
+        launch: Launch::CDriver,
+        description: "C pthread per unit; nanosleep / clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)",
+    },
+];
+
+pub fn find(id: &str) -> Option<&'static RuntimeInfo> {
+    RUNTIMES.iter().find(|r| r.id == id)
+}
+
+pub fn ids() -> Vec<&'static str> {
+    RUNTIMES.iter().map(|r| r.id).collect()
+}
+
+/// The version string a worker of this runtime puts in its `hello` line.
+pub fn in_process_version(id: &str) -> Option<String> {
+    let v = match id {
+        "thread" => format!("std ({})", env!("TASKMETER_RUSTC_VERSION")),
+        "tokio-ct" | "tokio-mt" => format!("tokio {}", env!("TASKMETER_TOKIO_VERSION")),
+        "smol" => format!("smol {}", env!("TASKMETER_SMOL_VERSION")),
+        "embassy" => format!(
+            "embassy-executor {}, embassy-time {}",
+            env!("TASKMETER_EMBASSY_EXECUTOR_VERSION"),
+            env!("TASKMETER_EMBASSY_TIME_VERSION")
+        ),
+        _ => return None,
+    };
+    Some(v)
+}
+
+/// Runs every unit of the plan in the named in-process runtime and returns what they measured.
+pub fn run_in_process(ctx: &'static LoopContext) -> Result<Vec<UnitRun>, String> {
+    let units = ctx.plan.units;
+    match ctx.plan.runtime.as_str() {
+        "thread" => threads::run(units, |unit| move || run_unit_blocking::<OsThread>(ctx, unit)),
+        "tokio-ct" => tokio_rt::run(false, units, |unit| run_unit_async::<tokio_rt::Tokio>(ctx, unit)),
+        "tokio-mt" => tokio_rt::run(true, units, |unit| run_unit_async::<tokio_rt::Tokio>(ctx, unit)),
+        "smol" => smol_rt::run(units, |unit| run_unit_async::<smol_rt::Smol>(ctx, unit)),
+        "embassy" => embassy_rt::run(units, |unit| run_unit_async::<embassy_rt::Embassy>(ctx, unit)),
+        other => Err(format!("runtime \"{other}\" is not served by this worker")),
+    }
+}
+
+/// Runs the plan's units in the named runtime with the sleep call removed (for `selftest`):
+/// each runtime's executor still polls the unit, but nothing ever waits.
+pub fn run_without_sleeping(ctx: &'static LoopContext) -> Result<Vec<UnitRun>, String> {
+    let units = ctx.plan.units;
+    match ctx.plan.runtime.as_str() {
+        "thread" => threads::run(units, |unit| move || run_unit_blocking::<NoSleep>(ctx, unit)),
+        "tokio-ct" => tokio_rt::run(false, units, |unit| run_unit_async::<NoSleep>(ctx, unit)),
+        "tokio-mt" => tokio_rt::run(true, units, |unit| run_unit_async::<NoSleep>(ctx, unit)),
+        "smol" => smol_rt::run(units, |unit| run_unit_async::<NoSleep>(ctx, unit)),
+        "embassy" => embassy_rt::run(units, |unit| run_unit_async::<NoSleep>(ctx, unit)),
+        other => Err(format!("runtime \"{other}\" does not run in process")),
+    }
+}

@@ -1,0 +1,89 @@
+//! Worker mode (`taskmeter worker`): runs one plan in one in-process Rust runtime and speaks
+//! protocol v1 on stdin/stdout, exactly as a driver in another language does.
+
+use crate::plan::Plan;
+use crate::protocol::{Done, ErrorLine, Hello, Line, CLOCK};
+use crate::runtime;
+use crate::workload::{busy, LoopContext};
+use std::io::{BufRead, BufWriter, Read, Write};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+pub fn main() -> ExitCode {
+    let mut stdin = std::io::stdin().lock();
+    let mut line = String::new();
+    if let Err(e) = stdin.read_line(&mut line) {
+        return refuse(&format!("could not read the plan: {e}"));
+    }
+    let plan = match Plan::from_json(&line) {
+        Ok(plan) => plan,
+        Err(message) => return refuse(&message),
+    };
+    let Some(runtime_version) = runtime::in_process_version(&plan.runtime) else {
+        return refuse(&format!("runtime \"{}\" is not served by this worker", plan.runtime));
+    };
+    let hello = Hello {
+        protocol: crate::plan::PROTOCOL,
+        runtime: plan.runtime.clone(),
+        runtime_version,
+        clock: CLOCK.into(),
+        pid: std::process::id(),
+    };
+    if emit(&[Line::Hello(hello)]).is_err() {
+        return ExitCode::FAILURE;
+    }
+    // End of file on stdin asks the units to stop early (protocol: "Streams").
+    drop(stdin);
+    std::thread::spawn(|| {
+        let mut sink = [0u8; 256];
+        let mut stdin = std::io::stdin();
+        while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
+        STOP.store(true, Ordering::Relaxed);
+    });
+
+    let ctx: &'static LoopContext = Box::leak(Box::new(LoopContext::new(plan, &STOP)));
+    let runs = match runtime::run_in_process(ctx) {
+        Ok(runs) => runs,
+        Err(message) => {
+            let _ = emit(&[Line::Error(ErrorLine { message })]);
+            return ExitCode::FAILURE;
+        }
+    };
+    let plan = &ctx.plan;
+    let busy_result = runs.iter().find_map(|r| r.busy_result).unwrap_or_else(|| busy(plan.busy.iters, false));
+    let samples = runs.iter().map(|r| r.samples.len() as u64).sum();
+    let missed = runs.iter().flat_map(|r| &r.samples.missed).sum();
+    let interrupted = STOP.load(Ordering::Relaxed) && crate::clock::now_ns() < ctx.end_ns;
+    let done = Done {
+        run_start_ns: ctx.run_start_ns,
+        measure_start_ns: ctx.run_start_ns + plan.warmup_ns,
+        end_ns: ctx.end_ns,
+        units: plan.units,
+        samples,
+        missed,
+        interrupted,
+        busy_result: busy_result.to_string(),
+    };
+    let mut lines: Vec<Line> = runs.into_iter().map(|r| Line::Unit(r.samples)).collect();
+    lines.push(Line::Done(done));
+    match emit(&lines) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::FAILURE,
+    }
+}
+
+fn refuse(message: &str) -> ExitCode {
+    let _ = emit(&[Line::Error(ErrorLine { message: message.to_string() })]);
+    ExitCode::from(2)
+}
+
+fn emit(lines: &[Line]) -> std::io::Result<()> {
+    let mut out = BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
+    for line in lines {
+        serde_json::to_writer(&mut out, line)?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()
+}

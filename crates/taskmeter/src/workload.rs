@@ -1,0 +1,298 @@
+//! The work loop of the `sleep` experiment, written once and shared by every in-process runtime.
+//! `protocol/README.md` ("The work loop, exactly") is its specification.
+
+use crate::clock::now_ns;
+use crate::plan::{Mode, Plan};
+use crate::protocol::UnitSamples;
+use std::future::Future;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// One step of the busy work, hidden from the optimiser.
+#[inline(always)]
+fn busy_step(total: u64) -> u64 {
+    let total = black_box(total.wrapping_add(1));
+    black_box(total.wrapping_mul(3) / 2)
+}
+
+/// Busy work for OS threads: `iters` steps, yielding the CPU after each if asked.
+pub fn busy(iters: u64, yield_each_step: bool) -> u64 {
+    let mut total = 0;
+    for _ in 0..iters {
+        total = busy_step(total);
+        if yield_each_step {
+            std::thread::yield_now();
+        }
+    }
+    black_box(total)
+}
+
+/// Busy work for async runtimes: the same steps, and each yield is really awaited.
+pub async fn busy_async<T: AsyncTimer>(iters: u64, yield_each_step: bool) -> u64 {
+    if !yield_each_step {
+        return busy(iters, false);
+    }
+    let mut total = 0;
+    for _ in 0..iters {
+        total = busy_step(total);
+        T::yield_now().await;
+    }
+    black_box(total)
+}
+
+/// The value of `busy(iters)`, computed without the optimiser barriers, to check workers against.
+pub fn busy_reference(iters: u64) -> u64 {
+    (0..iters).fold(0u64, |t, _| t.wrapping_add(1).wrapping_mul(3) / 2)
+}
+
+/// What every unit of one worker shares.
+#[derive(Clone)]
+pub struct LoopContext {
+    pub plan: Plan,
+    pub run_start_ns: u64,
+    pub end_ns: u64,
+    pub stop: &'static AtomicBool,
+    /// Samples each unit reserves before it starts; None: estimated from the schedule.
+    capacity: Option<usize>,
+}
+
+impl LoopContext {
+    pub fn new(plan: Plan, stop: &'static AtomicBool) -> LoopContext {
+        let run_start_ns = now_ns();
+        let end_ns = run_start_ns + plan.warmup_ns + plan.duration_ns;
+        LoopContext { plan, run_start_ns, end_ns, stop, capacity: None }
+    }
+
+    /// Reserves exactly `samples` per unit (for `selftest`, whose zero sleeps defeat the estimate).
+    pub fn with_capacity(mut self, samples: usize) -> LoopContext {
+        self.capacity = Some(samples);
+        self
+    }
+}
+
+/// What one unit measured.
+pub struct UnitRun {
+    pub samples: UnitSamples,
+    pub busy_result: Option<u64>,
+}
+
+/// How a unit sleeps in one iteration.
+pub enum Sleep {
+    For(u64),
+    Until(u64),
+}
+
+/// The bookkeeping of one unit's loop: periods, deadlines, missed periods and the samples.
+pub struct UnitLoop<'a> {
+    ctx: &'a LoopContext,
+    k: u64,
+    next_ns: u64,
+    /// The result of the last busy phase, None until one ran.
+    pub busy_result: Option<u64>,
+    samples: UnitSamples,
+}
+
+impl<'a> UnitLoop<'a> {
+    pub fn new(ctx: &'a LoopContext, unit: u32) -> UnitLoop<'a> {
+        let origin_ns = now_ns();
+        let plan = &ctx.plan;
+        let capacity = ctx.capacity.unwrap_or_else(|| estimated_samples(plan, unit));
+        let column = || prefaulted(capacity);
+        UnitLoop {
+            ctx,
+            k: 0,
+            next_ns: origin_ns + plan.sleep.schedule.expected(unit, 0),
+            busy_result: None,
+            samples: UnitSamples {
+                unit,
+                origin_ns,
+                expected_ns: column(),
+                start_ns: column(),
+                busy_end_ns: column(),
+                intended_ns: column(),
+                wake_ns: column(),
+                missed: column(),
+            },
+        }
+    }
+
+    pub fn busy_iters(&self) -> u64 {
+        self.ctx.plan.busy.iters
+    }
+
+    pub fn yields(&self) -> bool {
+        self.ctx.plan.busy.yield_each_step
+    }
+
+    /// Starts an iteration: its start time, or None when the unit must stop.
+    #[inline]
+    pub fn begin(&self) -> Option<u64> {
+        let t0 = now_ns();
+        (t0 < self.ctx.end_ns && !self.ctx.stop.load(Ordering::Relaxed)).then_some(t0)
+    }
+
+    /// After the busy phase ended at `busy_end`: the intended wake-up time and the sleep to do.
+    #[inline]
+    pub fn sleep_after(&self, busy_end: u64) -> (u64, Sleep) {
+        let expected = self.expected();
+        match self.ctx.plan.sleep.mode {
+            Mode::Relative => (busy_end + expected, Sleep::For(expected)),
+            Mode::Absolute => (self.next_ns, Sleep::Until(self.next_ns)),
+        }
+    }
+
+    /// Ends an iteration: reads the wake-up time, records the sample, advances the schedule.
+    #[inline]
+    pub fn finish(&mut self, start: u64, busy_end: u64, intended: u64) {
+        let wake = now_ns();
+        let expected = self.expected();
+        let schedule = self.ctx.plan.sleep.schedule;
+        let unit = self.samples.unit;
+        self.k += 1;
+        let mut missed = 0;
+        if self.ctx.plan.sleep.mode == Mode::Absolute {
+            self.next_ns += schedule.expected(unit, self.k);
+            while wake > self.next_ns {
+                missed += 1;
+                self.k += 1;
+                self.next_ns += schedule.expected(unit, self.k);
+            }
+        }
+        let s = &mut self.samples;
+        s.expected_ns.push(expected);
+        s.start_ns.push(start);
+        s.busy_end_ns.push(busy_end);
+        s.intended_ns.push(intended);
+        s.wake_ns.push(wake);
+        s.missed.push(missed);
+    }
+
+    fn expected(&self) -> u64 {
+        self.ctx.plan.sleep.schedule.expected(self.samples.unit, self.k)
+    }
+
+    pub fn into_samples(self) -> UnitRun {
+        UnitRun { samples: self.samples, busy_result: self.busy_result }
+    }
+}
+
+/// Samples reserved, all units together, at most: 4 Mi samples of 48 bytes (192 MiB).
+const RESERVE_BUDGET: u64 = 4 << 20;
+
+/// Samples to reserve up front so the loop does not reallocate while measuring: the schedule's
+/// count, within a budget shared by all units (beyond it the arrays grow as needed).
+fn estimated_samples(plan: &Plan, unit: u32) -> usize {
+    let shortest = plan.sleep.schedule.expected(unit, 0).max(1_000);
+    let estimate = (plan.warmup_ns + plan.duration_ns) / shortest + 16;
+    estimate.min(RESERVE_BUDGET / plan.units as u64).max(16) as usize
+}
+
+/// An empty vector whose reserved memory has been touched, so storing samples while measuring
+/// takes no page faults.
+fn prefaulted(capacity: usize) -> Vec<u64> {
+    let mut column = vec![0u64; capacity];
+    column.clear();
+    column
+}
+
+/// The sleep and yield of OS threads.
+pub trait BlockingTimer {
+    fn sleep_for(ns: u64);
+    fn sleep_until(deadline_ns: u64);
+}
+
+/// `std::thread::sleep` (nanosleep) and `clock_nanosleep(TIMER_ABSTIME)`.
+pub struct OsThread;
+
+impl BlockingTimer for OsThread {
+    fn sleep_for(ns: u64) {
+        std::thread::sleep(std::time::Duration::from_nanos(ns));
+    }
+    fn sleep_until(deadline_ns: u64) {
+        crate::clock::sleep_until_ns(deadline_ns);
+    }
+}
+
+/// One unit on an OS thread: blocking sleeps, `sched_yield` between busy steps.
+pub fn run_unit_blocking<T: BlockingTimer>(ctx: &LoopContext, unit: u32) -> UnitRun {
+    let mut lp = UnitLoop::new(ctx, unit);
+    let (iters, yields) = (lp.busy_iters(), lp.yields());
+    while let Some(start) = lp.begin() {
+        let busy_end = if iters > 0 {
+            lp.busy_result = Some(busy(iters, yields));
+            now_ns()
+        } else {
+            start
+        };
+        let (intended, sleep) = lp.sleep_after(busy_end);
+        match sleep {
+            Sleep::For(ns) => T::sleep_for(ns),
+            Sleep::Until(ns) => T::sleep_until(ns),
+        }
+        lp.finish(start, busy_end, intended);
+    }
+    lp.into_samples()
+}
+
+/// A timer that never sleeps: the work loop with the sleep call removed, to measure what the
+/// loop itself costs (`selftest`).
+pub struct NoSleep;
+
+impl BlockingTimer for NoSleep {
+    fn sleep_for(_: u64) {}
+    fn sleep_until(_: u64) {}
+}
+
+impl AsyncTimer for NoSleep {
+    fn sleep_for(_: u64) -> impl Future<Output = ()> + Send {
+        std::future::ready(())
+    }
+    fn sleep_until(_: u64) -> impl Future<Output = ()> + Send {
+        std::future::ready(())
+    }
+    fn yield_now() -> impl Future<Output = ()> + Send {
+        std::future::ready(())
+    }
+}
+
+/// The timer and yield of an async runtime.
+pub trait AsyncTimer {
+    fn sleep_for(ns: u64) -> impl Future<Output = ()> + Send;
+    fn sleep_until(deadline_ns: u64) -> impl Future<Output = ()> + Send;
+    fn yield_now() -> impl Future<Output = ()> + Send;
+}
+
+/// One unit as a task of an async runtime.
+pub async fn run_unit_async<T: AsyncTimer>(ctx: &LoopContext, unit: u32) -> UnitRun {
+    let mut lp = UnitLoop::new(ctx, unit);
+    let (iters, yields) = (lp.busy_iters(), lp.yields());
+    while let Some(start) = lp.begin() {
+        let busy_end = if iters > 0 {
+            lp.busy_result = Some(busy_async::<T>(iters, yields).await);
+            now_ns()
+        } else {
+            start
+        };
+        let (intended, sleep) = lp.sleep_after(busy_end);
+        match sleep {
+            Sleep::For(ns) => T::sleep_for(ns).await,
+            Sleep::Until(ns) => T::sleep_until(ns).await,
+        }
+        lp.finish(start, busy_end, intended);
+    }
+    lp.into_samples()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_matches_the_protocol_reference_values() {
+        for (iters, value) in [(0, 0), (1, 1), (2, 3), (3, 6), (10, 138), (1000, 4392425272205558923)] {
+            assert_eq!(busy_reference(iters), value);
+            assert_eq!(busy(iters, false), value);
+            assert_eq!(busy(iters.min(20), true), busy_reference(iters.min(20)));
+        }
+    }
+}

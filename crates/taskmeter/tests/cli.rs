@@ -1,0 +1,313 @@
+//! The command line as a user meets it: runs, results folders, faults and bad input.
+
+use std::collections::HashMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn taskmeter() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_taskmeter"));
+    // One shared cache, so the C driver is compiled once for all tests.
+    command.env("TASKMETER_CACHE_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache"));
+    command.stdin(Stdio::null());
+    command
+}
+
+fn run(args: &[&str]) -> Output {
+    taskmeter().args(args).output().expect("taskmeter runs")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn run_json(folder: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(folder.join("run.json")).unwrap()).unwrap()
+}
+
+fn row<'a>(record: &'a serde_json::Value, runtime: &str) -> &'a serde_json::Value {
+    record["rows"].as_array().unwrap().iter().find(|r| r["runtime"] == runtime).expect("row present")
+}
+
+/// A shell script standing in for a runtime's worker.
+fn fake_worker(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+const SHORT: &[&str] = &["--duration", "300ms", "--warmup", "100ms"];
+
+#[test]
+fn every_runtime_passes_its_conformance_check() {
+    for runtime in ["thread", "tokio-ct", "tokio-mt", "smol", "embassy", "c-thread"] {
+        let output = run(&["check-driver", runtime]);
+        assert!(output.status.success(), "{runtime}:\n{}{}", stdout(&output), stderr(&output));
+        assert!(stdout(&output).contains("of 17 checks passed"), "{}", stdout(&output));
+        assert!(!stdout(&output).contains("FAIL"));
+    }
+}
+
+#[test]
+fn list_names_every_runtime_and_its_availability() {
+    let output = run(&["list"]);
+    assert!(output.status.success());
+    for runtime in ["thread", "tokio-ct", "tokio-mt", "smol", "embassy", "c-thread"] {
+        assert!(stdout(&output).lines().any(|l| l.starts_with(runtime) && l.contains("available")), "{runtime}");
+    }
+    let output = taskmeter().arg("list").env("CC", "/nonexistent/cc").output().unwrap();
+    let line = stdout(&output).lines().find(|l| l.starts_with("c-thread")).unwrap().to_string();
+    assert!(line.contains("unavailable: no C compiler"), "{line}");
+}
+
+/// Statistics recomputed here, independently, from samples.csv must agree with summary.csv.
+#[test]
+fn summary_agrees_with_statistics_recomputed_from_the_raw_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("run");
+    let mut args = vec!["run", "--runtimes", "thread,c-thread,smol", "--sleep", "modulo:3:1ms", "--busy", "200", "--raw"];
+    args.extend_from_slice(SHORT);
+    args.extend_from_slice(&["-o", folder.to_str().unwrap()]);
+    let output = run(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+
+    let samples = std::fs::read_to_string(folder.join("samples.csv")).unwrap();
+    let mut lines = samples.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    // (runtime, metric) -> (values, references)
+    let mut measured: HashMap<(String, String), (Vec<i64>, Vec<i64>)> = HashMap::new();
+    let mut warmup = 0;
+    for line in lines {
+        let f: Vec<&str> = line.split(',').collect();
+        if f[col("phase")] != "measure" {
+            warmup += 1;
+            continue;
+        }
+        let expected: i64 = f[col("expected_ns")].parse().unwrap();
+        for (metric, reference) in [("lateness", 0), ("actual", expected), ("full", expected), ("busy", 0)] {
+            let value: i64 = f[col(&format!("{metric}_ns"))].parse().unwrap();
+            let entry = measured.entry((f[0].to_string(), metric.to_string())).or_default();
+            entry.0.push(value);
+            entry.1.push(reference);
+        }
+    }
+    assert!(warmup > 0, "the warm-up samples are in samples.csv, marked as such");
+
+    let summary = std::fs::read_to_string(folder.join("summary.csv")).unwrap();
+    let mut rows = summary.lines();
+    let header: Vec<&str> = rows.next().unwrap().split(',').collect();
+    assert_eq!(
+        &header[..8],
+        ["timestamp", "log_type", "metric_name", "count", "mean_absolute_deviation", "std_deviation", "min_deviation", "max_deviation"]
+    );
+    let mut checked = 0;
+    for line in rows {
+        let f: HashMap<&str, &str> = header.iter().copied().zip(line.split(',')).collect();
+        let metric = f["metric_name"].trim_end_matches("_ns").to_string();
+        let (values, references) = &measured[&(f["log_type"].to_string(), metric)];
+        let n = values.len();
+        assert_eq!(f["count"].parse::<usize>().unwrap(), n);
+        let deviations: Vec<f64> = values.iter().zip(references).map(|(v, r)| (v - r).abs() as f64).collect();
+        let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len() as f64;
+        let sd = |xs: &[f64]| {
+            let m = mean(xs);
+            (xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() - 1) as f64).sqrt()
+        };
+        let values_f: Vec<f64> = values.iter().map(|v| *v as f64).collect();
+        let close = |field: &str, expected: f64| {
+            let got: f64 = f[field].parse().unwrap();
+            assert!((got - expected).abs() <= 0.006 + 1e-9 * expected.abs(), "{field}: summary {got}, recomputed {expected}");
+        };
+        close("mean_absolute_deviation", mean(&deviations));
+        close("std_deviation", sd(&deviations));
+        close("min_deviation", deviations.iter().cloned().fold(f64::INFINITY, f64::min));
+        close("max_deviation", deviations.iter().cloned().fold(0.0, f64::max));
+        close("mean", mean(&values_f));
+        close("std", sd(&values_f));
+        let mut sorted = values.clone();
+        sorted.sort();
+        let rank = |p: f64| sorted[((p / 100.0 * n as f64).ceil() as usize).clamp(1, n) - 1] as f64;
+        close("min", sorted[0] as f64);
+        close("p50", rank(50.0));
+        close("p90", rank(90.0));
+        close("p99", rank(99.0));
+        close("max", sorted[n - 1] as f64);
+        checked += 1;
+    }
+    assert_eq!(checked, 3 * 4, "one summary line per runtime and metric");
+
+    let record = run_json(&folder);
+    assert_eq!(record["schema"], "taskmeter.run");
+    assert_eq!(record["schema_version"], 1);
+    assert_eq!(record["complete"], true);
+    for key in ["kernel", "cpu_model", "cores_online", "clocksource", "timer_slack_ns", "load_average_before", "load_average_after"] {
+        assert!(!record["environment"][key].is_null(), "environment.{key}");
+    }
+    assert!(record["environment"]["toolchains"]["c-thread"].as_str().unwrap().len() > 2);
+    let thread = row(&record, "thread");
+    assert_eq!(thread["status"], "ok");
+    assert_eq!(thread["worker"]["sched"]["policy"], "SCHED_OTHER");
+    assert_eq!(thread["plan"]["sleep"]["schedule"]["kind"], "modulo");
+}
+
+#[test]
+fn json_format_prints_the_run_record_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("run");
+    let mut args = vec!["run", "--runtimes", "tokio-ct", "--format", "json", "-o", folder.to_str().unwrap()];
+    args.extend_from_slice(SHORT);
+    let output = run(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let printed: serde_json::Value = serde_json::from_slice(&output.stdout).expect("stdout is JSON");
+    assert_eq!(printed, run_json(&folder));
+    assert!(!folder.join("samples.csv").exists(), "samples.csv only with --raw");
+}
+
+#[test]
+fn a_worker_killed_by_a_signal_fails_only_its_own_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let killer = fake_worker(dir.path(), "killed", "kill -9 $$");
+    let folder = dir.path().join("run");
+    let mut args = vec!["run", "--runtimes", "thread,smol", "-o", folder.to_str().unwrap()];
+    args.extend_from_slice(SHORT);
+    let output = taskmeter().args(&args).env("TASKMETER_DRIVER_THREAD", &killer).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "a failed row makes the exit status 1");
+    assert!(stdout(&output).contains("FAILED: the worker was killed by signal 9 (SIGKILL)"), "{}", stdout(&output));
+    let record = run_json(&folder);
+    assert_eq!(row(&record, "thread")["status"], "failed");
+    assert!(row(&record, "thread")["reason"].as_str().unwrap().contains("signal 9"));
+    assert_eq!(row(&record, "smol")["status"], "ok");
+    assert!(row(&record, "smol")["counts"]["samples_measured"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn a_worker_that_breaks_the_protocol_or_hangs_fails_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("garbage", "read plan; echo 'hello world'", "protocol violation: line 1 does not match the schema"),
+        ("refuses", "read plan; echo '{\"type\":\"error\",\"message\":\"no such luck\"}'; exit 2", "worker error: no such luck (exited with status 2)"),
+        ("crashes", "read plan; echo 'segfault-ish' >&2; exit 3", "the worker exited with status 3 (segfault-ish)"),
+        ("hangs", "exec sleep 60", "did not finish within"),
+    ];
+    for (name, body, reason) in cases {
+        let script = fake_worker(dir.path(), name, body);
+        let folder = dir.path().join(format!("{name}-run"));
+        let started = Instant::now();
+        let output = taskmeter()
+            .args(["run", "--runtimes", "embassy", "--duration", "200ms", "--warmup", "0", "--grace", "1s"])
+            .args(["-o", folder.to_str().unwrap()])
+            .env("TASKMETER_DRIVER_EMBASSY", &script)
+            .output()
+            .unwrap();
+        assert!(started.elapsed() < Duration::from_secs(30), "{name}: bounded by the deadline");
+        assert_eq!(output.status.code(), Some(1), "{name}: {}", stderr(&output));
+        let record = run_json(&folder);
+        let message = row(&record, "embassy")["reason"].as_str().unwrap().to_string();
+        assert!(message.contains(reason), "{name}: got '{message}'");
+    }
+}
+
+#[test]
+fn an_unavailable_runtime_is_skipped_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("run");
+    let mut args = vec!["run", "--runtimes", "c-thread,thread", "-o", folder.to_str().unwrap()];
+    args.extend_from_slice(SHORT);
+    let output = taskmeter().args(&args).env("CC", "/nonexistent/cc").output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stderr(&output).contains("skipping c-thread: no C compiler"));
+    let record = run_json(&folder);
+    assert_eq!(row(&record, "c-thread")["status"], "skipped");
+    assert_eq!(row(&record, "thread")["status"], "ok");
+}
+
+#[test]
+fn ctrl_c_keeps_what_was_measured_and_marks_the_run_incomplete() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("run");
+    let child = taskmeter()
+        .args(["run", "--runtimes", "thread,smol", "--duration", "20s", "--warmup", "0", "-o", folder.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let started = Instant::now();
+    let output = child.wait_with_output().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10), "stops promptly");
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+    assert!(stderr(&output).contains("interrupted"));
+    let record = run_json(&folder);
+    assert_eq!(record["complete"], false);
+    let thread = row(&record, "thread");
+    assert_eq!(thread["status"], "interrupted");
+    assert!(thread["counts"]["samples_measured"].as_u64().unwrap() > 100, "samples before Ctrl-C are kept");
+    assert_eq!(row(&record, "smol")["status"], "skipped");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().contains("partial")).collect();
+    assert!(leftovers.is_empty(), "no half-written folder is left behind");
+}
+
+#[test]
+fn bad_input_gets_one_clear_line_and_exit_status_2() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("taken"), "").unwrap();
+    let occupied = dir.path().to_str().unwrap().to_string();
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "--units", "0"], "0 is not in 1..=1000000"),
+        (&["run", "--duration", "-1s"], "negative"),
+        (&["run", "--duration", "soon"], "invalid duration 'soon'"),
+        (&["run", "--duration", "0"], "--duration must be longer than 0"),
+        (&["run", "--runtimes", "thread,fibers"], "unknown runtime 'fibers'"),
+        (&["run", "--runtimes", "thread,thread"], "listed twice"),
+        (&["run", "--sleep", "by-unit:1s", "--duration", "3s"], "longer than --duration"),
+        (&["run", "--sleep", "sometimes"], "invalid sleep schedule 'sometimes'"),
+        (&["run", "--sleep", "modulo:0:1ms"], "modulo M must be >= 1"),
+        (&["run", "--sleep", "fixed:0"], "absolute mode needs a sleep longer than 0"),
+        (&["run", "--sleep", "fixed:100ns"], "at least 1us"),
+        (&["run", "--busy", "99999999999999999999999"], "number too large"),
+        (&["run", "--busy", "-5"], "invalid value '-5'"),
+        (&["run", "--mode", "sideways"], "invalid value 'sideways'"),
+        (&["run", "juggle"], "invalid value 'juggle'"),
+        (&["run", "-o", &occupied], "already exists and is not empty"),
+        (&["check-driver", "fibers"], "unknown runtime 'fibers'"),
+        (&["frobnicate"], "unrecognized subcommand"),
+    ];
+    for (args, message) in cases {
+        let output = run(args);
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line, got:\n{err}");
+        assert!(err.starts_with("taskmeter: "), "{args:?}: {err}");
+        assert!(err.contains(message), "{args:?}: wanted '{message}', got: {err}");
+        assert!(!err.contains("panicked"), "{args:?}");
+        assert!(stdout(&output).is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn the_worker_refuses_bad_plans_and_never_panics() {
+    for plan in ["", "{}", "[1,2]", "{\"protocol\":1}", "{\"protocol\":\"1\"}"] {
+        let mut child = taskmeter()
+            .arg("worker")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(format!("{plan}\n").as_bytes()).unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{plan}");
+        let line: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON line");
+        assert_eq!(line["type"], "error", "{plan}");
+        assert!(!stderr(&output).contains("panicked"));
+    }
+}
