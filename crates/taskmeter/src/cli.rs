@@ -2,7 +2,8 @@
 
 use crate::plan::{parse_duration_ns, BusyPlan, Mode, Schedule, SleepPlan};
 use crate::results::{Metric, Settings};
-use crate::run::{run, RunOptions};
+use crate::run::{run, Exports, RunOptions};
+use crate::sweep::{Param, Sweep};
 use crate::runtime;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -32,6 +33,28 @@ enum Command {
     CheckDriver {
         /// Runtime id (see `taskmeter list`)
         runtime: String,
+    },
+    /// Compare two runs: per runtime, point and metric, the change of median and p99 with a
+    /// verdict (exit status 1 when something regressed beyond the threshold)
+    Compare {
+        /// The baseline: a results folder or its run.json
+        old: PathBuf,
+        /// The run to judge: a results folder or its run.json
+        new: PathBuf,
+        /// The metric to compare, or `all` [default: the old run's metric]
+        #[arg(long, value_parser = metric_or_all)]
+        metric: Option<MetricChoice>,
+        /// Noise threshold in percent: smaller changes are never a verdict
+        #[arg(long, default_value = "5%", value_parser = percent)]
+        threshold: f64,
+        /// Significance level of the Mann-Whitney U test
+        #[arg(long, default_value_t = 0.05, value_parser = probability)]
+        alpha: f64,
+    },
+    /// Rebuild the charts and report.html of a results folder from its run.json
+    Report {
+        /// A results folder (or its run.json)
+        results: PathBuf,
     },
     /// Benchmark the harness itself: the work loop's cost per sample in each Rust runtime
     Selftest {
@@ -88,9 +111,30 @@ struct RunArgs {
     /// A first look in under 10 seconds: 1 s per runtime after 200 ms of warm-up
     #[arg(long)]
     quick: bool,
+    /// Sweep a parameter: NAME=V1,V2,... or NAME=A..B:+STEP, A..B:*FACTOR, A..B:log10, A..B:log2.
+    /// NAME: units, busy, sleep (the schedule's D), modulo (its M), duration, warmup. Repeat the
+    /// flag to sweep several: every combination is a point.
+    #[arg(long = "sweep", value_name = "NAME=VALUES", value_parser = Sweep::parse)]
+    sweeps: Vec<Sweep>,
+    /// The order of the (runtime, point) workers: shuffled (interleaved, so drift of the machine
+    /// favours no runtime) or given (runtimes in --runtimes order within each point)
+    #[arg(long, value_enum, default_value = "shuffled")]
+    order: OrderArg,
+    /// Seed of the shuffled order, to repeat a run's order exactly [default: random, recorded in run.json]
+    #[arg(long)]
+    seed: Option<u64>,
     /// The metric the table shows and ranks by
     #[arg(long, value_enum, default_value = "lateness")]
     metric: Metric,
+    /// Also write the run record (run.json) to FILE
+    #[arg(long, value_name = "FILE")]
+    export_json: Option<PathBuf>,
+    /// Also write summary.csv to FILE
+    #[arg(long, value_name = "FILE")]
+    export_csv: Option<PathBuf>,
+    /// Also write the result tables as Markdown to FILE, ready to paste into an issue or a paper
+    #[arg(long, value_name = "FILE")]
+    export_markdown: Option<PathBuf>,
     /// The results folder to write [default: results/<UTC timestamp>-sleep]
     #[arg(long, short = 'o')]
     output: Option<PathBuf>,
@@ -102,6 +146,12 @@ struct RunArgs {
     format: Format,
 }
 
+#[derive(Copy, Clone, ValueEnum, PartialEq)]
+enum OrderArg {
+    Shuffled,
+    Given,
+}
+
 #[derive(Copy, Clone, ValueEnum)]
 enum ExperimentArg {
     Sleep,
@@ -111,6 +161,36 @@ enum ExperimentArg {
 enum ModeArg {
     Relative,
     Absolute,
+}
+
+#[derive(Clone, Copy)]
+enum MetricChoice {
+    One(Metric),
+    All,
+}
+
+fn metric_or_all(text: &str) -> Result<MetricChoice, String> {
+    if text == "all" {
+        return Ok(MetricChoice::All);
+    }
+    Metric::from_str(text, false).map(MetricChoice::One).map_err(|_| {
+        format!("unknown metric '{text}' (use lateness, actual, full, busy or all)")
+    })
+}
+
+fn percent(text: &str) -> Result<f64, String> {
+    let number = text.trim().trim_end_matches('%');
+    match number.parse::<f64>() {
+        Ok(p) if (0.0..=1000.0).contains(&p) => Ok(p / 100.0),
+        _ => Err(format!("'{text}' is not a percentage between 0 and 1000 (e.g. 5%)")),
+    }
+}
+
+fn probability(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(p) if p > 0.0 && p < 1.0 => Ok(p),
+        _ => Err(format!("'{text}' is not a probability between 0 and 1")),
+    }
 }
 
 fn duration(text: &str) -> Result<u64, String> {
@@ -147,6 +227,14 @@ pub fn main() -> ExitCode {
         Command::Run(args) => settings(&args).and_then(|settings| {
             run(RunOptions {
                 settings,
+                sweeps: args.sweeps.clone(),
+                shuffle: args.order == OrderArg::Shuffled,
+                seed: args.seed,
+                exports: Exports {
+                    json: args.export_json.clone(),
+                    csv: args.export_csv.clone(),
+                    markdown: args.export_markdown.clone(),
+                },
                 metric: args.metric,
                 output: args.output,
                 raw: args.raw,
@@ -155,6 +243,17 @@ pub fn main() -> ExitCode {
             })
         }),
         Command::CheckDriver { runtime } => crate::check::check_driver(&runtime),
+        Command::Report { results } => crate::export::rebuild_report(&results),
+        Command::Compare { old, new, metric, threshold, alpha } => {
+            let metric = match metric {
+                Some(MetricChoice::All) => Ok(None),
+                Some(MetricChoice::One(m)) => Ok(Some(m)),
+                None => crate::compare::load_run(&old).map(|r| Some(r.metric)),
+            };
+            metric.and_then(|metric| {
+                crate::compare::run(crate::compare::CompareOptions { old, new, metric, threshold, alpha })
+            })
+        }
         Command::Selftest { duration, repeat } => crate::selftest::run(duration, repeat),
         Command::Worker => return crate::worker::main(),
     };
@@ -164,33 +263,13 @@ pub fn main() -> ExitCode {
     })
 }
 
-/// Turns the flags into checked settings; every refusal is one clear sentence.
+/// Turns the flags into settings; each point's are checked by [`check_settings`].
 fn settings(args: &RunArgs) -> Result<Settings, String> {
     let _ = args.experiment;
-    let duration_ns = args.duration.unwrap_or(if args.quick { 1_000_000_000 } else { 5_000_000_000 });
-    let warmup_ns = args.warmup.unwrap_or(if args.quick { 200_000_000 } else { 1_000_000_000 });
-    if duration_ns == 0 {
-        return Err("--duration must be longer than 0".into());
-    }
     let mode = match args.mode {
         ModeArg::Relative => Mode::Relative,
         ModeArg::Absolute => Mode::Absolute,
     };
-    let longest = args.sleep.max_expected(args.units);
-    if longest > duration_ns {
-        return Err(format!(
-            "the longest sleep ({}, with --sleep {} and {} units) is longer than --duration ({}): no iteration could be measured",
-            crate::output::format_ns(longest as f64),
-            args.sleep,
-            args.units,
-            crate::output::format_ns(duration_ns as f64)
-        ));
-    }
-    let shortest = args.sleep.expected(1, 0);
-    if mode == Mode::Absolute && shortest > 0 && shortest < 1_000 {
-        return Err("absolute mode needs a period of at least 1us (a shorter one only counts missed periods)".into());
-    }
-    let sleep = SleepPlan { mode, schedule: args.sleep };
     let runtimes = if args.runtimes.is_empty() {
         runtime::ids().into_iter().map(str::to_string).collect()
     } else {
@@ -203,17 +282,53 @@ fn settings(args: &RunArgs) -> Result<Settings, String> {
         }
         seen
     };
-    let settings = Settings {
+    let mut swept = Vec::new();
+    for sweep in &args.sweeps {
+        if swept.contains(&sweep.param) {
+            return Err(format!("'{}' is swept twice", sweep.param.name()));
+        }
+        if sweep.param == Param::Modulo && !matches!(args.sleep, Schedule::Modulo { .. }) {
+            return Err("sweeping modulo needs a modulo schedule (--sleep modulo:M:D)".into());
+        }
+        swept.push(sweep.param);
+    }
+    if args.seed.is_some() && args.order == OrderArg::Given {
+        return Err("--seed only applies to --order shuffled".into());
+    }
+    Ok(Settings {
         runtimes,
         units: args.units,
-        duration_ns,
-        warmup_ns,
-        sleep,
+        duration_ns: args.duration.unwrap_or(if args.quick { 1_000_000_000 } else { 5_000_000_000 }),
+        warmup_ns: args.warmup.unwrap_or(if args.quick { 200_000_000 } else { 1_000_000_000 }),
+        sleep: SleepPlan { mode, schedule: args.sleep },
         sleep_spec: args.sleep.to_string(),
         busy: BusyPlan { iters: args.busy, yield_each_step: args.yield_each_step },
         grace_ns: args.grace,
-    };
-    let plan = crate::run::plan_for(&settings, "thread");
-    plan.check()?;
-    Ok(settings)
+    })
+}
+
+/// The rules a point's settings obey; every refusal is one clear sentence.
+pub fn check_settings(settings: &Settings) -> Result<(), String> {
+    if settings.duration_ns == 0 {
+        return Err("--duration must be longer than 0".into());
+    }
+    if settings.units == 0 {
+        return Err("units must be >= 1".into());
+    }
+    let schedule = settings.sleep.schedule;
+    let longest = schedule.max_expected(settings.units);
+    if longest > settings.duration_ns {
+        return Err(format!(
+            "the longest sleep ({}, with --sleep {} and {} units) is longer than --duration ({}): no iteration could be measured",
+            crate::output::format_ns(longest as f64),
+            schedule,
+            settings.units,
+            crate::output::format_ns(settings.duration_ns as f64)
+        ));
+    }
+    let shortest = schedule.expected(1, 0);
+    if settings.sleep.mode == Mode::Absolute && shortest > 0 && shortest < 1_000 {
+        return Err("absolute mode needs a period of at least 1us (a shorter one only counts missed periods)".into());
+    }
+    crate::run::plan_for(settings, "thread").check()
 }

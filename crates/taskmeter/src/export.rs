@@ -54,6 +54,7 @@ fn write_files(dir: &Path, record: &RunRecord, reports: &[Option<WorkerReport>])
     let io = |e: std::io::Error| format!("cannot write the results: {e}");
     std::fs::write(dir.join("run.json"), run_json(record)).map_err(io)?;
     std::fs::write(dir.join("summary.csv"), summary_csv(record)).map_err(io)?;
+    write_report(dir, record)?;
     if reports.iter().any(Option::is_some) {
         let file = std::fs::File::create(dir.join("samples.csv")).map_err(io)?;
         let mut out = BufWriter::new(file);
@@ -63,25 +64,54 @@ fn write_files(dir: &Path, record: &RunRecord, reports: &[Option<WorkerReport>])
     Ok(())
 }
 
+/// `charts/*.svg` and `report.html`, drawn from the record alone.
+pub fn write_report(dir: &Path, record: &RunRecord) -> Result<(), String> {
+    let io = |e: std::io::Error| format!("cannot write the report: {e}");
+    let charts = crate::chart::all(record)?;
+    let chart_dir = dir.join("charts");
+    if chart_dir.exists() {
+        std::fs::remove_dir_all(&chart_dir).map_err(io)?;
+    }
+    std::fs::create_dir_all(&chart_dir).map_err(io)?;
+    for chart in &charts {
+        std::fs::write(chart_dir.join(&chart.file), &chart.svg).map_err(io)?;
+    }
+    // Written aside and renamed, so a report being rebuilt is never seen half-written.
+    let partial = dir.join(".report.html.partial");
+    std::fs::write(&partial, crate::html::render(record, &charts)).map_err(io)?;
+    std::fs::rename(&partial, dir.join("report.html")).map_err(io)
+}
+
+/// `taskmeter report DIR`: rebuilds the charts and report.html from DIR/run.json.
+pub fn rebuild_report(dir: &Path) -> Result<std::process::ExitCode, String> {
+    let record = crate::compare::load_run(dir)?;
+    let dir = if dir.is_dir() { dir.to_path_buf() } else { dir.parent().unwrap_or(Path::new(".")).to_path_buf() };
+    write_report(&dir, &record)?;
+    println!("{}", dir.join("report.html").display());
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 pub fn run_json(record: &RunRecord) -> String {
     let mut text = serde_json::to_string_pretty(record).expect("a run record always serialises");
     text.push('\n');
     text
 }
 
-/// The v1 study's columns (over |value - reference|), then the distribution of the values.
+/// The v1 study's columns (over |value - reference|), then the distribution of the values,
+/// then the point: its index and one column per swept parameter (durations in ns).
 pub fn summary_csv(record: &RunRecord) -> String {
-    let mut out = format!("{SUMMARY_HEADER}\n");
+    let swept: Vec<String> = record.sweeps.iter().map(|s| format!(",{}", s.param.name())).collect();
+    let mut out = format!("{SUMMARY_HEADER},point{}\n", swept.concat());
     let float = |v: Option<f64>| v.map(|v| format!("{v:.2}")).unwrap_or_default();
     let int = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
-    for row in &record.rows {
+    for row in record.rows_in_order() {
         let (Some(stats), Some(counts)) = (&row.statistics, &row.counts) else { continue };
         let status = serde_json::to_value(row.status).unwrap().as_str().unwrap_or("").to_string();
         for metric in METRICS {
             let s = stats.get(metric);
             let _ = writeln!(
                 out,
-                "{},{},{}_ns,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{}_ns,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}{}",
                 record.finished_at,
                 row.runtime,
                 metric.name(),
@@ -100,17 +130,34 @@ pub fn summary_csv(record: &RunRecord) -> String {
                 int(s.p99_99),
                 int(s.max),
                 counts.missed_periods,
-                status
+                status,
+                row.point,
+                point_values(record, row.point)
             );
         }
     }
     out
 }
 
+fn point_values(record: &RunRecord, point: usize) -> String {
+    record.points.get(point).map(|p| p.values.iter().map(|(_, v)| format!(",{v}")).collect()).unwrap_or_default()
+}
+
+/// `--export-json`, `--export-csv`, `--export-markdown`.
+pub fn write_exports(record: &RunRecord, exports: &crate::run::Exports) -> Result<(), String> {
+    let write = |path: &Option<PathBuf>, text: String| match path {
+        Some(path) => std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display())),
+        None => Ok(()),
+    };
+    write(&exports.json, run_json(record))?;
+    write(&exports.csv, summary_csv(record))?;
+    write(&exports.markdown, crate::output::markdown(record))
+}
+
 fn write_samples_csv(out: &mut impl Write, record: &RunRecord, reports: &[Option<WorkerReport>]) -> std::io::Result<()> {
     writeln!(
         out,
-        "runtime,unit,iteration,phase,expected_ns,start_ns,busy_end_ns,intended_ns,wake_ns,missed,lateness_ns,actual_ns,full_ns,busy_ns"
+        "runtime,point,unit,iteration,phase,expected_ns,start_ns,busy_end_ns,intended_ns,wake_ns,missed,lateness_ns,actual_ns,full_ns,busy_ns"
     )?;
     for (row, report) in record.rows.iter().zip(reports) {
         let Some(report) = report else { continue };
@@ -120,8 +167,9 @@ fn write_samples_csv(out: &mut impl Write, record: &RunRecord, reports: &[Option
                 let [lateness, actual, full, busy] = sample_metrics(u, i);
                 writeln!(
                     out,
-                    "{},{},{},{phase},{},{},{},{},{},{},{lateness},{actual},{full},{busy}",
+                    "{},{},{},{},{phase},{},{},{},{},{},{},{lateness},{actual},{full},{busy}",
                     row.runtime,
+                    row.point,
                     u.unit,
                     i + 1,
                     u.expected_ns[i],

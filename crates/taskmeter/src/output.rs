@@ -37,14 +37,15 @@ fn format_count(n: u64) -> String {
     out
 }
 
-/// Rows that have statistics, ranked by the mean absolute deviation of the metric (for
-/// `lateness` and `busy` that is their mean; for `actual` and `full`, the mean distance from
-/// the expected sleep, as in the v1 study), lowest first.
-pub fn ranked(record: &RunRecord) -> Vec<&Row> {
+/// Rows of one point that have statistics, ranked by the mean absolute deviation of the
+/// metric (for `lateness` and `busy` that is their mean; for `actual` and `full`, the mean
+/// distance from the expected sleep, as in the v1 study), lowest first.
+pub fn ranked(record: &RunRecord, point: usize) -> Vec<&Row> {
     let key = |row: &Row| {
         row.statistics.as_ref().and_then(|s| s.get(record.metric).mean_absolute_deviation).unwrap_or(f64::INFINITY)
     };
-    let mut rows: Vec<&Row> = record.rows.iter().filter(|r| r.statistics.is_some()).collect();
+    let mut rows: Vec<&Row> =
+        record.rows.iter().filter(|r| r.point == point && r.statistics.is_some()).collect();
     rows.sort_by(|a, b| key(a).total_cmp(&key(b)));
     rows
 }
@@ -67,55 +68,122 @@ fn ratio_to_best(metric: Metric, row: &Row, best: &Row) -> String {
     }
 }
 
-pub fn table(record: &RunRecord) -> String {
+/// One point's table: a header, a line per measured row (best first), and the rows that have
+/// no statistics, with their reason.
+pub struct Table {
+    pub header: Vec<String>,
+    pub lines: Vec<Vec<String>>,
+    pub without_statistics: Vec<(String, String)>,
+}
+
+pub fn table_of(record: &RunRecord, point: usize) -> Table {
     let metric = record.metric;
-    let mut lines = vec![vec![
-        "runtime".to_string(),
-        "samples".into(),
-        format!("{} mean ± sd", metric.name()),
-        "p50".into(),
-        "p99".into(),
-        "max".into(),
-        "missed".into(),
-        "vs best".into(),
-    ]];
-    let ranked = ranked(record);
-    for row in &ranked {
-        let (stats, counts) = (row.statistics.as_ref().unwrap().get(metric), row.counts.as_ref().unwrap());
-        let opt = |v: Option<i64>| v.map(|v| format_ns(v as f64)).unwrap_or_else(|| "-".into());
-        let mean_sd = match (stats.mean, stats.std) {
-            (Some(m), Some(sd)) => format!("{} ± {}", format_ns(m), format_ns(sd)),
-            (Some(m), None) => format_ns(m),
-            _ => "-".into(),
-        };
-        let mut name = row.runtime.clone();
-        if row.status == RowStatus::Interrupted {
-            name.push_str(" (interrupted)");
+    let mean_header = format!("{} mean ± sd", metric.name());
+    let header = ["runtime", "samples", mean_header.as_str(), "p50", "p99", "max", "missed", "vs best"]
+        .map(str::to_string)
+        .to_vec();
+    let ranked = ranked(record, point);
+    let lines = ranked
+        .iter()
+        .map(|row| {
+            let (stats, counts) = (row.statistics.as_ref().unwrap().get(metric), row.counts.as_ref().unwrap());
+            let opt = |v: Option<i64>| v.map(|v| format_ns(v as f64)).unwrap_or_else(|| "-".into());
+            let mean_sd = match (stats.mean, stats.std) {
+                (Some(m), Some(sd)) => format!("{} ± {}", format_ns(m), format_ns(sd)),
+                (Some(m), None) => format_ns(m),
+                _ => "-".into(),
+            };
+            let mut name = row.runtime.clone();
+            if row.status == RowStatus::Interrupted {
+                name.push_str(" (interrupted)");
+            }
+            vec![
+                name,
+                format_count(stats.count),
+                mean_sd,
+                opt(stats.p50),
+                opt(stats.p99),
+                opt(stats.max),
+                format_count(counts.missed_periods),
+                ratio_to_best(metric, row, ranked[0]),
+            ]
+        })
+        .collect();
+    let without_statistics = record
+        .rows
+        .iter()
+        .filter(|r| r.point == point && r.statistics.is_none())
+        .map(|r| {
+            let what = if r.status == RowStatus::Skipped { "skipped" } else { "FAILED" };
+            (r.runtime.clone(), format!("{what}: {}", r.reason.as_deref().unwrap_or("")))
+        })
+        .collect();
+    Table { header, lines, without_statistics }
+}
+
+pub fn table(record: &RunRecord, point: usize) -> String {
+    let t = table_of(record, point);
+    let mut all = vec![t.header.clone()];
+    all.extend(t.lines.iter().cloned());
+    let mut out = render(&all, &[false, true, true, true, true, true, true, true]);
+    let w = width(&all, 0);
+    for (runtime, reason) in &t.without_statistics {
+        out.push_str(&format!("{runtime:<w$}  {reason}\n"));
+    }
+    out
+}
+
+/// The whole console report: settings, environment, one table per point, how to read it.
+pub fn report(record: &RunRecord) -> String {
+    let sched = record.rows.iter().find_map(|r| r.worker.as_ref()?.sched.as_ref());
+    let mut out = format!("{}\nenv: {}\n", settings_line(record), record.environment.one_line(sched));
+    for point in &record.points {
+        out.push('\n');
+        if record.points.len() > 1 {
+            out.push_str(&format!("point {}/{}: {}\n", point.index + 1, record.points.len(), point.label()));
         }
-        lines.push(vec![
-            name,
-            format_count(stats.count),
-            mean_sd,
-            opt(stats.p50),
-            opt(stats.p99),
-            opt(stats.max),
-            format_count(counts.missed_periods),
-            ratio_to_best(metric, row, ranked[0]),
-        ]);
+        out.push_str(&table(record, point.index));
     }
-    let mut out = render(&lines, &[false, true, true, true, true, true, true, true]);
-    for row in record.rows.iter().filter(|r| r.statistics.is_none()) {
-        let what = match row.status {
-            RowStatus::Skipped => "skipped",
-            _ => "FAILED",
-        };
-        out.push_str(&format!("{:<w$}  {what}: {}\n", row.runtime, row.reason.as_deref().unwrap_or(""), w = width(&lines, 0)));
+    out.push('\n');
+    out.push_str(explain(record.metric));
+    out.push('\n');
+    let early: u64 = record.rows.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.early_wakeups).sum();
+    if early > 0 {
+        out.push_str(&format!("warning: {early} samples woke before their intended time (negative lateness)\n"));
     }
+    out
+}
+
+/// The tables as Markdown, one per point, ready to paste into an issue or a paper.
+pub fn markdown(record: &RunRecord) -> String {
+    let mut out = format!("**taskmeter** {}\n\n", settings_line(record));
+    for point in &record.points {
+        if record.points.len() > 1 {
+            out.push_str(&format!("**point {}/{}: {}**\n\n", point.index + 1, record.points.len(), point.label()));
+        }
+        let t = table_of(record, point.index);
+        let columns = t.header.len();
+        out.push_str(&format!("| {} |\n|:---|{}\n", t.header.join(" | "), "---:|".repeat(columns - 1)));
+        for line in &t.lines {
+            out.push_str(&format!("| {} |\n", line.join(" | ")));
+        }
+        for (runtime, reason) in &t.without_statistics {
+            out.push_str(&format!("| {runtime} | {} |{}\n", reason.replace('|', "\\|"), " |".repeat(columns - 2)));
+        }
+        out.push('\n');
+    }
+    out.push_str(&format!("_{}_\n", explain(record.metric)));
     out
 }
 
 fn width(lines: &[Vec<String>], column: usize) -> usize {
     lines.iter().map(|l| l[column].chars().count()).max().unwrap_or(0)
+}
+
+/// A plain table: the first column left-aligned, the others right-aligned.
+pub fn render_table(lines: &[Vec<String>]) -> String {
+    let right: Vec<bool> = (0..lines[0].len()).map(|c| c > 0).collect();
+    render(lines, &right)
 }
 
 fn render(lines: &[Vec<String>], right: &[bool]) -> String {
@@ -136,26 +204,32 @@ fn render(lines: &[Vec<String>], right: &[bool]) -> String {
     out
 }
 
-/// The run's settings in one line, e.g. "sleep | 5 units | fixed:1ms absolute | busy 1000".
+/// The run's settings in one line, e.g. "sleep | 5 units | fixed:1ms absolute | busy 1000";
+/// a swept parameter shows its values instead.
 pub fn settings_line(record: &RunRecord) -> String {
+    use crate::sweep::Param;
     let s = &record.settings;
+    let swept = |param: Param| {
+        record.sweeps.iter().find(|w| w.param == param).map(|w| {
+            let values: Vec<String> = w.values.iter().map(|v| w.param.format_value(*v)).collect();
+            format!("{} swept: {}", param.name(), values.join(", "))
+        })
+    };
     let mode = match s.sleep.mode {
         crate::plan::Mode::Relative => "relative",
         crate::plan::Mode::Absolute => "absolute",
     };
-    let busy = match (s.busy.iters, s.busy.yield_each_step) {
+    let units = swept(Param::Units).unwrap_or_else(|| format!("{} units", s.units));
+    let sleep = swept(Param::Sleep).or_else(|| swept(Param::Modulo)).map(|w| format!("{} ({w})", s.sleep_spec)).unwrap_or_else(|| s.sleep_spec.clone());
+    let busy = swept(Param::Busy).unwrap_or_else(|| match (s.busy.iters, s.busy.yield_each_step) {
         (0, _) => "no busy work".to_string(),
         (n, true) => format!("busy {n} + yield"),
         (n, false) => format!("busy {n}"),
-    };
-    format!(
-        "{} | {} units | {} {mode} | {busy} | {} measured after {} warm-up",
-        record.experiment,
-        s.units,
-        s.sleep_spec,
-        format_ns(s.duration_ns as f64),
-        format_ns(s.warmup_ns as f64)
-    )
+    });
+    let busy = if s.busy.yield_each_step && swept(Param::Busy).is_some() { format!("{busy} (+ yield)") } else { busy };
+    let duration = swept(Param::Duration).unwrap_or_else(|| format!("{} measured", format_ns(s.duration_ns as f64)));
+    let warmup = swept(Param::Warmup).unwrap_or_else(|| format!("after {} warm-up", format_ns(s.warmup_ns as f64)));
+    format!("{} | {units} | {sleep} {mode} | {busy} | {duration} {warmup}", record.experiment)
 }
 
 pub fn explain(metric: Metric) -> &'static str {

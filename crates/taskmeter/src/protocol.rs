@@ -352,8 +352,8 @@ mod tests {
         let report = parse_output(&plan, output.as_bytes()).unwrap();
         let c = counts(&report);
         assert_eq!((c.samples_total, c.samples_warmup, c.samples_measured), (5, 2, 3));
-        assert_eq!((c.missed_periods, c.missed_periods_warmup), (2, 0));
-        let s = statistics(&report);
+        assert_eq!((c.missed_periods, c.missed_periods_warmup, c.early_wakeups), (2, 0, 0));
+        let (s, _) = statistics(&report);
         // Measured samples: unit 1 #2, unit 1 #3, unit 2 #2 (warm-up ends at 1090).
         // lateness = wake - intended: 2150, 20, 5.
         assert_eq!((s.lateness.count, s.lateness.min, s.lateness.max), (3, Some(5), Some(2150)));

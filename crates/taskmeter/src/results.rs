@@ -62,7 +62,13 @@ pub struct RunRecord {
     pub experiment: String,
     /// The metric the console table ranks by.
     pub metric: Metric,
+    /// The settings every point starts from.
     pub settings: Settings,
+    /// The swept parameters (empty: one point).
+    pub sweeps: Vec<crate::sweep::Sweep>,
+    pub points: Vec<crate::sweep::Point>,
+    /// Whether (runtime, point) jobs ran in a shuffled order, and the seed of the shuffle.
+    pub order: Order,
     pub environment: Environment,
     pub rows: Vec<Row>,
 }
@@ -79,6 +85,22 @@ pub struct Settings {
     pub grace_ns: u64,
 }
 
+impl RunRecord {
+    /// Rows by point, then in `--runtimes` order (the `rows` array is in the order they ran).
+    pub fn rows_in_order(&self) -> Vec<&Row> {
+        let position = |r: &Row| self.settings.runtimes.iter().position(|id| *id == r.runtime).unwrap_or(usize::MAX);
+        let mut rows: Vec<&Row> = self.rows.iter().collect();
+        rows.sort_by_key(|r| (r.point, position(r)));
+        rows
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Order {
+    pub shuffled: bool,
+    pub seed: Option<u64>,
+}
+
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum RowStatus {
@@ -93,6 +115,10 @@ pub enum RowStatus {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Row {
     pub runtime: String,
+    /// Index into `points`.
+    pub point: usize,
+    /// Position in the order the jobs ran (0-based).
+    pub sequence: usize,
     pub status: RowStatus,
     pub reason: Option<String>,
     pub plan: Option<Plan>,
@@ -100,6 +126,28 @@ pub struct Row {
     pub counts: Option<Counts>,
     /// One summary per metric, over the measured samples (warm-up excluded).
     pub statistics: Option<Statistics>,
+    /// The same samples' distributions, for charts and `compare` (see `histogram.rs`).
+    pub histograms: Option<Histograms>,
+}
+
+/// Base64 V2-deflate HdrHistograms, one per metric.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Histograms {
+    pub lateness: String,
+    pub actual: String,
+    pub full: String,
+    pub busy: String,
+}
+
+impl Histograms {
+    pub fn get(&self, metric: Metric) -> &str {
+        match metric {
+            Metric::Lateness => &self.lateness,
+            Metric::Actual => &self.actual,
+            Metric::Full => &self.full,
+            Metric::Busy => &self.busy,
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -122,6 +170,8 @@ pub struct Counts {
     /// Whole periods skipped after a late wake-up, measured samples only (absolute mode).
     pub missed_periods: u64,
     pub missed_periods_warmup: u64,
+    /// Measured samples that woke before their intended time (negative lateness).
+    pub early_wakeups: u64,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -163,12 +213,13 @@ pub fn metric_values(report: &WorkerReport, metric: Metric) -> (Vec<i64>, Vec<i6
 }
 
 pub fn counts(report: &WorkerReport) -> Counts {
-    let (mut measured, mut warmup, mut missed, mut missed_warmup) = (0, 0, 0, 0);
+    let (mut measured, mut warmup, mut missed, mut missed_warmup, mut early) = (0, 0, 0, 0, 0);
     for u in &report.units {
         for i in 0..u.len() {
             if is_measured(report, u, i) {
                 measured += 1;
                 missed += u.missed[i];
+                early += u64::from(u.wake_ns[i] < u.intended_ns[i]);
             } else {
                 warmup += 1;
                 missed_warmup += u.missed[i];
@@ -182,20 +233,20 @@ pub fn counts(report: &WorkerReport) -> Counts {
         samples_measured: measured,
         missed_periods: missed,
         missed_periods_warmup: missed_warmup,
+        early_wakeups: early,
     }
 }
 
-pub fn statistics(report: &WorkerReport) -> Statistics {
-    let summary = |metric| {
+/// Exact statistics and histograms of every metric over the measured samples.
+pub fn statistics(report: &WorkerReport) -> (Statistics, Histograms) {
+    let [lateness, actual, full, busy] = METRICS.map(|metric| {
         let (values, references) = metric_values(report, metric);
-        Summary::of(&values, &references)
-    };
-    Statistics {
-        lateness: summary(Metric::Lateness),
-        actual: summary(Metric::Actual),
-        full: summary(Metric::Full),
-        busy: summary(Metric::Busy),
-    }
+        (Summary::of(&values, &references), crate::histogram::encode(&crate::histogram::of(&values)))
+    });
+    (
+        Statistics { lateness: lateness.0, actual: actual.0, full: full.0, busy: busy.0 },
+        Histograms { lateness: lateness.1, actual: actual.1, full: full.1, busy: busy.1 },
+    )
 }
 
 /// Metric values for one sample, for samples.csv: (lateness, actual, full, busy).

@@ -7,7 +7,8 @@ use crate::orchestrate::{self, Outcome};
 use crate::output;
 use crate::plan::{Experiment, Plan, PROTOCOL};
 use crate::protocol::WorkerReport;
-use crate::results::{self, Metric, Row, RowStatus, RunRecord, Settings, WorkerInfo};
+use crate::results::{self, Metric, Order, Row, RowStatus, RunRecord, Settings, WorkerInfo};
+use crate::sweep::{self, Point, Sweep};
 use crate::runtime;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
@@ -17,23 +18,51 @@ use std::time::{Duration, Instant};
 
 pub struct RunOptions {
     pub settings: Settings,
+    pub sweeps: Vec<Sweep>,
+    /// Run (runtime, point) jobs in a shuffled order; with a seed, a reproducible one.
+    pub shuffle: bool,
+    pub seed: Option<u64>,
     pub metric: Metric,
     pub output: Option<PathBuf>,
     pub raw: bool,
     pub json: bool,
+    pub exports: Exports,
     pub command_line: Vec<String>,
+}
+
+/// Files to write besides the results folder (`--export-json`, ...), as hyperfine does.
+#[derive(Default)]
+pub struct Exports {
+    pub json: Option<PathBuf>,
+    pub csv: Option<PathBuf>,
+    pub markdown: Option<PathBuf>,
+}
+
+/// One worker to run: a runtime at a point.
+struct Job<'a> {
+    info: &'static runtime::RuntimeInfo,
+    available: &'a Result<(), String>,
+    point: &'a Point,
+    settings: Settings,
 }
 
 /// Exit status of a run that measured something: 0, 1 when a row failed, 130 when interrupted.
 pub fn run(options: RunOptions) -> Result<ExitCode, String> {
-    let settings = &options.settings;
+    let base = &options.settings;
+    let points = sweep::points(&options.sweeps);
+    let point_settings: Vec<Settings> = points.iter().map(|p| sweep::apply(base, p)).collect();
+    for (point, settings) in points.iter().zip(&point_settings) {
+        crate::cli::check_settings(settings).map_err(|e| {
+            if options.sweeps.is_empty() { e } else { format!("at point {}: {e}", point.label()) }
+        })?;
+    }
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let folder = options.output.clone().unwrap_or_else(|| export::default_folder("sleep", &started_at));
     export::check_writable(&folder)?;
     orchestrate::install_interrupt_handler();
     let mut environment = Environment::capture();
 
-    let plans: Vec<(&runtime::RuntimeInfo, Result<(), String>)> = settings
+    let availability: Vec<(&'static runtime::RuntimeInfo, Result<(), String>)> = base
         .runtimes
         .iter()
         .map(|id| {
@@ -41,29 +70,45 @@ pub fn run(options: RunOptions) -> Result<ExitCode, String> {
             (info, driver::availability(info))
         })
         .collect();
-    for (info, available) in &plans {
+    for (info, available) in &availability {
         if let Err(reason) = available {
             eprintln!("taskmeter: skipping {}: {reason}", info.id);
         }
     }
-    let runnable = plans.iter().filter(|(_, a)| a.is_ok()).count() as u64;
-    let per_worker = Duration::from_nanos(settings.warmup_ns + settings.duration_ns) + Duration::from_millis(300);
-    let progress = Progress::new(per_worker * runnable as u32);
+    let mut jobs: Vec<Job> = Vec::new();
+    for (point, settings) in points.iter().zip(&point_settings) {
+        for (info, available) in &availability {
+            jobs.push(Job { info, available, point, settings: settings.clone() });
+        }
+    }
+    let seed = options.shuffle.then(|| options.seed.unwrap_or_else(|| fastrand::u64(..)));
+    if let Some(seed) = seed {
+        // Interleaving runtimes and points keeps a slow drift of the machine from favouring one.
+        fastrand::Rng::with_seed(seed).shuffle(&mut jobs);
+    }
+    let expected: Duration = jobs
+        .iter()
+        .filter(|j| j.available.is_ok())
+        .map(|j| Duration::from_nanos(j.settings.warmup_ns + j.settings.duration_ns) + Duration::from_millis(300))
+        .sum();
+    let progress = Progress::new(expected);
 
-    let grace = Duration::from_nanos(settings.grace_ns);
     let mut rows = Vec::new();
     let mut reports: Vec<Option<WorkerReport>> = Vec::new();
-    for (info, available) in &plans {
+    for (sequence, job) in jobs.iter().enumerate() {
         let skipped = |reason: String| Row {
-            runtime: info.id.to_string(),
+            runtime: job.info.id.to_string(),
+            point: job.point.index,
+            sequence,
             status: RowStatus::Skipped,
             reason: Some(reason),
             plan: None,
             worker: None,
             counts: None,
             statistics: None,
+            histograms: None,
         };
-        if let Err(reason) = available {
+        if let Err(reason) = job.available {
             rows.push(skipped(reason.clone()));
             reports.push(None);
             continue;
@@ -73,18 +118,22 @@ pub fn run(options: RunOptions) -> Result<ExitCode, String> {
             reports.push(None);
             continue;
         }
-        progress.start_row(info.id);
-        let plan = plan_for(settings, info.id);
-        let toolchain = driver::toolchain(info);
-        environment.toolchains.insert(info.id.to_string(), toolchain.clone());
-        let (row, report) = match driver::worker_command(info) {
-            Err(reason) => (failed_row(info.id, &plan, reason, None), None),
+        let label = if points.len() > 1 { format!("{} {}", job.info.id, job.point.label()) } else { job.info.id.to_string() };
+        progress.start_row(&label);
+        let plan = plan_for(&job.settings, job.info.id);
+        let toolchain = driver::toolchain(job.info);
+        environment.toolchains.insert(job.info.id.to_string(), toolchain.clone());
+        let (mut row, report) = match driver::worker_command(job.info) {
+            Err(reason) => (failed_row(job.info.id, &plan, reason, None), None),
             Ok(command) => {
+                let grace = Duration::from_nanos(job.settings.grace_ns);
                 let worker = orchestrate::run_worker(command, &plan, grace, || progress.tick());
-                row_from(info.id, plan, worker, toolchain)
+                row_from(job.info.id, plan, worker, toolchain)
             }
         };
-        progress.finish_row(&row);
+        row.point = job.point.index;
+        row.sequence = sequence;
+        progress.finish_row(&label, &row);
         rows.push(row);
         reports.push(if options.raw { report } else { None });
     }
@@ -102,11 +151,15 @@ pub fn run(options: RunOptions) -> Result<ExitCode, String> {
         finished_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
         experiment: "sleep".into(),
         metric: options.metric,
-        settings: settings.clone(),
+        settings: base.clone(),
+        sweeps: options.sweeps.clone(),
+        points,
+        order: Order { shuffled: options.shuffle, seed },
         environment,
         rows,
     };
     export::write_folder(&folder, &record, &reports)?;
+    export::write_exports(&record, &options.exports)?;
     if options.json {
         print!("{}", export::run_json(&record));
     } else {
@@ -139,12 +192,15 @@ pub fn plan_for(settings: &Settings, runtime: &str) -> Plan {
 fn failed_row(runtime: &str, plan: &Plan, reason: String, worker: Option<WorkerInfo>) -> Row {
     Row {
         runtime: runtime.to_string(),
+        point: 0,
+        sequence: 0,
         status: RowStatus::Failed,
         reason: Some(reason),
         plan: Some(plan.clone()),
         worker,
         counts: None,
         statistics: None,
+        histograms: None,
     }
 }
 
@@ -167,26 +223,24 @@ fn row_from(runtime: &str, plan: Plan, worker: orchestrate::WorkerRun, toolchain
     };
     info.runtime_version = Some(report.hello.runtime_version.clone());
     info.pid = Some(report.hello.pid);
+    let (statistics, histograms) = results::statistics(&report);
     let row = Row {
         runtime: runtime.to_string(),
+        point: 0,
+        sequence: 0,
         status,
         reason: (status == RowStatus::Interrupted).then(|| "stopped early by Ctrl-C".to_string()),
         plan: Some(plan),
         worker: Some(info),
         counts: Some(results::counts(&report)),
-        statistics: Some(results::statistics(&report)),
+        statistics: Some(statistics),
+        histograms: Some(histograms),
     };
     (row, Some(report))
 }
 
 fn print_report(record: &RunRecord, folder: &std::path::Path) {
-    let sched = record.rows.iter().find_map(|r| r.worker.as_ref()?.sched.as_ref());
-    println!("{}", output::settings_line(record));
-    println!("env: {}", record.environment.one_line(sched));
-    println!();
-    print!("{}", output::table(record));
-    println!();
-    println!("{}", output::explain(record.metric));
+    print!("{}", output::report(record));
     println!("results: {}", folder.display());
 }
 
@@ -202,7 +256,7 @@ impl Progress {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::new(expected.as_millis().max(1) as u64);
             bar.set_style(
-                ProgressStyle::with_template("{msg:>12} [{elapsed_precise}] {wide_bar} {percent:>3}% ETA {eta}")
+                ProgressStyle::with_template("{msg:>20} [{elapsed_precise}] {wide_bar} {percent:>3}% ETA {eta}")
                     .expect("a valid template"),
             );
             bar
@@ -210,10 +264,10 @@ impl Progress {
         Progress { bar, started: Instant::now(), row_started: std::cell::Cell::new(Instant::now()) }
     }
 
-    fn start_row(&self, runtime: &str) {
+    fn start_row(&self, label: &str) {
         self.row_started.set(Instant::now());
         if let Some(bar) = &self.bar {
-            bar.set_message(runtime.to_string());
+            bar.set_message(label.to_string());
         }
         self.tick();
     }
@@ -224,12 +278,12 @@ impl Progress {
         }
     }
 
-    fn finish_row(&self, row: &Row) {
+    fn finish_row(&self, label: &str, row: &Row) {
         let elapsed = self.row_started.get().elapsed().as_secs_f64();
         let line = match (&row.status, &row.counts) {
-            (RowStatus::Failed, _) => format!("{}: FAILED after {elapsed:.1} s: {}", row.runtime, row.reason.as_deref().unwrap_or("")),
-            (_, Some(c)) => format!("{}: {} samples in {elapsed:.1} s", row.runtime, c.samples_measured),
-            _ => format!("{}: done in {elapsed:.1} s", row.runtime),
+            (RowStatus::Failed, _) => format!("{label}: FAILED after {elapsed:.1} s: {}", row.reason.as_deref().unwrap_or("")),
+            (_, Some(c)) => format!("{label}: {} samples in {elapsed:.1} s", c.samples_measured),
+            _ => format!("{label}: done in {elapsed:.1} s"),
         };
         match &self.bar {
             Some(bar) => bar.println(line),

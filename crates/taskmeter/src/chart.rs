@@ -1,0 +1,429 @@
+//! Charts, as SVG drawn with plotters, from a run record alone:
+//! - per point: the distribution of the run's metric per runtime (a CDF on a log axis), and the
+//!   v1 study's bars of the mean deviation of `actual` and `full` per runtime;
+//! - across each swept parameter: one line per runtime of the mean and the p99 of the metric and
+//!   of the number of samples (log-log when a range spans two decades or more), and a ratio
+//!   chart: each runtime's mean divided by its own mean at the first point (the TCP study's
+//!   ratio graph).
+//! A chart is drawn only where there is data for it.
+
+use crate::histogram;
+use crate::results::{Row, RunRecord};
+use crate::sweep::{Param, Point};
+use plotters::prelude::*;
+
+pub struct Chart {
+    /// File name under `charts/`.
+    pub file: String,
+    pub title: String,
+    pub svg: String,
+}
+
+const SIZE: (u32, u32) = (760, 440);
+
+/// Distinct colours, readable on white, given to runtimes in `--runtimes` order.
+const COLOURS: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(255, 127, 14),
+    RGBColor(23, 190, 207),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+];
+
+fn colour(record: &RunRecord, runtime: &str) -> RGBColor {
+    let i = record.settings.runtimes.iter().position(|r| r == runtime).unwrap_or(0);
+    COLOURS[i % COLOURS.len()]
+}
+
+/// An axis: linear, or log10 (values are plotted as their logarithm and labelled back). On a
+/// log axis a value of 0 (e.g. busy=0 in a sweep) is drawn one decade below the smallest
+/// positive value, and the axis title says so.
+#[derive(Clone, Copy)]
+struct Axis {
+    log: bool,
+    /// Where 0 sits on a log axis (in log10 units), when the values include 0.
+    zero_at: Option<f64>,
+}
+
+impl Axis {
+    const LINEAR: Axis = Axis { log: false, zero_at: None };
+
+    /// Log when the positive values span at least two decades and none is negative.
+    fn for_values(values: impl Iterator<Item = f64> + Clone) -> Axis {
+        let min_positive = values.clone().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
+        let max = values.clone().fold(f64::NEG_INFINITY, f64::max);
+        let has_zero = values.clone().any(|v| v == 0.0);
+        let negative = values.into_iter().any(|v| v < 0.0);
+        if negative || !min_positive.is_finite() || max / min_positive < 100.0 {
+            return Axis::LINEAR;
+        }
+        Axis { log: true, zero_at: has_zero.then(|| min_positive.log10() - 1.0) }
+    }
+    fn to(self, v: f64) -> f64 {
+        match (self.log, self.zero_at) {
+            (false, _) => v,
+            (true, Some(zero)) if v <= 0.0 => zero,
+            (true, _) => v.max(1e-12).log10(),
+        }
+    }
+    fn label(self, v: f64) -> String {
+        match (self.log, self.zero_at) {
+            (false, _) => short(v),
+            (true, Some(zero)) if v < zero + 0.5 => {
+                if (v - zero).abs() < 0.05 { "0".into() } else { String::new() }
+            }
+            (true, _) => short(10f64.powf(v)),
+        }
+    }
+    fn range(self, values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
+        let mapped: Vec<f64> = values.map(|v| self.to(v)).collect();
+        let lo = mapped.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = mapped.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let (lo, hi) = if self.log { (lo, hi) } else { (lo.min(0.0), hi) };
+        let pad = ((hi - lo).abs() * 0.05).max(if self.log { 0.05 } else { hi.abs() * 0.05 + 1e-9 });
+        (if self.log || lo < 0.0 { lo - pad } else { lo })..(hi + pad)
+    }
+    fn suffix(self) -> &'static str {
+        match (self.log, self.zero_at) {
+            (false, _) => "",
+            (true, None) => ", log scale",
+            (true, Some(_)) => ", log scale, 0 drawn a decade below",
+        }
+    }
+}
+
+/// A number with three significant digits, for axis labels.
+fn short(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 1e6 || a < 1e-2 {
+        format!("{v:.2e}")
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+type Series = (String, RGBColor, Vec<(f64, f64)>);
+
+fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series]) -> Result<String, String> {
+    let all = || series.iter().flat_map(|(_, _, p)| p.iter().copied());
+    let xa = Axis::for_values(all().map(|p| p.0));
+    let ya = Axis::for_values(all().map(|p| p.1));
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(70)
+            .build_cartesian_2d(xa.range(all().map(|p| p.0)), ya.range(all().map(|p| p.1)))
+            .map_err(err)?;
+        let x_fmt = |v: &f64| xa.label(*v);
+        let y_fmt = |v: &f64| ya.label(*v);
+        chart
+            .configure_mesh()
+            .x_desc(format!("{x_desc}{}", xa.suffix()))
+            .y_desc(format!("{y_desc}{}", ya.suffix()))
+            .x_label_formatter(&x_fmt)
+            .y_label_formatter(&y_fmt)
+            .light_line_style(WHITE.mix(0.0))
+            .draw()
+            .map_err(err)?;
+        for (name, colour, points) in series {
+            let mapped: Vec<(f64, f64)> = points.iter().map(|(x, y)| (xa.to(*x), ya.to(*y))).collect();
+            let style = colour.stroke_width(2);
+            chart
+                .draw_series(LineSeries::new(mapped.clone(), style))
+                .map_err(err)?
+                .label(name.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+            chart.draw_series(mapped.iter().map(|p| Circle::new(*p, 3, colour.filled()))).map_err(err)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+fn err<E: std::fmt::Debug>(e: E) -> String {
+    format!("cannot draw a chart: {e:?}")
+}
+
+/// The distribution of the metric per runtime at one point: a CDF, value axis logarithmic.
+fn cdf_chart(record: &RunRecord, point: &Point, rows: &[&Row]) -> Result<Option<Chart>, String> {
+    let metric = record.metric;
+    let mut series = Vec::new();
+    for row in rows {
+        let Some(h) = row.histograms.as_ref() else { continue };
+        let h = histogram::decode(h.get(metric))?;
+        if h.is_empty() {
+            continue;
+        }
+        // Values in µs; a value of 0 sits at the axis' left end.
+        let points: Vec<(f64, f64)> = histogram::cdf(&h).into_iter().map(|(v, f)| ((v as f64 / 1e3).max(0.01), f)).collect();
+        series.push((row.runtime.clone(), colour(record, &row.runtime), thin(points, 400)));
+    }
+    if series.is_empty() {
+        return Ok(None);
+    }
+    let title = format!("{} distribution{}", metric.name(), at(record, point));
+    let mut svg = String::new();
+    {
+        let all = || series.iter().flat_map(|(_, _, p): &Series| p.iter().map(|q| q.0));
+        let xa = Axis { log: true, zero_at: None };
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(&title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(60)
+            .build_cartesian_2d(xa.range(all()), 0f64..1.02f64)
+            .map_err(err)?;
+        let x_fmt = |v: &f64| xa.label(*v);
+        chart
+            .configure_mesh()
+            .x_desc(format!("{} (µs, log scale)", metric.name()))
+            .y_desc("fraction of samples at or below")
+            .x_label_formatter(&x_fmt)
+            .light_line_style(WHITE.mix(0.0))
+            .draw()
+            .map_err(err)?;
+        for (name, colour, points) in &series {
+            // A step function: the fraction holds until the next value.
+            let mut steps = Vec::with_capacity(points.len() * 2);
+            let mut previous = 0.0;
+            for (x, f) in points {
+                steps.push((xa.to(*x), previous));
+                steps.push((xa.to(*x), *f));
+                previous = *f;
+            }
+            let style = colour.stroke_width(2);
+            chart
+                .draw_series(LineSeries::new(steps, style))
+                .map_err(err)?
+                .label(name.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(Some(Chart { file: format!("point-{}-{}-cdf.svg", point.index + 1, metric.name()), title, svg }))
+}
+
+/// Keeps at most `n` points of a long curve (always the first and the last).
+fn thin(points: Vec<(f64, f64)>, n: usize) -> Vec<(f64, f64)> {
+    if points.len() <= n {
+        return points;
+    }
+    let step = points.len() as f64 / n as f64;
+    let mut kept: Vec<(f64, f64)> = (0..n).map(|i| points[(i as f64 * step) as usize]).collect();
+    kept.push(*points.last().expect("not empty"));
+    kept
+}
+
+/// The v1 study's bars: mean deviation of `actual` and `full` from the expected sleep, per runtime.
+fn deviation_bars(record: &RunRecord, point: &Point, rows: &[&Row]) -> Result<Option<Chart>, String> {
+    let bars: Vec<(String, f64, f64)> = rows
+        .iter()
+        .filter_map(|r| {
+            let s = r.statistics.as_ref()?;
+            Some((r.runtime.clone(), s.actual.mean_absolute_deviation? / 1e3, s.full.mean_absolute_deviation? / 1e3))
+        })
+        .collect();
+    if bars.is_empty() {
+        return Ok(None);
+    }
+    let title = format!("mean deviation from the expected sleep{}", at(record, point));
+    let top = bars.iter().map(|b| b.1.max(b.2)).fold(0.0, f64::max) * 1.15 + 1e-9;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let names: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
+        let mut chart = ChartBuilder::on(&root)
+            .caption(&title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(70)
+            .build_cartesian_2d(-0.5f64..(bars.len() as f64 - 0.5), 0f64..top)
+            .map_err(err)?;
+        let x_fmt = |v: &f64| {
+            let i = v.round();
+            if (v - i).abs() < 1e-6 && i >= 0.0 { names.get(i as usize).cloned().unwrap_or_default() } else { String::new() }
+        };
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(bars.len() * 2 + 1)
+            .x_label_formatter(&x_fmt)
+            .x_desc("runtime")
+            .y_desc("mean |value - expected| (µs)")
+            .y_label_formatter(&|v| short(*v))
+            .draw()
+            .map_err(err)?;
+        let actual = RGBColor(31, 119, 180);
+        let full = RGBColor(255, 127, 14);
+        for (metric, colour, offset) in [("actual", actual, -0.2), ("full", full, 0.2)] {
+            chart
+                .draw_series(bars.iter().enumerate().map(|(i, b)| {
+                    let v = if metric == "actual" { b.1 } else { b.2 };
+                    let x = i as f64 + offset;
+                    Rectangle::new([(x - 0.18, 0.0), (x + 0.18, v)], colour.filled())
+                }))
+                .map_err(err)?
+                .label(metric)
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], colour.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(Some(Chart { file: format!("point-{}-deviation-bars.svg", point.index + 1), title, svg }))
+}
+
+fn at(record: &RunRecord, point: &Point) -> String {
+    if record.points.len() > 1 { format!(" at {}", point.label()) } else { String::new() }
+}
+
+/// Charts along one swept parameter, the other swept parameters held at each of their values.
+fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> {
+    let metric = record.metric;
+    let others = |p: &Point| -> Vec<(Param, u64)> { p.values.iter().filter(|(q, _)| *q != param).copied().collect() };
+    let mut groups: Vec<Vec<(Param, u64)>> = Vec::new();
+    for p in &record.points {
+        if !groups.contains(&others(p)) {
+            groups.push(others(p));
+        }
+    }
+    let mut charts = Vec::new();
+    for group in groups {
+        let label: String = group.iter().map(|(p, v)| format!(" {}={}", p.name(), p.format_value(*v))).collect();
+        let slug: String = group.iter().map(|(p, v)| format!("-{}{}", p.name(), v)).collect();
+        let points: Vec<&Point> = record.points.iter().filter(|p| others(p) == group).collect();
+        if points.len() < 2 {
+            continue;
+        }
+        let stat = |get: &dyn Fn(&Row) -> Option<f64>| -> Vec<Series> {
+            record
+                .settings
+                .runtimes
+                .iter()
+                .filter_map(|runtime| {
+                    let line: Vec<(f64, f64)> = points
+                        .iter()
+                        .filter_map(|p| {
+                            let row = record.rows.iter().find(|r| r.point == p.index && &r.runtime == runtime)?;
+                            Some((p.value(param)? as f64, get(row)?))
+                        })
+                        .collect();
+                    (!line.is_empty()).then(|| (runtime.clone(), colour(record, runtime), line))
+                })
+                .collect()
+        };
+        let summary = |r: &Row| r.statistics.as_ref().map(|s| s.get(metric).clone());
+        let micro = |v: Option<f64>| v.map(|v| v / 1e3);
+        let wanted: [(&str, String, Box<dyn Fn(&Row) -> Option<f64>>); 3] = [
+            ("mean", format!("mean {} (µs)", metric.name()), Box::new(move |r| micro(summary(r)?.mean))),
+            ("p99", format!("p99 {} (µs)", metric.name()), Box::new(move |r| micro(summary(r)?.p99.map(|v| v as f64)))),
+            ("samples", "measured samples (iterations, all units)".into(), Box::new(|r| r.counts.as_ref().map(|c| c.samples_measured as f64))),
+        ];
+        for (name, y_desc, get) in &wanted {
+            let series = stat(get.as_ref());
+            if series.is_empty() {
+                continue;
+            }
+            let title = format!("{name} across {}{label}", param.name());
+            let svg = line_chart(&title, param.axis_label(), y_desc, &series)?;
+            charts.push(Chart { file: format!("sweep-{}{slug}-{name}.svg", param.name()), title, svg });
+        }
+        // Ratio to each runtime's own first point.
+        let means = stat(&|r: &Row| summary(r)?.mean);
+        let ratios: Vec<Series> = means
+            .into_iter()
+            .filter_map(|(n, c, line)| {
+                let first = line.first()?.1;
+                (first != 0.0).then(|| (n, c, line.iter().map(|(x, y)| (*x, y / first)).collect()))
+            })
+            .collect();
+        if !ratios.is_empty() {
+            let title = format!("mean {} relative to the first {}{label}", metric.name(), param.name());
+            let y_desc = format!("ratio to {}={}", param.name(), param.format_value(points[0].value(param).unwrap_or(0)));
+            let svg = line_chart(&title, param.axis_label(), &y_desc, &ratios)?;
+            charts.push(Chart { file: format!("sweep-{}{slug}-ratio.svg", param.name()), title, svg });
+        }
+    }
+    Ok(charts)
+}
+
+/// Every chart of the run, in the order a report shows them.
+pub fn all(record: &RunRecord) -> Result<Vec<Chart>, String> {
+    let mut charts = Vec::new();
+    for sweep in &record.sweeps {
+        charts.extend(sweep_charts(record, sweep.param)?);
+    }
+    let rows = record.rows_in_order();
+    for point in &record.points {
+        let at_point: Vec<&Row> = rows.iter().copied().filter(|r| r.point == point.index).collect();
+        charts.extend(cdf_chart(record, point, &at_point)?);
+        charts.extend(deviation_bars(record, point, &at_point)?);
+    }
+    Ok(charts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_axes_only_for_positive_values_spanning_two_decades() {
+        assert!(Axis::for_values([1.0, 1000.0].into_iter()).log);
+        assert!(!Axis::for_values([1.0, 50.0].into_iter()).log);
+        assert!(!Axis::for_values([-1.0, 1.0, 1000.0].into_iter()).log);
+        assert!(!Axis::for_values([0.0, 1000.0].into_iter()).log, "one positive value spans nothing");
+        let a = Axis::for_values([0.0, 1000.0, 1_000_000.0].into_iter());
+        assert!(a.log);
+        assert_eq!(a.to(0.0), 2.0, "0 sits a decade below 1000");
+        assert_eq!(a.label(2.0), "0");
+        assert_eq!(a.label(3.0), "1000");
+        assert_eq!(a.label(6.0), "1.00e6");
+    }
+
+    #[test]
+    fn thinning_keeps_both_ends() {
+        let points: Vec<(f64, f64)> = (0..1000).map(|i| (i as f64, i as f64 / 999.0)).collect();
+        let kept = thin(points, 100);
+        assert!(kept.len() <= 101);
+        assert_eq!(kept.first(), Some(&(0.0, 0.0)));
+        assert_eq!(kept.last(), Some(&(999.0, 1.0)));
+    }
+}

@@ -1,0 +1,158 @@
+//! `report.html`: one self-contained file per run (inline CSS and SVG, nothing fetched), with
+//! the command line, the environment, every table and chart, and failures shown plainly.
+
+use crate::chart::Chart;
+use crate::output::{explain, settings_line, table_of};
+use crate::results::{RowStatus, RunRecord};
+use std::fmt::Write as _;
+
+const STYLE: &str = "
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px; color: #222; background: #fff; line-height: 1.4; padding: 0 1rem; }
+h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { font-size: 1.25rem; margin-top: 2rem; border-bottom: 1px solid #ddd; }
+pre { background: #f5f5f5; padding: .6rem; overflow-x: auto; white-space: pre-wrap; }
+table { border-collapse: collapse; margin: .6rem 0; font-variant-numeric: tabular-nums; }
+th, td { padding: .25rem .7rem; border-bottom: 1px solid #e5e5e5; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+th { background: #fafafa; }
+.status { display: inline-block; padding: .1rem .5rem; border-radius: .3rem; font-size: .9rem; }
+.complete { background: #e3f4e3; color: #165016; } .incomplete, .failure { background: #fde8e8; color: #8a1515; }
+.failure { padding: .4rem .7rem; margin: .3rem 0; border-left: 4px solid #c62828; }
+figure.chart { margin: 1rem 0; } figure.chart svg { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { font-size: .9rem; color: #555; }
+.env td { text-align: left; }
+";
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+fn figure(out: &mut String, chart: &Chart) {
+    let id = chart.file.trim_end_matches(".svg");
+    let _ = write!(
+        out,
+        "<figure class=\"chart\" id=\"{}\">{}<figcaption>{} (<code>charts/{}</code>)</figcaption></figure>\n",
+        escape(id),
+        chart.svg,
+        escape(&chart.title),
+        escape(&chart.file)
+    );
+}
+
+pub fn render(record: &RunRecord, charts: &[Chart]) -> String {
+    let mut out = String::new();
+    let title = format!("taskmeter {} run of {}", record.experiment, record.started_at);
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>\n",
+        escape(&title)
+    );
+    let (class, status) = if record.complete { ("complete", "complete") } else { ("incomplete", "INCOMPLETE: interrupted") };
+    let _ = write!(out, "<h1>{}</h1><p><span class=\"status {class}\">{status}</span> {} to {}</p>\n", escape(&title), record.started_at, record.finished_at);
+    let _ = write!(out, "<pre class=\"command\">{}</pre>\n", escape(&record.command_line.join(" ")));
+    let _ = write!(out, "<p>{}</p>\n", escape(&settings_line(record)));
+    if record.order.shuffled {
+        let seed = record.order.seed.map(|s| s.to_string()).unwrap_or_default();
+        let _ = write!(out, "<p>Runtimes and points ran in a shuffled order (seed {seed}; <code>--seed {seed}</code> repeats it).</p>\n");
+    }
+
+    let failures: Vec<_> = record.rows_in_order().into_iter().filter(|r| matches!(r.status, RowStatus::Failed | RowStatus::Skipped)).collect();
+    if !failures.is_empty() {
+        out.push_str("<h2 id=\"failures\">Failures and skipped runtimes</h2>\n");
+        for row in failures {
+            let point = record.points.get(row.point).map(|p| p.label()).unwrap_or_default();
+            let what = if row.status == RowStatus::Failed { "failed" } else { "skipped" };
+            let _ = write!(
+                out,
+                "<div class=\"failure\"><b>{}</b> {} {what}: {}</div>\n",
+                escape(&row.runtime),
+                if point == "-" { String::new() } else { format!("at {}", escape(&point)) },
+                escape(row.reason.as_deref().unwrap_or(""))
+            );
+        }
+    }
+
+    out.push_str("<h2 id=\"results\">Results</h2>\n");
+    for point in &record.points {
+        if record.points.len() > 1 {
+            let _ = write!(out, "<h3>point {}/{}: {}</h3>\n", point.index + 1, record.points.len(), escape(&point.label()));
+        }
+        let t = table_of(record, point.index);
+        out.push_str("<table class=\"results\"><thead><tr>");
+        for h in &t.header {
+            let _ = write!(out, "<th>{}</th>", escape(h));
+        }
+        out.push_str("</tr></thead><tbody>\n");
+        for line in &t.lines {
+            out.push_str("<tr>");
+            for cell in line {
+                let _ = write!(out, "<td>{}</td>", escape(cell));
+            }
+            out.push_str("</tr>\n");
+        }
+        for (runtime, reason) in &t.without_statistics {
+            let _ = write!(out, "<tr class=\"failure\"><td>{}</td><td colspan=\"{}\">{}</td></tr>\n", escape(runtime), t.header.len() - 1, escape(reason));
+        }
+        out.push_str("</tbody></table>\n");
+        let prefix = format!("point-{}-", point.index + 1);
+        for chart in charts.iter().filter(|c| c.file.starts_with(&prefix)) {
+            figure(&mut out, chart);
+        }
+    }
+    let sweeps: Vec<&Chart> = charts.iter().filter(|c| c.file.starts_with("sweep-")).collect();
+    if !sweeps.is_empty() {
+        out.push_str("<h2 id=\"sweeps\">Across the swept parameters</h2>\n");
+        for chart in sweeps {
+            figure(&mut out, chart);
+        }
+    }
+
+    let _ = write!(out, "<h2 id=\"reading\">How to read this</h2>\n<p>{}.</p>\n", escape(explain(record.metric)));
+    out.push_str(
+        "<p>Every statistic covers the measured samples of all units of a runtime (warm-up excluded). \
+         <i>sd</i> is the sample standard deviation (n - 1); percentiles are exact nearest-rank values; \
+         <i>missed</i> counts whole periods skipped after a late wake-up (absolute mode). \
+         Distributions are drawn from the HdrHistograms stored in <code>run.json</code> (5 significant digits).</p>\n",
+    );
+
+    let env = &record.environment;
+    out.push_str("<h2 id=\"environment\">Environment</h2>\n<table class=\"env\">\n");
+    let load = |l: &Option<[f64; 3]>| l.map(|l| format!("{:.2} {:.2} {:.2}", l[0], l[1], l[2])).unwrap_or_default();
+    let rows: Vec<(&str, String)> = vec![
+        ("kernel", env.kernel.clone()),
+        ("CPU", format!("{} ({} cores online)", env.cpu_model, env.cores_online)),
+        ("clocksource", env.clocksource.clone().unwrap_or_default()),
+        ("timer slack (taskmeter)", env.timer_slack_ns.map(|s| format!("{s} ns")).unwrap_or_default()),
+        ("preemption", env.preemption.clone().unwrap_or_default()),
+        ("HZ", env.hz.map(|h| h.to_string()).unwrap_or_default()),
+        ("virtualisation", env.virtualisation.clone().unwrap_or_default()),
+        ("container", env.container.clone().unwrap_or_default()),
+        ("load average before", load(&env.load_average_before)),
+        ("load average after", load(&env.load_average_after)),
+    ];
+    let toolchains = env.toolchains.iter().map(|(runtime, version)| (format!("toolchain of {runtime}"), version.clone()));
+    for (k, v) in rows.into_iter().map(|(k, v)| (k.to_string(), v)).chain(toolchains) {
+        let _ = write!(out, "<tr><td>{}</td><td>{}</td></tr>\n", escape(&k), escape(&v));
+    }
+    out.push_str("</table>\n");
+    let workers: Vec<_> = record.rows_in_order().into_iter().filter_map(|r| Some((r, r.worker.as_ref()?))).collect();
+    if !workers.is_empty() {
+        out.push_str("<table class=\"workers\"><thead><tr><th>runtime</th><th>point</th><th>version</th><th>policy</th><th>nice</th><th>timer slack</th><th>wall time</th></tr></thead><tbody>\n");
+        for (row, w) in workers {
+            let sched = w.sched.as_ref();
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2} s</td></tr>\n",
+                escape(&row.runtime),
+                escape(&record.points.get(row.point).map(|p| p.label()).unwrap_or_default()),
+                escape(w.runtime_version.as_deref().unwrap_or("")),
+                escape(&sched.map(|s| format!("{} prio {}", s.policy, s.priority)).unwrap_or_default()),
+                sched.map(|s| s.nice.to_string()).unwrap_or_default(),
+                sched.and_then(|s| s.timerslack_ns).map(|n| format!("{n} ns")).unwrap_or_default(),
+                w.wall_ns as f64 / 1e9
+            );
+        }
+        out.push_str("</tbody></table>\n");
+    }
+    let _ = write!(out, "<p><small>taskmeter {}, run.json schema {} v{}</small></p>\n</body></html>\n", escape(&record.taskmeter_version), record.schema, record.schema_version);
+    out
+}
