@@ -10,6 +10,7 @@
 use crate::histogram;
 use crate::results::{Row, RunRecord};
 use crate::sweep::{Param, Point};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 pub struct Chart {
@@ -115,10 +116,15 @@ fn short(v: f64) -> String {
 
 type Series = (String, RGBColor, Vec<(f64, f64)>);
 
-fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series]) -> Result<String, String> {
-    let all = || series.iter().flat_map(|(_, _, p)| p.iter().copied());
-    let xa = Axis::for_values(all().map(|p| p.0));
-    let ya = Axis::for_values(all().map(|p| p.1));
+type Plot<'a> = ChartContext<'a, SVGBackend<'a>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// Draws one chart into an SVG string: a white canvas, a title, the two ranges, then `draw`.
+fn svg_chart(
+    title: &str,
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+    draw: impl FnOnce(&mut Plot) -> Result<(), String>,
+) -> Result<String, String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
@@ -128,16 +134,36 @@ fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series]) -> Res
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(70)
-            .build_cartesian_2d(xa.range(all().map(|p| p.0)), ya.range(all().map(|p| p.1)))
+            .build_cartesian_2d(x, y)
             .map_err(err)?;
-        let x_fmt = |v: &f64| xa.label(*v);
-        let y_fmt = |v: &f64| ya.label(*v);
+        draw(&mut chart)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+fn legend(chart: &mut Plot, position: SeriesLabelPosition) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .draw()
+        .map_err(err)
+}
+
+
+fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series]) -> Result<String, String> {
+    let all = || series.iter().flat_map(|(_, _, p)| p.iter().copied());
+    let xa = Axis::for_values(all().map(|p| p.0));
+    let ya = Axis::for_values(all().map(|p| p.1));
+    svg_chart(title, xa.range(all().map(|p| p.0)), ya.range(all().map(|p| p.1)), |chart| {
         chart
             .configure_mesh()
             .x_desc(format!("{x_desc}{}", xa.suffix()))
             .y_desc(format!("{y_desc}{}", ya.suffix()))
-            .x_label_formatter(&x_fmt)
-            .y_label_formatter(&y_fmt)
+            .x_label_formatter(&|v| xa.label(*v))
+            .y_label_formatter(&|v| ya.label(*v))
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(err)?;
@@ -151,16 +177,8 @@ fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series]) -> Res
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
             chart.draw_series(mapped.iter().map(|p| Circle::new(*p, 3, colour.filled()))).map_err(err)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .draw()
-            .map_err(err)?;
-        root.present().map_err(err)?;
-    }
-    Ok(svg)
+        legend(chart, SeriesLabelPosition::UpperLeft)
+    })
 }
 
 fn err<E: std::fmt::Debug>(e: E) -> String {
@@ -185,25 +203,14 @@ fn cdf_chart(record: &RunRecord, point: &Point, rows: &[&Row]) -> Result<Option<
         return Ok(None);
     }
     let title = format!("{} distribution{}", metric.name(), at(record, point));
-    let mut svg = String::new();
-    {
-        let all = || series.iter().flat_map(|(_, _, p): &Series| p.iter().map(|q| q.0));
-        let xa = Axis { log: true, zero_at: None };
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(&title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(44)
-            .y_label_area_size(60)
-            .build_cartesian_2d(xa.range(all()), 0f64..1.02f64)
-            .map_err(err)?;
-        let x_fmt = |v: &f64| xa.label(*v);
+    let xa = Axis { log: true, zero_at: None };
+    let x_range = xa.range(series.iter().flat_map(|(_, _, p): &Series| p.iter().map(|q| q.0)));
+    let svg = svg_chart(&title, x_range, 0f64..1.02f64, |chart| {
         chart
             .configure_mesh()
             .x_desc(format!("{} (µs, log scale)", metric.name()))
             .y_desc("fraction of samples at or below")
-            .x_label_formatter(&x_fmt)
+            .x_label_formatter(&|v| xa.label(*v))
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(err)?;
@@ -223,15 +230,8 @@ fn cdf_chart(record: &RunRecord, point: &Point, rows: &[&Row]) -> Result<Option<
                 .label(name.as_str())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .draw()
-            .map_err(err)?;
-        root.present().map_err(err)?;
-    }
+        legend(chart, SeriesLabelPosition::LowerRight)
+    })?;
     Ok(Some(Chart { file: format!("point-{}-{}-cdf.svg", point.index + 1, metric.name()), title, svg }))
 }
 
@@ -260,18 +260,8 @@ fn deviation_bars(record: &RunRecord, point: &Point, rows: &[&Row]) -> Result<Op
     }
     let title = format!("mean deviation from the expected sleep{}", at(record, point));
     let top = bars.iter().map(|b| b.1.max(b.2)).fold(0.0, f64::max) * 1.15 + 1e-9;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let names: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
-        let mut chart = ChartBuilder::on(&root)
-            .caption(&title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(44)
-            .y_label_area_size(70)
-            .build_cartesian_2d(-0.5f64..(bars.len() as f64 - 0.5), 0f64..top)
-            .map_err(err)?;
+    let names: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
+    let svg = svg_chart(&title, -0.5f64..(bars.len() as f64 - 0.5), 0f64..top, |chart| {
         let x_fmt = |v: &f64| {
             let i = v.round();
             if (v - i).abs() < 1e-6 && i >= 0.0 { names.get(i as usize).cloned().unwrap_or_default() } else { String::new() }
@@ -286,9 +276,7 @@ fn deviation_bars(record: &RunRecord, point: &Point, rows: &[&Row]) -> Result<Op
             .y_label_formatter(&|v| short(*v))
             .draw()
             .map_err(err)?;
-        let actual = RGBColor(31, 119, 180);
-        let full = RGBColor(255, 127, 14);
-        for (metric, colour, offset) in [("actual", actual, -0.2), ("full", full, 0.2)] {
+        for (metric, colour, offset) in [("actual", COLOURS[0], -0.2), ("full", COLOURS[4], 0.2)] {
             chart
                 .draw_series(bars.iter().enumerate().map(|(i, b)| {
                     let v = if metric == "actual" { b.1 } else { b.2 };
@@ -299,15 +287,8 @@ fn deviation_bars(record: &RunRecord, point: &Point, rows: &[&Row]) -> Result<Op
                 .label(metric)
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], colour.filled()));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .draw()
-            .map_err(err)?;
-        root.present().map_err(err)?;
-    }
+        legend(chart, SeriesLabelPosition::UpperLeft)
+    })?;
     Ok(Some(Chart { file: format!("point-{}-deviation-bars.svg", point.index + 1), title, svg }))
 }
 

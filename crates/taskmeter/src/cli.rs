@@ -181,8 +181,8 @@ fn metric_or_all(text: &str) -> Result<MetricChoice, String> {
 fn percent(text: &str) -> Result<f64, String> {
     let number = text.trim().trim_end_matches('%');
     match number.parse::<f64>() {
-        Ok(p) if (0.0..=1000.0).contains(&p) => Ok(p / 100.0),
-        _ => Err(format!("'{text}' is not a percentage between 0 and 1000 (e.g. 5%)")),
+        Ok(p) if (0.0..=1e6).contains(&p) => Ok(p / 100.0),
+        _ => Err(format!("'{text}' is not a percentage (e.g. 5%)")),
     }
 }
 

@@ -59,6 +59,12 @@ pub fn run(options: RunOptions) -> Result<ExitCode, String> {
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let folder = options.output.clone().unwrap_or_else(|| export::default_folder("sleep", &started_at));
     export::check_writable(&folder)?;
+    for path in [&options.exports.json, &options.exports.csv, &options.exports.markdown].into_iter().flatten() {
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+        if !parent.is_dir() {
+            return Err(format!("cannot export to {}: folder {} does not exist", path.display(), parent.display()));
+        }
+    }
     orchestrate::install_interrupt_handler();
     let mut environment = Environment::capture();
 
@@ -241,7 +247,7 @@ fn row_from(runtime: &str, plan: Plan, worker: orchestrate::WorkerRun, toolchain
 
 fn print_report(record: &RunRecord, folder: &std::path::Path) {
     print!("{}", output::report(record));
-    println!("results: {}", folder.display());
+    println!("results: {} (report: {})", folder.display(), folder.join("report.html").display());
 }
 
 /// A progress bar with ETA on a terminal; one plain line per row otherwise.

@@ -3,32 +3,11 @@
 use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
+
+mod common;
+use common::{run, run_json, stderr, stdout, taskmeter};
 use std::time::{Duration, Instant};
-
-fn taskmeter() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_taskmeter"));
-    // One shared cache, so the C driver is compiled once for all tests.
-    command.env("TASKMETER_CACHE_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache"));
-    command.stdin(Stdio::null());
-    command
-}
-
-fn run(args: &[&str]) -> Output {
-    taskmeter().args(args).output().expect("taskmeter runs")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn run_json(folder: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(folder.join("run.json")).unwrap()).unwrap()
-}
 
 fn row<'a>(record: &'a serde_json::Value, runtime: &str) -> &'a serde_json::Value {
     record["rows"].as_array().unwrap().iter().find(|r| r["runtime"] == runtime).expect("row present")
@@ -233,7 +212,8 @@ fn ctrl_c_keeps_what_was_measured_and_marks_the_run_incomplete() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("run");
     let child = taskmeter()
-        .args(["run", "--runtimes", "thread,smol", "--duration", "20s", "--warmup", "0", "-o", folder.to_str().unwrap()])
+        .args(["run", "--runtimes", "thread,smol", "--order", "given", "--duration", "20s", "--warmup", "0"])
+        .args(["-o", folder.to_str().unwrap()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

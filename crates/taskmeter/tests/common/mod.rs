@@ -1,0 +1,29 @@
+//! What the integration tests share: the binary, run the way a user runs it.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// The taskmeter binary, with stdin closed and one C-driver cache for all tests.
+pub fn taskmeter() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_taskmeter"));
+    command.env("TASKMETER_CACHE_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache"));
+    command.stdin(Stdio::null());
+    command
+}
+
+pub fn run(args: &[&str]) -> Output {
+    taskmeter().args(args).output().expect("taskmeter runs")
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+pub fn run_json(folder: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(folder.join("run.json")).unwrap()).unwrap()
+}

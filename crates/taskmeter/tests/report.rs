@@ -1,0 +1,195 @@
+//! Sweeps, charts, report.html, exports and compare, as a user meets them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+mod common;
+use common::{run, run_json as record, stderr, stdout, taskmeter};
+
+/// A short run of `runtimes` with extra flags, written to `folder`.
+fn measure(folder: &Path, runtimes: &str, extra: &[&str]) -> Output {
+    measure_with(taskmeter(), folder, runtimes, extra)
+}
+
+fn measure_with(mut command: Command, folder: &Path, runtimes: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["run", "--runtimes", runtimes, "-o", folder.to_str().unwrap()];
+    if !extra.contains(&"--duration") {
+        args.extend_from_slice(&["--duration", "300ms", "--warmup", "50ms"]);
+    }
+    args.extend_from_slice(extra);
+    let output = command.args(&args).output().expect("taskmeter runs");
+    assert!(matches!(output.status.code(), Some(0)), "{}", stderr(&output));
+    output
+}
+
+#[test]
+fn a_sweep_draws_every_chart_and_a_self_contained_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("sweep");
+    let out = dir.path().join("table.md");
+    let csv = dir.path().join("summary.csv");
+    let json = dir.path().join("run.json");
+    let output = measure(
+        &folder,
+        "thread,smol",
+        &["--sweep", "busy=0,1000,1000000", "--export-markdown", out.to_str().unwrap(), "--export-csv", csv.to_str().unwrap(), "--export-json", json.to_str().unwrap()],
+    );
+    let console = stdout(&output);
+    for label in ["point 1/3: busy=0", "point 2/3: busy=1000", "point 3/3: busy=1000000"] {
+        assert!(console.contains(label), "{console}");
+    }
+    assert!(console.contains("busy swept: 0, 1000, 1000000"));
+
+    let mut charts: Vec<String> = std::fs::read_dir(folder.join("charts")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    charts.sort();
+    let mut expected: Vec<String> = ["mean", "p99", "samples", "ratio"].iter().map(|s| format!("sweep-busy-{s}.svg")).collect();
+    for point in 1..=3 {
+        expected.push(format!("point-{point}-lateness-cdf.svg"));
+        expected.push(format!("point-{point}-deviation-bars.svg"));
+    }
+    expected.sort();
+    assert_eq!(charts, expected);
+
+    let report = std::fs::read_to_string(folder.join("report.html")).unwrap();
+    for chart in &charts {
+        let svg = std::fs::read_to_string(folder.join("charts").join(chart)).unwrap();
+        assert!(svg.starts_with("<svg") && svg.len() > 2_000, "{chart} is a real drawing");
+        assert!(svg.contains("thread") && svg.contains("smol"), "{chart} has a legend or labels for both runtimes");
+        assert!(report.contains(&svg), "{chart} is inlined in report.html");
+    }
+    assert!(!report.contains("src=\"http") && !report.contains("href=\"http") && !report.contains("<link"), "nothing is fetched");
+    assert_eq!(report.matches("<table class=\"results\">").count(), 3);
+    assert!(report.contains(&format!("{}", record(&folder)["order"]["seed"])));
+
+    let rec = record(&folder);
+    assert_eq!(rec["points"].as_array().unwrap().len(), 3);
+    assert_eq!(rec["rows"].as_array().unwrap().len(), 6);
+    assert_eq!(rec["order"]["shuffled"], true);
+    for row in rec["rows"].as_array().unwrap() {
+        assert!(row["histograms"]["lateness"].as_str().unwrap().len() > 10);
+    }
+    assert_eq!(std::fs::read_to_string(&json).unwrap(), std::fs::read_to_string(folder.join("run.json")).unwrap());
+    assert_eq!(std::fs::read_to_string(&csv).unwrap(), std::fs::read_to_string(folder.join("summary.csv")).unwrap());
+    let summary = std::fs::read_to_string(&csv).unwrap();
+    assert!(summary.lines().next().unwrap().ends_with(",status,point,busy"));
+    assert_eq!(summary.lines().count(), 1 + 6 * 4);
+    let markdown = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(markdown.matches("| runtime | samples | lateness mean ± sd |").count(), 3);
+
+    // The report is rebuilt from run.json alone, identically.
+    std::fs::remove_dir_all(folder.join("charts")).unwrap();
+    std::fs::remove_file(folder.join("report.html")).unwrap();
+    let rebuilt = run(&["report", folder.to_str().unwrap()]);
+    assert!(rebuilt.status.success(), "{}", stderr(&rebuilt));
+    assert_eq!(std::fs::read_to_string(folder.join("report.html")).unwrap(), report);
+    assert_eq!(std::fs::read_dir(folder.join("charts")).unwrap().count(), charts.len());
+}
+
+#[test]
+fn a_seed_repeats_the_order_and_the_order_interleaves() {
+    let dir = tempfile::tempdir().unwrap();
+    let order = |name: &str| -> Vec<(String, u64)> {
+        let folder = dir.path().join(name);
+        measure(&folder, "thread,smol,tokio-ct", &["--sweep", "units=1,2", "--seed", "7", "--duration", "60ms", "--warmup", "0"]);
+        let rec = record(&folder);
+        assert_eq!(rec["order"]["seed"], 7);
+        rec["rows"].as_array().unwrap().iter().map(|r| (r["runtime"].as_str().unwrap().to_string(), r["point"].as_u64().unwrap())).collect()
+    };
+    let first = order("a");
+    assert_eq!(first, order("b"));
+    assert_eq!(first.len(), 6);
+    let given: Vec<(String, u64)> =
+        [0, 1].iter().flat_map(|p| ["thread", "smol", "tokio-ct"].map(|r| (r.to_string(), *p))).collect();
+    assert_ne!(first, given, "seed 7 shuffles runtimes and points together");
+}
+
+#[test]
+fn compare_says_no_change_against_itself_and_reports_a_real_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let default_slack = dir.path().join("slack-default");
+    let tiny_slack = dir.path().join("slack-1ns");
+    let flags = ["--sleep", "fixed:500us", "--busy", "0", "--duration", "1s", "--warmup", "100ms"];
+    measure(&default_slack, "thread,c-thread", &flags);
+    // The same run with a timer slack of 1 ns, which the workers inherit from taskmeter.
+    let mut command = taskmeter();
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+            Ok(())
+        });
+    }
+    measure_with(command, &tiny_slack, "thread,c-thread", &flags);
+    let slack_of = |folder: &Path| record(folder)["rows"][0]["worker"]["sched"]["timerslack_ns"].as_u64().unwrap();
+    assert_eq!(slack_of(&tiny_slack), 1, "run.json records the slack the worker really had");
+    assert!(slack_of(&default_slack) > 1);
+
+    let (a, b) = (default_slack.to_str().unwrap(), tiny_slack.to_str().unwrap());
+    let same = run(&["compare", a, a, "--metric", "all"]);
+    assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
+    let table = stdout(&same);
+    assert_eq!(table.matches("no change").count(), 2 * 4, "every runtime and metric: {table}");
+    assert!(!table.contains("regressed") && !table.contains("improved"));
+
+    let better = run(&["compare", a, b]);
+    assert_eq!(better.status.code(), Some(0), "{}", stdout(&better));
+    assert_eq!(stdout(&better).matches("improved").count(), 2, "{}", stdout(&better));
+
+    let worse = run(&["compare", b, a]);
+    assert_eq!(worse.status.code(), Some(1), "a regression exits 1:\n{}", stdout(&worse));
+    let table = stdout(&worse);
+    assert_eq!(table.matches("regressed").count(), 2, "{table}");
+    assert!(table.contains("2 regression(s) beyond the threshold"));
+
+    // A huge threshold turns the same change into "no change".
+    let tolerant = run(&["compare", b, a, "--threshold", "100000%"]);
+    assert_eq!(tolerant.status.code(), Some(0));
+    assert!(!stdout(&tolerant).contains("regressed"));
+}
+
+#[test]
+fn bad_results_and_comparisons_get_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good");
+    measure(&good, "smol", &["--duration", "100ms", "--warmup", "0"]);
+    let json = std::fs::read_to_string(good.join("run.json")).unwrap();
+    let write = |name: &str, content: &str| -> PathBuf {
+        let folder = dir.path().join(name);
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join("run.json"), content).unwrap();
+        folder
+    };
+    let truncated = write("truncated", &json[..json.len() / 2]);
+    let future = write("future", &json.replacen("\"schema_version\": 1", "\"schema_version\": 2", 1));
+    let other = write("other", &json.replacen("\"experiment\": \"sleep\"", "\"experiment\": \"volume\"", 1));
+    let not_ours = write("not-ours", "{\"hello\": 1}");
+    let missing = dir.path().join("missing");
+    let g = good.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["report", missing.to_str().unwrap()], "does not exist"),
+        (vec!["report", truncated.to_str().unwrap()], "is not valid JSON (truncated?)"),
+        (vec!["report", future.to_str().unwrap()], "has schema version 2; this taskmeter reads version 1"),
+        (vec!["report", not_ours.to_str().unwrap()], "is not a taskmeter run record"),
+        (vec!["compare", g, missing.to_str().unwrap()], "does not exist"),
+        (vec!["compare", g, future.to_str().unwrap()], "schema version 2"),
+        (vec!["compare", g, other.to_str().unwrap()], "cannot compare a 'sleep' run with a 'volume' run"),
+        (vec!["compare", g, g, "--threshold", "lots"], "is not a percentage"),
+        (vec!["compare", g, g, "--metric", "speed"], "unknown metric 'speed'"),
+        (vec!["compare", g, g, "--alpha", "2"], "not a probability"),
+        (vec!["run", "--sweep", "busy="], "has no values"),
+        (vec!["run", "--sweep", "colour=1,2"], "unknown sweep parameter 'colour'"),
+        (vec!["run", "--sweep", "busy=1", "--sweep", "busy=2"], "'busy' is swept twice"),
+        (vec!["run", "--sweep", "modulo=1,2"], "needs a modulo schedule"),
+        (vec!["run", "--sweep", "sleep=1ms,10s"], "at point sleep=10s: the longest sleep"),
+        (vec!["run", "--sweep", "units=0..10:log10"], "cannot start at 0"),
+        (vec!["run", "--order", "given", "--seed", "3"], "--seed only applies to --order shuffled"),
+        (vec!["run", "--export-markdown", "/nonexistent/folder/t.md"], "folder /nonexistent/folder does not exist"),
+    ];
+    for (args, message) in cases {
+        let output = run(&args);
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(message), "{args:?}: wanted '{message}', got {err}");
+    }
+}
