@@ -153,16 +153,30 @@ fn legend(chart: &mut Plot, position: SeriesLabelPosition) -> Result<(), String>
 }
 
 
-fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series]) -> Result<String, String> {
+/// One line per series; with `categories`, x is a position in that list and labelled by it.
+fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series], categories: Option<&[String]>) -> Result<String, String> {
     let all = || series.iter().flat_map(|(_, _, p)| p.iter().copied());
-    let xa = Axis::for_values(all().map(|p| p.0));
+    let xa = if categories.is_some() { Axis::LINEAR } else { Axis::for_values(all().map(|p| p.0)) };
+    let x_range = match categories {
+        Some(c) => -0.3..(c.len() as f64 - 0.7),
+        None => xa.range(all().map(|p| p.0)),
+    };
+    let x_label = |v: &f64| match categories {
+        Some(c) => {
+            let i = v.round();
+            if (v - i).abs() < 1e-6 && i >= 0.0 { c.get(i as usize).cloned().unwrap_or_default() } else { String::new() }
+        }
+        None => xa.label(*v),
+    };
     let ya = Axis::for_values(all().map(|p| p.1));
-    svg_chart(title, xa.range(all().map(|p| p.0)), ya.range(all().map(|p| p.1)), |chart| {
+    let x_ticks = categories.map_or(10, |c| c.len() * 4 + 1);
+    svg_chart(title, x_range, ya.range(all().map(|p| p.1)), |chart| {
         chart
             .configure_mesh()
             .x_desc(format!("{x_desc}{}", xa.suffix()))
             .y_desc(format!("{y_desc}{}", ya.suffix()))
-            .x_label_formatter(&|v| xa.label(*v))
+            .x_labels(x_ticks)
+            .x_label_formatter(&x_label)
             .y_label_formatter(&|v| ya.label(*v))
             .light_line_style(WHITE.mix(0.0))
             .draw()
@@ -309,11 +323,18 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
     let mut charts = Vec::new();
     for group in groups {
         let label: String = group.iter().map(|(p, v)| format!(" {}={}", p.name(), p.format_value(*v))).collect();
-        let slug: String = group.iter().map(|(p, v)| format!("-{}{}", p.name(), v)).collect();
+        let slug: String = group.iter().map(|(p, v)| format!("-{}{}", p.name(), p.format_value(*v).replace(':', ""))).collect();
         let points: Vec<&Point> = record.points.iter().filter(|p| others(p) == group).collect();
         if points.len() < 2 {
             continue;
         }
+        // A categorical parameter (policy) is drawn at positions 0, 1, ... with its values as labels.
+        let categories: Option<Vec<String>> =
+            param.is_categorical().then(|| points.iter().filter_map(|p| p.value(param)).map(|v| param.format_value(v)).collect());
+        let x_of = |v: u64| match &categories {
+            Some(c) => c.iter().position(|label| *label == param.format_value(v)).unwrap_or(0) as f64,
+            None => v as f64,
+        };
         let stat = |get: &dyn Fn(&Row) -> Option<f64>| -> Vec<Series> {
             record
                 .settings
@@ -324,7 +345,7 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
                         .iter()
                         .filter_map(|p| {
                             let row = record.rows.iter().find(|r| r.point == p.index && &r.runtime == runtime)?;
-                            Some((p.value(param)? as f64, get(row)?))
+                            Some((x_of(p.value(param)?), get(row)?))
                         })
                         .collect();
                     (!line.is_empty()).then(|| (runtime.clone(), colour(record, runtime), line))
@@ -344,7 +365,7 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
                 continue;
             }
             let title = format!("{name} across {}{label}", param.name());
-            let svg = line_chart(&title, param.axis_label(), y_desc, &series)?;
+            let svg = line_chart(&title, param.axis_label(), y_desc, &series, categories.as_deref())?;
             charts.push(Chart { file: format!("sweep-{}{slug}-{name}.svg", param.name()), title, svg });
         }
         // Ratio to each runtime's own first point.
@@ -359,7 +380,7 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
         if !ratios.is_empty() {
             let title = format!("mean {} relative to the first {}{label}", metric.name(), param.name());
             let y_desc = format!("ratio to {}={}", param.name(), param.format_value(points[0].value(param).unwrap_or(0)));
-            let svg = line_chart(&title, param.axis_label(), &y_desc, &ratios)?;
+            let svg = line_chart(&title, param.axis_label(), &y_desc, &ratios, categories.as_deref())?;
             charts.push(Chart { file: format!("sweep-{}{slug}-ratio.svg", param.name()), title, svg });
         }
     }

@@ -64,7 +64,7 @@ fn run_plan(info: &runtime::RuntimeInfo, plan: &Plan, stop_after: Option<Duratio
     };
     let limit = orchestrate::deadline(plan, GRACE);
     let stop = StopPolicy { after: stop_after, grace: Duration::from_secs(5) };
-    let raw = match orchestrate::spawn_and_wait(command, &plan.to_json(), limit, stop, || {}) {
+    let raw = match orchestrate::spawn_and_wait(command, &plan.to_json(), &Default::default(), limit, stop, || {}) {
         Ok(raw) => raw,
         Err(reason) => return (false, reason),
     };
@@ -84,7 +84,7 @@ fn refuse(info: &runtime::RuntimeInfo, input: &str) -> (bool, String) {
         Err(reason) => return (false, reason),
     };
     let stop = StopPolicy { after: None, grace: GRACE };
-    let raw = match orchestrate::spawn_and_wait(command, input, GRACE, stop, || {}) {
+    let raw = match orchestrate::spawn_and_wait(command, input, &Default::default(), GRACE, stop, || {}) {
         Ok(raw) => raw,
         Err(reason) => return (false, reason),
     };

@@ -3,6 +3,7 @@
 use crate::plan::{parse_duration_ns, BusyPlan, Mode, Schedule, SleepPlan};
 use crate::results::{Metric, Settings};
 use crate::run::{run, Exports, RunOptions};
+use crate::sched::{CpuList, Policy, SchedSettings};
 use crate::sweep::{Param, Sweep};
 use crate::runtime;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -28,6 +29,7 @@ enum Command {
     /// List every runtime, whether it is available here, and why not
     List,
     /// Run an experiment and write a results folder (default: sleep, all runtimes)
+    #[command(after_long_help = PRESET_HELP, args_override_self = true)]
     Run(RunArgs),
     /// Check a runtime's worker against the protocol v1 vectors
     CheckDriver {
@@ -70,6 +72,18 @@ enum Command {
     Worker,
 }
 
+const PRESET_HELP: &str = "Presets:
+  taskmeter run PRESET.toml [FLAGS]
+  A preset is a TOML file whose keys are the flags above, e.g.
+
+      runtimes = [\"c-thread\", \"python-thread\"]
+      sleep = \"fixed:250us\"
+      sweep = [\"policy=other,fifo:99,rr:99,batch,idle\"]
+      yield = true
+
+  Flags typed on the command line override the preset's. The presets in experiments/
+  reproduce the seed studies: copy one and edit it.";
+
 #[derive(Copy, Clone, ValueEnum)]
 enum Format {
     Table,
@@ -81,8 +95,8 @@ struct RunArgs {
     /// The experiment to run
     #[arg(value_enum, default_value = "sleep")]
     experiment: ExperimentArg,
-    /// Comma-separated runtime ids [default: every runtime available here]
-    #[arg(long, value_delimiter = ',', value_parser = runtime_id)]
+    /// Comma-separated runtime ids, or `all` [default: all: every runtime available here]
+    #[arg(long, value_delimiter = ',', value_parser = runtime_id, action = clap::ArgAction::Set)]
     runtimes: Vec<String>,
     /// Units (threads, tasks, ...) per runtime
     #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -126,6 +140,26 @@ struct RunArgs {
     /// The metric the table shows and ranks by
     #[arg(long, value_enum, default_value = "lateness")]
     metric: Metric,
+    /// How the console shows the results
+    #[arg(long, value_enum, default_value = "ranked")]
+    table: crate::output::Layout,
+    /// Scheduling policy of every worker: other, batch, idle, fifo:PRIO or rr:PRIO (1-99), set
+    /// before exec; sweep it with --sweep policy=other,fifo:99,...
+    #[arg(long, value_parser = Policy::parse)]
+    policy: Option<Policy>,
+    /// Timer slack of every worker, in ns (or a duration such as 50us); Linux's default is 50 us
+    #[arg(long, value_name = "NS", value_parser = crate::sched::parse_timer_slack, allow_hyphen_values = true)]
+    timer_slack: Option<u64>,
+    /// CPUs the workers may run on, e.g. 1 or 0-1 (sched_setaffinity)
+    #[arg(long, value_name = "LIST", value_parser = crate::sched::parse_cpus)]
+    cpus: Option<CpuList>,
+    /// Lock every worker's memory (mlockall, preloaded into the worker; not possible for static
+    /// binaries such as Go's, which the run records)
+    #[arg(long)]
+    mlock: bool,
+    /// Allow a real-time policy with busy work on every core (it can starve the machine)
+    #[arg(long)]
+    allow_rt_spin: bool,
     /// Also write the run record (run.json) to FILE
     #[arg(long, value_name = "FILE")]
     export_json: Option<PathBuf>,
@@ -198,6 +232,9 @@ fn duration(text: &str) -> Result<u64, String> {
 }
 
 fn runtime_id(text: &str) -> Result<String, String> {
+    if text == "all" {
+        return Ok(text.into());
+    }
     match runtime::find(text) {
         Some(info) => Ok(info.id.to_string()),
         None => Err(format!("unknown runtime '{text}' (known: {})", runtime::ids().join(", "))),
@@ -205,7 +242,14 @@ fn runtime_id(text: &str) -> Result<String, String> {
 }
 
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let args = match crate::preset::expand(std::env::args().collect()) {
+        Ok(args) => args,
+        Err(message) => {
+            eprintln!("taskmeter: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
             // --help and --version
@@ -236,6 +280,7 @@ pub fn main() -> ExitCode {
                     markdown: args.export_markdown.clone(),
                 },
                 metric: args.metric,
+                layout: args.table,
                 output: args.output,
                 raw: args.raw,
                 json: matches!(args.format, Format::Json),
@@ -270,11 +315,14 @@ fn settings(args: &RunArgs) -> Result<Settings, String> {
         ModeArg::Relative => Mode::Relative,
         ModeArg::Absolute => Mode::Absolute,
     };
-    let runtimes = if args.runtimes.is_empty() {
+    let runtimes = if args.runtimes.is_empty() || args.runtimes == ["all"] {
         runtime::ids().into_iter().map(str::to_string).collect()
     } else {
         let mut seen = Vec::new();
         for id in &args.runtimes {
+            if id == "all" {
+                return Err("'all' cannot be combined with other runtimes in --runtimes".into());
+            }
             if seen.contains(id) {
                 return Err(format!("runtime '{id}' is listed twice in --runtimes"));
             }
@@ -304,6 +352,13 @@ fn settings(args: &RunArgs) -> Result<Settings, String> {
         sleep_spec: args.sleep.to_string(),
         busy: BusyPlan { iters: args.busy, yield_each_step: args.yield_each_step },
         grace_ns: args.grace,
+        sched: SchedSettings {
+            policy: args.policy,
+            timer_slack_ns: args.timer_slack,
+            cpus: args.cpus.clone().map(|c| c.0),
+            mlock: args.mlock,
+        },
+        allow_rt_spin: args.allow_rt_spin,
     })
 }
 
@@ -330,5 +385,23 @@ pub fn check_settings(settings: &Settings) -> Result<(), String> {
     if settings.sleep.mode == Mode::Absolute && shortest > 0 && shortest < 1_000 {
         return Err("absolute mode needs a period of at least 1us (a shorter one only counts missed periods)".into());
     }
+    check_real_time(settings)?;
     crate::run::plan_for(settings, "thread").check()
+}
+
+/// A real-time worker that busy-works on every core can starve the machine (RT throttling
+/// leaves others 5 % of each second), so it needs an explicit yes.
+fn check_real_time(settings: &Settings) -> Result<(), String> {
+    let Some(policy) = settings.sched.policy.filter(|p| p.is_real_time()) else { return Ok(()) };
+    let online = crate::sched::online_cpus().len();
+    let usable = settings.sched.cpus.as_ref().map_or(online, |c| c.len());
+    let spins = settings.busy.iters > 0 && settings.units as usize >= usable && usable >= online;
+    if spins && !settings.allow_rt_spin {
+        return Err(format!(
+            "policy {policy} with busy work on {} units can keep all {online} cores busy at real-time priority and starve the machine; \
+             pin the workers to fewer cores with --cpus, use --busy 0, or pass --allow-rt-spin",
+            settings.units
+        ));
+    }
+    Ok(())
 }

@@ -1,14 +1,51 @@
-//! Starting a runtime's worker: this executable in worker mode, or a driver program built on
-//! first use and cached. `TASKMETER_DRIVER_<RUNTIME>` (upper case, `-` as `_`) names another
-//! executable to use instead, e.g. a driver built by hand.
+//! Starting a runtime's worker: this executable in worker mode, or a driver program in another
+//! language, built on first use and cached. Driver sources are compiled into taskmeter, so an
+//! installed binary needs only the toolchains; `TASKMETER_DRIVERS_DIR` reads them from a folder
+//! instead (for driver authors), and `TASKMETER_DRIVER_<RUNTIME>` (upper case, `-` as `_`) names
+//! another executable to use as the worker.
 
 use crate::runtime::{Launch, RuntimeInfo};
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Mutex, OnceLock};
 
-const C_DRIVER_SOURCE: &str = include_str!("../../../drivers/c/taskmeter_c.c");
-const C_FLAGS: &[&str] = &["-O2", "-std=gnu11", "-pthread"];
+/// A driver program: its sources (under `drivers/<folder>`) and how to build and run it.
+pub struct Driver {
+    pub folder: &'static str,
+    pub language: Language,
+    /// (file name, contents compiled in); the first is the entry point.
+    pub sources: &'static [(&'static str, &'static str)],
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Language {
+    C,
+    /// A C shared library to preload (built with the C toolchain).
+    CPreload,
+    Go,
+    Python,
+    Node,
+    Java,
+}
+
+macro_rules! sources {
+    ($folder:literal: $($file:literal),+) => {
+        &[$(($file, include_str!(concat!("../../../drivers/", $folder, "/", $file)))),+]
+    };
+}
+
+pub static C: Driver = Driver { folder: "c", language: Language::C, sources: sources!("c": "taskmeter_c.c") };
+/// The `--mlock` preload library.
+pub static MLOCK: Driver =
+    Driver { folder: "mlock", language: Language::CPreload, sources: sources!("mlock": "taskmeter_mlock.c") };
+pub static GO: Driver = Driver { folder: "go", language: Language::Go, sources: sources!("go": "main.go", "go.mod") };
+pub static PYTHON: Driver =
+    Driver { folder: "python", language: Language::Python, sources: sources!("python": "taskmeter_driver.py") };
+pub static NODE: Driver = Driver { folder: "node", language: Language::Node, sources: sources!("node": "taskmeter_driver.js") };
+pub static JAVA: Driver =
+    Driver { folder: "java", language: Language::Java, sources: sources!("java": "TaskmeterDriver.java") };
 
 pub fn override_variable(runtime: &str) -> String {
     format!("TASKMETER_DRIVER_{}", runtime.to_uppercase().replace('-', "_"))
@@ -21,7 +58,15 @@ pub fn availability(info: &RuntimeInfo) -> Result<(), String> {
     }
     match info.launch {
         Launch::InProcess => Ok(()),
-        Launch::CDriver => c_compiler_version().map(|_| ()),
+        Launch::Driver(driver) => toolchain_of(driver.language).map(|_| ()),
+    }
+}
+
+/// The toolchain that builds or runs the runtime's worker, for the environment record.
+pub fn toolchain(info: &RuntimeInfo) -> String {
+    match info.launch {
+        Launch::InProcess => env!("TASKMETER_RUSTC_VERSION").to_string(),
+        Launch::Driver(driver) => toolchain_of(driver.language).map(|t| t.version).unwrap_or_else(|e| e),
     }
 }
 
@@ -37,33 +82,128 @@ pub fn worker_command(info: &RuntimeInfo) -> Result<Command, String> {
             command.arg("worker");
             Ok(command)
         }
-        Launch::CDriver => Ok(Command::new(c_driver()?)),
+        Launch::Driver(driver) => {
+            let tool = toolchain_of(driver.language)?;
+            let built = build(driver, &tool)?;
+            Ok(run_command(driver, &tool, &built))
+        }
     }
 }
 
-/// The toolchain that builds or runs the runtime's worker, for the environment record.
-pub fn toolchain(info: &RuntimeInfo) -> String {
-    match info.launch {
-        Launch::InProcess => env!("TASKMETER_RUSTC_VERSION").to_string(),
-        Launch::CDriver => c_compiler_version().unwrap_or_else(|e| e),
-    }
+/// The library that `--mlock` preloads into workers, built on first use.
+pub fn mlock_preload() -> Result<PathBuf, String> {
+    let tool = toolchain_of(Language::C).map_err(|e| format!("--mlock needs a C compiler to build its preload library: {e}"))?;
+    Ok(build(&MLOCK, &tool)?.join("preload.so"))
 }
 
-fn c_compiler() -> String {
-    std::env::var("CC").unwrap_or_else(|_| "cc".into())
+/// A language's toolchain as found on this machine.
+#[derive(Clone, Debug)]
+pub struct Toolchain {
+    /// The compiler or interpreter (for Java: the JDK's home).
+    pub program: PathBuf,
+    pub version: String,
 }
 
-fn c_compiler_version() -> Result<String, String> {
-    let cc = c_compiler();
-    let output = Command::new(&cc)
-        .arg("--version")
+/// Found once per process: `go version` and friends are not free.
+fn toolchain_of(language: Language) -> Result<Toolchain, String> {
+    let language = if language == Language::CPreload { Language::C } else { language };
+    static FOUND: OnceLock<Mutex<HashMap<Language, Result<Toolchain, String>>>> = OnceLock::new();
+    let mut found = FOUND.get_or_init(Default::default).lock().unwrap();
+    found.entry(language).or_insert_with(|| find_toolchain(language)).clone()
+}
+
+fn first_line(program: &Path, args: &[&str]) -> Result<String, String> {
+    let output = Command::new(program)
+        .args(args)
         .output()
-        .map_err(|e| format!("no C compiler: '{cc}' cannot be run ({e}); install gcc or set CC"))?;
+        .map_err(|e| format!("'{}' cannot be run ({e})", program.display()))?;
     if !output.status.success() {
-        return Err(format!("'{cc} --version' failed"));
+        return Err(format!("'{} {}' failed", program.display(), args.join(" ")));
     }
-    let text = String::from_utf8_lossy(&output.stdout);
-    Ok(text.lines().next().unwrap_or("").trim().to_string())
+    // javac and old pythons print their version on stderr.
+    let text = if output.stdout.is_empty() { output.stderr } else { output.stdout };
+    Ok(String::from_utf8_lossy(&text).lines().next().unwrap_or("").trim().to_string())
+}
+
+/// The first number of a version string ("v20.1.0" -> 20, "Python 3.11.7" -> 3.11).
+fn version_numbers(text: &str) -> Vec<u32> {
+    let start = text.find(|c: char| c.is_ascii_digit()).unwrap_or(text.len());
+    text[start..].split(|c: char| !c.is_ascii_digit()).take(2).filter_map(|n| n.parse().ok()).collect()
+}
+
+fn find_toolchain(language: Language) -> Result<Toolchain, String> {
+    let env_or = |var: &str, default: &str| PathBuf::from(std::env::var(var).unwrap_or_else(|_| default.into()));
+    match language {
+        Language::C | Language::CPreload => {
+            let cc = env_or("CC", "cc");
+            let version = first_line(&cc, &["--version"]).map_err(|e| format!("no C compiler: {e}; install gcc or set CC"))?;
+            Ok(Toolchain { program: cc, version })
+        }
+        Language::Go => {
+            let go = env_or("TASKMETER_GO", "go");
+            let version = first_line(&go, &["version"]).map_err(|e| format!("no Go toolchain: {e}; install Go"))?;
+            Ok(Toolchain { program: go, version })
+        }
+        Language::Python => {
+            let python = env_or("TASKMETER_PYTHON", "python3");
+            let version = first_line(&python, &["--version"]).map_err(|e| format!("no Python 3: {e}"))?;
+            match version_numbers(&version)[..] {
+                [3, minor, ..] if minor >= 8 => Ok(Toolchain { program: python, version }),
+                _ => Err(format!("{version} is too old: the driver needs Python 3.8 or newer")),
+            }
+        }
+        Language::Node => {
+            let node = env_or("TASKMETER_NODE", "node");
+            let version = first_line(&node, &["--version"]).map_err(|e| format!("no Node.js: {e}"))?;
+            match version_numbers(&version).first() {
+                Some(major) if *major >= 16 => Ok(Toolchain { program: node, version: format!("node {version}") }),
+                _ => Err(format!("node {version} is too old: the driver needs Node.js 16 or newer")),
+            }
+        }
+        Language::Java => find_jdk(),
+    }
+}
+
+/// The newest JDK with virtual threads (21 or later): `$JAVA_HOME`, then every JDK under
+/// /usr/lib/jvm, found by its `javac` without assuming a version in the path.
+fn find_jdk() -> Result<Toolchain, String> {
+    let mut homes: Vec<PathBuf> = std::env::var_os("JAVA_HOME").map(PathBuf::from).into_iter().collect();
+    if let Ok(entries) = std::fs::read_dir("/usr/lib/jvm") {
+        let mut found: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        found.sort();
+        homes.extend(found);
+    }
+    let mut best: Option<(u32, Toolchain)> = None;
+    let mut seen = Vec::new();
+    for home in homes {
+        let javac = home.join("bin").join("javac");
+        let Ok(real) = javac.canonicalize() else { continue };
+        if seen.contains(&real) {
+            continue;
+        }
+        seen.push(real);
+        let Ok(version) = first_line(&javac, &["-version"]) else { continue };
+        let major = version_numbers(&version).first().copied().unwrap_or(0);
+        if major >= 21 && best.as_ref().is_none_or(|(m, _)| major > *m) {
+            best = Some((major, Toolchain { program: home, version }));
+        }
+    }
+    best.map(|(_, t)| t).ok_or_else(|| "no JDK 21 or newer (virtual threads) in $JAVA_HOME or /usr/lib/jvm".into())
+}
+
+/// The driver's sources: from `TASKMETER_DRIVERS_DIR` when set, else the compiled-in copies.
+fn sources(driver: &Driver) -> Result<Vec<(String, String)>, String> {
+    match std::env::var_os("TASKMETER_DRIVERS_DIR") {
+        Some(dir) => driver
+            .sources
+            .iter()
+            .map(|(name, _)| {
+                let path = PathBuf::from(&dir).join(driver.folder).join(name);
+                std::fs::read_to_string(&path).map(|text| (name.to_string(), text)).map_err(|e| format!("cannot read {}: {e}", path.display()))
+            })
+            .collect(),
+        None => Ok(driver.sources.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect()),
+    }
 }
 
 pub fn cache_dir() -> PathBuf {
@@ -77,31 +217,101 @@ pub fn cache_dir() -> PathBuf {
     base.join("taskmeter")
 }
 
-/// The C driver's executable, compiled once per source and compiler and cached.
-fn c_driver() -> Result<PathBuf, String> {
-    let version = c_compiler_version()?;
+/// Builds the driver into the cache, once per version of its sources and toolchain; returns
+/// the folder that holds what runs. Built under a temporary name and renamed, so concurrent
+/// first uses never see a half-built driver.
+fn build(driver: &Driver, tool: &Toolchain) -> Result<PathBuf, String> {
+    let sources = sources(driver)?;
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    (C_DRIVER_SOURCE, C_FLAGS, &version).hash(&mut hasher);
-    let dir = cache_dir().join("drivers");
-    let exe = dir.join(format!("c-thread-{:016x}", hasher.finish()));
-    if exe.is_file() {
-        return Ok(exe);
+    (&sources, &tool.version, tool.program.to_string_lossy()).hash(&mut hasher);
+    let root = cache_dir().join("drivers");
+    let done = root.join(format!("{}-{:016x}", driver.folder, hasher.finish()));
+    if done.is_dir() {
+        return Ok(done);
     }
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create the cache {}: {e}", dir.display()))?;
-    let unique = format!("{}-{}", std::process::id(), crate::clock::now_ns());
-    let source = dir.join(format!("taskmeter_c-{unique}.c"));
-    let partial = dir.join(format!("c-thread-{unique}.partial"));
-    std::fs::write(&source, C_DRIVER_SOURCE).map_err(|e| format!("cannot write {}: {e}", source.display()))?;
-    let output = Command::new(c_compiler()).args(C_FLAGS).arg("-o").arg(&partial).arg(&source).output();
-    let _ = std::fs::remove_file(&source);
-    let output = output.map_err(|e| format!("cannot run the C compiler: {e}"))?;
-    if !output.status.success() {
-        let _ = std::fs::remove_file(&partial);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let first = stderr.lines().find(|l| l.contains("error")).unwrap_or("").trim();
-        return Err(format!("the C driver did not compile: {first}"));
+    let partial = root.join(format!(".{}-{}-{}.partial", driver.folder, std::process::id(), crate::clock::now_ns()));
+    std::fs::create_dir_all(&partial).map_err(|e| format!("cannot create {}: {e}", partial.display()))?;
+    let result = (|| {
+        for (name, text) in &sources {
+            std::fs::write(partial.join(name), text).map_err(|e| format!("cannot write {name}: {e}"))?;
+        }
+        if let Some(mut command) = build_command(driver, tool, &partial) {
+            let output = command.current_dir(&partial).output().map_err(|e| format!("cannot run the {:?} toolchain: {e}", driver.language))?;
+            if !output.status.success() {
+                let stderr = String::from_utf8_lossy(&output.stderr);
+                let first = stderr.lines().find(|l| l.contains("error")).or(stderr.lines().next()).unwrap_or("").trim();
+                return Err(format!("the {} driver did not build: {first}", driver.folder));
+            }
+        }
+        match std::fs::rename(&partial, &done) {
+            Ok(()) => Ok(()),
+            Err(_) if done.is_dir() => Ok(()), // built meanwhile by another taskmeter
+            Err(e) => Err(format!("cannot install the {} driver: {e}", driver.folder)),
+        }
+    })();
+    let _ = std::fs::remove_dir_all(&partial);
+    result.map(|_| done)
+}
+
+fn build_command(driver: &Driver, tool: &Toolchain, dir: &Path) -> Option<Command> {
+    let entry = driver.sources[0].0;
+    match driver.language {
+        Language::C => {
+            let mut c = Command::new(&tool.program);
+            c.args(["-O2", "-std=gnu11", "-pthread", "-o", "driver", entry]);
+            Some(c)
+        }
+        Language::CPreload => {
+            let mut c = Command::new(&tool.program);
+            c.args(["-O2", "-shared", "-fPIC", "-o", "preload.so", entry]);
+            Some(c)
+        }
+        Language::Go => {
+            let mut c = Command::new(&tool.program);
+            c.args(["build", "-o", "driver", "."]).env("GOFLAGS", "-mod=mod").env("GO111MODULE", "on");
+            if std::env::var_os("GOCACHE").is_none() && std::env::var_os("HOME").is_none() {
+                c.env("GOCACHE", dir.join(".gocache"));
+            }
+            Some(c)
+        }
+        Language::Java => {
+            let mut c = Command::new(tool.program.join("bin").join("javac"));
+            c.args(["-d", "classes", entry]);
+            Some(c)
+        }
+        Language::Python | Language::Node => None,
     }
-    // A rename is atomic: concurrent first uses never see a half-written executable.
-    std::fs::rename(&partial, &exe).map_err(|e| format!("cannot install the C driver: {e}"))?;
-    Ok(exe)
+}
+
+fn run_command(driver: &Driver, tool: &Toolchain, dir: &Path) -> Command {
+    let entry = dir.join(driver.sources[0].0);
+    match driver.language {
+        Language::C | Language::Go => Command::new(dir.join("driver")),
+        Language::CPreload => Command::new("true"),
+        Language::Python | Language::Node => {
+            let mut c = Command::new(&tool.program);
+            c.arg(entry);
+            c
+        }
+        Language::Java => {
+            let mut c = Command::new(tool.program.join("bin").join("java"));
+            let main = driver.sources[0].0.trim_end_matches(".java");
+            c.arg("-cp").arg(dir.join("classes")).arg(main);
+            c
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_read_from_tool_banners() {
+        assert_eq!(version_numbers("Python 3.11.7"), vec![3, 11]);
+        assert_eq!(version_numbers("v20.20.2"), vec![20, 20]);
+        assert_eq!(version_numbers("javac 25.0.3"), vec![25, 0]);
+        assert_eq!(version_numbers("javac 17.0.15"), vec![17, 0]);
+        assert_eq!(version_numbers("no digits"), Vec::<u32>::new());
+    }
 }

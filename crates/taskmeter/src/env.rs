@@ -71,11 +71,7 @@ impl Environment {
                 let slack = s.timerslack_ns.map(|n| format!(", slack {}", crate::output::format_ns(n as f64)));
                 parts.push(format!("workers {} prio {} nice {}{}", s.policy, s.priority, s.nice, slack.unwrap_or_default()));
             }
-            None => {
-                if let Some(s) = self.timer_slack_ns {
-                    parts.push(format!("slack {}", crate::output::format_ns(s as f64)));
-                }
-            }
+            None => parts.push("workers: scheduling per point (see the report)".into()),
         }
         let mut kernel = self.preemption.clone().unwrap_or_default();
         if let Some(hz) = self.hz {

@@ -3,6 +3,7 @@
 
 use crate::plan::Plan;
 use crate::protocol::{parse_output, OutputError, WorkerReport};
+use crate::sched::SchedSettings;
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -35,13 +36,19 @@ pub fn interrupted() -> bool {
     INTERRUPTS.load(Ordering::SeqCst) > 0
 }
 
-/// Scheduling attributes the worker really had, read back from the kernel.
+/// Scheduling attributes the worker really had, read back from the kernel once it runs.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct SchedInfo {
     pub policy: String,
     pub priority: i32,
     pub nice: i32,
     pub timerslack_ns: Option<u64>,
+    /// CPUs it may run on.
+    #[serde(default)]
+    pub cpus: Option<String>,
+    /// Locked memory (VmLck), kB.
+    #[serde(default)]
+    pub locked_kb: Option<u64>,
 }
 
 impl SchedInfo {
@@ -54,7 +61,11 @@ impl SchedInfo {
         let timerslack_ns = std::fs::read_to_string(format!("/proc/{pid}/timerslack_ns"))
             .ok()
             .and_then(|s| s.trim().parse().ok());
-        SchedInfo { policy: policy_name(policy), priority: param.sched_priority, nice, timerslack_ns }
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_string());
+        let cpus = field("Cpus_allowed_list:");
+        let locked_kb = field("VmLck:").and_then(|v| v.trim_end_matches("kB").trim().parse().ok());
+        SchedInfo { policy: policy_name(policy), priority: param.sched_priority, nice, timerslack_ns, cpus, locked_kb }
     }
 }
 
@@ -111,17 +122,44 @@ pub struct StopPolicy {
 
 /// Starts `command`, sends `input` (one line) and keeps stdin open until the worker exits, the
 /// user presses Ctrl-C, or `stop.after` passes; kills the worker's process group at `limit`.
-pub fn spawn_and_wait(mut command: Command, input: &str, limit: Duration, stop: StopPolicy, mut tick: impl FnMut()) -> Result<RawRun, String> {
+pub fn spawn_and_wait(
+    mut command: Command,
+    input: &str,
+    sched: &SchedSettings,
+    limit: Duration,
+    stop: StopPolicy,
+    mut tick: impl FnMut(),
+) -> Result<RawRun, String> {
     let started = Instant::now();
     command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    if !sched.is_default() {
+        if sched.mlock {
+            let library = crate::driver::mlock_preload()?;
+            let preload = match std::env::var_os("LD_PRELOAD") {
+                Some(existing) => format!("{}:{}", library.display(), existing.to_string_lossy()),
+                None => library.display().to_string(),
+            };
+            command.env("LD_PRELOAD", preload);
+        }
+        let (settings, cpu_set) = (sched.clone(), sched.cpu_set());
+        // SAFETY: the closure only makes system calls (no allocation, no locks) between fork and exec.
+        unsafe { command.pre_exec(move || settings.apply_in_child(cpu_set.as_ref())) };
+    }
     let (tx, rx) = mpsc::channel();
     *EVENTS.lock().unwrap() = Some(tx.clone());
     if interrupted() {
         return Err("not started: the run was interrupted".into());
     }
-    let mut child = command.spawn().map_err(|e| format!("could not start the worker: {e}"))?;
+    let mut child = command.spawn().map_err(|e| {
+        if sched.is_default() {
+            format!("could not start the worker: {e}")
+        } else {
+            format!("could not give the worker {}: {e}", sched.describe())
+        }
+    })?;
     let pid = child.id() as i32;
-    let sched = SchedInfo::of(pid);
+    let mut readback = SchedInfo::of(pid);
+    let mut read_again = true;
     let mut stdin = child.stdin.take();
     if let Some(pipe) = stdin.as_mut() {
         // A worker that exits at once closes the pipe; its output will say why.
@@ -156,21 +194,31 @@ pub fn spawn_and_wait(mut command: Command, input: &str, limit: Duration, stop: 
                 stop_at = None;
                 deadline = deadline.min(Instant::now() + stop.grace);
             }
-            _ => tick(),
+            _ => {
+                // Read the attributes again once the worker has exec'd and started its runtime.
+                if read_again && started.elapsed() > Duration::from_millis(100) {
+                    read_again = false;
+                    let now = SchedInfo::of(pid);
+                    if !now.policy.starts_with("policy -") {
+                        readback = now;
+                    }
+                }
+                tick()
+            }
         }
     };
     *EVENTS.lock().unwrap() = None;
     drop(stdin);
     let stdout = stdout.join().unwrap_or_default();
     let stderr = String::from_utf8_lossy(&stderr.join().unwrap_or_default()).into_owned();
-    Ok(RawRun { status, timed_out, stdout, stderr, sched, wall_ns: started.elapsed().as_nanos() as u64 })
+    Ok(RawRun { status, timed_out, stdout, stderr, sched: readback, wall_ns: started.elapsed().as_nanos() as u64 })
 }
 
 /// Runs a worker on a plan and judges what it did.
-pub fn run_worker(command: Command, plan: &Plan, grace: Duration, tick: impl FnMut()) -> WorkerRun {
+pub fn run_worker(command: Command, plan: &Plan, sched: &SchedSettings, grace: Duration, tick: impl FnMut()) -> WorkerRun {
     let limit = deadline(plan, grace);
     let stop = StopPolicy { after: None, grace: Duration::from_nanos(plan.max_expected_ns()) + Duration::from_secs(2) };
-    match spawn_and_wait(command, &plan.to_json(), limit, stop, tick) {
+    match spawn_and_wait(command, &plan.to_json(), sched, limit, stop, tick) {
         Err(reason) => WorkerRun { outcome: Outcome::Failed(reason), sched: None, wall_ns: 0, stderr: String::new() },
         Ok(raw) => {
             let outcome = classify(plan, &raw, limit);

@@ -68,6 +68,16 @@ fn ratio_to_best(metric: Metric, row: &Row, best: &Row) -> String {
     }
 }
 
+/// How the console shows the results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    /// One table per point, runtimes ranked best first, with the ratio to the best
+    Ranked,
+    /// One table of every runtime and point: min / mean / max, p50, p99 in µs (the nanosleep study's)
+    Study,
+}
+
 /// One point's table: a header, a line per measured row (best first), and the rows that have
 /// no statistics, with their reason.
 pub struct Table {
@@ -133,16 +143,62 @@ pub fn table(record: &RunRecord, point: usize) -> String {
     out
 }
 
-/// The whole console report: settings, environment, one table per point, how to read it.
-pub fn report(record: &RunRecord) -> String {
-    let sched = record.rows.iter().find_map(|r| r.worker.as_ref()?.sched.as_ref());
-    let mut out = format!("{}\nenv: {}\n", settings_line(record), record.environment.one_line(sched));
-    for point in &record.points {
-        out.push('\n');
-        if record.points.len() > 1 {
-            out.push_str(&format!("point {}/{}: {}\n", point.index + 1, record.points.len(), point.label()));
+/// The nanosleep study's table: one line per runtime and point, min / mean / max of the metric
+/// in µs, plus p50 and p99.
+pub fn study_table(record: &RunRecord) -> String {
+    let mut lines = vec![vec!["runtime".to_string()]];
+    let swept: Vec<&str> = record.sweeps.iter().map(|s| s.param.name()).collect();
+    lines[0].extend(swept.iter().map(|s| s.to_string()));
+    lines[0].extend(["samples", "min (µs)", "mean (µs)", "max (µs)", "p50 (µs)", "p99 (µs)"].map(str::to_string));
+    let us = |v: Option<f64>| v.map(|v| format!("{:.1}", v / 1e3)).unwrap_or_else(|| "-".into());
+    for row in record.rows_in_order() {
+        let mut line = vec![row.runtime.clone()];
+        if let Some(point) = record.points.get(row.point) {
+            line.extend(point.values.iter().map(|(p, v)| p.format_value(*v)));
         }
-        out.push_str(&table(record, point.index));
+        match row.statistics.as_ref().map(|s| s.get(record.metric)) {
+            Some(s) => line.extend([
+                format_count(s.count),
+                us(s.min.map(|v| v as f64)),
+                us(s.mean),
+                us(s.max.map(|v| v as f64)),
+                us(s.p50.map(|v| v as f64)),
+                us(s.p99.map(|v| v as f64)),
+            ]),
+            None => {
+                let what = if row.status == RowStatus::Skipped { "skipped" } else { "FAILED" };
+                line.push(format!("{what}: {}", row.reason.as_deref().unwrap_or("")));
+                line.resize(lines[0].len(), String::new());
+            }
+        }
+        lines.push(line);
+    }
+    let mut out = format!("{} (µs)\n", record.metric.name());
+    out.push_str(&render_table(&lines));
+    out
+}
+
+/// The whole console report: settings, environment, the tables, how to read them.
+pub fn report(record: &RunRecord, layout: Layout) -> String {
+    use crate::sweep::Param;
+    // With the policy or slack swept, workers differ from point to point: the report has each.
+    let swept_sched = record.sweeps.iter().any(|s| matches!(s.param, Param::Policy | Param::TimerSlack));
+    let sched = if swept_sched { None } else { record.rows.iter().find_map(|r| r.worker.as_ref()?.sched.as_ref()) };
+    let mut out = format!("{}\nenv: {}\n", settings_line(record), record.environment.one_line(sched));
+    match layout {
+        Layout::Ranked => {
+            for point in &record.points {
+                out.push('\n');
+                if record.points.len() > 1 {
+                    out.push_str(&format!("point {}/{}: {}\n", point.index + 1, record.points.len(), point.label()));
+                }
+                out.push_str(&table(record, point.index));
+            }
+        }
+        Layout::Study => {
+            out.push('\n');
+            out.push_str(&study_table(record));
+        }
     }
     out.push('\n');
     out.push_str(explain(record.metric));
@@ -219,7 +275,7 @@ pub fn settings_line(record: &RunRecord) -> String {
         crate::plan::Mode::Relative => "relative",
         crate::plan::Mode::Absolute => "absolute",
     };
-    let units = swept(Param::Units).unwrap_or_else(|| format!("{} units", s.units));
+    let units = swept(Param::Units).unwrap_or_else(|| format!("{} unit{}", s.units, if s.units == 1 { "" } else { "s" }));
     let sleep = swept(Param::Sleep).or_else(|| swept(Param::Modulo)).map(|w| format!("{} ({w})", s.sleep_spec)).unwrap_or_else(|| s.sleep_spec.clone());
     let busy = swept(Param::Busy).unwrap_or_else(|| match (s.busy.iters, s.busy.yield_each_step) {
         (0, _) => "no busy work".to_string(),

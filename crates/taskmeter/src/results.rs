@@ -83,6 +83,12 @@ pub struct Settings {
     pub sleep_spec: String,
     pub busy: crate::plan::BusyPlan,
     pub grace_ns: u64,
+    /// Scheduling settings applied to every worker before exec.
+    #[serde(default)]
+    pub sched: crate::sched::SchedSettings,
+    /// A real-time policy may spin every core (`--allow-rt-spin`).
+    #[serde(default)]
+    pub allow_rt_spin: bool,
 }
 
 impl RunRecord {

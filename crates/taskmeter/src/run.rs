@@ -23,6 +23,7 @@ pub struct RunOptions {
     pub shuffle: bool,
     pub seed: Option<u64>,
     pub metric: Metric,
+    pub layout: crate::output::Layout,
     pub output: Option<PathBuf>,
     pub raw: bool,
     pub json: bool,
@@ -133,7 +134,7 @@ pub fn run(options: RunOptions) -> Result<ExitCode, String> {
             Err(reason) => (failed_row(job.info.id, &plan, reason, None), None),
             Ok(command) => {
                 let grace = Duration::from_nanos(job.settings.grace_ns);
-                let worker = orchestrate::run_worker(command, &plan, grace, || progress.tick());
+                let worker = orchestrate::run_worker(command, &plan, &job.settings.sched, grace, || progress.tick());
                 row_from(job.info.id, plan, worker, toolchain)
             }
         };
@@ -169,7 +170,7 @@ pub fn run(options: RunOptions) -> Result<ExitCode, String> {
     if options.json {
         print!("{}", export::run_json(&record));
     } else {
-        print_report(&record, &folder);
+        print_report(&record, &folder, options.layout);
     }
     let failed = record.rows.iter().any(|r| r.status == RowStatus::Failed);
     Ok(if !complete {
@@ -245,8 +246,8 @@ fn row_from(runtime: &str, plan: Plan, worker: orchestrate::WorkerRun, toolchain
     (row, Some(report))
 }
 
-fn print_report(record: &RunRecord, folder: &std::path::Path) {
-    print!("{}", output::report(record));
+fn print_report(record: &RunRecord, folder: &std::path::Path, layout: crate::output::Layout) {
+    print!("{}", output::report(record, layout));
     println!("results: {} (report: {})", folder.display(), folder.join("report.html").display());
 }
 

@@ -9,7 +9,7 @@
 
 use crate::clock::now_ns;
 use crate::plan::{BusyPlan, Experiment, Mode, Plan, Schedule, SleepPlan, PROTOCOL};
-use crate::runtime::{self, Launch, RUNTIMES};
+use crate::runtime::{self, RUNTIMES};
 use crate::workload::LoopContext;
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -34,7 +34,7 @@ pub fn run(duration_ns: u64, repeat: u32) -> Result<ExitCode, String> {
     println!();
     println!("{:<10} {:>16} {:>26} {:>18}", "runtime", "loop overhead", "overhead / 2 clock reads", "with a zero sleep");
     let mut all_met = true;
-    for info in RUNTIMES.iter().filter(|r| r.launch == Launch::InProcess) {
+    for info in RUNTIMES.iter().filter(|r| r.launch.in_process()) {
         let mut overheads = Vec::new();
         let mut ratios = Vec::new();
         let mut with_sleep = Vec::new();

@@ -3,6 +3,7 @@
 
 use crate::plan::{format_duration_spec, parse_duration_ns, Schedule};
 use crate::results::Settings;
+use crate::sched::Policy;
 use serde::{Deserialize, Serialize};
 
 /// A plan parameter that can be swept, and how its values are written.
@@ -21,16 +22,44 @@ pub enum Param {
     Duration,
     /// Warm-up time (a duration).
     Warmup,
+    /// Scheduling policy of the workers (`other`, `fifo:99`, ...).
+    Policy,
+    /// Timer slack of the workers (ns, or a duration).
+    TimerSlack,
 }
 
-pub const PARAMS: [(&str, Param); 6] = [
+pub const PARAMS: [(&str, Param); 8] = [
     ("units", Param::Units),
     ("busy", Param::Busy),
     ("sleep", Param::Sleep),
     ("modulo", Param::Modulo),
     ("duration", Param::Duration),
     ("warmup", Param::Warmup),
+    ("policy", Param::Policy),
+    ("timer-slack", Param::TimerSlack),
 ];
+
+/// Policies are swept like numbers: each has a code (other 0, batch 1, idle 2, fifo:P 1000+P,
+/// rr:P 2000+P) that only `parse_value` and `format_value` know.
+fn policy_code(p: Policy) -> u64 {
+    match p {
+        Policy::Other => 0,
+        Policy::Batch => 1,
+        Policy::Idle => 2,
+        Policy::Fifo(n) => 1000 + n as u64,
+        Policy::Rr(n) => 2000 + n as u64,
+    }
+}
+
+pub fn policy_of(code: u64) -> Policy {
+    match code {
+        1 => Policy::Batch,
+        2 => Policy::Idle,
+        1001..=1099 => Policy::Fifo((code - 1000) as u8),
+        2001..=2099 => Policy::Rr((code - 2000) as u8),
+        _ => Policy::Other,
+    }
+}
 
 impl Param {
     pub fn name(self) -> &'static str {
@@ -41,7 +70,18 @@ impl Param {
         matches!(self, Param::Sleep | Param::Duration | Param::Warmup)
     }
 
+    /// Values without an order or a distance: charts place them side by side.
+    pub fn is_categorical(self) -> bool {
+        self == Param::Policy
+    }
+
     fn parse_value(self, text: &str) -> Result<u64, String> {
+        if self == Param::Policy {
+            return Policy::parse(text.trim()).map(policy_code);
+        }
+        if self == Param::TimerSlack {
+            return crate::sched::parse_timer_slack(text);
+        }
         if self.is_duration() {
             return parse_duration_ns(text);
         }
@@ -55,7 +95,11 @@ impl Param {
 
     /// A value as a person writes it: `1ms` for durations, `1000000` for counts.
     pub fn format_value(self, value: u64) -> String {
-        if self.is_duration() { format_duration_spec(value) } else { value.to_string() }
+        match self {
+            Param::Policy => policy_of(value).to_string(),
+            _ if self.is_duration() => format_duration_spec(value),
+            _ => value.to_string(),
+        }
     }
 
     /// The unit of the axis in charts.
@@ -67,6 +111,8 @@ impl Param {
             Param::Modulo => "modulo M",
             Param::Duration => "duration (ns)",
             Param::Warmup => "warm-up (ns)",
+            Param::Policy => "scheduling policy",
+            Param::TimerSlack => "timer slack (ns)",
         }
     }
 }
@@ -111,7 +157,7 @@ impl Sweep {
             format!("unknown sweep parameter '{}' (known: {})", name.trim(), names.join(", "))
         })?;
         let at = |e: String| format!("invalid sweep '{spec}': {e}");
-        let values = if let Some((range, step)) = list.split_once(':').filter(|(r, _)| r.contains("..")) {
+        let values = if let Some((range, step)) = list.split_once(':').filter(|(r, _)| r.contains("..") && !param.is_categorical()) {
             let (from, to) = range.split_once("..").expect("checked");
             let (from, to) = (param.parse_value(from).map_err(at)?, param.parse_value(to).map_err(at)?);
             expand_range(from, to, step.trim()).map_err(at)?
@@ -213,6 +259,8 @@ pub fn apply(base: &Settings, point: &Point) -> Settings {
                     s.sleep.schedule = Schedule::Modulo { m: v, ns };
                 }
             }
+            Param::Policy => s.sched.policy = Some(policy_of(v)),
+            Param::TimerSlack => s.sched.timer_slack_ns = Some(v),
         }
     }
     s.sleep_spec = s.sleep.schedule.to_string();
@@ -234,6 +282,11 @@ mod tests {
         let sleep = Sweep::parse("sleep=250us,1ms").unwrap();
         assert_eq!((sleep.param, sleep.values), (Param::Sleep, vec![250_000, 1_000_000]));
         assert_eq!(Sweep::parse("sleep=100us..10ms:*10").unwrap().values, vec![100_000, 1_000_000, 10_000_000]);
+        let policies = Sweep::parse("policy=other,fifo:99,rr:99,batch,idle").unwrap();
+        let names: Vec<String> = policies.values.iter().map(|v| Param::Policy.format_value(*v)).collect();
+        assert_eq!(names, ["other", "fifo:99", "rr:99", "batch", "idle"]);
+        assert!(Sweep::parse("policy=other,deadline").unwrap_err().contains("unknown policy"));
+        assert_eq!(Sweep::parse("timer-slack=1,50us").unwrap().values, vec![1, 50_000]);
     }
 
     #[test]

@@ -6,15 +6,22 @@ mod smol_rt;
 mod threads;
 mod tokio_rt;
 
+use crate::driver;
 use crate::workload::{run_unit_async, run_unit_blocking, LoopContext, NoSleep, OsThread, UnitRun};
 
 /// How a runtime's worker is started.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 pub enum Launch {
     /// The taskmeter executable itself, in worker mode.
     InProcess,
-    /// A C program built from `drivers/c` on first use.
-    CDriver,
+    /// A driver program from `drivers/`, built on first use (one driver may serve several runtimes).
+    Driver(&'static crate::driver::Driver),
+}
+
+impl Launch {
+    pub fn in_process(self) -> bool {
+        matches!(self, Launch::InProcess)
+    }
 }
 
 pub struct RuntimeInfo {
@@ -52,8 +59,53 @@ pub const RUNTIMES: &[RuntimeInfo] = &[
     },
     RuntimeInfo {
         id: "c-thread",
-        launch: Launch::CDriver,
+        launch: Launch::Driver(&driver::C),
         description: "C pthread per unit; nanosleep / clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)",
+    },
+    RuntimeInfo {
+        id: "go",
+        launch: Launch::Driver(&driver::GO),
+        description: "goroutine per unit; time.Sleep / time.Sleep until the deadline; runtime.Gosched",
+    },
+    RuntimeInfo {
+        id: "go-locked",
+        launch: Launch::Driver(&driver::GO),
+        description: "goroutine per unit, each locked to its own OS thread (runtime.LockOSThread)",
+    },
+    RuntimeInfo {
+        id: "python-thread",
+        launch: Launch::Driver(&driver::PYTHON),
+        description: "Python threading.Thread per unit; time.sleep",
+    },
+    RuntimeInfo {
+        id: "python-asyncio",
+        launch: Launch::Driver(&driver::PYTHON),
+        description: "asyncio task per unit; asyncio.sleep; await asyncio.sleep(0) to yield",
+    },
+    RuntimeInfo {
+        id: "python-abs",
+        launch: Launch::Driver(&driver::PYTHON),
+        description: "Python thread per unit; clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME) through ctypes",
+    },
+    RuntimeInfo {
+        id: "node",
+        launch: Launch::Driver(&driver::NODE),
+        description: "promise chain per unit on the event loop; setTimeout; setImmediate to yield",
+    },
+    RuntimeInfo {
+        id: "node-worker",
+        launch: Launch::Driver(&driver::NODE),
+        description: "worker_threads Worker per unit; Atomics.wait on a SharedArrayBuffer to sleep",
+    },
+    RuntimeInfo {
+        id: "java-thread",
+        launch: Launch::Driver(&driver::JAVA),
+        description: "Java platform thread per unit; Thread.sleep; Thread.yield",
+    },
+    RuntimeInfo {
+        id: "java-virtual",
+        launch: Launch::Driver(&driver::JAVA),
+        description: "Java virtual thread per unit (JDK 21+); Thread.sleep; Thread.yield",
     },
 ];
 

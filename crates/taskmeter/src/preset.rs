@@ -1,0 +1,150 @@
+//! Presets: `taskmeter run experiments/nanosleep-study.toml [flags]`. A preset is a TOML file
+//! whose keys are the long flags of `taskmeter run` (`runtimes = ["c-thread"]`,
+//! `sleep = "fixed:250us"`, `sweep = ["policy=other,fifo:99"]`, `yield = true`); it is turned
+//! into those flags, placed before the ones typed on the command line, which therefore win.
+
+use std::path::Path;
+
+/// Flags that take a value which might itself end in `.toml`.
+const PATH_FLAGS: [&str; 5] = ["-o", "--output", "--export-json", "--export-csv", "--export-markdown"];
+
+/// Replaces a preset file among `taskmeter run`'s arguments by the flags it holds.
+pub fn expand(args: Vec<String>) -> Result<Vec<String>, String> {
+    if args.get(1).map(String::as_str) != Some("run") {
+        return Ok(args);
+    }
+    let position = (2..args.len()).find(|&i| args[i].ends_with(".toml") && !PATH_FLAGS.contains(&args[i - 1].as_str()));
+    let Some(i) = position else { return Ok(args) };
+    let mut flags = flags_of(Path::new(&args[i]))?;
+    // A parameter the command line sweeps replaces the preset's sweep of it.
+    let typed: Vec<String> = args.windows(2).filter(|w| w[0] == "--sweep").filter_map(|w| sweep_name(&w[1])).collect();
+    let mut kept = Vec::new();
+    let mut rest = flags.drain(..);
+    while let Some(flag) = rest.next() {
+        if flag == "--sweep" {
+            let value = rest.next().unwrap_or_default();
+            if !sweep_name(&value).is_some_and(|n| typed.contains(&n)) {
+                kept.extend(["--sweep".to_string(), value]);
+            }
+        } else {
+            kept.push(flag);
+        }
+    }
+    let flags = kept;
+    let mut expanded: Vec<String> = args[..2].to_vec();
+    expanded.extend(flags);
+    expanded.extend(args[2..i].iter().cloned());
+    expanded.extend(args[i + 1..].iter().cloned());
+    Ok(expanded)
+}
+
+fn sweep_name(spec: &str) -> Option<String> {
+    spec.split_once('=').map(|(name, _)| name.trim().to_string())
+}
+
+const KEYS: [&str; 24] = [
+    "experiment", "runtimes", "units", "sleep", "mode", "busy", "yield", "duration", "warmup", "grace",
+    "quick", "sweep", "order", "seed", "metric", "table", "policy", "timer-slack", "cpus", "mlock",
+    "allow-rt-spin", "output", "raw", "format",
+];
+
+fn flags_of(path: &Path) -> Result<Vec<String>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read preset {}: {e}", path.display()))?;
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        format!("preset {} is not valid TOML: {}", path.display(), e.message())
+    })?;
+    let mut flags = Vec::new();
+    let mut experiment = None;
+    for (raw_key, value) in &table {
+        let key = raw_key.replace('_', "-");
+        if !KEYS.contains(&key.as_str()) {
+            return Err(format!("unknown key '{raw_key}' in preset {} (keys are run's flags: {})", path.display(), KEYS.join(", ")));
+        }
+        let wrong = |what: &str| format!("key '{raw_key}' in preset {} must be {what}", path.display());
+        let scalar = |v: &toml::Value| -> Result<String, String> {
+            match v {
+                toml::Value::String(s) => Ok(s.clone()),
+                toml::Value::Integer(i) => Ok(i.to_string()),
+                _ => Err(wrong("a string or an integer")),
+            }
+        };
+        match (key.as_str(), value) {
+            ("experiment", v) => experiment = Some(scalar(v)?),
+            ("yield" | "quick" | "mlock" | "allow-rt-spin" | "raw", toml::Value::Boolean(b)) => {
+                if *b {
+                    flags.push(format!("--{key}"));
+                }
+            }
+            ("yield" | "quick" | "mlock" | "allow-rt-spin" | "raw", _) => return Err(wrong("true or false")),
+            ("sweep", toml::Value::Array(items)) => {
+                for item in items {
+                    flags.push("--sweep".into());
+                    flags.push(scalar(item)?);
+                }
+            }
+            ("runtimes" | "cpus", toml::Value::Array(items)) => {
+                let items: Result<Vec<String>, String> = items.iter().map(scalar).collect();
+                flags.push(format!("--{key}={}", items?.join(",")));
+            }
+            (_, v) => flags.push(format!("--{key}={}", scalar(v)?)),
+        }
+    }
+    if let Some(e) = experiment {
+        flags.insert(0, e);
+    }
+    Ok(flags)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn preset(text: &str) -> (tempfile::TempDir, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.toml");
+        std::fs::write(&path, text).unwrap();
+        let p = path.to_str().unwrap().to_string();
+        (dir, p)
+    }
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn keys_become_flags_before_the_command_line() {
+        let (_dir, p) = preset("experiment = \"sleep\"\nruntimes = [\"c-thread\", \"thread\"]\nunits = 1\nyield = true\nraw = false\nsweep = [\"policy=other,fifo:99\"]\ntimer_slack = \"50us\"\n");
+        let out = expand(args(&["taskmeter", "run", &p, "--units", "3"])).unwrap();
+        assert_eq!(out[..3], args(&["taskmeter", "run", "sleep"]));
+        assert!(out.contains(&"--runtimes=c-thread,thread".to_string()));
+        assert!(out.contains(&"--units=1".to_string()));
+        assert!(out.contains(&"--yield".to_string()));
+        assert!(!out.contains(&"--raw".to_string()));
+        assert!(out.contains(&"--timer-slack=50us".to_string()));
+        assert_eq!(out[out.len() - 2..], args(&["--units", "3"]), "the command line comes last and wins");
+        let sweep = out.iter().position(|a| a == "--sweep").unwrap();
+        assert_eq!(out[sweep + 1], "policy=other,fifo:99");
+        let replaced = expand(args(&["taskmeter", "run", &p, "--sweep", "policy=idle"])).unwrap();
+        assert_eq!(replaced.iter().filter(|a| *a == "--sweep").count(), 1);
+        assert_eq!(replaced.last().unwrap(), "policy=idle");
+    }
+
+    #[test]
+    fn other_commands_and_output_paths_are_left_alone() {
+        let list = args(&["taskmeter", "run", "-o", "x.toml"]);
+        assert_eq!(expand(list.clone()).unwrap(), list);
+        let list = args(&["taskmeter", "list"]);
+        assert_eq!(expand(list.clone()).unwrap(), list);
+    }
+
+    #[test]
+    fn bad_presets_say_why() {
+        let (_d, p) = preset("colour = \"blue\"\n");
+        assert!(expand(args(&["taskmeter", "run", &p])).unwrap_err().contains("unknown key 'colour'"));
+        let (_d, p) = preset("units = [\n");
+        assert!(expand(args(&["taskmeter", "run", &p])).unwrap_err().contains("not valid TOML"));
+        let (_d, p) = preset("yield = 3\n");
+        assert!(expand(args(&["taskmeter", "run", &p])).unwrap_err().contains("must be true or false"));
+        assert!(expand(args(&["taskmeter", "run", "/nonexistent/p.toml"])).unwrap_err().contains("cannot read preset"));
+    }
+}
