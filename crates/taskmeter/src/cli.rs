@@ -113,16 +113,16 @@ struct RunArgs {
     /// Yield to the runtime's scheduler after every busy-work step
     #[arg(long = "yield")]
     yield_each_step: bool,
-    /// Measured time per runtime, after the warm-up [default: 5s; 1s with --quick]
+    /// Measured time per runtime, after the warm-up [default: 1.5s; 300ms with --quick]
     #[arg(long, value_parser = duration, allow_hyphen_values = true)]
     duration: Option<u64>,
-    /// Time before the measurement; its samples are excluded from statistics [default: 1s; 200ms with --quick]
+    /// Time before the measurement; its samples are excluded from statistics [default: 500ms; 100ms with --quick]
     #[arg(long, value_parser = duration, allow_hyphen_values = true)]
     warmup: Option<u64>,
     /// Extra time a worker gets beyond its plan before it is killed
     #[arg(long, default_value = "10s", value_parser = duration, allow_hyphen_values = true)]
     grace: u64,
-    /// A first look in under 10 seconds: 1 s per runtime after 200 ms of warm-up
+    /// A first look in about 10 seconds: 300 ms per runtime after 100 ms of warm-up
     #[arg(long)]
     quick: bool,
     /// Sweep a parameter: NAME=V1,V2,... or NAME=A..B:+STEP, A..B:*FACTOR, A..B:log10, A..B:log2.
@@ -346,8 +346,8 @@ fn settings(args: &RunArgs) -> Result<Settings, String> {
     Ok(Settings {
         runtimes,
         units: args.units,
-        duration_ns: args.duration.unwrap_or(if args.quick { 1_000_000_000 } else { 5_000_000_000 }),
-        warmup_ns: args.warmup.unwrap_or(if args.quick { 200_000_000 } else { 1_000_000_000 }),
+        duration_ns: args.duration.unwrap_or(if args.quick { 300_000_000 } else { 1_500_000_000 }),
+        warmup_ns: args.warmup.unwrap_or(if args.quick { 100_000_000 } else { 500_000_000 }),
         sleep: SleepPlan { mode, schedule: args.sleep },
         sleep_spec: args.sleep.to_string(),
         busy: BusyPlan { iters: args.busy, yield_each_step: args.yield_each_step },

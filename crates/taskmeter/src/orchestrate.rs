@@ -158,8 +158,11 @@ pub fn spawn_and_wait(
         }
     })?;
     let pid = child.id() as i32;
+    // Policy, slack and affinity are set before exec and are read now; what the worker does
+    // while starting (a preloaded mlockall, a runtime's own threads) is read again shortly after.
     let mut readback = SchedInfo::of(pid);
     let mut read_again = true;
+    let read_at = started + Duration::from_millis(50);
     let mut stdin = child.stdin.take();
     if let Some(pipe) = stdin.as_mut() {
         // A worker that exits at once closes the pipe; its output will say why.
@@ -176,7 +179,10 @@ pub fn spawn_and_wait(
     let mut timed_out = false;
     let status = loop {
         let now = Instant::now();
-        let next = stop_at.map_or(deadline, |s| s.min(deadline));
+        let mut next = stop_at.map_or(deadline, |s| s.min(deadline));
+        if read_again {
+            next = next.min(read_at);
+        }
         let wait = next.saturating_duration_since(now).min(Duration::from_millis(250));
         let event = rx.recv_timeout(wait);
         let ask_to_stop = matches!(event, Ok(Event::Interrupt)) || stop_at.is_some_and(|s| Instant::now() >= s);
@@ -196,7 +202,7 @@ pub fn spawn_and_wait(
             }
             _ => {
                 // Read the attributes again once the worker has exec'd and started its runtime.
-                if read_again && started.elapsed() > Duration::from_millis(100) {
+                if read_again && Instant::now() >= read_at {
                     read_again = false;
                     let now = SchedInfo::of(pid);
                     if !now.policy.starts_with("policy -") {

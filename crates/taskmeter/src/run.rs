@@ -93,6 +93,7 @@ pub fn run(options: RunOptions) -> Result<ExitCode, String> {
         // Interleaving runtimes and points keeps a slow drift of the machine from favouring one.
         fastrand::Rng::with_seed(seed).shuffle(&mut jobs);
     }
+    prepare_drivers(&availability);
     let expected: Duration = jobs
         .iter()
         .filter(|j| j.available.is_ok())
@@ -181,6 +182,34 @@ pub fn run(options: RunOptions) -> Result<ExitCode, String> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Builds every driver the run needs, concurrently and before anything is measured, so no
+/// compiler competes with a measurement. A build that fails is reported by its rows.
+fn prepare_drivers(availability: &[(&'static runtime::RuntimeInfo, Result<(), String>)]) {
+    let mut seen = Vec::new();
+    let to_build: Vec<&'static runtime::RuntimeInfo> = availability
+        .iter()
+        .filter(|(info, available)| available.is_ok() && !info.launch.in_process())
+        .filter(|(info, _)| {
+            let folder = match info.launch {
+                runtime::Launch::Driver(d) => d.folder,
+                runtime::Launch::InProcess => "",
+            };
+            let first = !seen.contains(&folder);
+            seen.push(folder);
+            first
+        })
+        .map(|(info, _)| *info)
+        .collect();
+    if to_build.is_empty() {
+        return;
+    }
+    std::thread::scope(|scope| {
+        for info in to_build {
+            scope.spawn(move || driver::worker_command(info));
+        }
+    });
 }
 
 pub fn plan_for(settings: &Settings, runtime: &str) -> Plan {

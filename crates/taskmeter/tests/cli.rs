@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 mod common;
-use common::{run, run_json, stderr, stdout, taskmeter};
+use common::{assert_refused, run, run_json, stderr, stdout, taskmeter};
 use std::time::{Duration, Instant};
 
 fn row<'a>(record: &'a serde_json::Value, runtime: &str) -> &'a serde_json::Value {
@@ -23,9 +23,14 @@ fn fake_worker(dir: &Path, name: &str, body: &str) -> PathBuf {
 
 const SHORT: &[&str] = &["--duration", "300ms", "--warmup", "100ms"];
 
+const ALL_RUNTIMES: [&str; 15] = [
+    "thread", "tokio-ct", "tokio-mt", "smol", "embassy", "c-thread", "go", "go-locked", "python-thread",
+    "python-asyncio", "python-abs", "node", "node-worker", "java-thread", "java-virtual",
+];
+
 #[test]
 fn every_runtime_passes_its_conformance_check() {
-    for runtime in ["thread", "tokio-ct", "tokio-mt", "smol", "embassy", "c-thread"] {
+    for runtime in ALL_RUNTIMES {
         let output = run(&["check-driver", runtime]);
         assert!(output.status.success(), "{runtime}:\n{}{}", stdout(&output), stderr(&output));
         assert!(stdout(&output).contains("of 17 checks passed"), "{}", stdout(&output));
@@ -34,11 +39,25 @@ fn every_runtime_passes_its_conformance_check() {
 }
 
 #[test]
+fn all_runtimes_compare_in_one_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("all");
+    let output = run(&["run", "--runtimes", "all", "--quick", "--busy", "0", "-o", folder.to_str().unwrap()]);
+    assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
+    let table = stdout(&output);
+    for runtime in ALL_RUNTIMES {
+        assert_eq!(table.lines().filter(|l| l.starts_with(&format!("{runtime} "))).count(), 1, "{runtime} has one row:\n{table}");
+    }
+    let record = run_json(&folder);
+    assert!(record["rows"].as_array().unwrap().iter().all(|r| r["status"] == "ok"));
+}
+
+#[test]
 fn list_names_every_runtime_and_its_availability() {
     let output = run(&["list"]);
     assert!(output.status.success());
-    for runtime in ["thread", "tokio-ct", "tokio-mt", "smol", "embassy", "c-thread"] {
-        assert!(stdout(&output).lines().any(|l| l.starts_with(runtime) && l.contains("available")), "{runtime}");
+    for runtime in ALL_RUNTIMES {
+        assert!(stdout(&output).lines().any(|l| l.starts_with(&format!("{runtime} ")) && l.ends_with(" available")), "{runtime}");
     }
     let output = taskmeter().arg("list").env("CC", "/nonexistent/cc").output().unwrap();
     let line = stdout(&output).lines().find(|l| l.starts_with("c-thread")).unwrap().to_string();
@@ -240,36 +259,27 @@ fn bad_input_gets_one_clear_line_and_exit_status_2() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("taken"), "").unwrap();
     let occupied = dir.path().to_str().unwrap().to_string();
-    let cases: &[(&[&str], &str)] = &[
-        (&["run", "--units", "0"], "0 is not in 1..=1000000"),
-        (&["run", "--duration", "-1s"], "negative"),
-        (&["run", "--duration", "soon"], "invalid duration 'soon'"),
-        (&["run", "--duration", "0"], "--duration must be longer than 0"),
-        (&["run", "--runtimes", "thread,fibers"], "unknown runtime 'fibers'"),
-        (&["run", "--runtimes", "thread,thread"], "listed twice"),
-        (&["run", "--sleep", "by-unit:1s", "--duration", "3s"], "longer than --duration"),
-        (&["run", "--sleep", "sometimes"], "invalid sleep schedule 'sometimes'"),
-        (&["run", "--sleep", "modulo:0:1ms"], "modulo M must be >= 1"),
-        (&["run", "--sleep", "fixed:0"], "absolute mode needs a sleep longer than 0"),
-        (&["run", "--sleep", "fixed:100ns"], "at least 1us"),
-        (&["run", "--busy", "99999999999999999999999"], "number too large"),
-        (&["run", "--busy", "-5"], "invalid value '-5'"),
-        (&["run", "--mode", "sideways"], "invalid value 'sideways'"),
-        (&["run", "juggle"], "invalid value 'juggle'"),
-        (&["run", "-o", &occupied], "already exists and is not empty"),
-        (&["check-driver", "fibers"], "unknown runtime 'fibers'"),
-        (&["frobnicate"], "unrecognized subcommand"),
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["run", "--units", "0"], "0 is not in 1..=1000000"),
+        (vec!["run", "--duration", "-1s"], "negative"),
+        (vec!["run", "--duration", "soon"], "invalid duration 'soon'"),
+        (vec!["run", "--duration", "0"], "--duration must be longer than 0"),
+        (vec!["run", "--runtimes", "thread,fibers"], "unknown runtime 'fibers'"),
+        (vec!["run", "--runtimes", "thread,thread"], "listed twice"),
+        (vec!["run", "--sleep", "by-unit:1s", "--duration", "3s"], "longer than --duration"),
+        (vec!["run", "--sleep", "sometimes"], "invalid sleep schedule 'sometimes'"),
+        (vec!["run", "--sleep", "modulo:0:1ms"], "modulo M must be >= 1"),
+        (vec!["run", "--sleep", "fixed:0"], "absolute mode needs a sleep longer than 0"),
+        (vec!["run", "--sleep", "fixed:100ns"], "at least 1us"),
+        (vec!["run", "--busy", "99999999999999999999999"], "number too large"),
+        (vec!["run", "--busy", "-5"], "invalid value '-5'"),
+        (vec!["run", "--mode", "sideways"], "invalid value 'sideways'"),
+        (vec!["run", "juggle"], "invalid value 'juggle'"),
+        (vec!["run", "-o", &occupied], "already exists and is not empty"),
+        (vec!["check-driver", "fibers"], "unknown runtime 'fibers'"),
+        (vec!["frobnicate"], "unrecognized subcommand"),
     ];
-    for (args, message) in cases {
-        let output = run(args);
-        let err = stderr(&output);
-        assert_eq!(output.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: one line, got:\n{err}");
-        assert!(err.starts_with("taskmeter: "), "{args:?}: {err}");
-        assert!(err.contains(message), "{args:?}: wanted '{message}', got: {err}");
-        assert!(!err.contains("panicked"), "{args:?}");
-        assert!(stdout(&output).is_empty(), "{args:?}");
-    }
+    assert_refused(&cases);
 }
 
 #[test]

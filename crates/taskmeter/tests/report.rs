@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod common;
-use common::{run, run_json as record, stderr, stdout, taskmeter};
+use common::{assert_refused, run, run_json as record, stderr, stdout, taskmeter};
 
 /// A short run of `runtimes` with extra flags, written to `folder`.
 fn measure(folder: &Path, runtimes: &str, extra: &[&str]) -> Output {
@@ -185,11 +185,5 @@ fn bad_results_and_comparisons_get_one_line_and_exit_2() {
         (vec!["run", "--order", "given", "--seed", "3"], "--seed only applies to --order shuffled"),
         (vec!["run", "--export-markdown", "/nonexistent/folder/t.md"], "folder /nonexistent/folder does not exist"),
     ];
-    for (args, message) in cases {
-        let output = run(&args);
-        let err = stderr(&output);
-        assert_eq!(output.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(err.contains(message), "{args:?}: wanted '{message}', got {err}");
-    }
+    assert_refused(&cases);
 }

@@ -27,3 +27,17 @@ pub fn stderr(output: &Output) -> String {
 pub fn run_json(folder: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(folder.join("run.json")).unwrap()).unwrap()
 }
+
+/// Each command must fail with exit status 2 and one line on stderr containing its message.
+pub fn assert_refused(cases: &[(Vec<&str>, &str)]) {
+    for (args, message) in cases {
+        let output = run(args);
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line, got:\n{err}");
+        assert!(err.starts_with("taskmeter: "), "{args:?}: {err}");
+        assert!(err.contains(message), "{args:?}: wanted '{message}', got: {err}");
+        assert!(!err.contains("panicked"), "{args:?}");
+        assert!(stdout(&output).is_empty(), "{args:?}");
+    }
+}

@@ -1,0 +1,115 @@
+//! Scheduling settings applied to every worker, read back from the kernel, and presets.
+
+mod common;
+use common::{assert_refused, run, run_json, stderr, stdout, taskmeter};
+use std::path::Path;
+
+fn sched_of<'a>(record: &'a serde_json::Value, runtime: &str, point: u64) -> &'a serde_json::Value {
+    let row = record["rows"].as_array().unwrap().iter().find(|r| r["runtime"] == runtime && r["point"] == point).unwrap();
+    assert_eq!(row["status"], "ok", "{row}");
+    &row["worker"]["sched"]
+}
+
+#[test]
+fn policies_are_applied_before_exec_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("policies");
+    let output = run(&[
+        "run", "--runtimes", "thread,c-thread", "--busy", "0", "--sleep", "fixed:250us", "--mode", "relative",
+        "--sweep", "policy=other,fifo:99,rr:50,batch,idle", "--duration", "200ms", "--warmup", "0",
+        "-o", folder.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
+    let record = run_json(&folder);
+    let expected = [("SCHED_OTHER", 0), ("SCHED_FIFO", 99), ("SCHED_RR", 50), ("SCHED_BATCH", 0), ("SCHED_IDLE", 0)];
+    for (point, (policy, priority)) in expected.iter().enumerate() {
+        for runtime in ["thread", "c-thread"] {
+            let sched = sched_of(&record, runtime, point as u64);
+            assert_eq!(sched["policy"], *policy, "{runtime} at point {point}");
+            assert_eq!(sched["priority"], *priority);
+        }
+    }
+    // Real-time threads get no timer slack from the kernel: the read-back says so.
+    assert_eq!(sched_of(&record, "thread", 1)["timerslack_ns"], 0);
+    assert!(std::fs::read_dir(folder.join("charts")).unwrap().any(|e| e.unwrap().file_name() == "sweep-policy-mean.svg"));
+}
+
+#[test]
+fn slack_affinity_and_memory_locking_are_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("knobs");
+    let output = run(&[
+        "run", "--runtimes", "thread,c-thread", "--timer-slack", "1", "--cpus", "0", "--mlock",
+        "--duration", "200ms", "--warmup", "0", "-o", folder.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let record = run_json(&folder);
+    assert_eq!(record["settings"]["sched"]["timer_slack_ns"], 1);
+    for runtime in ["thread", "c-thread"] {
+        let sched = sched_of(&record, runtime, 0);
+        assert_eq!(sched["timerslack_ns"], 1, "{runtime}");
+        assert_eq!(sched["cpus"], "0", "{runtime}");
+        assert!(sched["locked_kb"].as_u64().unwrap() > 0, "{runtime}: memory locked");
+    }
+}
+
+#[test]
+fn a_policy_the_kernel_refuses_fails_its_rows_with_the_reason() {
+    // An unprivileged user may not ask for SCHED_FIFO: the same EPERM a cgroup without a
+    // real-time budget gives.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let folder = dir.path().join("refused");
+    let output = std::process::Command::new("setpriv")
+        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups", env!("CARGO_BIN_EXE_taskmeter")])
+        .args(["run", "--runtimes", "thread,smol", "--policy", "fifo:10", "--busy", "0", "--duration", "100ms"])
+        .args(["--warmup", "0", "-o", folder.to_str().unwrap()])
+        .current_dir(dir.path())
+        .output()
+        .expect("setpriv (util-linux) runs");
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stdout(&output).contains("FAILED: could not give the worker policy fifo:10: Operation not permitted"), "{}", stdout(&output));
+    let record = run_json(&folder);
+    assert_eq!(record["rows"].as_array().unwrap().len(), 2, "both rows kept, with their reason");
+}
+
+#[test]
+fn the_nanosleep_preset_prints_the_study_table() {
+    let preset = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/nanosleep-study.toml");
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("study");
+    let output = taskmeter()
+        .args(["run", preset.to_str().unwrap(), "--runtimes", "c-thread", "--duration", "150ms", "-o", folder.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let table = stdout(&output);
+    assert!(table.contains("runtime    policy  samples  min (µs)  mean (µs)  max (µs)  p50 (µs)  p99 (µs)"), "{table}");
+    for policy in ["other", "fifo:99", "rr:99", "batch", "idle"] {
+        assert!(table.lines().any(|l| l.starts_with("c-thread") && l.contains(&format!(" {policy} "))), "{policy}: {table}");
+    }
+    let record = run_json(&folder);
+    assert_eq!(record["metric"], "actual");
+    assert_eq!(record["settings"]["sleep_spec"], "fixed:250us");
+    assert_eq!(record["points"].as_array().unwrap().len(), 5);
+}
+
+#[test]
+fn bad_scheduling_input_gets_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad_preset = dir.path().join("bad.toml");
+    std::fs::write(&bad_preset, "colour = \"blue\"\n").unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["run", "--policy", "sometimes"], "unknown policy 'sometimes'"),
+        (vec!["run", "--policy", "fifo:100"], "out of range for fifo (1 to 99)"),
+        (vec!["run", "--policy", "other:3"], "takes no priority"),
+        (vec!["run", "--cpus", "4096"], "CPU 4096 does not exist"),
+        (vec!["run", "--timer-slack", "-5"], "cannot be negative"),
+        (vec!["run", "--timer-slack", "0"], "use 1 (ns) for the smallest"),
+        (vec!["run", "--policy", "fifo:99"], "pass --allow-rt-spin"),
+        (vec!["run", "--sweep", "policy=other,fifo:99"], "at point policy=fifo:99: policy fifo:99 with busy work"),
+        (vec!["run", bad_preset.to_str().unwrap()], "unknown key 'colour'"),
+        (vec!["run", "/nonexistent/study.toml"], "cannot read preset"),
+    ];
+    assert_refused(&cases);
+}

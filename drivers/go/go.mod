@@ -1,0 +1,3 @@
+module taskmeter/driver
+
+go 1.21
