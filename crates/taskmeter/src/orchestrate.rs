@@ -130,7 +130,6 @@ pub fn spawn_and_wait(
     stop: StopPolicy,
     mut tick: impl FnMut(),
 ) -> Result<RawRun, String> {
-    let started = Instant::now();
     command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
     if !sched.is_default() {
         if sched.mlock {
@@ -150,6 +149,8 @@ pub fn spawn_and_wait(
     if interrupted() {
         return Err("not started: the run was interrupted".into());
     }
+    // The deadline and the read-back count from the spawn, after any preparation above.
+    let started = Instant::now();
     let mut child = command.spawn().map_err(|e| {
         if sched.is_default() {
             format!("could not start the worker: {e}")
