@@ -136,18 +136,19 @@ pub fn render(record: &RunRecord, charts: &[Chart]) -> String {
     out.push_str("</table>\n");
     let workers: Vec<_> = record.rows_in_order().into_iter().filter_map(|r| Some((r, r.worker.as_ref()?))).collect();
     if !workers.is_empty() {
-        out.push_str("<table class=\"workers\"><thead><tr><th>runtime</th><th>point</th><th>version</th><th>policy</th><th>nice</th><th>timer slack</th><th>wall time</th></tr></thead><tbody>\n");
+        out.push_str("<table class=\"workers\"><thead><tr><th>runtime</th><th>point</th><th>version</th><th>policy</th><th>nice</th><th>timer slack</th><th>peak RSS</th><th>wall time</th></tr></thead><tbody>\n");
         for (row, w) in workers {
             let sched = w.sched.as_ref();
             let _ = write!(
                 out,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2} s</td></tr>\n",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2} s</td></tr>\n",
                 escape(&row.runtime),
                 escape(&record.points.get(row.point).map(|p| p.label()).unwrap_or_default()),
                 escape(w.runtime_version.as_deref().unwrap_or("")),
                 escape(&sched.map(|s| format!("{} prio {}", s.policy, s.priority)).unwrap_or_default()),
                 sched.map(|s| s.nice.to_string()).unwrap_or_default(),
                 sched.and_then(|s| s.timerslack_ns).map(|n| format!("{n} ns")).unwrap_or_default(),
+                w.peak_rss_kb.map(|kb| format!("{:.1} MiB", kb as f64 / 1024.0)).unwrap_or_default(),
                 w.wall_ns as f64 / 1e9
             );
         }

@@ -14,8 +14,35 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 enum Event {
-    Exited(std::io::Result<ExitStatus>),
+    Exited(std::io::Result<Exit>),
     Interrupt,
+}
+
+/// How a worker ended, and the resources it used (from wait4).
+struct Exit {
+    status: ExitStatus,
+    peak_rss_kb: u64,
+}
+
+/// Waits for the process like `Child::wait`, but with wait4, which also reports its peak RSS.
+fn wait_with_usage(child: std::process::Child) -> std::io::Result<Exit> {
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is valid; the child is ours and not yet reaped (std reaps only
+    // in wait/try_wait, which are not called on it).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    drop(child);
+    Ok(Exit { status: ExitStatus::from_raw(status), peak_rss_kb: usage.ru_maxrss as u64 })
 }
 
 static EVENTS: Mutex<Option<Sender<Event>>> = Mutex::new(None);
@@ -92,6 +119,7 @@ pub enum Outcome {
 pub struct WorkerRun {
     pub outcome: Outcome,
     pub sched: Option<SchedInfo>,
+    pub peak_rss_kb: Option<u64>,
     pub wall_ns: u64,
     /// The worker's stderr (its last few kilobytes).
     pub stderr: String,
@@ -105,6 +133,8 @@ pub fn deadline(plan: &Plan, grace: Duration) -> Duration {
 /// What happened to a worker process, before its output is judged.
 pub struct RawRun {
     pub status: std::io::Result<ExitStatus>,
+    /// The worker's peak resident set size (ru_maxrss), kB.
+    pub peak_rss_kb: Option<u64>,
     pub timed_out: bool,
     pub stdout: Vec<u8>,
     pub stderr: String,
@@ -172,7 +202,7 @@ pub fn spawn_and_wait(
     let stdout = collect(child.stdout.take(), usize::MAX);
     let stderr = collect(child.stderr.take(), 16 * 1024);
     std::thread::spawn(move || {
-        let _ = tx.send(Event::Exited(child.wait()));
+        let _ = tx.send(Event::Exited(wait_with_usage(child)));
     });
 
     let mut deadline = started + limit;
@@ -218,7 +248,11 @@ pub fn spawn_and_wait(
     drop(stdin);
     let stdout = stdout.join().unwrap_or_default();
     let stderr = String::from_utf8_lossy(&stderr.join().unwrap_or_default()).into_owned();
-    Ok(RawRun { status, timed_out, stdout, stderr, sched: readback, wall_ns: started.elapsed().as_nanos() as u64 })
+    let (status, peak_rss_kb) = match status {
+        Ok(exit) => (Ok(exit.status), Some(exit.peak_rss_kb)),
+        Err(e) => (Err(e), None),
+    };
+    Ok(RawRun { status, peak_rss_kb, timed_out, stdout, stderr, sched: readback, wall_ns: started.elapsed().as_nanos() as u64 })
 }
 
 /// Runs a worker on a plan and judges what it did.
@@ -226,10 +260,10 @@ pub fn run_worker(command: Command, plan: &Plan, sched: &SchedSettings, grace: D
     let limit = deadline(plan, grace);
     let stop = StopPolicy { after: None, grace: Duration::from_nanos(plan.max_expected_ns()) + Duration::from_secs(2) };
     match spawn_and_wait(command, &plan.to_json(), sched, limit, stop, tick) {
-        Err(reason) => WorkerRun { outcome: Outcome::Failed(reason), sched: None, wall_ns: 0, stderr: String::new() },
+        Err(reason) => WorkerRun { outcome: Outcome::Failed(reason), sched: None, peak_rss_kb: None, wall_ns: 0, stderr: String::new() },
         Ok(raw) => {
             let outcome = classify(plan, &raw, limit);
-            WorkerRun { outcome, sched: Some(raw.sched), wall_ns: raw.wall_ns, stderr: raw.stderr }
+            WorkerRun { outcome, sched: Some(raw.sched), peak_rss_kb: raw.peak_rss_kb, wall_ns: raw.wall_ns, stderr: raw.stderr }
         }
     }
 }

@@ -163,6 +163,9 @@ pub struct WorkerInfo {
     pub pid: Option<u32>,
     pub sched: Option<SchedInfo>,
     pub wall_ns: u64,
+    /// Peak resident set size of the worker process (wait4's ru_maxrss), kB.
+    #[serde(default)]
+    pub peak_rss_kb: Option<u64>,
     /// The worker's stderr when it failed (last kilobytes).
     pub stderr: Option<String>,
 }

@@ -247,6 +247,7 @@ fn row_from(runtime: &str, plan: Plan, worker: orchestrate::WorkerRun, toolchain
         pid: None,
         sched: worker.sched,
         wall_ns: worker.wall_ns,
+        peak_rss_kb: worker.peak_rss_kb,
         stderr: None,
     };
     let (status, report) = match worker.outcome {

@@ -152,6 +152,8 @@ fn summary_agrees_with_statistics_recomputed_from_the_raw_samples() {
     let thread = row(&record, "thread");
     assert_eq!(thread["status"], "ok");
     assert_eq!(thread["worker"]["sched"]["policy"], "SCHED_OTHER");
+    let rss = thread["worker"]["peak_rss_kb"].as_u64().unwrap();
+    assert!(rss > 1_000 && rss < 10_000_000, "peak RSS of the worker, in kB: {rss}");
     assert_eq!(thread["plan"]["sleep"]["schedule"]["kind"], "modulo");
 }
 
