@@ -5,6 +5,7 @@
 //!   of the number of samples (log-log when a range spans two decades or more), and a ratio
 //!   chart: each runtime's mean divided by its own mean at the first point (the TCP study's
 //!   ratio graph).
+//!
 //! A chart is drawn only where there is data for it.
 
 use crate::histogram;
@@ -103,7 +104,7 @@ fn short(v: f64) -> String {
     let a = v.abs();
     if a == 0.0 {
         "0".into()
-    } else if a >= 1e6 || a < 1e-2 {
+    } else if !(1e-2..1e6).contains(&a) {
         format!("{v:.2e}")
     } else if a >= 100.0 {
         format!("{v:.0}")
@@ -354,7 +355,8 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
         };
         let summary = |r: &Row| r.statistics.as_ref().map(|s| s.get(metric).clone());
         let micro = |v: Option<f64>| v.map(|v| v / 1e3);
-        let wanted: [(&str, String, Box<dyn Fn(&Row) -> Option<f64>>); 3] = [
+        type Statistic<'a> = Box<dyn Fn(&Row) -> Option<f64> + 'a>;
+        let wanted: [(&str, String, Statistic<'_>); 3] = [
             ("mean", format!("mean {} (µs)", metric.name()), Box::new(move |r| micro(summary(r)?.mean))),
             ("p99", format!("p99 {} (µs)", metric.name()), Box::new(move |r| micro(summary(r)?.p99.map(|v| v as f64)))),
             ("samples", "measured samples (iterations, all units)".into(), Box::new(|r| r.counts.as_ref().map(|c| c.samples_measured as f64))),

@@ -93,7 +93,7 @@ fn refuse(info: &runtime::RuntimeInfo, input: &str) -> (bool, String) {
     }
     let exit = raw.status.as_ref().ok().and_then(|s| s.code());
     // Any plan parses for this purpose: an error line must come before anything it would check.
-    let probe = Plan::from_json(&crate::check::PLANS[0].1.replace("RUNTIME", &info.id)).expect("valid");
+    let probe = Plan::from_json(&crate::check::PLANS[0].1.replace("RUNTIME", info.id)).expect("valid");
     match (parse_output(&probe, &raw.stdout), exit) {
         (Err(OutputError::Refused(message)), Some(code)) if code != 0 => (true, message),
         (Err(OutputError::Refused(_)), code) => (false, format!("printed an error line but exited with {code:?}")),

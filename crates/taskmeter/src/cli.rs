@@ -30,7 +30,7 @@ enum Command {
     List,
     /// Run an experiment and write a results folder (default: sleep, all runtimes)
     #[command(after_long_help = PRESET_HELP, args_override_self = true)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Check a runtime's worker against the protocol v1 vectors
     CheckDriver {
         /// Runtime id (see `taskmeter list`)

@@ -28,9 +28,9 @@ fn escape(text: &str) -> String {
 
 fn figure(out: &mut String, chart: &Chart) {
     let id = chart.file.trim_end_matches(".svg");
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<figure class=\"chart\" id=\"{}\">{}<figcaption>{} (<code>charts/{}</code>)</figcaption></figure>\n",
+        "<figure class=\"chart\" id=\"{}\">{}<figcaption>{} (<code>charts/{}</code>)</figcaption></figure>",
         escape(id),
         chart.svg,
         escape(&chart.title),
@@ -47,12 +47,12 @@ pub fn render(record: &RunRecord, charts: &[Chart]) -> String {
         escape(&title)
     );
     let (class, status) = if record.complete { ("complete", "complete") } else { ("incomplete", "INCOMPLETE: interrupted") };
-    let _ = write!(out, "<h1>{}</h1><p><span class=\"status {class}\">{status}</span> {} to {}</p>\n", escape(&title), record.started_at, record.finished_at);
-    let _ = write!(out, "<pre class=\"command\">{}</pre>\n", escape(&record.command_line.join(" ")));
-    let _ = write!(out, "<p>{}</p>\n", escape(&settings_line(record)));
+    let _ = writeln!(out, "<h1>{}</h1><p><span class=\"status {class}\">{status}</span> {} to {}</p>", escape(&title), record.started_at, record.finished_at);
+    let _ = writeln!(out, "<pre class=\"command\">{}</pre>", escape(&record.command_line.join(" ")));
+    let _ = writeln!(out, "<p>{}</p>", escape(&settings_line(record)));
     if record.order.shuffled {
         let seed = record.order.seed.map(|s| s.to_string()).unwrap_or_default();
-        let _ = write!(out, "<p>Runtimes and points ran in a shuffled order (seed {seed}; <code>--seed {seed}</code> repeats it).</p>\n");
+        let _ = writeln!(out, "<p>Runtimes and points ran in a shuffled order (seed {seed}; <code>--seed {seed}</code> repeats it).</p>");
     }
 
     let failures: Vec<_> = record.rows_in_order().into_iter().filter(|r| matches!(r.status, RowStatus::Failed | RowStatus::Skipped)).collect();
@@ -61,9 +61,9 @@ pub fn render(record: &RunRecord, charts: &[Chart]) -> String {
         for row in failures {
             let point = record.points.get(row.point).map(|p| p.label()).unwrap_or_default();
             let what = if row.status == RowStatus::Failed { "failed" } else { "skipped" };
-            let _ = write!(
+            let _ = writeln!(
                 out,
-                "<div class=\"failure\"><b>{}</b> {} {what}: {}</div>\n",
+                "<div class=\"failure\"><b>{}</b> {} {what}: {}</div>",
                 escape(&row.runtime),
                 if point == "-" { String::new() } else { format!("at {}", escape(&point)) },
                 escape(row.reason.as_deref().unwrap_or(""))
@@ -74,7 +74,7 @@ pub fn render(record: &RunRecord, charts: &[Chart]) -> String {
     out.push_str("<h2 id=\"results\">Results</h2>\n");
     for point in &record.points {
         if record.points.len() > 1 {
-            let _ = write!(out, "<h3>point {}/{}: {}</h3>\n", point.index + 1, record.points.len(), escape(&point.label()));
+            let _ = writeln!(out, "<h3>point {}/{}: {}</h3>", point.index + 1, record.points.len(), escape(&point.label()));
         }
         let t = table_of(record, point.index);
         out.push_str("<table class=\"results\"><thead><tr>");
@@ -90,7 +90,7 @@ pub fn render(record: &RunRecord, charts: &[Chart]) -> String {
             out.push_str("</tr>\n");
         }
         for (runtime, reason) in &t.without_statistics {
-            let _ = write!(out, "<tr class=\"failure\"><td>{}</td><td colspan=\"{}\">{}</td></tr>\n", escape(runtime), t.header.len() - 1, escape(reason));
+            let _ = writeln!(out, "<tr class=\"failure\"><td>{}</td><td colspan=\"{}\">{}</td></tr>", escape(runtime), t.header.len() - 1, escape(reason));
         }
         out.push_str("</tbody></table>\n");
         let prefix = format!("point-{}-", point.index + 1);
@@ -131,7 +131,7 @@ pub fn render(record: &RunRecord, charts: &[Chart]) -> String {
     ];
     let toolchains = env.toolchains.iter().map(|(runtime, version)| (format!("toolchain of {runtime}"), version.clone()));
     for (k, v) in rows.into_iter().map(|(k, v)| (k.to_string(), v)).chain(toolchains) {
-        let _ = write!(out, "<tr><td>{}</td><td>{}</td></tr>\n", escape(&k), escape(&v));
+        let _ = writeln!(out, "<tr><td>{}</td><td>{}</td></tr>", escape(&k), escape(&v));
     }
     out.push_str("</table>\n");
     let workers: Vec<_> = record.rows_in_order().into_iter().filter_map(|r| Some((r, r.worker.as_ref()?))).collect();
@@ -139,9 +139,9 @@ pub fn render(record: &RunRecord, charts: &[Chart]) -> String {
         out.push_str("<table class=\"workers\"><thead><tr><th>runtime</th><th>point</th><th>version</th><th>policy</th><th>nice</th><th>timer slack</th><th>peak RSS</th><th>wall time</th></tr></thead><tbody>\n");
         for (row, w) in workers {
             let sched = w.sched.as_ref();
-            let _ = write!(
+            let _ = writeln!(
                 out,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2} s</td></tr>\n",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2} s</td></tr>",
                 escape(&row.runtime),
                 escape(&record.points.get(row.point).map(|p| p.label()).unwrap_or_default()),
                 escape(w.runtime_version.as_deref().unwrap_or("")),

@@ -9,6 +9,7 @@
 //! - the seed studies' columns: `deviation = |value - reference|` per sample (reference = the
 //!   expected sleep for `actual` and `full`, 0 for `lateness` and `busy`); then
 //!   `mean_absolute_deviation`, `deviation_std` (n - 1), `deviation_min`, `deviation_max`.
+//!
 //! Every field but `count` is absent (null) when there are no values.
 
 use serde::{Deserialize, Serialize};
