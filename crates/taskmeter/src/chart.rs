@@ -24,7 +24,7 @@ pub struct Chart {
 const SIZE: (u32, u32) = (760, 440);
 
 /// Distinct colours, readable on white, given to runtimes in `--runtimes` order.
-const COLOURS: [RGBColor; 10] = [
+const COLOURS: [RGBColor; 16] = [
     RGBColor(31, 119, 180),
     RGBColor(214, 39, 40),
     RGBColor(44, 160, 44),
@@ -35,6 +35,12 @@ const COLOURS: [RGBColor; 10] = [
     RGBColor(227, 119, 194),
     RGBColor(127, 127, 127),
     RGBColor(188, 189, 34),
+    RGBColor(0, 0, 128),
+    RGBColor(128, 0, 0),
+    RGBColor(0, 100, 0),
+    RGBColor(0, 0, 0),
+    RGBColor(255, 0, 255),
+    RGBColor(128, 128, 0),
 ];
 
 fn colour(record: &RunRecord, runtime: &str) -> RGBColor {
@@ -210,9 +216,17 @@ fn cdf_chart(record: &RunRecord, point: &Point, rows: &[&Row]) -> Result<Option<
         if h.is_empty() {
             continue;
         }
-        // Values in µs; a value of 0 sits at the axis' left end.
-        let points: Vec<(f64, f64)> = histogram::cdf(&h).into_iter().map(|(v, f)| ((v as f64 / 1e3).max(0.01), f)).collect();
+        let points: Vec<(f64, f64)> = histogram::cdf(&h).into_iter().map(|(v, f)| (v as f64 / 1e3, f)).collect();
         series.push((row.runtime.clone(), colour(record, &row.runtime), thin(points, 400)));
+    }
+    // Values in µs on a log axis; values <= 0 (a wake-up at or before its deadline) sit at the
+    // axis' left end, half the smallest positive value.
+    let smallest = series.iter().flat_map(|(_, _, p)| p.iter().map(|q| q.0)).filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
+    let floor = if smallest.is_finite() { smallest / 2.0 } else { 0.001 };
+    for (_, _, points) in &mut series {
+        for p in points.iter_mut() {
+            p.0 = p.0.max(floor);
+        }
     }
     if series.is_empty() {
         return Ok(None);
@@ -223,7 +237,7 @@ fn cdf_chart(record: &RunRecord, point: &Point, rows: &[&Row]) -> Result<Option<
     let svg = svg_chart(&title, x_range, 0f64..1.02f64, |chart| {
         chart
             .configure_mesh()
-            .x_desc(format!("{} (µs, log scale)", metric.name()))
+            .x_desc(format!("{} (µs, log scale; values <= 0 at the left edge)", metric.name()))
             .y_desc("fraction of samples at or below")
             .x_label_formatter(&|v| xa.label(*v))
             .light_line_style(WHITE.mix(0.0))
@@ -245,7 +259,7 @@ fn cdf_chart(record: &RunRecord, point: &Point, rows: &[&Row]) -> Result<Option<
                 .label(name.as_str())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
         }
-        legend(chart, SeriesLabelPosition::LowerRight)
+        legend(chart, SeriesLabelPosition::UpperLeft)
     })?;
     Ok(Some(Chart { file: format!("point-{}-{}-cdf.svg", point.index + 1, metric.name()), title, svg }))
 }
