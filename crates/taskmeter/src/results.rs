@@ -136,26 +136,6 @@ pub struct Row {
     pub histograms: Option<Histograms>,
 }
 
-/// Base64 V2-deflate HdrHistograms, one per metric.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-pub struct Histograms {
-    pub lateness: String,
-    pub actual: String,
-    pub full: String,
-    pub busy: String,
-}
-
-impl Histograms {
-    pub fn get(&self, metric: Metric) -> &str {
-        match metric {
-            Metric::Lateness => &self.lateness,
-            Metric::Actual => &self.actual,
-            Metric::Full => &self.full,
-            Metric::Busy => &self.busy,
-        }
-    }
-}
-
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct WorkerInfo {
     pub runtime_version: Option<String>,
@@ -183,16 +163,17 @@ pub struct Counts {
     pub early_wakeups: u64,
 }
 
+/// One value per metric, named as the metrics are in run.json.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-pub struct Statistics {
-    pub lateness: Summary,
-    pub actual: Summary,
-    pub full: Summary,
-    pub busy: Summary,
+pub struct PerMetric<T> {
+    pub lateness: T,
+    pub actual: T,
+    pub full: T,
+    pub busy: T,
 }
 
-impl Statistics {
-    pub fn get(&self, metric: Metric) -> &Summary {
+impl<T> PerMetric<T> {
+    pub fn get(&self, metric: Metric) -> &T {
         match metric {
             Metric::Lateness => &self.lateness,
             Metric::Actual => &self.actual,
@@ -201,6 +182,12 @@ impl Statistics {
         }
     }
 }
+
+/// Exact statistics of every metric.
+pub type Statistics = PerMetric<Summary>;
+
+/// Base64 V2-deflate HdrHistograms (`histogram.rs`), one per metric.
+pub type Histograms = PerMetric<String>;
 
 /// Is sample `i` of this unit part of the measurement (not warm-up)?
 pub fn is_measured(report: &WorkerReport, u: &UnitSamples, i: usize) -> bool {
