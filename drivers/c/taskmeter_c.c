@@ -1,5 +1,5 @@
 /* taskmeter C driver, runtime id "c-thread": one POSIX thread per unit.
- * Implements worker protocol v1 (protocol/README.md): plan on stdin, NDJSON on stdout.
+ * Implements worker protocol v2 (protocol/README.md): plan on stdin, NDJSON on stdout.
  * Build: cc -O2 -std=gnu11 -pthread -o taskmeter-c taskmeter_c.c   (libc + pthreads only) */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -15,12 +15,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #define RUNTIME "c-thread"
 #define MAX_PLAN (1u << 20)   /* bytes in the plan line */
 #define MAX_DEPTH 64          /* JSON nesting; bounds the parser's recursion */
+#define SAMPLE_BUDGET (1u << 22)   /* samples reserved up front, shared by all units (192 MiB) */
 
 /* ---------- output helpers ---------- */
 
@@ -249,8 +251,12 @@ static void free_kids(jv *v) {
 
 /* ---------- plan ---------- */
 
-enum { FIXED, BY_UNIT, MODULO };
-static struct { uint64_t units, duration, warmup, ns, m, iters; int kind; bool absolute, yield; } P;
+enum { FIXED, BY_UNIT, MODULO, NONE };
+static struct {
+    uint64_t units, classes, start_limit, duration, warmup, ns, m, iters;
+    int kind;
+    bool atomic_sum, absolute, yield;
+} P;
 
 static const jv *field(const jv *obj, const char *pre, const char *name) {
     const jv *found = NULL;
@@ -284,13 +290,17 @@ static bool is(const jv *s, const char *word) { return s->n == strlen(word) && !
 static void load_plan(const jv *root) {
     if (root->type != J_OBJ) refuse("the plan must be a JSON object");
     const jv *pv = get_typed(root, "", "protocol", J_NUM, "an integer");
-    if (!pv->is_int || pv->neg || pv->ovf || pv->u != 1)
-        refuse("unsupported protocol version %.*s (this worker speaks 1)", (int)(pv->n > 40 ? 40 : pv->n), pv->lex);
+    if (!pv->is_int || pv->neg || pv->ovf || pv->u != 2)
+        refuse("unsupported protocol version %.*s (this worker speaks 2)", (int)(pv->n > 40 ? 40 : pv->n), pv->lex);
     const jv *s = get_typed(root, "", "experiment", J_STR, "a string");
-    if (!is(s, "sleep")) refuse("unknown experiment \"%.*s\" (this worker runs \"sleep\")", QUOTE(s));
+    if (is(s, "atomic-sum")) P.atomic_sum = true;
+    else if (!is(s, "sleep")) refuse("unknown experiment \"%.*s\" (this worker runs \"sleep\" and \"atomic-sum\")", QUOTE(s));
     s = get_typed(root, "", "runtime", J_STR, "a string");
     if (!is(s, RUNTIME)) refuse("runtime \"%.*s\" is not served by this driver (" RUNTIME ")", QUOTE(s));
     P.units = get_uint(root, "", "units", 1);
+    P.classes = get_uint(root, "", "priority_classes", 1);
+    if (P.classes > 2) refuse("priority_classes must be 1 or 2 (got %" PRIu64 ")", P.classes);
+    P.start_limit = get_uint(root, "", "start_limit_ns", 1);
     P.duration = get_uint(root, "", "duration_ns", 1);
     P.warmup = get_uint(root, "", "warmup_ns", 0);
     const jv *sl = get_typed(root, "", "sleep", J_OBJ, "an object");
@@ -302,9 +312,10 @@ static void load_plan(const jv *root) {
     if (is(s, "fixed")) P.kind = FIXED;
     else if (is(s, "by-unit")) P.kind = BY_UNIT;
     else if (is(s, "modulo")) P.kind = MODULO;
+    else if (is(s, "none")) P.kind = NONE;
     else refuse("unknown schedule kind \"%.*s\"", QUOTE(s));
     if (P.kind == MODULO) P.m = get_uint(sc, "sleep.schedule.", "m", 1);
-    P.ns = get_uint(sc, "sleep.schedule.", "ns", 0);
+    if (P.kind != NONE) P.ns = get_uint(sc, "sleep.schedule.", "ns", 0);
     const jv *b = get_typed(root, "", "busy", J_OBJ, "an object");
     P.iters = get_uint(b, "busy.", "iters", 0);
     P.yield = get_typed(b, "busy.", "yield", J_BOOL, "true or false")->b;
@@ -316,7 +327,7 @@ static void load_plan(const jv *root) {
     if (__builtin_mul_overflow(mult, P.ns, &longest) || longest > INT64_MAX)
         refuse("the longest sleep of the schedule must be below 2^63 ns");
     /* With a zero period the absolute deadline never moves and the missed-period rule never ends. */
-    if (P.absolute && P.ns == 0)
+    if (P.absolute && P.kind != NONE && P.ns == 0)
         refuse("sleep.schedule.ns must be >= 1 in absolute mode (a zero period never advances)");
 }
 
@@ -346,14 +357,16 @@ static char *read_plan(size_t *len) {
 typedef struct { uint64_t expected, start, busy_end, intended, wake, missed; } sample;
 typedef struct {
     pthread_t thread;
-    uint64_t id, origin, busy_result;
+    uint64_t id, origin, busy_result, n, n_meas;   /* n, n_meas: the loop's iteration counts */
+    int klass;
     bool busy_ran, out_of_memory;
     sample *s;
-    size_t n, cap;
+    size_t len, cap;
 } unit;
 
-static uint64_t end_ns;
+static uint64_t measure_start_ns, end_ns;
 static atomic_bool stop_requested, interrupted, aborted;
+static _Atomic uint64_t counter;   /* atomic-sum: one counter shared by every unit */
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -369,7 +382,8 @@ static uint64_t expected(uint64_t u, uint64_t k) {
     switch (P.kind) {
     case FIXED: return P.ns;
     case BY_UNIT: return u * P.ns;
-    default: return (k % P.m + 1) * P.ns;
+    case MODULO: return (k % P.m + 1) * P.ns;
+    default: return 0;   /* NONE: no sleep */
     }
 }
 
@@ -398,9 +412,120 @@ static void sleep_until(uint64_t deadline) {
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
 }
 
+/* ---------- priority classes ---------- */
+
+/* The worker's own scheduling, read once at startup; units inherit it, and class 1 lowers it. */
+static struct { int policy, nice, rt; bool realtime; const char *name; } S;
+static atomic_flag priority_failed = ATOMIC_FLAG_INIT;
+static char priority_error[256];
+
+static int class_nice(int c) { return c == 0 ? S.nice : S.nice + 10 > 19 ? 19 : S.nice + 10; }
+static int class_rt(int c) { return c == 0 ? S.rt : S.rt - 1 < 1 ? 1 : S.rt - 1; }
+
+static const char *policy_name(long policy) {
+    switch (policy) {
+    case SCHED_OTHER: return "SCHED_OTHER";
+    case SCHED_BATCH: return "SCHED_BATCH";
+    case SCHED_IDLE: return "SCHED_IDLE";
+    case SCHED_FIFO: return "SCHED_FIFO";
+    case SCHED_RR: return "SCHED_RR";
+    default: return NULL;
+    }
+}
+
+static void read_scheduling(void) {
+    struct sched_param sp;
+    S.policy = sched_getscheduler(0);
+    if (S.policy < 0 || sched_getparam(0, &sp)) fail(1, "cannot read the scheduling policy: %s", strerror(errno));
+    S.policy &= ~SCHED_RESET_ON_FORK;
+    S.rt = sp.sched_priority;
+    errno = 0;
+    S.nice = getpriority(PRIO_PROCESS, 0);   /* on Linux: the calling thread's nice */
+    if (S.nice == -1 && errno) fail(1, "cannot read the nice value: %s", strerror(errno));
+    S.name = policy_name(S.policy);
+    S.realtime = S.policy == SCHED_FIFO || S.policy == SCHED_RR;
+}
+
+/* Fields 19 (nice), 40 (rt_priority) and 41 (policy) of /proc/thread-self/stat: what the kernel
+   really applies to this thread. Fields start after the ')' that closes the command name. */
+static bool read_thread_stat(long *nice, long *rt, long *policy) {
+    char buf[1024];
+    FILE *f = fopen("/proc/thread-self/stat", "r");
+    if (!f) return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    if (!p) return false;
+    long v[42] = { 0 };
+    int field = 2;   /* the ')' ends field 2 */
+    for (p++; *p && field < 41;) {
+        char *endp;
+        long x = strtol(p, &endp, 10);
+        field++;
+        if (endp == p) { while (*p == ' ') p++; while (*p && *p != ' ') p++; }   /* the state letter */
+        else { v[field] = x; p = endp; }
+    }
+    if (field < 41) return false;
+    *nice = v[19]; *rt = v[40]; *policy = v[41];
+    return true;
+}
+
+static bool priority_fails(uint64_t id, int c, const char *fmt, ...) {
+    if (!atomic_flag_test_and_set(&priority_failed)) {
+        va_list ap;
+        int n = snprintf(priority_error, sizeof priority_error, "unit %" PRIu64 " (class %d): ", id, c);
+        va_start(ap, fmt);
+        vsnprintf(priority_error + n, sizeof priority_error - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    atomic_store(&aborted, true);   /* a run whose classes are wrong measures nothing: stop all */
+    return false;
+}
+
+static bool priority_is(uint64_t id, int c, const char *source, long nice, long rt, long policy) {
+    if (policy != S.policy) {
+        char other[32];
+        const char *name = policy_name(policy);
+        if (!name) snprintf(other, sizeof other, "policy %ld", policy), name = other;
+        return priority_fails(id, c, "%s: the thread runs under %s, expected %s", source, name, S.name);
+    }
+    if (S.realtime && rt != class_rt(c)) return priority_fails(id, c, "%s: rt_priority %ld, expected %d", source, rt, class_rt(c));
+    if (!S.realtime && nice != class_nice(c)) return priority_fails(id, c, "%s: nice %ld, expected %d", source, nice, class_nice(c));
+    return true;
+}
+
+/* Run by the unit on its own thread, before its origin: class 0 keeps the inherited priority,
+   class 1 lowers it. Then every unit reads its thread's values back from the kernel; the first
+   unit of each class also reads /proc, which shows what the scheduler applies (the other units
+   skip it: it would double the ~50 us that starting a thread costs here). */
+static bool apply_priority(uint64_t id, int c) {
+    if (c == 1 && S.realtime) {
+        struct sched_param sp = { .sched_priority = class_rt(c) };
+        int rc = pthread_setschedparam(pthread_self(), S.policy, &sp);
+        if (rc) return priority_fails(id, c, "pthread_setschedparam(%s, %d): %s", S.name, class_rt(c), strerror(rc));
+    } else if (c == 1 && setpriority(PRIO_PROCESS, (id_t)gettid(), class_nice(c)))
+        return priority_fails(id, c, "setpriority(PRIO_PROCESS, gettid(), %d): %s", class_nice(c), strerror(errno));
+    struct sched_param sp;
+    long nice, rt, policy;
+    errno = 0;
+    nice = getpriority(PRIO_PROCESS, (id_t)gettid());   /* 0 would do as well: Linux's nice is per thread */
+    if (nice == -1 && errno) return priority_fails(id, c, "getpriority: %s", strerror(errno));
+    if ((policy = sched_getscheduler(0)) < 0 || sched_getparam(0, &sp))   /* 0: the calling thread */
+        return priority_fails(id, c, "sched_getscheduler: %s", strerror(errno));
+    if (!priority_is(id, c, "getpriority/sched_getparam", nice, sp.sched_priority, policy & ~SCHED_RESET_ON_FORK))
+        return false;
+    if (id > 2) return true;
+    if (!read_thread_stat(&nice, &rt, &policy)) return priority_fails(id, c, "cannot read /proc/thread-self/stat");
+    return priority_is(id, c, "/proc/thread-self/stat", nice, rt, policy);
+}
+
+/* ---------- the units ---------- */
+
 /* The work loop of the protocol README, line for line. */
 static void *run_unit(void *arg) {
     unit *un = arg;
+    if (P.classes == 2 && !apply_priority(un->id, un->klass)) return NULL;
     uint64_t origin = un->origin = now_ns(), k = 0, next = origin + expected(un->id, 0);
     for (;;) {
         uint64_t t0 = now_ns();
@@ -412,24 +537,30 @@ static void *run_unit(void *arg) {
             un->busy_ran = true;
             t1 = now_ns();
         }
-        uint64_t e = expected(un->id, k), intended;
-        if (P.absolute) { intended = next; sleep_until(next); }
-        else { intended = t1 + e; sleep_for(e); }
-        uint64_t t2 = now_ns();
-        if (un->n == un->cap) {   /* memory only, never I/O, while measuring */
-            sample *s = realloc(un->s, 2 * un->cap * sizeof *s);
-            if (!s) { un->out_of_memory = true; atomic_store(&aborted, true); break; }
-            un->s = s;
-            un->cap *= 2;
+        if (P.kind == NONE) {
+            sched_yield();   /* the same yield as busy.yield; nothing is recorded */
+        } else {
+            uint64_t e = expected(un->id, k), intended, m = 0;
+            if (P.absolute) { intended = next; sleep_until(next); }
+            else { intended = t1 + e; sleep_for(e); }
+            uint64_t t2 = now_ns();
+            k++;
+            if (P.absolute) {   /* skipped periods are stored with the sample that overran */
+                next += expected(un->id, k);
+                while (t2 > next) { m++; k++; next += expected(un->id, k); }
+            }
+            if (un->len == un->cap) {   /* memory only, never I/O, while measuring */
+                size_t cap = un->cap ? 2 * un->cap : 64;
+                sample *s = realloc(un->s, cap * sizeof *s);
+                if (!s) { un->out_of_memory = true; atomic_store(&aborted, true); break; }
+                un->s = s;
+                un->cap = cap;
+            }
+            un->s[un->len++] = (sample){ e, t0, t1, intended, t2, m };
         }
-        un->s[un->n++] = (sample){ e, t0, t1, intended, t2, 0 };
-        k++;
-        if (P.absolute) {   /* skipped periods are stored with the sample that overran */
-            uint64_t m = 0;
-            next += expected(un->id, k);
-            while (t2 > next) { m++; k++; next += expected(un->id, k); }
-            un->s[un->n - 1].missed = m;
-        }
+        if (P.atomic_sum) atomic_fetch_add(&counter, 1);   /* seq_cst */
+        un->n++;
+        if (t0 >= measure_start_ns) un->n_meas++;
     }
     return NULL;
 }
@@ -447,14 +578,33 @@ static void *watch_stdin(void *arg) {
     return NULL;
 }
 
-/* Room for the whole run (capped), touched now so that measuring neither allocates nor page-faults. */
-static size_t initial_capacity(uint64_t u) {
-    uint64_t shortest = P.kind == BY_UNIT ? u * P.ns : P.ns, cap = ((uint64_t)1 << 22) / P.units;
+/* Samples reserved (and touched) before the run, so that measuring rarely allocates or
+   page-faults: room for the whole run, but at most SAMPLE_BUDGET / units per unit, so the total
+   stays bounded however many units are asked for; a unit that needs more grows its array. */
+static size_t initial_capacity(uint64_t u, uint64_t units) {
+    if (P.kind == NONE) return 0;
+    uint64_t shortest = P.kind == BY_UNIT ? u * P.ns : P.ns, cap = SAMPLE_BUDGET / units;
     if (shortest < 1000) shortest = 1000;
     uint64_t estimate = (P.warmup + P.duration) / shortest + 2;
     if (cap > (1u << 16)) cap = 1u << 16;
-    if (cap < 64) cap = 64;
     return (size_t)(estimate < cap ? estimate : cap);
+}
+
+/* No process can have more threads than kernel.pid_max (at most 2^22 on Linux), so units
+   beyond it are never prepared: the unit table stays bounded for any plan. */
+static uint64_t pid_max(void) {
+    unsigned long long v = 0;
+    FILE *f = fopen("/proc/sys/kernel/pid_max", "r");
+    if (f) { if (fscanf(f, "%llu", &v) != 1) v = 0; fclose(f); }
+    return v ? v : 1u << 22;
+}
+
+static const char *duration_text(uint64_t ns, char *buf, size_t size) {
+    static const struct { uint64_t div; const char *unit; } u[] = { { 1000000000, "s" }, { 1000000, "ms" }, { 1000, "us" }, { 1, "ns" } };
+    size_t i = 0;
+    while (ns % u[i].div) i++;
+    snprintf(buf, size, "%" PRIu64 " %s", ns / u[i].div, u[i].unit);
+    return buf;
 }
 
 static void put_u64(uint64_t v) {
@@ -466,7 +616,7 @@ static void put_u64(uint64_t v) {
 
 static void put_column(const unit *un, const char *name, size_t offset) {
     printf(",\"%s\":[", name);
-    for (size_t i = 0; i < un->n; i++) {
+    for (size_t i = 0; i < un->len; i++) {
         if (i) putchar(',');
         put_u64(*(const uint64_t *)((const char *)&un->s[i] + offset));
     }
@@ -479,6 +629,7 @@ int main(void) {
 
     size_t len;
     char *line = read_plan(&len);
+    uint64_t plan_read = now_ns();   /* start_limit_ns counts from here */
     parser ps = { .p = line, .beg = line, .end = line + len };
     jv root = { 0 };
     bool ok = parse_value(&ps, &root);
@@ -489,19 +640,47 @@ int main(void) {
     free_kids(&root);
     free(line);
 
-    unit *units = xcalloc((size_t)P.units, sizeof *units);
-    for (uint64_t i = 0; i < P.units; i++) {
-        units[i].id = i + 1;
-        units[i].cap = initial_capacity(i + 1);
-        units[i].s = xcalloc(units[i].cap, sizeof(sample));
-        memset(units[i].s, 0xff, units[i].cap * sizeof(sample));
+    char priority[256] = "none";
+    if (P.classes == 2) {
+        read_scheduling();
+        if (!S.name) fail(1, "scheduling policy %d has no priority for threads that this driver can set", S.policy);
+        if (S.realtime)
+            snprintf(priority, sizeof priority, "rt-priority: high %d, low %d (%s; pthread_setschedparam on "
+                     "the low units' threads, read back)", class_rt(0), class_rt(1), S.name);
+        else
+            snprintf(priority, sizeof priority, "nice: high %d, low %d (%s; setpriority on the low units' "
+                     "threads, read back)", class_nice(0), class_nice(1), S.name);
     }
+
+    /* Prepare the units that can exist; a memory failure for unit u > 1 ends the start there. */
+    char start_error[256] = "";
+    uint64_t table = P.units < pid_max() ? P.units : pid_max(), ready = table;
+    unit *units = xcalloc((size_t)table, sizeof *units);
+    for (uint64_t i = 0; i < table; i++) {
+        unit *un = &units[i];
+        un->id = i + 1;
+        un->klass = (int)(i % P.classes);
+        if (!(un->cap = initial_capacity(i + 1, table))) continue;
+        if (!(un->s = malloc(un->cap * sizeof(sample)))) {
+            if (i == 0) fail(1, "cannot reserve %zu samples for unit 1: %s", un->cap, strerror(errno));
+            snprintf(start_error, sizeof start_error, "cannot reserve %zu samples for unit %" PRIu64 ": %s",
+                     un->cap, i + 1, strerror(errno));
+            ready = i;
+            break;
+        }
+        memset(un->s, 0xff, un->cap * sizeof(sample));
+    }
+    if (ready == table && table < P.units)
+        snprintf(start_error, sizeof start_error, "unit %" PRIu64 ": no more than kernel.pid_max = %" PRIu64
+                 " threads can exist", table + 1, table);
 
     char version[64];
     snprintf(version, sizeof version, "glibc %s", gnu_get_libc_version());
-    fputs("{\"type\":\"hello\",\"protocol\":1,\"runtime\":\"" RUNTIME "\",\"runtime_version\":", stdout);
+    fputs("{\"type\":\"hello\",\"protocol\":2,\"runtime\":\"" RUNTIME "\",\"runtime_version\":", stdout);
     put_jstr(version, strlen(version));
-    printf(",\"clock\":\"CLOCK_MONOTONIC\",\"pid\":%ld}\n", (long)getpid());
+    printf(",\"clock\":\"CLOCK_MONOTONIC\",\"pid\":%ld,\"priority\":", (long)getpid());
+    put_jstr(priority, strlen(priority));
+    fputs("}\n", stdout);
     fflush(stdout);
 
     pthread_t watcher;
@@ -512,29 +691,45 @@ int main(void) {
     pthread_attr_destroy(&detached);
     if (rc) fail(1, "cannot start the stdin watcher thread: %s", strerror(rc));
 
-    uint64_t run_start = now_ns(), measure_start = run_start + P.warmup;
-    end_ns = measure_start + P.duration;
-    for (uint64_t i = 0; i < P.units; i++) {
-        if ((rc = pthread_create(&units[i].thread, NULL, run_unit, &units[i]))) {
-            atomic_store(&aborted, true);
-            for (uint64_t j = 0; j < i; j++) pthread_join(units[j].thread, NULL);
-            fail(1, "cannot start the thread of unit %" PRIu64 ": %s", i + 1, strerror(rc));
+    /* Start units in order with the default attributes (default stack: its cost is part of
+       what a thread costs); before unit u > 1, stop at the start limit or the first failure. */
+    uint64_t run_start = now_ns(), started = 0;
+    measure_start_ns = run_start + P.warmup;
+    end_ns = measure_start_ns + P.duration;
+    for (; started < P.units; started++) {
+        if (started > 0) {
+            char d[32];
+            if (now_ns() - plan_read >= P.start_limit) {
+                snprintf(start_error, sizeof start_error, "start limit of %s reached after %" PRIu64 " unit%s",
+                         duration_text(P.start_limit, d, sizeof d), started, started == 1 ? "" : "s");
+                break;
+            }
+            if (started == ready) break;   /* start_error already says why */
+            if (atomic_load(&aborted)) break;   /* a unit failed: the run ends in an error line */
+        }
+        if ((rc = pthread_create(&units[started].thread, NULL, run_unit, &units[started]))) {
+            if (started == 0) fail(1, "pthread_create for unit 1: %s", strerror(rc));
+            snprintf(start_error, sizeof start_error, "pthread_create for unit %" PRIu64 ": %s", started + 1, strerror(rc));
+            break;
         }
     }
-    for (uint64_t i = 0; i < P.units; i++) pthread_join(units[i].thread, NULL);
+    for (uint64_t i = 0; i < started; i++) pthread_join(units[i].thread, NULL);
 
-    uint64_t samples = 0, missed = 0, result = 0;
+    if (atomic_flag_test_and_set(&priority_failed)) fail(1, "cannot apply the priority class of %s", priority_error);
+    uint64_t samples = 0, missed = 0, iterations = 0, result = 0;
     bool have_result = false;
-    for (uint64_t i = 0; i < P.units; i++) {
+    for (uint64_t i = 0; i < started; i++) {
         if (units[i].out_of_memory)
             fail(1, "cannot store the samples of unit %" PRIu64 ": %s", i + 1, strerror(ENOMEM));
         if (units[i].busy_ran && !have_result) { result = units[i].busy_result; have_result = true; }
     }
     if (!have_result) result = busy(P.iters, false);   /* no unit got to run its busy phase */
 
-    for (uint64_t i = 0; i < P.units; i++) {
+    for (uint64_t i = 0; i < started; i++) {
         const unit *un = &units[i];
-        printf("{\"type\":\"unit\",\"unit\":%" PRIu64 ",\"origin_ns\":%" PRIu64, un->id, un->origin);
+        printf("{\"type\":\"unit\",\"unit\":%" PRIu64 ",\"class\":%d,\"origin_ns\":%" PRIu64
+               ",\"iterations\":%" PRIu64 ",\"measured_iterations\":%" PRIu64,
+               un->id, un->klass, un->origin, un->n, un->n_meas);
         put_column(un, "expected_ns", offsetof(sample, expected));
         put_column(un, "start_ns", offsetof(sample, start));
         put_column(un, "busy_end_ns", offsetof(sample, busy_end));
@@ -542,16 +737,25 @@ int main(void) {
         put_column(un, "wake_ns", offsetof(sample, wake));
         put_column(un, "missed", offsetof(sample, missed));
         fputs("}\n", stdout);
-        samples += un->n;
-        for (size_t j = 0; j < un->n; j++) missed += un->s[j].missed;
-        free(un->s);
+        samples += un->len;
+        iterations += un->n;
+        for (size_t j = 0; j < un->len; j++) missed += un->s[j].missed;
     }
+    for (uint64_t i = 0; i < table; i++) free(units[i].s);
     free(units);
     printf("{\"type\":\"done\",\"run_start_ns\":%" PRIu64 ",\"measure_start_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64
            ",\"units\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"missed\":%" PRIu64
-           ",\"interrupted\":%s,\"busy_result\":\"%" PRIu64 "\"}\n",
-           run_start, measure_start, end_ns, P.units, samples, missed,
+           ",\"interrupted\":%s,\"busy_result\":\"%" PRIu64 "\"",
+           run_start, measure_start_ns, end_ns, started, samples, missed,
            atomic_load(&interrupted) ? "true" : "false", result);
+    if (started < P.units) { fputs(",\"start_error\":", stdout); put_jstr(start_error, strlen(start_error)); }
+    if (P.atomic_sum) {
+        uint64_t sum = atomic_load(&counter);
+        if (sum != iterations)   /* cannot happen with a real atomic; say so loudly if it does */
+            fprintf(stderr, "taskmeter-c: atomic_sum %" PRIu64 " != sum of iterations %" PRIu64 "\n", sum, iterations);
+        printf(",\"atomic_sum\":%" PRIu64, sum);
+    }
+    fputs("}\n", stdout);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "taskmeter-c: cannot write the results: %s\n", strerror(errno));
         return 1;

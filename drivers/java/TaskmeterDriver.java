@@ -1,28 +1,31 @@
 /*
  * taskmeter Java driver, runtime ids "java-thread" (one platform thread per unit) and
- * "java-virtual" (one virtual thread per unit). Implements worker protocol v1
+ * "java-virtual" (one virtual thread per unit). Implements worker protocol v2
  * (protocol/README.md): the plan as one JSON line on stdin, NDJSON on stdout.
  * Build and run: javac -d classes TaskmeterDriver.java && java -cp classes TaskmeterDriver
  * Standard library only (JDK 21 or newer, for virtual threads).
  */
 
-import java.io.BufferedOutputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.FileDescriptor;
 import java.io.FileInputStream;
 import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
+import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Collectors;
+import javax.management.ObjectName;
 
 public final class TaskmeterDriver {
     private static final String THREAD = "java-thread";
@@ -30,11 +33,17 @@ public final class TaskmeterDriver {
     private static final int MAX_PLAN = 1 << 20;           // bytes in the plan line
     private static final int MAX_DEPTH = 64;               // JSON nesting; bounds the parser's recursion
     private static final int MAX_ARRAY = Integer.MAX_VALUE - 8;
+    /* Samples reserved up front, all units together, at most (as the Rust worker): 4 Mi samples of 48 bytes. */
+    private static final long RESERVE_BUDGET = 4L << 20;
+    private static final int NICE_UNREAD = Integer.MIN_VALUE;
 
     /* Set by the stdin watcher, the units and the main thread; read by every unit once per iteration. */
     private static volatile boolean stopRequested;
     private static volatile boolean interrupted;
     private static volatile boolean aborted;
+
+    /* The counter of "atomic-sum", shared by every unit (AtomicLong: sequentially consistent). */
+    private static final AtomicLong COUNTER = new AtomicLong();
 
     private TaskmeterDriver() {}
 
@@ -79,19 +88,17 @@ public final class TaskmeterDriver {
     private static int run(Out out) throws Failure, IOException {
         FileInputStream in = new FileInputStream(FileDescriptor.in);   // unbuffered, unlike System.in
         byte[] line = readPlan(in);
+        long planRead = System.nanoTime();   // start_limit_ns counts from here
         Plan plan = Plan.load(JsonParser.parse(line));
 
-        Unit[] units;
-        try {
-            units = new Unit[plan.units()];
-            for (int i = 0; i < units.length; i++) units[i] = new Unit(plan, i + 1);
-        } catch (OutOfMemoryError e) {
-            throw new Failure(1, "cannot allocate the sample arrays of " + plan.units() + " units: " + e.getMessage());
-        }
+        logToStderr();
+        Thread.Builder builder = plan.virtual() ? Thread.ofVirtual() : Thread.ofPlatform();
+        Priority priority = prime(builder, plan);
 
-        out.ascii("{\"type\":\"hello\",\"protocol\":1,\"runtime\":").string(plan.runtime())
+        out.ascii("{\"type\":\"hello\",\"protocol\":2,\"runtime\":").string(plan.runtime())
             .ascii(",\"runtime_version\":").string(runtimeVersion())
-            .ascii(",\"clock\":\"CLOCK_MONOTONIC\",\"pid\":").u64(ProcessHandle.current().pid()).ascii("}\n");
+            .ascii(",\"clock\":\"CLOCK_MONOTONIC\",\"pid\":").u64(ProcessHandle.current().pid())
+            .ascii(",\"priority\":").string(priority.describe()).ascii("}\n");
         out.flush();
 
         // End of file (or an error) on stdin after the plan means: stop early.
@@ -107,27 +114,32 @@ public final class TaskmeterDriver {
             stopRequested = true;
         });
 
-        prime(plan.virtual() ? Thread.ofVirtual() : Thread.ofPlatform());
-        Thread.Builder builder = plan.virtual() ? Thread.ofVirtual().name("unit-", 1) : Thread.ofPlatform().name("unit-", 1);
-
+        Reserve reserve = Reserve.of(plan);
         long runStart = System.nanoTime();
         long measureStart = runStart + plan.warmup();
         long end = measureStart + plan.duration();   // below 2^64: compared unsigned
-        Thread[] threads = new Thread[units.length];
-        for (int i = 0; i < units.length; i++) {
-            units[i].end = end;
+        List<Unit> units = new ArrayList<>();
+        String[] startError = {null};
+        Runnable starter = () -> {
             try {
-                threads[i] = builder.start(units[i]);
-            } catch (Throwable t) {   // e.g. OutOfMemoryError: unable to create native thread
-                aborted = true;
-                for (int j = 0; j < i; j++) joinUninterruptibly(threads[j]);
-                throw new Failure(1, "cannot start the thread of unit " + (i + 1) + ": " + t);
+                startError[0] = startUnits(builder, plan, planRead, measureStart, end, priority.apply(), reserve, units);
+            } catch (Throwable t) {   // not expected: startUnit catches what starting a unit throws
+                startError[0] = "starting unit " + (units.size() + 1) + " failed: " + t;
             }
-        }
-        for (Thread t : threads) joinUninterruptibly(t);
+        };
+        // Virtual threads started by a platform thread go to the pool's external submission queue,
+        // which its carriers leave alone while their own queues have work: with the schedule none
+        // (units that only yield) 8 of 10 units started by main never ran. Started by a virtual
+        // thread, they go to a carrier's own queue, in turn with the units already there.
+        if (plan.virtual()) joinUninterruptibly(Thread.ofVirtual().name("starter").start(starter));
+        else starter.run();
+        if (units.isEmpty()) throw new Failure(1, startError[0]);   // unit 1 could not be started
+        for (Unit u : units) joinUninterruptibly(u.thread);
 
         long result = 0;
         boolean haveResult = false;
+        int otherNice = 0;
+        Unit firstOther = null;
         for (Unit u : units) {
             if (u.failure != null) {
                 String what = u.failure instanceof OutOfMemoryError ? "cannot store the samples of unit " : "unit failed: ";
@@ -137,45 +149,178 @@ public final class TaskmeterDriver {
                 result = u.busyResult;
                 haveResult = true;
             }
+            if (priority.apply() && u.nice != priority.niceOf(u.cls)) {
+                otherNice++;
+                if (firstOther == null) firstOther = u;
+            }
         }
         if (!haveResult) result = busy(plan.iters(), false);   // no unit got to run its busy phase
+        if (firstOther != null) {
+            System.err.println("taskmeter-java: " + otherNice + " units did not get the nice value the probe saw, e.g. unit "
+                + firstOther.id + " (class " + firstOther.cls + "): nice " + niceText(firstOther.nice) + ", probe "
+                + niceText(priority.niceOf(firstOther.cls)));
+        }
 
         long samples = 0, missed = 0;
-        for (int i = 0; i < units.length; i++) {
-            Unit u = units[i];
-            units[i] = null;   // each unit's samples can be collected once written
-            out.ascii("{\"type\":\"unit\",\"unit\":").u64(u.id).ascii(",\"origin_ns\":").u64(u.origin);
-            out.column("expected_ns", u.expected, u.n).column("start_ns", u.start, u.n)
-                .column("busy_end_ns", u.busyEnd, u.n).column("intended_ns", u.intended, u.n)
-                .column("wake_ns", u.wake, u.n).column("missed", u.missed, u.n).ascii("}\n");
-            samples += u.n;
-            for (int j = 0; j < u.n; j++) missed += u.missed[j];
+        for (int i = 0; i < units.size(); i++) {
+            Unit u = units.set(i, null);   // each unit's own arrays can be collected once written
+            int from = u.base, to = u.pos;
+            out.ascii("{\"type\":\"unit\",\"unit\":").u64(u.id).ascii(",\"class\":").u64(u.cls)
+                .ascii(",\"origin_ns\":").u64(u.origin).ascii(",\"iterations\":").u64(u.iterations)
+                .ascii(",\"measured_iterations\":").u64(u.measured);
+            out.column("expected_ns", u.expected, from, to).column("start_ns", u.start, from, to)
+                .column("busy_end_ns", u.busyEnd, from, to).column("intended_ns", u.intended, from, to)
+                .column("wake_ns", u.wake, from, to).column("missed", u.missed, from, to).ascii("}\n");
+            samples += to - from;
+            for (int j = from; j < to; j++) missed += u.missed[j];
         }
         out.ascii("{\"type\":\"done\",\"run_start_ns\":").u64(runStart)
             .ascii(",\"measure_start_ns\":").u64(measureStart).ascii(",\"end_ns\":").u64(end)
-            .ascii(",\"units\":").u64(plan.units()).ascii(",\"samples\":").u64(samples)
+            .ascii(",\"units\":").u64(units.size()).ascii(",\"samples\":").u64(samples)
             .ascii(",\"missed\":").u64(missed).ascii(",\"interrupted\":").ascii(interrupted ? "true" : "false")
-            .ascii(",\"busy_result\":\"").u64(result).ascii("\"}\n");
-        out.flush();
+            .ascii(",\"busy_result\":\"").u64(result).ascii("\"");
+        if (startError[0] != null) out.ascii(",\"start_error\":").string(startError[0]);
+        if (plan.atomic()) out.ascii(",\"atomic_sum\":").u64(COUNTER.get());
+        out.ascii("}\n").flush();
         return 0;
+    }
+
+    /*
+     * Starts units 1, 2, ... in order, each running at once, and adds them to units; the reason
+     * why the rest was not started, or null. Before unit u > 1 it checks the start limit, counted
+     * from when the plan was read. Unit 1 that cannot be started leaves units empty.
+     */
+    private static String startUnits(Thread.Builder builder, Plan plan, long planRead, long measureStart, long end,
+                                     boolean applyPriority, Reserve reserve, List<Unit> units) {
+        // Ids are unsigned, and the loop ends long before 2^63.
+        for (long id = 1; Long.compareUnsigned(id, plan.units()) <= 0; id++) {
+            if (id > 1 && Long.compareUnsigned(System.nanoTime() - planRead, plan.startLimit()) >= 0)
+                return "start limit of " + durationSpec(plan.startLimit()) + " reached after " + (id - 1) + " units";
+            String failed = startUnit(builder, plan, id, measureStart, end, applyPriority, reserve, units);
+            if (failed != null) return failed;
+        }
+        return null;
+    }
+
+    /*
+     * Adds the unit and starts its thread; on failure, the reason (the unit is not added). The
+     * unit's sample storage is taken here, before its thread exists. A platform thread
+     * the OS refuses (pthread_create EAGAIN: kernel.pid_max, threads-max, ulimit -u) is an
+     * OutOfMemoryError "unable to create native thread"; heap exhaustion is one too.
+     */
+    private static String startUnit(Thread.Builder builder, Plan plan, long id, long measureStart, long end,
+                                    boolean applyPriority, Reserve reserve, List<Unit> units) {
+        Unit unit;
+        try {
+            unit = new Unit(plan, id, measureStart, end, applyPriority);
+            unit.allocate(reserve);
+            units.add(unit);
+        } catch (OutOfMemoryError e) {
+            return "could not allocate the samples of unit " + id + ": " + e;
+        }
+        try {
+            unit.thread = builder.name("unit-" + unit.id).start(unit);
+            return null;
+        } catch (Throwable t) {
+            units.remove(units.size() - 1);
+            return "could not start the thread of unit " + unit.id + ": " + t;
+        }
+    }
+
+    /*
+     * HotSpot's unified logging writes its warnings to stdout, which belongs to the protocol. The
+     * one that matters is printed when the OS refuses a thread ("[warning][os,thread] Failed to
+     * start thread ... pthread_create failed (EAGAIN)"), i.e. on every partial start of
+     * java-thread. The JVM's options are the orchestrator's, so the driver moves the log itself,
+     * with the VM.log diagnostic command: the same as -Xlog:all=warning:stderr -Xlog:all=off:stdout.
+     * It costs about 0.2 s of JVM start-up (the platform MBean server), before run_start.
+     */
+    private static void logToStderr() {
+        try {
+            var server = ManagementFactory.getPlatformMBeanServer();
+            var name = new ObjectName("com.sun.management:type=DiagnosticCommand");
+            String[] signature = {String[].class.getName()};
+            server.invoke(name, "vmLog", new Object[] {new String[] {"output=stderr", "what=all=warning", "decorators=uptime,level,tags"}}, signature);
+            server.invoke(name, "vmLog", new Object[] {new String[] {"output=stdout", "what=all=off"}}, signature);
+        } catch (Exception | LinkageError e) {
+            System.err.println("taskmeter-java: cannot move the JVM's log from stdout to stderr: " + e);
+        }
+    }
+
+    /** As the orchestrator writes durations: "10s", "250ms", "7ns". */
+    private static String durationSpec(long ns) {
+        if (ns != 0 && Long.remainderUnsigned(ns, 1_000_000_000) == 0) return Long.divideUnsigned(ns, 1_000_000_000) + "s";
+        if (ns != 0 && Long.remainderUnsigned(ns, 1_000_000) == 0) return Long.divideUnsigned(ns, 1_000_000) + "ms";
+        if (ns != 0 && Long.remainderUnsigned(ns, 1_000) == 0) return Long.divideUnsigned(ns, 1_000) + "us";
+        return Long.toUnsignedString(ns) + "ns";
     }
 
     /*
      * Start, sleep, yield and join one throw-away thread of the runtime before run_start, so the
      * first unit does not pay for loading and starting the machinery (for virtual threads: the
      * scheduler's ForkJoinPool, its delayed-task scheduler, continuations), which takes tens of
-     * milliseconds in a fresh JVM. Nothing of it is measured.
+     * milliseconds in a fresh JVM. Nothing of it is measured. For java-thread with two classes the
+     * same thread also probes what Thread.setPriority really does, for hello.priority.
      */
-    private static void prime(Thread.Builder builder) throws Failure {
+    private static Priority prime(Thread.Builder builder, Plan plan) throws Failure {
+        boolean apply = plan.classes() == 2 && !plan.virtual();
+        int[] nice = {NICE_UNREAD, NICE_UNREAD, NICE_UNREAD};   // before, after MAX, after MIN
         try {
             joinUninterruptibly(builder.name("prime").start(() -> {
                 busy(1, true);
                 sleepFor(1);
                 sleepFor(0);
+                if (apply) {
+                    nice[0] = niceOfThisThread();
+                    Thread.currentThread().setPriority(Thread.MAX_PRIORITY);
+                    nice[1] = niceOfThisThread();
+                    Thread.currentThread().setPriority(Thread.MIN_PRIORITY);
+                    nice[2] = niceOfThisThread();
+                }
             }));
         } catch (Throwable t) {
             throw new Failure(1, "cannot start a thread: " + t);
         }
+        return new Priority(plan.classes() == 2, plan.virtual(), apply, nice[0], nice[1], nice[2]);
+    }
+
+    /**
+     * The priority classes. java-thread: Thread.setPriority(MAX_PRIORITY) for class 0,
+     * MIN_PRIORITY for class 1, which HotSpot on Linux turns into nice values only with
+     * -XX:ThreadPriorityPolicy=1 (as root; the orchestrator passes it then); the nice values are
+     * what the probe thread read back. java-virtual: virtual threads have no priority.
+     */
+    private record Priority(boolean twoClasses, boolean virtual, boolean apply, int before, int high, int low) {
+        int niceOf(int cls) {
+            return cls == 0 ? high : low;
+        }
+
+        String describe() {
+            if (!twoClasses) return "none";
+            if (virtual) return "none: virtual threads have no priority (Thread.setPriority does nothing on them)";
+            String set = "java: Thread.setPriority " + Thread.MAX_PRIORITY + "/" + Thread.MIN_PRIORITY;
+            if (before == NICE_UNREAD || high == NICE_UNREAD || low == NICE_UNREAD)
+                return set + " (effect unknown: /proc/thread-self/stat not readable)";
+            if (high == before && low == before)
+                return set + " ignored by HotSpot (nice unchanged at " + before + "; it needs -XX:ThreadPriorityPolicy=1 as root)";
+            return set + " -> nice " + high + "/" + low;
+        }
+    }
+
+    /** The calling thread's nice value: field 19 of /proc/thread-self/stat, or NICE_UNREAD. */
+    private static int niceOfThisThread() {
+        try {
+            String stat = new String(Files.readAllBytes(Path.of("/proc/thread-self/stat")), StandardCharsets.US_ASCII);
+            // Field 2, the name, is in parentheses and may hold spaces: count from the last ')'.
+            String[] fields = stat.substring(stat.lastIndexOf(')') + 2).trim().split(" ");
+            return Integer.parseInt(fields[19 - 3]);
+        } catch (IOException | RuntimeException e) {
+            return NICE_UNREAD;
+        }
+    }
+
+    private static String niceText(int nice) {
+        return nice == NICE_UNREAD ? "unreadable" : Integer.toString(nice);
     }
 
     /** "Java 25.0.3 (Eclipse Adoptium)" */
@@ -258,42 +403,64 @@ public final class TaskmeterDriver {
         }
     }
 
-    /** One unit: its work loop and its samples, one array per column. */
+    /** One unit: its work loop, its counts and its samples, one array per column. */
     private static final class Unit implements Runnable {
         final Plan plan;
         final long id;
-        long end;             // set before the thread starts
-        long origin;
+        final int cls;           // (id - 1) % priority_classes
+        final long measureStart, end;
+        final boolean applyPriority;
+        Thread thread;
+        int nice = NICE_UNREAD;  // read back after Thread.setPriority
+        long origin, iterations, measured;
         long busyResult;
         boolean busyRan;
         Throwable failure;
+        // The sample columns: entries base..pos-1 are this unit's, limit is where its room ends.
+        // They start as a slice of the shared reserve and become the unit's own arrays if it outgrows it.
         long[] expected, start, busyEnd, intended, wake, missed;
-        int n;
+        int base, pos, limit;
 
-        Unit(Plan plan, long id) {
+        Unit(Plan plan, long id, long measureStart, long end, boolean applyPriority) {
             this.plan = plan;
             this.id = id;
-            int cap = initialCapacity(plan, id);
-            expected = new long[cap];   // the JVM zeroes (touches) the arrays now, before the run
-            start = new long[cap];
-            busyEnd = new long[cap];
-            intended = new long[cap];
-            wake = new long[cap];
-            missed = new long[cap];
+            this.cls = (int) Long.remainderUnsigned(id - 1, plan.classes());
+            this.measureStart = measureStart;
+            this.end = end;
+            this.applyPriority = applyPriority;
         }
 
-        /* Room for the whole run (capped): (warmup + duration) / shortest period, as the C driver. */
-        private static int initialCapacity(Plan plan, long u) {
-            long shortest = plan.kind() == Kind.BY_UNIT ? u * plan.ns() : plan.ns();   // < 2^63
-            if (shortest < 1000) shortest = 1000;
-            long cap = Math.max(64, Math.min(1L << 16, (1L << 22) / plan.units()));
-            long estimate = Long.divideUnsigned(plan.warmup() + plan.duration(), shortest) + 2;
-            return (int) Math.min(estimate, cap);
+        /* A slice of the reserve while it lasts, otherwise arrays of the unit's own. None with the schedule none. */
+        void allocate(Reserve reserve) {
+            int cap = plan.kind() == Kind.NONE ? 0 : Reserve.samples(plan, id);
+            if (reserve.taken + cap <= reserve.size) {
+                long[][] c = reserve.columns;
+                expected = c[0];
+                start = c[1];
+                busyEnd = c[2];
+                intended = c[3];
+                wake = c[4];
+                missed = c[5];
+                base = pos = reserve.taken;
+                reserve.taken += cap;
+            } else {
+                expected = new long[cap];   // the JVM zeroes (touches) them now, before the unit runs
+                start = new long[cap];
+                busyEnd = new long[cap];
+                intended = new long[cap];
+                wake = new long[cap];
+                missed = new long[cap];
+            }
+            limit = pos + cap;
         }
 
         @Override
         public void run() {
             try {
+                if (applyPriority) {   // before origin is read, on the unit's own thread
+                    Thread.currentThread().setPriority(cls == 0 ? Thread.MAX_PRIORITY : Thread.MIN_PRIORITY);
+                    nice = niceOfThisThread();
+                }
                 loop();
             } catch (Throwable t) {   // OutOfMemoryError while growing the arrays, or a bug
                 failure = t;
@@ -302,15 +469,17 @@ public final class TaskmeterDriver {
         }
 
         /*
-         * The work loop of the protocol README, line for line; no I/O, only memory. The busy
-         * result stays in a local until the loop ends, so no shared field is written while timed.
+         * The work loop of the protocol README, line for line; no I/O, only memory. The counts and
+         * the busy result stay in locals until the loop ends, so no shared field is written while
+         * timed (except the atomic-sum counter, which is the point of that experiment).
          */
         private void loop() {
             final Plan p = plan;
-            final long end = this.end;
+            final long end = this.end, measureStart = this.measureStart;
+            final boolean sleeps = p.kind() != Kind.NONE, atomic = p.atomic();
             final long origin = this.origin = System.nanoTime();
             long k = 0, next = origin + p.expected(id, 0);
-            long result = 0;
+            long result = 0, iterations = 0, measured = 0;
             boolean ran = false;
             try {
                 while (true) {
@@ -326,81 +495,156 @@ public final class TaskmeterDriver {
                         ran = true;
                         t1 = System.nanoTime();
                     }
-                    long e = p.expected(id, k), intent;
-                    if (p.absolute()) {
-                        // Java has no absolute-deadline sleep: sleep for what is left, if anything.
-                        intent = next;
-                        long left = next - System.nanoTime();
-                        if (left > 0) sleepFor(left);
+                    long e = 0, intent = 0, t2 = 0, m = 0;
+                    if (!sleeps) {
+                        Thread.yield();   // the schedule none: the same yield as busy.yield's
                     } else {
-                        intent = t1 + e;
-                        sleepFor(e);
-                    }
-                    long t2 = System.nanoTime();
-                    k++;
-                    long m = 0;
-                    if (p.absolute()) {   // skipped periods are stored with the sample that overran
-                        next += p.expected(id, k);
-                        while (Long.compareUnsigned(t2, next) > 0) {
-                            m++;
-                            k++;
+                        e = p.expected(id, k);
+                        if (p.absolute()) {
+                            // Java has no absolute-deadline sleep: sleep for what is left, if anything.
+                            intent = next;
+                            long left = next - System.nanoTime();
+                            if (left > 0) sleepFor(left);
+                        } else {
+                            intent = t1 + e;
+                            sleepFor(e);
+                        }
+                        t2 = System.nanoTime();
+                        k++;
+                        if (p.absolute()) {   // skipped periods are stored with the sample that overran
                             next += p.expected(id, k);
+                            while (Long.compareUnsigned(t2, next) > 0) {
+                                m++;
+                                k++;
+                                next += p.expected(id, k);
+                            }
                         }
                     }
-                    if (n == expected.length) grow();
-                    expected[n] = e;
-                    start[n] = t0;
-                    busyEnd[n] = t1;
-                    intended[n] = intent;
-                    wake[n] = t2;
-                    missed[n] = m;
-                    n++;
+                    if (atomic) COUNTER.incrementAndGet();
+                    iterations++;
+                    if (Long.compareUnsigned(t0, measureStart) >= 0) measured++;
+                    if (sleeps) {
+                        if (pos == limit) grow();
+                        expected[pos] = e;
+                        start[pos] = t0;
+                        busyEnd[pos] = t1;
+                        intended[pos] = intent;
+                        wake[pos] = t2;
+                        missed[pos] = m;
+                        pos++;
+                    }
                 }
             } finally {
+                this.iterations = iterations;
+                this.measured = measured;
                 busyResult = result;
                 busyRan = ran;
             }
         }
 
+        /* Doubles the room, into arrays of the unit's own (a slice of the reserve stays behind, unused). */
         private void grow() {
-            if (expected.length >= MAX_ARRAY) throw new OutOfMemoryError("more than " + MAX_ARRAY + " samples");
-            int cap = (int) Math.min(MAX_ARRAY, 2L * expected.length);
-            expected = Arrays.copyOf(expected, cap);
-            start = Arrays.copyOf(start, cap);
-            busyEnd = Arrays.copyOf(busyEnd, cap);
-            intended = Arrays.copyOf(intended, cap);
-            wake = Arrays.copyOf(wake, cap);
-            missed = Arrays.copyOf(missed, cap);
+            int n = pos - base;
+            if (n >= MAX_ARRAY) throw new OutOfMemoryError("more than " + MAX_ARRAY + " samples");
+            int cap = (int) Math.min(MAX_ARRAY, Math.max(16, 2L * n));
+            expected = moved(expected, n, cap);
+            start = moved(start, n, cap);
+            busyEnd = moved(busyEnd, n, cap);
+            intended = moved(intended, n, cap);
+            wake = moved(wake, n, cap);
+            missed = moved(missed, n, cap);
+            base = 0;
+            pos = n;
+            limit = cap;
+        }
+
+        private long[] moved(long[] column, int n, int cap) {
+            long[] own = new long[cap];
+            System.arraycopy(column, base, own, 0, n);
+            return own;
+        }
+    }
+
+    /**
+     * The samples reserved up front for all units together: six columns of at most
+     * RESERVE_BUDGET entries (4 Mi samples, 192 MiB), allocated and zeroed once before run_start,
+     * of which each unit started takes a slice. A few large arrays instead of six small ones per
+     * unit, because the garbage collector never copies them (G1 keeps them in humongous regions):
+     * the 600k small arrays of 100k units made young-collection pauses of several hundred ms
+     * while the units were being started.
+     */
+    private static final class Reserve {
+        final long[][] columns;
+        final int size;
+        int taken;   // by the main thread only
+
+        private Reserve(int size) {
+            this.size = size;
+            columns = new long[6][size];
+        }
+
+        static Reserve of(Plan plan) throws Failure {
+            // Unit 1 reserves the most (by-unit: the shortest sleep), so this covers every unit.
+            long units = plan.units(), want = 0;
+            if (plan.kind() != Kind.NONE)
+                want = Long.compareUnsigned(units, RESERVE_BUDGET) >= 0 ? RESERVE_BUDGET
+                    : Math.min(RESERVE_BUDGET, units * samples(plan, 1));
+            try {
+                return new Reserve((int) want);
+            } catch (OutOfMemoryError e) {
+                throw new Failure(1, "cannot allocate the samples (" + want + " x 48 bytes): " + e.getMessage());
+            }
+        }
+
+        /*
+         * Samples to reserve for unit u, as the Rust worker: as many as the schedule allows (each
+         * iteration lasts at least its sleep, taken as >= 1 us; a modulo cycle of m periods lasts
+         * m(m+1)/2 x ns), plus 16, within the budget's share of one unit and at least 16; beyond
+         * it the arrays double while measuring. In double: only an estimate.
+         */
+        static int samples(Plan p, long u) {
+            double total = p.warmup() + p.duration();   // < 2^63
+            double estimate = p.kind() == Kind.MODULO
+                ? 2 * total / (Math.max(p.ns(), 1000) * (p.m() + 1.0)) + p.m()
+                : total / Math.max(p.expected(u, 0), 1000);
+            long share = Long.divideUnsigned(RESERVE_BUDGET, p.units());
+            return (int) Math.max(16, Math.min(estimate + 16, Math.min(share, MAX_ARRAY)));
         }
     }
 
     // ---------------------------------------------------------------- plan
 
-    private enum Kind { FIXED, BY_UNIT, MODULO }
+    private enum Kind { FIXED, BY_UNIT, MODULO, NONE }
 
-    /** A validated plan. ns, m and iters hold unsigned 64-bit values. */
-    private record Plan(String runtime, boolean virtual, int units, long duration, long warmup, boolean absolute,
-                        Kind kind, long ns, long m, long iters, boolean yield) {
+    /** A validated plan. units, startLimit, ns, m and iters hold unsigned 64-bit values. */
+    private record Plan(String runtime, boolean virtual, boolean atomic, long units, int classes, long startLimit,
+                        long duration, long warmup, boolean absolute, Kind kind, long ns, long m, long iters,
+                        boolean yield) {
 
         long expected(long u, long k) {
             return switch (kind) {
                 case FIXED -> ns;
                 case BY_UNIT -> u * ns;
                 case MODULO -> (Long.remainderUnsigned(k, m) + 1) * ns;
+                case NONE -> 0;   // no sleep
             };
         }
 
         static Plan load(Json root) throws Failure {
             if (!(root instanceof JObj plan)) throw refusal("the plan must be a JSON object");
             JNum pv = typed(plan, "", "protocol", JNum.class, "an integer");
-            if (!pv.integer() || pv.negative() || pv.overflow() || pv.magnitude() != 1)
-                throw refusal("unsupported protocol version " + clip(pv.lexeme(), 40) + " (this worker speaks 1)");
-            String s = typed(plan, "", "experiment", JStr.class, "a string").value();
-            if (!s.equals("sleep")) throw refusal("unknown experiment " + quoted(s) + " (this worker runs \"sleep\")");
+            if (!pv.integer() || pv.negative() || pv.overflow() || pv.magnitude() != 2)
+                throw refusal("unsupported protocol version " + clip(pv.lexeme(), 40) + " (this worker speaks 2)");
+            String experiment = typed(plan, "", "experiment", JStr.class, "a string").value();
+            if (!experiment.equals("sleep") && !experiment.equals("atomic-sum"))
+                throw refusal("unknown experiment " + quoted(experiment) + " (this worker runs \"sleep\" and \"atomic-sum\")");
             String runtime = typed(plan, "", "runtime", JStr.class, "a string").value();
             if (!runtime.equals(THREAD) && !runtime.equals(VIRTUAL))
                 throw refusal("runtime " + quoted(runtime) + " is not served by this driver (" + THREAD + ", " + VIRTUAL + ")");
             long units = unsigned(plan, "", "units", 1);
+            long classes = unsigned(plan, "", "priority_classes", 1);
+            if (classes != 1 && classes != 2) throw refusal("priority_classes must be 1 or 2");
+            long startLimit = unsigned(plan, "", "start_limit_ns", 1);
             long duration = unsigned(plan, "", "duration_ns", 1);
             long warmup = unsigned(plan, "", "warmup_ns", 0);
             JObj sleep = typed(plan, "", "sleep", JObj.class, "an object");
@@ -413,10 +657,11 @@ public final class TaskmeterDriver {
                 case "fixed" -> Kind.FIXED;
                 case "by-unit" -> Kind.BY_UNIT;
                 case "modulo" -> Kind.MODULO;
+                case "none" -> Kind.NONE;
                 default -> throw refusal("unknown schedule kind " + quoted(kindName));
             };
             long m = kind == Kind.MODULO ? unsigned(schedule, "sleep.schedule.", "m", 1) : 1;
-            long ns = unsigned(schedule, "sleep.schedule.", "ns", 0);
+            long ns = kind == Kind.NONE ? 0 : unsigned(schedule, "sleep.schedule.", "ns", 0);
             JObj busy = typed(plan, "", "busy", JObj.class, "an object");
             long iters = unsigned(busy, "busy.", "iters", 0);
             boolean yield = typed(busy, "busy.", "yield", JBool.class, "true or false").value();
@@ -429,12 +674,10 @@ public final class TaskmeterDriver {
             if (Math.unsignedMultiplyHigh(mult, ns) != 0 || mult * ns < 0)
                 throw refusal("the longest sleep of the schedule must be below 2^63 ns");
             // With a zero period the absolute deadline never moves and the missed-period rule never ends.
-            if (absolute && ns == 0)
+            if (absolute && ns == 0 && kind != Kind.NONE)
                 throw refusal("sleep.schedule.ns must be >= 1 in absolute mode (a zero period never advances)");
-            if (Long.compareUnsigned(units, MAX_ARRAY) > 0)
-                throw refusal("units must be at most " + MAX_ARRAY + " in this driver");
-            return new Plan(runtime, runtime.equals(VIRTUAL), (int) units, duration, warmup, absolute, kind, ns, m,
-                iters, yield);
+            return new Plan(runtime, runtime.equals(VIRTUAL), experiment.equals("atomic-sum"), units, (int) classes,
+                startLimit, duration, warmup, absolute, kind, ns, m, iters, yield);
         }
 
         /* The member called name, which must be there exactly once. */
@@ -722,13 +965,26 @@ public final class TaskmeterDriver {
 
     // ---------------------------------------------------------------- output
 
-    /** NDJSON on stdout through one large buffer; nothing is written while measuring. */
+    /**
+     * NDJSON on stdout through one large buffer of its own; nothing is written while measuring.
+     * Not a BufferedOutputStream, which takes a lock on every write (two per number here): this
+     * buffer formats the numbers 1.3-1.8 times faster.
+     */
     private static final class Out {
-        private final OutputStream os = new BufferedOutputStream(new FileOutputStream(FileDescriptor.out), 1 << 20);
+        private final FileOutputStream os = new FileOutputStream(FileDescriptor.out);
+        private final byte[] buf = new byte[1 << 20];
+        private int pos;
         private final byte[] digits = new byte[20];
 
+        private void room(int n) throws IOException {
+            if (buf.length - pos < n) drain();
+        }
+
         Out ascii(String s) throws IOException {
-            for (int i = 0; i < s.length(); i++) os.write(s.charAt(i));
+            for (int i = 0; i < s.length(); i++) {
+                room(1);
+                buf[pos++] = (byte) s.charAt(i);
+            }
             return this;
         }
 
@@ -743,18 +999,22 @@ public final class TaskmeterDriver {
                 digits[--i] = (byte) ('0' + v % 10);
                 v /= 10;
             } while (v != 0);
-            os.write(digits, i, digits.length - i);
+            room(digits.length);
+            System.arraycopy(digits, i, buf, pos, digits.length - i);
+            pos += digits.length - i;
             return this;
         }
 
-        Out column(String name, long[] values, int n) throws IOException {
+        Out column(String name, long[] values, int from, int to) throws IOException {
             ascii(",\"").ascii(name).ascii("\":[");
-            for (int i = 0; i < n; i++) {
-                if (i > 0) os.write(',');
+            for (int i = from; i < to; i++) {
+                if (i > from) {
+                    room(1);
+                    buf[pos++] = ',';
+                }
                 u64(values[i]);
             }
-            os.write(']');
-            return this;
+            return ascii("]");
         }
 
         /** A JSON string: control characters escaped, other text as UTF-8, a lone surrogate as U+FFFD. */
@@ -768,12 +1028,20 @@ public final class TaskmeterDriver {
                 else if (Character.isSurrogate((char) cp) && cp <= 0xFFFF) b.append("\\ufffd");
                 else b.appendCodePoint(cp);
             }
-            os.write(b.append('"').toString().getBytes(StandardCharsets.UTF_8));
+            for (byte x : b.append('"').toString().getBytes(StandardCharsets.UTF_8)) {
+                room(1);
+                buf[pos++] = x;
+            }
             return this;
         }
 
+        private void drain() throws IOException {
+            os.write(buf, 0, pos);
+            pos = 0;
+        }
+
         void flush() throws IOException {
-            os.flush();
+            drain();
         }
 
         /** The error line; if even that cannot be written, the reason goes to stderr. */

@@ -1,13 +1,16 @@
 'use strict';
 /* taskmeter Node.js driver, runtime ids "node" and "node-worker".
- * Implements worker protocol v1 (protocol/README.md): the plan as one JSON line on stdin, NDJSON
+ * Implements worker protocol v2 (protocol/README.md): the plan as one JSON line on stdin, NDJSON
  * on stdout.
  *   node         one async function (a promise chain) per unit on the one event loop;
  *                sleeps with setTimeout, yields with setImmediate.
  *   node-worker  one worker_threads Worker per unit (this same file), running the loop
  *                synchronously; sleeps with Atomics.wait, yields with setImmediate.
- * Node.js 16 or newer, built-in modules only. Run: node taskmeter_driver.js */
+ * Node.js 16 or newer, built-in modules only, Linux (/proc). Run: node taskmeter_driver.js */
 
+const fs = require('fs');
+const os = require('os');
+const v8 = require('v8');
 const { isMainThread, parentPort, workerData, Worker } = require('worker_threads');
 const { setTimeout: delay, setImmediate: immediate } = require('timers/promises');
 
@@ -18,6 +21,12 @@ const U64_MAX = (1n << 64n) - 1n;
 const I64_MAX = (1n << 63n) - 1n;
 const MAX_TIMEOUT_MS = 2147483647; // setTimeout turns anything longer into 1 ms
 const COLUMNS = ['expected_ns', 'start_ns', 'busy_end_ns', 'intended_ns', 'wake_ns', 'missed'];
+const MISSED = COLUMNS.indexOf('missed');
+const SAMPLE_BUDGET = 1n << 22n; // samples reserved in advance for all units together (48 bytes each)
+const UNIT_CAP = 1n << 16n; // samples reserved in advance for one unit; more grow the arrays
+const START_WINDOW = 4; // node-worker: Workers starting at once (each takes tens of ms of CPU)
+const MEM_FLOOR = 0.2; // start no unit once MemAvailable is below this share of MemTotal
+const NODE_CHECK_EVERY = 1024n; // node: units started between two memory checks
 const STOP = 0; // indices in the control Int32Array shared with the workers
 const GO = 1;
 
@@ -235,16 +244,20 @@ function loadPlan(line) {
   if (root.kind !== 'object') refuse('the plan must be a JSON object');
 
   const protocol = typed(root, '', 'protocol', 'number', 'an integer');
-  if (!protocol.integer || protocol.value !== 1n)
-    refuse(`unsupported protocol version ${clip(protocol.text, 40)} (this worker speaks 1)`);
+  if (!protocol.integer || protocol.value !== 2n)
+    refuse(`unsupported protocol version ${clip(protocol.text, 40)} (this worker speaks 2)`);
   const experiment = getString(root, '', 'experiment');
-  if (experiment !== 'sleep') refuse(`unknown experiment "${clip(experiment, 64)}" (this worker runs "sleep")`);
+  if (experiment !== 'sleep' && experiment !== 'atomic-sum')
+    refuse(`unknown experiment "${clip(experiment, 64)}" (this worker runs "sleep" and "atomic-sum")`);
   const runtime = getString(root, '', 'runtime');
   if (!RUNTIMES.includes(runtime))
     refuse(`runtime "${clip(runtime, 64)}" is not served by this driver (${RUNTIMES.join(', ')})`);
 
-  const plan = { runtime };
+  const plan = { runtime, atomic: experiment === 'atomic-sum' };
   plan.units = getUint(root, '', 'units', 1n);
+  plan.classes = getUint(root, '', 'priority_classes', 1n);
+  if (plan.classes > 2n) refuse(`priority_classes must be 1 or 2 (got ${plan.classes})`);
+  plan.startLimit = getUint(root, '', 'start_limit_ns', 1n);
   plan.duration = getUint(root, '', 'duration_ns', 1n);
   plan.warmup = getUint(root, '', 'warmup_ns', 0n);
   const sleep = typed(root, '', 'sleep', 'object', 'an object');
@@ -253,9 +266,11 @@ function loadPlan(line) {
   plan.absolute = mode === 'absolute';
   const schedule = typed(sleep, 'sleep.', 'schedule', 'object', 'an object');
   plan.kind = getString(schedule, 'sleep.schedule.', 'kind');
-  if (!['fixed', 'by-unit', 'modulo'].includes(plan.kind)) refuse(`unknown schedule kind "${clip(plan.kind, 64)}"`);
+  if (!['fixed', 'by-unit', 'modulo', 'none'].includes(plan.kind))
+    refuse(`unknown schedule kind "${clip(plan.kind, 64)}"`);
+  plan.sleeps = plan.kind !== 'none';
   plan.m = plan.kind === 'modulo' ? getUint(schedule, 'sleep.schedule.', 'm', 1n) : 1n;
-  plan.ns = getUint(schedule, 'sleep.schedule.', 'ns', 0n);
+  plan.ns = plan.sleeps ? getUint(schedule, 'sleep.schedule.', 'ns', 0n) : 0n;
   const busy = typed(root, '', 'busy', 'object', 'an object');
   plan.iters = getUint(busy, 'busy.', 'iters', 0n);
   plan.yield = typed(busy, 'busy.', 'yield', 'boolean', 'true or false').value;
@@ -267,12 +282,13 @@ function loadPlan(line) {
   const longest = (plan.kind === 'by-unit' ? plan.units : plan.m) * plan.ns;
   if (longest > I64_MAX) refuse('the longest sleep of the schedule must be below 2^63 ns');
   // With a zero period the absolute deadline never moves and the missed-period rule never ends.
-  if (plan.absolute && plan.ns === 0n)
+  if (plan.sleeps && plan.absolute && plan.ns === 0n)
     refuse('sleep.schedule.ns must be >= 1 in absolute mode (a zero period never advances)');
-  // One unit is one array entry (and, for node-worker, one thread).
-  if (plan.units > BigInt(Number.MAX_SAFE_INTEGER)) refuse(`units ${plan.units} is out of range for this driver`);
+  // Any number of units is accepted: the start stops where a limit is reached (startBlocker).
   return plan;
 }
+
+const classOf = (plan, u) => Number((u - 1n) % plan.classes);
 
 // ---------- measurement ----------
 
@@ -307,46 +323,63 @@ async function busyYielding(iters) {
   return total;
 }
 
-/** One unit and its samples, kept in memory as columns until the run is over. */
+/* Samples reserved for one unit: enough for the whole run, but at most UNIT_CAP, and at most an
+   equal share of SAMPLE_BUDGET, so 100,000 units reserve 4 Mi samples (200 MB), not 100,000 x 64 Ki. */
+function initialCapacity(plan, id) {
+  if (!plan.sleeps) return 0; // the schedule none records no samples
+  let shortest = plan.kind === 'by-unit' ? id * plan.ns : plan.ns;
+  if (shortest < 1000n) shortest = 1000n;
+  let cap = (plan.warmup + plan.duration) / shortest + 2n;
+  const share = SAMPLE_BUDGET / plan.units;
+  if (cap > share) cap = share;
+  if (cap > UNIT_CAP) cap = UNIT_CAP;
+  return cap < 1n ? 1 : Number(cap);
+}
+
+/** One unit, its counts and its samples. The samples are kept in memory until the run is over,
+    in one BigUint64Array of COLUMNS.length columns of `cap` entries each. */
 class Unit {
   constructor(plan, id) {
     this.id = id; // BigInt
     this.origin = 0n;
-    this.n = 0;
+    this.n = 0; // iterations (and samples, unless the schedule is none)
+    this.measured = 0; // iterations that started at or after measure_start
     this.interrupted = false;
     this.busyResult = null;
-    // Room for the whole run (capped), touched now so that measuring seldom allocates.
-    const units = Number(plan.units);
-    let shortest = plan.kind === 'by-unit' ? id * plan.ns : plan.ns;
-    if (shortest < 1000n) shortest = 1000n;
-    const estimate = (plan.warmup + plan.duration) / shortest + 2n;
-    const cap = Math.max(64, Math.min(1 << 16, Math.floor((1 << 22) / units)));
-    const capacity = estimate < BigInt(cap) ? Number(estimate) : cap;
-    this.columns = COLUMNS.map(() => new BigUint64Array(capacity).fill(U64_MAX));
+    this.cap = initialCapacity(plan, id);
+    // Touched now (filled) so that measuring seldom allocates.
+    this.data = new BigUint64Array(COLUMNS.length * this.cap).fill(U64_MAX);
   }
 
-  record(...values) {
-    if (this.n === this.columns[0].length) {
-      this.columns = this.columns.map((old) => {
-        const grown = new BigUint64Array(old.length * 2);
-        grown.set(old);
-        return grown;
-      });
+  record(e, t0, t1, intended, t2, m) {
+    let { data, cap } = this;
+    if (this.n === cap) {
+      const grown = new BigUint64Array(COLUMNS.length * cap * 2);
+      for (let c = 0; c < COLUMNS.length; c++) grown.set(data.subarray(c * cap, (c + 1) * cap), c * cap * 2);
+      this.data = data = grown;
+      this.cap = cap *= 2;
     }
-    for (let c = 0; c < values.length; c++) this.columns[c][this.n] = values[c];
-    this.n++;
+    const i = this.n;
+    data[i] = e;
+    data[cap + i] = t0;
+    data[2 * cap + i] = t1;
+    data[3 * cap + i] = intended;
+    data[4 * cap + i] = t2;
+    data[5 * cap + i] = m;
   }
 }
 
-/* The work loop of the protocol README, line for line. The context supplies the clock's deadline
-   `end`, the stop flag and the two sleeps; a sleep returns a promise (node) or nothing (it has
-   already slept, node-worker). */
-async function runUnit(unit, ctx) {
-  const { plan, end } = ctx;
+/* The work loop of the protocol README, line for line. `hold` (node) is a promise the unit waits
+   for before its origin. The context supplies `end`, `measureStart`, the stop flag, the counter of
+   atomic-sum (`count`, null in the sleep experiment) and the two sleeps; a sleep returns a promise
+   (node) or nothing (it has already slept, node-worker). */
+async function runUnit(unit, ctx, hold) {
+  if (hold) await hold;
+  const { plan, end, measureStart, count } = ctx;
   const u = unit.id;
   const origin = (unit.origin = now());
   let k = 0n;
-  let next = origin + expected(plan, u, 0n);
+  let next = plan.sleeps ? origin + expected(plan, u, 0n) : 0n;
   for (;;) {
     const t0 = now();
     if (t0 >= end) break;
@@ -359,29 +392,49 @@ async function runUnit(unit, ctx) {
       unit.busyResult = plan.yield ? await busyYielding(plan.iters) : busy(plan.iters);
       t1 = now();
     }
-    const e = expected(plan, u, k);
+    let e;
     let intended;
-    let pending;
-    if (plan.absolute) {
-      intended = next;
-      pending = ctx.sleepUntil(next);
-    } else {
-      intended = t1 + e;
-      pending = ctx.sleepFor(e);
-    }
-    if (pending) await pending;
-    const t2 = now();
-    k++;
+    let t2;
     let m = 0n;
-    if (plan.absolute) { // skipped periods are stored with the sample that overran
-      next += expected(plan, u, k);
-      while (t2 > next) {
-        m++;
-        k++;
+    if (!plan.sleeps) {
+      await immediate(); // the same yield as busy.yield's
+    } else {
+      e = expected(plan, u, k);
+      let pending;
+      if (plan.absolute) {
+        intended = next;
+        pending = ctx.sleepUntil(next);
+      } else {
+        intended = t1 + e;
+        pending = ctx.sleepFor(e);
+      }
+      if (pending) await pending;
+      t2 = now();
+      k++;
+      if (plan.absolute) { // skipped periods are stored with the sample that overran
         next += expected(plan, u, k);
+        if (t2 > next) {
+          // The rule below steps once per skipped period, and a saturated event loop (100,000
+          // units) overruns by hundreds. Whole cycles of the schedule (m periods of modulo, one
+          // otherwise) sum to the same wherever they start, so those are taken at once.
+          const steps = plan.kind === 'modulo' ? plan.m : 1n;
+          const cycle = plan.kind === 'modulo' ? (plan.ns * plan.m * (plan.m + 1n)) / 2n : expected(plan, u, 0n);
+          const cycles = (t2 - next) / cycle;
+          m = cycles * steps;
+          k += m;
+          next += cycles * cycle;
+        }
+        while (t2 > next) {
+          m++;
+          k++;
+          next += expected(plan, u, k);
+        }
       }
     }
-    unit.record(e, t0, t1, intended, t2, m);
+    if (count) count();
+    if (plan.sleeps) unit.record(e, t0, t1, intended, t2, m);
+    unit.n++;
+    if (t0 >= measureStart) unit.measured++;
   }
 }
 
@@ -401,6 +454,92 @@ async function timeoutSleep(ns) {
 function waitSleep(cell, ns) {
   const ms = ns <= 0n ? 0 : (Number((ns + 999n) / 1000n) + 0.5) / 1000;
   Atomics.wait(cell, 0, 0, ms);
+}
+
+// ---------- starting units ----------
+
+const plural = (n, word) => `${n} ${word}${n === 1n ? '' : 's'}`;
+
+function formatNs(ns) {
+  for (const [unit, size] of [['s', 1e9], ['ms', 1e6], ['us', 1e3]]) {
+    if (ns >= BigInt(size)) return `${Number(ns) / size} ${unit}`;
+  }
+  return `${ns} ns`;
+}
+
+/** Why no more units may be started, or null: MemAvailable below MEM_FLOOR of MemTotal. */
+function memoryShortage() {
+  let text;
+  try {
+    text = fs.readFileSync('/proc/meminfo', 'latin1');
+  } catch {
+    return null; // nothing to check against
+  }
+  const kib = (name) => Number((new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(text) || [])[1]);
+  const total = kib('MemTotal');
+  const available = kib('MemAvailable');
+  if (!(available < total * MEM_FLOOR)) return null;
+  const mib = (k) => Math.round(k / 1024);
+  return `MemAvailable ${mib(available)} MiB is below ${MEM_FLOOR * 100}% of MemTotal ${mib(total)} MiB`;
+}
+
+/** node: V8 aborts the whole process when its heap is exhausted. The run and the output take
+    about twice the heap that starting the units took (1 KB a unit), so stop at a quarter. */
+function heapShortage() {
+  const { used_heap_size: used, heap_size_limit: limit } = v8.getHeapStatistics();
+  const mib = (b) => Math.round(b / 1048576);
+  return used > limit / 4 ? `the JS heap holds ${mib(used)} MiB, over a quarter of its limit of ${mib(limit)} MiB` : null;
+}
+
+/** The reason not to start unit u > 1 (the protocol's "Starting units"), or null. */
+function startBlocker(plan, readAt, u, stopped, shortage) {
+  const started = plural(u - 1n, 'unit');
+  if (stopped) return `stdin was closed (stop requested) after ${started} had started`;
+  if (now() - readAt >= plan.startLimit) return `start limit of ${formatNs(plan.startLimit)} reached after ${started}`;
+  const why = shortage && shortage();
+  return why ? `${why} after ${started}; unit ${u} was not started` : null;
+}
+
+/** Fields of /proc/thread-self/stat of the calling thread (field 1 its tid, 19 its nice value,
+    40 its real-time priority, 41 its policy). The name (field 2) may hold spaces and ')'. */
+function threadStat() {
+  const text = fs.readFileSync('/proc/thread-self/stat', 'latin1');
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' '); // fields 3, 4, ...
+  const field = (n) => Number(fields[n - 3]);
+  return { tid: Number.parseInt(text, 10), nice: field(19), rtPriority: field(40), policy: field(41) };
+}
+
+const POLICIES = ['SCHED_OTHER', 'SCHED_FIFO', 'SCHED_RR', 'SCHED_BATCH', 'SCHED_ISO', 'SCHED_IDLE', 'SCHED_DEADLINE'];
+
+/** hello.priority, and the nice value of the low class (null: nothing is applied). */
+function priorityPlan(plan) {
+  if (plan.classes === 1n) return { text: 'none', lowNice: null };
+  if (plan.runtime === 'node')
+    return { text: 'none: the units are promise chains on one event loop, which has no priorities', lowNice: null };
+  const self = threadStat(); // the main thread, whose nice value and policy the workers inherit
+  const policy = POLICIES[self.policy] || `policy ${self.policy}`;
+  if (self.policy === 1 || self.policy === 2) {
+    return {
+      text: `none: the threads run under ${policy} priority ${self.rtPriority}, and Node has no API for ` +
+        'real-time priorities, so both classes keep it',
+      lowNice: null,
+    };
+  }
+  const low = Math.min(19, self.nice + 10);
+  return {
+    text: `nice: high ${self.nice}, low ${low} under ${policy} (os.setPriority on each low-class worker's ` +
+      'thread id, read back from /proc/thread-self/stat)',
+    lowNice: low,
+  };
+}
+
+/** Inside a low-class Worker: nice its own thread (PRIO_PROCESS with a tid is that thread only),
+    then check that the kernel has it. */
+function applyNice(u, low) {
+  const { tid } = threadStat();
+  os.setPriority(tid, low);
+  const got = threadStat().nice;
+  if (got !== low) throw new Error(`unit ${u}: os.setPriority(${tid}, ${low}) left the thread's nice value at ${got}`);
 }
 
 // ---------- output ----------
@@ -436,14 +575,15 @@ class Output {
   put(text) {
     this.parts.push(text);
     this.size += text.length;
-    return this.size >= FLUSH_AT ? this.flush() : null;
   }
 
-  flush() {
+  /** Writes once enough has been collected (or `always`). */
+  async flush(always) {
+    if (!always && this.size < FLUSH_AT) return;
     const text = this.parts.join('');
     this.parts = [];
     this.size = 0;
-    return writeOut(text);
+    await writeOut(text);
   }
 }
 
@@ -452,19 +592,23 @@ async function writeResults(plan, run) {
   let samples = 0;
   let missed = 0n;
   for (const unit of run.units) {
-    await out.put(`{"type":"unit","unit":${unit.id},"origin_ns":${unit.origin}`);
+    const { data, cap } = unit;
+    const n = plan.sleeps ? unit.n : 0; // samples
+    out.put(`{"type":"unit","unit":${unit.id},"class":${classOf(plan, unit.id)},"origin_ns":${unit.origin}` +
+      `,"iterations":${unit.n},"measured_iterations":${unit.measured}`);
     for (let c = 0; c < COLUMNS.length; c++) {
-      await out.put(`,"${COLUMNS[c]}":[`);
-      for (let i = 0; i < unit.n; i += CHUNK) {
+      out.put(`,"${COLUMNS[c]}":[`);
+      for (let i = 0; i < n; i += CHUNK) {
         // a BigUint64Array joins as exact decimal integers
-        await out.put((i ? ',' : '') + unit.columns[c].subarray(i, Math.min(unit.n, i + CHUNK)).join(','));
+        out.put((i ? ',' : '') + data.subarray(c * cap + i, c * cap + Math.min(n, i + CHUNK)).join(','));
+        await out.flush();
       }
-      await out.put(']');
+      out.put(']');
     }
-    await out.put('}\n');
-    samples += unit.n;
-    const m = unit.columns[COLUMNS.indexOf('missed')];
-    for (let i = 0; i < unit.n; i++) missed += m[i];
+    out.put('}\n');
+    await out.flush();
+    samples += n;
+    for (let i = 0; i < n; i++) missed += data[MISSED * cap + i];
   }
   const ran = run.units.find((unit) => unit.busyResult !== null);
   const result = ran ? ran.busyResult : busy(plan.iters); // no unit got to run its busy phase
@@ -472,15 +616,19 @@ async function writeResults(plan, run) {
   const interrupted = run.units.some((unit) => unit.interrupted);
   out.put(
     `{"type":"done","run_start_ns":${run.runStart},"measure_start_ns":${measureStart},"end_ns":${run.end}` +
-      `,"units":${plan.units},"samples":${samples},"missed":${missed}` +
-      `,"interrupted":${interrupted},"busy_result":"${result}"}\n`,
+      `,"units":${run.units.length},"samples":${samples},"missed":${missed}` +
+      `,"interrupted":${interrupted},"busy_result":"${result}"` +
+      (run.startError ? `,"start_error":${JSON.stringify(run.startError)}` : '') +
+      (plan.atomic ? `,"atomic_sum":${run.atomicSum}` : '') +
+      '}\n',
   );
-  await out.flush();
+  await out.flush(true);
 }
 
 // ---------- stdin ----------
 
-/** Reads the plan line, then keeps reading: end of file (or an error) means stop early. */
+/** Reads the plan line (and the time it was read), then keeps reading: end of file (or an error)
+    means stop early. */
 function watchStdin() {
   const chunks = [];
   let size = 0;
@@ -497,7 +645,7 @@ function watchStdin() {
     planDone = true;
     if (last) chunks.push(last);
     if (size + (last ? last.length : 0) > MAX_PLAN) rejectPlan(new PlanError(`the plan line is longer than ${MAX_PLAN} bytes`));
-    else resolvePlan(Buffer.concat(chunks));
+    else resolvePlan({ line: Buffer.concat(chunks), readAt: now() });
   };
   process.stdin.on('data', (chunk) => {
     if (planDone) return; // anything after the plan line is ignored
@@ -527,58 +675,137 @@ function watchStdin() {
 
 // ---------- runtimes ----------
 
-/** node: every unit is an async function on this thread's event loop. */
-async function runOnEventLoop(plan, stdin) {
+/** node: every unit is an async function on this thread's event loop. A unit is started (its
+    samples allocated, its function called) before run_start and waits for the `go` promise. */
+async function runOnEventLoop(plan, stdin, readAt) {
   let stop = false;
   stdin.whenEof(() => {
     stop = true;
   });
-  const units = [];
-  for (let u = 1n; u <= plan.units; u++) units.push(new Unit(plan, u));
-  const runStart = now();
-  const end = runStart + plan.warmup + plan.duration;
+  let counter = 0; // atomic-sum: one thread, so a plain number is atomic
+  let release;
+  const go = new Promise((resolve) => {
+    release = resolve;
+  });
   const ctx = {
     plan,
-    end,
     stopRequested: () => stop,
+    count: plan.atomic ? () => { counter++; } : null,
     sleepFor: timeoutSleep,
     sleepUntil: (deadline) => {
       const left = deadline - now();
       return timeoutSleep(left > 0n ? left : 0n);
     },
   };
-  await Promise.all(units.map((unit) => runUnit(unit, ctx)));
-  return { runStart, end, units };
+  const units = [];
+  const runs = [];
+  let startError = null;
+  // The loop is synchronous, so reading /proc/meminfo for every unit would cost seconds.
+  const shortage = (u) => (u % NODE_CHECK_EVERY === 0n ? memoryShortage() || heapShortage() : null);
+  for (let u = 1n; u <= plan.units; u++) {
+    if (u > 1n && (startError = startBlocker(plan, readAt, u, stop, () => shortage(u)))) break;
+    let unit;
+    try {
+      unit = new Unit(plan, u);
+    } catch (err) { // RangeError: Array buffer allocation failed
+      if (u === 1n) throw err;
+      startError = `cannot allocate the samples of unit ${u}: ${err.message}`;
+      break;
+    }
+    units.push(unit);
+    runs.push(runUnit(unit, ctx, go));
+  }
+  const runStart = now();
+  ctx.measureStart = runStart + plan.warmup;
+  ctx.end = ctx.measureStart + plan.duration;
+  release();
+  await Promise.all(runs);
+  return { runStart, end: ctx.end, units, startError, atomicSum: counter };
+}
+
+/** node-worker: starts the Worker of unit u. `ready` resolves once the worker holds at the start
+    signal, or failed to get there (then `startFailure` says why); `result` is its report. */
+function startWorker(u, shared) {
+  const w = { unit: u, startFailure: null, dropped: false };
+  let phase = 'starting';
+  let onReady;
+  let settle;
+  w.ready = new Promise((resolve) => {
+    onReady = resolve;
+  });
+  w.result = new Promise((resolve, reject) => {
+    settle = { resolve, reject };
+  });
+  w.result.catch(() => {}); // awaited only after the start; a failure before then is not "unhandled"
+  const failed = (why) => {
+    if (w.dropped) return;
+    if (phase === 'starting') {
+      phase = 'failed';
+      w.startFailure = why;
+      onReady();
+    } else if (phase === 'ready') {
+      settle.reject(new Error(`the worker thread of unit ${u} ${why}`));
+    }
+  };
+  w.worker = new Worker(__filename, { workerData: { ...shared, unit: u } }); // may throw
+  w.worker.on('message', (msg) => {
+    if (msg.type !== 'ready') settle.resolve(msg);
+    else if (phase === 'starting') {
+      phase = 'ready';
+      onReady();
+    }
+  });
+  w.worker.on('error', (err) => failed(`failed: ${err.code ? `${err.code}: ` : ''}${err.message}`));
+  w.worker.on('exit', (code) => failed(`exited (code ${code}) ${phase === 'ready' ? 'without its samples' : 'before it was ready'}`));
+  w.drop = () => {
+    w.dropped = true;
+    w.worker.terminate().catch(() => {});
+  };
+  return w;
 }
 
 /** node-worker: one Worker per unit, started (and its sample arrays allocated) before run_start,
-    then released together through a shared GO flag. */
-async function runOnWorkers(plan, stdin) {
+    START_WINDOW at a time, then released together through a shared GO flag. */
+async function runOnWorkers(plan, stdin, readAt, lowNice) {
   const control = new Int32Array(new SharedArrayBuffer(8));
   const endCell = new BigInt64Array(new SharedArrayBuffer(8));
-  stdin.whenEof(() => Atomics.store(control, STOP, 1));
+  const counter = new BigInt64Array(new SharedArrayBuffer(8)); // atomic-sum, shared by all workers
+  let stop = false;
+  stdin.whenEof(() => {
+    stop = true;
+    Atomics.store(control, STOP, 1);
+  });
+  const shared = { plan, lowNice, control: control.buffer, endCell: endCell.buffer, counter: counter.buffer };
   const workers = [];
+  const starting = new Set();
+  let startError = null;
   for (let u = 1n; u <= plan.units; u++) {
-    let worker;
+    // The clock and memory are checked when a start can really begin, after waiting for a slot.
+    while (starting.size >= START_WINDOW) await Promise.race(starting);
+    if (workers.some((w) => w.startFailure)) break;
+    if (u > 1n && (startError = startBlocker(plan, readAt, u, stop, memoryShortage))) break;
+    let w;
     try {
-      worker = new Worker(__filename, { workerData: { plan, unit: u, control: control.buffer, endCell: endCell.buffer } });
-    } catch (err) {
-      throw new Error(`cannot start the worker thread of unit ${u}: ${err.message}`);
+      w = startWorker(u, shared);
+    } catch (err) { // ERR_WORKER_INIT_FAILED "EAGAIN" when the OS refuses the thread
+      const why = `cannot start the worker thread of unit ${u}: ${err.code ? `${err.code}: ` : ''}${err.message}`;
+      if (u === 1n) throw new Error(why);
+      startError = why;
+      break;
     }
-    const state = { worker, unit: u };
-    state.ready = new Promise((resolve) => {
-      state.onReady = resolve;
-    });
-    state.result = new Promise((resolve, reject) => {
-      worker.on('message', (msg) => (msg.type === 'ready' ? state.onReady() : resolve(msg)));
-      worker.on('error', (err) => reject(new Error(`the worker thread of unit ${u} failed: ${err.message}`)));
-      worker.on('exit', (code) => reject(new Error(`the worker thread of unit ${u} exited (code ${code}) without its samples`)));
-    });
-    workers.push(state);
+    workers.push(w);
+    starting.add(w.ready);
+    w.ready.then(() => starting.delete(w.ready));
   }
-  // A worker that fails before it is ready (or after) makes the run fail.
-  const failure = new Promise((_, reject) => workers.forEach((w) => w.result.catch(reject)));
-  await Promise.race([Promise.all(workers.map((w) => w.ready)), failure]);
+  await Promise.all(workers.map((w) => w.ready));
+  // Units are 1..n without a gap: the first that failed to start ends them, and the workers
+  // started after it (up to START_WINDOW - 1) are stopped.
+  const first = workers.findIndex((w) => w.startFailure);
+  if (first === 0) throw new Error(`cannot start the worker thread of unit 1: it ${workers[0].startFailure}`);
+  if (first > 0) {
+    startError = `cannot start the worker thread of unit ${first + 1}: it ${workers[first].startFailure}`;
+    for (const w of workers.splice(first)) w.drop();
+  }
 
   const runStart = now();
   const end = runStart + plan.warmup + plan.duration;
@@ -586,36 +813,35 @@ async function runOnWorkers(plan, stdin) {
   Atomics.store(control, GO, 1);
   Atomics.notify(control, GO);
 
-  const units = [];
-  for (const w of workers) {
-    const msg = await w.result;
-    const { origin, n, interrupted, busyResult, columns } = msg;
-    units.push({ id: w.unit, origin, n, interrupted, busyResult, columns });
-  }
-  return { runStart, end, units };
+  const reports = await Promise.all(workers.map((w) => w.result));
+  const units = reports.map((msg, i) => ({ ...msg, id: workers[i].unit }));
+  return { runStart, end, units, startError, atomicSum: Atomics.load(counter, 0) };
 }
 
-/** Inside a Worker: one unit, sleeping with Atomics.wait. */
+/** Inside a Worker: one unit, sleeping with Atomics.wait. An exception before 'ready' is a
+    failed start (the main thread's 'error' event). */
 async function workerMain() {
-  const { plan, unit: id, control: controlBuffer, endCell: endBuffer } = workerData;
+  const { plan, unit: id, lowNice, control: controlBuffer, endCell: endBuffer, counter: counterBuffer } = workerData;
+  if (lowNice !== null && classOf(plan, id) === 1) applyNice(id, lowNice);
   const control = new Int32Array(controlBuffer);
+  const counter = new BigInt64Array(counterBuffer);
   const unit = new Unit(plan, id);
   const cell = new Int32Array(new SharedArrayBuffer(4)); // never notified: every wait times out
   parentPort.postMessage({ type: 'ready' });
   Atomics.wait(control, GO, 0);
+  const end = BigInt.asUintN(64, Atomics.load(new BigInt64Array(endBuffer), 0));
   const ctx = {
     plan,
-    end: BigInt.asUintN(64, Atomics.load(new BigInt64Array(endBuffer), 0)),
+    end,
+    measureStart: end - plan.duration,
     stopRequested: () => Atomics.load(control, STOP) !== 0,
+    count: plan.atomic ? () => Atomics.add(counter, 0, 1n) : null, // sequentially consistent
     sleepFor: (ns) => waitSleep(cell, ns),
     sleepUntil: (deadline) => waitSleep(cell, deadline - now()),
   };
   await runUnit(unit, ctx);
-  const { origin, n, interrupted, busyResult, columns } = unit;
-  parentPort.postMessage(
-    { type: 'result', origin, n, interrupted, busyResult, columns },
-    columns.map((column) => column.buffer),
-  );
+  const { origin, n, measured, interrupted, busyResult, data, cap } = unit;
+  parentPort.postMessage({ type: 'result', origin, n, measured, interrupted, busyResult, data, cap }, [data.buffer]);
 }
 
 async function main() {
@@ -624,13 +850,17 @@ async function main() {
     process.exit(1);
   });
   const stdin = watchStdin();
-  const plan = loadPlan(await stdin.plan);
+  const { line, readAt } = await stdin.plan;
+  const plan = loadPlan(line);
+  const priority = priorityPlan(plan);
   const hello = {
-    type: 'hello', protocol: 1, runtime: plan.runtime, runtime_version: `node ${process.version}`,
-    clock: 'CLOCK_MONOTONIC', pid: process.pid,
+    type: 'hello', protocol: 2, runtime: plan.runtime, runtime_version: `node ${process.version}`,
+    clock: 'CLOCK_MONOTONIC', pid: process.pid, priority: priority.text,
   };
   await writeOut(`${JSON.stringify(hello)}\n`);
-  const run = plan.runtime === 'node' ? await runOnEventLoop(plan, stdin) : await runOnWorkers(plan, stdin);
+  const run = plan.runtime === 'node'
+    ? await runOnEventLoop(plan, stdin, readAt)
+    : await runOnWorkers(plan, stdin, readAt, priority.lowNice);
   await writeResults(plan, run);
   process.exit(0);
 }

@@ -9,7 +9,7 @@
 //! A chart is drawn only where there is data for it.
 
 use crate::histogram;
-use crate::results::{Row, RunRecord};
+use crate::results::{ClassResult, Row, RunRecord};
 use crate::sweep::{Param, Point};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
@@ -350,31 +350,77 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
             Some(c) => c.iter().position(|label| *label == param.format_value(v)).unwrap_or(0) as f64,
             None => v as f64,
         };
+        let line_of = |runtime: &String, get: &dyn Fn(&Row) -> Option<f64>| -> Vec<(f64, f64)> {
+            points
+                .iter()
+                .filter_map(|p| {
+                    let row = record.rows.iter().find(|r| r.point == p.index && &r.runtime == runtime)?;
+                    Some((x_of(p.value(param)?), get(row)?))
+                })
+                .collect()
+        };
         let stat = |get: &dyn Fn(&Row) -> Option<f64>| -> Vec<Series> {
             record
                 .settings
                 .runtimes
                 .iter()
                 .filter_map(|runtime| {
-                    let line: Vec<(f64, f64)> = points
-                        .iter()
-                        .filter_map(|p| {
-                            let row = record.rows.iter().find(|r| r.point == p.index && &r.runtime == runtime)?;
-                            Some((x_of(p.value(param)?), get(row)?))
-                        })
-                        .collect();
+                    let line = line_of(runtime, get);
                     (!line.is_empty()).then(|| (runtime.clone(), colour(record, runtime), line))
                 })
                 .collect()
         };
+        // With priority classes: a line per runtime and class, the low class in a lighter shade.
+        let by_class = |get: &dyn Fn(&ClassResult) -> Option<f64>| -> Vec<Series> {
+            let mut series = Vec::new();
+            for runtime in &record.settings.runtimes {
+                for class in 0..record.settings.priority_classes {
+                    let of_class = |r: &Row| get(r.classes.iter().find(|c| c.class == class)?);
+                    let line = line_of(runtime, &of_class);
+                    let name = format!("{runtime} {}", if class == 0 { "high" } else { "low" });
+                    let c = colour(record, runtime);
+                    let shade = if class == 0 { c } else { RGBColor(c.0 / 2 + 128, c.1 / 2 + 128, c.2 / 2 + 128) };
+                    if !line.is_empty() {
+                        series.push((name, shade, line));
+                    }
+                }
+            }
+            series
+        };
         let summary = |r: &Row| r.statistics.as_ref().map(|s| s.get(metric).clone());
         let micro = |v: Option<f64>| v.map(|v| v / 1e3);
         type Statistic<'a> = Box<dyn Fn(&Row) -> Option<f64> + 'a>;
-        let wanted: [(&str, String, Statistic<'_>); 3] = [
+        let mut wanted: Vec<(&str, String, Statistic<'_>)> = vec![
             ("mean", format!("mean {} (µs)", metric.name()), Box::new(move |r| micro(summary(r)?.mean))),
             ("p99", format!("p99 {} (µs)", metric.name()), Box::new(move |r| micro(summary(r)?.p99.map(|v| v as f64)))),
-            ("samples", "measured samples (iterations, all units)".into(), Box::new(|r| r.counts.as_ref().map(|c| c.samples_measured as f64))),
+            ("samples", "measured iterations (all units)".into(), Box::new(|r| r.counts.as_ref().map(|c| c.iterations_measured as f64))),
         ];
+        if crate::output::default_layout(record) == crate::output::Layout::Volume {
+            let rate = if record.settings.experiment == crate::plan::Experiment::AtomicSum { "increments" } else { "iterations" };
+            wanted.extend::<[(&str, String, Statistic<'_>); 4]>([
+                ("delay", "delay: mean |actual - expected| (µs)".into(), Box::new(move |r| micro(r.statistics.as_ref()?.actual.mean_absolute_deviation))),
+                ("count", "measured iterations per unit".into(), Box::new(|r| r.counts.as_ref().map(|c| c.iterations_measured as f64 / c.units.max(1) as f64))),
+                ("rate", format!("{rate} per second (all units)"), Box::new(|r| r.counts.as_ref().map(|c| c.iterations_per_s))),
+                ("rss", "peak RSS of the worker (MiB)".into(), Box::new(|r| r.worker.as_ref()?.peak_rss_kb.map(|kb| kb as f64 / 1024.0))),
+            ]);
+        }
+        if record.settings.priority_classes > 1 {
+            let rate = if record.settings.experiment == crate::plan::Experiment::AtomicSum { "increments" } else { "iterations" };
+            type ClassStatistic = Box<dyn Fn(&ClassResult) -> Option<f64>>;
+            let classes: [(&str, String, ClassStatistic); 2] = [
+                ("class-delay", "delay by class: mean |actual - expected| (µs)".into(), Box::new(move |c| micro(c.statistics.as_ref()?.actual.mean_absolute_deviation))),
+                ("class-rate", format!("{rate} per second by class"), Box::new(|c| Some(c.iterations_per_s))),
+            ];
+            for (name, y_desc, get) in &classes {
+                let series = by_class(get.as_ref());
+                if series.is_empty() {
+                    continue;
+                }
+                let title = format!("{} across {}{label}", y_desc, param.name());
+                let svg = line_chart(&title, param.axis_label(), y_desc, &series, categories.as_deref())?;
+                charts.push(Chart { file: format!("sweep-{}{slug}-{name}.svg", param.name()), title, svg });
+            }
+        }
         for (name, y_desc, get) in &wanted {
             let series = stat(get.as_ref());
             if series.is_empty() {

@@ -15,12 +15,14 @@ macro_rules! vectors {
     };
 }
 
-pub const PLANS: &[(&str, &str)] =
-    vectors!("plans": "relative-fixed", "absolute-busy-yield", "absolute-overrun", "by-unit", "modulo-absolute");
+pub const PLANS: &[(&str, &str)] = vectors!("plans":
+    "relative-fixed", "absolute-busy-yield", "absolute-overrun", "by-unit", "modulo-absolute",
+    "priority-classes", "atomic-sum-sleep", "atomic-sum-yield", "sleep-yield");
 
 pub const INVALID_PLANS: &[(&str, &str)] = vectors!("invalid-plans":
-    "not-json", "protocol-2", "zero-units", "unknown-mode", "unknown-schedule", "missing-busy",
-    "unknown-experiment", "modulo-zero", "negative-duration", "unknown-runtime", "absolute-zero-period");
+    "not-json", "protocol-1", "protocol-3", "zero-units", "unknown-mode", "unknown-schedule", "missing-busy",
+    "unknown-experiment", "modulo-zero", "negative-duration", "unknown-runtime", "absolute-zero-period",
+    "three-classes", "zero-start-limit", "missing-start-limit");
 
 const GRACE: Duration = Duration::from_secs(10);
 
@@ -47,12 +49,17 @@ pub fn check_driver(id: &str) -> Result<ExitCode, String> {
     plan.duration_ns = 30_000_000_000;
     let (ok, line) = run_plan(info, &plan, Some(Duration::from_millis(300)));
     report(ok, format!("stops early when stdin closes: {line}"));
+    // A start limit already passed: unit 1 starts, no other does, and the worker says why.
+    let mut plan = Plan::from_json(&long.replace("RUNTIME", id)).expect("valid");
+    (plan.units, plan.start_limit_ns, plan.priority_classes) = (40, 1, 2);
+    let (ok, line) = run_plan(info, &plan, None);
+    report(ok, format!("starts one unit when the start limit has passed: {line}"));
     for (name, text) in INVALID_PLANS {
         let input = if *name == "unknown-runtime" { text.to_string() } else { text.replace("RUNTIME", id) };
         let (ok, line) = refuse(info, &input);
         report(ok, format!("refuses {name}: {line}"));
     }
-    let total = PLANS.len() + 1 + INVALID_PLANS.len();
+    let total = PLANS.len() + 2 + INVALID_PLANS.len();
     println!("{id}: {} of {total} checks passed", total - failures);
     Ok(if failures == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
@@ -70,7 +77,24 @@ fn run_plan(info: &runtime::RuntimeInfo, plan: &Plan, stop_after: Option<Duratio
     };
     let wall = raw.wall_ns as f64 / 1e9;
     match (classify(plan, &raw, limit), stop_after) {
-        (Outcome::Completed(r), None) => (true, format!("{} units, {} samples, {} missed periods", r.units.len(), r.done.samples, r.done.missed)),
+        (Outcome::Completed(r), None) if plan.start_limit_ns == 1 => match (&r.done.start_error, r.done.units) {
+            (Some(e), 1) => (true, format!("1 of {} units, start_error \"{e}\"", plan.units)),
+            (_, units) => (false, format!("started {units} units (expected exactly 1, with a start_error)")),
+        },
+        // Sleeping units leave each other time; with the schedule none a cooperative scheduler
+        // may let one unit starve another (embassy's priority queue does), which is a result.
+        (Outcome::Completed(r), None) if plan.sleep.schedule.sleeps() && r.units.iter().any(|u| u.iterations == 0) => {
+            let idle = r.units.iter().find(|u| u.iterations == 0).map_or(0, |u| u.unit);
+            (false, format!("unit {idle} made no iteration in a plan every unit has time for"))
+        }
+        (Outcome::Completed(r), None) => (true, format!(
+            "{} units, {} iterations, {} samples, {} missed periods{}",
+            r.units.len(),
+            r.units.iter().map(|u| u.iterations).sum::<u64>(),
+            r.done.samples,
+            r.done.missed,
+            r.done.atomic_sum.map(|s| format!(", atomic_sum {s}")).unwrap_or_default()
+        )),
         (Outcome::Interrupted(r), Some(_)) => (true, format!("stopped after {wall:.2} s with {} samples", r.done.samples)),
         (Outcome::Completed(_), Some(_)) => (false, "ran to its end although stdin was closed".into()),
         (Outcome::Interrupted(_), None) => (false, "reported interrupted although stdin stayed open".into()),

@@ -1,6 +1,6 @@
 //! The command line: parsing, checking, and dispatch. Bad input is one line on stderr and exit 2.
 
-use crate::plan::{parse_duration_ns, BusyPlan, Mode, Schedule, SleepPlan};
+use crate::plan::{parse_duration_ns, BusyPlan, Experiment, Mode, Schedule, SleepPlan};
 use crate::results::{Metric, Settings};
 use crate::run::{run, Exports, RunOptions};
 use crate::sched::{CpuList, Policy, SchedSettings};
@@ -98,12 +98,25 @@ struct RunArgs {
     /// Comma-separated runtime ids, or `all` [default: all: every runtime available here]
     #[arg(long, value_delimiter = ',', value_parser = runtime_id, action = clap::ArgAction::Set)]
     runtimes: Vec<String>,
-    /// Units (threads, tasks, ...) per runtime
-    #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
-    units: u32,
-    /// Sleep per iteration: fixed:D, by-unit:D (unit id x D) or modulo:M:D ((i % M + 1) x D)
-    #[arg(long, default_value = "fixed:1ms", value_parser = Schedule::parse)]
-    sleep: Schedule,
+    /// Units (threads, tasks, ...) per runtime: a number, or a list or range to sweep (as
+    /// --sweep units=...) [default: 5; volume and atomic-sum: 1..10000:log10]
+    #[arg(long, value_name = "N|VALUES", allow_hyphen_values = true)]
+    units: Option<String>,
+    /// Sleep per iteration: fixed:D, by-unit:D (unit id x D), modulo:M:D ((i % M + 1) x D), or
+    /// none (a yield instead, counted not timed) [default: fixed:1ms; volume and atomic-sum: modulo:20:1ms]
+    #[arg(long, value_parser = Schedule::parse)]
+    sleep: Option<Schedule>,
+    /// Split the units into this many priority classes: 2 gives odd units a high and even units
+    /// a low priority, with what each runtime really offers (see `taskmeter list`)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=2))]
+    priority_classes: u32,
+    /// Time a worker may spend starting its units; those not started by then make the row partial
+    #[arg(long, default_value = "10s", value_parser = duration, allow_hyphen_values = true)]
+    start_limit: u64,
+    /// Run the runtimes' workers of each point at the same time, side by side, instead of one
+    /// after another (to see how each fares beside the others)
+    #[arg(long)]
+    together: bool,
     /// relative: sleep(expected) after the busy work; absolute: sleep until a fixed periodic deadline
     #[arg(long, value_enum, default_value = "absolute")]
     mode: ModeArg,
@@ -140,9 +153,9 @@ struct RunArgs {
     /// The metric the table shows and ranks by
     #[arg(long, value_enum, default_value = "lateness")]
     metric: Metric,
-    /// How the console shows the results
-    #[arg(long, value_enum, default_value = "ranked")]
-    table: crate::output::Layout,
+    /// How the console shows the results [default: ranked; volume for volume, atomic-sum and --sleep none]
+    #[arg(long, value_enum)]
+    table: Option<crate::output::Layout>,
     /// Scheduling policy of every worker: other, batch, idle, fifo:PRIO or rr:PRIO (1-99), set
     /// before exec; sweep it with --sweep policy=other,fifo:99,...
     #[arg(long, value_parser = Policy::parse)]
@@ -186,9 +199,35 @@ enum OrderArg {
     Given,
 }
 
-#[derive(Copy, Clone, ValueEnum)]
+#[derive(Copy, Clone, ValueEnum, PartialEq)]
 enum ExperimentArg {
+    /// How late units wake up: the work loop at one point, or swept
     Sleep,
+    /// The sleep loop over a growing number of units (the v2 study): delay, iterations and memory per unit
+    Volume,
+    /// Every iteration increments one shared atomic counter: increments per second vs units
+    AtomicSum,
+}
+
+impl ExperimentArg {
+    fn name(self) -> &'static str {
+        match self {
+            ExperimentArg::Sleep => "sleep",
+            ExperimentArg::Volume => "volume",
+            ExperimentArg::AtomicSum => "atomic-sum",
+        }
+    }
+}
+
+/// `--units`: one count, or values to sweep.
+fn units_arg(text: &str) -> Result<Result<u32, Sweep>, String> {
+    if text.contains(',') || text.contains("..") {
+        return Sweep::parse(&format!("units={text}")).map(Err);
+    }
+    match text.trim().parse::<u32>() {
+        Ok(n) if (1..=1_000_000).contains(&n) => Ok(Ok(n)),
+        _ => Err(format!("invalid value '{text}' for '--units': expected a number from 1 to 1000000, a list (1,10,100) or a range (1..100000:log10)")),
+    }
 }
 
 #[derive(Copy, Clone, ValueEnum)]
@@ -263,15 +302,19 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if matches!(cli.command, Command::List | Command::Report { .. } | Command::Compare { .. } | Command::Selftest { .. }) {
+        crate::output::quiet_on_closed_stdout();
+    }
     let result = match cli.command {
         Command::List => {
             crate::list::print();
             Ok(ExitCode::SUCCESS)
         }
-        Command::Run(args) => settings(&args).and_then(|settings| {
+        Command::Run(args) => settings(&args).and_then(|(settings, sweeps)| {
             run(RunOptions {
                 settings,
-                sweeps: args.sweeps.clone(),
+                experiment: args.experiment.name(),
+                sweeps,
                 shuffle: args.order == OrderArg::Shuffled,
                 seed: args.seed,
                 exports: Exports {
@@ -308,9 +351,24 @@ pub fn main() -> ExitCode {
     })
 }
 
-/// Turns the flags into settings; each point's are checked by [`check_settings`].
-fn settings(args: &RunArgs) -> Result<Settings, String> {
-    let _ = args.experiment;
+/// Turns the flags into settings and sweeps; each point's settings are checked by
+/// [`check_settings`].
+fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
+    let study = args.experiment != ExperimentArg::Sleep;
+    let mut sweeps = args.sweeps.clone();
+    let default_units = if study { "1..10000:log10" } else { "5" };
+    let units = match units_arg(args.units.as_deref().unwrap_or(default_units))? {
+        Ok(n) => n,
+        Err(sweep) => {
+            if args.sweeps.iter().any(|s| s.param == Param::Units) {
+                return Err("units are given twice: by --units and by --sweep units=...".into());
+            }
+            let first = sweep.values[0] as u32;
+            sweeps.insert(0, sweep);
+            first
+        }
+    };
+    let schedule = args.sleep.unwrap_or(if study { Schedule::Modulo { m: 20, ns: 1_000_000 } } else { Schedule::Fixed { ns: 1_000_000 } });
     let mode = match args.mode {
         ModeArg::Relative => Mode::Relative,
         ModeArg::Absolute => Mode::Absolute,
@@ -331,11 +389,11 @@ fn settings(args: &RunArgs) -> Result<Settings, String> {
         seen
     };
     let mut swept = Vec::new();
-    for sweep in &args.sweeps {
+    for sweep in &sweeps {
         if swept.contains(&sweep.param) {
             return Err(format!("'{}' is swept twice", sweep.param.name()));
         }
-        if sweep.param == Param::Modulo && !matches!(args.sleep, Schedule::Modulo { .. }) {
+        if sweep.param == Param::Modulo && !matches!(schedule, Schedule::Modulo { .. }) {
             return Err("sweeping modulo needs a modulo schedule (--sleep modulo:M:D)".into());
         }
         swept.push(sweep.param);
@@ -343,13 +401,18 @@ fn settings(args: &RunArgs) -> Result<Settings, String> {
     if args.seed.is_some() && args.order == OrderArg::Given {
         return Err("--seed only applies to --order shuffled".into());
     }
-    Ok(Settings {
+    let experiment = if args.experiment == ExperimentArg::AtomicSum { Experiment::AtomicSum } else { Experiment::Sleep };
+    let settings = Settings {
         runtimes,
-        units: args.units,
+        experiment,
+        units,
+        priority_classes: args.priority_classes,
+        start_limit_ns: args.start_limit,
+        together: args.together,
         duration_ns: args.duration.unwrap_or(if args.quick { 300_000_000 } else { 1_500_000_000 }),
         warmup_ns: args.warmup.unwrap_or(if args.quick { 100_000_000 } else { 500_000_000 }),
-        sleep: SleepPlan { mode, schedule: args.sleep },
-        sleep_spec: args.sleep.to_string(),
+        sleep: SleepPlan { mode, schedule },
+        sleep_spec: schedule.to_string(),
         busy: BusyPlan { iters: args.busy, yield_each_step: args.yield_each_step },
         grace_ns: args.grace,
         sched: SchedSettings {
@@ -359,7 +422,8 @@ fn settings(args: &RunArgs) -> Result<Settings, String> {
             mlock: args.mlock,
         },
         allow_rt_spin: args.allow_rt_spin,
-    })
+    };
+    Ok((settings, sweeps))
 }
 
 /// The rules a point's settings obey; every refusal is one clear sentence.
@@ -369,6 +433,9 @@ pub fn check_settings(settings: &Settings) -> Result<(), String> {
     }
     if settings.units == 0 {
         return Err("units must be >= 1".into());
+    }
+    if settings.start_limit_ns == 0 {
+        return Err("--start-limit must be longer than 0".into());
     }
     let schedule = settings.sleep.schedule;
     let longest = schedule.max_expected(settings.units);
@@ -395,10 +462,11 @@ fn check_real_time(settings: &Settings) -> Result<(), String> {
     let Some(policy) = settings.sched.policy.filter(|p| p.is_real_time()) else { return Ok(()) };
     let online = crate::sched::online_cpus().len();
     let usable = settings.sched.cpus.as_ref().map_or(online, |c| c.len());
-    let spins = settings.busy.iters > 0 && settings.units as usize >= usable && usable >= online;
+    let works = settings.busy.iters > 0 || !settings.sleep.schedule.sleeps();
+    let spins = works && settings.units as usize >= usable && usable >= online;
     if spins && !settings.allow_rt_spin {
         return Err(format!(
-            "policy {policy} with busy work on {} units can keep all {online} cores busy at real-time priority and starve the machine; \
+            "policy {policy} with busy work (or --sleep none) on {} units can keep all {online} cores busy at real-time priority and starve the machine; \
              pin the workers to fewer cores with --cpus, use --busy 0, or pass --allow-rt-spin",
             settings.units
         ));

@@ -2,7 +2,7 @@
 //! the command line, the environment, every table and chart, and failures shown plainly.
 
 use crate::chart::Chart;
-use crate::output::{explain, settings_line, table_of};
+use crate::output::{class_table_of, default_layout, explain, memory_lines, priority_lines, settings_line, table_of, volume_table_of, Layout, Table};
 use crate::results::{RowStatus, RunRecord};
 use std::fmt::Write as _;
 
@@ -38,6 +38,25 @@ fn figure(out: &mut String, chart: &Chart) {
     );
 }
 
+fn html_table(out: &mut String, t: &Table) {
+    out.push_str("<table class=\"results\"><thead><tr>");
+    for h in &t.header {
+        let _ = write!(out, "<th>{}</th>", escape(h));
+    }
+    out.push_str("</tr></thead><tbody>\n");
+    for line in &t.lines {
+        out.push_str("<tr>");
+        for cell in line {
+            let _ = write!(out, "<td>{}</td>", escape(cell));
+        }
+        out.push_str("</tr>\n");
+    }
+    for (runtime, reason) in &t.without_statistics {
+        let _ = writeln!(out, "<tr class=\"failure\"><td>{}</td><td colspan=\"{}\">{}</td></tr>", escape(runtime), t.header.len() - 1, escape(reason));
+    }
+    out.push_str("</tbody></table>\n");
+}
+
 pub fn render(record: &RunRecord, charts: &[Chart]) -> String {
     let mut out = String::new();
     let title = format!("taskmeter {} run of {}", record.experiment, record.started_at);
@@ -55,12 +74,16 @@ pub fn render(record: &RunRecord, charts: &[Chart]) -> String {
         let _ = writeln!(out, "<p>Runtimes and points ran in a shuffled order (seed {seed}; <code>--seed {seed}</code> repeats it).</p>");
     }
 
-    let failures: Vec<_> = record.rows_in_order().into_iter().filter(|r| matches!(r.status, RowStatus::Failed | RowStatus::Skipped)).collect();
+    let failures: Vec<_> = record.rows_in_order().into_iter().filter(|r| matches!(r.status, RowStatus::Failed | RowStatus::Skipped | RowStatus::Partial)).collect();
     if !failures.is_empty() {
-        out.push_str("<h2 id=\"failures\">Failures and skipped runtimes</h2>\n");
+        out.push_str("<h2 id=\"failures\">Failures, partial and skipped runtimes</h2>\n");
         for row in failures {
             let point = record.points.get(row.point).map(|p| p.label()).unwrap_or_default();
-            let what = if row.status == RowStatus::Failed { "failed" } else { "skipped" };
+            let what = match row.status {
+                RowStatus::Failed => "failed",
+                RowStatus::Partial => "ran partially",
+                _ => "skipped",
+            };
             let _ = writeln!(
                 out,
                 "<div class=\"failure\"><b>{}</b> {} {what}: {}</div>",
@@ -72,27 +95,31 @@ pub fn render(record: &RunRecord, charts: &[Chart]) -> String {
     }
 
     out.push_str("<h2 id=\"results\">Results</h2>\n");
-    for point in &record.points {
+    let volume = default_layout(record) == Layout::Volume;
+    if volume {
+        html_table(&mut out, &volume_table_of(record));
+        if record.sweeps.iter().any(|s| s.param == crate::sweep::Param::Units) {
+            out.push_str("<h3>Memory per unit</h3><ul class=\"memory\">\n");
+            for line in memory_lines(record) {
+                let _ = writeln!(out, "<li>{}</li>", escape(&line));
+            }
+            out.push_str("</ul>\n");
+        }
+    }
+    if let Some(classes) = class_table_of(record) {
+        out.push_str("<h3>By priority class</h3>\n");
+        html_table(&mut out, &classes);
+        out.push_str("<ul class=\"priority\">\n");
+        for line in priority_lines(record) {
+            let _ = writeln!(out, "<li>{}</li>", escape(&line));
+        }
+        out.push_str("</ul>\n");
+    }
+    for point in record.points.iter().filter(|_| !volume) {
         if record.points.len() > 1 {
             let _ = writeln!(out, "<h3>point {}/{}: {}</h3>", point.index + 1, record.points.len(), escape(&point.label()));
         }
-        let t = table_of(record, point.index);
-        out.push_str("<table class=\"results\"><thead><tr>");
-        for h in &t.header {
-            let _ = write!(out, "<th>{}</th>", escape(h));
-        }
-        out.push_str("</tr></thead><tbody>\n");
-        for line in &t.lines {
-            out.push_str("<tr>");
-            for cell in line {
-                let _ = write!(out, "<td>{}</td>", escape(cell));
-            }
-            out.push_str("</tr>\n");
-        }
-        for (runtime, reason) in &t.without_statistics {
-            let _ = writeln!(out, "<tr class=\"failure\"><td>{}</td><td colspan=\"{}\">{}</td></tr>", escape(runtime), t.header.len() - 1, escape(reason));
-        }
-        out.push_str("</tbody></table>\n");
+        html_table(&mut out, &table_of(record, point.index));
         let prefix = format!("point-{}-", point.index + 1);
         for chart in charts.iter().filter(|c| c.file.starts_with(&prefix)) {
             figure(&mut out, chart);
@@ -136,12 +163,12 @@ pub fn render(record: &RunRecord, charts: &[Chart]) -> String {
     out.push_str("</table>\n");
     let workers: Vec<_> = record.rows_in_order().into_iter().filter_map(|r| Some((r, r.worker.as_ref()?))).collect();
     if !workers.is_empty() {
-        out.push_str("<table class=\"workers\"><thead><tr><th>runtime</th><th>point</th><th>version</th><th>policy</th><th>nice</th><th>timer slack</th><th>peak RSS</th><th>wall time</th></tr></thead><tbody>\n");
+        out.push_str("<table class=\"workers\"><thead><tr><th>runtime</th><th>point</th><th>version</th><th>policy</th><th>nice</th><th>timer slack</th><th>peak RSS</th><th>wall time</th><th>priority classes</th></tr></thead><tbody>\n");
         for (row, w) in workers {
             let sched = w.sched.as_ref();
             let _ = writeln!(
                 out,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2} s</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2} s</td><td>{}</td></tr>",
                 escape(&row.runtime),
                 escape(&record.points.get(row.point).map(|p| p.label()).unwrap_or_default()),
                 escape(w.runtime_version.as_deref().unwrap_or("")),
@@ -149,7 +176,8 @@ pub fn render(record: &RunRecord, charts: &[Chart]) -> String {
                 sched.map(|s| s.nice.to_string()).unwrap_or_default(),
                 sched.and_then(|s| s.timerslack_ns).map(|n| format!("{n} ns")).unwrap_or_default(),
                 w.peak_rss_kb.map(|kb| format!("{:.1} MiB", kb as f64 / 1024.0)).unwrap_or_default(),
-                w.wall_ns as f64 / 1e9
+                w.wall_ns as f64 / 1e9,
+                escape(w.priority.as_deref().unwrap_or(""))
             );
         }
         out.push_str("</tbody></table>\n");

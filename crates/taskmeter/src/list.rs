@@ -11,5 +11,6 @@ pub fn print() {
             Err(reason) => format!("unavailable: {reason}"),
         };
         println!("{:<width$}  {status}\n{:<width$}  {}", info.id, "", info.description);
+        println!("{:<width$}  priority classes: {}", "", info.priority);
     }
 }

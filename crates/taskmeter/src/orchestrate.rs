@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -22,6 +22,20 @@ enum Event {
 struct Exit {
     status: ExitStatus,
     peak_rss_kb: u64,
+    /// User plus system CPU time of the worker and its threads.
+    cpu_ns: u64,
+}
+
+fn timeval_ns(t: libc::timeval) -> u64 {
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000
+}
+
+/// CPU time (user + system) taskmeter itself has used so far, all its threads.
+pub fn own_cpu_ns() -> u64 {
+    // SAFETY: getrusage fills the zeroed struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    timeval_ns(usage.ru_utime) + timeval_ns(usage.ru_stime)
 }
 
 /// Waits for the process like `Child::wait`, but with wait4, which also reports its peak RSS.
@@ -42,10 +56,13 @@ fn wait_with_usage(child: std::process::Child) -> std::io::Result<Exit> {
         }
     }
     drop(child);
-    Ok(Exit { status: ExitStatus::from_raw(status), peak_rss_kb: usage.ru_maxrss as u64 })
+    let cpu_ns = timeval_ns(usage.ru_utime) + timeval_ns(usage.ru_stime);
+    Ok(Exit { status: ExitStatus::from_raw(status), peak_rss_kb: usage.ru_maxrss as u64, cpu_ns })
 }
 
-static EVENTS: Mutex<Option<Sender<Event>>> = Mutex::new(None);
+/// The event channels of the workers running now (several with `--together`), by id.
+static EVENTS: Mutex<Vec<(u64, Sender<Event>)>> = Mutex::new(Vec::new());
+static NEXT_WORKER: AtomicU64 = AtomicU64::new(0);
 static INTERRUPTS: AtomicU32 = AtomicU32::new(0);
 
 /// Ctrl-C stops the current worker early (it keeps what it measured) and ends the run.
@@ -53,7 +70,7 @@ static INTERRUPTS: AtomicU32 = AtomicU32::new(0);
 pub fn install_interrupt_handler() {
     let _ = ctrlc::set_handler(|| {
         INTERRUPTS.fetch_add(1, Ordering::SeqCst);
-        if let Some(tx) = EVENTS.lock().unwrap().as_ref() {
+        for (_, tx) in EVENTS.lock().unwrap().iter() {
             let _ = tx.send(Event::Interrupt);
         }
     });
@@ -120,6 +137,7 @@ pub struct WorkerRun {
     pub outcome: Outcome,
     pub sched: Option<SchedInfo>,
     pub peak_rss_kb: Option<u64>,
+    pub cpu_ns: Option<u64>,
     pub wall_ns: u64,
     /// The worker's stderr (its last few kilobytes).
     pub stderr: String,
@@ -127,14 +145,19 @@ pub struct WorkerRun {
 
 /// How long a worker may run: its plan's own bound plus a grace for start-up and output.
 pub fn deadline(plan: &Plan, grace: Duration) -> Duration {
-    Duration::from_nanos(plan.warmup_ns + plan.duration_ns + plan.max_expected_ns()) + grace
+    // Starting the units may take the start limit, and ending as many (joining 30,000 threads)
+    // about as long again.
+    let planned = plan.start_limit_ns.saturating_mul(2).saturating_add(plan.warmup_ns + plan.duration_ns + plan.max_expected_ns());
+    Duration::from_nanos(planned) + grace
 }
 
 /// What happened to a worker process, before its output is judged.
 pub struct RawRun {
     pub status: std::io::Result<ExitStatus>,
-    /// The worker's peak resident set size (ru_maxrss), kB.
+    /// The worker's peak resident set size, kB.
     pub peak_rss_kb: Option<u64>,
+    /// The worker's CPU time (user + system), from wait4.
+    pub cpu_ns: Option<u64>,
     pub timed_out: bool,
     pub stdout: Vec<u8>,
     pub stderr: String,
@@ -175,13 +198,25 @@ pub fn spawn_and_wait(
         unsafe { command.pre_exec(move || settings.apply_in_child(cpu_set.as_ref())) };
     }
     let (tx, rx) = mpsc::channel();
-    *EVENTS.lock().unwrap() = Some(tx.clone());
+    let worker_id = NEXT_WORKER.fetch_add(1, Ordering::SeqCst);
+    EVENTS.lock().unwrap().push((worker_id, tx.clone()));
+    let unregister = || EVENTS.lock().unwrap().retain(|(id, _)| *id != worker_id);
     if interrupted() {
+        unregister();
         return Err("not started: the run was interrupted".into());
     }
+    // A forked child's ru_maxrss starts from its parent's peak RSS and keeps it across exec, so
+    // a worker smaller than taskmeter's peak would report taskmeter's: give memory back, reset
+    // taskmeter's peak to its current RSS (clear_refs 5), note that size, and follow the
+    // worker's own VmHWM as well.
+    // SAFETY: malloc_trim only returns free heap memory to the kernel.
+    unsafe { libc::malloc_trim(0) };
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let parent_rss_kb = status_kb("self", "VmRSS:").unwrap_or(u64::MAX);
     // The deadline and the read-back count from the spawn, after any preparation above.
     let started = Instant::now();
     let mut child = command.spawn().map_err(|e| {
+        unregister();
         if sched.is_default() {
             format!("could not start the worker: {e}")
         } else {
@@ -205,6 +240,7 @@ pub fn spawn_and_wait(
         let _ = tx.send(Event::Exited(wait_with_usage(child)));
     });
 
+    let mut high_water_kb = 0;
     let mut deadline = started + limit;
     let mut stop_at = stop.after.map(|after| started + after);
     let mut timed_out = false;
@@ -240,19 +276,32 @@ pub fn spawn_and_wait(
                         readback = now;
                     }
                 }
+                high_water_kb = high_water_kb.max(status_kb(&pid.to_string(), "VmHWM:").unwrap_or(0));
                 tick()
             }
         }
     };
-    *EVENTS.lock().unwrap() = None;
+    unregister();
     drop(stdin);
     let stdout = stdout.join().unwrap_or_default();
     let stderr = String::from_utf8_lossy(&stderr.join().unwrap_or_default()).into_owned();
+    let cpu_ns = status.as_ref().ok().map(|exit| exit.cpu_ns);
     let (status, peak_rss_kb) = match status {
-        Ok(exit) => (Ok(exit.status), Some(exit.peak_rss_kb)),
+        // Clearly above taskmeter's size at the fork (1 MiB for what taskmeter allocated since),
+        // ru_maxrss is the worker's; below, it may be taskmeter's, and the last VmHWM read
+        // (every 250 ms at most) is the worker's.
+        Ok(exit) if exit.peak_rss_kb > parent_rss_kb + 1024 => (Ok(exit.status), Some(exit.peak_rss_kb)),
+        Ok(exit) => (Ok(exit.status), Some(high_water_kb).filter(|kb| *kb > 0)),
         Err(e) => (Err(e), None),
     };
-    Ok(RawRun { status, peak_rss_kb, timed_out, stdout, stderr, sched: readback, wall_ns: started.elapsed().as_nanos() as u64 })
+    Ok(RawRun { status, peak_rss_kb, cpu_ns, timed_out, stdout, stderr, sched: readback, wall_ns: started.elapsed().as_nanos() as u64 })
+}
+
+/// A `kB` field of /proc/PID/status (`self` for taskmeter).
+fn status_kb(pid: &str, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    line[field.len()..].trim().trim_end_matches("kB").trim().parse().ok()
 }
 
 /// Runs a worker on a plan and judges what it did.
@@ -260,10 +309,10 @@ pub fn run_worker(command: Command, plan: &Plan, sched: &SchedSettings, grace: D
     let limit = deadline(plan, grace);
     let stop = StopPolicy { after: None, grace: Duration::from_nanos(plan.max_expected_ns()) + Duration::from_secs(2) };
     match spawn_and_wait(command, &plan.to_json(), sched, limit, stop, tick) {
-        Err(reason) => WorkerRun { outcome: Outcome::Failed(reason), sched: None, peak_rss_kb: None, wall_ns: 0, stderr: String::new() },
+        Err(reason) => WorkerRun { outcome: Outcome::Failed(reason), sched: None, peak_rss_kb: None, cpu_ns: None, wall_ns: 0, stderr: String::new() },
         Ok(raw) => {
             let outcome = classify(plan, &raw, limit);
-            WorkerRun { outcome, sched: Some(raw.sched), peak_rss_kb: raw.peak_rss_kb, wall_ns: raw.wall_ns, stderr: raw.stderr }
+            WorkerRun { outcome, sched: Some(raw.sched), peak_rss_kb: raw.peak_rss_kb, cpu_ns: raw.cpu_ns, wall_ns: raw.wall_ns, stderr: raw.stderr }
         }
     }
 }

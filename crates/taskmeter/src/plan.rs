@@ -1,14 +1,26 @@
-//! The plan: the complete, serialisable description of one worker's job (protocol v1).
+//! The plan: the complete, serialisable description of one worker's job (protocol v2).
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-pub const PROTOCOL: u32 = 1;
+pub const PROTOCOL: u32 = 2;
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum Experiment {
+    /// The work loop: busy work, then a sleep, timed.
     Sleep,
+    /// The same loop, plus one increment of a counter shared by all units per iteration.
+    AtomicSum,
+}
+
+impl Experiment {
+    pub fn name(self) -> &'static str {
+        match self {
+            Experiment::Sleep => "sleep",
+            Experiment::AtomicSum => "atomic-sum",
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +40,8 @@ pub enum Schedule {
     ByUnit { ns: u64 },
     /// Period `k` sleeps `(k % m + 1) * ns` (the v2 study).
     Modulo { m: u64, ns: u64 },
+    /// No sleep: the unit yields once per iteration and records no samples, only counts.
+    None,
 }
 
 impl Schedule {
@@ -37,7 +51,12 @@ impl Schedule {
             Schedule::Fixed { ns } => ns,
             Schedule::ByUnit { ns } => ns.saturating_mul(unit as u64),
             Schedule::Modulo { m, ns } => ns.saturating_mul(k % m.max(1) + 1),
+            Schedule::None => 0,
         }
+    }
+
+    pub fn sleeps(&self) -> bool {
+        !matches!(self, Schedule::None)
     }
 
     /// The longest sleep any unit of `units` can be asked for.
@@ -46,14 +65,16 @@ impl Schedule {
             Schedule::Fixed { ns } => ns,
             Schedule::ByUnit { ns } => ns.saturating_mul(units as u64),
             Schedule::Modulo { m, ns } => ns.saturating_mul(m),
+            Schedule::None => 0,
         }
     }
 
-    /// Parses the command-line form: `fixed:250us`, `by-unit:1s`, `modulo:20:1ms`.
+    /// Parses the command-line form: `fixed:250us`, `by-unit:1s`, `modulo:20:1ms`, `none`.
     pub fn parse(spec: &str) -> Result<Schedule, String> {
-        let usage = "expected fixed:DURATION, by-unit:DURATION or modulo:M:DURATION";
+        let usage = "expected fixed:DURATION, by-unit:DURATION, modulo:M:DURATION or none";
         let parts: Vec<&str> = spec.split(':').collect();
         let schedule = match parts.as_slice() {
+            ["none"] => Schedule::None,
             ["fixed", d] => Schedule::Fixed { ns: parse_duration_ns(d)? },
             ["by-unit", d] => Schedule::ByUnit { ns: parse_duration_ns(d)? },
             ["modulo", m, d] => {
@@ -77,6 +98,7 @@ impl fmt::Display for Schedule {
             Schedule::Fixed { ns } => write!(f, "fixed:{}", format_duration_spec(ns)),
             Schedule::ByUnit { ns } => write!(f, "by-unit:{}", format_duration_spec(ns)),
             Schedule::Modulo { m, ns } => write!(f, "modulo:{m}:{}", format_duration_spec(ns)),
+            Schedule::None => write!(f, "none"),
         }
     }
 }
@@ -100,6 +122,10 @@ pub struct Plan {
     pub experiment: Experiment,
     pub runtime: String,
     pub units: u32,
+    /// 1, or 2: unit `u` is in class `(u - 1) % 2`, 0 being the high class.
+    pub priority_classes: u32,
+    /// Time allowed to start the units, from when the worker read the plan.
+    pub start_limit_ns: u64,
     pub duration_ns: u64,
     pub warmup_ns: u64,
     pub sleep: SleepPlan,
@@ -127,6 +153,12 @@ impl Plan {
         if self.units == 0 {
             return Err("units must be >= 1".into());
         }
+        if !(1..=2).contains(&self.priority_classes) {
+            return Err(format!("priority_classes must be 1 or 2, got {}", self.priority_classes));
+        }
+        if self.start_limit_ns == 0 {
+            return Err("start_limit_ns must be > 0".into());
+        }
         if self.duration_ns == 0 {
             return Err("duration must be > 0".into());
         }
@@ -141,11 +173,12 @@ impl Plan {
             Schedule::Fixed { ns } => Some(ns),
             Schedule::ByUnit { ns } => ns.checked_mul(self.units as u64),
             Schedule::Modulo { m, ns } => ns.checked_mul(m),
+            Schedule::None => Some(0),
         };
         if longest.is_none_or(|l| l >= LIMIT) {
             return Err("the longest sleep of the schedule must be below 2^63 ns".into());
         }
-        if self.sleep.mode == Mode::Absolute && self.sleep.schedule.expected(1, 0) == 0 {
+        if self.sleep.mode == Mode::Absolute && self.sleep.schedule.sleeps() && self.sleep.schedule.expected(1, 0) == 0 {
             return Err("absolute mode needs a sleep longer than 0: a period of 0 never ends".into());
         }
         Ok(())
@@ -153,6 +186,12 @@ impl Plan {
 
     pub fn max_expected_ns(&self) -> u64 {
         self.sleep.schedule.max_expected(self.units)
+    }
+
+    /// The priority class of unit `unit` (1-based): classes alternate so a partial start keeps
+    /// them balanced.
+    pub fn class_of(&self, unit: u32) -> u32 {
+        (unit - 1) % self.priority_classes.max(1)
     }
 
     pub fn to_json(&self) -> String {
@@ -245,17 +284,26 @@ mod tests {
         assert!(Schedule::parse("modulo:0:1ms").is_err());
         assert!(Schedule::parse("sometimes").is_err());
         assert!(Schedule::parse("fixed").is_err());
+        assert_eq!(Schedule::parse("none"), Ok(Schedule::None));
+        assert_eq!(Schedule::None.to_string(), "none");
     }
 
     #[test]
     fn plans_refuse_other_versions_and_bad_values() {
-        let good = r#"{"protocol":1,"experiment":"sleep","runtime":"thread","units":2,"duration_ns":5,"warmup_ns":0,"sleep":{"mode":"absolute","schedule":{"kind":"modulo","m":3,"ns":10}},"busy":{"iters":4,"yield":true},"extra":1}"#;
+        let good = r#"{"protocol":2,"experiment":"sleep","runtime":"thread","units":2,"priority_classes":2,"start_limit_ns":7,"duration_ns":5,"warmup_ns":0,"sleep":{"mode":"absolute","schedule":{"kind":"modulo","m":3,"ns":10}},"busy":{"iters":4,"yield":true},"extra":1}"#;
         let plan = Plan::from_json(good).unwrap();
         assert_eq!(plan.sleep.schedule, Schedule::Modulo { m: 3, ns: 10 });
         assert!(plan.busy.yield_each_step);
         assert_eq!(Plan::from_json(&plan.to_json()).unwrap(), plan);
-        let v2 = good.replace("\"protocol\":1", "\"protocol\":2");
-        assert!(Plan::from_json(&v2).unwrap_err().contains("unsupported protocol version 2"));
+        let v1 = good.replace("\"protocol\":2", "\"protocol\":1");
+        assert!(Plan::from_json(&v1).unwrap_err().contains("unsupported protocol version 1"));
+        assert_eq!((plan.class_of(1), plan.class_of(2), plan.class_of(3)), (0, 1, 0));
+        let three = good.replace("\"priority_classes\":2", "\"priority_classes\":3");
+        assert!(Plan::from_json(&three).unwrap_err().contains("priority_classes must be 1 or 2"));
+        let no_limit = good.replace("\"start_limit_ns\":7,", "");
+        assert!(Plan::from_json(&no_limit).unwrap_err().contains("start_limit_ns"));
+        let none = good.replace("{\"kind\":\"modulo\",\"m\":3,\"ns\":10}", "{\"kind\":\"none\"}");
+        assert_eq!(Plan::from_json(&none).unwrap().sleep.schedule, Schedule::None);
         let zero = good.replace("\"units\":2", "\"units\":0");
         assert_eq!(Plan::from_json(&zero).unwrap_err(), "units must be >= 1");
         assert!(Plan::from_json("nope").unwrap_err().contains("not valid JSON"));

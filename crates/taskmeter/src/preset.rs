@@ -42,8 +42,9 @@ fn sweep_name(spec: &str) -> Option<String> {
     spec.split_once('=').map(|(name, _)| name.trim().to_string())
 }
 
-const KEYS: [&str; 24] = [
+const KEYS: [&str; 27] = [
     "experiment", "runtimes", "units", "sleep", "mode", "busy", "yield", "duration", "warmup", "grace",
+    "priority-classes", "start-limit", "together",
     "quick", "sweep", "order", "seed", "metric", "table", "policy", "timer-slack", "cpus", "mlock",
     "allow-rt-spin", "output", "raw", "format",
 ];
@@ -70,12 +71,12 @@ fn flags_of(path: &Path) -> Result<Vec<String>, String> {
         };
         match (key.as_str(), value) {
             ("experiment", v) => experiment = Some(scalar(v)?),
-            ("yield" | "quick" | "mlock" | "allow-rt-spin" | "raw", toml::Value::Boolean(b)) => {
+            ("yield" | "quick" | "mlock" | "allow-rt-spin" | "raw" | "together", toml::Value::Boolean(b)) => {
                 if *b {
                     flags.push(format!("--{key}"));
                 }
             }
-            ("yield" | "quick" | "mlock" | "allow-rt-spin" | "raw", _) => return Err(wrong("true or false")),
+            ("yield" | "quick" | "mlock" | "allow-rt-spin" | "raw" | "together", _) => return Err(wrong("true or false")),
             ("sweep", toml::Value::Array(items)) => {
                 for item in items {
                     flags.push("--sweep".into());

@@ -1,7 +1,7 @@
-//! Worker output lines (protocol v1) and the validator every run applies to them.
+//! Worker output lines (protocol v2) and the validator every run applies to them.
 //! The rules are those of `protocol/README.md`, section "What the orchestrator checks".
 
-use crate::plan::{Mode, Plan, PROTOCOL};
+use crate::plan::{Experiment, Mode, Plan, PROTOCOL};
 use crate::workload::busy_reference;
 use serde::{Deserialize, Serialize};
 
@@ -15,6 +15,18 @@ pub struct Hello {
     pub runtime_version: String,
     pub clock: String,
     pub pid: u32,
+    /// How priority classes are applied: a mechanism, optionally `": "` and a detail.
+    pub priority: String,
+}
+
+/// The mechanisms a worker may name in `hello.priority`.
+pub const PRIORITY_MECHANISMS: &[&str] = &["none", "nice", "rt-priority", "embassy", "java"];
+
+impl Hello {
+    /// The mechanism word of `priority`.
+    pub fn priority_mechanism(&self) -> &str {
+        self.priority.split(": ").next().unwrap_or("")
+    }
 }
 
 /// One unit's samples, columnar: entry `i` of every array belongs to sample `i`.
@@ -22,7 +34,13 @@ pub struct Hello {
 #[serde(deny_unknown_fields)]
 pub struct UnitSamples {
     pub unit: u32,
+    /// Priority class, 0 the highest.
+    pub class: u32,
     pub origin_ns: u64,
+    /// Iterations of the loop, sampled or not (the schedule `none` records no samples).
+    pub iterations: u64,
+    /// Iterations that started at or after `measure_start`.
+    pub measured_iterations: u64,
     pub expected_ns: Vec<u64>,
     pub start_ns: Vec<u64>,
     pub busy_end_ns: Vec<u64>,
@@ -52,6 +70,12 @@ pub struct Done {
     pub missed: u64,
     pub interrupted: bool,
     pub busy_result: String,
+    /// Why the units after `units` were not started (a partial start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_error: Option<String>,
+    /// The shared counter's final value (`atomic-sum` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub atomic_sum: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -100,6 +124,56 @@ fn invalid<T>(message: String) -> Result<T, OutputError> {
     Err(OutputError::Invalid(message))
 }
 
+/// A `unit` line read directly as its struct: an internally tagged enum would first buffer
+/// the whole object (hundreds of megabytes at 100,000 units) to find its tag.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UnitLine {
+    #[serde(rename = "type")]
+    _type: UnitTag,
+    unit: u32,
+    class: u32,
+    origin_ns: u64,
+    iterations: u64,
+    measured_iterations: u64,
+    expected_ns: Vec<u64>,
+    start_ns: Vec<u64>,
+    busy_end_ns: Vec<u64>,
+    intended_ns: Vec<u64>,
+    wake_ns: Vec<u64>,
+    missed: Vec<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum UnitTag {
+    Unit,
+}
+
+fn parse_line(raw: &str) -> serde_json::Result<Line> {
+    if !raw.contains("\"unit\"") {
+        return serde_json::from_str(raw);
+    }
+    let u: UnitLine = match serde_json::from_str(raw) {
+        Ok(u) => u,
+        // Not a unit line after all (or not a valid one): the general parse says why.
+        Err(_) => return serde_json::from_str(raw),
+    };
+    Ok(Line::Unit(UnitSamples {
+        unit: u.unit,
+        class: u.class,
+        origin_ns: u.origin_ns,
+        iterations: u.iterations,
+        measured_iterations: u.measured_iterations,
+        expected_ns: u.expected_ns,
+        start_ns: u.start_ns,
+        busy_end_ns: u.busy_end_ns,
+        intended_ns: u.intended_ns,
+        wake_ns: u.wake_ns,
+        missed: u.missed,
+    }))
+}
+
 /// Parses and validates a worker's whole stdout against the plan it was given.
 pub fn parse_output(plan: &Plan, stdout: &[u8]) -> Result<WorkerReport, OutputError> {
     let text = std::str::from_utf8(stdout).map_err(|_| OutputError::Invalid("output is not UTF-8".into()))?;
@@ -111,7 +185,7 @@ pub fn parse_output(plan: &Plan, stdout: &[u8]) -> Result<WorkerReport, OutputEr
         if raw.trim().is_empty() {
             continue;
         }
-        let line: Line = serde_json::from_str(raw)
+        let line = parse_line(raw)
             .map_err(|e| OutputError::Invalid(format!("line {number} does not match the schema: {e}")))?;
         if done.is_some() {
             return invalid(format!("line {number} comes after the done line"));
@@ -144,14 +218,27 @@ fn check_hello(plan: &Plan, hello: &Hello) -> Result<(), OutputError> {
     if hello.clock != CLOCK {
         return invalid(format!("hello names clock '{}' (expected {CLOCK})", hello.clock));
     }
+    let mechanism = hello.priority_mechanism();
+    if !PRIORITY_MECHANISMS.contains(&mechanism) {
+        return invalid(format!(
+            "hello names priority mechanism '{mechanism}' (expected one of {})",
+            PRIORITY_MECHANISMS.join(", ")
+        ));
+    }
+    if plan.priority_classes == 1 && mechanism != "none" {
+        return invalid(format!("hello names priority '{}' for a plan of one class", hello.priority));
+    }
     Ok(())
 }
 
 fn check_units(plan: &Plan, done: &Done, units: &[UnitSamples]) -> Result<(), OutputError> {
+    if done.units == 0 || done.units > plan.units {
+        return invalid(format!("done reports {} units started for a plan of {}", done.units, plan.units));
+    }
     let mut next_id = 1;
     for u in units {
-        if u.unit == 0 || u.unit > plan.units {
-            return invalid(format!("unit {} is not in 1..={}", u.unit, plan.units));
+        if u.unit == 0 || u.unit > done.units {
+            return invalid(format!("unit {} is not in 1..={}", u.unit, done.units));
         }
         if u.unit < next_id {
             return invalid(format!("unit {} appears twice", u.unit));
@@ -161,7 +248,7 @@ fn check_units(plan: &Plan, done: &Done, units: &[UnitSamples]) -> Result<(), Ou
         }
         next_id += 1;
     }
-    if next_id <= plan.units {
+    if next_id <= done.units {
         return invalid(format!("unit {next_id} is missing"));
     }
     for u in units {
@@ -176,11 +263,27 @@ fn check_unit(plan: &Plan, done: &Done, u: &UnitSamples) -> Result<(), String> {
     if lengths.iter().any(|l| *l != n) {
         return Err(format!("arrays of unequal length (start_ns has {n}, others {lengths:?})"));
     }
-    if n == 0 && !done.interrupted && u.origin_ns < done.end_ns {
-        return Err("no samples in a run that was not interrupted".into());
+    if u.class != plan.class_of(u.unit) {
+        return Err(format!("class {} but (unit - 1) % {} = {}", u.class, plan.priority_classes, plan.class_of(u.unit)));
     }
     if u.origin_ns < done.run_start_ns {
         return Err(format!("origin_ns {} is before run_start_ns {}", u.origin_ns, done.run_start_ns));
+    }
+    if !plan.sleep.schedule.sleeps() {
+        if n != 0 {
+            return Err(format!("{n} samples with the schedule none, which records none"));
+        }
+        if u.measured_iterations > u.iterations {
+            return Err(format!("measured_iterations {} exceeds iterations {}", u.measured_iterations, u.iterations));
+        }
+        return Ok(());
+    }
+    if u.iterations != n as u64 {
+        return Err(format!("iterations {} but {n} samples", u.iterations));
+    }
+    let measured = u.start_ns.iter().filter(|s| **s >= done.measure_start_ns).count() as u64;
+    if u.measured_iterations != measured {
+        return Err(format!("measured_iterations {} but {measured} samples start at or after measure_start", u.measured_iterations));
     }
     let schedule = plan.sleep.schedule;
     let mut k: u64 = 0;
@@ -239,8 +342,21 @@ fn check_unit(plan: &Plan, done: &Done, u: &UnitSamples) -> Result<(), String> {
 fn check_done(plan: &Plan, done: &Done, units: &[UnitSamples]) -> Result<(), OutputError> {
     let samples: u64 = units.iter().map(|u| u.len() as u64).sum();
     let missed: u64 = units.iter().flat_map(|u| &u.missed).sum();
-    if done.units != plan.units {
-        return invalid(format!("done reports {} units for a plan of {}", done.units, plan.units));
+    match (&done.start_error, done.units < plan.units) {
+        (None, true) => {
+            return invalid(format!("done reports {} of {} units started but no start_error", done.units, plan.units))
+        }
+        (Some(_), false) => return invalid("done has a start_error although every unit started".into()),
+        _ => {}
+    }
+    let iterations: u64 = units.iter().map(|u| u.iterations).sum();
+    match (done.atomic_sum, plan.experiment) {
+        (Some(sum), Experiment::AtomicSum) if sum != iterations => {
+            return invalid(format!("atomic_sum {sum} but the units made {iterations} iterations: increments were lost"))
+        }
+        (None, Experiment::AtomicSum) => return invalid("done has no atomic_sum in an atomic-sum run".into()),
+        (Some(_), Experiment::Sleep) => return invalid("done has an atomic_sum in a sleep run".into()),
+        _ => {}
     }
     if done.samples != samples {
         return invalid(format!("done reports {} samples but the unit lines hold {samples}", done.samples));
@@ -285,11 +401,11 @@ mod tests {
 
     #[test]
     fn valid_vectors_are_accepted() {
-        for name in ["relative", "absolute"] {
+        for name in ["relative", "absolute", "atomic-partial"] {
             let (plan, output) = vector(name);
             let report = parse_output(&plan, output.as_bytes()).unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert_eq!(report.units.len(), plan.units as usize);
-            assert_eq!(report.units.iter().map(|u| u.unit).collect::<Vec<_>>(), (1..=plan.units).collect::<Vec<_>>());
+            assert_eq!(report.units.len(), report.done.units as usize);
+            assert_eq!(report.units.iter().map(|u| u.unit).collect::<Vec<_>>(), (1..=report.done.units).collect::<Vec<_>>());
         }
     }
 
@@ -308,7 +424,7 @@ mod tests {
             ("\"wake_ns\":[2100,4100]", "\"wake_ns\":[2100]", "unequal length"),
             ("\"start_ns\":[96,2100]", "\"start_ns\":[96,2099]", "before the previous wake"),
             ("\"busy_end_ns\":[99,2200]", "\"busy_end_ns\":[99,4200]", "out of order"),
-            ("\"pid\":4243}", "\"pid\":4243,\"extra\":1}", "unknown field"),
+            ("\"pid\":4243,", "\"pid\":4243,\"extra\":1,", "unknown field"),
             ("\"unit\":2,", "\"unit\":1,", "appears twice"),
             ("\"unit\":2,", "\"unit\":3,", "not in 1..=2"),
             ("\"end_ns\":11090", "\"end_ns\":11091", "end_ns is not"),
@@ -331,6 +447,37 @@ mod tests {
     }
 
     #[test]
+    fn partial_atomic_sum_runs_are_checked_field_by_field() {
+        let (plan, output) = vector("atomic-partial");
+        let report = parse_output(&plan, output.as_bytes()).unwrap();
+        assert_eq!(report.done.units, 2);
+        assert_eq!(report.done.atomic_sum, Some(9));
+        let cases: &[(&str, &str, &str)] = &[
+            ("\"atomic_sum\":9", "\"atomic_sum\":8", "increments were lost"),
+            ("\"class\":1,", "\"class\":0,", "class 0 but (unit - 1) % 2 = 1"),
+            ("\"iterations\":4,\"measured_iterations\":2", "\"iterations\":4,\"measured_iterations\":5", "exceeds iterations"),
+            (",\"start_error\":\"could not start unit 3: resource temporarily unavailable\"", "", "no start_error"),
+            ("\"units\":2,\"samples\"", "\"units\":3,\"samples\"", "unit 3 is missing"),
+            ("\"priority\":\"none: goroutines have no priority\"", "\"priority\":\"magic\"", "priority mechanism 'magic'"),
+            ("\"expected_ns\":[],\"start_ns\":[],\"busy_end_ns\":[],\"intended_ns\":[],\"wake_ns\":[],\"missed\":[]", "\"expected_ns\":[0],\"start_ns\":[120],\"busy_end_ns\":[120],\"intended_ns\":[120],\"wake_ns\":[120],\"missed\":[0]", "samples with the schedule none"),
+        ];
+        for (from, to, reason) in cases {
+            assert!(output.contains(from), "the vector holds {from}");
+            let message = rejection(&plan, &output.replacen(from, to, 1));
+            assert!(message.contains(reason), "{from} -> {to}: got '{message}', wanted '{reason}'");
+        }
+        let without_sum = output.replace(",\"atomic_sum\":9", "");
+        assert!(rejection(&plan, &without_sum).contains("no atomic_sum"));
+        let (sleep_plan, sleep_output) = vector("relative");
+        let with_sum = sleep_output.replace("\"busy_result\":\"0\"", "\"busy_result\":\"0\",\"atomic_sum\":3");
+        assert!(rejection(&sleep_plan, &with_sum).contains("atomic_sum in a sleep run"));
+        let mislabelled = sleep_output.replace("\"iterations\":3,\"measured_iterations\":3", "\"iterations\":3,\"measured_iterations\":2");
+        assert!(rejection(&sleep_plan, &mislabelled).contains("3 samples start at or after measure_start"));
+        let classed = sleep_output.replace("\"priority\":\"none\"", "\"priority\":\"nice: high 0, low 10\"");
+        assert!(rejection(&sleep_plan, &classed).contains("for a plan of one class"));
+    }
+
+    #[test]
     fn interrupted_runs_may_have_empty_units() {
         let (plan, output) = vector("relative");
         let empty = output
@@ -339,8 +486,10 @@ mod tests {
             .replace("[1120,2160,3210]", "[]")
             .replace("[1150,2200,3300]", "[]")
             .replace("[0,0,0]", "[]")
+            .replace("\"iterations\":3,\"measured_iterations\":3", "\"iterations\":0,\"measured_iterations\":0")
             .replace("\"samples\":3", "\"samples\":0");
-        assert!(rejection(&plan, &empty).contains("no samples"));
+        // A unit may start too late, or get no CPU before the end: it is counted, not refused.
+        assert!(parse_output(&plan, empty.as_bytes()).is_ok());
         let interrupted = empty.replace("\"interrupted\":false", "\"interrupted\":true");
         assert!(parse_output(&plan, interrupted.as_bytes()).is_ok());
     }
@@ -350,9 +499,12 @@ mod tests {
         use crate::results::{counts, statistics};
         let (plan, output) = vector("absolute");
         let report = parse_output(&plan, output.as_bytes()).unwrap();
-        let c = counts(&report);
+        let c = counts(&plan, &report);
         assert_eq!((c.samples_total, c.samples_warmup, c.samples_measured), (5, 2, 3));
         assert_eq!((c.missed_periods, c.missed_periods_warmup, c.early_wakeups), (2, 0, 0));
+        assert_eq!((c.units, c.units_planned, c.iterations_total, c.iterations_measured), (2, 2, 5, 3));
+        // 3 measured iterations in a 10 us measurement: 300,000 per second.
+        assert_eq!(c.iterations_per_s, 300_000.0);
         let (s, _) = statistics(&report);
         // Measured samples: unit 1 #2, unit 1 #3, unit 2 #2 (warm-up ends at 1090).
         // lateness = wake - intended: 2150, 20, 5.

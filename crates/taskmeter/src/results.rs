@@ -1,4 +1,4 @@
-//! The run record (`run.json`, schema version 1) and how a worker's samples become its row.
+//! The run record (`run.json`, schema version 2) and how a worker's samples become its row.
 
 use crate::env::Environment;
 use crate::orchestrate::SchedInfo;
@@ -8,7 +8,7 @@ use crate::stats::Summary;
 use serde::{Deserialize, Serialize};
 
 pub const SCHEMA: &str = "taskmeter.run";
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The metrics derived from every sample (see `protocol/README.md`).
 pub const METRICS: [Metric; 4] = [Metric::Lateness, Metric::Actual, Metric::Full, Metric::Busy];
@@ -71,12 +71,24 @@ pub struct RunRecord {
     pub order: Order,
     pub environment: Environment,
     pub rows: Vec<Row>,
+    /// CPU time (user + system) taskmeter itself used for the run, to show it is not the
+    /// bottleneck (the workers' own is in each row).
+    #[serde(default)]
+    pub taskmeter_cpu_ns: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Settings {
     pub runtimes: Vec<String>,
+    /// What the workers run: the sleep loop, or the sleep loop with a shared counter.
+    pub experiment: crate::plan::Experiment,
     pub units: u32,
+    /// 1, or 2: odd units high, even units low priority (protocol "Priority classes").
+    pub priority_classes: u32,
+    /// Time each worker may spend starting its units.
+    pub start_limit_ns: u64,
+    /// The runtimes of a point ran side by side (`--together`), not one after another.
+    pub together: bool,
     pub duration_ns: u64,
     pub warmup_ns: u64,
     pub sleep: crate::plan::SleepPlan,
@@ -111,6 +123,9 @@ pub struct Order {
 #[serde(rename_all = "lowercase")]
 pub enum RowStatus {
     Ok,
+    /// Fewer units started than planned (a thread refused, the start limit): statistics cover
+    /// the units that ran, and the reason says why the others did not.
+    Partial,
     /// Stopped early by Ctrl-C: statistics cover what was measured until then.
     Interrupted,
     Failed,
@@ -134,6 +149,22 @@ pub struct Row {
     pub statistics: Option<Statistics>,
     /// The same samples' distributions, for charts and `compare` (see `histogram.rs`).
     pub histograms: Option<Histograms>,
+    /// Per priority class, when there are two.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ClassResult>,
+}
+
+/// What the units of one priority class did.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ClassResult {
+    /// 0 is the high class.
+    pub class: u32,
+    pub units: u32,
+    pub iterations_measured: u64,
+    /// Measured iterations per second, all units of the class together.
+    pub iterations_per_s: f64,
+    /// None with the schedule `none` (no samples).
+    pub statistics: Option<Statistics>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -143,16 +174,41 @@ pub struct WorkerInfo {
     pub pid: Option<u32>,
     pub sched: Option<SchedInfo>,
     pub wall_ns: u64,
-    /// Peak resident set size of the worker process (wait4's ru_maxrss), kB.
+    /// Peak resident set size of the worker process, kB: wait4's ru_maxrss when it exceeds
+    /// taskmeter's own RSS at the spawn (below that, it may be taskmeter's, inherited through
+    /// fork), else the worker's last VmHWM read while it ran.
     #[serde(default)]
     pub peak_rss_kb: Option<u64>,
+    /// CPU time (user + system) of the worker, from wait4.
+    #[serde(default)]
+    pub cpu_ns: Option<u64>,
+    /// How the worker applied priority classes (`hello.priority`).
+    #[serde(default)]
+    pub priority: Option<String>,
+    /// The measured window on CLOCK_MONOTONIC, shared by every worker (so `--together` runs
+    /// can be seen to overlap).
+    #[serde(default)]
+    pub measure_start_ns: Option<u64>,
+    #[serde(default)]
+    pub end_ns: Option<u64>,
     /// The worker's stderr when it failed (last kilobytes).
     pub stderr: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Counts {
+    /// Units started; below `units_planned` when the start was partial.
     pub units: u32,
+    pub units_planned: u32,
+    /// Loop iterations, sampled or not (the schedule `none` records no samples).
+    pub iterations_total: u64,
+    pub iterations_measured: u64,
+    /// Measured iterations per second of the measurement, all units together.
+    pub iterations_per_s: f64,
+    /// The shared counter's final value (`atomic-sum`), equal to `iterations_total`.
+    pub atomic_sum: Option<u64>,
+    /// Units that started but made no measured iteration: starved, or started too late.
+    pub units_starved: u32,
     pub samples_total: u64,
     pub samples_warmup: u64,
     pub samples_measured: u64,
@@ -195,10 +251,14 @@ pub fn is_measured(report: &WorkerReport, u: &UnitSamples, i: usize) -> bool {
 }
 
 /// Every metric's values and references over the measured samples, in unit then sample order.
-pub fn metric_values(report: &WorkerReport, metric: Metric) -> (Vec<i64>, Vec<i64>) {
+pub fn metric_values(
+    report: &WorkerReport,
+    metric: Metric,
+    include: impl Fn(&UnitSamples) -> bool,
+) -> (Vec<i64>, Vec<i64>) {
     let mut values = Vec::new();
     let mut references = Vec::new();
-    for u in &report.units {
+    for u in report.units.iter().filter(|u| include(u)) {
         for i in (0..u.len()).filter(|&i| is_measured(report, u, i)) {
             let (v, r) = metric.sample(u, i);
             values.push(v);
@@ -208,7 +268,7 @@ pub fn metric_values(report: &WorkerReport, metric: Metric) -> (Vec<i64>, Vec<i6
     (values, references)
 }
 
-pub fn counts(report: &WorkerReport) -> Counts {
+pub fn counts(plan: &Plan, report: &WorkerReport) -> Counts {
     let (mut measured, mut warmup, mut missed, mut missed_warmup, mut early) = (0, 0, 0, 0, 0);
     for u in &report.units {
         for i in 0..u.len() {
@@ -222,8 +282,16 @@ pub fn counts(report: &WorkerReport) -> Counts {
             }
         }
     }
+    let iterations_total = report.units.iter().map(|u| u.iterations).sum();
+    let iterations_measured: u64 = report.units.iter().map(|u| u.measured_iterations).sum();
     Counts {
         units: report.units.len() as u32,
+        units_planned: plan.units,
+        iterations_total,
+        iterations_measured,
+        iterations_per_s: per_second(iterations_measured, plan.duration_ns),
+        atomic_sum: report.done.atomic_sum,
+        units_starved: report.units.iter().filter(|u| u.measured_iterations == 0).count() as u32,
         samples_total: measured + warmup,
         samples_warmup: warmup,
         samples_measured: measured,
@@ -233,10 +301,38 @@ pub fn counts(report: &WorkerReport) -> Counts {
     }
 }
 
+fn per_second(count: u64, duration_ns: u64) -> f64 {
+    count as f64 * 1e9 / duration_ns as f64
+}
+
 /// Exact statistics and histograms of every metric over the measured samples.
 pub fn statistics(report: &WorkerReport) -> (Statistics, Histograms) {
+    statistics_of(report, |_| true)
+}
+
+/// Iterations and statistics of each priority class (empty with one class).
+pub fn classes(plan: &Plan, report: &WorkerReport) -> Vec<ClassResult> {
+    if plan.priority_classes < 2 {
+        return Vec::new();
+    }
+    (0..plan.priority_classes)
+        .map(|class| {
+            let members = report.units.iter().filter(|u| u.class == class);
+            let iterations_measured = members.clone().map(|u| u.measured_iterations).sum();
+            ClassResult {
+                class,
+                units: members.count() as u32,
+                iterations_measured,
+                iterations_per_s: per_second(iterations_measured, plan.duration_ns),
+                statistics: plan.sleep.schedule.sleeps().then(|| summaries_of(report, |u| u.class == class)),
+            }
+        })
+        .collect()
+}
+
+fn statistics_of(report: &WorkerReport, include: impl Fn(&UnitSamples) -> bool) -> (Statistics, Histograms) {
     let [lateness, actual, full, busy] = METRICS.map(|metric| {
-        let (values, references) = metric_values(report, metric);
+        let (values, references) = metric_values(report, metric, &include);
         (Summary::of(&values, &references), crate::histogram::encode(&crate::histogram::of(&values)))
     });
     (
@@ -245,9 +341,57 @@ pub fn statistics(report: &WorkerReport) -> (Statistics, Histograms) {
     )
 }
 
+/// The statistics alone (no histograms: classes keep none).
+fn summaries_of(report: &WorkerReport, include: impl Fn(&UnitSamples) -> bool) -> Statistics {
+    let [lateness, actual, full, busy] = METRICS.map(|metric| {
+        let (values, references) = metric_values(report, metric, &include);
+        Summary::of(&values, &references)
+    });
+    Statistics { lateness, actual, full, busy }
+}
+
 /// Metric values for one sample, for samples.csv: (lateness, actual, full, busy).
 pub fn sample_metrics(u: &UnitSamples, i: usize) -> [i64; 4] {
     METRICS.map(|m| m.sample(u, i).0)
+}
+
+/// Memory per unit of one runtime across a run's points.
+pub struct MemoryPerUnit {
+    pub runtime: String,
+    /// Least-squares slope of the worker's peak RSS (bytes) over the units it started.
+    pub bytes_per_unit: Option<f64>,
+    pub points: usize,
+    pub units_min: u32,
+    pub units_max: u32,
+}
+
+/// The growth of each runtime's peak RSS per unit started, fitted across every measured point.
+/// It includes what each unit keeps: its samples (48 bytes each in most workers).
+pub fn memory_per_unit(record: &RunRecord) -> Vec<MemoryPerUnit> {
+    record
+        .settings
+        .runtimes
+        .iter()
+        .filter_map(|runtime| {
+            let points: Vec<(f64, f64)> = record
+                .rows
+                .iter()
+                .filter(|r| &r.runtime == runtime && matches!(r.status, RowStatus::Ok | RowStatus::Partial))
+                .filter_map(|r| Some((r.counts.as_ref()?.units as f64, r.worker.as_ref()?.peak_rss_kb? as f64 * 1024.0)))
+                .collect();
+            if points.is_empty() {
+                return None;
+            }
+            let units = points.iter().map(|p| p.0 as u32);
+            Some(MemoryPerUnit {
+                runtime: runtime.clone(),
+                bytes_per_unit: crate::stats::linear_fit(&points).map(|(slope, _)| slope),
+                points: points.len(),
+                units_min: units.clone().min().unwrap_or(0),
+                units_max: units.max().unwrap_or(0),
+            })
+        })
+        .collect()
 }
 
 /// Reads a run.json, refusing a missing, truncated or newer file with a clear reason.

@@ -1,11 +1,12 @@
-//! `taskmeter run sleep`: one worker per runtime, one row per worker, one results folder.
+//! `taskmeter run`: one worker per (runtime, point), one row per worker, one results folder.
+//! Workers run one after another, or each point's side by side with `--together`.
 
 use crate::driver;
 use crate::env::Environment;
 use crate::export;
 use crate::orchestrate::{self, Outcome};
 use crate::output;
-use crate::plan::{Experiment, Plan, PROTOCOL};
+use crate::plan::{Plan, PROTOCOL};
 use crate::protocol::WorkerReport;
 use crate::results::{self, Metric, Order, Row, RowStatus, RunRecord, Settings, WorkerInfo};
 use crate::sweep::{self, Point, Sweep};
@@ -18,12 +19,14 @@ use std::time::{Duration, Instant};
 
 pub struct RunOptions {
     pub settings: Settings,
+    /// The experiment's name on the command line: sleep, volume or atomic-sum.
+    pub experiment: &'static str,
     pub sweeps: Vec<Sweep>,
     /// Run (runtime, point) jobs in a shuffled order; with a seed, a reproducible one.
     pub shuffle: bool,
     pub seed: Option<u64>,
     pub metric: Metric,
-    pub layout: crate::output::Layout,
+    pub layout: Option<crate::output::Layout>,
     pub output: Option<PathBuf>,
     pub raw: bool,
     pub json: bool,
@@ -58,7 +61,7 @@ pub fn run(options: RunOptions) -> Result<ExitCode, String> {
         })?;
     }
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-    let folder = options.output.clone().unwrap_or_else(|| export::default_folder("sleep", &started_at));
+    let folder = options.output.clone().unwrap_or_else(|| export::default_folder(options.experiment, &started_at));
     export::check_writable(&folder)?;
     for path in [&options.exports.json, &options.exports.csv, &options.exports.markdown].into_iter().flatten() {
         let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
@@ -67,6 +70,7 @@ pub fn run(options: RunOptions) -> Result<ExitCode, String> {
         }
     }
     orchestrate::install_interrupt_handler();
+    let cpu_at_start = orchestrate::own_cpu_ns();
     let mut environment = Environment::capture();
 
     let availability: Vec<(&'static runtime::RuntimeInfo, Result<(), String>)> = base
@@ -93,57 +97,89 @@ pub fn run(options: RunOptions) -> Result<ExitCode, String> {
         // Interleaving runtimes and points keeps a slow drift of the machine from favouring one.
         fastrand::Rng::with_seed(seed).shuffle(&mut jobs);
     }
+    // Together: every runtime of a point at once, points in the (shuffled) order of their
+    // first job; otherwise one job at a time.
+    let batches: Vec<Vec<&Job>> = if base.together {
+        let mut order: Vec<usize> = Vec::new();
+        for job in &jobs {
+            if !order.contains(&job.point.index) {
+                order.push(job.point.index);
+            }
+        }
+        order.iter().map(|p| jobs.iter().filter(|j| j.point.index == *p).collect()).collect()
+    } else {
+        jobs.iter().map(|j| vec![j]).collect()
+    };
     prepare_drivers(&availability);
-    let expected: Duration = jobs
+    let expected: Duration = batches
         .iter()
-        .filter(|j| j.available.is_ok())
-        .map(|j| Duration::from_nanos(j.settings.warmup_ns + j.settings.duration_ns) + Duration::from_millis(300))
+        .map(|batch| {
+            batch
+                .iter()
+                .filter(|j| j.available.is_ok())
+                .map(|j| Duration::from_nanos(j.settings.warmup_ns + j.settings.duration_ns) + Duration::from_millis(300))
+                .max()
+                .unwrap_or_default()
+                * if base.together { 1 } else { batch.len() as u32 }
+        })
         .sum();
     let progress = Progress::new(expected);
 
     let mut rows = Vec::new();
     let mut reports: Vec<Option<WorkerReport>> = Vec::new();
-    for (sequence, job) in jobs.iter().enumerate() {
-        let skipped = |reason: String| Row {
-            runtime: job.info.id.to_string(),
-            point: job.point.index,
-            sequence,
-            status: RowStatus::Skipped,
-            reason: Some(reason),
-            plan: None,
-            worker: None,
-            counts: None,
-            statistics: None,
-            histograms: None,
+    for batch in &batches {
+        let mut to_run = Vec::new();
+        for job in batch {
+            let sequence = rows.len() + to_run.len();
+            let skipped = |reason: String| Row {
+                runtime: job.info.id.to_string(),
+                point: job.point.index,
+                sequence,
+                status: RowStatus::Skipped,
+                reason: Some(reason),
+                plan: None,
+                worker: None,
+                counts: None,
+                statistics: None,
+                histograms: None,
+                classes: Vec::new(),
+            };
+            if let Err(reason) = job.available {
+                rows.push(skipped(reason.clone()));
+                reports.push(None);
+            } else if orchestrate::interrupted() {
+                rows.push(skipped("not run: the run was interrupted before it".into()));
+                reports.push(None);
+            } else {
+                environment.toolchains.insert(job.info.id.to_string(), driver::toolchain(job.info));
+                to_run.push(*job);
+            }
+        }
+        let label_of = |job: &Job| {
+            if points.len() > 1 { format!("{} {}", job.info.id, job.point.label()) } else { job.info.id.to_string() }
         };
-        if let Err(reason) = job.available {
-            rows.push(skipped(reason.clone()));
-            reports.push(None);
-            continue;
-        }
-        if orchestrate::interrupted() {
-            rows.push(skipped("not run: the run was interrupted before it".into()));
-            reports.push(None);
-            continue;
-        }
-        let label = if points.len() > 1 { format!("{} {}", job.info.id, job.point.label()) } else { job.info.id.to_string() };
-        progress.start_row(&label);
-        let plan = plan_for(&job.settings, job.info.id);
-        let toolchain = driver::toolchain(job.info);
-        environment.toolchains.insert(job.info.id.to_string(), toolchain.clone());
-        let (mut row, report) = match driver::worker_command(job.info) {
-            Err(reason) => (failed_row(job.info.id, &plan, reason, None), None),
-            Ok(command) => {
-                let grace = Duration::from_nanos(job.settings.grace_ns);
-                let worker = orchestrate::run_worker(command, &plan, &job.settings.sched, grace, || progress.tick());
-                row_from(job.info.id, plan, worker, toolchain)
+        let results: Vec<(Row, Option<WorkerReport>)> = match to_run.as_slice() {
+            [] => Vec::new(),
+            [job] => {
+                progress.start_row(&label_of(job));
+                vec![run_job(job, &environment, || progress.tick())]
+            }
+            many => {
+                progress.start_row(&format!("{} together", many.len()));
+                std::thread::scope(|scope| {
+                    let handles: Vec<_> =
+                        many.iter().map(|job| scope.spawn(|| run_job(job, &environment, || {}))).collect();
+                    handles.into_iter().map(|h| h.join().expect("a worker thread panicked")).collect()
+                })
             }
         };
-        row.point = job.point.index;
-        row.sequence = sequence;
-        progress.finish_row(&label, &row);
-        rows.push(row);
-        reports.push(if options.raw { report } else { None });
+        for (job, (mut row, report)) in to_run.iter().zip(results) {
+            row.point = job.point.index;
+            row.sequence = rows.len();
+            progress.finish_row(&label_of(job), &row);
+            rows.push(row);
+            reports.push(if options.raw { report } else { None });
+        }
     }
     progress.clear();
     environment.load_average_after = crate::env::load_average();
@@ -157,7 +193,7 @@ pub fn run(options: RunOptions) -> Result<ExitCode, String> {
         command_line: options.command_line.clone(),
         started_at,
         finished_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        experiment: "sleep".into(),
+        experiment: options.experiment.into(),
         metric: options.metric,
         settings: base.clone(),
         sweeps: options.sweeps.clone(),
@@ -165,10 +201,12 @@ pub fn run(options: RunOptions) -> Result<ExitCode, String> {
         order: Order { shuffled: options.shuffle, seed },
         environment,
         rows,
+        taskmeter_cpu_ns: Some(orchestrate::own_cpu_ns().saturating_sub(cpu_at_start)),
     };
     export::write_folder(&folder, &record, &reports)?;
     export::write_exports(&record, &options.exports)?;
     if options.json {
+        output::quiet_on_closed_stdout();
         print!("{}", export::run_json(&record));
     } else {
         print_report(&record, &folder, options.layout);
@@ -212,12 +250,28 @@ fn prepare_drivers(availability: &[(&'static runtime::RuntimeInfo, Result<(), St
     });
 }
 
+/// Runs one (runtime, point) job: its worker, judged, as a row.
+fn run_job(job: &Job, environment: &Environment, tick: impl FnMut()) -> (Row, Option<WorkerReport>) {
+    let plan = plan_for(&job.settings, job.info.id);
+    let toolchain = environment.toolchains.get(job.info.id).cloned().unwrap_or_default();
+    match driver::worker_command(job.info) {
+        Err(reason) => (failed_row(job.info.id, &plan, reason, None), None),
+        Ok(command) => {
+            let grace = Duration::from_nanos(job.settings.grace_ns);
+            let worker = orchestrate::run_worker(command, &plan, &job.settings.sched, grace, tick);
+            row_from(job.info.id, plan, worker, toolchain)
+        }
+    }
+}
+
 pub fn plan_for(settings: &Settings, runtime: &str) -> Plan {
     Plan {
         protocol: PROTOCOL,
-        experiment: Experiment::Sleep,
+        experiment: settings.experiment,
         runtime: runtime.to_string(),
         units: settings.units,
+        priority_classes: settings.priority_classes,
+        start_limit_ns: settings.start_limit_ns,
         duration_ns: settings.duration_ns,
         warmup_ns: settings.warmup_ns,
         sleep: settings.sleep,
@@ -237,6 +291,7 @@ fn failed_row(runtime: &str, plan: &Plan, reason: String, worker: Option<WorkerI
         counts: None,
         statistics: None,
         histograms: None,
+        classes: Vec::new(),
     }
 }
 
@@ -248,6 +303,10 @@ fn row_from(runtime: &str, plan: Plan, worker: orchestrate::WorkerRun, toolchain
         sched: worker.sched,
         wall_ns: worker.wall_ns,
         peak_rss_kb: worker.peak_rss_kb,
+        cpu_ns: worker.cpu_ns,
+        priority: None,
+        measure_start_ns: None,
+        end_ns: None,
         stderr: None,
     };
     let (status, report) = match worker.outcome {
@@ -260,23 +319,38 @@ fn row_from(runtime: &str, plan: Plan, worker: orchestrate::WorkerRun, toolchain
     };
     info.runtime_version = Some(report.hello.runtime_version.clone());
     info.pid = Some(report.hello.pid);
+    info.priority = Some(report.hello.priority.clone());
+    (info.measure_start_ns, info.end_ns) = (Some(report.done.measure_start_ns), Some(report.done.end_ns));
     let (statistics, histograms) = results::statistics(&report);
+    let partial = report.done.start_error.as_ref().map(|e| {
+        format!("partial: {} of {} units started ({e})", report.done.units, plan.units)
+    });
+    let (status, reason) = match (status, partial) {
+        (RowStatus::Interrupted, partial) => {
+            let why = "stopped early by Ctrl-C".to_string();
+            (status, Some(partial.map_or(why.clone(), |p| format!("{why}; {p}"))))
+        }
+        (_, Some(partial)) => (RowStatus::Partial, Some(partial)),
+        (status, None) => (status, None),
+    };
     let row = Row {
         runtime: runtime.to_string(),
         point: 0,
         sequence: 0,
         status,
-        reason: (status == RowStatus::Interrupted).then(|| "stopped early by Ctrl-C".to_string()),
+        reason,
+        counts: Some(results::counts(&plan, &report)),
+        classes: results::classes(&plan, &report),
         plan: Some(plan),
         worker: Some(info),
-        counts: Some(results::counts(&report)),
         statistics: Some(statistics),
         histograms: Some(histograms),
     };
     (row, Some(report))
 }
 
-fn print_report(record: &RunRecord, folder: &std::path::Path, layout: crate::output::Layout) {
+fn print_report(record: &RunRecord, folder: &std::path::Path, layout: Option<crate::output::Layout>) {
+    output::quiet_on_closed_stdout();
     print!("{}", output::report(record, layout));
     println!("results: {} (report: {})", folder.display(), folder.join("report.html").display());
 }
@@ -319,6 +393,12 @@ impl Progress {
         let elapsed = self.row_started.get().elapsed().as_secs_f64();
         let line = match (&row.status, &row.counts) {
             (RowStatus::Failed, _) => format!("{label}: FAILED after {elapsed:.1} s: {}", row.reason.as_deref().unwrap_or("")),
+            (RowStatus::Partial, Some(c)) => {
+                format!("{label}: PARTIAL, {} of {} units: {}", c.units, c.units_planned, row.reason.as_deref().unwrap_or(""))
+            }
+            (_, Some(c)) if c.samples_total == 0 => {
+                format!("{label}: {} iterations in {elapsed:.1} s", c.iterations_measured)
+            }
             (_, Some(c)) => format!("{label}: {} samples in {elapsed:.1} s", c.samples_measured),
             _ => format!("{label}: done in {elapsed:.1} s"),
         };

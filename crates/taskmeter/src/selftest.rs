@@ -86,6 +86,8 @@ fn loop_ns_per_sample(runtime: &str, duration_ns: u64, sleeping: bool) -> Result
         experiment: Experiment::Sleep,
         runtime: runtime.into(),
         units: 1,
+        priority_classes: 1,
+        start_limit_ns: u64::MAX >> 1,
         duration_ns,
         warmup_ns: 0,
         sleep: SleepPlan { mode: Mode::Relative, schedule: Schedule::Fixed { ns: 0 } },
@@ -95,15 +97,15 @@ fn loop_ns_per_sample(runtime: &str, duration_ns: u64, sleeping: bool) -> Result
     // its arrays (a real run reserves from its schedule).
     let mut probe = plan.clone();
     probe.duration_ns = (duration_ns / 20).max(1_000_000);
-    let rate = per_sample(LoopContext::new(probe, &NEVER).with_capacity(1 << 16), sleeping)?;
+    let rate = per_sample(LoopContext::new(probe, now_ns(), &NEVER).with_capacity(1 << 16), sleeping)?;
     let capacity = (duration_ns as f64 / rate.max(1.0) * 1.3) as usize + 1024;
-    per_sample(LoopContext::new(plan, &NEVER).with_capacity(capacity), sleeping)
+    per_sample(LoopContext::new(plan, now_ns(), &NEVER).with_capacity(capacity), sleeping)
 }
 
 fn per_sample(ctx: LoopContext, sleeping: bool) -> Result<f64, String> {
     let ctx: &'static LoopContext = Box::leak(Box::new(ctx));
     let runs = if sleeping { runtime::run_in_process(ctx)? } else { runtime::run_without_sleeping(ctx)? };
-    let samples = &runs[0].samples;
+    let samples = &runs.outputs[0].samples;
     let n = samples.len();
     if n == 0 {
         return Err("the loop recorded no sample".into());

@@ -114,6 +114,21 @@ pub fn ratio_with_uncertainty(a: f64, a_err: f64, b: f64, b_err: f64) -> (f64, f
     (r, (r * rel).abs())
 }
 
+/// Ordinary least-squares line through `(x, y)`: (slope, intercept), or None with fewer than
+/// two distinct x values.
+pub fn linear_fit(points: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let n = points.len() as f64;
+    let mean_x = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let mean_y = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mean_x).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mean_x) * (p.1 - mean_y)).sum();
+    if points.len() < 2 || sxx <= 0.0 {
+        return None;
+    }
+    let slope = sxy / sxx;
+    Some((slope, mean_y - slope * mean_x))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,5 +214,15 @@ mod tests {
         let (r, u) = ratio_with_uncertainty(200.0, 4.0, 100.0, 1.0);
         assert_eq!(r, 2.0);
         assert!((u - 2.0 * (0.02f64.powi(2) + 0.01f64.powi(2)).sqrt()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn least_squares_lines_match_hand_computed_values() {
+        // y = 2x + 1 exactly.
+        assert_eq!(linear_fit(&[(0.0, 1.0), (1.0, 3.0), (2.0, 5.0)]), Some((2.0, 1.0)));
+        // (1,1), (2,3), (3,2): mean x 2, mean y 2, sxy = (-1)(-1) + 0 + (1)(0) = 1, sxx = 2.
+        assert_eq!(linear_fit(&[(1.0, 1.0), (2.0, 3.0), (3.0, 2.0)]), Some((0.5, 1.0)));
+        assert_eq!(linear_fit(&[(5.0, 1.0), (5.0, 2.0)]), None);
+        assert_eq!(linear_fit(&[(1.0, 1.0)]), None);
     }
 }

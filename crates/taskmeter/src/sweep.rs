@@ -252,6 +252,7 @@ pub fn apply(base: &Settings, point: &Point) -> Settings {
                     Schedule::Fixed { .. } => Schedule::Fixed { ns: v },
                     Schedule::ByUnit { .. } => Schedule::ByUnit { ns: v },
                     Schedule::Modulo { m, .. } => Schedule::Modulo { m, ns: v },
+                    Schedule::None => Schedule::None,
                 }
             }
             Param::Modulo => {

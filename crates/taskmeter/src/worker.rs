@@ -1,7 +1,7 @@
 //! Worker mode (`taskmeter worker`): runs one plan in one in-process Rust runtime and speaks
-//! protocol v1 on stdin/stdout, exactly as a driver in another language does.
+//! protocol v2 on stdin/stdout, exactly as a driver in another language does.
 
-use crate::plan::Plan;
+use crate::plan::{Experiment, Plan};
 use crate::protocol::{Done, ErrorLine, Hello, Line, CLOCK};
 use crate::runtime;
 use crate::workload::{busy, LoopContext};
@@ -17,6 +17,7 @@ pub fn main() -> ExitCode {
     if let Err(e) = stdin.read_line(&mut line) {
         return refuse(&format!("could not read the plan: {e}"));
     }
+    let plan_read_ns = crate::clock::now_ns();
     let plan = match Plan::from_json(&line) {
         Ok(plan) => plan,
         Err(message) => return refuse(&message),
@@ -30,6 +31,7 @@ pub fn main() -> ExitCode {
         runtime_version,
         clock: CLOCK.into(),
         pid: std::process::id(),
+        priority: runtime::in_process_priority(&plan),
     };
     if emit(&[Line::Hello(hello)]).is_err() {
         return ExitCode::FAILURE;
@@ -43,9 +45,9 @@ pub fn main() -> ExitCode {
         STOP.store(true, Ordering::Relaxed);
     });
 
-    let ctx: &'static LoopContext = Box::leak(Box::new(LoopContext::new(plan, &STOP)));
-    let runs = match runtime::run_in_process(ctx) {
-        Ok(runs) => runs,
+    let ctx: &'static LoopContext = Box::leak(Box::new(LoopContext::new(plan, plan_read_ns, &STOP)));
+    let (runs, start_error) = match runtime::run_in_process(ctx) {
+        Ok(started) => (started.outputs, started.start_error),
         Err(message) => {
             let _ = emit(&[Line::Error(ErrorLine { message })]);
             return ExitCode::FAILURE;
@@ -60,11 +62,13 @@ pub fn main() -> ExitCode {
         run_start_ns: ctx.run_start_ns,
         measure_start_ns: ctx.run_start_ns + plan.warmup_ns,
         end_ns: ctx.end_ns,
-        units: plan.units,
+        units: runs.len() as u32,
         samples,
         missed,
         interrupted,
         busy_result: busy_result.to_string(),
+        start_error,
+        atomic_sum: (plan.experiment == Experiment::AtomicSum).then(|| ctx.counter.load(Ordering::SeqCst)),
     };
     let mut lines: Vec<Line> = runs.into_iter().map(|r| Line::Unit(r.samples)).collect();
     lines.push(Line::Done(done));

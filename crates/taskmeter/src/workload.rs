@@ -2,11 +2,11 @@
 //! `protocol/README.md` ("The work loop, exactly") is its specification.
 
 use crate::clock::now_ns;
-use crate::plan::{Mode, Plan};
+use crate::plan::{Experiment, Mode, Plan};
 use crate::protocol::UnitSamples;
 use std::future::Future;
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// One step of the busy work, hidden from the optimiser.
 #[inline(always)]
@@ -50,17 +50,36 @@ pub fn busy_reference(iters: u64) -> u64 {
 pub struct LoopContext {
     pub plan: Plan,
     pub run_start_ns: u64,
+    pub measure_start_ns: u64,
     pub end_ns: u64,
     pub stop: &'static AtomicBool,
+    /// When the worker read the plan: `start_limit_ns` counts from here.
+    pub plan_read_ns: u64,
+    /// The counter of `atomic-sum`, shared by every unit.
+    pub counter: &'static AtomicU64,
     /// Samples each unit reserves before it starts; None: estimated from the schedule.
     capacity: Option<usize>,
 }
 
 impl LoopContext {
-    pub fn new(plan: Plan, stop: &'static AtomicBool) -> LoopContext {
+    pub fn new(plan: Plan, plan_read_ns: u64, stop: &'static AtomicBool) -> LoopContext {
         let run_start_ns = now_ns();
-        let end_ns = run_start_ns + plan.warmup_ns + plan.duration_ns;
-        LoopContext { plan, run_start_ns, end_ns, stop, capacity: None }
+        let measure_start_ns = run_start_ns + plan.warmup_ns;
+        let end_ns = measure_start_ns + plan.duration_ns;
+        let counter = Box::leak(Box::new(AtomicU64::new(0)));
+        LoopContext { plan, run_start_ns, measure_start_ns, end_ns, stop, plan_read_ns, counter, capacity: None }
+    }
+
+    /// Why unit `unit` must not be started, if the start limit has passed (unit 1 always starts).
+    pub fn start_refused(&self, unit: u32) -> Option<String> {
+        let elapsed = now_ns().saturating_sub(self.plan_read_ns);
+        (unit > 1 && elapsed >= self.plan.start_limit_ns).then(|| {
+            format!(
+                "start limit of {} reached after {} units",
+                crate::plan::format_duration_spec(self.plan.start_limit_ns),
+                unit - 1
+            )
+        })
     }
 
     /// Reserves exactly `samples` per unit (for `selftest`, whose zero sleeps defeat the estimate).
@@ -96,7 +115,11 @@ impl<'a> UnitLoop<'a> {
     pub fn new(ctx: &'a LoopContext, unit: u32) -> UnitLoop<'a> {
         let origin_ns = now_ns();
         let plan = &ctx.plan;
-        let capacity = ctx.capacity.unwrap_or_else(|| estimated_samples(plan, unit));
+        let capacity = if plan.sleep.schedule.sleeps() {
+            ctx.capacity.unwrap_or_else(|| estimated_samples(plan, unit))
+        } else {
+            0
+        };
         let column = || prefaulted(capacity);
         UnitLoop {
             ctx,
@@ -105,7 +128,10 @@ impl<'a> UnitLoop<'a> {
             busy_result: None,
             samples: UnitSamples {
                 unit,
+                class: plan.class_of(unit),
                 origin_ns,
+                iterations: 0,
+                measured_iterations: 0,
                 expected_ns: column(),
                 start_ns: column(),
                 busy_end_ns: column(),
@@ -141,7 +167,23 @@ impl<'a> UnitLoop<'a> {
         }
     }
 
-    /// Ends an iteration: reads the wake-up time, records the sample, advances the schedule.
+    /// Whether the unit sleeps (false: the schedule `none`, one yield per iteration instead).
+    pub fn sleeps(&self) -> bool {
+        self.ctx.plan.sleep.schedule.sleeps()
+    }
+
+    /// Counts an iteration that started at `start`, and makes the `atomic-sum` increment.
+    #[inline]
+    pub fn count(&mut self, start: u64) {
+        if self.ctx.plan.experiment == Experiment::AtomicSum {
+            self.ctx.counter.fetch_add(1, Ordering::SeqCst);
+        }
+        self.samples.iterations += 1;
+        self.samples.measured_iterations += u64::from(start >= self.ctx.measure_start_ns);
+    }
+
+    /// Ends a sleeping iteration: reads the wake-up time, counts the iteration, records the
+    /// sample, advances the schedule.
     #[inline]
     pub fn finish(&mut self, start: u64, busy_end: u64, intended: u64) {
         let wake = now_ns();
@@ -158,6 +200,7 @@ impl<'a> UnitLoop<'a> {
                 self.next_ns += schedule.expected(unit, self.k);
             }
         }
+        self.count(start);
         let s = &mut self.samples;
         s.expected_ns.push(expected);
         s.start_ns.push(start);
@@ -179,11 +222,18 @@ impl<'a> UnitLoop<'a> {
 /// Samples reserved, all units together, at most: 4 Mi samples of 48 bytes (192 MiB).
 const RESERVE_BUDGET: u64 = 4 << 20;
 
-/// Samples to reserve up front so the loop does not reallocate while measuring: the schedule's
-/// count, within a budget shared by all units (beyond it the arrays grow as needed).
+/// Samples to reserve up front so the loop does not reallocate while measuring: as many as the
+/// schedule allows (each iteration lasts at least its sleep; a modulo cycle of M periods lasts
+/// M(M+1)/2 x D), within a budget shared by all units (beyond it the arrays grow as needed).
 fn estimated_samples(plan: &Plan, unit: u32) -> usize {
-    let shortest = plan.sleep.schedule.expected(unit, 0).max(1_000);
-    let estimate = (plan.warmup_ns + plan.duration_ns) / shortest + 16;
+    let total = plan.warmup_ns + plan.duration_ns;
+    let estimate = match plan.sleep.schedule {
+        crate::plan::Schedule::Modulo { m, ns } => {
+            let cycle = (ns.max(1_000) as u128 * (m as u128 * (m as u128 + 1) / 2)).max(1);
+            (total as u128 * m as u128 / cycle) as u64 + m
+        }
+        schedule => total / schedule.expected(unit, 0).max(1_000),
+    } + 16;
     estimate.min(RESERVE_BUDGET / plan.units as u64).max(16) as usize
 }
 
@@ -224,6 +274,11 @@ pub fn run_unit_blocking<T: BlockingTimer>(ctx: &LoopContext, unit: u32) -> Unit
         } else {
             start
         };
+        if !lp.sleeps() {
+            std::thread::yield_now();
+            lp.count(start);
+            continue;
+        }
         let (intended, sleep) = lp.sleep_after(busy_end);
         match sleep {
             Sleep::For(ns) => T::sleep_for(ns),
@@ -260,10 +315,18 @@ pub trait AsyncTimer {
     fn sleep_for(ns: u64) -> impl Future<Output = ()> + Send;
     fn sleep_until(deadline_ns: u64) -> impl Future<Output = ()> + Send;
     fn yield_now() -> impl Future<Output = ()> + Send;
+    /// Gives the current task the priority of class `class` (0 the highest), where the
+    /// runtime has task priorities.
+    fn enter_class(_class: u32) -> impl Future<Output = ()> + Send {
+        std::future::ready(())
+    }
 }
 
 /// One unit as a task of an async runtime.
 pub async fn run_unit_async<T: AsyncTimer>(ctx: &LoopContext, unit: u32) -> UnitRun {
+    if ctx.plan.priority_classes > 1 {
+        T::enter_class(ctx.plan.class_of(unit)).await;
+    }
     let mut lp = UnitLoop::new(ctx, unit);
     let (iters, yields) = (lp.busy_iters(), lp.yields());
     while let Some(start) = lp.begin() {
@@ -273,6 +336,11 @@ pub async fn run_unit_async<T: AsyncTimer>(ctx: &LoopContext, unit: u32) -> Unit
         } else {
             start
         };
+        if !lp.sleeps() {
+            T::yield_now().await;
+            lp.count(start);
+            continue;
+        }
         let (intended, sleep) = lp.sleep_after(busy_end);
         match sleep {
             Sleep::For(ns) => T::sleep_for(ns).await,

@@ -1,8 +1,9 @@
 //! `embassy`: one embassy task per unit on the platform-std thread executor; timers come from
 //! embassy-time's std driver (an alarm thread and a 1 us tick).
 
+use super::Started;
 use crate::clock::now_ns;
-use crate::workload::AsyncTimer;
+use crate::workload::{AsyncTimer, LoopContext};
 use embassy_executor::{Executor, Spawner};
 use embassy_time::{Duration, Instant, Timer};
 use std::future::Future;
@@ -32,7 +33,18 @@ impl AsyncTimer for Embassy {
     fn yield_now() -> impl Future<Output = ()> + Send {
         embassy_futures::yield_now()
     }
+    async fn enter_class(class: u32) {
+        embassy_executor::Metadata::for_current_task().await.set_priority(class_priority(class));
+    }
 }
+
+/// `scheduler-priority` polls ready tasks of a higher priority first: class 0 gets 1.
+fn class_priority(class: u32) -> u8 {
+    u8::from(class == 0)
+}
+
+pub const PRIORITY: &str =
+    "embassy: priority 1 high, 0 low (ready tasks of higher priority are polled first; no pre-emption)";
 
 type UnitFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
@@ -44,20 +56,18 @@ async fn unit_task(body: UnitFuture) {
     FINISHED.fetch_add(1, Ordering::Release);
 }
 
-/// Runs `units` tasks on a new executor on this thread and returns their results in order.
-pub fn run<Out, Fut>(units: u32, make: impl Fn(u32) -> Fut) -> Result<Vec<Out>, String>
+/// Runs up to `units` tasks on a new executor on this thread and returns their results in
+/// order; beyond the pool's size the start is partial.
+pub fn run<Out, Fut>(ctx: &LoopContext, units: u32, make: impl Fn(u32) -> Fut) -> Result<Started<Out>, String>
 where
     Out: Send + 'static,
     Fut: Future<Output = Out> + Send + 'static,
 {
-    if units > MAX_UNITS {
-        return Err(format!("embassy's task pool holds {MAX_UNITS} units; the plan asks for {units}"));
-    }
+    let (units, mut start_error) = super::startable(ctx, units);
     let (tx, rx) = mpsc::channel();
     FINISHED.store(0, Ordering::Release);
     let executor: &'static mut Executor = Box::leak(Box::new(Executor::new()));
     let spawned = std::cell::Cell::new(0u32);
-    let mut spawn_error = None;
     executor.run_until(
         |spawner: Spawner| {
             for unit in 1..=units {
@@ -71,7 +81,8 @@ where
                         spawned.set(spawned.get() + 1);
                     }
                     Err(e) => {
-                        spawn_error = Some(format!("could not spawn the task of unit {unit}: {e:?}"));
+                        let pool = if unit > MAX_UNITS { format!(" (the task pool holds {MAX_UNITS})") } else { String::new() };
+                        start_error = Some(format!("could not spawn the task of unit {unit}: {e:?}{pool}"));
                         break;
                     }
                 }
@@ -79,11 +90,9 @@ where
         },
         || FINISHED.load(Ordering::Acquire) >= spawned.get(),
     );
-    if let Some(e) = spawn_error {
-        return Err(e);
-    }
     drop(tx);
     let mut outputs: Vec<(u32, Out)> = rx.try_iter().collect();
     outputs.sort_by_key(|(unit, _)| *unit);
-    Ok(outputs.into_iter().map(|(_, out)| out).collect())
+    let outputs = outputs.into_iter().map(|(_, out)| out).collect();
+    Ok(Started { outputs, start_error })
 }

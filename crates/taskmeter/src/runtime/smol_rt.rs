@@ -1,8 +1,9 @@
 //! `smol`: one task per unit on a smol executor driven by one thread, which also drives the
 //! async-io reactor (timers on timerfd/epoll) while it is idle.
 
+use super::Started;
 use crate::clock::instant_at;
-use crate::workload::AsyncTimer;
+use crate::workload::{AsyncTimer, LoopContext};
 use std::future::Future;
 use std::time::Duration;
 
@@ -20,13 +21,14 @@ impl AsyncTimer for Smol {
     }
 }
 
-/// Runs `units` tasks and returns their results in order.
-pub fn run<Out, Fut>(units: u32, make: impl Fn(u32) -> Fut) -> Result<Vec<Out>, String>
+/// Runs up to `units` tasks and returns their results in order.
+pub fn run<Out, Fut>(ctx: &LoopContext, units: u32, make: impl Fn(u32) -> Fut) -> Result<Started<Out>, String>
 where
     Out: Send + 'static,
     Fut: Future<Output = Out> + Send + 'static,
 {
     let executor = smol::Executor::new();
+    let (units, start_error) = super::startable(ctx, units);
     let outputs = smol::block_on(executor.run(async {
         let tasks: Vec<_> = (1..=units).map(|unit| executor.spawn(make(unit))).collect();
         let mut outputs = Vec::with_capacity(tasks.len());
@@ -35,5 +37,5 @@ where
         }
         outputs
     }));
-    Ok(outputs)
+    Ok(Started { outputs, start_error })
 }

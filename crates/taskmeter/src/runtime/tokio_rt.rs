@@ -1,7 +1,8 @@
 //! `tokio-ct` and `tokio-mt`: one tokio task per unit.
 
+use super::Started;
 use crate::clock::instant_at;
-use crate::workload::AsyncTimer;
+use crate::workload::{AsyncTimer, LoopContext};
 use std::future::Future;
 use std::time::Duration;
 
@@ -19,9 +20,14 @@ impl AsyncTimer for Tokio {
     }
 }
 
-/// Runs `units` tasks on a fresh runtime (current_thread, or multi_thread with one worker
+/// Runs up to `units` tasks on a fresh runtime (current_thread, or multi_thread with one worker
 /// thread per core) and returns their results in order.
-pub fn run<Out, Fut>(multi_thread: bool, units: u32, make: impl Fn(u32) -> Fut) -> Result<Vec<Out>, String>
+pub fn run<Out, Fut>(
+    ctx: &LoopContext,
+    multi_thread: bool,
+    units: u32,
+    make: impl Fn(u32) -> Fut,
+) -> Result<Started<Out>, String>
 where
     Out: Send + 'static,
     Fut: Future<Output = Out> + Send + 'static,
@@ -33,11 +39,12 @@ where
     };
     let runtime = builder.enable_time().build().map_err(|e| format!("could not start tokio: {e}"))?;
     runtime.block_on(async {
+        let (units, start_error) = super::startable(ctx, units);
         let tasks: Vec<_> = (1..=units).map(|unit| tokio::spawn(make(unit))).collect();
         let mut outputs = Vec::with_capacity(tasks.len());
         for task in tasks {
             outputs.push(task.await.map_err(|e| format!("a unit task failed: {e}"))?);
         }
-        Ok(outputs)
+        Ok(Started { outputs, start_error })
     })
 }

@@ -1,0 +1,139 @@
+//! The volume and atomic-sum experiments, priority classes, partial starts and --together, run
+//! the way a user runs them.
+
+mod common;
+use common::*;
+
+fn rows(record: &serde_json::Value) -> &Vec<serde_json::Value> {
+    record["rows"].as_array().unwrap()
+}
+
+#[test]
+fn volume_reports_delay_iterations_classes_and_memory_per_unit() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("volume");
+    let output = run(&[
+        "run", "volume", "--runtimes", "thread,smol,embassy", "--units", "1,4,16", "--priority-classes", "2",
+        "--duration", "200ms", "--warmup", "50ms", "-o", folder.to_str().unwrap(),
+    ]);
+    let out = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{out}{}", stderr(&output));
+    for wanted in ["delay", "iter/unit", "memory per unit:", "by priority class:", "priority classes as applied:", "nice: high", "embassy: priority 1 high", "none: smol"] {
+        assert!(out.contains(wanted), "the report has '{wanted}':\n{out}");
+    }
+    let record = run_json(&folder);
+    assert_eq!(record["experiment"], "volume");
+    assert_eq!(record["settings"]["sleep_spec"], "modulo:20:1ms", "the study's schedule by default");
+    assert_eq!(rows(&record).len(), 9);
+    for row in rows(&record) {
+        assert_eq!(row["status"], "ok", "{row}");
+        let counts = &row["counts"];
+        let units = row["plan"]["units"].as_u64().unwrap();
+        assert_eq!(counts["units"].as_u64(), Some(units));
+        assert_eq!(counts["units_planned"].as_u64(), Some(units));
+        assert!(counts["iterations_measured"].as_u64().unwrap() > 0);
+        let classes = row["classes"].as_array().unwrap();
+        assert_eq!(classes.len(), 2);
+        // Odd units are high, even units low: 1 unit is all high, 4 and 16 split evenly.
+        assert_eq!(classes[0]["units"].as_u64(), Some(units.div_ceil(2)));
+        assert_eq!(classes[1]["units"].as_u64(), Some(units / 2));
+        let by_class: u64 = classes.iter().map(|c| c["iterations_measured"].as_u64().unwrap()).sum();
+        assert_eq!(by_class, counts["iterations_measured"].as_u64().unwrap());
+        assert!(row["worker"]["peak_rss_kb"].as_u64().unwrap() > 0);
+    }
+    for chart in ["sweep-units-delay.svg", "sweep-units-count.svg", "sweep-units-rss.svg", "sweep-units-class-delay.svg"] {
+        assert!(folder.join("charts").join(chart).is_file(), "{chart}");
+    }
+}
+
+#[test]
+fn atomic_sum_counts_every_increment_and_sleep_none_keeps_no_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("atomic");
+    let output = run(&[
+        "run", "atomic-sum", "--runtimes", "thread,tokio-mt", "--units", "1,8", "--sleep", "none", "--busy", "0",
+        "--duration", "150ms", "--warmup", "50ms", "-o", folder.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+    assert!(stdout(&output).contains("increments"), "{}", stdout(&output));
+    let record = run_json(&folder);
+    for row in rows(&record) {
+        let counts = &row["counts"];
+        assert_eq!(counts["samples_total"].as_u64(), Some(0), "no samples without a sleep");
+        let total = counts["iterations_total"].as_u64().unwrap();
+        assert!(total > 0);
+        assert_eq!(counts["atomic_sum"].as_u64(), Some(total), "the shared counter saw every iteration");
+        let rate = counts["iterations_per_s"].as_f64().unwrap();
+        let expected = counts["iterations_measured"].as_u64().unwrap() as f64 / 0.15;
+        assert!((rate - expected).abs() < 1e-6 * expected, "{rate} vs {expected}");
+    }
+    assert!(folder.join("charts").join("sweep-units-rate.svg").is_file());
+}
+
+#[test]
+fn a_thread_limit_makes_a_partial_row_with_the_reason() {
+    // RLIMIT_NPROC counts every thread of the user: a user with a limit of 60 cannot start 200
+    // threads, as on a machine whose ulimit -u or pid_max is reached.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let folder = dir.path().join("partial");
+    let output = std::process::Command::new("prlimit")
+        .args(["--nproc=60:60", "setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_taskmeter"))
+        .args(["run", "--runtimes", "thread,c-thread", "--units", "200", "--busy", "0", "--duration", "200ms"])
+        .args(["--warmup", "0", "-o", folder.to_str().unwrap()])
+        .env("TASKMETER_CACHE_DIR", dir.path().join("cache"))
+        .current_dir(dir.path())
+        .output()
+        .expect("prlimit and setpriv (util-linux) run");
+    let out = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "partial rows are results: {out}{}", stderr(&output));
+    let record = run_json(&folder);
+    for row in rows(&record) {
+        assert_eq!(row["status"], "partial", "{row}");
+        let started = row["counts"]["units"].as_u64().unwrap();
+        assert!((1..200).contains(&started), "{started} units started");
+        let reason = row["reason"].as_str().unwrap();
+        assert!(reason.contains(&format!("partial: {started} of 200 units started")), "{reason}");
+        assert!(reason.contains("Resource temporarily unavailable"), "{reason}");
+    }
+    assert!(out.contains("partial: thread"), "{out}");
+    assert!(out.contains("/200"), "the units column shows started/planned: {out}");
+}
+
+#[test]
+fn together_runs_the_runtimes_of_a_point_at_the_same_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("together");
+    let output = run(&[
+        "run", "--runtimes", "thread,smol,c-thread", "--units", "2", "--together", "--duration", "1s",
+        "--warmup", "100ms", "-o", folder.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+    assert!(stdout(&output).contains("runtimes together"));
+    let record = run_json(&folder);
+    let windows: Vec<(u64, u64)> = rows(&record)
+        .iter()
+        .map(|r| {
+            let w = &r["worker"];
+            (w["measure_start_ns"].as_u64().unwrap(), w["end_ns"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(windows.len(), 3);
+    // Measured windows on the shared monotonic clock overlap: the workers ran side by side.
+    let latest_start = windows.iter().map(|w| w.0).max().unwrap();
+    let earliest_end = windows.iter().map(|w| w.1).min().unwrap();
+    assert!(latest_start < earliest_end, "{windows:?}");
+}
+
+#[test]
+fn bad_volume_input_gets_one_line_and_exit_2() {
+    assert_refused(&[
+        (vec!["run", "volume", "--units", "0"], "expected a number from 1 to 1000000"),
+        (vec!["run", "volume", "--units", "10..1:log10"], "starts above its end"),
+        (vec!["run", "--units", "1,10", "--sweep", "units=5"], "units are given twice"),
+        (vec!["run", "--priority-classes", "3"], "priority-classes"),
+        (vec!["run", "--start-limit", "0"], "--start-limit must be longer than 0"),
+        (vec!["run", "--sleep", "never"], "invalid sleep schedule"),
+    ]);
+}
