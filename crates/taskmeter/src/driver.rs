@@ -301,6 +301,9 @@ fn run_command(driver: &Driver, tool: &Toolchain, dir: &Path) -> Command {
             if unsafe { libc::geteuid() } == 0 {
                 c.arg("-XX:ThreadPriorityPolicy=1");
             }
+            // HotSpot's warnings (e.g. a thread the OS refused) go to stdout by default, which
+            // is the protocol's: send them to stderr, from the JVM's start.
+            c.arg("-Xlog:disable").arg("-Xlog:all=warning:stderr");
             c.arg("-cp").arg(dir.join("classes")).arg(main);
             c
         }

@@ -2,6 +2,11 @@
 
 use super::Started;
 use crate::workload::LoopContext;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Unit threads started and not yet finished (a unit started after the end exits at once and
+/// gives its memory maps back).
+static LIVE: AtomicU64 = AtomicU64::new(0);
 
 /// Runs up to `units` units, each `make(unit)` on its own thread, and returns their results in
 /// order. A thread the OS refuses (or the start limit) ends the start: the units already
@@ -13,14 +18,32 @@ where
 {
     let mut handles = Vec::with_capacity(units as usize);
     let mut start_error = None;
+    let room = threads_the_memory_maps_allow();
     for unit in 1..=units {
         if let Some(reason) = ctx.start_refused(unit) {
             start_error = Some(reason);
             break;
         }
-        match std::thread::Builder::new().name(format!("unit-{unit}")).spawn(make(unit)) {
+        let alive = LIVE.load(Ordering::Acquire);
+        if let Some((room, max_map_count)) = room.filter(|(room, _)| unit > 1 && alive >= *room) {
+            start_error = Some(format!(
+                "stopped before unit {unit} with {alive} threads alive: vm.max_map_count ({max_map_count}) leaves room \
+                 for {room} (4 memory maps each), and Rust's std aborts the process when a thread's signal stack \
+                 cannot be mapped"
+            ));
+            break;
+        }
+        let body = make(unit);
+        LIVE.fetch_add(1, Ordering::AcqRel);
+        let counted = move || {
+            let out = body();
+            LIVE.fetch_sub(1, Ordering::AcqRel);
+            out
+        };
+        match std::thread::Builder::new().name(format!("unit-{unit}")).spawn(counted) {
             Ok(handle) => handles.push(handle),
             Err(e) if unit > 1 => {
+                LIVE.fetch_sub(1, Ordering::AcqRel);
                 start_error = Some(format!("could not spawn the thread of unit {unit}: {e}"));
                 break;
             }
@@ -32,6 +55,17 @@ where
         .map(|h| h.join().map_err(|panic| format!("a unit thread failed: {}", panic_message(&panic))))
         .collect::<Result<_, _>>()?;
     Ok(Started { outputs, start_error })
+}
+
+/// How many more threads fit under `vm.max_map_count`, and that limit: each std thread maps its
+/// stack, its guard page, and a signal stack with its guard. A failed mmap of the signal stack
+/// aborts the process (std cannot report it), so the start must stop before it.
+fn threads_the_memory_maps_allow() -> Option<(u64, u64)> {
+    const MAPS_PER_THREAD: u64 = 4;
+    const SPARE_MAPS: u64 = 1024;
+    let max_map_count: u64 = std::fs::read_to_string("/proc/sys/vm/max_map_count").ok()?.trim().parse().ok()?;
+    let in_use = std::fs::read_to_string("/proc/self/maps").ok()?.lines().count() as u64;
+    Some((max_map_count.saturating_sub(in_use + SPARE_MAPS) / MAPS_PER_THREAD, max_map_count))
 }
 
 fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
