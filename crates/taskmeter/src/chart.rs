@@ -375,7 +375,8 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
             let mut series = Vec::new();
             for runtime in &record.settings.runtimes {
                 for class in 0..record.settings.priority_classes {
-                    let of_class = |r: &Row| get(r.classes.iter().find(|c| c.class == class)?);
+                    // A class with no unit (one unit in all) has nothing to draw.
+                    let of_class = |r: &Row| get(r.classes.iter().find(|c| c.class == class && c.units > 0)?);
                     let line = line_of(runtime, &of_class);
                     let name = format!("{runtime} {}", if class == 0 { "high" } else { "low" });
                     let c = colour(record, runtime);
