@@ -378,7 +378,7 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
                     // A class with no unit (one unit in all) has nothing to draw.
                     let of_class = |r: &Row| get(r.classes.iter().find(|c| c.class == class && c.units > 0)?);
                     let line = line_of(runtime, &of_class);
-                    let name = format!("{runtime} {}", if class == 0 { "high" } else { "low" });
+                    let name = format!("{runtime} {}", crate::output::class_name(class));
                     let c = colour(record, runtime);
                     let shade = if class == 0 { c } else { RGBColor(c.0 / 2 + 128, c.1 / 2 + 128, c.2 / 2 + 128) };
                     if !line.is_empty() {
@@ -397,7 +397,7 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
             ("samples", "measured iterations (all units)".into(), Box::new(|r| r.counts.as_ref().map(|c| c.iterations_measured as f64))),
         ];
         if crate::output::default_layout(record) == crate::output::Layout::Volume {
-            let rate = if record.settings.experiment == crate::plan::Experiment::AtomicSum { "increments" } else { "iterations" };
+            let rate = crate::output::iteration_word(record);
             wanted.extend::<[(&str, String, Statistic<'_>); 4]>([
                 ("delay", "delay: mean |actual - expected| (µs)".into(), Box::new(move |r| micro(r.statistics.as_ref()?.actual.mean_absolute_deviation))),
                 ("count", "measured iterations per unit".into(), Box::new(|r| r.counts.as_ref().map(|c| c.iterations_measured as f64 / c.units.max(1) as f64))),
@@ -406,7 +406,7 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
             ]);
         }
         if record.settings.priority_classes > 1 {
-            let rate = if record.settings.experiment == crate::plan::Experiment::AtomicSum { "increments" } else { "iterations" };
+            let rate = crate::output::iteration_word(record);
             type ClassStatistic = Box<dyn Fn(&ClassResult) -> Option<f64>>;
             let classes: [(&str, String, ClassStatistic); 2] = [
                 ("class-delay", "delay by class: mean |actual - expected| (µs)".into(), Box::new(move |c| micro(c.statistics.as_ref()?.actual.mean_absolute_deviation))),

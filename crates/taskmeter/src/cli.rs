@@ -117,9 +117,10 @@ struct RunArgs {
     /// after another (to see how each fares beside the others)
     #[arg(long)]
     together: bool,
-    /// relative: sleep(expected) after the busy work; absolute: sleep until a fixed periodic deadline
-    #[arg(long, value_enum, default_value = "absolute")]
-    mode: ModeArg,
+    /// relative: sleep(expected) after the busy work; absolute: sleep until a fixed periodic
+    /// deadline [default: absolute; volume and atomic-sum: relative, as the v2 study slept]
+    #[arg(long, value_enum)]
+    mode: Option<ModeArg>,
     /// Busy-work iterations before each sleep
     #[arg(long, default_value_t = 1000, allow_negative_numbers = true)]
     busy: u64,
@@ -370,8 +371,10 @@ fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
     };
     let schedule = args.sleep.unwrap_or(if study { Schedule::Modulo { m: 20, ns: 1_000_000 } } else { Schedule::Fixed { ns: 1_000_000 } });
     let mode = match args.mode {
-        ModeArg::Relative => Mode::Relative,
-        ModeArg::Absolute => Mode::Absolute,
+        Some(ModeArg::Relative) => Mode::Relative,
+        Some(ModeArg::Absolute) => Mode::Absolute,
+        None if study => Mode::Relative,
+        None => Mode::Absolute,
     };
     let runtimes = if args.runtimes.is_empty() || args.runtimes == ["all"] {
         runtime::ids().into_iter().map(str::to_string).collect()

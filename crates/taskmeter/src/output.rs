@@ -130,20 +130,29 @@ fn format_bytes(bytes: f64) -> String {
     }
 }
 
-fn class_name(class: u32) -> &'static str {
+pub fn class_name(class: u32) -> &'static str {
     if class == 0 { "high" } else { "low" }
+}
+
+/// " at units=100" when the run has several points.
+fn at_point(record: &RunRecord, row: &Row) -> String {
+    record.points.get(row.point).filter(|_| record.points.len() > 1).map(|p| format!(" at {}", p.label())).unwrap_or_default()
+}
+
+/// What one iteration's count means: an increment of the shared counter in atomic-sum.
+pub fn iteration_word(record: &RunRecord) -> &'static str {
+    if record.settings.experiment == crate::plan::Experiment::AtomicSum { "increments" } else { "iterations" }
 }
 
 /// The volume study's table: every runtime at every point, in runtime then point order.
 pub fn volume_table_of(record: &RunRecord) -> Table {
-    let atomic = record.settings.experiment == crate::plan::Experiment::AtomicSum;
     let classes = record.settings.priority_classes > 1;
     // Units have their own column (with what started of them).
     let swept: Vec<&str> = record.sweeps.iter().filter(|s| s.param != crate::sweep::Param::Units).map(|s| s.param.name()).collect();
     let mut header = vec!["runtime".to_string()];
     header.extend(swept.iter().map(|s| s.to_string()));
     header.extend(["units", "delay", "lateness p50", "p99", "iter/unit"].map(str::to_string));
-    header.push(if atomic { "increments" } else { "iterations" }.into());
+    header.push(iteration_word(record).into());
     if classes {
         header.extend(["high", "low", "delay high", "delay low"].map(str::to_string));
     }
@@ -156,7 +165,7 @@ pub fn volume_table_of(record: &RunRecord) -> Table {
     for row in rows {
         let (Some(stats), Some(counts)) = (&row.statistics, &row.counts) else {
             let what = if row.status == RowStatus::Skipped { "skipped" } else { "FAILED" };
-            let at = record.points.get(row.point).filter(|_| record.points.len() > 1).map(|p| format!(" at {}", p.label())).unwrap_or_default();
+            let at = at_point(record, row);
             without_statistics.push((row.runtime.clone(), format!("{what}{at}: {}", row.reason.as_deref().unwrap_or(""))));
             continue;
         };
@@ -404,10 +413,10 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
         }
     }
     out.push('\n');
-    out.push_str(if layout == Layout::Volume { explain_volume(record) } else { explain(record.metric) });
+    out.push_str(&if layout == Layout::Volume { explain_volume(record) } else { explain(record.metric).to_string() });
     out.push('\n');
     let partial: Vec<String> = record.rows_in_order().iter().filter(|r| r.status == RowStatus::Partial).map(|r| {
-        let at = record.points.get(r.point).filter(|_| record.points.len() > 1).map(|p| format!(" at {}", p.label())).unwrap_or_default();
+        let at = at_point(record, r);
         format!("{}{at}: {}", r.runtime, r.reason.as_deref().unwrap_or(""))
     }).collect();
     for line in partial {
@@ -530,12 +539,18 @@ pub fn settings_line(record: &RunRecord) -> String {
     line
 }
 
-pub fn explain_volume(record: &RunRecord) -> &'static str {
-    if record.settings.experiment == crate::plan::Experiment::AtomicSum {
-        "delay = mean |actual - expected| (the v2 study's); increments = measured increments of the shared counter per second, all units; iter/unit = measured iterations per unit; peak RSS of the worker; memory per unit = least-squares slope of peak RSS over units started (it includes each unit's samples)"
+pub fn explain_volume(record: &RunRecord) -> String {
+    let counted = if record.settings.experiment == crate::plan::Experiment::AtomicSum {
+        "measured increments of the shared counter"
     } else {
-        "delay = mean |actual - expected| (the v2 study's); iterations = measured iterations per second, all units; iter/unit = measured iterations per unit; peak RSS of the worker; memory per unit = least-squares slope of peak RSS over units started (it includes each unit's samples)"
-    }
+        "measured iterations"
+    };
+    format!(
+        "delay = mean |actual - expected| (the v2 study's); {} = {counted} per second, all units; \
+         iter/unit = measured iterations per unit; peak RSS of the worker; memory per unit = least-squares \
+         slope of peak RSS over units started (it includes each unit's samples)",
+        iteration_word(record)
+    )
 }
 
 pub fn explain(metric: Metric) -> &'static str {

@@ -33,6 +33,9 @@ impl Hello {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
 pub struct UnitSamples {
+    /// The line's `type` when read by [`parse_line`]; `Line` writes and consumes it otherwise.
+    #[serde(rename = "type", default, skip_serializing)]
+    pub tag: Option<UnitTag>,
     pub unit: u32,
     /// Priority class, 0 the highest.
     pub class: u32,
@@ -124,54 +127,23 @@ fn invalid<T>(message: String) -> Result<T, OutputError> {
     Err(OutputError::Invalid(message))
 }
 
-/// A `unit` line read directly as its struct: an internally tagged enum would first buffer
-/// the whole object (hundreds of megabytes at 100,000 units) to find its tag.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct UnitLine {
-    #[serde(rename = "type")]
-    _type: UnitTag,
-    unit: u32,
-    class: u32,
-    origin_ns: u64,
-    iterations: u64,
-    measured_iterations: u64,
-    expected_ns: Vec<u64>,
-    start_ns: Vec<u64>,
-    busy_end_ns: Vec<u64>,
-    intended_ns: Vec<u64>,
-    wake_ns: Vec<u64>,
-    missed: Vec<u64>,
-}
-
-#[derive(Deserialize)]
+/// `type` of a `unit` line read as `UnitSamples` directly (see [`parse_line`]).
+#[derive(Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "lowercase")]
-enum UnitTag {
+pub enum UnitTag {
     Unit,
 }
 
+/// A unit line is read straight into `UnitSamples`: the internally tagged `Line` would first
+/// buffer the whole object (hundreds of megabytes at 100,000 units) to find its tag.
 fn parse_line(raw: &str) -> serde_json::Result<Line> {
-    if !raw.contains("\"unit\"") {
-        return serde_json::from_str(raw);
+    if raw.contains("\"unit\"") {
+        if let Ok(unit @ UnitSamples { tag: Some(_), .. }) = serde_json::from_str(raw) {
+            return Ok(Line::Unit(unit));
+        }
     }
-    let u: UnitLine = match serde_json::from_str(raw) {
-        Ok(u) => u,
-        // Not a unit line after all (or not a valid one): the general parse says why.
-        Err(_) => return serde_json::from_str(raw),
-    };
-    Ok(Line::Unit(UnitSamples {
-        unit: u.unit,
-        class: u.class,
-        origin_ns: u.origin_ns,
-        iterations: u.iterations,
-        measured_iterations: u.measured_iterations,
-        expected_ns: u.expected_ns,
-        start_ns: u.start_ns,
-        busy_end_ns: u.busy_end_ns,
-        intended_ns: u.intended_ns,
-        wake_ns: u.wake_ns,
-        missed: u.missed,
-    }))
+    // Any other line, or an invalid unit line: the general parse reads it or says why.
+    serde_json::from_str(raw)
 }
 
 /// Parses and validates a worker's whole stdout against the plan it was given.

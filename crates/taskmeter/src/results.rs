@@ -229,6 +229,11 @@ pub struct PerMetric<T> {
 }
 
 impl<T> PerMetric<T> {
+    pub fn from_fn(f: impl FnMut(Metric) -> T) -> PerMetric<T> {
+        let [lateness, actual, full, busy] = METRICS.map(f);
+        PerMetric { lateness, actual, full, busy }
+    }
+
     pub fn get(&self, metric: Metric) -> &T {
         match metric {
             Metric::Lateness => &self.lateness,
@@ -331,10 +336,11 @@ pub fn classes(plan: &Plan, report: &WorkerReport) -> Vec<ClassResult> {
 }
 
 fn statistics_of(report: &WorkerReport, include: impl Fn(&UnitSamples) -> bool) -> (Statistics, Histograms) {
-    let [lateness, actual, full, busy] = METRICS.map(|metric| {
+    let both = PerMetric::from_fn(|metric| {
         let (values, references) = metric_values(report, metric, &include);
         (Summary::of(&values, &references), crate::histogram::encode(&crate::histogram::of(&values)))
     });
+    let PerMetric { lateness, actual, full, busy } = both;
     (
         Statistics { lateness: lateness.0, actual: actual.0, full: full.0, busy: busy.0 },
         Histograms { lateness: lateness.1, actual: actual.1, full: full.1, busy: busy.1 },
@@ -343,11 +349,10 @@ fn statistics_of(report: &WorkerReport, include: impl Fn(&UnitSamples) -> bool) 
 
 /// The statistics alone (no histograms: classes keep none).
 fn summaries_of(report: &WorkerReport, include: impl Fn(&UnitSamples) -> bool) -> Statistics {
-    let [lateness, actual, full, busy] = METRICS.map(|metric| {
+    PerMetric::from_fn(|metric| {
         let (values, references) = metric_values(report, metric, &include);
         Summary::of(&values, &references)
-    });
-    Statistics { lateness, actual, full, busy }
+    })
 }
 
 /// Metric values for one sample, for samples.csv: (lateness, actual, full, busy).

@@ -127,6 +127,7 @@ impl<'a> UnitLoop<'a> {
             next_ns: origin_ns + plan.sleep.schedule.expected(unit, 0),
             busy_result: None,
             samples: UnitSamples {
+                tag: None,
                 unit,
                 class: plan.class_of(unit),
                 origin_ns,

@@ -24,6 +24,7 @@ fn volume_reports_delay_iterations_classes_and_memory_per_unit() {
     let record = run_json(&folder);
     assert_eq!(record["experiment"], "volume");
     assert_eq!(record["settings"]["sleep_spec"], "modulo:20:1ms", "the study's schedule by default");
+    assert_eq!(record["settings"]["sleep"]["mode"], "relative", "and its relative sleeps");
     assert_eq!(rows(&record).len(), 9);
     for row in rows(&record) {
         assert_eq!(row["status"], "ok", "{row}");
