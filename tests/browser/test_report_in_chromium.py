@@ -77,3 +77,25 @@ def test_report_screenshot(results, tmp_path):
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(data) > 50_000, "a page with tables and charts, not a blank one"
+
+
+def test_bench_report_renders_its_tables(tmp_path):
+    """`taskmeter bench`'s report.html: a results table per input, the failed row with its reason."""
+    make = subprocess.run(["make", "-s", "-C", ROOT / "clients" / "c"], capture_output=True, text=True)
+    assert make.returncode == 0, make.stderr
+    folder = tmp_path / "bench"
+    sleeper = ROOT / "clients" / "c" / "build" / "sleeper"
+    done = subprocess.run(
+        [taskmeter(), "bench", "--scenario", f"sleeper={sleeper} $TASKMETER_INPUT", "--scenario", "broken=exit 4",
+         "--input", "short=5", "--input", "long=15", "--warmup", "50ms", "--time", "300ms", "-o", folder],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True,
+    )
+    assert done.returncode == 1, done.stderr  # the broken scenario fails its rows, the rest is kept
+    dom = browse((folder / "report.html").as_uri(), "--dump-dom", profile=tmp_path / "profile").stdout
+    tables = re.findall(r'<table class="results">.*?</table>', dom, re.S)
+    assert len(tables) == 2, "one table per input"
+    for table in tables:
+        assert "<td>sleeper</td>" in table
+        assert "`exit 4` exited with status 4" in table
+    assert "With input short" in dom and "With input long" in dom
+    assert not re.search(r'(src|href)="https?:', dom), "the report fetches nothing"

@@ -31,6 +31,10 @@ enum Command {
     /// Run an experiment and write a results folder (default: sleep, all runtimes)
     #[command(after_long_help = PRESET_HELP, args_override_self = true)]
     Run(Box<RunArgs>),
+    /// Benchmark your own asynchronous work: each scenario is a command whose processes call
+    /// record() when a unit of work completes (clients in clients/)
+    #[command(after_long_help = BENCH_HELP)]
+    Bench(Box<BenchArgs>),
     /// Check a runtime's worker against the protocol v1 vectors
     CheckDriver {
         /// Runtime id (see `taskmeter list`)
@@ -70,6 +74,66 @@ enum Command {
     /// Run one plan read from stdin (protocol v1); used by the orchestrator
     #[command(hide = true)]
     Worker,
+}
+
+const BENCH_HELP: &str = "Example:
+  taskmeter bench --scenario fast='python3 clients/python/examples/sleeper.py 100' \\
+                  --scenario slow='python3 clients/python/examples/sleeper.py 1000'
+
+Each command runs with `sh -c`, again and again until the measurement ends (a body that runs
+longer loops `while running()`). Its processes find the collector in TASKMETER_RECORD and
+TASKMETER_RECORD_STREAM; TASKMETER_RECORD_UNTIL, TASKMETER_SCENARIO, TASKMETER_INPUT_NAME and
+TASKMETER_INPUT are set too. Without TASKMETER_RECORD the clients do nothing.";
+
+#[derive(Args)]
+struct BenchArgs {
+    /// A scenario: NAME=COMMAND (repeat for more)
+    #[arg(long = "scenario", value_name = "NAME=COMMAND", required = true, value_parser = name_value)]
+    scenarios: Vec<(String, String)>,
+    /// An input: NAME=VALUE, passed to each command as TASKMETER_INPUT (repeat for more; every
+    /// scenario runs once per input)
+    #[arg(long = "input", value_name = "NAME=VALUE", value_parser = name_value)]
+    inputs: Vec<(String, String)>,
+    /// Time each scenario runs before it is measured (its units are counted apart)
+    #[arg(long, default_value = "2s", value_parser = duration)]
+    warmup: u64,
+    /// Time each scenario is measured
+    #[arg(long, default_value = "5s", value_parser = positive_duration)]
+    time: u64,
+    /// The longest wait after the measurement for the body's last run to end
+    #[arg(long, default_value = "1s", value_parser = duration)]
+    drain: u64,
+    /// Also show minimum, maximum, sample size and mode
+    #[arg(long)]
+    extended_statistics: bool,
+    /// Let the commands' stdout and stderr through (default: discarded; stderr kept for errors)
+    #[arg(long)]
+    show_output: bool,
+    /// The results folder to write [default: results/<UTC timestamp>-bench]
+    #[arg(long, short = 'o')]
+    output: Option<PathBuf>,
+    /// Also write bench.json to FILE
+    #[arg(long, value_name = "FILE")]
+    export_json: Option<PathBuf>,
+    /// table: the report; json: bench.json on stdout
+    #[arg(long, value_enum, default_value = "table")]
+    format: Format,
+}
+
+fn name_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.trim().is_empty() && !value.trim().is_empty() => {
+            Ok((name.trim().to_string(), value.to_string()))
+        }
+        _ => Err(format!("'{text}' is not NAME=VALUE")),
+    }
+}
+
+fn positive_duration(text: &str) -> Result<u64, String> {
+    match parse_duration_ns(text)? {
+        0 => Err(format!("'{text}' must be longer than 0")),
+        ns => Ok(ns),
+    }
 }
 
 const PRESET_HELP: &str = "Presets:
@@ -298,8 +362,13 @@ pub fn main() -> ExitCode {
         }
         Err(e) => {
             let rendered = e.render().to_string();
-            let first = rendered.lines().next().unwrap_or("error: invalid arguments");
-            eprintln!("taskmeter: {}", first.trim_start_matches("error: "));
+            let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
+            let mut first = lines.next().unwrap_or("error: invalid arguments").trim_start_matches("error: ").to_string();
+            // "the following required arguments were not provided:" names them on the next line.
+            if first.ends_with(':') {
+                first = format!("{first} {}", lines.next().unwrap_or_default());
+            }
+            eprintln!("taskmeter: {first}");
             return ExitCode::from(2);
         }
     };
@@ -331,12 +400,14 @@ pub fn main() -> ExitCode {
                 command_line: std::env::args().collect(),
             })
         }),
+        Command::Bench(args) => bench_options(*args).and_then(crate::bench::run),
         Command::CheckDriver { runtime } => crate::check::check_driver(&runtime),
         Command::Report { results } => crate::export::rebuild_report(&results),
         Command::Compare { old, new, metric, threshold, alpha } => {
             let metric = match metric {
                 Some(MetricChoice::All) => Ok(None),
                 Some(MetricChoice::One(m)) => Ok(Some(m)),
+                None if crate::compare::is_bench(&old) => Ok(None),
                 None => crate::compare::load_run(&old).map(|r| Some(r.metric)),
             };
             metric.and_then(|metric| {
@@ -430,6 +501,32 @@ fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
 }
 
 /// The rules a point's settings obey; every refusal is one clear sentence.
+fn bench_options(args: BenchArgs) -> Result<crate::bench::BenchOptions, String> {
+    for (what, list) in [("scenario", &args.scenarios), ("input", &args.inputs)] {
+        let mut names: Vec<&str> = list.iter().map(|(name, _)| name.as_str()).collect();
+        names.sort_unstable();
+        if let Some(twice) = names.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!("the {what} name '{}' is given twice", twice[0]));
+        }
+    }
+    Ok(crate::bench::BenchOptions {
+        config: taskmeter_record::report::Config {
+            warmup_ns: args.warmup,
+            time_ns: args.time,
+            drain_ns: args.drain,
+            extended_statistics: args.extended_statistics,
+            inputs: args.inputs.iter().map(|(name, _)| name.clone()).collect(),
+        },
+        scenarios: args.scenarios,
+        inputs: args.inputs,
+        show_output: args.show_output,
+        output: args.output,
+        export_json: args.export_json,
+        json: matches!(args.format, Format::Json),
+        command_line: std::env::args().collect(),
+    })
+}
+
 pub fn check_settings(settings: &Settings) -> Result<(), String> {
     if settings.duration_ns == 0 {
         return Err("--duration must be longer than 0".into());

@@ -1,14 +1,6 @@
 //! The one clock every process shares: CLOCK_MONOTONIC in nanoseconds, and OS sleeps on it.
 
-/// Nanoseconds on CLOCK_MONOTONIC (the clock of `std::time::Instant` on Linux, read directly so
-/// the value can be compared across processes and languages).
-#[inline]
-pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid out-pointer; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+pub use taskmeter_record::clock::now_ns;
 
 /// Sleeps the calling thread until `deadline_ns` on CLOCK_MONOTONIC (an absolute deadline, so
 /// the time spent before the call does not add to the wake-up time).

@@ -53,6 +53,9 @@ pub fn load_run(path: &Path) -> Result<RunRecord, String> {
 }
 
 pub fn run(options: CompareOptions) -> Result<ExitCode, String> {
+    if [&options.old, &options.new].iter().any(|p| is_bench(p)) {
+        return compare_benches(&options);
+    }
     let old = load_run(&options.old)?;
     let new = load_run(&options.new)?;
     if old.experiment != new.experiment {
@@ -112,17 +115,22 @@ pub fn run(options: CompareOptions) -> Result<ExitCode, String> {
     if lines.len() == 1 {
         return Err("the two runs have no runtime and point in common".into());
     }
-    print!("{}", crate::output::render_table(&lines));
-    for line in &unmatched {
+    Ok(print_verdicts(&lines, &unmatched, regressions))
+}
+
+/// The table, what was not compared, and the exit status: 1 when something regressed.
+fn print_verdicts(lines: &[Vec<String>], unmatched: &[String], regressions: usize) -> ExitCode {
+    print!("{}", crate::output::render_table(lines));
+    for line in unmatched {
         println!("not compared: {line}");
     }
     println!();
     if regressions > 0 {
         println!("{regressions} regression(s) beyond the threshold");
-        Ok(ExitCode::from(1))
+        ExitCode::from(1)
     } else {
         println!("no regression beyond the threshold");
-        Ok(ExitCode::SUCCESS)
+        ExitCode::SUCCESS
     }
 }
 
@@ -163,12 +171,7 @@ pub fn compare_rows(old: &Row, new: &Row, metric: Metric, threshold: f64, alpha:
         Metric::Lateness | Metric::Busy => (old_median, new_median),
         Metric::Actual | Metric::Full => (so.mean_absolute_deviation.unwrap_or(0.0), sn.mean_absolute_deviation.unwrap_or(0.0)),
     };
-    let beyond_noise = change(old_score, new_score).is_some_and(|c| c.abs() > threshold);
-    let verdict = if p_value < alpha && beyond_noise {
-        if new_score > old_score { Verdict::Regressed } else { Verdict::Improved }
-    } else {
-        Verdict::NoChange
-    };
+    let verdict = verdict(p_value, alpha, old_score, new_score, threshold);
     Ok(Comparison {
         old_median,
         new_median,
@@ -179,6 +182,80 @@ pub fn compare_rows(old: &Row, new: &Row, metric: Metric, threshold: f64, alpha:
         p_value,
         verdict,
     })
+}
+
+/// Improved or regressed only when the change is significant and beyond the noise threshold;
+/// a lower score is better.
+fn verdict(p_value: f64, alpha: f64, old_score: f64, new_score: f64, threshold: f64) -> Verdict {
+    let beyond_noise = old_score != 0.0 && ((new_score - old_score) / old_score.abs()).abs() > threshold;
+    if p_value < alpha && beyond_noise {
+        if new_score > old_score { Verdict::Regressed } else { Verdict::Improved }
+    } else {
+        Verdict::NoChange
+    }
+}
+
+pub fn is_bench(path: &Path) -> bool {
+    path.join("bench.json").exists() || path.file_name().is_some_and(|n| n == "bench.json")
+}
+
+pub fn load_bench(path: &Path) -> Result<crate::bench::BenchRecord, String> {
+    let file = if path.is_dir() { path.join("bench.json") } else { path.to_path_buf() };
+    let text = std::fs::read_to_string(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{} is not a bench.json of this version: {e}", file.display()))
+}
+
+/// `compare` of two `taskmeter bench` results, per scenario and input: the mean gap (1 / ips)
+/// decides, tested on the gap distributions.
+fn compare_benches(options: &CompareOptions) -> Result<ExitCode, String> {
+    let (old, new) = (load_bench(&options.old)?, load_bench(&options.new)?);
+    println!("compare {} ({}) -> {} ({})", options.old.display(), old.started_at, options.new.display(), new.started_at);
+    println!(
+        "verdict on the mean gap (1 / ips): two-sided Mann-Whitney U on the gaps, alpha {}, noise threshold {:.1} %\n",
+        options.alpha,
+        options.threshold * 100.0
+    );
+    let mut lines = vec![["scenario", "input", "ips old -> new", "change", "median gap old -> new", "p99 gap old -> new", "p", "verdict"]
+        .map(str::to_string)
+        .to_vec()];
+    let (mut regressions, mut unmatched) = (0, Vec::new());
+    let label = |r: &taskmeter_record::report::ScenarioResult| match &r.input {
+        Some(input) => format!("{} with input {input}", r.scenario),
+        None => r.scenario.clone(),
+    };
+    for o in &old.report.results {
+        let Some(n) = new.report.results.iter().find(|n| n.scenario == o.scenario && n.input == o.input) else {
+            unmatched.push(format!("{}: only in the old run", label(o)));
+            continue;
+        };
+        let (Some((og, oh)), Some((ng, nh))) = (o.measured.gap.as_ref().zip(o.histograms.as_ref()), n.measured.gap.as_ref().zip(n.histograms.as_ref())) else {
+            unmatched.push(format!("{}: no measured units in one of the runs", label(o)));
+            continue;
+        };
+        let p_value = mann_whitney_p(&histogram::decode(&oh.gap)?, &histogram::decode(&nh.gap)?);
+        let v = verdict(p_value, options.alpha, og.mean, ng.mean, options.threshold);
+        regressions += usize::from(v == Verdict::Regressed);
+        let ips = |r: &taskmeter_record::report::ScenarioResult| taskmeter_record::console::ips(r.measured.ips);
+        lines.push(vec![
+            o.scenario.clone(),
+            o.input.clone().unwrap_or_else(|| "-".into()),
+            format!("{} -> {}", ips(o), ips(n)),
+            percent(o.measured.ips.zip(n.measured.ips).map(|(a, b)| (b - a) / a)),
+            format!("{} -> {}", format_ns(og.median as f64), format_ns(ng.median as f64)),
+            format!("{} -> {}", format_ns(og.p99 as f64), format_ns(ng.p99 as f64)),
+            format!("{p_value:.3}"),
+            v.as_str().into(),
+        ]);
+    }
+    for n in &new.report.results {
+        if !old.report.results.iter().any(|o| o.scenario == n.scenario && o.input == n.input) {
+            unmatched.push(format!("{}: only in the new run", label(n)));
+        }
+    }
+    if lines.len() == 1 {
+        return Err("the two benchmarks have no measured scenario in common".into());
+    }
+    Ok(print_verdicts(&lines, &unmatched, regressions))
 }
 
 /// Two-sided p-value of the Mann-Whitney U test between two distributions.

@@ -33,16 +33,25 @@ pub fn check_writable(folder: &Path) -> Result<(), String> {
 
 /// Writes the folder. `reports` holds, per row, the worker's samples when `--raw` asked for them.
 pub fn write_folder(folder: &Path, record: &RunRecord, reports: &[Option<WorkerReport>]) -> Result<(), String> {
+    write_atomically(folder, |dir| write_files(dir, record, reports))
+}
+
+/// Has `write` fill a hidden temporary folder next to `folder`, then renames it: a results folder
+/// is either complete or absent.
+pub fn write_atomically(folder: &Path, write: impl FnOnce(&Path) -> Result<(), String>) -> Result<(), String> {
     let parent = folder.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     let name = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "run".into());
     let partial = parent.join(format!(".{name}.partial-{}", std::process::id()));
-    let result = write_files(&partial, record, reports).and_then(|_| {
-        if folder.exists() {
-            std::fs::remove_dir(folder).map_err(|e| format!("cannot replace {}: {e}", folder.display()))?;
-        }
-        std::fs::rename(&partial, folder).map_err(|e| format!("cannot rename to {}: {e}", folder.display()))
-    });
+    let result = std::fs::create_dir_all(&partial)
+        .map_err(|e| format!("cannot create {}: {e}", partial.display()))
+        .and_then(|_| write(&partial))
+        .and_then(|_| {
+            if folder.exists() {
+                std::fs::remove_dir(folder).map_err(|e| format!("cannot replace {}: {e}", folder.display()))?;
+            }
+            std::fs::rename(&partial, folder).map_err(|e| format!("cannot rename to {}: {e}", folder.display()))
+        });
     if result.is_err() {
         let _ = std::fs::remove_dir_all(&partial);
     }
@@ -50,7 +59,6 @@ pub fn write_folder(folder: &Path, record: &RunRecord, reports: &[Option<WorkerR
 }
 
 fn write_files(dir: &Path, record: &RunRecord, reports: &[Option<WorkerReport>]) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let io = |e: std::io::Error| format!("cannot write the results: {e}");
     std::fs::write(dir.join("run.json"), run_json(record)).map_err(io)?;
     std::fs::write(dir.join("summary.csv"), summary_csv(record)).map_err(io)?;
@@ -84,9 +92,13 @@ pub fn write_report(dir: &Path, record: &RunRecord) -> Result<(), String> {
 
 /// `taskmeter report DIR`: rebuilds the charts and report.html from DIR/run.json.
 pub fn rebuild_report(dir: &Path) -> Result<std::process::ExitCode, String> {
-    let record = crate::compare::load_run(dir)?;
-    let dir = if dir.is_dir() { dir.to_path_buf() } else { dir.parent().unwrap_or(Path::new(".")).to_path_buf() };
-    write_report(&dir, &record)?;
+    let folder = if dir.is_dir() { dir.to_path_buf() } else { dir.parent().unwrap_or(Path::new(".")).to_path_buf() };
+    if crate::compare::is_bench(dir) {
+        crate::bench::write_reports(&folder, &crate::compare::load_bench(dir)?)?;
+    } else {
+        write_report(&folder, &crate::compare::load_run(dir)?)?;
+    }
+    let dir = folder;
     println!("{}", dir.join("report.html").display());
     Ok(std::process::ExitCode::SUCCESS)
 }

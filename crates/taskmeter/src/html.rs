@@ -4,6 +4,7 @@
 use crate::chart::Chart;
 use crate::output::{class_table_of, default_layout, explain, memory_lines, priority_lines, settings_line, table_of, volume_table_of, Layout, Table};
 use crate::results::{RowStatus, RunRecord};
+use crate::env::Environment;
 use std::fmt::Write as _;
 
 const STYLE: &str = "
@@ -58,16 +59,8 @@ fn html_table(out: &mut String, t: &Table) {
 }
 
 pub fn render(record: &RunRecord, charts: &[Chart]) -> String {
-    let mut out = String::new();
     let title = format!("taskmeter {} run of {}", record.experiment, record.started_at);
-    let _ = write!(
-        out,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>\n",
-        escape(&title)
-    );
-    let (class, status) = if record.complete { ("complete", "complete") } else { ("incomplete", "INCOMPLETE: interrupted") };
-    let _ = writeln!(out, "<h1>{}</h1><p><span class=\"status {class}\">{status}</span> {} to {}</p>", escape(&title), record.started_at, record.finished_at);
-    let _ = writeln!(out, "<pre class=\"command\">{}</pre>", escape(&record.command_line.join(" ")));
+    let mut out = page_head(&title, record.complete, &format!("{} to {}", record.started_at, record.finished_at), &record.command_line);
     let _ = writeln!(out, "<p>{}</p>", escape(&settings_line(record)));
     if record.order.shuffled {
         let seed = record.order.seed.map(|s| s.to_string()).unwrap_or_default();
@@ -141,26 +134,7 @@ pub fn render(record: &RunRecord, charts: &[Chart]) -> String {
          Distributions are drawn from the HdrHistograms stored in <code>run.json</code> (5 significant digits).</p>\n",
     );
 
-    let env = &record.environment;
-    out.push_str("<h2 id=\"environment\">Environment</h2>\n<table class=\"env\">\n");
-    let load = |l: &Option<[f64; 3]>| l.map(|l| format!("{:.2} {:.2} {:.2}", l[0], l[1], l[2])).unwrap_or_default();
-    let rows: Vec<(&str, String)> = vec![
-        ("kernel", env.kernel.clone()),
-        ("CPU", format!("{} ({} cores online)", env.cpu_model, env.cores_online)),
-        ("clocksource", env.clocksource.clone().unwrap_or_default()),
-        ("timer slack (taskmeter)", env.timer_slack_ns.map(|s| format!("{s} ns")).unwrap_or_default()),
-        ("preemption", env.preemption.clone().unwrap_or_default()),
-        ("HZ", env.hz.map(|h| h.to_string()).unwrap_or_default()),
-        ("virtualisation", env.virtualisation.clone().unwrap_or_default()),
-        ("container", env.container.clone().unwrap_or_default()),
-        ("load average before", load(&env.load_average_before)),
-        ("load average after", load(&env.load_average_after)),
-    ];
-    let toolchains = env.toolchains.iter().map(|(runtime, version)| (format!("toolchain of {runtime}"), version.clone()));
-    for (k, v) in rows.into_iter().map(|(k, v)| (k.to_string(), v)).chain(toolchains) {
-        let _ = writeln!(out, "<tr><td>{}</td><td>{}</td></tr>", escape(&k), escape(&v));
-    }
-    out.push_str("</table>\n");
+    environment_table(&mut out, &record.environment);
     let workers: Vec<_> = record.rows_in_order().into_iter().filter_map(|r| Some((r, r.worker.as_ref()?))).collect();
     if !workers.is_empty() {
         out.push_str("<table class=\"workers\"><thead><tr><th>runtime</th><th>point</th><th>version</th><th>policy</th><th>nice</th><th>timer slack</th><th>peak RSS</th><th>wall time</th><th>priority classes</th></tr></thead><tbody>\n");
@@ -183,5 +157,136 @@ pub fn render(record: &RunRecord, charts: &[Chart]) -> String {
         out.push_str("</tbody></table>\n");
     }
     let _ = write!(out, "<p><small>taskmeter {}, run.json schema {} v{}</small></p>\n</body></html>\n", escape(&record.taskmeter_version), record.schema, record.schema_version);
+    out
+}
+
+/// The document's start: title, status, when, and the command line.
+fn page_head(title: &str, complete: bool, when: &str, command_line: &[String]) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>\n",
+        escape(title)
+    );
+    let (class, status) = if complete { ("complete", "complete") } else { ("incomplete", "INCOMPLETE: interrupted") };
+    let _ = writeln!(out, "<h1>{}</h1><p><span class=\"status {class}\">{status}</span> {}</p>", escape(title), escape(when));
+    let _ = writeln!(out, "<pre class=\"command\">{}</pre>", escape(&command_line.join(" ")));
+    out
+}
+
+fn environment_table(out: &mut String, env: &Environment) {
+    out.push_str("<h2 id=\"environment\">Environment</h2>\n<table class=\"env\">\n");
+    let load = |l: &Option<[f64; 3]>| l.map(|l| format!("{:.2} {:.2} {:.2}", l[0], l[1], l[2])).unwrap_or_default();
+    let rows: Vec<(&str, String)> = vec![
+        ("kernel", env.kernel.clone()),
+        ("CPU", format!("{} ({} cores online)", env.cpu_model, env.cores_online)),
+        ("clocksource", env.clocksource.clone().unwrap_or_default()),
+        ("timer slack (taskmeter)", env.timer_slack_ns.map(|s| format!("{s} ns")).unwrap_or_default()),
+        ("preemption", env.preemption.clone().unwrap_or_default()),
+        ("HZ", env.hz.map(|h| h.to_string()).unwrap_or_default()),
+        ("virtualisation", env.virtualisation.clone().unwrap_or_default()),
+        ("container", env.container.clone().unwrap_or_default()),
+        ("load average before", load(&env.load_average_before)),
+        ("load average after", load(&env.load_average_after)),
+    ];
+    let toolchains = env.toolchains.iter().map(|(runtime, version)| (format!("toolchain of {runtime}"), version.clone()));
+    for (k, v) in rows.into_iter().map(|(k, v)| (k.to_string(), v)).chain(toolchains) {
+        let _ = writeln!(out, "<tr><td>{}</td><td>{}</td></tr>", escape(&k), escape(&v));
+    }
+    out.push_str("</table>\n");
+}
+
+/// `report.html` of `taskmeter bench`: per input, the statistics, comparison, latencies and the
+/// accounting, as the console shows them, with the environment.
+pub fn render_bench(record: &crate::bench::BenchRecord) -> String {
+    use taskmeter_record::console::{duration, ips, notes};
+    let report = &record.report;
+    let title = format!("taskmeter bench of {}", record.started_at);
+    let mut out = page_head(&title, report.complete, &record.started_at, &record.command_line);
+    let c = &report.config;
+    let _ = writeln!(
+        out,
+        "<p>warm-up {}, time {}, drain up to {} per scenario and input</p>",
+        duration(c.warmup_ns as f64),
+        duration(c.time_ns as f64),
+        duration(c.drain_ns as f64)
+    );
+    out.push_str("<table class=\"env\"><thead><tr><th>scenario</th><th>command</th></tr></thead><tbody>\n");
+    for s in &record.scenarios {
+        let _ = writeln!(out, "<tr><td>{}</td><td><code>{}</code></td></tr>", escape(&s.name), escape(&s.value));
+    }
+    out.push_str("</tbody></table>\n");
+    let mut groups: Vec<Option<&str>> = Vec::new();
+    for r in &report.results {
+        if !groups.contains(&r.input.as_deref()) {
+            groups.push(r.input.as_deref());
+        }
+    }
+    for group in groups {
+        let rows: Vec<_> = report.results.iter().filter(|r| r.input.as_deref() == group).collect();
+        let _ = writeln!(out, "<h2>{}</h2>", escape(&group.map_or("Results".to_string(), |i| format!("With input {i}"))));
+        let fastest = rows.iter().filter_map(|r| r.measured.ips).fold(f64::NAN, f64::max);
+        let mut table = Table {
+            header: ["name", "ips", "average", "deviation", "median", "99th %", "min", "max", "vs fastest", "measured", "warm-up", "after", "invocations"]
+                .map(str::to_string)
+                .to_vec(),
+            lines: Vec::new(),
+            without_statistics: Vec::new(),
+        };
+        for r in &rows {
+            let Some(g) = &r.measured.gap else {
+                let why = r.error.clone().unwrap_or_else(|| "no unit completed in the measurement window".into());
+                table.without_statistics.push((r.scenario.clone(), why));
+                continue;
+            };
+            let slower = r.measured.ips.map_or("-".into(), |x| if x >= fastest { "fastest".into() } else { format!("{:.2}x slower", fastest / x) });
+            table.lines.push(vec![
+                r.scenario.clone(),
+                ips(r.measured.ips),
+                duration(g.mean),
+                g.deviation_pct.map_or("-".into(), |d| format!("±{d:.2}%")),
+                duration(g.median as f64),
+                duration(g.p99 as f64),
+                duration(g.min as f64),
+                duration(g.max as f64),
+                slower,
+                r.measured.units.to_string(),
+                r.measured.outside.warmup_units.to_string(),
+                r.measured.outside.after_units.to_string(),
+                r.invocations.to_string(),
+            ]);
+        }
+        html_table(&mut out, &table);
+        if rows.iter().any(|r| r.measured.latency.is_some()) {
+            let mut latency = Table {
+                header: ["name", "units", "average", "median", "99th %", "maximum"].map(str::to_string).to_vec(),
+                lines: Vec::new(),
+                without_statistics: Vec::new(),
+            };
+            for r in &rows {
+                if let Some(l) = &r.measured.latency {
+                    latency.lines.push(vec![r.scenario.clone(), l.count.to_string(), duration(l.mean), duration(l.median as f64), duration(l.p99 as f64), duration(l.max as f64)]);
+                }
+            }
+            out.push_str("<h3>Latency (start to complete)</h3>\n");
+            html_table(&mut out, &latency);
+        }
+        for r in &rows {
+            let notes = notes(r);
+            if !notes.is_empty() {
+                let class = if r.error.is_some() { "failure" } else { "note" };
+                let _ = writeln!(out, "<div class=\"{class}\"><b>{}</b>: {}</div>", escape(&r.scenario), escape(&notes.join("; ")));
+            }
+        }
+    }
+    out.push_str(
+        "<h2 id=\"reading\">How to read this</h2>\n<p>A unit completes at each <code>record()</code> (or the first \
+         <code>complete(id)</code> of a started id), timestamped at the call on CLOCK_MONOTONIC. The gap of a unit is the \
+         time since the previous unit; <i>ips</i> = 1 / mean gap; <i>deviation</i> = sample standard deviation (n - 1) / \
+         mean; percentiles are exact nearest-rank values. Only units completed inside the measurement window count; \
+         warm-up and after are counted apart.</p>\n",
+    );
+    environment_table(&mut out, &record.environment);
+    let _ = write!(out, "<p><small>{}, bench.json schema {}</small></p>\n</body></html>\n", escape(&report.tool), record.schema);
     out
 }

@@ -3,6 +3,7 @@
 //! The orchestrator never runs a workload in its own process: every (runtime, point) gets a
 //! worker process that speaks protocol v1 (`protocol/README.md`); statistics live in [`stats`].
 
+pub mod bench;
 pub mod check;
 pub mod cli;
 pub mod clock;

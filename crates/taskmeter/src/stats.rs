@@ -85,26 +85,7 @@ impl Summary {
     }
 }
 
-/// 1-based nearest rank of the percentile `q` (parts per 100,000) among `n` sorted values.
-pub fn nearest_rank(q: u64, n: usize) -> usize {
-    let rank = (q as u128 * n as u128).div_ceil(100_000) as usize;
-    rank.clamp(1, n)
-}
-
-pub fn mean(values: &[i64]) -> f64 {
-    let sum: i128 = values.iter().map(|v| *v as i128).sum();
-    sum as f64 / values.len() as f64
-}
-
-/// Sample standard deviation (divisor n - 1); None for fewer than two values.
-pub fn sample_std(values: &[i64]) -> Option<f64> {
-    if values.len() < 2 {
-        return None;
-    }
-    let m = mean(values);
-    let squares: f64 = values.iter().map(|v| (*v as f64 - m).powi(2)).sum();
-    Some((squares / (values.len() - 1) as f64).sqrt())
-}
+pub use taskmeter_record::stats::{mean, nearest_rank, sample_std};
 
 /// `a / b` and its standard uncertainty from the standard errors of both (first-order
 /// propagation of independent errors): `r * sqrt((sa/a)^2 + (sb/b)^2)`.

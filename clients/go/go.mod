@@ -1,0 +1,3 @@
+module taskmeter/clients/go
+
+go 1.21

@@ -1,0 +1,204 @@
+//! `taskmeter bench` as a user meets it: every client against the contract, rates bounded by
+//! the work, failures kept per row, refused batches counted, bad flags refused.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+mod common;
+use common::{assert_refused, stderr, stdout, taskmeter};
+
+const MS: i64 = 1_000_000;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn build(command: &mut Command) {
+    let output = command.output().expect("the build tool runs");
+    assert!(output.status.success(), "{command:?}:\n{}", String::from_utf8_lossy(&output.stderr));
+}
+
+/// Builds the C, Go and Rust clients' programs; returns where the Go and Rust ones are.
+fn build_clients() -> (PathBuf, PathBuf) {
+    let repo = repo();
+    build(Command::new("make").arg("-s").arg("-C").arg(repo.join("clients/c")));
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("clients");
+    build(Command::new("go").args(["build", "-o"]).arg(out.join("go-conformance")).arg("./cmd/conformance").current_dir(repo.join("clients/go")));
+    build(Command::new(env!("CARGO")).args(["build", "--quiet", "-p", "taskmeter-record", "--example", "conformance"]).current_dir(&repo));
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap().to_path_buf();
+    (out.join("go-conformance"), target.join("debug/examples/conformance"))
+}
+
+fn bench(args: &[&str], out: &Path) -> (std::process::Output, serde_json::Value) {
+    let output = taskmeter().current_dir(repo()).arg("bench").args(args).arg("-o").arg(out).output().unwrap();
+    let text = std::fs::read_to_string(out.join("bench.json")).unwrap_or_else(|_| panic!("{}", stderr(&output)));
+    (output, serde_json::from_str(&text).unwrap())
+}
+
+fn result<'a>(record: &'a serde_json::Value, scenario: &str) -> &'a serde_json::Value {
+    record["report"]["results"].as_array().unwrap().iter().find(|r| r["scenario"] == scenario).expect("scenario present")
+}
+
+#[test]
+fn every_client_passes_the_contract() {
+    let (go, rust) = build_clients();
+    let programs = [
+        ("c", "clients/c/build/conformance".to_string()),
+        ("rust", rust.display().to_string()),
+        ("go", go.display().to_string()),
+        ("python", "python3 clients/python/conformance.py".into()),
+        ("node", "node clients/node/conformance.js".into()),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec!["--warmup".to_string(), "0".into(), "--time".into(), "300ms".into(), "--drain".into(), "5s".into()];
+    for (name, program) in &programs {
+        // One run each: the program ends, then the shell waits out the window.
+        args.extend(["--scenario".into(), format!("{name}={program} && sleep 0.6")]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (output, record) = bench(&args, &dir.path().join("out"));
+    assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
+    for (name, _) in &programs {
+        let r = result(&record, name);
+        assert_eq!(r["error"], serde_json::Value::Null, "{name}: {r}");
+        assert_eq!(r["invocations"], 1, "{name}");
+        assert_eq!(r["units"], 10, "{name}: 3 records + record_n(5) + 2 completions");
+        assert_eq!(r["latency"]["count"], 2, "{name}");
+        let ids = &r["ids"];
+        assert_eq!((ids["unknown_ids"].as_u64(), ids["duplicate_completions"].as_u64(), ids["never_completed"].as_u64()), (Some(1), Some(1), Some(1)), "{name}: {ids}");
+        let d = &r["delivery"];
+        assert_eq!(d["events_received"], 11, "{name}: {d}");
+        assert_eq!((d["events_dropped_by_clients"].as_u64(), d["malformed_batches"].as_u64(), d["batches_missing"].as_u64()), (Some(0), Some(0), Some(0)), "{name}: {d}");
+        assert_eq!(d["processes"], 1, "{name}");
+        // Every timestamp fell inside the job: none before its start, none after the window.
+        assert_eq!((r["outside"]["warmup_units"].as_u64(), r["outside"]["after_units"].as_u64()), (Some(0), Some(0)), "{name}");
+    }
+    let report = std::fs::read_to_string(dir.path().join("out/report.txt")).unwrap();
+    assert!(report.contains("1 completed with an id never started"), "{report}");
+}
+
+#[test]
+fn without_a_collector_the_clients_do_nothing() {
+    let (go, rust) = build_clients();
+    let repo = repo();
+    let commands: Vec<Vec<String>> = vec![
+        vec![repo.join("clients/c/build/conformance").display().to_string()],
+        vec![rust.display().to_string()],
+        vec![go.display().to_string()],
+        vec!["python3".into(), "clients/python/conformance.py".into()],
+        vec!["node".into(), "clients/node/conformance.js".into()],
+    ];
+    for command in commands {
+        let output = Command::new(&command[0]).args(&command[1..]).current_dir(&repo).env_remove("TASKMETER_RECORD").env_remove("TASKMETER_RECORD_STREAM").output().unwrap();
+        assert!(output.status.success(), "{command:?}: {}", String::from_utf8_lossy(&output.stderr));
+        assert!(output.stderr.is_empty() && output.stdout.is_empty(), "{command:?} is silent");
+    }
+}
+
+#[test]
+fn a_gap_is_never_shorter_than_the_work_and_inputs_group_the_rows() {
+    build_clients();
+    let dir = tempfile::tempdir().unwrap();
+    let (output, record) = bench(
+        &["--scenario", "sleeper=clients/c/build/sleeper $TASKMETER_INPUT", "--input", "short=20", "--input", "long=60",
+          "--warmup", "100ms", "--time", "700ms", "--extended-statistics"],
+        &dir.path().join("out"),
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("##### With input short #####") && text.contains("##### With input long #####"), "{text}");
+    assert!(text.contains("sample size"));
+    let results = record["report"]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    for (r, ms) in results.iter().zip([20, 60]) {
+        assert_eq!(r["input"], if ms == 20 { "short" } else { "long" });
+        assert!(r["units"].as_u64().unwrap() >= 1, "{r}");
+        assert!(r["gap"]["min"].as_i64().unwrap() >= ms * MS, "a unit cannot complete faster than its sleep: {r}");
+        assert!(r["delivery"]["streams_without_final"] == 0, "{r}");
+    }
+    assert_eq!(record["inputs"][1]["value"], "60");
+}
+
+#[test]
+fn a_failing_or_missing_command_fails_its_own_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let (output, record) = bench(
+        &["--scenario", "missing=no-such-command-taskmeter", "--scenario", "fails=echo boom >&2; exit 3",
+          "--scenario", "ok=true", "--warmup", "0", "--time", "200ms"],
+        &dir.path().join("out"),
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let missing = result(&record, "missing")["error"].as_str().unwrap().to_string();
+    assert!(missing.contains("status 127") && missing.contains("not found"), "{missing}");
+    assert_eq!(result(&record, "fails")["error"], "`echo boom >&2; exit 3` exited with status 3: boom");
+    let ok = result(&record, "ok");
+    assert_eq!(ok["error"], serde_json::Value::Null);
+    assert!(ok["invocations"].as_u64().unwrap() > 1, "a body that ends early is run again");
+    let text = stdout(&output);
+    assert!(text.contains("fails: FAILED: `echo boom >&2; exit 3` exited with status 3: boom"), "{text}");
+}
+
+#[test]
+fn refused_batches_and_cut_streams_are_counted_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = r#"python3 -c "
+import os, socket, struct
+d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+d.sendto(b'XXXX' + bytes(28), os.environ['TASKMETER_RECORD'])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(os.environ['TASKMETER_RECORD_STREAM'])
+s.sendall(b'TMR1' + struct.pack('<7I', 0, os.getpid(), 0, 0, 0, 4, 0) + bytes(20))
+s.close()
+" && sleep 0.5"#;
+    let (output, record) = bench(&["--scenario", &format!("bad={bad}"), "--warmup", "0", "--time", "200ms"], &dir.path().join("out"));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let d = &result(&record, "bad")["delivery"];
+    assert_eq!(d["malformed_batches"], 2, "{d}");
+    assert!(d["first_error"].as_str().unwrap().contains("bad magic"), "{d}");
+    assert!(stdout(&output).contains("2 malformed batches refused"));
+}
+
+#[test]
+fn a_body_still_running_after_the_drain_is_stopped_and_said_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (output, record) =
+        bench(&["--scenario", "endless=sleep 60", "--warmup", "0", "--time", "100ms", "--drain", "100ms"], &dir.path().join("out"));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let r = result(&record, "endless");
+    assert_eq!(r["invocations"], 1);
+    assert!(r["notes"][0].as_str().unwrap().contains("was stopped"), "{r}");
+}
+
+#[test]
+fn bad_flags_are_one_line_and_exit_2() {
+    assert_refused(&[
+        (vec!["bench", "--scenari", "a=true"], "unexpected argument '--scenari'"),
+        (vec!["bench", "--scenario", "noequals"], "'noequals' is not NAME=VALUE"),
+        (vec!["bench", "--scenario", "a=true", "--scenario", "a=false"], "the scenario name 'a' is given twice"),
+        (vec!["bench", "--scenario", "a=true", "--time", "0"], "must be longer than 0"),
+        (vec!["bench", "--scenario", "a=true", "--warmup", "soon"], "invalid duration"),
+        (vec!["bench"], "--scenario"),
+    ]);
+}
+
+#[test]
+fn the_readme_python_example_runs_as_written() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let start = readme.find("# work.py").expect("the example in README.md");
+    let program = &readme[start..start + readme[start..].find("```").unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("work.py"), program).unwrap();
+    let output = taskmeter()
+        .current_dir(dir.path())
+        .env("PYTHONPATH", repo().join("clients/python"))
+        .args(["bench", "--scenario", "case_100_ms=python3 work.py 0.1", "--warmup", "100ms", "--time", "700ms", "-o", "out"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/bench.json")).unwrap()).unwrap();
+    let r = result(&record, "case_100_ms");
+    assert_eq!(r["invocations"], 1, "the program loops while running() and ends on its own");
+    assert!(r["units"].as_u64().unwrap() >= 1);
+    assert!(r["gap"]["min"].as_i64().unwrap() >= 100 * MS, "{r}");
+    assert!(stdout(&output).contains("case_100_ms"));
+}
