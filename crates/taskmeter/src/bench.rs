@@ -208,7 +208,13 @@ impl Job<'_> {
         }
         result.error = error;
         result.delivery = Some(delivery);
-        if stopped {
+        if stopped && crate::orchestrate::interrupted() {
+            result.notes.push(format!(
+                "interrupted (Ctrl-C) {} into the {} window: the body was stopped, and what it had not flushed is lost",
+                console::duration(now_ns().saturating_sub(window.warmup_end_ns).min(self.config.time_ns) as f64),
+                console::duration(self.config.time_ns as f64)
+            ));
+        } else if stopped {
             result.notes.push(format!(
                 "the body's last run was still going at the end of the drain and was stopped (SIGTERM, SIGKILL after {} s); \
                  events it had not flushed are lost: loop `while running()` to end on time",
