@@ -44,8 +44,7 @@ const COLOURS: [RGBColor; 16] = [
 ];
 
 fn colour(record: &RunRecord, runtime: &str) -> RGBColor {
-    let i = record.settings.runtimes.iter().position(|r| r == runtime).unwrap_or(0);
-    COLOURS[i % COLOURS.len()]
+    palette(record.settings.runtimes.iter().position(|r| r == runtime).unwrap_or(0))
 }
 
 /// An axis: linear, or log10 (values are plotted as their logarithm and labelled back). On a
@@ -121,7 +120,12 @@ fn short(v: f64) -> String {
     }
 }
 
-type Series = (String, RGBColor, Vec<(f64, f64)>);
+pub type Series = (String, RGBColor, Vec<(f64, f64)>);
+
+/// The i-th distinct colour.
+pub fn palette(i: usize) -> RGBColor {
+    COLOURS[i % COLOURS.len()]
+}
 
 type Plot<'a> = ChartContext<'a, SVGBackend<'a>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
@@ -161,7 +165,7 @@ fn legend(chart: &mut Plot, position: SeriesLabelPosition) -> Result<(), String>
 
 
 /// One line per series; with `categories`, x is a position in that list and labelled by it.
-fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series], categories: Option<&[String]>) -> Result<String, String> {
+pub fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series], categories: Option<&[String]>) -> Result<String, String> {
     let all = || series.iter().flat_map(|(_, _, p)| p.iter().copied());
     let xa = if categories.is_some() { Axis::LINEAR } else { Axis::for_values(all().map(|p| p.0)) };
     let x_range = match categories {

@@ -35,6 +35,15 @@ enum Command {
     /// record() when a unit of work completes (clients in clients/)
     #[command(after_long_help = BENCH_HELP)]
     Bench(Box<BenchArgs>),
+    /// TCP throughput across two machines, like iperf3: `net serve` on one, `net send` on the
+    /// other, with the same --senders (`taskmeter run net` does both on loopback)
+    Net {
+        #[command(subcommand)]
+        action: NetAction,
+    },
+    /// Serve one built-in receiver (net protocol 1); used by `run net`
+    #[command(hide = true)]
+    NetReceiver { runtime: String },
     /// Check a runtime's worker against the protocol v1 vectors
     CheckDriver {
         /// Runtime id (see `taskmeter list`)
@@ -84,6 +93,83 @@ Each command runs with `sh -c`, again and again until the measurement ends (a bo
 longer loops `while running()`). Its processes find the collector in TASKMETER_RECORD and
 TASKMETER_RECORD_STREAM; TASKMETER_RECORD_UNTIL, TASKMETER_SCENARIO, TASKMETER_INPUT_NAME and
 TASKMETER_INPUT are set too. Without TASKMETER_RECORD the clients do nothing.";
+
+#[derive(Subcommand)]
+enum NetAction {
+    /// Run a receiver for the senders of `net send`, one sender count after another
+    Serve {
+        /// The receiver (see `taskmeter run net --help`)
+        #[arg(long, default_value = "thread", value_parser = crate::net::receivers::check_id)]
+        runtime: String,
+        /// Address and port to listen on
+        #[arg(long, default_value = "0.0.0.0:7878")]
+        listen: String,
+        #[command(flatten)]
+        load: NetLoad,
+    },
+    /// Send to a `net serve` elsewhere, one sender count after another
+    Send {
+        /// The receiver's address and port
+        #[arg(long)]
+        to: std::net::SocketAddr,
+        #[command(flatten)]
+        load: NetLoad,
+    },
+}
+
+/// The load of the net experiment, shared by `run net`, `net serve` and `net send`.
+#[derive(Args, Clone)]
+struct NetLoad {
+    /// Sender counts, one point each: a number, a list (1,2,4) or a range (1..40)
+    #[arg(long, value_parser = sender_counts, default_value = "1,2,4,8,16,24,32,40")]
+    senders: SenderCounts,
+    /// Messages per point, split across the senders as in the study (see --per-sender)
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    messages: u64,
+    /// --messages is per sender instead of per point
+    #[arg(long)]
+    per_sender: bool,
+    /// Bytes per message (and per ack)
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=16 << 20))]
+    message_size: u64,
+}
+
+#[derive(Clone)]
+struct SenderCounts(Vec<u32>);
+
+/// `N`, `A,B,C` or `A..B` (every count from A to B), mixed: `1..4,8,16`.
+fn sender_counts(text: &str) -> Result<SenderCounts, String> {
+    let mut counts = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        let number = |t: &str| match t.trim().parse::<u32>() {
+            Ok(n) if (1..=1000).contains(&n) => Ok(n),
+            _ => Err(format!("invalid sender count '{t}' in '{text}': expected 1 to 1000")),
+        };
+        match part.split_once("..") {
+            Some((a, b)) => {
+                let (a, b) = (number(a)?, number(b)?);
+                if a > b {
+                    return Err(format!("the range '{part}' starts above its end"));
+                }
+                counts.extend(a..=b);
+            }
+            None => counts.push(number(part)?),
+        }
+    }
+    Ok(SenderCounts(counts))
+}
+
+impl NetLoad {
+    fn settings(&self, receivers: Vec<String>) -> crate::net::NetSettings {
+        crate::net::NetSettings {
+            receivers,
+            senders: self.senders.0.clone(),
+            messages: self.messages,
+            per_sender: self.per_sender,
+            message_size: self.message_size as usize,
+        }
+    }
+}
 
 #[derive(Args)]
 struct BenchArgs {
@@ -159,6 +245,11 @@ struct RunArgs {
     /// The experiment to run
     #[arg(value_enum, default_value = "sleep")]
     experiment: ExperimentArg,
+    /// net: the receivers, comma-separated [default: thread,tokio-mt,c-thread,go]
+    #[arg(long, value_delimiter = ',', value_parser = crate::net::receivers::check_id)]
+    receivers: Vec<String>,
+    #[command(flatten)]
+    net: NetLoad,
     /// Comma-separated runtime ids, or `all` [default: all: every runtime available here]
     #[arg(long, value_delimiter = ',', value_parser = runtime_id, action = clap::ArgAction::Set)]
     runtimes: Vec<String>,
@@ -272,6 +363,8 @@ enum ExperimentArg {
     Volume,
     /// Every iteration increments one shared atomic counter: increments per second vs units
     AtomicSum,
+    /// TCP message throughput with 1..N senders against each receiver (the TCP study)
+    Net,
 }
 
 impl ExperimentArg {
@@ -280,6 +373,7 @@ impl ExperimentArg {
             ExperimentArg::Sleep => "sleep",
             ExperimentArg::Volume => "volume",
             ExperimentArg::AtomicSum => "atomic-sum",
+            ExperimentArg::Net => "net",
         }
     }
 }
@@ -380,6 +474,7 @@ pub fn main() -> ExitCode {
             crate::list::print();
             Ok(ExitCode::SUCCESS)
         }
+        Command::Run(args) if args.experiment == ExperimentArg::Net => net_options(&args).and_then(crate::net::run),
         Command::Run(args) => settings(&args).and_then(|(settings, sweeps)| {
             run(RunOptions {
                 settings,
@@ -400,6 +495,9 @@ pub fn main() -> ExitCode {
                 command_line: std::env::args().collect(),
             })
         }),
+        Command::Net { action: NetAction::Serve { runtime, listen, load } } => crate::net::serve_only(&runtime, &listen, &load.settings(vec![runtime.clone()])),
+        Command::Net { action: NetAction::Send { to, load } } => crate::net::send_only(to, &load.settings(Vec::new())),
+        Command::NetReceiver { runtime } => Ok(ExitCode::from(crate::net::receiver::main(&runtime))),
         Command::Bench(args) => bench_options(*args).and_then(crate::bench::run),
         Command::CheckDriver { runtime } => crate::check::check_driver(&runtime),
         Command::Report { results } => crate::export::rebuild_report(&results),
@@ -501,6 +599,30 @@ fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
 }
 
 /// The rules a point's settings obey; every refusal is one clear sentence.
+fn net_options(args: &RunArgs) -> Result<crate::net::NetOptions, String> {
+    let others = [
+        ("--units", args.units.is_some()),
+        ("--sleep", args.sleep.is_some()),
+        ("--sweep", !args.sweeps.is_empty()),
+        ("--runtimes (use --receivers)", !args.runtimes.is_empty()),
+    ];
+    if let Some((flag, _)) = others.iter().find(|(_, given)| *given) {
+        return Err(format!("{flag} does not apply to `run net`"));
+    }
+    let receivers = if args.receivers.is_empty() {
+        ["thread", "tokio-mt", "c-thread", "go"].map(str::to_string).to_vec()
+    } else {
+        args.receivers.clone()
+    };
+    Ok(crate::net::NetOptions {
+        settings: args.net.settings(receivers),
+        grace: std::time::Duration::from_nanos(args.grace),
+        output: args.output.clone(),
+        json: matches!(args.format, Format::Json),
+        command_line: std::env::args().collect(),
+    })
+}
+
 fn bench_options(args: BenchArgs) -> Result<crate::bench::BenchOptions, String> {
     for (what, list) in [("scenario", &args.scenarios), ("input", &args.inputs)] {
         let mut names: Vec<&str> = list.iter().map(|(name, _)| name.as_str()).collect();

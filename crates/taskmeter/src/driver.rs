@@ -13,6 +13,8 @@ use std::sync::{Mutex, OnceLock};
 
 /// A driver program: its sources (under `drivers/<folder>`) and how to build and run it.
 pub struct Driver {
+    /// `drivers` or `receivers` (the TCP receivers of `run net`).
+    pub root: &'static str,
     pub folder: &'static str,
     pub language: Language,
     /// (file name, contents compiled in); the first is the entry point.
@@ -31,21 +33,27 @@ pub enum Language {
 }
 
 macro_rules! sources {
-    ($folder:literal: $($file:literal),+) => {
-        &[$(($file, include_str!(concat!("../../../drivers/", $folder, "/", $file)))),+]
+    ($folder:literal: $($file:literal),+) => { sources!("drivers" / $folder: $($file),+) };
+    ($root:literal / $folder:literal: $($file:literal),+) => {
+        &[$(($file, include_str!(concat!("../../../", $root, "/", $folder, "/", $file)))),+]
     };
 }
 
-pub static C: Driver = Driver { folder: "c", language: Language::C, sources: sources!("c": "taskmeter_c.c") };
+pub static C: Driver = Driver { root: "drivers", folder: "c", language: Language::C, sources: sources!("c": "taskmeter_c.c") };
 /// The `--mlock` preload library.
 pub static MLOCK: Driver =
-    Driver { folder: "mlock", language: Language::CPreload, sources: sources!("mlock": "taskmeter_mlock.c") };
-pub static GO: Driver = Driver { folder: "go", language: Language::Go, sources: sources!("go": "main.go", "go.mod") };
+    Driver { root: "drivers", folder: "mlock", language: Language::CPreload, sources: sources!("mlock": "taskmeter_mlock.c") };
+pub static GO: Driver = Driver { root: "drivers", folder: "go", language: Language::Go, sources: sources!("go": "main.go", "go.mod") };
 pub static PYTHON: Driver =
-    Driver { folder: "python", language: Language::Python, sources: sources!("python": "taskmeter_driver.py") };
-pub static NODE: Driver = Driver { folder: "node", language: Language::Node, sources: sources!("node": "taskmeter_driver.js") };
+    Driver { root: "drivers", folder: "python", language: Language::Python, sources: sources!("python": "taskmeter_driver.py") };
+pub static NODE: Driver = Driver { root: "drivers", folder: "node", language: Language::Node, sources: sources!("node": "taskmeter_driver.js") };
 pub static JAVA: Driver =
-    Driver { folder: "java", language: Language::Java, sources: sources!("java": "TaskmeterDriver.java") };
+    Driver { root: "drivers", folder: "java", language: Language::Java, sources: sources!("java": "TaskmeterDriver.java") };
+
+pub static C_RECEIVER: Driver =
+    Driver { root: "receivers", folder: "c-thread", language: Language::C, sources: sources!("receivers" / "c-thread": "receiver.c") };
+pub static GO_RECEIVER: Driver =
+    Driver { root: "receivers", folder: "go", language: Language::Go, sources: sources!("receivers" / "go": "main.go", "go.mod") };
 
 pub fn override_variable(runtime: &str) -> String {
     format!("TASKMETER_DRIVER_{}", runtime.to_uppercase().replace('-', "_"))
@@ -82,12 +90,20 @@ pub fn worker_command(info: &RuntimeInfo) -> Result<Command, String> {
             command.arg("worker");
             Ok(command)
         }
-        Launch::Driver(driver) => {
-            let tool = toolchain_of(driver.language)?;
-            let built = build(driver, &tool)?;
-            Ok(run_command(driver, &tool, &built))
-        }
+        Launch::Driver(driver) => driver_command(driver),
     }
+}
+
+/// The command that runs a driver (or receiver) program, building it first if needed.
+pub fn driver_command(driver: &Driver) -> Result<Command, String> {
+    let tool = toolchain_of(driver.language)?;
+    let built = build(driver, &tool)?;
+    Ok(run_command(driver, &tool, &built))
+}
+
+/// The version of the toolchain a driver needs, or why it is missing.
+pub fn driver_toolchain(driver: &Driver) -> Result<String, String> {
+    toolchain_of(driver.language).map(|t| t.version)
 }
 
 /// The library that `--mlock` preloads into workers, built on first use.
@@ -193,7 +209,7 @@ fn find_jdk() -> Result<Toolchain, String> {
 
 /// The driver's sources: from `TASKMETER_DRIVERS_DIR` when set, else the compiled-in copies.
 fn sources(driver: &Driver) -> Result<Vec<(String, String)>, String> {
-    match std::env::var_os("TASKMETER_DRIVERS_DIR") {
+    match std::env::var_os("TASKMETER_DRIVERS_DIR").filter(|_| driver.root == "drivers") {
         Some(dir) => driver
             .sources
             .iter()
@@ -225,11 +241,12 @@ fn build(driver: &Driver, tool: &Toolchain) -> Result<PathBuf, String> {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     (&sources, &tool.version, tool.program.to_string_lossy()).hash(&mut hasher);
     let root = cache_dir().join("drivers");
-    let done = root.join(format!("{}-{:016x}", driver.folder, hasher.finish()));
+    let name = if driver.root == "drivers" { driver.folder.to_string() } else { format!("{}-{}", driver.root, driver.folder) };
+    let done = root.join(format!("{name}-{:016x}", hasher.finish()));
     if done.is_dir() {
         return Ok(done);
     }
-    let partial = root.join(format!(".{}-{}-{}.partial", driver.folder, std::process::id(), crate::clock::now_ns()));
+    let partial = root.join(format!(".{name}-{}-{}.partial", std::process::id(), crate::clock::now_ns()));
     std::fs::create_dir_all(&partial).map_err(|e| format!("cannot create {}: {e}", partial.display()))?;
     let result = (|| {
         for (name, text) in &sources {

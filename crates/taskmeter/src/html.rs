@@ -290,3 +290,32 @@ pub fn render_bench(record: &crate::bench::BenchRecord) -> String {
     let _ = write!(out, "<p><small>{}, bench.json schema {}</small></p>\n</body></html>\n", escape(&report.tool), record.schema);
     out
 }
+
+/// `report.html` of `run net`: the console's tables, the charts, the failures and the environment.
+pub fn render_net(record: &crate::net::NetRecord, charts: &[Chart], console: &str) -> String {
+    let title = format!("taskmeter net run of {}", record.started_at);
+    let mut out = page_head(&title, record.complete, &format!("{} to {}", record.started_at, record.finished_at), &record.command_line);
+    for p in record.points.iter().filter(|p| p.error.is_some()) {
+        let _ = writeln!(
+            out,
+            "<div class=\"failure\"><b>{}</b> with {} senders failed: {}</div>",
+            escape(&p.receiver),
+            p.senders,
+            escape(p.error.as_deref().unwrap_or_default())
+        );
+    }
+    out.push_str("<h2 id=\"results\">Results</h2>\n");
+    let _ = writeln!(out, "<pre class=\"results\">{}</pre>", escape(console.trim()));
+    for chart in charts {
+        figure(&mut out, chart);
+    }
+    out.push_str(
+        "<h2 id=\"reading\">How to read this</h2>\n<p>Throughput is the study's: all messages received / (last receive - \
+         first receive) at the receiver. The ratio divides it by the same receiver's throughput with 1 sender. The round trip \
+         is timed per message at the senders, from the start of the write to the end of the ack. Every point checks that \
+         every message was sent, received and acknowledged with the same bytes.</p>\n",
+    );
+    environment_table(&mut out, &record.environment);
+    let _ = write!(out, "<p><small>taskmeter {}, net.json schema {}</small></p>\n</body></html>\n", escape(&record.taskmeter_version), record.schema);
+    out
+}

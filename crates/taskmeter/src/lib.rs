@@ -14,6 +14,7 @@ pub mod export;
 pub mod histogram;
 pub mod html;
 pub mod list;
+pub mod net;
 pub mod orchestrate;
 pub mod output;
 pub mod plan;

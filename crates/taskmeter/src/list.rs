@@ -13,4 +13,12 @@ pub fn print() {
         println!("{:<width$}  {status}\n{:<width$}  {}", info.id, "", info.description);
         println!("{:<width$}  priority classes: {}", "", info.priority);
     }
+    println!("\nreceivers of `taskmeter run net`:");
+    for (id, description) in crate::net::receivers::RECEIVERS {
+        let status = match crate::net::receivers::availability(id) {
+            Ok(()) => "available".to_string(),
+            Err(reason) => format!("unavailable: {reason}"),
+        };
+        println!("{id:<width$}  {status}\n{:<width$}  {description}", "");
+    }
 }

@@ -1,0 +1,407 @@
+//! `taskmeter run net`: TCP message throughput with 1..N senders against each receiver (the TCP
+//! study, seed 003). A receiver is a process behind net protocol 1 (receivers/README.md); the
+//! senders are threads of taskmeter (`sender`). `net serve` / `net send` split the two across
+//! machines with the same code.
+
+pub mod receiver;
+pub mod receivers;
+pub mod report;
+pub mod sender;
+
+use crate::clock::now_ns;
+use crate::env::Environment;
+use crate::stats::Summary;
+use receiver::{ConnectionReport, NetPlan};
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, ExitCode, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+pub struct NetOptions {
+    pub settings: NetSettings,
+    pub grace: Duration,
+    pub output: Option<PathBuf>,
+    pub json: bool,
+    pub command_line: Vec<String>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct NetSettings {
+    pub receivers: Vec<String>,
+    /// Sender counts, one point each.
+    pub senders: Vec<u32>,
+    /// Messages per point, split across the senders; per sender with `per_sender`.
+    pub messages: u64,
+    pub per_sender: bool,
+    pub message_size: usize,
+}
+
+impl NetSettings {
+    /// Messages each sender sends at a point.
+    pub fn shares(&self, senders: u32) -> Vec<u64> {
+        (0..senders).map(|i| if self.per_sender { self.messages } else { sender::share(self.messages, senders, i) }).collect()
+    }
+}
+
+/// `net.json`.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct NetRecord {
+    pub schema: u32,
+    pub taskmeter_version: String,
+    pub started_at: String,
+    pub finished_at: String,
+    pub command_line: Vec<String>,
+    /// False when interrupted: the points hold what was measured.
+    pub complete: bool,
+    pub settings: NetSettings,
+    pub environment: Environment,
+    pub points: Vec<NetPoint>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct NetPoint {
+    pub receiver: String,
+    pub senders: u32,
+    /// None when every message was sent, received and acknowledged; otherwise why not.
+    pub error: Option<String>,
+    pub receiver_version: Option<String>,
+    pub messages_planned: u64,
+    pub messages_sent: u64,
+    pub messages_acked: u64,
+    pub messages_received: u64,
+    /// messages received / (last receive - first receive), at the receiver.
+    pub throughput: Option<f64>,
+    pub window_ns: Option<u64>,
+    /// throughput / this receiver's throughput with 1 sender (the study's ratio graph).
+    pub ratio: Option<f64>,
+    /// Per message, at the senders: write start to ack end, ns.
+    pub round_trip: Option<Summary>,
+    pub connections: Vec<ConnectionReport>,
+}
+
+pub fn run(options: NetOptions) -> Result<ExitCode, String> {
+    let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let folder = options.output.clone().unwrap_or_else(|| crate::export::default_folder("net", &started_at));
+    crate::export::check_writable(&folder)?;
+    crate::orchestrate::install_interrupt_handler();
+    let mut environment = Environment::capture();
+    let s = &options.settings;
+    let mut points = Vec::new();
+    'receivers: for id in &s.receivers {
+        let command = receivers::command(id);
+        if let Ok(version) = receivers::toolchain(id) {
+            environment.toolchains.insert(format!("net:{id}"), version);
+        }
+        for &senders in &s.senders {
+            if crate::orchestrate::interrupted() {
+                break 'receivers;
+            }
+            let planned: u64 = s.shares(senders).iter().sum();
+            let mut point = match &command {
+                Ok(command) => run_point(command, s, senders, options.grace),
+                Err(reason) => NetPoint { error: Some(reason.clone()), ..Default::default() },
+            };
+            (point.receiver, point.senders, point.messages_planned) = (id.clone(), senders, planned);
+            eprintln!("{}", report::progress_line(&point));
+            points.push(point);
+        }
+    }
+    report::fill_ratios(&mut points);
+    environment.load_average_after = crate::env::load_average();
+    let record = NetRecord {
+        schema: 1,
+        taskmeter_version: env!("CARGO_PKG_VERSION").into(),
+        started_at,
+        finished_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        command_line: options.command_line.clone(),
+        complete: !crate::orchestrate::interrupted(),
+        settings: options.settings.clone(),
+        environment,
+        points,
+    };
+    crate::export::write_atomically(&folder, |dir| report::write_folder(dir, &record))?;
+    if options.json {
+        println!("{}", serde_json::to_string_pretty(&record).map_err(|e| e.to_string())?);
+    } else {
+        print!("{}", report::console(&record));
+    }
+    eprintln!("\nResults: {}{}", folder.display(), if record.complete { "" } else { " (incomplete: interrupted)" });
+    Ok(if !record.complete {
+        ExitCode::from(130)
+    } else if record.points.iter().any(|p| p.error.is_some()) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// One receiver process, `senders` connections, every message checked.
+fn run_point(command: &std::process::Command, s: &NetSettings, senders: u32, grace: Duration) -> NetPoint {
+    let mut point = NetPoint::default();
+    let listener = match TcpListener::bind("127.0.0.1:0") {
+        Ok(listener) => listener,
+        Err(e) => return NetPoint { error: Some(format!("cannot listen on 127.0.0.1: {e}")), ..point },
+    };
+    let address = listener.local_addr().expect("a bound listener has an address");
+    let receiver = match Receiver::start(command, &listener, NetPlan { protocol: 1, connections: senders, message_size: s.message_size }, grace) {
+        Ok(receiver) => receiver,
+        Err(e) => return NetPoint { error: Some(e), ..point },
+    };
+    drop(listener); // the receiver holds it now
+    point.receiver_version = receiver.version.clone();
+    let results = sender::send_all(address, &s.shares(senders), s.message_size, grace);
+    let (reports, failure) = receiver.finish(grace);
+    point.messages_sent = results.iter().map(|r| r.sent).sum();
+    point.messages_acked = results.iter().map(|r| r.acked).sum();
+    point.messages_received = reports.iter().map(|r| r.messages).sum();
+    let mut round_trips: Vec<i64> = results.iter().flat_map(|r| r.round_trips_ns.iter().copied()).collect();
+    if !round_trips.is_empty() {
+        let zeros = vec![0; round_trips.len()];
+        point.round_trip = Some(Summary::of(&round_trips, &zeros));
+        round_trips.clear();
+    }
+    let first = reports.iter().filter_map(|r| r.first_ns).min();
+    let last = reports.iter().filter_map(|r| r.last_ns).max();
+    if let (Some(first), Some(last)) = (first, last) {
+        point.window_ns = Some(last - first);
+        if last > first {
+            point.throughput = Some(point.messages_received as f64 * 1e9 / (last - first) as f64);
+        }
+    }
+    let planned: u64 = s.shares(senders).iter().sum();
+    // The receiver's own failure first: it is usually why the senders failed.
+    let mut problems: Vec<String> = failure.into_iter().collect();
+    problems.extend(reports.iter().filter_map(|r| r.error.as_ref().map(|e| format!("receiver connection {}: {e}", r.index))));
+    problems.extend(results.iter().filter_map(|r| r.error.clone()));
+    if problems.is_empty() && !(point.messages_acked == planned && point.messages_received == planned) {
+        problems.push(format!(
+            "messages planned {planned}, sent {}, acknowledged {}, received {}",
+            point.messages_sent, point.messages_acked, point.messages_received
+        ));
+    }
+    if !problems.is_empty() {
+        let more = if problems.len() > 3 { format!("; and {} more", problems.len() - 3) } else { String::new() };
+        point.error = Some(format!("{}{more}; {} of {planned} messages acknowledged", problems[..problems.len().min(3)].join("; "), point.messages_acked));
+    }
+    point.connections = reports;
+    point
+}
+
+/// A receiver process, its listener on fd 3, its protocol lines read by a thread.
+struct Receiver {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    stdin: Option<std::process::ChildStdin>,
+    stderr: std::thread::JoinHandle<String>,
+    version: Option<String>,
+}
+
+impl Receiver {
+    fn start(command: &std::process::Command, listener: &TcpListener, plan: NetPlan, grace: Duration) -> Result<Receiver, String> {
+        let mut command = clone_command(command);
+        let fd = listener.as_raw_fd();
+        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+        // SAFETY: only async-signal-safe calls between fork and exec: dup2 and fcntl on fd 3.
+        unsafe {
+            command.pre_exec(move || {
+                if fd != 3 && libc::dup2(fd, 3) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::fcntl(3, libc::F_SETFD, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = command.spawn().map_err(|e| format!("cannot start the receiver: {e}"))?;
+        let mut stdin = child.stdin.take();
+        if let Some(stdin) = stdin.as_mut() {
+            let _ = writeln!(stdin, "{}", serde_json::to_string(&plan).expect("a plan serialises"));
+        }
+        let stdout = child.stdout.take().expect("piped");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut stderr_pipe = child.stderr.take().expect("piped");
+        let stderr = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stderr_pipe.read_to_string(&mut text);
+            text
+        });
+        let mut receiver = Receiver { child, lines, stdin, stderr, version: None };
+        match receiver.lines.recv_timeout(grace) {
+            Ok(line) => {
+                let hello: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+                if hello["type"] != "hello" {
+                    let reason = hello["message"].as_str().map(str::to_string).unwrap_or_else(|| format!("expected a hello line, got {line:?}"));
+                    receiver.kill();
+                    return Err(format!("the receiver did not start: {reason}"));
+                }
+                receiver.version = hello["runtime_version"].as_str().map(str::to_string);
+                Ok(receiver)
+            }
+            Err(_) => {
+                let why = receiver.kill();
+                Err(format!("the receiver did not say hello within {} s{why}", grace.as_secs()))
+            }
+        }
+    }
+
+    /// Reads the connection reports and `done` (waiting at most `grace`), then reaps the
+    /// process; a receiver that is late or dies is killed, and said so.
+    fn finish(mut self, grace: Duration) -> (Vec<ConnectionReport>, Option<String>) {
+        let deadline = now_ns() + grace.as_nanos() as u64;
+        let mut reports = Vec::new();
+        let failure = loop {
+            let left = Duration::from_nanos(deadline.saturating_sub(now_ns()));
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let value: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+                    match value["type"].as_str() {
+                        Some("connection") => match serde_json::from_value::<ConnectionReport>(value) {
+                            Ok(report) => reports.push(report),
+                            Err(e) => break Some(format!("the receiver printed a bad connection line: {e}")),
+                        },
+                        Some("done") => break None,
+                        Some("error") => break Some(format!("the receiver failed: {}", value["message"].as_str().unwrap_or("?"))),
+                        _ => break Some(format!("the receiver printed an unexpected line: {line:?}")),
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => break Some(format!("the receiver did not finish within {} s", grace.as_secs())),
+                Err(mpsc::RecvTimeoutError::Disconnected) => break Some("the receiver ended without its report".to_string()),
+            }
+        };
+        let why = match failure {
+            Some(_) => self.kill(),
+            None => self.reap(grace),
+        };
+        (reports, failure.map(|f| format!("{f}{why}")).or_else(|| (!why.is_empty()).then(|| why.trim_start_matches("; ").to_string())))
+    }
+
+    /// Waits for the exit; "" for status 0, else a reason with the stderr tail.
+    fn reap(&mut self, grace: Duration) -> String {
+        drop(self.stdin.take());
+        let deadline = now_ns() + grace.as_nanos() as u64;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) if status.success() => return String::new(),
+                Ok(Some(status)) => return format!("; the receiver {}{}", describe(status), self.stderr_tail()),
+                Ok(None) if now_ns() < deadline => std::thread::sleep(Duration::from_millis(5)),
+                _ => return self.kill(),
+            }
+        }
+    }
+
+    /// Kills the receiver's process group and says how it had ended, if it had.
+    fn kill(&mut self) -> String {
+        drop(self.stdin.take());
+        let ended = self.child.try_wait().ok().flatten();
+        // SAFETY: plain kill(2) of the receiver's own process group.
+        unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
+        let _ = self.child.wait();
+        match ended {
+            Some(status) => format!("; the receiver {}{}", describe(status), self.stderr_tail()),
+            None => String::new(),
+        }
+    }
+
+    fn stderr_tail(&mut self) -> String {
+        let handle = std::mem::replace(&mut self.stderr, std::thread::spawn(String::new));
+        let text = handle.join().unwrap_or_default();
+        text.lines().rev().find(|l| !l.trim().is_empty()).map(|l| format!(": {}", l.trim())).unwrap_or_default()
+    }
+}
+
+fn describe(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(signal)) => format!("was killed by signal {signal}"),
+        _ => "ended".into(),
+    }
+}
+
+/// `Command` is not Clone: rebuild it from its parts.
+fn clone_command(command: &std::process::Command) -> std::process::Command {
+    let mut copy = std::process::Command::new(command.get_program());
+    copy.args(command.get_args());
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => copy.env(key, value),
+            None => copy.env_remove(key),
+        };
+    }
+    if let Some(dir) = command.get_current_dir() {
+        copy.current_dir(dir);
+    }
+    copy
+}
+
+/// `net send`: the senders alone against a receiver somewhere else.
+pub fn send_only(to: SocketAddr, settings: &NetSettings) -> Result<ExitCode, String> {
+    for &senders in &settings.senders {
+        let shares = settings.shares(senders);
+        let started = now_ns();
+        let results = sender::send_all(to, &shares, settings.message_size, Duration::from_secs(10));
+        let seconds = (now_ns() - started) as f64 / 1e9;
+        let acked: u64 = results.iter().map(|r| r.acked).sum();
+        let planned: u64 = shares.iter().sum();
+        let rtt: Vec<i64> = results.iter().flat_map(|r| r.round_trips_ns.iter().copied()).collect();
+        let summary = (!rtt.is_empty()).then(|| Summary::of(&rtt, &vec![0; rtt.len()]));
+        println!(
+            "{senders:>3} senders: {acked} of {planned} messages acknowledged in {seconds:.3} s = {:.0} msg/s at the senders; round trip p50 {} p99 {}",
+            acked as f64 / seconds,
+            summary.as_ref().and_then(|s| s.p50).map_or("-".into(), |v| crate::output::format_ns(v as f64)),
+            summary.as_ref().and_then(|s| s.p99).map_or("-".into(), |v| crate::output::format_ns(v as f64)),
+        );
+        for error in results.iter().filter_map(|r| r.error.as_ref()) {
+            println!("    {error}");
+        }
+        if acked != planned {
+            return Ok(ExitCode::from(1));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `net serve`: per sender count, one receiver on ADDR for that many connections, then its
+/// throughput; `net send` on the other machine must be given the same sender counts.
+pub fn serve_only(receiver: &str, listen: &str, settings: &NetSettings) -> Result<ExitCode, String> {
+    let command = receivers::command(receiver)?;
+    let mut status = ExitCode::SUCCESS;
+    for &connections in &settings.senders {
+        let listener = TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        let address = listener.local_addr().map_err(|e| e.to_string())?;
+        let plan = NetPlan { protocol: 1, connections, message_size: settings.message_size };
+        let process = Receiver::start(&command, &listener, plan, Duration::from_secs(30))?;
+        drop(listener);
+        eprintln!("{receiver} receiver on {address}: waiting for {connections} sender(s) of {}-byte messages", settings.message_size);
+        let (reports, failure) = process.finish(Duration::from_secs(24 * 3600));
+        let received: u64 = reports.iter().map(|r| r.messages).sum();
+        let first = reports.iter().filter_map(|r| r.first_ns).min();
+        let last = reports.iter().filter_map(|r| r.last_ns).max();
+        match (first, last) {
+            (Some(a), Some(b)) if b > a => println!(
+                "{connections:>3} senders: {received} messages in {:.3} s = {:.0} msg/s at the receiver",
+                (b - a) as f64 / 1e9,
+                received as f64 * 1e9 / (b - a) as f64
+            ),
+            _ => println!("{connections:>3} senders: {received} messages"),
+        }
+        for problem in reports.iter().filter_map(|r| r.error.as_ref().map(|e| format!("connection {}: {e}", r.index))).chain(failure) {
+            println!("    {problem}");
+            status = ExitCode::from(1);
+        }
+    }
+    Ok(status)
+}

@@ -1,0 +1,119 @@
+//! The receivers `run net` knows, and how to start each (receivers/README.md).
+
+use crate::driver;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// (id, what it is), in the default order.
+pub const RECEIVERS: [(&str, &str); 6] = [
+    ("thread", "Rust std, one OS thread per connection"),
+    ("tokio-mt", "tokio multi-threaded runtime, one task per connection"),
+    ("c-thread", "C pthreads, one thread per connection"),
+    ("go", "Go, one goroutine per connection"),
+    ("wasm-thread", "a wasm32-wasip1-threads guest (one thread per connection) on wasmtime 46 with wasi-threads"),
+    ("wasm-go", "a GOOS=wasip1 Go guest on wazero (one OS thread)"),
+];
+
+pub fn ids() -> Vec<&'static str> {
+    RECEIVERS.iter().map(|r| r.0).collect()
+}
+
+pub fn check_id(text: &str) -> Result<String, String> {
+    match RECEIVERS.iter().find(|r| r.0 == text) {
+        Some(r) => Ok(r.0.to_string()),
+        None => Err(format!("unknown receiver '{text}' (known: {})", ids().join(", "))),
+    }
+}
+
+/// The command that starts the receiver (building it on first use), or why it cannot run here.
+/// `TASKMETER_RECEIVER_<ID>` (upper case, `-` as `_`) names another executable to use instead.
+pub fn command(id: &str) -> Result<Command, String> {
+    if let Some(path) = std::env::var_os(format!("TASKMETER_RECEIVER_{}", id.to_uppercase().replace('-', "_"))) {
+        return Ok(Command::new(path));
+    }
+    match id {
+        "thread" | "tokio-mt" => {
+            let exe = std::env::current_exe().map_err(|e| format!("cannot find the taskmeter executable: {e}"))?;
+            let mut command = Command::new(exe);
+            command.args(["net-receiver", id]);
+            Ok(command)
+        }
+        "c-thread" => driver::driver_command(&driver::C_RECEIVER),
+        "go" => driver::driver_command(&driver::GO_RECEIVER),
+        "wasm-thread" => wasm_thread(),
+        "wasm-go" => wasm_go(),
+        other => Err(format!("unknown receiver '{other}'")),
+    }
+}
+
+/// Whether the receiver can run here (without building it), or why not.
+pub fn availability(id: &str) -> Result<(), String> {
+    match id {
+        "thread" | "tokio-mt" => Ok(()),
+        "wasm-thread" => source_dir().map(|_| ()),
+        "wasm-go" => wasm_go().map(|_| ()),
+        other => toolchain(other).map(|_| ()),
+    }
+}
+
+/// The toolchain a receiver is built or run with, for the environment record.
+pub fn toolchain(id: &str) -> Result<String, String> {
+    match id {
+        "thread" | "tokio-mt" => Ok(env!("TASKMETER_RUSTC_VERSION").to_string()),
+        "c-thread" => driver::driver_toolchain(&driver::C_RECEIVER),
+        "go" | "wasm-go" => driver::driver_toolchain(&driver::GO_RECEIVER),
+        _ => Ok(env!("TASKMETER_RUSTC_VERSION").to_string()),
+    }
+}
+
+/// The source tree the WebAssembly receivers are built from: `TASKMETER_SOURCE_DIR`, or the
+/// tree this taskmeter was built in.
+fn source_dir() -> Result<PathBuf, String> {
+    let dir = std::env::var_os("TASKMETER_SOURCE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."));
+    let dir = dir.canonicalize().unwrap_or(dir);
+    if dir.join("crates/taskmeter-wasm/Cargo.toml").is_file() {
+        Ok(dir)
+    } else {
+        Err(format!("the WebAssembly receivers are built from taskmeter's source tree, not found at {} (set TASKMETER_SOURCE_DIR)", dir.display()))
+    }
+}
+
+/// Runs `cargo build` once per taskmeter process; the build itself is incremental.
+fn cargo_build(dir: &Path, args: &[&str], target_dir: &Path, what: &str) -> Result<(), String> {
+    eprintln!("building {what} (the first time takes minutes) ...");
+    let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--release", "--quiet"])
+        .args(args)
+        .env("CARGO_TARGET_DIR", target_dir)
+        .current_dir(dir)
+        .output()
+        .map_err(|e| format!("cannot run cargo to build {what}: {e}"))?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let first = stderr.lines().find(|l| l.contains("error")).or(stderr.lines().next()).unwrap_or("").trim().to_string();
+    Err(format!("{what} did not build: {first}"))
+}
+
+fn wasm_thread() -> Result<Command, String> {
+    let source = source_dir()?;
+    let target = source.join("target");
+    static BUILT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            cargo_build(&source.join("receivers/wasm-thread/guest"), &["--target", "wasm32-wasip1-threads"], &target.join("wasm-guest"), "the wasm-thread guest")?;
+            cargo_build(&source.join("crates/taskmeter-wasm"), &[], &target.join("wasm-host"), "the wasmtime host (taskmeter-wasm)")
+        })
+        .clone()?;
+    let guest = target.join("wasm-guest/wasm32-wasip1-threads/release/wasm-thread-receiver.wasm");
+    let mut command = Command::new(target.join("wasm-host/release/taskmeter-wasm"));
+    command.arg(guest);
+    Ok(command)
+}
+
+fn wasm_go() -> Result<Command, String> {
+    Err("not built yet: the wasm-go receiver (a GOOS=wasip1 guest on wazero) is not part of this version".into())
+}

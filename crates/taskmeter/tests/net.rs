@@ -1,0 +1,164 @@
+//! `taskmeter run net`, `net serve` and `net send` as a user meets them: every message checked,
+//! faults fail their own point within a bounded wait, bad input refused.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::{assert_refused, stderr, stdout, taskmeter};
+
+fn net_json(folder: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(folder.join("net.json")).unwrap()).unwrap()
+}
+
+fn points<'a>(record: &'a serde_json::Value, receiver: &str) -> Vec<&'a serde_json::Value> {
+    record["points"].as_array().unwrap().iter().filter(|p| p["receiver"] == receiver).collect()
+}
+
+/// A shell script standing in for a receiver.
+fn fake_receiver(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+#[test]
+fn every_native_receiver_acknowledges_every_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let output = taskmeter()
+        .args(["run", "net", "--receivers", "thread,tokio-mt,c-thread,go", "--senders", "1,3", "--messages", "301", "--message-size", "100", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
+    let record = net_json(&out);
+    for receiver in ["thread", "tokio-mt", "c-thread", "go"] {
+        let points = points(&record, receiver);
+        assert_eq!(points.len(), 2, "{receiver}");
+        for p in points {
+            assert_eq!(p["error"], serde_json::Value::Null, "{p}");
+            for field in ["messages_planned", "messages_sent", "messages_acked", "messages_received"] {
+                assert_eq!(p[field], 301, "{receiver} {field}");
+            }
+            let connections = p["connections"].as_array().unwrap();
+            assert_eq!(connections.len(), p["senders"].as_u64().unwrap() as usize);
+            let per_connection: Vec<u64> = connections.iter().map(|c| c["messages"].as_u64().unwrap()).collect();
+            if p["senders"] == 3 {
+                let mut sorted = per_connection.clone();
+                sorted.sort();
+                assert_eq!(sorted, vec![100, 100, 101], "301 split over 3 senders");
+            }
+            assert!(p["throughput"].as_f64().unwrap() > 0.0);
+            assert!(p["round_trip"]["p50"].as_i64().unwrap() <= p["round_trip"]["p99"].as_i64().unwrap());
+        }
+        assert_eq!(points_ratio(&record, receiver, 1), 1.0, "the 1-sender point is its own base");
+    }
+    for file in ["summary.csv", "report.html", "charts/ratio.svg", "charts/throughput.svg", "charts/round-trip-p99.svg"] {
+        assert!(out.join(file).is_file(), "{file}");
+    }
+    assert_eq!(std::fs::read_to_string(out.join("summary.csv")).unwrap().lines().count(), 1 + 8);
+    let text = stdout(&output);
+    assert!(text.contains("throughput / the receiver's own 1-sender throughput"), "{text}");
+}
+
+fn points_ratio(record: &serde_json::Value, receiver: &str, senders: u64) -> f64 {
+    points(record, receiver).into_iter().find(|p| p["senders"] == senders).unwrap()["ratio"].as_f64().unwrap()
+}
+
+#[test]
+fn per_sender_mode_sends_the_count_from_every_sender() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let output = taskmeter()
+        .args(["run", "net", "--receivers", "thread", "--senders", "4", "--messages", "25", "--per-sender", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let record = net_json(&out);
+    assert_eq!(points(&record, "thread")[0]["messages_received"], 100);
+    assert_eq!(record["settings"]["per_sender"], true);
+}
+
+#[test]
+fn a_receiver_that_crashes_or_stops_acknowledging_fails_its_point_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let hello = r#"read plan; echo '{"type":"hello","receiver":"fake","runtime_version":"sh","pid":1}'"#;
+    let crash = fake_receiver(dir.path(), "crash", &format!("{hello}\necho 'boom' >&2\nexit 3"));
+    let silent = fake_receiver(dir.path(), "silent", &format!("{hello}\nsleep 60"));
+    let out = dir.path().join("out");
+    let started = Instant::now();
+    let output = taskmeter()
+        .env("TASKMETER_RECEIVER_GO", &crash)
+        .env("TASKMETER_RECEIVER_C_THREAD", &silent)
+        .args(["run", "net", "--receivers", "go,c-thread,thread", "--senders", "2", "--messages", "20", "--grace", "1s", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(started.elapsed() < Duration::from_secs(50), "a bounded wait, not the fake receiver's 60 s");
+    let record = net_json(&out);
+    let crashed = points(&record, "go")[0]["error"].as_str().unwrap().to_string();
+    assert!(crashed.contains("exited with status 3") || crashed.contains("cannot connect") || crashed.contains("no ack"), "{crashed}");
+    let silent_error = points(&record, "c-thread")[0]["error"].as_str().unwrap().to_string();
+    assert!(silent_error.contains("no ack for message 0"), "{silent_error}");
+    assert_eq!(points(&record, "thread")[0]["error"], serde_json::Value::Null, "the other receivers are kept");
+    let leftover = std::process::Command::new("pgrep").args(["-f", silent.to_str().unwrap()]).output().unwrap();
+    assert!(leftover.stdout.is_empty(), "no receiver process is left behind");
+}
+
+#[test]
+fn a_receiver_that_cannot_start_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = fake_receiver(dir.path(), "broken", r#"read plan; echo '{"type":"error","message":"fd 3 is not a socket"}'; exit 1"#);
+    let out = dir.path().join("out");
+    let output = taskmeter()
+        .env("TASKMETER_RECEIVER_GO", &broken)
+        .args(["run", "net", "--receivers", "go", "--senders", "1", "--messages", "5", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let error = points(&net_json(&out), "go")[0]["error"].as_str().unwrap().to_string();
+    assert!(error.contains("the receiver did not start: fd 3 is not a socket"), "{error}");
+}
+
+#[test]
+fn serve_and_send_on_two_sides() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let address = format!("127.0.0.1:{port}");
+    let mut serve = taskmeter()
+        .args(["net", "serve", "--runtime", "c-thread", "--listen", &address, "--senders", "1,2", "--messages", "50"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The senders wait for the receiver to listen, at each point.
+    let sent = taskmeter().args(["net", "send", "--to", &address, "--senders", "1,2", "--messages", "50"]).output().unwrap();
+    assert!(sent.status.success(), "{}{}", stdout(&sent), stderr(&sent));
+    let text = stdout(&sent);
+    assert!(text.contains("1 senders: 50 of 50 messages acknowledged") && text.contains("2 senders: 50 of 50"), "{text}");
+    let served = serve.wait_with_output().unwrap();
+    assert!(served.status.success(), "{}", String::from_utf8_lossy(&served.stderr));
+    assert!(String::from_utf8_lossy(&served.stdout).contains("2 senders: 50 messages in"));
+}
+
+#[test]
+fn a_port_in_use_and_bad_flags_are_one_line() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap().to_string();
+    let output = taskmeter().args(["net", "serve", "--runtime", "thread", "--listen", &address, "--senders", "1"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).starts_with("taskmeter: cannot listen on") && stderr(&output).lines().count() == 1, "{}", stderr(&output));
+    assert_refused(&[
+        (vec!["run", "net", "--senders", "0"], "invalid sender count '0'"),
+        (vec!["run", "net", "--senders", "5..1"], "starts above its end"),
+        (vec!["run", "net", "--receivers", "nope"], "unknown receiver 'nope'"),
+        (vec!["run", "net", "--sleep", "fixed:1ms"], "--sleep does not apply to `run net`"),
+        (vec!["run", "net", "--message-size", "0"], "--message-size"),
+        (vec!["net", "send", "--to", "nowhere"], "--to"),
+    ]);
+}

@@ -1,0 +1,3 @@
+module taskmeter/receivers/go
+
+go 1.21
