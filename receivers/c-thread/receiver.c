@@ -1,8 +1,13 @@
 /* The c-thread receiver of `taskmeter run net` (net protocol 1, receivers/README.md): one
  * pthread per connection, each reading a message, timing it on CLOCK_MONOTONIC and echoing it.
- * Build: cc -O2 -std=gnu11 -pthread -o receiver receiver.c */
+ * Build: cc -O2 -Wall -Wextra -pthread -o OUT receivers/c-thread/receiver.c
+ * (taskmeter adds -std=gnu11; plain -std=c11 works too, thanks to the feature macro below). */
+#define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +60,9 @@ static int write_all(int fd, const char *data, size_t size) {
 
 static void *serve(void *arg) {
     struct connection *c = arg;
+    /* Like the built-in receivers: an ack never waits for Nagle (messages can exceed one MSS). */
+    int one = 1;
+    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     char *buffer = malloc(c->size);
     if (!buffer) {
         snprintf(c->error, sizeof c->error, "out of memory");
@@ -84,6 +92,7 @@ static void *watch_stdin(void *arg) {
     _exit(0);
 }
 
+/* The messages are our own text and strerror's: no character needs escaping in JSON. */
 static void fail(const char *message) {
     printf("{\"type\":\"error\",\"message\":\"%s\"}\n", message);
     exit(1);
@@ -97,17 +106,28 @@ static long field(const char *plan, const char *key) {
     return at ? strtol(at + 1, NULL, 10) : -1;
 }
 
+/* __VERSION__ is "12.2.0" on gcc but already names the compiler on clang. */
+#ifdef __clang__
+#define RUNTIME_VERSION __VERSION__
+#else
+#define RUNTIME_VERSION "gcc " __VERSION__
+#endif
+
 int main(void) {
+    /* A peer that leaves before its ack must cost its connection an error, not the process. */
+    signal(SIGPIPE, SIG_IGN);
     char plan[512];
     if (!fgets(plan, sizeof plan, stdin)) fail("no plan on stdin");
     long protocol = field(plan, "\"protocol\""), connections = field(plan, "\"connections\""), size = field(plan, "\"message_size\"");
     if (protocol != 1 || connections < 1 || size < 1) fail("a plan of protocol 1 with connections and message_size above 0 was expected");
-    int type = 0;
-    socklen_t length = sizeof type;
-    if (getsockopt(3, SOL_SOCKET, SO_TYPE, &type, &length) < 0 || type != SOCK_STREAM) fail("fd 3 is not a listening TCP socket");
+    int type = 0, listening = 0;
+    socklen_t length = sizeof type, length2 = sizeof listening;
+    if (getsockopt(3, SOL_SOCKET, SO_TYPE, &type, &length) < 0 || type != SOCK_STREAM ||
+        getsockopt(3, SOL_SOCKET, SO_ACCEPTCONN, &listening, &length2) < 0 || !listening)
+        fail("fd 3 is not a listening TCP socket");
     pthread_t watcher;
     pthread_create(&watcher, NULL, watch_stdin, NULL);
-    printf("{\"type\":\"hello\",\"receiver\":\"c-thread\",\"runtime_version\":\"gcc %s\",\"pid\":%d}\n", __VERSION__, (int)getpid());
+    printf("{\"type\":\"hello\",\"receiver\":\"c-thread\",\"runtime_version\":\"%s\",\"pid\":%d}\n", RUNTIME_VERSION, (int)getpid());
     fflush(stdout);
 
     struct connection *all = calloc((size_t)connections, sizeof *all);
@@ -126,6 +146,7 @@ int main(void) {
             all[i].fd = -1;
         }
     }
+    close(3); /* every connection is here: a sender of the next point must not reach us */
     uint64_t total = 0;
     for (long i = 0; i < connections; i++) {
         if (all[i].fd >= 0) pthread_join(threads[i], NULL);

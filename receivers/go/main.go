@@ -1,5 +1,6 @@
-// The go receiver of `taskmeter run net` (net protocol 1, receivers/README.md): one goroutine
-// per connection, each reading a message, timing it and echoing it.
+// The go and wasm-go receivers of `taskmeter run net` (net protocol 1, receivers/README.md): one
+// goroutine per connection, each reading a message, timing it and echoing it. Built natively it
+// is `go`; built with GOOS=wasip1 GOARCH=wasm it is the guest of `wasm-go` (platform_*.go).
 package main
 
 import (
@@ -10,7 +11,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"runtime"
 	"sync"
 	"time"
 )
@@ -33,8 +33,13 @@ type connection struct {
 // start anchors the monotonic clock: only differences of times are used.
 var start = time.Now()
 
+// fail prints the fatal error line. Lines are structs, not maps, so that "type" comes first as
+// in the contract's examples.
 func fail(message string) {
-	line, _ := json.Marshal(map[string]string{"type": "error", "message": message})
+	line, _ := json.Marshal(struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	}{"error", message})
 	fmt.Println(string(line))
 	os.Exit(1)
 }
@@ -42,16 +47,17 @@ func fail(message string) {
 func serve(conn net.Conn, report *connection, size int) {
 	defer conn.Close()
 	if tcp, ok := conn.(*net.TCPConn); ok {
-		tcp.SetNoDelay(true)
+		tcp.SetNoDelay(true) // Go's default already; said here as the other receivers say it
 	}
 	buffer := make([]byte, size)
 	var first, last int64
 	for {
-		if _, err := io.ReadFull(conn, buffer); err != nil {
+		// ReadFull says io.EOF only when nothing was read: a clean end at a message boundary.
+		if n, err := io.ReadFull(conn, buffer); err != nil {
 			if !errors.Is(err, io.EOF) {
 				text := "read failed: " + err.Error()
 				if errors.Is(err, io.ErrUnexpectedEOF) {
-					text = "end of file in the middle of a message"
+					text = fmt.Sprintf("end of file after %d of %d bytes of a message", n, size)
 				}
 				report.Error = &text
 			}
@@ -77,7 +83,7 @@ func serve(conn net.Conn, report *connection, size int) {
 func main() {
 	stdin := bufio.NewReader(os.Stdin)
 	line, err := stdin.ReadBytes('\n')
-	if err != nil {
+	if err != nil && len(line) == 0 {
 		fail("no plan on stdin")
 	}
 	var p plan
@@ -88,11 +94,14 @@ func main() {
 	if err != nil {
 		fail("fd 3 is not a listening TCP socket: " + err.Error())
 	}
-	go func() { // EOF on stdin: taskmeter has gone or given up
-		io.Copy(io.Discard, stdin)
-		os.Exit(0)
-	}()
-	hello, _ := json.Marshal(map[string]any{"type": "hello", "receiver": "go", "runtime_version": runtime.Version(), "pid": os.Getpid()})
+	watchStdin(stdin)
+	name, version, pid := identity()
+	hello, _ := json.Marshal(struct {
+		Type           string `json:"type"`
+		Receiver       string `json:"receiver"`
+		RuntimeVersion string `json:"runtime_version"`
+		Pid            *int   `json:"pid"`
+	}{"hello", name, version, pid})
 	fmt.Println(string(hello))
 
 	reports := make([]connection, p.Connections)
@@ -111,6 +120,8 @@ func main() {
 			serve(conn, r, p.MessageSize)
 		}(&reports[i])
 	}
+	// Every connection is here: a sender of the next point must not reach this receiver.
+	listener.Close()
 	wg.Wait()
 	out := bufio.NewWriter(os.Stdout)
 	var total uint64
@@ -119,7 +130,10 @@ func main() {
 		out.Write(append(line, '\n'))
 		total += reports[i].Messages
 	}
-	done, _ := json.Marshal(map[string]any{"type": "done", "messages": total})
+	done, _ := json.Marshal(struct {
+		Type     string `json:"type"`
+		Messages uint64 `json:"messages"`
+	}{"done", total})
 	out.Write(append(done, '\n'))
 	out.Flush()
 }

@@ -53,7 +53,7 @@ pub static JAVA: Driver =
 pub static C_RECEIVER: Driver =
     Driver { root: "receivers", folder: "c-thread", language: Language::C, sources: sources!("receivers" / "c-thread": "receiver.c") };
 pub static GO_RECEIVER: Driver =
-    Driver { root: "receivers", folder: "go", language: Language::Go, sources: sources!("receivers" / "go": "main.go", "go.mod") };
+    Driver { root: "receivers", folder: "go", language: Language::Go, sources: sources!("receivers" / "go": "main.go", "go.mod", "platform_native.go", "platform_wasip1.go") };
 
 pub fn override_variable(runtime: &str) -> String {
     format!("TASKMETER_DRIVER_{}", runtime.to_uppercase().replace('-', "_"))

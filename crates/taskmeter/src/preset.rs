@@ -71,19 +71,19 @@ fn flags_of(path: &Path) -> Result<Vec<String>, String> {
         };
         match (key.as_str(), value) {
             ("experiment", v) => experiment = Some(scalar(v)?),
-            ("yield" | "quick" | "mlock" | "allow-rt-spin" | "raw" | "together", toml::Value::Boolean(b)) => {
+            ("yield" | "quick" | "mlock" | "allow-rt-spin" | "raw" | "together" | "per-sender", toml::Value::Boolean(b)) => {
                 if *b {
                     flags.push(format!("--{key}"));
                 }
             }
-            ("yield" | "quick" | "mlock" | "allow-rt-spin" | "raw" | "together", _) => return Err(wrong("true or false")),
+            ("yield" | "quick" | "mlock" | "allow-rt-spin" | "raw" | "together" | "per-sender", _) => return Err(wrong("true or false")),
             ("sweep", toml::Value::Array(items)) => {
                 for item in items {
                     flags.push("--sweep".into());
                     flags.push(scalar(item)?);
                 }
             }
-            ("runtimes" | "cpus", toml::Value::Array(items)) => {
+            ("runtimes" | "receivers" | "cpus" | "senders", toml::Value::Array(items)) => {
                 let items: Result<Vec<String>, String> = items.iter().map(scalar).collect();
                 flags.push(format!("--{key}={}", items?.join(",")));
             }

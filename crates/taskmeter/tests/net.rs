@@ -162,3 +162,32 @@ fn a_port_in_use_and_bad_flags_are_one_line() {
         (vec!["net", "send", "--to", "nowhere"], "--to"),
     ]);
 }
+
+#[test]
+fn the_webassembly_receiver_acknowledges_every_message() {
+    // Builds the guest and the wasmtime host on first use (minutes, once per machine).
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let output = taskmeter()
+        .args(["run", "net", "--receivers", "wasm-thread,wasm-go", "--senders", "1,4", "--messages", "400", "--message-size", "512", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
+    let record = net_json(&out);
+    assert_eq!(record["points"].as_array().unwrap().len(), 4);
+    for p in record["points"].as_array().unwrap() {
+        assert_eq!(p["error"], serde_json::Value::Null, "{p}");
+        assert_eq!((p["messages_acked"].as_u64(), p["messages_received"].as_u64()), (Some(400), Some(400)), "{p}");
+        assert_eq!(p["connections"].as_array().unwrap().len() as u64, p["senders"].as_u64().unwrap());
+    }
+    // A guest that is not WebAssembly fails its point, with wasmtime's reason.
+    let host = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/wasm-host/release/taskmeter-wasm");
+    std::fs::write(dir.path().join("garbage.wasm"), "not wasm").unwrap();
+    let bad = fake_receiver(dir.path(), "bad-guest", &format!("exec {} {}", host.display(), dir.path().join("garbage.wasm").display()));
+    let out = dir.path().join("bad");
+    let output = taskmeter().env("TASKMETER_RECEIVER_WASM_THREAD", &bad).args(["run", "net", "--receivers", "wasm-thread", "--senders", "1", "-o"]).arg(&out).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let error = points(&net_json(&out), "wasm-thread")[0]["error"].as_str().unwrap().to_string();
+    assert!(error.contains("cannot load the guest") && error.contains("garbage.wasm"), "{error}");
+}

@@ -250,7 +250,12 @@ impl Receiver {
                 receiver.version = hello["runtime_version"].as_str().map(str::to_string);
                 Ok(receiver)
             }
-            Err(_) => {
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(Duration::from_millis(50)); // let it finish exiting
+                let why = receiver.kill();
+                Err(format!("the receiver ended before its hello{why}"))
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
                 let why = receiver.kill();
                 Err(format!("the receiver did not say hello within {} s{why}", grace.as_secs()))
             }

@@ -87,6 +87,7 @@ fn with_threads(listener: std::net::TcpListener, plan: NetPlan) -> Vec<Connectio
             }
         }
     }
+    drop(listener); // every connection is here: a sender of the next point must not reach us
     threads.into_iter().map(|t| t.join().unwrap_or_default()).collect()
 }
 
@@ -155,6 +156,7 @@ fn with_tokio(listener: std::net::TcpListener, plan: NetPlan) -> Result<Vec<Conn
                 }
             }));
         }
+        drop(listener);
         let mut reports = Vec::new();
         for task in tasks {
             reports.push(task.await.unwrap_or_default());

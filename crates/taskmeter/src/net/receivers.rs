@@ -51,7 +51,7 @@ pub fn availability(id: &str) -> Result<(), String> {
     match id {
         "thread" | "tokio-mt" => Ok(()),
         "wasm-thread" => source_dir().map(|_| ()),
-        "wasm-go" => wasm_go().map(|_| ()),
+        "wasm-go" => source_dir().and_then(|_| toolchain("go")).map(|_| ()),
         other => toolchain(other).map(|_| ()),
     }
 }
@@ -115,5 +115,35 @@ fn wasm_thread() -> Result<Command, String> {
 }
 
 fn wasm_go() -> Result<Command, String> {
-    Err("not built yet: the wasm-go receiver (a GOOS=wasip1 guest on wazero) is not part of this version".into())
+    let source = source_dir()?;
+    let out = source.join("target/wasm-go");
+    static BUILT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            // The guest is the go receiver itself, built for WASI.
+            go_build(&source.join("receivers/go"), &out.join("receiver.wasm"), &[("GOOS", "wasip1"), ("GOARCH", "wasm")], "the wasm-go guest")?;
+            go_build(&source.join("receivers/wasm-go/host"), &out.join("wasm-go-host"), &[], "the wazero host of wasm-go")
+        })
+        .clone()?;
+    let mut command = Command::new(out.join("wasm-go-host"));
+    command.arg(out.join("receiver.wasm"));
+    Ok(command)
+}
+
+fn go_build(dir: &Path, output: &Path, env: &[(&str, &str)], what: &str) -> Result<(), String> {
+    driver::driver_toolchain(&driver::GO_RECEIVER)?;
+    let built = Command::new("go")
+        .args(["build", "-o"])
+        .arg(output)
+        .arg(".")
+        .envs(env.iter().copied())
+        .env("GOFLAGS", "-mod=mod")
+        .current_dir(dir)
+        .output()
+        .map_err(|e| format!("cannot run go to build {what}: {e}"))?;
+    if built.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&built.stderr);
+    Err(format!("{what} did not build: {}", stderr.lines().next().unwrap_or("").trim()))
 }

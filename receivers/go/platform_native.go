@@ -1,0 +1,24 @@
+//go:build !wasip1
+
+package main
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"runtime"
+)
+
+// identity names this receiver in its hello line.
+func identity() (name, version string, pid *int) {
+	self := os.Getpid()
+	return "go", runtime.Version(), &self
+}
+
+// watchStdin exits at EOF on stdin: taskmeter has gone or given up.
+func watchStdin(stdin *bufio.Reader) {
+	go func() {
+		io.Copy(io.Discard, stdin)
+		os.Exit(0)
+	}()
+}
