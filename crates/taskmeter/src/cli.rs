@@ -66,7 +66,7 @@ enum Command {
         #[arg(long, default_value_t = 0.05, value_parser = probability)]
         alpha: f64,
     },
-    /// Rebuild the charts and report.html of a results folder from its run.json
+    /// Rebuild the charts and report.html of a results folder from its run.json (or bench.json, net.json)
     Report {
         /// A results folder (or its run.json)
         results: PathBuf,

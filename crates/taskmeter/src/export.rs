@@ -95,6 +95,11 @@ pub fn rebuild_report(dir: &Path) -> Result<std::process::ExitCode, String> {
     let folder = if dir.is_dir() { dir.to_path_buf() } else { dir.parent().unwrap_or(Path::new(".")).to_path_buf() };
     if crate::compare::is_bench(dir) {
         crate::bench::write_reports(&folder, &crate::compare::load_bench(dir)?)?;
+    } else if folder.join("net.json").is_file() {
+        let path = folder.join("net.json");
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let record = serde_json::from_str(&text).map_err(|e| format!("{} is not a net.json of this version: {e}", path.display()))?;
+        crate::net::report::write_folder(&folder, &record)?;
     } else {
         write_report(&folder, &crate::compare::load_run(dir)?)?;
     }

@@ -60,6 +60,12 @@ fn every_native_receiver_acknowledges_every_message() {
         assert!(out.join(file).is_file(), "{file}");
     }
     assert_eq!(std::fs::read_to_string(out.join("summary.csv")).unwrap().lines().count(), 1 + 8);
+    // The charts and report.html come back from net.json alone.
+    std::fs::remove_dir_all(out.join("charts")).unwrap();
+    std::fs::remove_file(out.join("report.html")).unwrap();
+    let rebuilt = taskmeter().arg("report").arg(&out).output().unwrap();
+    assert!(rebuilt.status.success(), "{}", stderr(&rebuilt));
+    assert!(out.join("charts/ratio.svg").is_file() && out.join("report.html").is_file());
     let text = stdout(&output);
     assert!(text.contains("throughput / the receiver's own 1-sender throughput"), "{text}");
 }
