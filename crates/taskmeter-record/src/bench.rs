@@ -100,10 +100,7 @@ impl<I> Bench<I> {
         for (name, body) in self.scenarios.iter_mut() {
             for (input_name, input) in &self.inputs {
                 if self.print {
-                    match input_name {
-                        Some(input_name) => eprintln!("Benchmarking {name} with input {input_name} ..."),
-                        None => eprintln!("Benchmarking {name} ..."),
-                    }
+                    eprintln!("{}", crate::console::progress(name, input_name.as_deref()));
                 }
                 results.push(run_job(&self.config, name, input_name.clone(), |rec| body(rec, input)));
             }

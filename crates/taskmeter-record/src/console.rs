@@ -18,17 +18,30 @@ pub fn preamble(config: &Config, scenarios: usize) -> String {
     )
 }
 
-/// The whole report: per input, the statistics, the comparison, latencies, extended statistics,
-/// and what was counted outside the measurement.
-pub fn render(report: &Report) -> String {
-    let mut out = String::new();
+/// The inputs of the results in the order they ran (None: no input).
+pub fn input_groups(report: &Report) -> Vec<Option<&str>> {
     let mut groups: Vec<Option<&str>> = Vec::new();
     for r in &report.results {
         if !groups.contains(&r.input.as_deref()) {
             groups.push(r.input.as_deref());
         }
     }
-    for group in groups {
+    groups
+}
+
+/// The line printed when a scenario starts, as Benchee prints it.
+pub fn progress(scenario: &str, input: Option<&str>) -> String {
+    match input {
+        Some(input) => format!("Benchmarking {scenario} with input {input} ..."),
+        None => format!("Benchmarking {scenario} ..."),
+    }
+}
+
+/// The whole report: per input, the statistics, the comparison, latencies, extended statistics,
+/// and what was counted outside the measurement.
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    for group in input_groups(report) {
         let rows: Vec<&ScenarioResult> = report.results.iter().filter(|r| r.input.as_deref() == group).collect();
         if let Some(input) = group {
             let _ = writeln!(out, "\n##### With input {input} #####");

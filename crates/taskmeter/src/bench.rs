@@ -71,10 +71,7 @@ pub fn run(options: BenchOptions) -> Result<ExitCode, String> {
             if crate::orchestrate::interrupted() {
                 break 'jobs;
             }
-            match input {
-                Some((input_name, _)) => eprintln!("Benchmarking {name} with input {input_name} ..."),
-                None => eprintln!("Benchmarking {name} ..."),
-            }
+            eprintln!("{}", console::progress(name, input.map(|i| i.0.as_str())));
             let job = Job { name, command, input: *input, config: &options.config, show_output: options.show_output };
             results.push(job.run(&sockets.path, results.len())?);
         }

@@ -216,13 +216,7 @@ pub fn render_bench(record: &crate::bench::BenchRecord) -> String {
         let _ = writeln!(out, "<tr><td>{}</td><td><code>{}</code></td></tr>", escape(&s.name), escape(&s.value));
     }
     out.push_str("</tbody></table>\n");
-    let mut groups: Vec<Option<&str>> = Vec::new();
-    for r in &report.results {
-        if !groups.contains(&r.input.as_deref()) {
-            groups.push(r.input.as_deref());
-        }
-    }
-    for group in groups {
+    for group in taskmeter_record::console::input_groups(report) {
         let rows: Vec<_> = report.results.iter().filter(|r| r.input.as_deref() == group).collect();
         let _ = writeln!(out, "<h2>{}</h2>", escape(&group.map_or("Results".to_string(), |i| format!("With input {i}"))));
         let fastest = rows.iter().filter_map(|r| r.measured.ips).fold(f64::NAN, f64::max);

@@ -159,20 +159,9 @@ fn run_point(command: &std::process::Command, s: &NetSettings, senders: u32, gra
     point.messages_sent = results.iter().map(|r| r.sent).sum();
     point.messages_acked = results.iter().map(|r| r.acked).sum();
     point.messages_received = reports.iter().map(|r| r.messages).sum();
-    let mut round_trips: Vec<i64> = results.iter().flat_map(|r| r.round_trips_ns.iter().copied()).collect();
-    if !round_trips.is_empty() {
-        let zeros = vec![0; round_trips.len()];
-        point.round_trip = Some(Summary::of(&round_trips, &zeros));
-        round_trips.clear();
-    }
-    let first = reports.iter().filter_map(|r| r.first_ns).min();
-    let last = reports.iter().filter_map(|r| r.last_ns).max();
-    if let (Some(first), Some(last)) = (first, last) {
-        point.window_ns = Some(last - first);
-        if last > first {
-            point.throughput = Some(point.messages_received as f64 * 1e9 / (last - first) as f64);
-        }
-    }
+    point.round_trip = round_trips(&results);
+    point.window_ns = receive_window(&reports);
+    point.throughput = point.window_ns.filter(|w| *w > 0).map(|w| point.messages_received as f64 * 1e9 / w as f64);
     let planned: u64 = s.shares(senders).iter().sum();
     // The receiver's own failure first: it is usually why the senders failed.
     let mut problems: Vec<String> = failure.into_iter().collect();
@@ -192,12 +181,26 @@ fn run_point(command: &std::process::Command, s: &NetSettings, senders: u32, gra
     point
 }
 
+/// Every message's round trip, over all senders.
+fn round_trips(results: &[sender::SenderResult]) -> Option<Summary> {
+    let all: Vec<i64> = results.iter().flat_map(|r| r.round_trips_ns.iter().copied()).collect();
+    (!all.is_empty()).then(|| Summary::of(&all, &vec![0; all.len()]))
+}
+
+/// Last receive - first receive over every connection (the study's throughput window).
+fn receive_window(reports: &[ConnectionReport]) -> Option<u64> {
+    let first = reports.iter().filter_map(|r| r.first_ns).min()?;
+    let last = reports.iter().filter_map(|r| r.last_ns).max()?;
+    Some(last.saturating_sub(first))
+}
+
 /// A receiver process, its listener on fd 3, its protocol lines read by a thread.
 struct Receiver {
     child: Child,
     lines: mpsc::Receiver<String>,
     stdin: Option<std::process::ChildStdin>,
-    stderr: std::thread::JoinHandle<String>,
+    /// Collects stderr until the receiver ends; taken once for the error message.
+    stderr: Option<std::thread::JoinHandle<String>>,
     version: Option<String>,
 }
 
@@ -238,7 +241,7 @@ impl Receiver {
             let _ = stderr_pipe.read_to_string(&mut text);
             text
         });
-        let mut receiver = Receiver { child, lines, stdin, stderr, version: None };
+        let mut receiver = Receiver { child, lines, stdin, stderr: Some(stderr), version: None };
         match receiver.lines.recv_timeout(grace) {
             Ok(line) => {
                 let hello: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
@@ -321,8 +324,7 @@ impl Receiver {
     }
 
     fn stderr_tail(&mut self) -> String {
-        let handle = std::mem::replace(&mut self.stderr, std::thread::spawn(String::new));
-        let text = handle.join().unwrap_or_default();
+        let text = self.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default();
         text.lines().rev().find(|l| !l.trim().is_empty()).map(|l| format!(": {}", l.trim())).unwrap_or_default()
     }
 }
@@ -361,8 +363,7 @@ pub fn send_only(to: SocketAddr, settings: &NetSettings) -> Result<ExitCode, Str
         let seconds = (now_ns() - started) as f64 / 1e9;
         let acked: u64 = results.iter().map(|r| r.acked).sum();
         let planned: u64 = shares.iter().sum();
-        let rtt: Vec<i64> = results.iter().flat_map(|r| r.round_trips_ns.iter().copied()).collect();
-        let summary = (!rtt.is_empty()).then(|| Summary::of(&rtt, &vec![0; rtt.len()]));
+        let summary = round_trips(&results);
         println!(
             "{senders:>3} senders: {acked} of {planned} messages acknowledged in {seconds:.3} s = {:.0} msg/s at the senders; round trip p50 {} p99 {}",
             acked as f64 / seconds,
@@ -393,13 +394,11 @@ pub fn serve_only(receiver: &str, listen: &str, settings: &NetSettings) -> Resul
         eprintln!("{receiver} receiver on {address}: waiting for {connections} sender(s) of {}-byte messages", settings.message_size);
         let (reports, failure) = process.finish(Duration::from_secs(24 * 3600));
         let received: u64 = reports.iter().map(|r| r.messages).sum();
-        let first = reports.iter().filter_map(|r| r.first_ns).min();
-        let last = reports.iter().filter_map(|r| r.last_ns).max();
-        match (first, last) {
-            (Some(a), Some(b)) if b > a => println!(
+        match receive_window(&reports).filter(|w| *w > 0) {
+            Some(w) => println!(
                 "{connections:>3} senders: {received} messages in {:.3} s = {:.0} msg/s at the receiver",
-                (b - a) as f64 / 1e9,
-                received as f64 * 1e9 / (b - a) as f64
+                w as f64 / 1e9,
+                received as f64 * 1e9 / w as f64
             ),
             _ => println!("{connections:>3} senders: {received} messages"),
         }
