@@ -25,7 +25,10 @@ const (
 	batchEvents = 2048                          // events per datagram: 32 + 2048*16 = 32800 bytes
 	maxAge      = int64(100 * time.Millisecond) // send when the oldest buffered event is older
 	sendTimeout = 10 * time.Millisecond         // a batch not taken by then is dropped and counted
-	valueMax    = 1<<62 - 1
+	// A final batch waits this long for a full queue: no later batch of its stream carries its count.
+	finalPatience = time.Second
+	final         = 1
+	valueMax      = 1<<62 - 1
 )
 
 var le = binary.LittleEndian
@@ -76,25 +79,50 @@ func event(kind, value uint64) {
 }
 
 // send sends the buffer as one batch; seq advances only on success, so the collector sees
-// drops (carried in `dropped` of the next batch) rather than gaps. Called with mu held.
+// drops (carried in `dropped` of the next batch) rather than gaps. A final batch has no next
+// batch: it waits up to finalPatience for a full queue (a write fails at once when the collector
+// is gone), then a header-only final batch carries its count. Called with mu held.
 func (c *client) send(flags uint32) {
+	deadline := time.Now().Add(sendTimeout)
+	if flags&final != 0 {
+		deadline = time.Now().Add(finalPatience)
+	}
 	n := uint32(len(c.buf)-32) / 16
-	h := c.buf[:32]
-	copy(h, "TMR1")
-	for i, v := range [7]uint32{flags, c.pid, c.stream, c.seq, c.dropped, n, 0} {
-		le.PutUint32(h[4+4*i:], v)
+	sent := c.write(flags, n, deadline)
+	if !sent && flags&final != 0 {
+		c.dropped, n = c.dropped+n, 0
+		c.buf = c.buf[:32]
+		sent = c.write(flags, 0, later(deadline, time.Now().Add(sendTimeout)))
 	}
-	var err error = net.ErrClosed
-	if c.conn != nil {
-		c.conn.SetWriteDeadline(time.Now().Add(sendTimeout))
-		_, err = c.conn.Write(c.buf)
-	}
-	if err == nil {
+	if sent {
 		c.seq, c.dropped = c.seq+1, 0
 	} else {
 		c.dropped += n
 	}
 	c.buf = c.buf[:32]
+}
+
+// write sends the header and the n events in the buffer as one datagram, waiting for room in
+// the collector's queue until deadline.
+func (c *client) write(flags, n uint32, deadline time.Time) bool {
+	if c.conn == nil {
+		return false
+	}
+	h := c.buf[:32]
+	copy(h, "TMR1")
+	for i, v := range [7]uint32{flags, c.pid, c.stream, c.seq, c.dropped, n, 0} {
+		le.PutUint32(h[4+4*i:], v)
+	}
+	c.conn.SetWriteDeadline(deadline)
+	_, err := c.conn.Write(c.buf)
+	return err == nil
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // Record reports one unit of work completed, now.
@@ -123,7 +151,7 @@ func Flush() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.buf) > 32 || c.seq > 0 || c.dropped > 0 {
-		c.send(1)
+		c.send(final)
 		c.stream, c.seq = c.stream+1, 0
 	}
 }

@@ -2,7 +2,7 @@
 
 Standard library only (Python 3.8+). Every call is a no-op unless TASKMETER_RECORD names the
 collector's SOCK_DGRAM socket; the wire format is in clients/README.md. Thread-safe: the process
-sends one stream (0).
+sends one stream at a time (0 until the final batch at exit, then a new one per later event).
 
     import taskmeter_record as tm
     tm.record()           # one unit of work completed now
@@ -16,11 +16,12 @@ import struct
 import threading
 from collections import deque
 from itertools import chain
-from time import monotonic_ns
+from time import monotonic, monotonic_ns
 
 MAX_EVENTS = 2048  # events per batch (the wire allows 4096)
 MAX_AGE_NS = 100_000_000  # a batch whose oldest event is older than this goes at the next call
 SEND_TIMEOUT = 0.010  # a send never blocks the program longer; then the batch is dropped
+FINAL_PATIENCE = 1.0  # a final batch waits this long for a full queue (no later batch carries it)
 _HEADER = struct.Struct("<4s7I")
 _LIMIT = 1 << 62  # ids and n live in bits 0-61, the kind in bits 62-63
 _START, _COMPLETE = 1 << 62, 2 << 62
@@ -37,10 +38,11 @@ class Recorder:
         # sender takes the oldest events while others keep appending, and none is lost.
         self._queue = deque()
         self._lock = threading.Lock()  # one sender at a time: seq reaches the socket in order
+        self._stream = 0
         self._seq = 0
         self._dropped = 0
         self._sock = None
-        self._closed = False
+        self._closed = False  # after close nothing flushes: each later event goes at once
 
     def record(self):
         self._add(monotonic_ns(), 1)
@@ -66,6 +68,11 @@ class Recorder:
     def _add(self, t, word):
         queue = self._queue
         queue.append((t, word))
+        if self._closed:  # read after the append: close sets it before it takes the queue
+            with self._lock:
+                if queue:
+                    self._send_all(_FINAL)  # as the final batch of a new stream
+            return
         try:
             due = len(queue) >= MAX_EVENTS or t - queue[0][0] > MAX_AGE_NS
         except IndexError:  # another thread has just sent everything
@@ -80,10 +87,13 @@ class Recorder:
             self._send_all(0)
 
     def close(self):
-        """Send the final batch; later calls are ignored. Runs at exit for the default client."""
+        """Send the final batch. Runs at exit for the default client; as nothing flushes after
+        it, each later event is sent at once, as the final batch of a new stream."""
         with self._lock:
-            self._send_all(_FINAL)
+            if self._closed and not (self._queue or self._dropped):
+                return  # closed already, and every later event has gone
             self._closed = True
+            self._send_all(_FINAL)
             if self._sock is not None:
                 self._sock.close()
                 self._sock = None
@@ -108,31 +118,46 @@ class Recorder:
     def _send_batch(self, count, flags):
         pop = self._queue.popleft
         events = [pop() for _ in range(count)]
-        if self._closed or not (count or self._dropped or flags):
+        if not (count or self._dropped or flags):
             return
-        dropped = min(self._dropped, 0xFFFFFFFF)
-        header = _HEADER.pack(b"TMR1", flags, self._pid, 0, self._seq, dropped, count, 0)
         body = struct.pack(f"<{2 * count}Q", *chain.from_iterable(events))
+        if not flags & _FINAL:
+            self._send(flags, count, body, SEND_TIMEOUT)
+            return
+        # No later batch of this stream can carry a final batch's count: it waits for a full
+        # queue, and if its events still cannot go, a header-only final batch counts them.
+        deadline = monotonic() + FINAL_PATIENCE
+        if not self._send(flags, count, body, FINAL_PATIENCE):
+            self._send(flags, 0, b"", max(deadline - monotonic(), SEND_TIMEOUT))
+        # A later event opens a new stream.
+        self._stream, self._seq = (self._stream + 1) & 0xFFFFFFFF, 0
+
+    def _send(self, flags, count, body, timeout):
+        """One datagram; True if it went, else its events are counted as dropped."""
+        dropped = min(self._dropped, 0xFFFFFFFF)
+        header = _HEADER.pack(b"TMR1", flags, self._pid, self._stream, self._seq, dropped, count, 0)
         try:
             if self._sock is None:
                 self._sock = self._connect()
+            # A connected datagram socket waits (polls, up to the timeout) while the collector's
+            # queue is full, and fails at once when the collector is gone.
+            if self._sock.gettimeout() != timeout:
+                self._sock.settimeout(timeout)
             self._sock.sendmsg((header, body))  # one datagram
         except OSError as e:
-            # Collector gone (ENOENT, ECONNREFUSED) or too slow for 10 ms: count, never raise.
+            # Collector gone (ENOENT, ECONNREFUSED) or too slow: count, never raise.
             self._dropped += count
             if not isinstance(e, socket.timeout) and self._sock is not None:
                 self._sock.close()
                 self._sock = None  # reconnect at the next batch
-            return
+            return False
         self._seq = (self._seq + 1) & 0xFFFFFFFF
         self._dropped -= dropped
+        return True
 
     def _connect(self):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         try:
-            # A connected datagram socket blocks (here: polls, up to the timeout) while the
-            # collector's queue is full, instead of failing at once.
-            s.settimeout(SEND_TIMEOUT)
             s.connect(self._path)
         except OSError:
             s.close()

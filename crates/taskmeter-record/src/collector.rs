@@ -1,7 +1,7 @@
 //! The collector: receives clients' batches on a Unix datagram socket and a Unix stream socket
 //! (wire format in clients/README.md) and keeps every event with an account of what it refused.
 
-use crate::event::{decode_batch, decode_header, Event, HEADER_LEN, MAX_BATCH_EVENTS, EVENT_LEN};
+use crate::event::{decode_batch, decode_header, Event, Refusal, EVENT_LEN, HEADER_LEN, MAX_BATCH_EVENTS};
 use crate::report::Delivery;
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read};
@@ -37,13 +37,15 @@ impl State {
                 *stream = (header.seq.wrapping_add(1), stream.1 || header.is_final());
                 self.events.extend(events);
             }
-            Err(reason) => self.refuse(reason),
+            Err(refusal) => self.refuse(refusal),
         }
     }
 
-    fn refuse(&mut self, reason: String) {
-        self.delivery.malformed_batches += 1;
-        self.delivery.first_error.get_or_insert(reason);
+    fn refuse(&mut self, refusal: Refusal) {
+        let d = &mut self.delivery;
+        d.malformed_batches += 1;
+        *d.refusals.entry(refusal.reason.to_string()).or_default() += 1;
+        d.first_error.get_or_insert(refusal.detail);
     }
 }
 
@@ -131,10 +133,7 @@ fn spawn_datagram_reader(socket: UnixDatagram, state: Arc<Mutex<State>>, stop: A
                         return;
                     }
                 }
-                Err(e) => {
-                    state.lock().unwrap_or_else(|e| e.into_inner()).refuse(format!("datagram socket: {e}"));
-                    return;
-                }
+                Err(e) => return refuse(&state, Refusal::new("datagram socket error", format!("datagram socket: {e}"))),
             }
         }
     })
@@ -164,30 +163,32 @@ fn read_stream(connection: UnixStream, state: &Mutex<State>) {
     let _ = connection.set_nonblocking(false);
     let mut reader = std::io::BufReader::with_capacity(1 << 16, connection);
     let mut batch = Vec::with_capacity(HEADER_LEN + MAX_BATCH_EVENTS * EVENT_LEN);
+    let cut = || Refusal::new("stream cut mid-batch", "a stream client disconnected in the middle of a batch");
+    let read_error = |e: std::io::Error| Refusal::new("stream read error", format!("stream read: {e}"));
     loop {
         batch.resize(HEADER_LEN, 0);
         match read_full(&mut reader, &mut batch[..]) {
             Ok(0) => return,
-            Ok(n) if n < HEADER_LEN => return refuse(state, "a stream client disconnected in the middle of a batch"),
+            Ok(n) if n < HEADER_LEN => return refuse(state, cut()),
             Ok(_) => {}
-            Err(e) => return refuse(state, &format!("stream read: {e}")),
+            Err(e) => return refuse(state, read_error(e)),
         }
         let header = match decode_header(&batch) {
             Ok(header) => header,
             // Without a valid header the stream cannot be resynchronised: the rest is refused.
-            Err(reason) => return refuse(state, &reason),
+            Err(refusal) => return refuse(state, refusal),
         };
         batch.resize(header.batch_len(), 0);
         match read_full(&mut reader, &mut batch[HEADER_LEN..]) {
             Ok(n) if n == header.batch_len() - HEADER_LEN => state.lock().unwrap_or_else(|e| e.into_inner()).accept(&batch),
-            Ok(_) => return refuse(state, "a stream client disconnected in the middle of a batch"),
-            Err(e) => return refuse(state, &format!("stream read: {e}")),
+            Ok(_) => return refuse(state, cut()),
+            Err(e) => return refuse(state, read_error(e)),
         }
     }
 }
 
-fn refuse(state: &Mutex<State>, reason: &str) {
-    state.lock().unwrap_or_else(|e| e.into_inner()).refuse(reason.to_string());
+fn refuse(state: &Mutex<State>, refusal: Refusal) {
+    state.lock().unwrap_or_else(|e| e.into_inner()).refuse(refusal);
 }
 
 /// Reads until `buf` is full or EOF; returns the bytes read.
@@ -202,4 +203,21 @@ fn read_full(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
         }
     }
     Ok(filled)
+}
+
+/// Fills the receive queue of the datagram socket at `path` with datagrams that are not batches,
+/// so that the next send to it waits, as a collector that has fallen behind would: how the tests
+/// force a client's drops and its patience with a final batch. The returned socket must stay
+/// open while the queue is to stay full.
+pub fn fill_queue(path: &Path) -> std::io::Result<UnixDatagram> {
+    let filler = UnixDatagram::unbound()?;
+    filler.connect(path)?;
+    filler.set_nonblocking(true)?;
+    loop {
+        match filler.send(b"fill") {
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(filler),
+            Err(e) => return Err(e),
+        }
+    }
 }

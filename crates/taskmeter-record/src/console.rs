@@ -155,11 +155,17 @@ pub fn notes(r: &ScenarioResult) -> Vec<String> {
     ];
     notes.extend(counted.iter().filter(|(n, _)| *n > 0).map(|(n, what)| format!("{n} {what}")));
     if let Some(d) = &r.delivery {
+        let per_reason: Vec<String> = d.refusals.iter().map(|(reason, n)| format!("{reason}: {n}")).collect();
+        let refused = if per_reason.is_empty() {
+            "malformed batches refused".to_string()
+        } else {
+            format!("malformed batches refused ({})", per_reason.join(", "))
+        };
         let lost = [
-            (d.events_dropped_by_clients, "events dropped by clients that outran the collector"),
-            (d.batches_missing, "batches missing"),
-            (d.malformed_batches, "malformed batches refused"),
-            (d.streams_without_final, "client streams ended without a final flush"),
+            (d.events_dropped_by_clients, "events dropped by clients that outran the collector".to_string()),
+            (d.batches_missing, "batches missing".to_string()),
+            (d.malformed_batches, refused),
+            (d.streams_without_final, "client streams ended without a final flush".to_string()),
         ];
         notes.extend(lost.iter().filter(|(n, _)| *n > 0).map(|(n, what)| format!("{n} {what}")));
         if let Some(e) = &d.first_error {

@@ -89,28 +89,52 @@ pub fn encode_batch(header: &BatchHeader, events: &[Event], out: &mut Vec<u8>) {
     }
 }
 
+/// Why a batch was refused: `reason` names the kind of fault (the collector counts batches per
+/// reason), `detail` says what this batch got wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub reason: &'static str,
+    pub detail: String,
+}
+
+impl Refusal {
+    pub fn new(reason: &'static str, detail: impl Into<String>) -> Refusal {
+        Refusal { reason, detail: detail.into() }
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.detail)
+    }
+}
+
 /// Reads a header from the first 32 bytes of `bytes`.
-pub fn decode_header(bytes: &[u8]) -> Result<BatchHeader, String> {
+pub fn decode_header(bytes: &[u8]) -> Result<BatchHeader, Refusal> {
     if bytes.len() < HEADER_LEN {
-        return Err(format!("a batch of {} bytes is shorter than its 32-byte header", bytes.len()));
+        let detail = format!("a batch of {} bytes is shorter than its 32-byte header", bytes.len());
+        return Err(Refusal::new("shorter than a header", detail));
     }
     if bytes[..4] != MAGIC {
-        return Err(format!("bad magic {:?} (expected \"TMR1\")", String::from_utf8_lossy(&bytes[..4])));
+        let detail = format!("bad magic {:?} (expected \"TMR1\")", String::from_utf8_lossy(&bytes[..4]));
+        return Err(Refusal::new("bad magic", detail));
     }
     let field = |i: usize| u32::from_le_bytes(bytes[4 + 4 * i..8 + 4 * i].try_into().unwrap());
     let header =
         BatchHeader { flags: field(0), pid: field(1), stream: field(2), seq: field(3), dropped: field(4), count: field(5) };
     if header.count as usize > MAX_BATCH_EVENTS {
-        return Err(format!("a batch of {} events exceeds the limit of {MAX_BATCH_EVENTS}", header.count));
+        let detail = format!("a batch of {} events exceeds the limit of {MAX_BATCH_EVENTS}", header.count);
+        return Err(Refusal::new("too many events", detail));
     }
     Ok(header)
 }
 
 /// Decodes a whole batch: its header, then exactly `count` valid events.
-pub fn decode_batch(bytes: &[u8]) -> Result<(BatchHeader, Vec<Event>), String> {
+pub fn decode_batch(bytes: &[u8]) -> Result<(BatchHeader, Vec<Event>), Refusal> {
     let header = decode_header(bytes)?;
     if bytes.len() != header.batch_len() {
-        return Err(format!("a batch of {} events must be {} bytes, got {}", header.count, header.batch_len(), bytes.len()));
+        let detail = format!("a batch of {} events must be {} bytes, got {}", header.count, header.batch_len(), bytes.len());
+        return Err(Refusal::new("wrong length", detail));
     }
     let mut events = Vec::with_capacity(header.count as usize);
     for raw in bytes[HEADER_LEN..].chunks_exact(EVENT_LEN) {
@@ -119,8 +143,8 @@ pub fn decode_batch(bytes: &[u8]) -> Result<(BatchHeader, Vec<Event>), String> {
             word: u64::from_le_bytes(raw[8..].try_into().unwrap()),
         };
         match event.kind() {
-            None => return Err("an event of the reserved kind 3".into()),
-            Some(Kind::Record) if event.value() == 0 => return Err("a record event of 0 units".into()),
+            None => return Err(Refusal::new("reserved kind 3", "an event of the reserved kind 3")),
+            Some(Kind::Record) if event.value() == 0 => return Err(Refusal::new("record of 0 units", "a record event of 0 units")),
             _ => events.push(event),
         }
     }
@@ -153,16 +177,17 @@ mod tests {
     fn malformed_batches_are_refused_with_a_reason() {
         let mut bytes = Vec::new();
         encode_batch(&BatchHeader { count: 1, ..Default::default() }, &[Event::record(1, 1)], &mut bytes);
-        assert!(decode_batch(&bytes[..40]).unwrap_err().contains("must be 48 bytes"));
+        let wrong_length = decode_batch(&bytes[..40]).unwrap_err();
+        assert!(wrong_length.detail.contains("must be 48 bytes") && wrong_length.reason == "wrong length");
         let mut bad_magic = bytes.clone();
         bad_magic[0] = b'X';
-        assert!(decode_batch(&bad_magic).unwrap_err().contains("bad magic"));
+        assert_eq!(decode_batch(&bad_magic).unwrap_err().reason, "bad magic");
         let mut zero = bytes.clone();
         zero[40..48].copy_from_slice(&0u64.to_le_bytes());
-        assert!(decode_batch(&zero).unwrap_err().contains("0 units"));
+        assert!(decode_batch(&zero).unwrap_err().to_string().contains("0 units"));
         let mut reserved = bytes.clone();
         reserved[40..48].copy_from_slice(&(3u64 << 62).to_le_bytes());
-        assert!(decode_batch(&reserved).unwrap_err().contains("reserved kind"));
-        assert!(decode_header(&bytes[..10]).unwrap_err().contains("shorter"));
+        assert_eq!(decode_batch(&reserved).unwrap_err().reason, "reserved kind 3");
+        assert!(decode_header(&bytes[..10]).unwrap_err().detail.contains("shorter"));
     }
 }

@@ -37,6 +37,8 @@ struct ThreadLog {
     last_warmup_t: AtomicU64,
     /// Starts minus completions, for the drain phase to know when nothing is in flight.
     open_ids: AtomicU64,
+    /// Events `close` copied from this log; any written beyond them are in no report.
+    copied_by_close: AtomicUsize,
 }
 
 // SAFETY: `current` is only accessed by the thread that owns the log (enforced by the lookup by
@@ -54,6 +56,7 @@ impl ThreadLog {
             warmup_units: AtomicU64::new(0),
             last_warmup_t: AtomicU64::new(0),
             open_ids: AtomicU64::new(0),
+            copied_by_close: AtomicUsize::new(0),
         }
     }
 
@@ -72,12 +75,20 @@ impl ThreadLog {
         current.len.store(len + 1, Ordering::Release);
     }
 
-    fn copy_into(&self, out: &mut Vec<Event>) {
+    /// Appends the events written so far to `out`; returns how many.
+    fn copy_into(&self, out: &mut Vec<Event>) -> usize {
+        let before = out.len();
         for chunk in self.chunks.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             let len = chunk.len.load(Ordering::Acquire);
             // SAFETY: slots below the published length were initialised before it was stored.
             out.extend(chunk.slots[..len].iter().map(|slot| unsafe { (*slot.get()).assume_init() }));
         }
+        out.len() - before
+    }
+
+    /// Events written so far.
+    fn len(&self) -> usize {
+        self.chunks.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|chunk| chunk.len.load(Ordering::Acquire)).sum()
     }
 }
 
@@ -133,6 +144,13 @@ impl Job {
             self.after_close.fetch_add(1, Ordering::Relaxed);
             return;
         }
+        self.log(event);
+    }
+
+    /// Writes an event to this thread's log. A push that passed the `closed` check just before
+    /// `close` writes after `close` copied the log: `after_close` counts it.
+    #[inline]
+    fn log(&self, event: Event) {
         let log = CACHED.with(|(job, log)| {
             if job.get() == self.id {
                 // SAFETY: the log is kept alive by `self.logs` for as long as `self` lives.
@@ -186,7 +204,7 @@ impl Job {
         let mut events = Vec::new();
         let (mut warmup_units, mut last_warmup_t) = (0, None);
         for (_, log) in logs.iter() {
-            log.copy_into(&mut events);
+            log.copied_by_close.store(log.copy_into(&mut events), Ordering::Relaxed);
             let units = log.warmup_units.load(Ordering::Relaxed);
             if units > 0 {
                 warmup_units += units;
@@ -196,9 +214,14 @@ impl Job {
         Collected { events, warmup_units, last_warmup_t }
     }
 
-    /// Events that arrived after `close` and are in no report.
+    /// Events that arrived after `close` and are in no report: those refused by the `closed`
+    /// check, and those written to a log (by pushes that passed the check just before `close`)
+    /// after `close` copied it. Read it as late as possible: a push that passed the check and
+    /// has not written yet is not seen.
     pub fn after_close(&self) -> u64 {
-        self.after_close.load(Ordering::Relaxed)
+        let logs = self.logs.lock().unwrap_or_else(|e| e.into_inner());
+        let written_late: usize = logs.iter().map(|(_, log)| log.len() - log.copied_by_close.load(Ordering::Relaxed)).sum();
+        self.after_close.load(Ordering::Relaxed) + written_late as u64
     }
 }
 
@@ -227,6 +250,22 @@ mod tests {
         assert_eq!((collected.warmup_units, collected.last_warmup_t), (12, Some(5)));
         job.push(Event::record(2000, 1));
         assert_eq!(job.after_close(), 1);
+    }
+
+    #[test]
+    fn an_event_written_after_close_copied_the_logs_is_counted() {
+        let job = Job::new(Window { start_ns: 0, warmup_end_ns: 0, end_ns: u64::MAX });
+        job.push(Event::record(10, 1));
+        let collected = job.close();
+        assert_eq!(collected.events.len(), 1);
+        // Pushes that passed the `closed` check before `close` stored it, and wrote afterwards:
+        // one from a thread whose log `close` copied, one from a thread whose log is new.
+        job.log(Event::record(11, 1));
+        std::thread::scope(|s| {
+            s.spawn(|| job.log(Event::record(12, 1)));
+        });
+        job.push(Event::record(13, 1)); // refused by the check
+        assert_eq!(job.after_close(), 3);
     }
 
     #[test]

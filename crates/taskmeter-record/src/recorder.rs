@@ -93,7 +93,8 @@ impl Recorder {
     }
 
     /// Sends the calling thread's buffered events to the collector now (a no-op in process,
-    /// where nothing is buffered). Threads also send theirs when they end.
+    /// where nothing is buffered). Threads also send theirs when they end, and at process exit
+    /// every thread's goes.
     pub fn flush(&self) {
         if let Sink::Socket(client, _) = &self.sink {
             client.flush();

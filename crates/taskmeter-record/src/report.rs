@@ -2,6 +2,7 @@
 
 use crate::local::Window;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 pub const SCHEMA: u32 = 1;
 
@@ -130,6 +131,10 @@ pub struct Delivery {
     /// Batches missing from a stream's sequence numbers.
     pub batches_missing: u64,
     pub malformed_batches: u64,
+    /// Malformed batches per reason (e.g. "bad magic", "stream cut mid-batch"); they add up to
+    /// `malformed_batches`.
+    #[serde(default)]
+    pub refusals: BTreeMap<String, u64>,
     /// Streams that never sent a final batch: events they still held are unknown.
     pub streams_without_final: u64,
     /// The first malformed batch's reason.

@@ -77,7 +77,7 @@ fn a_gap_is_never_shorter_than_the_work_between_units() {
 fn units_with_ids_have_latencies_and_the_drain_waits_for_them() {
     let report = Bench::new()
         .warmup(Duration::ZERO)
-        .time(Duration::from_millis(100))
+        .time(Duration::from_millis(300))
         .drain(Duration::from_secs(5))
         .quiet()
         .scenario("ids", |rec, _| {
@@ -85,9 +85,14 @@ fn units_with_ids_have_latencies_and_the_drain_waits_for_them() {
             let id = NEXT.fetch_add(1, Ordering::Relaxed);
             rec.start(id);
             let rec = rec.clone();
-            // Completes after the body returns, so the last one completes during the drain.
+            // Completes 20 ms after its start, and never before a newer unit started or the
+            // window ended: so the last unit started is in flight at the end, however slow the
+            // machine, and completes during the drain.
             std::thread::spawn(move || {
                 std::thread::sleep(Duration::from_millis(20));
+                while NEXT.load(Ordering::Relaxed) == id + 1 && rec.running() {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
                 rec.complete(id);
             });
             std::thread::sleep(Duration::from_millis(5));
