@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,8 +32,7 @@ const (
 	protocolVersion = 2
 	maxPlanBytes    = 1 << 20 // bytes in the plan line
 	maxDepth        = 64      // JSON nesting of the plan
-	sampleBudget    = 1 << 22 // samples reserved (and touched) before the run, shared by all units
-	maxReserve      = 1 << 16 // samples reserved for one unit at most
+	sampleBudget    = 1 << 22 // samples reserved before the gate, shared by all units (protocol: "Storage")
 )
 
 // ---------- clock ----------
@@ -62,12 +62,14 @@ type helloLine struct {
 
 type doneLine struct {
 	Type           string  `json:"type"`
+	CreateStartNs  uint64  `json:"create_start_ns"`
 	RunStartNs     uint64  `json:"run_start_ns"`
 	MeasureStartNs uint64  `json:"measure_start_ns"`
 	EndNs          uint64  `json:"end_ns"`
 	Units          uint64  `json:"units"`
 	Samples        uint64  `json:"samples"`
 	Missed         uint64  `json:"missed"`
+	StorageGrown   uint64  `json:"storage_grown"`
 	Interrupted    bool    `json:"interrupted"`
 	BusyResult     string  `json:"busy_result"`
 	StartError     string  `json:"start_error,omitempty"`
@@ -571,9 +573,10 @@ func limitUnits(p *plan) unitLimit {
 	if p.locked {
 		perUnit = threadBytes
 	}
+	perUnit += reserve(p, 1) * uint64(unsafe.Sizeof(sample{})) // unit 1 reserves the most
 	if mem, ok := availableMemory(); ok {
 		n := uint64(max(mem.free, 0)) / 2 / perUnit
-		lim = unitLimit{n, fmt.Sprintf("%s stops at %d units: Go aborts the process when it runs out of memory, so units are capped at half of %s at about %d KiB per unit",
+		lim = unitLimit{n, fmt.Sprintf("%s stops at %d units: Go aborts the process when it runs out of memory, so units are capped at half of %s at about %d KiB per unit with its samples",
 			p.runtime, n, mem.what, perUnit>>10)}
 	}
 	if !p.locked {
@@ -769,12 +772,14 @@ type unit struct {
 	busyResult uint64
 	busyRan    bool
 	samples    []sample
+	grown      uint64 // times samples outgrew its reserve
 }
 
 type worker struct {
 	plan         *plan
 	prio         priority
-	start        chan struct{} // closed at run_start: the units' start signal
+	parked       sync.WaitGroup // every unit started is Done once it waits at the gate
+	start        chan struct{}  // closed at run_start: the start gate
 	measureStart uint64
 	end          uint64
 	counter      atomic.Uint64 // atomic-sum: Add is sequentially consistent (Go memory model)
@@ -791,8 +796,9 @@ func sleepUntil(deadline uint64) {
 	}
 }
 
-// run is one unit: it takes its class's priority and reports on ready (go-locked), waits for
-// the start signal, then runs the work loop of the protocol README, step for step.
+// run is one unit: it takes its class's priority (go-locked), reserves its storage, parks at
+// the start gate (reporting on ready, go-locked), then runs the work loop of the protocol
+// README, step for step.
 func (w *worker) run(u *unit, ready chan<- error) {
 	p := w.plan
 	if p.locked {
@@ -800,11 +806,15 @@ func (w *worker) run(u *unit, ready chan<- error) {
 		// unit's nice value never goes back to the runtime to run something else. (Threads
 		// the runtime starts from a locked one are cloned from its clean template thread.)
 		runtime.LockOSThread()
-		err := w.prio.apply(u.class)
-		ready <- err
-		if err != nil {
+		if err := w.prio.apply(u.class); err != nil {
+			ready <- err
 			return
 		}
+	}
+	u.samples = reserveSamples(reserve(p, u.id))
+	w.parked.Done()
+	if p.locked {
+		ready <- nil
 	}
 	<-w.start
 	origin := now()
@@ -859,42 +869,48 @@ func (w *worker) run(u *unit, ready chan<- error) {
 		if t0 >= w.measureStart {
 			u.measured++
 		}
-		if p.kind != noSleep {
-			// memory only, never I/O, while measuring (append grows past the reserve if needed)
+		if p.kind != noSleep { // memory only, never I/O, while measuring
+			if len(u.samples) == cap(u.samples) { // past the reserve: double it, and count it
+				u.samples = slices.Grow(u.samples, cap(u.samples))
+				u.grown++
+			}
 			u.samples = append(u.samples, s)
 		}
 	}
 }
 
-// reserveSamples gives each unit room for the samples its schedule will take (capped), cut
-// from one allocation of at most sampleBudget samples that is touched before the run, so that
-// measuring neither allocates nor page-faults until a unit outgrows its share.
-func reserveSamples(p *plan, units []unit) {
-	if p.kind == noSleep {
-		return
-	}
-	share := min(sampleBudget/uint64(len(units)), maxReserve)
-	sizes := make([]uint64, len(units))
-	total := uint64(0)
-	for i := range units {
-		shortest := p.ns
-		if p.kind == byUnit {
-			shortest = units[i].id * p.ns
+// reserve is the number of samples unit u reserves before the gate, the same in every worker
+// (protocol: "Storage"): what the schedule can take (an iteration lasts at least its sleep,
+// counted as at least 1 us; a modulo cycle of m periods sleeps m(m+1)/2 x ns) plus 16, within
+// an equal share of sampleBudget, and at least 16.
+func reserve(p *plan, u uint64) uint64 {
+	total := p.warmupNs + p.durationNs // below 2^63
+	var estimate uint64
+	switch p.kind {
+	case noSleep:
+		return 0
+	case modulo:
+		// total*m / (ns*m*(m+1)/2) is 2*total / (ns*(m+1)); a denominator past 64 bits exceeds
+		// 2*total (below 2^64), so no whole cycle fits.
+		if hi, den := bits.Mul64(max(p.ns, 1000), p.m+1); hi == 0 {
+			estimate = 2 * total / den
 		}
-		estimate := (p.warmupNs+p.durationNs)/max(shortest, 1000) + 2
-		sizes[i] = min(estimate, share)
-		total += sizes[i]
+		estimate += p.m
+	default:
+		estimate = total / max(p.expected(u, 0), 1000)
 	}
-	slab := make([]sample, total)
-	for i := 0; i < len(slab); i += 64 { // 64 samples are 3 KiB: every page is written
-		slab[i][0] = math.MaxUint64
+	return max(16, min(estimate+16, sampleBudget/p.units))
+}
+
+// reserveSamples allocates n samples and writes every one of them, so that storing a sample
+// while measuring takes no page fault (a fresh make maps zero pages, faulted in on first write),
+// and returns them empty.
+func reserveSamples(n uint64) []sample {
+	s := make([]sample, n)
+	for i := range s {
+		s[i] = sample{math.MaxUint64}
 	}
-	off := uint64(0)
-	for i := range units {
-		// the full slice expression caps each share, so append past it copies, never overlaps
-		units[i].samples = slab[off : off : off+sizes[i]]
-		off += sizes[i]
-	}
+	return s[:0]
 }
 
 // writeUnit writes one unit line, its samples in columns.
@@ -981,7 +997,6 @@ func main() {
 		units[i].id = uint64(i) + 1
 		units[i].class = uint64(i) % p.classes
 	}
-	reserveSamples(p, units)
 
 	version := runtime.Version()
 	if p.locked {
@@ -1001,13 +1016,13 @@ func main() {
 		w.stop.Store(true)
 	}()
 
-	// Start the units in order, each held at the start signal: units that already run would
-	// slow the start down (measured: 100,000 goroutines start in 0.3 s this way, 2.4 s without).
-	// A go-locked unit reports once it holds its thread and its priority, so the next one is
-	// started after that thread exists.
+	// Start the units in order; each parks at the start gate once its storage is written (the
+	// protocol's work loop, steps 1 and 2). A go-locked unit reports once it holds its thread,
+	// its priority and its storage, so the next one is started after that thread exists.
 	var wg sync.WaitGroup
 	ready := make(chan error)
 	started, startError := uint64(0), ""
+	createStart := now()
 	for i := range units {
 		u := &units[i]
 		if u.id > 1 {
@@ -1021,6 +1036,7 @@ func main() {
 			}
 		}
 		wg.Add(1)
+		w.parked.Add(1)
 		go func() {
 			defer wg.Done()
 			w.run(u, ready)
@@ -1036,16 +1052,17 @@ func main() {
 		startError = limit.why
 	}
 
+	w.parked.Wait()
 	runStart := now()
 	w.measureStart = runStart + p.warmupNs
 	w.end = w.measureStart + p.durationNs
 	close(w.start)
 	// A diagnostic for humans (stderr is shown when a row fails): how long the start took.
 	fmt.Fprintf(os.Stderr, "taskmeter go driver: %s started %d of %d units in %.3f s\n",
-		p.runtime, started, p.units, float64(runStart-planRead)/1e9)
+		p.runtime, started, p.units, float64(runStart-createStart)/1e9)
 	wg.Wait()
 
-	var samples, missed, result uint64
+	var samples, missed, grown, result uint64
 	haveResult := false
 	for i := range units[:started] {
 		if u := &units[i]; u.busyRan && !haveResult {
@@ -1061,12 +1078,13 @@ func main() {
 		u := &units[i]
 		buf = writeUnit(u, buf)
 		samples += uint64(len(u.samples))
+		grown += u.grown
 		for _, s := range u.samples {
 			missed += s[5]
 		}
 	}
-	done := doneLine{Type: "done", RunStartNs: runStart, MeasureStartNs: w.measureStart, EndNs: w.end,
-		Units: started, Samples: samples, Missed: missed, Interrupted: w.interrupted.Load(),
+	done := doneLine{Type: "done", CreateStartNs: createStart, RunStartNs: runStart, MeasureStartNs: w.measureStart,
+		EndNs: w.end, Units: started, Samples: samples, Missed: missed, StorageGrown: grown, Interrupted: w.interrupted.Load(),
 		BusyResult: strconv.FormatUint(result, 10), StartError: startError}
 	if p.atomicSum {
 		sum := w.counter.Load()

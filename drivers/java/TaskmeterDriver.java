@@ -13,6 +13,7 @@ import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.management.ManagementFactory;
+import java.math.BigInteger;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
@@ -23,7 +24,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import java.util.stream.Collectors;
 import javax.management.ObjectName;
 
@@ -33,7 +36,7 @@ public final class TaskmeterDriver {
     private static final int MAX_PLAN = 1 << 20;           // bytes in the plan line
     private static final int MAX_DEPTH = 64;               // JSON nesting; bounds the parser's recursion
     private static final int MAX_ARRAY = Integer.MAX_VALUE - 8;
-    /* Samples reserved up front, all units together, at most (as the Rust worker): 4 Mi samples of 48 bytes. */
+    /* The protocol's budget of samples reserved before the gate, all units together: 4 Mi samples of 48 bytes. */
     private static final long RESERVE_BUDGET = 4L << 20;
     private static final int NICE_UNREAD = Integer.MIN_VALUE;
 
@@ -115,22 +118,23 @@ public final class TaskmeterDriver {
         });
 
         Reserve reserve = Reserve.of(plan);
-        long runStart = System.nanoTime();
-        long measureStart = runStart + plan.warmup();
-        long end = measureStart + plan.duration();   // below 2^64: compared unsigned
+        Gate gate = new Gate(plan);
+        ThreadLimit limit = plan.virtual() ? null : new ThreadLimit();   // virtual threads are no kernel threads
         List<Unit> units = new ArrayList<>();
         String[] startError = {null};
         Runnable starter = () -> {
+            gate.createStart = System.nanoTime();
             try {
-                startError[0] = startUnits(builder, plan, planRead, measureStart, end, priority.apply(), reserve, units);
+                startError[0] = startUnits(builder, plan, planRead, priority.apply(), reserve, gate, limit, units);
             } catch (Throwable t) {   // not expected: startUnit catches what starting a unit throws
                 startError[0] = "starting unit " + (units.size() + 1) + " failed: " + t;
             }
+            if (!units.isEmpty()) gate.open(units);
         };
-        // Virtual threads started by a platform thread go to the pool's external submission queue,
-        // which its carriers leave alone while their own queues have work: with the schedule none
-        // (units that only yield) 8 of 10 units started by main never ran. Started by a virtual
-        // thread, they go to a carrier's own queue, in turn with the units already there.
+        // Virtual threads started (or unparked) by a platform thread go to the pool's external
+        // submission queue, which its carriers leave alone while their own queues have work: with
+        // the schedule none (units that only yield) 8 of 10 units started by main never ran. From
+        // a virtual thread, they go to a carrier's own queue, in turn with the units already there.
         if (plan.virtual()) joinUninterruptibly(Thread.ofVirtual().name("starter").start(starter));
         else starter.run();
         if (units.isEmpty()) throw new Failure(1, startError[0]);   // unit 1 could not be started
@@ -161,7 +165,7 @@ public final class TaskmeterDriver {
                 + niceText(priority.niceOf(firstOther.cls)));
         }
 
-        long samples = 0, missed = 0;
+        long samples = 0, missed = 0, grown = 0;
         for (int i = 0; i < units.size(); i++) {
             Unit u = units.set(i, null);   // each unit's own arrays can be collected once written
             int from = u.base, to = u.pos;
@@ -172,12 +176,15 @@ public final class TaskmeterDriver {
                 .column("busy_end_ns", u.busyEnd, from, to).column("intended_ns", u.intended, from, to)
                 .column("wake_ns", u.wake, from, to).column("missed", u.missed, from, to).ascii("}\n");
             samples += to - from;
+            grown += u.grown;
             for (int j = from; j < to; j++) missed += u.missed[j];
         }
-        out.ascii("{\"type\":\"done\",\"run_start_ns\":").u64(runStart)
-            .ascii(",\"measure_start_ns\":").u64(measureStart).ascii(",\"end_ns\":").u64(end)
+        out.ascii("{\"type\":\"done\",\"create_start_ns\":").u64(gate.createStart)
+            .ascii(",\"run_start_ns\":").u64(gate.runStart)
+            .ascii(",\"measure_start_ns\":").u64(gate.measureStart).ascii(",\"end_ns\":").u64(gate.end)
             .ascii(",\"units\":").u64(units.size()).ascii(",\"samples\":").u64(samples)
-            .ascii(",\"missed\":").u64(missed).ascii(",\"interrupted\":").ascii(interrupted ? "true" : "false")
+            .ascii(",\"missed\":").u64(missed).ascii(",\"storage_grown\":").u64(grown)
+            .ascii(",\"interrupted\":").ascii(interrupted ? "true" : "false")
             .ascii(",\"busy_result\":\"").u64(result).ascii("\"");
         if (startError[0] != null) out.ascii(",\"start_error\":").string(startError[0]);
         if (plan.atomic()) out.ascii(",\"atomic_sum\":").u64(COUNTER.get());
@@ -186,20 +193,254 @@ public final class TaskmeterDriver {
     }
 
     /*
-     * Starts units 1, 2, ... in order, each running at once, and adds them to units; the reason
-     * why the rest was not started, or null. Before unit u > 1 it checks the start limit, counted
-     * from when the plan was read. Unit 1 that cannot be started leaves units empty.
+     * Starts units 1, 2, ... in order, each parking at the gate, and adds them to units; the
+     * reason why the rest was not started, or null. Before unit u > 1 it checks the start limit,
+     * counted from when the plan was read, and the kernel's limits (java-thread). Unit 1 that
+     * cannot be started leaves units empty.
      */
-    private static String startUnits(Thread.Builder builder, Plan plan, long planRead, long measureStart, long end,
-                                     boolean applyPriority, Reserve reserve, List<Unit> units) {
+    private static String startUnits(Thread.Builder builder, Plan plan, long planRead, boolean applyPriority,
+                                     Reserve reserve, Gate gate, ThreadLimit limit, List<Unit> units) {
         // Ids are unsigned, and the loop ends long before 2^63.
         for (long id = 1; Long.compareUnsigned(id, plan.units()) <= 0; id++) {
             if (id > 1 && Long.compareUnsigned(System.nanoTime() - planRead, plan.startLimit()) >= 0)
                 return "start limit of " + durationSpec(plan.startLimit()) + " reached after " + (id - 1) + " units";
-            String failed = startUnit(builder, plan, id, measureStart, end, applyPriority, reserve, units);
+            String refused = id > 1 && limit != null ? limit.refuses(id, gate) : null;
+            if (refused != null) return refused;
+            String failed = startUnit(builder, plan, id, applyPriority, reserve, gate, units);
             if (failed != null) return failed;
         }
         return null;
+    }
+
+    /**
+     * The start gate (protocol: "The work loop, exactly"): every unit parks here once its
+     * priority and storage are ready; when all the units started have arrived (a semaphore the
+     * starter waits on), the starter reads run_start, fixes the window and opens the gate (a
+     * volatile flag, with LockSupport.park). Releasing is a tree: the starter unparks unit 1, and
+     * every released unit unparks two more before its loop starts, so the release takes log2(N)
+     * wake-ups in a row. One thread unparking all of them (or a CountDownLatch, which wakes its
+     * waiters as a chain) competes for the CPU with the units already running: with 8,000
+     * platform threads at 1 ms sleeps, the median unit left the gate 1.8 s after it opened
+     * that way, and 0.5 s with the tree.
+     */
+    private static final class Gate {
+        final long warmup, duration;
+        final Semaphore arrivals = new Semaphore(0);
+        volatile boolean open;
+        long createStart, runStart, measureStart, end;   // written before open is set
+        List<Unit> units;                                // likewise
+
+        Gate(Plan plan) {
+            warmup = plan.warmup();
+            duration = plan.duration();
+        }
+
+        /* Blocks until n units have arrived (the starter only; open takes the permits later). */
+        void awaitArrivals(int n) {
+            arrivals.acquireUninterruptibly(n);
+            arrivals.release(n);
+        }
+
+        /* Called by each unit on its own thread; index: its place in the list of units started. */
+        void park(int index) {
+            arrivals.release();
+            while (!open) LockSupport.park(this);
+            release(2 * index + 1);
+            release(2 * index + 2);
+        }
+
+        void open(List<Unit> started) {
+            arrivals.acquireUninterruptibly(started.size());
+            runStart = System.nanoTime();
+            measureStart = runStart + warmup;
+            end = measureStart + duration;   // below 2^64: compared unsigned
+            units = started;
+            open = true;
+            release(0);
+        }
+
+        private void release(int index) {
+            if (index < units.size()) LockSupport.unpark(units.get(index).thread);
+        }
+    }
+
+    /**
+     * Keeps java-thread below the kernel's limits, because HotSpot does not survive all of them.
+     * A thread the kernel refuses is only an OutOfMemoryError from Thread.start, but at
+     * vm.max_map_count the JVM aborts (hs_err: "mmap failed ... committing reserved memory",
+     * when a new thread maps its stack guard pages or the heap grows; reproduced here with
+     * 50,000 maps taken before the JVM started), and at the thread limits the JVM gets no thread
+     * for its own GC workers and compiler threads. Two bounds:
+     * - threads, computed once, as the Go driver's go-locked does: the smallest room among
+     *   kernel.threads-max and kernel.pid_max (less the 300 pids the kernel never reuses) minus
+     *   the threads on the machine, RLIMIT_NPROC minus the user's threads (not for root), and
+     *   pids.max - pids.current of each cgroup up to the root; of it, 16 + 2 per core are kept
+     *   for the JVM's own threads and 1/32 for other processes;
+     * - memory maps, counted in /proc/self/maps at checkpoints once the units started so far are
+     *   parked (their stacks exist): the cost of a unit is measured (2 maps here), SPARE_MAPS are
+     *   kept for the JVM (heap, code cache, metaspace), and between checkpoints at most half of
+     *   the room left is spent, so an underestimate cannot overshoot.
+     */
+    private static final class ThreadLimit {
+        private static final long SPARE_MAPS = 2048;
+        private static final double FIRST_GUESS_MAPS = 4;   // before one unit has been measured
+        private final long maxUnits;   // from the thread limits
+        private final String threadReason;
+        private final long mapLimit;   // vm.max_map_count, or -1
+        private long baseMaps = -1, baseUnits, nextCheck = 2;
+
+        ThreadLimit() {
+            long room = Long.MAX_VALUE;
+            String what = null;
+            long tasks = tasksOnMachine();
+            String[][] machine = {{"/proc/sys/kernel/threads-max", "kernel.threads-max", "0"},
+                                  {"/proc/sys/kernel/pid_max", "kernel.pid_max", "300"}};
+            for (String[] m : machine) {
+                long n = readLong(m[0]);
+                if (n < 0 || tasks < 0) continue;
+                long free = n - Long.parseLong(m[2]) - tasks;
+                if (free < room) {
+                    room = free;
+                    what = m[1] + " " + n + (m[2].equals("0") ? "" : " (less " + m[2] + " reserved pids)") + " with "
+                        + tasks + " threads on the machine";
+                }
+            }
+            long uid = statusField("/proc/self/status", "Uid:"), nproc = maxProcesses();
+            if (uid > 0 && nproc >= 0) {   // RLIMIT_NPROC counts the user's threads; root is exempt
+                long mine = threadsOfUser(uid);
+                if (nproc - mine < room) {
+                    room = nproc - mine;
+                    what = "RLIMIT_NPROC (ulimit -u) " + nproc + " with " + mine + " threads of uid " + uid;
+                }
+            }
+            for (Path dir : cgroupDirs("pids")) {
+                long max = readLong(dir.resolve("pids.max").toString()), current = readLong(dir.resolve("pids.current").toString());
+                if (max >= 0 && current >= 0 && max - current < room) {
+                    room = max - current;
+                    what = dir + "/pids.max " + max + " with " + current + " in use";
+                }
+            }
+            long own = 16 + 2L * Runtime.getRuntime().availableProcessors(), others = Math.max(room / 32, 0);
+            maxUnits = what == null ? Long.MAX_VALUE : Math.max(room - own - others, 1);
+            threadReason = what == null ? null : "java-thread stops at " + maxUnits + " units: at the kernel's thread limits "
+                + "the JVM gets no thread for its own GC and compiler threads, so the driver stays below them; the first is "
+                + what + ", which leaves " + room + " threads, of which " + own + " are kept for the JVM's own threads and "
+                + others + " (1/32) for other processes";
+            mapLimit = readLong("/proc/sys/vm/max_map_count");
+        }
+
+        /* Why unit id (> 1) must not be started, or null. */
+        String refuses(long id, Gate gate) {
+            if (id > maxUnits) return threadReason;
+            if (mapLimit < 0 || id < nextCheck) return null;
+            long started = id - 1;
+            gate.awaitArrivals((int) started);
+            long inUse = countLines("/proc/self/maps");
+            if (inUse < 0) return null;
+            double perUnit = FIRST_GUESS_MAPS;
+            if (baseMaps < 0) {
+                baseMaps = inUse;
+                baseUnits = started;
+            } else if (started > baseUnits) {
+                perUnit = Math.max(1, (double) (inUse - baseMaps) / (started - baseUnits));
+            }
+            long room = (long) (Math.max(0, mapLimit - inUse - SPARE_MAPS) / perUnit);
+            if (room == 0)
+                return String.format("java-thread stops before unit %d: %d memory maps in use, %.1f per unit measured, "
+                    + "and vm.max_map_count is %d (HotSpot aborts when it cannot map a new thread's stack guard pages or "
+                    + "grow its heap)", id, inUse, perUnit, mapLimit);
+            nextCheck = id + Math.max(1, room / 2);
+            return null;
+        }
+
+        /* The kernel's nr_threads: /proc/loadavg shows it after the '/'. */
+        private static long tasksOnMachine() {
+            try {
+                String[] fields = Files.readAllLines(Path.of("/proc/loadavg")).get(0).trim().split("\\s+");
+                return Long.parseLong(fields[3].substring(fields[3].indexOf('/') + 1));
+            } catch (IOException | RuntimeException e) {
+                return -1;
+            }
+        }
+
+        /* The soft "Max processes" of /proc/self/limits, or -1 (unlimited, unreadable). */
+        private static long maxProcesses() {
+            try {
+                for (String line : Files.readAllLines(Path.of("/proc/self/limits")))
+                    if (line.startsWith("Max processes")) return Long.parseLong(line.substring(26).trim().split("\\s+")[0]);
+            } catch (IOException | RuntimeException e) {
+                // unlimited, or not readable
+            }
+            return -1;
+        }
+
+        private static long threadsOfUser(long uid) {
+            long n = 0;
+            try (var procs = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
+                for (Path p : procs)
+                    if (statusField(p + "/status", "Uid:") == uid) n += Math.max(0, statusField(p + "/status", "Threads:"));
+            } catch (IOException | RuntimeException e) {
+                // count what was read
+            }
+            return n;
+        }
+
+        /* This process's cgroup directories for a controller (v2, or its v1 hierarchy), up to the root. */
+        private static List<Path> cgroupDirs(String controller) {
+            List<Path> dirs = new ArrayList<>();
+            try {
+                for (String line : Files.readAllLines(Path.of("/proc/self/cgroup"))) {
+                    String[] parts = line.split(":", 3);
+                    if (parts.length != 3) continue;
+                    List<Path> roots = new ArrayList<>();
+                    if (parts[0].equals("0") && parts[1].isEmpty()) {
+                        roots.add(Path.of("/sys/fs/cgroup"));
+                        roots.add(Path.of("/sys/fs/cgroup/unified"));
+                    } else if (Arrays.asList(parts[1].split(",")).contains(controller)) {
+                        roots.add(Path.of("/sys/fs/cgroup", parts[1]));
+                    }
+                    for (Path root : roots)
+                        for (Path dir = Path.of(root + parts[2]).normalize(); dir != null && dir.startsWith(root); dir = dir.getParent())
+                            dirs.add(dir);
+                }
+            } catch (IOException | RuntimeException e) {
+                // no cgroup limits found
+            }
+            return dirs;
+        }
+
+        /* A file holding one integer ("max" and the like give -1). Not Files.readString: it reads
+           only the first byte of a /proc/sys file (whose size is 0). */
+        private static long readLong(String path) {
+            try {
+                return Long.parseLong(Files.readAllLines(Path.of(path)).get(0).trim());
+            } catch (IOException | RuntimeException e) {
+                return -1;
+            }
+        }
+
+        /* The first number of a "Name: value ..." line, or -1. */
+        private static long statusField(String path, String name) {
+            try {
+                for (String line : Files.readAllLines(Path.of(path)))
+                    if (line.startsWith(name)) return Long.parseLong(line.substring(name.length()).trim().split("\\s+")[0]);
+            } catch (IOException | RuntimeException e) {
+                // gone, or not readable
+            }
+            return -1;
+        }
+
+        private static long countLines(String path) {
+            try (InputStream in = Files.newInputStream(Path.of(path))) {
+                byte[] buf = new byte[1 << 16];
+                long n = 0;
+                for (int r; (r = in.read(buf)) > 0; )
+                    for (int i = 0; i < r; i++) if (buf[i] == '\n') n++;
+                return n;
+            } catch (IOException e) {
+                return -1;
+            }
+        }
     }
 
     /*
@@ -208,12 +449,13 @@ public final class TaskmeterDriver {
      * the OS refuses (pthread_create EAGAIN: kernel.pid_max, threads-max, ulimit -u) is an
      * OutOfMemoryError "unable to create native thread"; heap exhaustion is one too.
      */
-    private static String startUnit(Thread.Builder builder, Plan plan, long id, long measureStart, long end,
-                                    boolean applyPriority, Reserve reserve, List<Unit> units) {
+    private static String startUnit(Thread.Builder builder, Plan plan, long id, boolean applyPriority,
+                                    Reserve reserve, Gate gate, List<Unit> units) {
         Unit unit;
         try {
-            unit = new Unit(plan, id, measureStart, end, applyPriority);
+            unit = new Unit(plan, id, applyPriority, gate);
             unit.allocate(reserve);
+            unit.index = units.size();
             units.add(unit);
         } catch (OutOfMemoryError e) {
             return "could not allocate the samples of unit " + id + ": " + e;
@@ -408,11 +650,13 @@ public final class TaskmeterDriver {
         final Plan plan;
         final long id;
         final int cls;           // (id - 1) % priority_classes
-        final long measureStart, end;
         final boolean applyPriority;
+        final Gate gate;
         Thread thread;
+        int index;               // in the list of units started
         int nice = NICE_UNREAD;  // read back after Thread.setPriority
         long origin, iterations, measured;
+        long grown;              // times the sample columns outgrew the reserve
         long busyResult;
         boolean busyRan;
         Throwable failure;
@@ -421,18 +665,17 @@ public final class TaskmeterDriver {
         long[] expected, start, busyEnd, intended, wake, missed;
         int base, pos, limit;
 
-        Unit(Plan plan, long id, long measureStart, long end, boolean applyPriority) {
+        Unit(Plan plan, long id, boolean applyPriority, Gate gate) {
             this.plan = plan;
             this.id = id;
             this.cls = (int) Long.remainderUnsigned(id - 1, plan.classes());
-            this.measureStart = measureStart;
-            this.end = end;
             this.applyPriority = applyPriority;
+            this.gate = gate;
         }
 
-        /* A slice of the reserve while it lasts, otherwise arrays of the unit's own. None with the schedule none. */
+        /* reserve(u) samples: a slice of the reserve while it lasts, otherwise arrays of the unit's own. */
         void allocate(Reserve reserve) {
-            int cap = plan.kind() == Kind.NONE ? 0 : Reserve.samples(plan, id);
+            int cap = Reserve.samples(plan, id);
             if (reserve.taken + cap <= reserve.size) {
                 long[][] c = reserve.columns;
                 expected = c[0];
@@ -461,6 +704,17 @@ public final class TaskmeterDriver {
                     Thread.currentThread().setPriority(cls == 0 ? Thread.MAX_PRIORITY : Thread.MIN_PRIORITY);
                     nice = niceOfThisThread();
                 }
+                // Write every entry of the reserved room now (then it counts as empty), so that
+                // storing a sample in the loop never touches a page for the first time.
+                for (long[] column : new long[][] {expected, start, busyEnd, intended, wake, missed})
+                    Arrays.fill(column, base, limit, -1L);
+            } catch (Throwable t) {
+                failure = t;
+                aborted = true;
+            }
+            gate.park(index);   // a unit that failed arrives too, so the gate still opens
+            if (failure != null) return;
+            try {
                 loop();
             } catch (Throwable t) {   // OutOfMemoryError while growing the arrays, or a bug
                 failure = t;
@@ -475,7 +729,7 @@ public final class TaskmeterDriver {
          */
         private void loop() {
             final Plan p = plan;
-            final long end = this.end, measureStart = this.measureStart;
+            final long end = gate.end, measureStart = gate.measureStart;   // fixed before the gate opened
             final boolean sleeps = p.kind() != Kind.NONE, atomic = p.atomic();
             final long origin = this.origin = System.nanoTime();
             long k = 0, next = origin + p.expected(id, 0);
@@ -542,8 +796,9 @@ public final class TaskmeterDriver {
             }
         }
 
-        /* Doubles the room, into arrays of the unit's own (a slice of the reserve stays behind, unused). */
+        /* Doubles the room, into arrays of the unit's own (a slice of the reserve stays behind, unused); counted. */
         private void grow() {
+            grown++;
             int n = pos - base;
             if (n >= MAX_ARRAY) throw new OutOfMemoryError("more than " + MAX_ARRAY + " samples");
             int cap = (int) Math.min(MAX_ARRAY, Math.max(16, 2L * n));
@@ -566,17 +821,18 @@ public final class TaskmeterDriver {
     }
 
     /**
-     * The samples reserved up front for all units together: six columns of at most
-     * RESERVE_BUDGET entries (4 Mi samples, 192 MiB), allocated and zeroed once before run_start,
-     * of which each unit started takes a slice. A few large arrays instead of six small ones per
-     * unit, because the garbage collector never copies them (G1 keeps them in humongous regions):
-     * the 600k small arrays of 100k units made young-collection pauses of several hundred ms
-     * while the units were being started.
+     * The samples reserved for all units together: six columns of at most RESERVE_BUDGET entries
+     * (4 Mi samples, 192 MiB), allocated once before the units are created, of which each unit
+     * takes a slice of reserve(u) entries and writes it before it parks at the gate. A few large
+     * arrays instead of six small ones per unit, because the garbage collector never copies them
+     * (G1 keeps them in humongous regions): 600k small arrays of 100k units, live through the
+     * run, would be copied by the young collections while measuring (before the gate existed,
+     * they made pauses of several hundred ms while the units were being started).
      */
     private static final class Reserve {
         final long[][] columns;
         final int size;
-        int taken;   // by the main thread only
+        int taken;   // by the starter only
 
         private Reserve(int size) {
             this.size = size;
@@ -597,18 +853,25 @@ public final class TaskmeterDriver {
         }
 
         /*
-         * Samples to reserve for unit u, as the Rust worker: as many as the schedule allows (each
-         * iteration lasts at least its sleep, taken as >= 1 us; a modulo cycle of m periods lasts
-         * m(m+1)/2 x ns), plus 16, within the budget's share of one unit and at least 16; beyond
-         * it the arrays double while measuring. In double: only an estimate.
+         * reserve(u) of the protocol's "Storage", the same in every worker: as many samples as
+         * the schedule allows (an iteration lasts at least its sleep, counted as at least 1 us; a
+         * modulo cycle of m periods sleeps m(m+1)/2 x ns), plus 16, within RESERVE_BUDGET / units,
+         * at least 16; 0 for the schedule none. Beyond it the arrays double while measuring.
+         * The plan keeps warmup + duration, m x ns and units x ns below 2^63.
          */
         static int samples(Plan p, long u) {
-            double total = p.warmup() + p.duration();   // < 2^63
-            double estimate = p.kind() == Kind.MODULO
-                ? 2 * total / (Math.max(p.ns(), 1000) * (p.m() + 1.0)) + p.m()
-                : total / Math.max(p.expected(u, 0), 1000);
+            if (p.kind() == Kind.NONE) return 0;
+            long total = p.warmup() + p.duration(), estimate;
+            if (p.kind() == Kind.MODULO) {   // total x m may not fit in 64 bits
+                BigInteger m = BigInteger.valueOf(p.m()), ns = BigInteger.valueOf(Math.max(p.ns(), 1000));
+                BigInteger cycle = ns.multiply(m.multiply(m.add(BigInteger.ONE)).shiftRight(1));
+                estimate = BigInteger.valueOf(total).multiply(m).divide(cycle).add(m).add(BigInteger.valueOf(16))
+                    .min(BigInteger.valueOf(RESERVE_BUDGET)).longValue();
+            } else {
+                estimate = total / Math.max(p.expected(u, 0), 1000) + 16;
+            }
             long share = Long.divideUnsigned(RESERVE_BUDGET, p.units());
-            return (int) Math.max(16, Math.min(estimate + 16, Math.min(share, MAX_ARRAY)));
+            return (int) Math.max(16, Math.min(estimate, share));
         }
     }
 

@@ -22,8 +22,7 @@ const I64_MAX = (1n << 63n) - 1n;
 const MAX_TIMEOUT_MS = 2147483647; // setTimeout turns anything longer into 1 ms
 const COLUMNS = ['expected_ns', 'start_ns', 'busy_end_ns', 'intended_ns', 'wake_ns', 'missed'];
 const MISSED = COLUMNS.indexOf('missed');
-const SAMPLE_BUDGET = 1n << 22n; // samples reserved in advance for all units together (48 bytes each)
-const UNIT_CAP = 1n << 16n; // samples reserved in advance for one unit; more grow the arrays
+const SAMPLE_BUDGET = 1n << 22n; // samples reserved before the gate, all units together (protocol: "Storage")
 const START_WINDOW = 4; // node-worker: Workers starting at once (each takes tens of ms of CPU)
 const MEM_FLOOR = 0.2; // start no unit once MemAvailable is below this share of MemTotal
 const NODE_CHECK_EVERY = 1024n; // node: units started between two memory checks
@@ -323,17 +322,24 @@ async function busyYielding(iters) {
   return total;
 }
 
-/* Samples reserved for one unit: enough for the whole run, but at most UNIT_CAP, and at most an
-   equal share of SAMPLE_BUDGET, so 100,000 units reserve 4 Mi samples (200 MB), not 100,000 x 64 Ki. */
-function initialCapacity(plan, id) {
+/* Samples unit `id` reserves before the gate, the same in every worker (protocol: "Storage"): what
+   the schedule can take (an iteration lasts at least its sleep, counted as at least 1 us; a modulo
+   cycle of m periods sleeps m(m+1)/2 x ns) plus 16, within an equal share of SAMPLE_BUDGET, and
+   at least 16. BigInt, so every step is exact. */
+function reserve(plan, id) {
   if (!plan.sleeps) return 0; // the schedule none records no samples
-  let shortest = plan.kind === 'by-unit' ? id * plan.ns : plan.ns;
-  if (shortest < 1000n) shortest = 1000n;
-  let cap = (plan.warmup + plan.duration) / shortest + 2n;
+  const total = plan.warmup + plan.duration;
+  const ns = plan.ns > 1000n ? plan.ns : 1000n;
+  let estimate;
+  if (plan.kind === 'modulo') estimate = (total * plan.m) / ((ns * plan.m * (plan.m + 1n)) / 2n) + plan.m;
+  else {
+    const e = expected(plan, id, 0n);
+    estimate = total / (e > 1000n ? e : 1000n);
+  }
+  estimate += 16n;
   const share = SAMPLE_BUDGET / plan.units;
-  if (cap > share) cap = share;
-  if (cap > UNIT_CAP) cap = UNIT_CAP;
-  return cap < 1n ? 1 : Number(cap);
+  const capped = estimate < share ? estimate : share;
+  return Number(capped > 16n ? capped : 16n);
 }
 
 /** One unit, its counts and its samples. The samples are kept in memory until the run is over,
@@ -346,14 +352,16 @@ class Unit {
     this.measured = 0; // iterations that started at or after measure_start
     this.interrupted = false;
     this.busyResult = null;
-    this.cap = initialCapacity(plan, id);
-    // Touched now (filled) so that measuring seldom allocates.
+    this.grown = 0; // times the arrays outgrew their reserve
+    this.cap = reserve(plan, id);
+    // Every byte written now: a fresh typed array maps zero pages, faulted in on first write.
     this.data = new BigUint64Array(COLUMNS.length * this.cap).fill(U64_MAX);
   }
 
   record(e, t0, t1, intended, t2, m) {
     let { data, cap } = this;
-    if (this.n === cap) {
+    if (this.n === cap) { // past the reserve: double it, and count it
+      this.grown++;
       const grown = new BigUint64Array(COLUMNS.length * cap * 2);
       for (let c = 0; c < COLUMNS.length; c++) grown.set(data.subarray(c * cap, (c + 1) * cap), c * cap * 2);
       this.data = data = grown;
@@ -448,11 +456,14 @@ async function timeoutSleep(ns) {
   } while (ms > 0n);
 }
 
-/* node-worker: Atomics.wait takes fractional milliseconds, which V8 truncates to whole
-   microseconds (its tick); the time is rounded up to the next microsecond instead. The extra
-   half microsecond only keeps the double from falling below it (V8 truncates it away). */
+/* node-worker: Atomics.wait takes fractional milliseconds. V8 truncates them to whole
+   microseconds, adds them to its own clock (CLOCK_MONOTONIC truncated to the microsecond, so up
+   to 999 ns behind ours) and returns once that clock reaches the sum: a wait of exactly
+   ceil(ns / 1 us) could end up to 999 ns early (seen: 1 us asked, 0.21 us slept). So the wait is
+   ns + 999 rounded up to whole microseconds; the extra half microsecond only keeps the double
+   from falling below that whole number (V8 truncates it away). */
 function waitSleep(cell, ns) {
-  const ms = ns <= 0n ? 0 : (Number((ns + 999n) / 1000n) + 0.5) / 1000;
+  const ms = ns <= 0n ? 0 : (Number((ns + 999n + 999n) / 1000n) + 0.5) / 1000;
   Atomics.wait(cell, 0, 0, ms);
 }
 
@@ -481,6 +492,36 @@ function memoryShortage() {
   if (!(available < total * MEM_FLOOR)) return null;
   const mib = (k) => Math.round(k / 1024);
   return `MemAvailable ${mib(available)} MiB is below ${MEM_FLOOR * 100}% of MemTotal ${mib(total)} MiB`;
+}
+
+/** node-worker: V8 aborts the whole process when it cannot map memory. A Worker maps about 35
+    regions by the time it is parked (its thread's stack, its isolate's heap) and about 45 while
+    it runs, so the start stops before the workers' maps would pass half of vm.max_map_count.
+    Counting /proc/self/maps takes milliseconds at that size: it is counted again only once half
+    of the room found is used. Returns the check for startBlocker. */
+function mapBudget() {
+  const countMaps = () => fs.readFileSync('/proc/self/maps', 'latin1').split('\n').length - 1;
+  let limit;
+  try {
+    limit = Number(fs.readFileSync('/proc/sys/vm/max_map_count', 'latin1'));
+  } catch {
+    return () => null; // nothing to check against
+  }
+  const before = countMaps(); // before unit 1
+  let nextCheck = 2n;
+  return (u) => {
+    if (u < nextCheck) return null;
+    const inUse = countMaps();
+    // Workers still starting have not mapped everything yet, hence the floor of 48.
+    const perWorker = Math.max(48, (inUse - before) / Number(u - 1n));
+    const room = Math.floor((limit / 2 - inUse) / perWorker) - START_WINDOW;
+    if (room <= 0) {
+      return `${inUse} memory maps in use, about ${Math.round(perWorker)} per worker, and vm.max_map_count is ` +
+        `${limit} (V8 aborts the process when it cannot map memory; the run needs the other half)`;
+    }
+    nextCheck = u + BigInt(Math.ceil(room / 2));
+    return null;
+  };
 }
 
 /** node: V8 aborts the whole process when its heap is exhausted. The run and the output take
@@ -591,6 +632,7 @@ async function writeResults(plan, run) {
   const out = new Output();
   let samples = 0;
   let missed = 0n;
+  let grown = 0;
   for (const unit of run.units) {
     const { data, cap } = unit;
     const n = plan.sleeps ? unit.n : 0; // samples
@@ -608,6 +650,7 @@ async function writeResults(plan, run) {
     out.put('}\n');
     await out.flush();
     samples += n;
+    grown += unit.grown;
     for (let i = 0; i < n; i++) missed += data[MISSED * cap + i];
   }
   const ran = run.units.find((unit) => unit.busyResult !== null);
@@ -615,8 +658,9 @@ async function writeResults(plan, run) {
   const measureStart = run.runStart + plan.warmup;
   const interrupted = run.units.some((unit) => unit.interrupted);
   out.put(
-    `{"type":"done","run_start_ns":${run.runStart},"measure_start_ns":${measureStart},"end_ns":${run.end}` +
-      `,"units":${run.units.length},"samples":${samples},"missed":${missed}` +
+    `{"type":"done","create_start_ns":${run.createStart},"run_start_ns":${run.runStart}` +
+      `,"measure_start_ns":${measureStart},"end_ns":${run.end}` +
+      `,"units":${run.units.length},"samples":${samples},"missed":${missed},"storage_grown":${grown}` +
       `,"interrupted":${interrupted},"busy_result":"${result}"` +
       (run.startError ? `,"start_error":${JSON.stringify(run.startError)}` : '') +
       (plan.atomic ? `,"atomic_sum":${run.atomicSum}` : '') +
@@ -702,6 +746,9 @@ async function runOnEventLoop(plan, stdin, readAt) {
   let startError = null;
   // The loop is synchronous, so reading /proc/meminfo for every unit would cost seconds.
   const shortage = (u) => (u % NODE_CHECK_EVERY === 0n ? memoryShortage() || heapShortage() : null);
+  const createStart = now();
+  // Each unit reserves its storage (new Unit) and parks at `go` (runUnit runs up to its first
+  // await), so when this loop ends every unit created is parked.
   for (let u = 1n; u <= plan.units; u++) {
     if (u > 1n && (startError = startBlocker(plan, readAt, u, stop, () => shortage(u)))) break;
     let unit;
@@ -720,7 +767,7 @@ async function runOnEventLoop(plan, stdin, readAt) {
   ctx.end = ctx.measureStart + plan.duration;
   release();
   await Promise.all(runs);
-  return { runStart, end: ctx.end, units, startError, atomicSum: counter };
+  return { createStart, runStart, end: ctx.end, units, startError, atomicSum: counter };
 }
 
 /** node-worker: starts the Worker of unit u. `ready` resolves once the worker holds at the start
@@ -779,11 +826,14 @@ async function runOnWorkers(plan, stdin, readAt, lowNice) {
   const workers = [];
   const starting = new Set();
   let startError = null;
+  const mapShortage = mapBudget();
+  const createStart = now();
   for (let u = 1n; u <= plan.units; u++) {
     // The clock and memory are checked when a start can really begin, after waiting for a slot.
     while (starting.size >= START_WINDOW) await Promise.race(starting);
     if (workers.some((w) => w.startFailure)) break;
-    if (u > 1n && (startError = startBlocker(plan, readAt, u, stop, memoryShortage))) break;
+    const shortage = () => memoryShortage() || mapShortage(u);
+    if (u > 1n && (startError = startBlocker(plan, readAt, u, stop, shortage))) break;
     let w;
     try {
       w = startWorker(u, shared);
@@ -815,7 +865,7 @@ async function runOnWorkers(plan, stdin, readAt, lowNice) {
 
   const reports = await Promise.all(workers.map((w) => w.result));
   const units = reports.map((msg, i) => ({ ...msg, id: workers[i].unit }));
-  return { runStart, end, units, startError, atomicSum: Atomics.load(counter, 0) };
+  return { createStart, runStart, end, units, startError, atomicSum: Atomics.load(counter, 0) };
 }
 
 /** Inside a Worker: one unit, sleeping with Atomics.wait. An exception before 'ready' is a
@@ -840,8 +890,8 @@ async function workerMain() {
     sleepUntil: (deadline) => waitSleep(cell, deadline - now()),
   };
   await runUnit(unit, ctx);
-  const { origin, n, measured, interrupted, busyResult, data, cap } = unit;
-  parentPort.postMessage({ type: 'result', origin, n, measured, interrupted, busyResult, data, cap }, [data.buffer]);
+  const { origin, n, measured, interrupted, busyResult, data, cap, grown } = unit;
+  parentPort.postMessage({ type: 'result', origin, n, measured, interrupted, busyResult, data, cap, grown }, [data.buffer]);
 }
 
 async function main() {

@@ -5,11 +5,14 @@ Implements worker protocol version 2 (protocol/README.md): the plan is one JSON 
 results are NDJSON on stdout (hello, one unit line per unit, done; or an error line). Standard
 library only, Python 3.8 or newer. Run as `python3 taskmeter_driver.py`.
 
-- python-thread:  one threading.Thread per unit; time.sleep; time.sleep(0) to yield.
+- python-thread:  one threading.Thread per unit; time.sleep; os.sched_yield() to yield.
 - python-asyncio: one asyncio task per unit in one event loop; asyncio.sleep;
                   `await asyncio.sleep(0)` to yield.
 - python-abs:     one threading.Thread per unit; every sleep is
-                  clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME) through ctypes.
+                  clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME) through ctypes;
+                  os.sched_yield() to yield.
+Every unit applies its priority class, reserves its samples and parks at a start gate; the gate
+opens (run_start) once every unit created is parked.
 """
 
 import asyncio
@@ -32,6 +35,7 @@ LIMIT = 1 << 63              # run length and longest sleep must stay below this
 MAX_PLAN = 1 << 20           # bytes in the plan line
 CHUNK_NS = 86400 * 10**9     # time.sleep gets at most a day at a time (its float limit is ~292 years)
 FIELDS = 6                   # expected, start, busy_end, intended, wake, missed
+RESERVE_BUDGET = 1 << 22     # samples reserved by all units together, at most (protocol: "Storage")
 CLOCK_MONOTONIC = 1          # <linux/time.h>
 TIMER_ABSTIME = 1
 
@@ -166,6 +170,19 @@ class Plan:
         if self.absolute and self.ns == 0 and not self.none:
             raise Refusal("sleep.schedule.ns must be >= 1 in absolute mode (a zero period never advances)")
         self._shared = None   # (expected, skip) of every unit, unless the schedule is by-unit
+
+    def reserve(self, u):
+        """Samples unit u reserves before the gate, the same in every worker (protocol: "Storage")."""
+        if self.none:
+            return 0
+        total = self.warmup + self.duration
+        if self.kind == "modulo":   # a cycle of m periods sleeps m(m+1)/2 x ns
+            m = self.m
+            estimate = total * m // (max(self.ns, 1000) * (m * (m + 1) // 2)) + m + 16
+        else:
+            period = u * self.ns if self.kind == "by-unit" else self.ns
+            estimate = total // max(period, 1000) + 16
+        return max(16, min(estimate, RESERVE_BUDGET // self.units))
 
     def schedule(self, u):
         """(expected, skip) for unit u: expected(k) is expected(u, k); skip(k, next, t2) is the
@@ -315,17 +332,31 @@ async def busy_async(iters):
 
 
 class Unit:
-    __slots__ = ("id", "cls", "origin", "samples", "iterations", "measured", "busy_result", "error")
+    __slots__ = ("id", "cls", "origin", "samples", "used", "grown", "iterations", "measured",
+                 "busy_result", "error")
 
     def __init__(self, uid, cls):
         self.id = uid
         self.cls = cls
         self.origin = self.iterations = self.measured = 0
-        # FIELDS numbers per sample, flat: no objects for the GC to walk. It starts empty and grows
-        # as samples come, so nothing is reserved per unit (100,000 units cost no memory up front).
-        self.samples = array("Q")
+        self.samples = array("Q")   # FIELDS numbers per sample, flat: nothing for the GC to walk
+        self.used = 0               # numbers stored in samples; the rest is reserve
+        self.grown = 0              # times samples grew beyond the reserve
         self.busy_result = None
         self.error = None
+
+    def reserve(self, count):
+        """Before the gate: count samples, every byte written (not zero), so storing a sample
+        while measuring neither allocates nor faults a page in."""
+        self.samples = array("Q", [U64]) * (count * FIELDS)
+
+    def record(self, e, t0, t1, intended, t2, m):
+        flat, i = self.samples, self.used
+        if i == len(flat):   # the reserve is full: double it, as a list would, and count it
+            flat.extend(flat)   # never empty: a sleeping unit reserves at least 16 samples
+            self.grown += 1
+        flat[i], flat[i + 1], flat[i + 2], flat[i + 3], flat[i + 4], flat[i + 5] = e, t0, t1, intended, t2, m
+        self.used = i + FIELDS
 
 
 class Run:
@@ -337,7 +368,10 @@ class Run:
         self.stop = threading.Event()   # set by the stdin watcher at end of file
         self.interrupted = False        # a unit stopped early because of it
         self.aborted = False            # a unit failed: the others stop too
-        self.run_start = self.measure_start = self.end = 0
+        self.create_start = self.run_start = self.measure_start = self.end = 0
+        self.arrived = 0                # units parked at the start gate (or failed before it)
+        self.arrivals = threading.Condition()
+        self.gate = threading.Lock()    # the start gate of the thread units, held until it opens
         self.start_error = None         # why units after done.units were not started
         # atomic-sum: Python has no atomic integer. An int under one lock makes each increment
         # atomic for threads (the GIL alone already serialises them); asyncio's tasks share one
@@ -345,18 +379,90 @@ class Run:
         self.counter = 0
         self.lock = threading.Lock()
 
-    def start_clock(self):
+    def open(self):
+        """Every unit created is parked: the run starts now."""
         self.run_start = now()
         self.measure_start = self.run_start + self.plan.warmup
         self.end = self.measure_start + self.plan.duration
 
+    def arrive(self):
+        """A thread unit is ready (or failed before it could be)."""
+        with self.arrivals:
+            self.arrived += 1
+            self.arrivals.notify()
+
+    def wait_arrivals(self, count):
+        with self.arrivals:
+            self.arrivals.wait_for(lambda: self.arrived >= count)
+
+    def open_gate(self, created):
+        """Waits until the `created` thread units are parked, then opens the gate."""
+        self.wait_arrivals(created)
+        self.open()
+        self.gate.release()
+
+    def pass_gate(self):
+        """Parks a thread unit until the gate opens. The gate is a turnstile: each unit takes the
+        lock and hands it on, so the units leave one at a time, as the GIL runs them anyway. A
+        gate that wakes every unit at once (threading.Event, or a lock per unit) puts them all in
+        the GIL's queue, where each waiting thread wakes every switch interval (5 ms): 20,000 of
+        them livelocked the 2 CPUs here, and taskmeter killed the worker while its threads were
+        still ending, about 80 a second."""
+        self.gate.acquire()
+        self.gate.release()
+
     def may_start(self, uid):
-        """Before unit uid > 1: False (with start_error set) when the start limit has passed."""
+        """Before unit uid > 1: False (with start_error set) when the start limit has passed or
+        stdin was closed."""
+        after = "%d unit%s" % (uid - 1, "" if uid == 2 else "s")
         if now() - self.plan.read_at >= self.plan.start_limit:
-            self.start_error = "start limit of %s reached after %d unit%s" % (
-                duration_text(self.plan.start_limit), uid - 1, "" if uid == 2 else "s")
+            self.start_error = "start limit of %s reached after %s" % (
+                duration_text(self.plan.start_limit), after)
+            return False
+        if self.stop.is_set():   # the units see it too, and report interrupted
+            self.start_error = "stop requested (stdin closed) after %s" % after
             return False
         return not self.aborted   # a unit failed: the run ends with an error line anyway
+
+
+class MapBudget:
+    """Keeps a start of threads below vm.max_map_count. Each unit thread maps its stack and guard
+    page, and the memory of many threads takes more (2.9 maps a unit at 21,000 units here), so
+    this limit comes before kernel.pid_max. A new thread that cannot map what its first Python
+    frame needs dies before it signals that it started, and Thread.start() waits for ever. So at
+    checkpoints, once the units started so far are parked, it counts the maps in use, measures
+    what one unit costs, and spends at most half the room left before it counts again."""
+    SPARE = 1024   # maps kept for what the worker maps after the start
+
+    def __init__(self):
+        try:
+            with open("/proc/sys/vm/max_map_count", "rb") as f:
+                self.limit = int(f.read())
+        except (OSError, ValueError):
+            self.limit = None
+        self.first = None   # (maps in use, units) at the first checkpoint
+        self.next_check = 2
+
+    def refuses(self, uid, run):
+        """Why unit uid must not be started, or None."""
+        if self.limit is None or uid < self.next_check:
+            return None
+        run.wait_arrivals(uid - 1)
+        try:
+            with open("/proc/self/maps", "rb") as f:
+                in_use = f.read().count(b"\n")
+        except OSError:
+            return None
+        if self.first is None:
+            self.first, per_unit = (in_use, uid - 1), 4.0   # a guess until one is measured
+        else:
+            per_unit = max(1.0, (in_use - self.first[0]) / max(1, uid - 1 - self.first[1]))
+        room = int((self.limit - self.SPARE - in_use) / per_unit)
+        if room < 1:
+            return ("stopped before unit %d: %d memory maps in use, %.1f per unit, vm.max_map_count %d"
+                    % (uid, in_use, per_unit, self.limit))
+        self.next_check = uid + max(1, room // 2)
+        return None
 
 
 def duration_text(ns):
@@ -435,17 +541,23 @@ def sleepers_for(runtime):
 def thread_unit(run, unit, sleepers):
     """The work loop of the protocol README, in a thread."""
     plan, stop, lock = run.plan, run.stop, run.lock
-    end, measure_start, iters = run.end, run.measure_start, plan.iters
-    absolute, none, atomic = plan.absolute, plan.none, plan.atomic
-    pause = functools.partial(time.sleep, 0)   # the yield, of busy.yield and of the schedule none
+    iters, absolute, none, atomic = plan.iters, plan.absolute, plan.none, plan.atomic
+    # The yield, of busy.yield and of the schedule none: sched_yield releases the GIL; a
+    # time.sleep(0) would be a timed sleep that waits out the timer slack.
+    pause = os.sched_yield
     busy_pause = pause if plan.yield_ else None
     n = n_meas = 0
     try:
-        if run.priority.check is not None:
-            run.priority.check(unit)               # before the origin
-        sleep_for, sleep_until = sleepers()
-        expected, skip = plan.schedule(unit.id)
-        record = unit.samples.extend
+        try:
+            if run.priority.check is not None:
+                run.priority.check(unit)
+            sleep_for, sleep_until = sleepers()
+            expected, skip = plan.schedule(unit.id)
+            unit.reserve(plan.reserve(unit.id))
+        finally:
+            run.arrive()   # even after a failure, so that the gate opens
+        run.pass_gate()
+        end, measure_start, record = run.end, run.measure_start, unit.record
         origin = unit.origin = now()
         k = 0
         deadline = origin + expected(0)   # `next`, absolute mode only
@@ -485,7 +597,7 @@ def thread_unit(run, unit, sleepers):
             if t0 >= measure_start:
                 n_meas += 1
             if not none:
-                record((e, t0, t1, intended, t2, m))
+                record(e, t0, t1, intended, t2, m)
     except BaseException as exc:   # reported by the main thread, never as a traceback
         unit.error = "%s: %s" % (type(exc).__name__, exc)
         run.aborted = True
@@ -493,38 +605,60 @@ def thread_unit(run, unit, sleepers):
 
 
 def run_threads(run, units, sleepers):
-    """Start the units in order (each runs at once), then wait for them all."""
+    """Create the units in order, each parking at the gate; open it when all are parked; wait
+    for them all."""
     plan = run.plan
     threads = []
-    run.start_clock()
-    for uid in range(1, plan.units + 1):
-        if uid > 1 and not run.may_start(uid):
-            break
-        try:
-            unit = Unit(uid, (uid - 1) % plan.classes)
-            thread = threading.Thread(target=thread_unit, args=(run, unit, sleepers), name="unit-%d" % uid)
-            thread.start()
-        except (RuntimeError, MemoryError) as exc:   # "can't start new thread": EAGAIN, ENOMEM
-            reason = "threading.Thread.start for unit %d: %s: %s" % (uid, type(exc).__name__, exc)
-            if uid == 1:
-                raise Failure(reason)
-            run.start_error = reason
-            break
-        threads.append(thread)
-        units.append(unit)
-    for thread in threads:
-        thread.join()
+    maps = MapBudget()
+    run.gate.acquire()
+    run.create_start = now()
+    try:
+        for uid in range(1, plan.units + 1):
+            if uid > 1 and not run.may_start(uid):
+                break
+            reason = maps.refuses(uid, run)
+            if reason is not None:
+                run.start_error = reason
+                break
+            try:
+                unit = Unit(uid, (uid - 1) % plan.classes)
+                # A daemon: CPython 3.11 scans every live non-daemon thread when it starts one
+                # (threading._maintain_shutdown_locks), which made starting n threads O(n^2).
+                # The units are joined below all the same.
+                thread = threading.Thread(target=thread_unit, args=(run, unit, sleepers),
+                                          name="unit-%d" % uid, daemon=True)
+                thread.start()
+            except (RuntimeError, MemoryError) as exc:   # "can't start new thread": EAGAIN, ENOMEM
+                reason = "threading.Thread.start for unit %d: %s: %s" % (uid, type(exc).__name__, exc)
+                if uid == 1:
+                    raise Failure(reason)
+                run.start_error = reason
+                break
+            threads.append(thread)
+            units.append(unit)
+    except BaseException:
+        run.aborted = True   # the parked units leave at once; main() reports the error
+        raise
+    finally:
+        run.open_gate(len(threads))   # never leave a thread parked
+        for thread in threads:
+            thread.join()
 
 
-async def asyncio_unit(run, unit):
+async def asyncio_unit(run, unit, gate):
     """The work loop of the protocol README, in a task; the busy work blocks the loop."""
     plan, stop, sleep = run.plan, run.stop, asyncio.sleep
-    end, measure_start, iters, yield_ = run.end, run.measure_start, plan.iters, plan.yield_
+    iters, yield_ = plan.iters, plan.yield_
     absolute, none, atomic = plan.absolute, plan.none, plan.atomic
-    expected, skip = plan.schedule(unit.id)
-    record = unit.samples.extend
     n = n_meas = 0
     try:
+        try:
+            expected, skip = plan.schedule(unit.id)
+            unit.reserve(plan.reserve(unit.id))
+        finally:
+            run.arrived += 1   # even after a failure, so that the gate opens
+        await gate.wait()
+        end, measure_start, record = run.end, run.measure_start, unit.record
         origin = unit.origin = now()
         k = 0
         deadline = origin + expected(0)
@@ -563,7 +697,7 @@ async def asyncio_unit(run, unit):
             if t0 >= measure_start:
                 n_meas += 1
             if not none:
-                record((e, t0, t1, intended, t2, m))
+                record(e, t0, t1, intended, t2, m)
     except Exception as exc:   # CancelledError (a BaseException since 3.8) is left alone
         unit.error = "%s: %s" % (type(exc).__name__, exc)
         run.aborted = True
@@ -571,18 +705,20 @@ async def asyncio_unit(run, unit):
 
 
 async def run_tasks(run, units):
-    """Create the units' tasks in order without yielding (they start when the loop next turns),
-    then wait for them all. The list keeps them alive: the loop holds tasks only weakly."""
+    """Create the units' tasks in order without yielding; let each run to the gate (one turn of
+    the loop), open it, then wait for them all. The list keeps the tasks alive: the loop holds
+    them only weakly."""
     plan = run.plan
     loop = asyncio.get_running_loop()
+    gate = asyncio.Event()
     tasks = []
-    run.start_clock()
+    run.create_start = now()
     for uid in range(1, plan.units + 1):
         if uid > 1 and not run.may_start(uid):
             break
         try:
             unit = Unit(uid, (uid - 1) % plan.classes)
-            tasks.append(loop.create_task(asyncio_unit(run, unit)))
+            tasks.append(loop.create_task(asyncio_unit(run, unit, gate)))
         except MemoryError as exc:
             reason = "asyncio task for unit %d: MemoryError: %s" % (uid, exc)
             if uid == 1:
@@ -590,6 +726,10 @@ async def run_tasks(run, units):
             run.start_error = reason
             break
         units.append(unit)
+    while run.arrived < len(tasks):
+        await asyncio.sleep(0)
+    run.open()
+    gate.set()
     for task in tasks:
         await task
 
@@ -642,11 +782,11 @@ def write_results(run, units):
     never held twice in memory, and each unit's samples are freed once written."""
     out = sys.stdout.buffer
     parts, size = [], 0
-    samples = missed = iterations = 0
+    samples = missed = iterations = grown = 0
     result = None
     for unit in units:
         flat = unit.samples
-        n = len(flat) // FIELDS
+        n = unit.used // FIELDS
         head = (unit.id, unit.cls, unit.origin, unit.iterations, unit.measured)
         if n == 0:
             line = UNIT_LINE % (head + NO_SAMPLES)
@@ -656,7 +796,7 @@ def write_results(run, units):
             missed += sum(values[-n:])   # the last column
             line %= head + values
         else:
-            columns = [flat[i::FIELDS] for i in range(FIELDS)]
+            columns = [flat[i:n * FIELDS:FIELDS] for i in range(FIELDS)]
             missed += sum(columns[-1])
             line = UNIT_LINE % (head + tuple([",".join(map(str, column)) for column in columns]))
         parts.append(line)
@@ -667,12 +807,14 @@ def write_results(run, units):
         unit.samples = None
         samples += n
         iterations += unit.iterations
+        grown += unit.grown
         if result is None:
             result = unit.busy_result
     if result is None:   # no unit got to run its busy phase
         result = busy(run.plan.iters)
-    done = {"type": "done", "run_start_ns": run.run_start, "measure_start_ns": run.measure_start,
-            "end_ns": run.end, "units": len(units), "samples": samples, "missed": missed,
+    done = {"type": "done", "create_start_ns": run.create_start, "run_start_ns": run.run_start,
+            "measure_start_ns": run.measure_start, "end_ns": run.end, "units": len(units),
+            "samples": samples, "missed": missed, "storage_grown": grown,
             "interrupted": run.interrupted, "busy_result": str(result)}
     if run.start_error is not None:
         done["start_error"] = run.start_error

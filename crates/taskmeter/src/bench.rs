@@ -60,7 +60,9 @@ pub fn run(options: BenchOptions) -> Result<ExitCode, String> {
     let sockets = SocketDir::create()?;
     crate::orchestrate::install_interrupt_handler();
     let mut environment = Environment::capture();
-    eprintln!("{}", environment.one_line(None).split(" | workers").next().unwrap_or_default());
+    let line = environment.one_line(None, Ok(None));
+    let without_workers: Vec<&str> = line.split(" | ").filter(|part| !part.starts_with("workers")).collect();
+    eprintln!("{}", without_workers.join(" | "));
     eprintln!("{}", console::preamble(&options.config, options.scenarios.len()));
 
     let inputs: Vec<Option<&(String, String)>> =

@@ -8,8 +8,10 @@
 //!
 //! A chart is drawn only where there is data for it.
 
+use crate::aggregate::{cells, Statistic};
 use crate::histogram;
-use crate::results::{ClassResult, Row, RunRecord};
+use crate::results::{ClassResult, Metric, Row, RunRecord};
+use crate::stats::{ratio_interval, Interval};
 use crate::sweep::{Param, Point};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
@@ -120,7 +122,29 @@ fn short(v: f64) -> String {
     }
 }
 
-pub type Series = (String, RGBColor, Vec<(f64, f64)>);
+/// One line of a chart: its name, colour and points, and (with repetitions) the half-width of
+/// each point's 95 % interval, drawn as an error bar.
+pub struct Series {
+    pub name: String,
+    pub colour: RGBColor,
+    pub points: Vec<(f64, f64)>,
+    /// Empty, or one per point.
+    pub errors: Vec<Option<f64>>,
+}
+
+impl Series {
+    pub fn new(name: impl Into<String>, colour: RGBColor, points: Vec<(f64, f64)>) -> Series {
+        Series { name: name.into(), colour, points, errors: Vec::new() }
+    }
+
+    /// (x, lowest, highest) of each point, error bars included.
+    fn extents(&self) -> impl Iterator<Item = (f64, f64, f64)> + '_ {
+        self.points.iter().enumerate().map(|(i, (x, y))| {
+            let e = self.errors.get(i).copied().flatten().unwrap_or(0.0);
+            (*x, y - e, y + e)
+        })
+    }
+}
 
 /// The i-th distinct colour.
 pub fn palette(i: usize) -> RGBColor {
@@ -164,9 +188,10 @@ fn legend(chart: &mut Plot, position: SeriesLabelPosition) -> Result<(), String>
 }
 
 
-/// One line per series; with `categories`, x is a position in that list and labelled by it.
+/// One line per series, with its error bars; with `categories`, x is a position in that list
+/// and labelled by it.
 pub fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series], categories: Option<&[String]>) -> Result<String, String> {
-    let all = || series.iter().flat_map(|(_, _, p)| p.iter().copied());
+    let all = || series.iter().flat_map(|s| s.points.iter().copied());
     let xa = if categories.is_some() { Axis::LINEAR } else { Axis::for_values(all().map(|p| p.0)) };
     let x_range = match categories {
         Some(c) => -0.3..(c.len() as f64 - 0.7),
@@ -180,8 +205,13 @@ pub fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series], ca
         None => xa.label(*v),
     };
     let ya = Axis::for_values(all().map(|p| p.1));
+    // An error bar that reaches below 0 on a log axis stops at the lowest value drawn.
+    let floor = all().map(|p| p.1).filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
+    let clamp = |v: f64| if ya.log && v <= 0.0 { floor } else { v };
+    let extents = || series.iter().flat_map(|s| s.extents().flat_map(move |(_, lo, hi)| [clamp(lo), hi]));
     let x_ticks = categories.map_or(10, |c| c.len() * 4 + 1);
-    svg_chart(title, x_range, ya.range(all().map(|p| p.1)), |chart| {
+    let x_span = x_range.end - x_range.start;
+    svg_chart(title, x_range, ya.range(all().map(|p| p.1).chain(extents())), |chart| {
         chart
             .configure_mesh()
             .x_desc(format!("{x_desc}{}", xa.suffix()))
@@ -192,15 +222,21 @@ pub fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series], ca
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(err)?;
-        for (name, colour, points) in series {
-            let mapped: Vec<(f64, f64)> = points.iter().map(|(x, y)| (xa.to(*x), ya.to(*y))).collect();
-            let style = colour.stroke_width(2);
+        for line in series {
+            let mapped: Vec<(f64, f64)> = line.points.iter().map(|(x, y)| (xa.to(*x), ya.to(*y))).collect();
+            let style = line.colour.stroke_width(2);
             chart
                 .draw_series(LineSeries::new(mapped.clone(), style))
                 .map_err(err)?
-                .label(name.as_str())
+                .label(line.name.as_str())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
-            chart.draw_series(mapped.iter().map(|p| Circle::new(*p, 3, colour.filled()))).map_err(err)?;
+            chart.draw_series(mapped.iter().map(|p| Circle::new(*p, 3, line.colour.filled()))).map_err(err)?;
+            let cap = x_span * 0.008;
+            let bars = line.extents().zip(&line.errors).filter(|(_, e)| e.is_some()).map(|((x, lo, hi), _)| {
+                let (x, lo, hi) = (xa.to(x), ya.to(clamp(lo)), ya.to(hi));
+                PathElement::new(vec![(x - cap, lo), (x + cap, lo), (x, lo), (x, hi), (x - cap, hi), (x + cap, hi)], line.colour.stroke_width(1))
+            });
+            chart.draw_series(bars).map_err(err)?;
         }
         legend(chart, SeriesLabelPosition::UpperLeft)
     })
@@ -211,24 +247,24 @@ fn err<E: std::fmt::Debug>(e: E) -> String {
 }
 
 /// The distribution of the metric per runtime at one point: a CDF, value axis logarithmic.
-fn cdf_chart(record: &RunRecord, point: &Point, rows: &[&Row]) -> Result<Option<Chart>, String> {
+fn cdf_chart(record: &RunRecord, point: &Point) -> Result<Option<Chart>, String> {
     let metric = record.metric;
     let mut series = Vec::new();
-    for row in rows {
-        let Some(h) = row.histograms.as_ref() else { continue };
-        let h = histogram::decode(h.get(metric))?;
+    for cell in cells(record, point.index) {
+        // The repetitions of a runtime together: one distribution of all their samples.
+        let h = histogram::merge(cell.measured.iter().filter_map(|r| Some(r.histograms.as_ref()?.get(metric))))?;
         if h.is_empty() {
             continue;
         }
         let points: Vec<(f64, f64)> = histogram::cdf(&h).into_iter().map(|(v, f)| (v as f64 / 1e3, f)).collect();
-        series.push((row.runtime.clone(), colour(record, &row.runtime), thin(points, 400)));
+        series.push(Series::new(cell.runtime, colour(record, cell.runtime), thin(points, 400)));
     }
     // Values in µs on a log axis; values <= 0 (a wake-up at or before its deadline) sit at the
     // axis' left end, half the smallest positive value.
-    let smallest = series.iter().flat_map(|(_, _, p)| p.iter().map(|q| q.0)).filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
+    let smallest = series.iter().flat_map(|s| s.points.iter().map(|q| q.0)).filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
     let floor = if smallest.is_finite() { smallest / 2.0 } else { 0.001 };
-    for (_, _, points) in &mut series {
-        for p in points.iter_mut() {
+    for line in &mut series {
+        for p in line.points.iter_mut() {
             p.0 = p.0.max(floor);
         }
     }
@@ -237,7 +273,7 @@ fn cdf_chart(record: &RunRecord, point: &Point, rows: &[&Row]) -> Result<Option<
     }
     let title = format!("{} distribution{}", metric.name(), at(record, point));
     let xa = Axis { log: true, zero_at: None };
-    let x_range = xa.range(series.iter().flat_map(|(_, _, p): &Series| p.iter().map(|q| q.0)));
+    let x_range = xa.range(series.iter().flat_map(|s| s.points.iter().map(|q| q.0)));
     let svg = svg_chart(&title, x_range, 0f64..1.02f64, |chart| {
         chart
             .configure_mesh()
@@ -247,7 +283,7 @@ fn cdf_chart(record: &RunRecord, point: &Point, rows: &[&Row]) -> Result<Option<
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(err)?;
-        for (name, colour, points) in &series {
+        for Series { name, colour, points, .. } in &series {
             // A step function: the fraction holds until the next value.
             let mut steps = Vec::with_capacity(points.len() * 2);
             let mut previous = 0.0;
@@ -279,20 +315,26 @@ fn thin(points: Vec<(f64, f64)>, n: usize) -> Vec<(f64, f64)> {
     kept
 }
 
-/// The v1 study's bars: mean deviation of `actual` and `full` from the expected sleep, per runtime.
-fn deviation_bars(record: &RunRecord, point: &Point, rows: &[&Row]) -> Result<Option<Chart>, String> {
-    let bars: Vec<(String, f64, f64)> = rows
+/// The v1 study's bars: mean deviation of `actual` and `full` from the expected sleep, per
+/// runtime (with repetitions: their mean, and the 95 % interval as an error bar).
+fn deviation_bars(record: &RunRecord, point: &Point) -> Result<Option<Chart>, String> {
+    type Bar = (String, Option<Interval>, Option<Interval>);
+    let bars: Vec<Bar> = cells(record, point.index)
         .iter()
-        .filter_map(|r| {
-            let s = r.statistics.as_ref()?;
-            Some((r.runtime.clone(), s.actual.mean_absolute_deviation? / 1e3, s.full.mean_absolute_deviation? / 1e3))
+        .filter(|c| c.repetitions() > 0)
+        .map(|c| {
+            let of = |metric| c.mean_estimate(metric, Statistic::MeanDeviation).map(|i| scaled(i, 1e-3));
+            (c.runtime.to_string(), of(Metric::Actual), of(Metric::Full))
         })
+        .filter(|b| b.1.is_some() && b.2.is_some())
         .collect();
     if bars.is_empty() {
         return Ok(None);
     }
+    let repeated = record.settings.repeat > 1;
+    let error = |i: &Interval| if repeated { i.half_width } else { 0.0 };
     let title = format!("mean deviation from the expected sleep{}", at(record, point));
-    let top = bars.iter().map(|b| b.1.max(b.2)).fold(0.0, f64::max) * 1.15 + 1e-9;
+    let top = bars.iter().flat_map(|b| [b.1, b.2]).flatten().map(|i| i.value + error(&i)).fold(0.0, f64::max) * 1.15 + 1e-9;
     let names: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
     let svg = svg_chart(&title, -0.5f64..(bars.len() as f64 - 0.5), 0f64..top, |chart| {
         let x_fmt = |v: &f64| {
@@ -310,19 +352,33 @@ fn deviation_bars(record: &RunRecord, point: &Point, rows: &[&Row]) -> Result<Op
             .draw()
             .map_err(err)?;
         for (metric, colour, offset) in [("actual", COLOURS[0], -0.2), ("full", COLOURS[4], 0.2)] {
+            let pick = |b: &Bar| if metric == "actual" { b.1 } else { b.2 }.expect("filtered");
             chart
                 .draw_series(bars.iter().enumerate().map(|(i, b)| {
-                    let v = if metric == "actual" { b.1 } else { b.2 };
                     let x = i as f64 + offset;
-                    Rectangle::new([(x - 0.18, 0.0), (x + 0.18, v)], colour.filled())
+                    Rectangle::new([(x - 0.18, 0.0), (x + 0.18, pick(b).value)], colour.filled())
                 }))
                 .map_err(err)?
                 .label(metric)
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], colour.filled()));
+            if repeated {
+                chart
+                    .draw_series(bars.iter().enumerate().map(|(i, b)| {
+                        let (x, v) = (i as f64 + offset, pick(b));
+                        let (lo, hi) = ((v.value - v.half_width).max(0.0), v.value + v.half_width);
+                        PathElement::new(vec![(x - 0.06, lo), (x + 0.06, lo), (x, lo), (x, hi), (x - 0.06, hi), (x + 0.06, hi)], BLACK.stroke_width(1))
+                    }))
+                    .map_err(err)?;
+            }
         }
         legend(chart, SeriesLabelPosition::UpperLeft)
     })?;
     Ok(Some(Chart { file: format!("point-{}-deviation-bars.svg", point.index + 1), title, svg }))
+}
+
+/// An interval in other units.
+fn scaled(i: Interval, factor: f64) -> Interval {
+    Interval { value: i.value * factor, half_width: i.half_width * factor, standard_error: i.standard_error * factor, ..i }
 }
 
 fn at(record: &RunRecord, point: &Point) -> String {
@@ -354,14 +410,21 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
             Some(c) => c.iter().position(|label| *label == param.format_value(v)).unwrap_or(0) as f64,
             None => v as f64,
         };
-        let line_of = |runtime: &String, get: &dyn Fn(&Row) -> Option<f64>| -> Vec<(f64, f64)> {
+        // A point's value: the mean over its repetitions, with their 95 % interval when there
+        // are two or more.
+        let line_of = |runtime: &String, get: &dyn Fn(&Row) -> Option<f64>| -> (Vec<(f64, f64)>, Vec<Option<Interval>>) {
             points
                 .iter()
                 .filter_map(|p| {
-                    let row = record.rows.iter().find(|r| r.point == p.index && &r.runtime == runtime)?;
-                    Some((x_of(p.value(param)?), get(row)?))
+                    let cell = cells(record, p.index).into_iter().find(|c| c.runtime == runtime)?;
+                    let estimate = cell.estimate(get, |r| get(r).map(|v| Interval { value: v, half_width: 0.0, standard_error: 0.0, degrees_of_freedom: None }))?;
+                    Some(((x_of(p.value(param)?), estimate.value), Some(estimate)))
                 })
-                .collect()
+                .unzip()
+        };
+        let series_of = |name: String, colour: RGBColor, (line, estimates): (Vec<(f64, f64)>, Vec<Option<Interval>>)| -> Series {
+            let errors = estimates.iter().map(|e| e.filter(|e| e.degrees_of_freedom.is_some()).map(|e| e.half_width)).collect();
+            Series { name, colour, points: line, errors }
         };
         let stat = |get: &dyn Fn(&Row) -> Option<f64>| -> Vec<Series> {
             record
@@ -370,7 +433,7 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
                 .iter()
                 .filter_map(|runtime| {
                     let line = line_of(runtime, get);
-                    (!line.is_empty()).then(|| (runtime.clone(), colour(record, runtime), line))
+                    (!line.0.is_empty()).then(|| series_of(runtime.clone(), colour(record, runtime), line))
                 })
                 .collect()
         };
@@ -385,8 +448,8 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
                     let name = format!("{runtime} {}", crate::output::class_name(class));
                     let c = colour(record, runtime);
                     let shade = if class == 0 { c } else { RGBColor(c.0 / 2 + 128, c.1 / 2 + 128, c.2 / 2 + 128) };
-                    if !line.is_empty() {
-                        series.push((name, shade, line));
+                    if !line.0.is_empty() {
+                        series.push(series_of(name, shade, line));
                     }
                 }
             }
@@ -435,13 +498,18 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
             let svg = line_chart(&title, param.axis_label(), y_desc, &series, categories.as_deref())?;
             charts.push(Chart { file: format!("sweep-{}{slug}-{name}.svg", param.name()), title, svg });
         }
-        // Ratio to each runtime's own first point.
-        let means = stat(&|r: &Row| summary(r)?.mean);
-        let ratios: Vec<Series> = means
-            .into_iter()
-            .filter_map(|(n, c, line)| {
-                let first = line.first()?.1;
-                (first != 0.0).then(|| (n, c, line.iter().map(|(x, y)| (*x, y / first)).collect()))
+        // Ratio to each runtime's own first point, its interval propagated from both.
+        let ratios: Vec<Series> = record
+            .settings
+            .runtimes
+            .iter()
+            .filter_map(|runtime| {
+                let (line, estimates) = line_of(runtime, &|r: &Row| summary(r)?.mean);
+                let first = estimates.first().copied().flatten().filter(|f| f.value != 0.0)?;
+                let ratio = |e: Option<Interval>| e.map(|e| ratio_interval(&e, &first));
+                let points = line.iter().zip(&estimates).map(|((x, _), e)| (*x, ratio(*e).map_or(f64::NAN, |r| r.value))).collect();
+                let intervals = estimates.iter().map(|e| ratio(*e)).collect();
+                Some(series_of(runtime.clone(), colour(record, runtime), (points, intervals)))
             })
             .collect();
         if !ratios.is_empty() {
@@ -460,11 +528,9 @@ pub fn all(record: &RunRecord) -> Result<Vec<Chart>, String> {
     for sweep in &record.sweeps {
         charts.extend(sweep_charts(record, sweep.param)?);
     }
-    let rows = record.rows_in_order();
     for point in &record.points {
-        let at_point: Vec<&Row> = rows.iter().copied().filter(|r| r.point == point.index).collect();
-        charts.extend(cdf_chart(record, point, &at_point)?);
-        charts.extend(deviation_bars(record, point, &at_point)?);
+        charts.extend(cdf_chart(record, point)?);
+        charts.extend(deviation_bars(record, point)?);
     }
     Ok(charts)
 }

@@ -25,6 +25,7 @@ pub const INVALID_PLANS: &[(&str, &str)] = vectors!("invalid-plans":
     "three-classes", "zero-start-limit", "missing-start-limit");
 
 const GRACE: Duration = Duration::from_secs(10);
+const NO_ITERATION: &str = "made no iteration in a plan every unit has time for";
 
 pub fn check_driver(id: &str) -> Result<ExitCode, String> {
     let info = runtime::find(id)
@@ -39,8 +40,15 @@ pub fn check_driver(id: &str) -> Result<ExitCode, String> {
         failures += usize::from(!ok);
     };
     for (name, text) in PLANS {
-        let plan = Plan::from_json(&text.replace("RUNTIME", id)).expect("the vector plans are valid");
-        let (ok, line) = run_plan(info, &plan, None);
+        let mut plan = Plan::from_json(&text.replace("RUNTIME", id)).expect("the vector plans are valid");
+        let (mut ok, mut line) = run_plan(info, &plan, None);
+        if !ok && line.contains(NO_ITERATION) {
+            // A loaded machine may keep a unit off the CPU for a whole short plan: ten times
+            // as long tells that from a unit that never runs.
+            plan.duration_ns *= 10;
+            (ok, line) = run_plan(info, &plan, None);
+            line = format!("{line} (run again 10 times as long)");
+        }
         report(ok, format!("{name}: {line}"));
     }
     // Stopping early: end of file on stdin ends a long plan within about one iteration.
@@ -85,7 +93,7 @@ fn run_plan(info: &runtime::RuntimeInfo, plan: &Plan, stop_after: Option<Duratio
         // may let one unit starve another (embassy's priority queue does), which is a result.
         (Outcome::Completed(r), None) if plan.sleep.schedule.sleeps() && r.units.iter().any(|u| u.iterations == 0) => {
             let idle = r.units.iter().find(|u| u.iterations == 0).map_or(0, |u| u.unit);
-            (false, format!("unit {idle} made no iteration in a plan every unit has time for"))
+            (false, format!("unit {idle} {NO_ITERATION}"))
         }
         (Outcome::Completed(r), None) => (true, format!(
             "{} units, {} iterations, {} samples, {} missed periods{}",

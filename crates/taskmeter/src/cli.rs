@@ -6,7 +6,8 @@ use crate::run::{run, Exports, RunOptions};
 use crate::sched::{CpuList, Policy, SchedSettings};
 use crate::sweep::{Param, Sweep};
 use crate::runtime;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -160,13 +161,14 @@ fn sender_counts(text: &str) -> Result<SenderCounts, String> {
 }
 
 impl NetLoad {
-    fn settings(&self, receivers: Vec<String>) -> crate::net::NetSettings {
+    fn settings(&self, receivers: Vec<String>, repeat: u32) -> crate::net::NetSettings {
         crate::net::NetSettings {
             receivers,
             senders: self.senders.0.clone(),
             messages: self.messages,
             per_sender: self.per_sender,
             message_size: self.message_size as usize,
+            repeat,
         }
     }
 }
@@ -294,6 +296,11 @@ struct RunArgs {
     /// A first look in about 10 seconds: 300 ms per runtime after 100 ms of warm-up
     #[arg(long)]
     quick: bool,
+    /// Workers per runtime and point (net: per receiver and sender count), each its own
+    /// process, all interleaved; with 2 or more, every interval comes from the variation
+    /// between them (a 95 % Student-t interval)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    repeat: u32,
     /// Sweep a parameter: NAME=V1,V2,... or NAME=A..B:+STEP, A..B:*FACTOR, A..B:log10, A..B:log2.
     /// NAME: units, busy, sleep (the schedule's D), modulo (its M), duration, warmup. Repeat the
     /// flag to sweep several: every combination is a point.
@@ -329,6 +336,11 @@ struct RunArgs {
     /// Allow a real-time policy with busy work on every core (it can starve the machine)
     #[arg(long)]
     allow_rt_spin: bool,
+    /// Hold a PM QoS CPU latency request of US microseconds (/dev/cpu_dma_latency, root) while
+    /// the workers run, as cyclictest does with 0: idle CPUs then stay in states that wake
+    /// within it. Sweep it with --sweep cpu-dma-latency=0,none
+    #[arg(long, value_name = "US", value_parser = crate::sweep::parse_latency_us)]
+    cpu_dma_latency: Option<u32>,
     /// Also write the run record (run.json) to FILE
     #[arg(long, value_name = "FILE")]
     export_json: Option<PathBuf>,
@@ -376,6 +388,51 @@ impl ExperimentArg {
             ExperimentArg::Net => "net",
         }
     }
+}
+
+/// The experiments each flag of `taskmeter run` applies to, by clap argument id. A flag typed
+/// (or set by a preset) for an experiment that does not use it is refused, never ignored.
+const FLAG_SCOPE: &[(&str, &[ExperimentArg])] = {
+    use ExperimentArg::*;
+    const EVERY: &[ExperimentArg] = &[Sleep, Volume, AtomicSum, Net];
+    const LOOP: &[ExperimentArg] = &[Sleep, Volume, AtomicSum];
+    const NET: &[ExperimentArg] = &[Net];
+    &[
+        ("experiment", EVERY), ("repeat", EVERY), ("cpu_dma_latency", EVERY), ("grace", EVERY), ("output", EVERY), ("format", EVERY), ("export_json", EVERY),
+        ("receivers", NET), ("senders", NET), ("messages", NET), ("per_sender", NET), ("message_size", NET),
+        ("runtimes", LOOP), ("units", LOOP), ("sleep", LOOP), ("priority_classes", LOOP), ("start_limit", LOOP),
+        ("together", LOOP), ("mode", LOOP), ("busy", LOOP), ("yield_each_step", LOOP), ("duration", LOOP),
+        ("warmup", LOOP), ("quick", LOOP), ("sweeps", LOOP), ("order", LOOP), ("seed", LOOP), ("metric", LOOP),
+        ("table", LOOP), ("policy", LOOP), ("timer_slack", LOOP), ("cpus", LOOP), ("mlock", LOOP),
+        ("allow_rt_spin", LOOP), ("export_csv", LOOP), ("export_markdown", LOOP), ("raw", LOOP),
+    ]
+};
+
+/// Refuses a `run` flag given for an experiment it does not apply to, naming the ones it does.
+fn check_flag_scope(matches: &ArgMatches) -> Result<(), String> {
+    let Some(run) = matches.subcommand_matches("run") else { return Ok(()) };
+    let experiment = run.get_one::<ExperimentArg>("experiment").copied().unwrap_or(ExperimentArg::Sleep);
+    let command = Cli::command();
+    let arguments = command.find_subcommand("run").expect("run is a subcommand");
+    for argument in arguments.get_arguments() {
+        let id = argument.get_id().as_str();
+        if run.value_source(id) != Some(ValueSource::CommandLine) {
+            continue;
+        }
+        let scope = FLAG_SCOPE.iter().find(|(name, _)| *name == id).map_or(&[][..], |(_, scope)| *scope);
+        if !scope.contains(&experiment) {
+            let flag = argument.get_long().map_or_else(|| id.to_string(), |long| format!("--{long}"));
+            let names: Vec<&str> = scope.iter().map(|e| e.name()).collect();
+            let belongs = match names.as_slice() {
+                [] => "no experiment".to_string(),
+                [one] => one.to_string(),
+                [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+            };
+            let hint = if id == "runtimes" { "; `run net` takes --receivers" } else { "" };
+            return Err(format!("{flag} does not apply to `run {}` (it applies to {belongs}){hint}", experiment.name()));
+        }
+    }
+    Ok(())
 }
 
 /// `--units`: one count, or values to sweep.
@@ -447,8 +504,18 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let cli = match Cli::try_parse_from(args) {
-        Ok(cli) => cli,
+    let parsed = Cli::command().try_get_matches_from(args).and_then(|matches| {
+        let cli = Cli::from_arg_matches(&matches)?;
+        Ok((cli, matches))
+    });
+    let cli = match parsed {
+        Ok((cli, matches)) => {
+            if let Err(message) = check_flag_scope(&matches) {
+                eprintln!("taskmeter: {message}");
+                return ExitCode::from(2);
+            }
+            cli
+        }
         Err(e) if !e.use_stderr() => {
             // --help and --version
             let _ = e.print();
@@ -495,8 +562,8 @@ pub fn main() -> ExitCode {
                 command_line: std::env::args().collect(),
             })
         }),
-        Command::Net { action: NetAction::Serve { runtime, listen, load } } => crate::net::serve_only(&runtime, &listen, &load.settings(vec![runtime.clone()])),
-        Command::Net { action: NetAction::Send { to, load } } => crate::net::send_only(to, &load.settings(Vec::new())),
+        Command::Net { action: NetAction::Serve { runtime, listen, load } } => crate::net::serve_only(&runtime, &listen, &load.settings(vec![runtime.clone()], 1)),
+        Command::Net { action: NetAction::Send { to, load } } => crate::net::send_only(to, &load.settings(Vec::new(), 1)),
         Command::NetReceiver { runtime } => Ok(ExitCode::from(crate::net::receiver::main(&runtime))),
         Command::Bench(args) => bench_options(*args).and_then(crate::bench::run),
         Command::CheckDriver { runtime } => crate::check::check_driver(&runtime),
@@ -580,6 +647,7 @@ fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
         units,
         priority_classes: args.priority_classes,
         start_limit_ns: args.start_limit,
+        repeat: args.repeat,
         together: args.together,
         duration_ns: args.duration.unwrap_or(if args.quick { 300_000_000 } else { 1_500_000_000 }),
         warmup_ns: args.warmup.unwrap_or(if args.quick { 100_000_000 } else { 500_000_000 }),
@@ -594,30 +662,24 @@ fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
             mlock: args.mlock,
         },
         allow_rt_spin: args.allow_rt_spin,
+        cpu_dma_latency_us: args.cpu_dma_latency,
     };
     Ok((settings, sweeps))
 }
 
 /// The rules a point's settings obey; every refusal is one clear sentence.
 fn net_options(args: &RunArgs) -> Result<crate::net::NetOptions, String> {
-    let others = [
-        ("--units", args.units.is_some()),
-        ("--sleep", args.sleep.is_some()),
-        ("--sweep", !args.sweeps.is_empty()),
-        ("--runtimes (use --receivers)", !args.runtimes.is_empty()),
-    ];
-    if let Some((flag, _)) = others.iter().find(|(_, given)| *given) {
-        return Err(format!("{flag} does not apply to `run net`"));
-    }
     let receivers = if args.receivers.is_empty() {
         ["thread", "tokio-mt", "c-thread", "go"].map(str::to_string).to_vec()
     } else {
         args.receivers.clone()
     };
     Ok(crate::net::NetOptions {
-        settings: args.net.settings(receivers),
+        settings: args.net.settings(receivers, args.repeat),
         grace: std::time::Duration::from_nanos(args.grace),
         output: args.output.clone(),
+        export_json: args.export_json.clone(),
+        cpu_dma_latency_us: args.cpu_dma_latency,
         json: matches!(args.format, Format::Json),
         command_line: std::env::args().collect(),
     })
@@ -694,4 +756,22 @@ fn check_real_time(settings: &Settings) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_run_flag_names_the_experiments_it_applies_to() {
+        let command = Cli::command();
+        let run = command.find_subcommand("run").unwrap();
+        for argument in run.get_arguments().filter(|a| !matches!(a.get_id().as_str(), "help")) {
+            let id = argument.get_id().as_str();
+            assert!(FLAG_SCOPE.iter().any(|(name, scope)| *name == id && !scope.is_empty()), "--{id} has no scope");
+        }
+        for (name, _) in FLAG_SCOPE {
+            assert!(run.get_arguments().any(|a| a.get_id() == *name), "{name} is not a flag of run");
+        }
+    }
 }

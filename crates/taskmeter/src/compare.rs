@@ -1,16 +1,19 @@
 //! `taskmeter compare OLD NEW`: per runtime, point and metric, the change of the median and the
 //! p99, with a verdict from a significance test and a noise threshold, as criterion does.
 //!
-//! The test is the two-sided Mann-Whitney U test on the two rows' stored distributions (ties
-//! handled by mid-ranks, normal approximation with tie correction and continuity correction;
-//! with thousands of samples per row the approximation is accurate). A change is *improved* or
+//! The verdict is about a score, lower being better: the median for `lateness` and `busy`, the
+//! mean distance from the expected sleep (the v1 study's mean absolute deviation) for `actual`
+//! and `full`; with repetitions, the mean of the repetitions' scores. A change is *improved* or
 //! *regressed* only when it is both significant (p < alpha) and larger than the noise threshold;
-//! otherwise *no change*. For `lateness` and `busy` the threshold applies to the median and lower
-//! is better; for `actual` and `full` it applies to the mean distance from the expected sleep
-//! (the v1 study's mean absolute deviation), and a smaller distance is better.
+//! otherwise *no change*. The test is always on the quantity the score is made of (see
+//! [`TESTS`]): Welch's t-test on the repetitions' scores when both runs have two or more;
+//! otherwise the two-sided Mann-Whitney U test (ties by mid-ranks, normal approximation with tie
+//! and continuity corrections) on every measured sample, exact from samples.csv or from the
+//! stored histograms, which cannot test values below 0 (they clamp them) and then give no verdict.
 
 use crate::histogram;
 use crate::output::format_ns;
+use crate::aggregate::{cells, Cell};
 use crate::results::{self, Metric, Row, RunRecord, METRICS};
 use hdrhistogram::Histogram;
 use std::path::{Path, PathBuf};
@@ -61,6 +64,7 @@ pub fn run(options: CompareOptions) -> Result<ExitCode, String> {
     if old.experiment != new.experiment {
         return Err(format!("cannot compare a '{}' run with a '{}' run", old.experiment, new.experiment));
     }
+    let raw = (RawSamples::load(&options.old)?, RawSamples::load(&options.new)?);
     let metrics: Vec<Metric> = options.metric.map(|m| vec![m]).unwrap_or_else(|| METRICS.to_vec());
     println!(
         "compare {} ({}) -> {} ({})",
@@ -69,53 +73,81 @@ pub fn run(options: CompareOptions) -> Result<ExitCode, String> {
         options.new.display(),
         new.started_at
     );
-    println!(
-        "verdict: two-sided Mann-Whitney U, alpha {}, noise threshold {:.1} %",
-        options.alpha,
-        options.threshold * 100.0
-    );
+    println!("verdict: alpha {}, noise threshold {:.1} %, on the median (lateness, busy) or the mean |value - expected| (actual, full)", options.alpha, options.threshold * 100.0);
+    println!("test: {}", TESTS);
     println!();
-    let mut lines = vec![["runtime", "point", "metric", "median old -> new", "change", "p99 old -> new", "change", "p", "verdict"]
+    let mut lines = vec![["runtime", "point", "metric", "median old -> new", "change", "p99 old -> new", "change", "score change", "test", "p", "verdict"]
         .map(str::to_string)
         .to_vec()];
     let mut regressions = 0;
     let mut unmatched = Vec::new();
-    for old_row in old.rows_in_order().into_iter().filter(|r| r.statistics.is_some()) {
-        let label = point_label(&old, old_row);
-        let Some(new_row) = new.rows.iter().find(|r| r.runtime == old_row.runtime && point_label(&new, r) == label) else {
-            unmatched.push(format!("{} at {label}: only in the old run", old_row.runtime));
-            continue;
-        };
-        if new_row.statistics.is_none() {
-            unmatched.push(format!("{} at {label}: no statistics in the new run ({:?})", old_row.runtime, new_row.status));
-            continue;
-        }
-        for metric in &metrics {
-            let c = compare_rows(old_row, new_row, *metric, options.threshold, options.alpha)?;
-            regressions += usize::from(c.verdict == Verdict::Regressed);
-            lines.push(vec![
-                old_row.runtime.clone(),
-                label.clone(),
-                metric.name().into(),
-                format!("{} -> {}", format_ns(c.old_median), format_ns(c.new_median)),
-                percent(c.median_change),
-                format!("{} -> {}", format_ns(c.old_p99), format_ns(c.new_p99)),
-                percent(c.p99_change),
-                format!("{:.3}", c.p_value),
-                c.verdict.as_str().into(),
-            ]);
+    for point in &old.points {
+        let label = point.label();
+        let new_point = new.points.iter().find(|p| p.label() == label);
+        for old_cell in cells(&old, point.index).into_iter().filter(|c| c.repetitions() > 0) {
+            let new_cell = new_point.and_then(|p| cells(&new, p.index).into_iter().find(|c| c.runtime == old_cell.runtime));
+            let Some(new_cell) = new_cell.filter(|c| c.repetitions() > 0) else {
+                unmatched.push(format!("{} at {label}: no statistics in the new run", old_cell.runtime));
+                continue;
+            };
+            let samples = (raw.0.as_ref().map(|r| (r, point.index)), raw.1.as_ref().zip(new_point).map(|(r, p)| (r, p.index)));
+            for metric in &metrics {
+                let c = compare_cells(&old_cell, &new_cell, *metric, samples, options.threshold, options.alpha)?;
+                regressions += usize::from(c.verdict == Verdict::Regressed);
+                lines.push(vec![
+                    old_cell.runtime.to_string(),
+                    label.clone(),
+                    metric.name().into(),
+                    format!("{} -> {}", format_ns(c.old_median), format_ns(c.new_median)),
+                    percent(c.median_change),
+                    format!("{} -> {}", format_ns(c.old_p99), format_ns(c.new_p99)),
+                    percent(c.p99_change),
+                    percent(c.score_change),
+                    c.test.name().into(),
+                    c.p_value.map_or("-".into(), |p| format!("{p:.3}")),
+                    c.verdict.as_str().into(),
+                ]);
+            }
         }
     }
-    for new_row in new.rows_in_order().into_iter().filter(|r| r.statistics.is_some()) {
-        let label = point_label(&new, new_row);
-        if !old.rows.iter().any(|r| r.runtime == new_row.runtime && point_label(&old, r) == label && r.statistics.is_some()) {
-            unmatched.push(format!("{} at {label}: only in the new run", new_row.runtime));
+    for point in &new.points {
+        for cell in cells(&new, point.index).into_iter().filter(|c| c.repetitions() > 0) {
+            let in_old = old.points.iter().find(|p| p.label() == point.label()).is_some_and(|p| cells(&old, p.index).iter().any(|c| c.runtime == cell.runtime && c.repetitions() > 0));
+            if !in_old {
+                unmatched.push(format!("{} at {}: only in the new run", cell.runtime, point.label()));
+            }
         }
     }
     if lines.len() == 1 {
         return Err("the two runs have no runtime and point in common".into());
     }
     Ok(print_verdicts(&lines, &unmatched, regressions))
+}
+
+/// How `compare` tests a runtime at a point, best first; always on the quantity the verdict's
+/// threshold is applied to.
+const TESTS: &str = "\"reps\": Welch's t-test on the repetitions' scores (both runs have 2 or more repetitions); \
+\"raw\": Mann-Whitney U on every measured sample's value (lateness, busy) or |value - expected| (actual, full), \
+from samples.csv (both runs kept --raw); \"hist\": the same on the stored histograms (5 significant digits), \
+not when a row holds negative values, which the histograms clamp to 0; \"none\": no test possible, no verdict";
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Test {
+    Repetitions,
+    Raw,
+    Histograms,
+    None,
+}
+
+impl Test {
+    fn name(self) -> &'static str {
+        match self {
+            Test::Repetitions => "reps",
+            Test::Raw => "raw",
+            Test::Histograms => "hist",
+            Test::None => "none",
+        }
+    }
 }
 
 /// The table, what was not compared, and the exit status: 1 when something regressed.
@@ -134,10 +166,6 @@ fn print_verdicts(lines: &[Vec<String>], unmatched: &[String], regressions: usiz
     }
 }
 
-fn point_label(record: &RunRecord, row: &Row) -> String {
-    record.points.get(row.point).map(|p| p.label()).unwrap_or_else(|| "-".into())
-}
-
 fn percent(change: Option<f64>) -> String {
     change.map(|c| format!("{:+.1} %", c * 100.0)).unwrap_or_else(|| "n/a".into())
 }
@@ -149,39 +177,141 @@ pub struct Comparison {
     pub old_p99: f64,
     pub new_p99: f64,
     pub p99_change: Option<f64>,
-    pub p_value: f64,
+    /// The change of the score the verdict is about.
+    pub score_change: Option<f64>,
+    pub test: Test,
+    pub p_value: Option<f64>,
     pub verdict: Verdict,
 }
 
-pub fn compare_rows(old: &Row, new: &Row, metric: Metric, threshold: f64, alpha: f64) -> Result<Comparison, String> {
-    let stats = |r: &Row| r.statistics.as_ref().expect("rows with statistics").get(metric).clone();
-    let (so, sn) = (stats(old), stats(new));
-    let hist = |r: &Row| -> Result<Histogram<u64>, String> {
-        let text = r.histograms.as_ref().ok_or_else(|| format!("row {} has no histograms", r.runtime))?.get(metric);
-        histogram::decode(text)
+/// The score of one repetition: its median (lateness, busy) or its mean |value - expected|
+/// (actual, full); lower is better.
+fn score(row: &Row, metric: Metric) -> Option<f64> {
+    let s = row.statistics.as_ref()?.get(metric);
+    match metric {
+        Metric::Lateness | Metric::Busy => s.p50.map(|v| v as f64),
+        Metric::Actual | Metric::Full => s.mean_absolute_deviation,
+    }
+}
+
+/// A run's raw samples (when it kept them) and the index of the point in it.
+pub type RawPoint<'a> = Option<(&'a RawSamples, usize)>;
+
+pub fn compare_cells(
+    old: &Cell,
+    new: &Cell,
+    metric: Metric,
+    raw: (RawPoint, RawPoint),
+    threshold: f64,
+    alpha: f64,
+) -> Result<Comparison, String> {
+    let scores = |c: &Cell| -> Vec<f64> { c.measured.iter().filter_map(|r| score(r, metric)).collect() };
+    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    let (old_scores, new_scores) = (scores(old), scores(new));
+    let (old_score, new_score) = (mean(&old_scores).unwrap_or(0.0), mean(&new_scores).unwrap_or(0.0));
+    let (test, p_value) = if old_scores.len() >= 2 && new_scores.len() >= 2 {
+        (Test::Repetitions, crate::stats::welch_p(&old_scores, &new_scores).or(Some(1.0)))
+    } else if let (Some((a, pa)), Some((b, pb))) = raw {
+        match (a.counts(old.runtime, pa, metric), b.counts(new.runtime, pb, metric)) {
+            (Some(x), Some(y)) => (Test::Raw, Some(mann_whitney_counts(&x, &y))),
+            _ => (Test::None, None),
+        }
+    } else {
+        match (stored(old, metric)?, stored(new, metric)?) {
+            (Some(x), Some(y)) => (Test::Histograms, Some(mann_whitney_counts(&x, &y))),
+            _ => (Test::None, None),
+        }
     };
-    let p_value = mann_whitney_p(&hist(old)?, &hist(new)?);
-    let value = |v: Option<i64>| v.unwrap_or(0) as f64;
     let change = |a: f64, b: f64| (a != 0.0).then(|| (b - a) / a.abs());
-    let (old_median, new_median) = (value(so.p50), value(sn.p50));
-    let median_change = change(old_median, new_median);
-    // Which direction is better: the median itself, or (actual, full) the distance from the
-    // expected sleep.
-    let (old_score, new_score) = match metric {
-        Metric::Lateness | Metric::Busy => (old_median, new_median),
-        Metric::Actual | Metric::Full => (so.mean_absolute_deviation.unwrap_or(0.0), sn.mean_absolute_deviation.unwrap_or(0.0)),
-    };
-    let verdict = verdict(p_value, alpha, old_score, new_score, threshold);
+    let value = |c: &Cell, pick: fn(&crate::stats::Summary) -> Option<i64>| c.mean_percentile(metric, pick).unwrap_or(0.0);
+    let (old_median, new_median) = (value(old, |s| s.p50), value(new, |s| s.p50));
+    let (old_p99, new_p99) = (value(old, |s| s.p99), value(new, |s| s.p99));
+    let verdict = p_value.map_or(Verdict::NoChange, |p| verdict(p, alpha, old_score, new_score, threshold));
     Ok(Comparison {
         old_median,
         new_median,
-        median_change,
-        old_p99: value(so.p99),
-        new_p99: value(sn.p99),
-        p99_change: change(value(so.p99), value(sn.p99)),
+        median_change: change(old_median, new_median),
+        old_p99,
+        new_p99,
+        p99_change: change(old_p99, new_p99),
+        score_change: change(old_score, new_score),
+        test,
         p_value,
         verdict,
     })
+}
+
+/// The stored distribution of the quantity the verdict is about, the repetitions merged; None
+/// when the histograms cannot represent it (negative values, clamped to 0, or an older run.json
+/// without |value - expected|).
+fn stored(cell: &Cell, metric: Metric) -> Result<Option<Vec<(i64, u64)>>, String> {
+    let mut texts = Vec::new();
+    for row in &cell.measured {
+        let text = match metric {
+            Metric::Lateness | Metric::Busy => {
+                if row.statistics.as_ref().and_then(|s| s.get(metric).min).is_some_and(|m| m < 0) {
+                    return Ok(None);
+                }
+                row.histograms.as_ref().map(|h| h.get(metric))
+            }
+            Metric::Actual | Metric::Full => row.deviation_histograms.as_ref().and_then(|d| d.get(metric)),
+        };
+        let Some(text) = text else { return Ok(None) };
+        texts.push(text);
+    }
+    let h = histogram::merge(texts)?;
+    Ok(Some(h.iter_recorded().map(|v| (h.lowest_equivalent(v.value_iterated_to()) as i64, v.count_at_value())).collect()))
+}
+
+/// Every measured sample of a run kept with `--raw` (samples.csv), by runtime, point and metric:
+/// the value, or |value - expected| for `actual` and `full`.
+pub struct RawSamples {
+    values: std::collections::HashMap<(String, usize, Metric), Vec<i64>>,
+}
+
+impl RawSamples {
+    /// None when the run did not keep its samples.
+    fn load(path: &Path) -> Result<Option<RawSamples>, String> {
+        let folder = if path.is_dir() { path.to_path_buf() } else { path.parent().unwrap_or(Path::new(".")).to_path_buf() };
+        let file = folder.join("samples.csv");
+        let Ok(text) = std::fs::read_to_string(&file) else { return Ok(None) };
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
+        let column = |name: &str| header.iter().position(|h| *h == name).ok_or_else(|| format!("{} has no column {name}", file.display()));
+        let (runtime, point, phase, expected) = (column("runtime")?, column("point")?, column("phase")?, column("expected_ns")?);
+        let metric_columns: Vec<(Metric, usize)> = METRICS.iter().map(|m| Ok((*m, column(&format!("{}_ns", m.name()))?))).collect::<Result<_, String>>()?;
+        let mut values: std::collections::HashMap<(String, usize, Metric), Vec<i64>> = Default::default();
+        for (number, line) in lines.enumerate() {
+            let fields: Vec<&str> = line.split(',').collect();
+            let bad = || format!("{} line {} is not a sample", file.display(), number + 2);
+            if fields.get(phase) != Some(&"measure") {
+                continue;
+            }
+            let int = |i: usize| fields.get(i).and_then(|f| f.parse::<i64>().ok()).ok_or_else(bad);
+            let point = fields.get(point).and_then(|f| f.parse::<usize>().ok()).ok_or_else(bad)?;
+            let expected = int(expected)?;
+            for (metric, index) in &metric_columns {
+                let value = int(*index)?;
+                let quantity = if matches!(metric, Metric::Actual | Metric::Full) { (value - expected).abs() } else { value };
+                values.entry((fields[runtime].to_string(), point, *metric)).or_default().push(quantity);
+            }
+        }
+        Ok(Some(RawSamples { values }))
+    }
+
+    /// (value, count) in increasing order.
+    fn counts(&self, runtime: &str, point: usize, metric: Metric) -> Option<Vec<(i64, u64)>> {
+        let mut values = self.values.get(&(runtime.to_string(), point, metric))?.clone();
+        values.sort_unstable();
+        let mut counts: Vec<(i64, u64)> = Vec::new();
+        for v in values {
+            match counts.last_mut() {
+                Some(last) if last.0 == v => last.1 += 1,
+                _ => counts.push((v, 1)),
+            }
+        }
+        Some(counts)
+    }
 }
 
 /// Improved or regressed only when the change is significant and beyond the noise threshold;
@@ -260,15 +390,20 @@ fn compare_benches(options: &CompareOptions) -> Result<ExitCode, String> {
 
 /// Two-sided p-value of the Mann-Whitney U test between two distributions.
 pub fn mann_whitney_p(a: &Histogram<u64>, b: &Histogram<u64>) -> f64 {
-    let (n1, n2) = (a.len() as f64, b.len() as f64);
+    let counts = |h: &Histogram<u64>| -> Vec<(i64, u64)> {
+        h.iter_recorded().map(|v| (h.lowest_equivalent(v.value_iterated_to()) as i64, v.count_at_value())).collect()
+    };
+    mann_whitney_counts(&counts(a), &counts(b))
+}
+
+/// Two-sided p-value of the Mann-Whitney U test between two distributions given as (value,
+/// count) in increasing order of value.
+pub fn mann_whitney_counts(ca: &[(i64, u64)], cb: &[(i64, u64)]) -> f64 {
+    let (n1, n2) = (ca.iter().map(|c| c.1).sum::<u64>() as f64, cb.iter().map(|c| c.1).sum::<u64>() as f64);
     if n1 == 0.0 || n2 == 0.0 {
         return 1.0;
     }
     // Walk the distinct values of both in order, giving each tie group its mid-rank.
-    let counts = |h: &Histogram<u64>| -> Vec<(u64, u64)> {
-        h.iter_recorded().map(|v| (h.lowest_equivalent(v.value_iterated_to()), v.count_at_value())).collect()
-    };
-    let (ca, cb) = (counts(a), counts(b));
     let (mut i, mut j) = (0, 0);
     let (mut rank_sum_a, mut seen, mut tie_term) = (0f64, 0f64, 0f64);
     while i < ca.len() || j < cb.len() {
@@ -317,6 +452,60 @@ mod tests {
         let a: Vec<i64> = (0..500).map(|i| 1000 + i).collect();
         let b: Vec<i64> = (0..500).map(|i| 1100 + i).collect();
         assert!(mann_whitney_p(&h(&a), &h(&b)) < 1e-6);
+    }
+
+    fn cell_rows(runtime: &str, repetitions: &[&[i64]]) -> Vec<Row> {
+        repetitions
+            .iter()
+            .enumerate()
+            .map(|(i, values)| {
+                let summary = crate::stats::Summary::of(values, &vec![0; values.len()]);
+                let encoded = histogram::encode(&h(values));
+                Row {
+                    runtime: runtime.into(),
+                    point: 0,
+                    repetition: i as u32 + 1,
+                    sequence: i,
+                    status: crate::results::RowStatus::Ok,
+                    reason: None,
+                    plan: None,
+                    worker: None,
+                    counts: None,
+                    statistics: Some(results::PerMetric::from_fn(|_| summary.clone())),
+                    histograms: Some(results::PerMetric::from_fn(|_| encoded.clone())),
+                    deviation_histograms: Some(results::DeviationHistograms { actual: encoded.clone(), full: encoded.clone() }),
+                    classes: Vec::new(),
+                }
+            })
+            .collect()
+    }
+
+    fn cell<'a>(rows: &'a [Row]) -> Cell<'a> {
+        Cell { runtime: &rows[0].runtime, point: 0, measured: rows.iter().collect(), unmeasured: Vec::new() }
+    }
+
+    #[test]
+    fn the_test_follows_what_both_runs_kept() {
+        let slow: Vec<i64> = (0..200).map(|i| 2000 + i).collect();
+        let fast: Vec<i64> = (0..200).map(|i| 1000 + i).collect();
+        // Two repetitions on each side: Welch on the repetitions' medians.
+        let (old, new) = (cell_rows("a", &[&slow, &slow[1..]]), cell_rows("a", &[&fast, &fast[1..]]));
+        let c = compare_cells(&cell(&old), &cell(&new), Metric::Lateness, (None, None), 0.05, 0.05).unwrap();
+        assert_eq!((c.test, c.verdict), (Test::Repetitions, Verdict::Improved));
+        // One repetition each, no raw samples: the stored histograms.
+        let (old, new) = (cell_rows("a", &[&slow]), cell_rows("a", &[&fast]));
+        let c = compare_cells(&cell(&old), &cell(&new), Metric::Lateness, (None, None), 0.05, 0.05).unwrap();
+        assert_eq!((c.test, c.verdict), (Test::Histograms, Verdict::Improved));
+        assert!(c.p_value.unwrap() < 1e-6);
+        // A row with a wake-up before its deadline: the histograms clamp it, so no test decides.
+        let mut early = fast.clone();
+        early[0] = -5;
+        let new = cell_rows("a", &[&early]);
+        let c = compare_cells(&cell(&old), &cell(&new), Metric::Lateness, (None, None), 0.05, 0.05).unwrap();
+        assert_eq!((c.test, c.p_value, c.verdict), (Test::None, None, Verdict::NoChange));
+        // actual and full are tested on |value - expected|, their own histograms.
+        let c = compare_cells(&cell(&old), &cell(&cell_rows("a", &[&fast])), Metric::Actual, (None, None), 0.05, 0.05).unwrap();
+        assert_eq!(c.test, Test::Histograms);
     }
 
     #[test]

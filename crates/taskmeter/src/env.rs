@@ -26,6 +26,9 @@ pub struct Environment {
     pub load_average_after: Option<[f64; 3]>,
     /// Toolchain per runtime used, e.g. {"c-thread": "cc (Debian 12.2.0-14) 12.2.0"}.
     pub toolchains: std::collections::BTreeMap<String, String>,
+    /// Idle states, PM QoS, frequency scaling, SMT, isolated CPUs, huge pages.
+    #[serde(default)]
+    pub machine: crate::machine::MachineSettings,
 }
 
 impl Environment {
@@ -57,11 +60,13 @@ impl Environment {
             load_average_before: load_average(),
             load_average_after: None,
             toolchains: Default::default(),
+            machine: crate::machine::MachineSettings::capture(),
         }
     }
 
-    /// One line for the console.
-    pub fn one_line(&self, worker_sched: Option<&crate::orchestrate::SchedInfo>) -> String {
+    /// One line for the console; `dma_latency` is what taskmeter held (`--cpu-dma-latency`),
+    /// Err when it differs from point to point.
+    pub fn one_line(&self, worker_sched: Option<&crate::orchestrate::SchedInfo>, dma_latency: Result<Option<u32>, ()>) -> String {
         let mut parts = vec![self.kernel.clone(), self.cpu_model.clone(), format!("{} cores", self.cores_online)];
         if let Some(c) = &self.clocksource {
             parts.push(format!("clocksource {c}"));
@@ -82,6 +87,13 @@ impl Environment {
         }
         if let Some(v) = self.virtualisation.as_deref().filter(|v| *v != "none") {
             parts.push(format!("VM {v}"));
+        }
+        match dma_latency {
+            Ok(held) => parts.extend(self.machine.describe(held)),
+            Err(()) => {
+                parts.extend(self.machine.describe(None).into_iter().filter(|p| !p.starts_with("cpu_dma_latency")));
+                parts.push("cpu_dma_latency per point (see the report)".into());
+            }
         }
         let load = |l: &Option<[f64; 3]>| l.map(|l| format!("{:.2}", l[0])).unwrap_or_else(|| "?".into());
         parts.push(format!("load {} -> {}", load(&self.load_average_before), load(&self.load_average_after)));

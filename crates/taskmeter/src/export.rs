@@ -31,6 +31,17 @@ pub fn check_writable(folder: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Refuses, before anything is measured, an export file whose folder does not exist.
+pub fn check_export_paths<'a>(paths: impl IntoIterator<Item = &'a Option<PathBuf>>) -> Result<(), String> {
+    for path in paths.into_iter().flatten() {
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        if !parent.is_dir() {
+            return Err(format!("cannot export to {}: folder {} does not exist", path.display(), parent.display()));
+        }
+    }
+    Ok(())
+}
+
 /// Writes the folder. `reports` holds, per row, the worker's samples when `--raw` asked for them.
 pub fn write_folder(folder: &Path, record: &RunRecord, reports: &[Option<WorkerReport>]) -> Result<(), String> {
     write_atomically(folder, |dir| write_files(dir, record, reports))
@@ -118,7 +129,7 @@ pub fn run_json(record: &RunRecord) -> String {
 /// then the point: its index and one column per swept parameter (durations in ns).
 pub fn summary_csv(record: &RunRecord) -> String {
     let swept: Vec<String> = record.sweeps.iter().map(|s| format!(",{}", s.param.name())).collect();
-    let mut out = format!("{SUMMARY_HEADER},point{}\n", swept.concat());
+    let mut out = format!("{SUMMARY_HEADER},point,repetition{}\n", swept.concat());
     let float = |v: Option<f64>| v.map(|v| format!("{v:.2}")).unwrap_or_default();
     let int = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
     for row in record.rows_in_order() {
@@ -128,7 +139,7 @@ pub fn summary_csv(record: &RunRecord) -> String {
             let s = stats.get(metric);
             let _ = writeln!(
                 out,
-                "{},{},{}_ns,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}{}",
+                "{},{},{}_ns,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}{}",
                 record.finished_at,
                 row.runtime,
                 metric.name(),
@@ -149,6 +160,7 @@ pub fn summary_csv(record: &RunRecord) -> String {
                 counts.missed_periods,
                 status,
                 row.point,
+                row.repetition,
                 point_values(record, row.point)
             );
         }
@@ -174,7 +186,7 @@ pub fn write_exports(record: &RunRecord, exports: &crate::run::Exports) -> Resul
 fn write_samples_csv(out: &mut impl Write, record: &RunRecord, reports: &[Option<WorkerReport>]) -> std::io::Result<()> {
     writeln!(
         out,
-        "runtime,point,unit,iteration,phase,expected_ns,start_ns,busy_end_ns,intended_ns,wake_ns,missed,lateness_ns,actual_ns,full_ns,busy_ns"
+        "runtime,point,repetition,unit,iteration,phase,expected_ns,start_ns,busy_end_ns,intended_ns,wake_ns,missed,lateness_ns,actual_ns,full_ns,busy_ns"
     )?;
     for (row, report) in record.rows.iter().zip(reports) {
         let Some(report) = report else { continue };
@@ -184,9 +196,10 @@ fn write_samples_csv(out: &mut impl Write, record: &RunRecord, reports: &[Option
                 let [lateness, actual, full, busy] = sample_metrics(u, i);
                 writeln!(
                     out,
-                    "{},{},{},{},{phase},{},{},{},{},{},{},{lateness},{actual},{full},{busy}",
+                    "{},{},{},{},{},{phase},{},{},{},{},{},{},{lateness},{actual},{full},{busy}",
                     row.runtime,
                     row.point,
+                    row.repetition,
                     u.unit,
                     i + 1,
                     u.expected_ns[i],

@@ -46,6 +46,16 @@ pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
         .map_err(|e| format!("a histogram cannot be read: {e:?}"))
 }
 
+/// Several stored histograms as one (e.g. the repetitions of a runtime at a point).
+pub fn merge<'a>(texts: impl IntoIterator<Item = &'a String>) -> Result<Histogram<u64>, String> {
+    // A fresh histogram resizes itself to any value; a decoded one may not.
+    let mut merged = Histogram::<u64>::new(SIGNIFICANT_DIGITS).expect("5 significant digits are valid");
+    for text in texts {
+        merged.add(decode(text)?).map_err(|e| format!("cannot merge histograms: {e:?}"))?;
+    }
+    Ok(merged)
+}
+
 /// (value, cumulative fraction) at every distinct recorded value, for CDF charts.
 pub fn cdf(h: &Histogram<u64>) -> Vec<(u64, f64)> {
     let total = h.len() as f64;

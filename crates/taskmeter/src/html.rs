@@ -126,7 +126,7 @@ pub fn render(record: &RunRecord, charts: &[Chart]) -> String {
         }
     }
 
-    let _ = write!(out, "<h2 id=\"reading\">How to read this</h2>\n<p>{}.</p>\n", escape(explain(record.metric)));
+    let _ = write!(out, "<h2 id=\"reading\">How to read this</h2>\n<p>{}.</p>\n", escape(&explain(record)));
     out.push_str(
         "<p>Every statistic covers the measured samples of all units of a runtime (warm-up excluded). \
          <i>sd</i> is the sample standard deviation (n - 1); percentiles are exact nearest-rank values; \

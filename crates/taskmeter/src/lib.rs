@@ -3,6 +3,7 @@
 //! The orchestrator never runs a workload in its own process: every (runtime, point) gets a
 //! worker process that speaks protocol v1 (`protocol/README.md`); statistics live in [`stats`].
 
+pub mod aggregate;
 pub mod bench;
 pub mod check;
 pub mod cli;
@@ -14,6 +15,7 @@ pub mod export;
 pub mod histogram;
 pub mod html;
 pub mod list;
+pub mod machine;
 pub mod net;
 pub mod orchestrate;
 pub mod output;

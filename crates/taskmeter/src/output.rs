@@ -1,7 +1,8 @@
 //! What a person reads: the console table and the formatting of durations.
 
+use crate::aggregate::{cells, Cell, Statistic};
 use crate::results::{Metric, Row, RowStatus, RunRecord};
-use crate::stats::ratio_with_uncertainty;
+use crate::stats::{ratio_interval, Interval};
 
 /// From here on, a closed stdout (`taskmeter list | head`) ends taskmeter quietly, as it does
 /// any Unix filter, instead of a panic. Only once no worker is running: while workers run, a
@@ -45,32 +46,30 @@ fn format_count(n: u64) -> String {
     out
 }
 
-/// Rows of one point that have statistics, ranked by the mean absolute deviation of the
+/// The runtimes of one point that have statistics, ranked by the mean absolute deviation of the
 /// metric (for `lateness` and `busy` that is their mean; for `actual` and `full`, the mean
 /// distance from the expected sleep, as in the v1 study), lowest first.
-pub fn ranked(record: &RunRecord, point: usize) -> Vec<&Row> {
-    let key = |row: &Row| {
-        row.statistics.as_ref().and_then(|s| s.get(record.metric).mean_absolute_deviation).unwrap_or(f64::INFINITY)
-    };
-    let mut rows: Vec<&Row> =
-        record.rows.iter().filter(|r| r.point == point && r.statistics.is_some()).collect();
-    rows.sort_by(|a, b| key(a).total_cmp(&key(b)));
-    rows
+pub fn ranked(record: &RunRecord, point: usize) -> Vec<Cell<'_>> {
+    let key = |cell: &Cell| cell.mean_estimate(record.metric, Statistic::MeanDeviation).map_or(f64::INFINITY, |i| i.value);
+    let mut ranked: Vec<Cell> = cells(record, point).into_iter().filter(|c| c.repetitions() > 0).collect();
+    ranked.sort_by(|a, b| key(a).total_cmp(&key(b)));
+    ranked
 }
 
-/// "1.00", or "14.2 ± 0.3": the row's ranking statistic over the best row's, with the
-/// uncertainty propagated from both standard errors.
-fn ratio_to_best(metric: Metric, row: &Row, best: &Row) -> String {
-    let get = |r: &Row| {
-        let s = r.statistics.as_ref()?.get(metric);
-        let se = s.deviation_std.map(|sd| sd / (s.count as f64).sqrt()).unwrap_or(0.0);
-        Some((s.mean_absolute_deviation?, se))
-    };
-    match (get(row), get(best)) {
-        _ if std::ptr::eq(row, best) => "1.00".into(),
-        (Some((a, ae)), Some((b, be))) if b > 0.0 => {
-            let (r, u) = ratio_with_uncertainty(a, ae, b, be);
-            if r >= 10.0 { format!("{r:.1} ± {u:.1}") } else { format!("{r:.2} ± {u:.2}") }
+/// "± 1.2 µs": half the width of a 95 % interval.
+fn plus_minus_ns(interval: Option<Interval>) -> String {
+    interval.map_or_else(|| "-".into(), |i| format!("± {}", format_ns(i.half_width)))
+}
+
+/// "1.00", or "14.2 ± 0.3": the cell's ranking statistic over the best cell's, with a 95 %
+/// interval propagated from both.
+fn ratio_to_best(metric: Metric, cell: &Cell, best: &Cell) -> String {
+    let estimate = |c: &Cell| c.mean_estimate(metric, Statistic::MeanDeviation);
+    match (estimate(cell), estimate(best)) {
+        _ if cell.runtime == best.runtime => "1.00".into(),
+        (Some(a), Some(b)) if b.value > 0.0 => {
+            let r = ratio_interval(&a, &b);
+            if r.value >= 10.0 { format!("{:.1} ± {:.1}", r.value, r.half_width) } else { format!("{:.2} ± {:.2}", r.value, r.half_width) }
         }
         _ => "n/a".into(),
     }
@@ -98,15 +97,36 @@ pub fn default_layout(record: &RunRecord) -> Layout {
     }
 }
 
-/// A row's runtime, with what keeps its numbers from being a full run.
-fn row_name(row: &Row) -> String {
-    let mut name = row.runtime.clone();
-    match (row.status, &row.counts) {
-        (RowStatus::Interrupted, _) => name.push_str(" (interrupted)"),
-        (RowStatus::Partial, Some(c)) => name.push_str(&format!(" (partial {}/{})", c.units, c.units_planned)),
+/// A runtime's name, with what keeps its numbers from being a full run.
+fn cell_name(cell: &Cell) -> String {
+    let mut name = cell.runtime.to_string();
+    let planned = cell.measured.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.units_planned).max().unwrap_or(0);
+    let started: Vec<u32> = cell.measured.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.units).collect();
+    match cell.status() {
+        RowStatus::Interrupted => name.push_str(" (interrupted)"),
+        RowStatus::Partial => name.push_str(&format!(" (partial {}/{planned})", span(&started))),
         _ => {}
     }
     name
+}
+
+/// "5" or, when repetitions differ, "4-5".
+fn span(values: &[u32]) -> String {
+    let (lo, hi) = (values.iter().min().copied().unwrap_or(0), values.iter().max().copied().unwrap_or(0));
+    if lo == hi { format_count(lo as u64) } else { format!("{}-{}", format_count(lo as u64), format_count(hi as u64)) }
+}
+
+/// The reasons of a cell's repetitions that have no statistics: ("runtime", "FAILED: why").
+fn unmeasured_lines(record: &RunRecord, cell: &Cell) -> Vec<(String, String)> {
+    cell.unmeasured
+        .iter()
+        .map(|r| {
+            let what = if r.status == RowStatus::Skipped { "skipped" } else { "FAILED" };
+            let repetition = if record.settings.repeat > 1 { format!(" repetition {}", r.repetition) } else { String::new() };
+            let at = at_point(record, r);
+            (r.runtime.clone(), format!("{what}{repetition}{at}: {}", r.reason.as_deref().unwrap_or("")))
+        })
+        .collect()
 }
 
 fn format_rate(per_s: f64) -> String {
@@ -144,64 +164,76 @@ pub fn iteration_word(record: &RunRecord) -> &'static str {
     if record.settings.experiment == crate::plan::Experiment::AtomicSum { "increments" } else { "iterations" }
 }
 
-/// The volume study's table: every runtime at every point, in runtime then point order.
+/// The volume study's table: every runtime at every point, in runtime then point order. With
+/// repetitions, each figure is the mean over them and the delay and rate carry their interval.
 pub fn volume_table_of(record: &RunRecord) -> Table {
     let classes = record.settings.priority_classes > 1;
+    let repeated = record.settings.repeat > 1;
     // Units have their own column (with what started of them).
     let swept: Vec<&str> = record.sweeps.iter().filter(|s| s.param != crate::sweep::Param::Units).map(|s| s.param.name()).collect();
     let mut header = vec!["runtime".to_string()];
     header.extend(swept.iter().map(|s| s.to_string()));
-    header.extend(["units", "delay", "lateness p50", "p99", "iter/unit"].map(str::to_string));
+    header.extend(["units", "delay"].map(str::to_string));
+    if repeated {
+        header.push("95 % CI".into());
+    }
+    header.extend(["lateness p50", "p99", "iter/unit"].map(str::to_string));
     header.push(iteration_word(record).into());
+    if repeated {
+        header.push("95 % CI".into());
+    }
     if classes {
         header.extend(["high", "low", "delay high", "delay low"].map(str::to_string));
     }
-    header.push("peak RSS".into());
-    let mut rows: Vec<&Row> = record.rows_in_order();
-    let position = |r: &Row| record.settings.runtimes.iter().position(|id| *id == r.runtime).unwrap_or(usize::MAX);
-    rows.sort_by_key(|r| (position(r), r.point));
+    header.extend(["create/unit", "peak RSS"].map(str::to_string));
     let mut lines = Vec::new();
     let mut without_statistics = Vec::new();
-    for row in rows {
-        let (Some(stats), Some(counts)) = (&row.statistics, &row.counts) else {
-            let what = if row.status == RowStatus::Skipped { "skipped" } else { "FAILED" };
-            let at = at_point(record, row);
-            without_statistics.push((row.runtime.clone(), format!("{what}{at}: {}", row.reason.as_deref().unwrap_or(""))));
-            continue;
-        };
-        let ns = |v: Option<f64>| v.map(format_ns).unwrap_or_else(|| "-".into());
-        let delay = |s: &crate::stats::Summary| ns(s.mean_absolute_deviation);
-        let mut line = vec![row_name(row)];
-        if let Some(point) = record.points.get(row.point) {
+    for runtime in &record.settings.runtimes {
+        for point in &record.points {
+            let Some(cell) = cells(record, point.index).into_iter().find(|c| c.runtime == runtime) else { continue };
+            without_statistics.extend(unmeasured_lines(record, &cell));
+            if cell.repetitions() == 0 {
+                continue;
+            }
+            let ns = |v: Option<f64>| v.map(format_ns).unwrap_or_else(|| "-".into());
+            let count = |f: &dyn Fn(&crate::results::Counts) -> f64| cell.mean_of(|r| r.counts.as_ref().map(f));
+            let mut line = vec![cell_name(&cell)];
             line.extend(point.values.iter().filter(|(p, _)| *p != crate::sweep::Param::Units).map(|(p, v)| p.format_value(*v)));
-        }
-        let mut units = if counts.units < counts.units_planned {
-            format!("{}/{}", format_count(counts.units as u64), format_count(counts.units_planned as u64))
-        } else {
-            format_count(counts.units as u64)
-        };
-        if counts.units_starved > 0 {
-            units.push_str(&format!(" ({} starved)", format_count(counts.units_starved as u64)));
-        }
-        line.extend([
-            units,
-            delay(&stats.actual),
-            ns(stats.lateness.p50.map(|v| v as f64)),
-            ns(stats.lateness.p99.map(|v| v as f64)),
-            format!("{:.1}", counts.iterations_measured as f64 / counts.units.max(1) as f64),
-            format_rate(counts.iterations_per_s),
-        ]);
-        if classes {
-            let class = |c: u32| row.classes.iter().find(|k| k.class == c);
-            for c in 0..2 {
-                line.push(class(c).map(|k| format_rate(k.iterations_per_s)).unwrap_or_else(|| "-".into()));
+            let started: Vec<u32> = cell.measured.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.units).collect();
+            let planned = cell.measured.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.units_planned).max().unwrap_or(0);
+            let mut units = if started.iter().any(|u| *u < planned) { format!("{}/{}", span(&started), format_count(planned as u64)) } else { span(&started) };
+            let starved = cell.sum(|r| r.counts.as_ref().map(|c| c.units_starved as u64));
+            if starved > 0 {
+                units.push_str(&format!(" ({} starved)", format_count(starved)));
             }
-            for c in 0..2 {
-                line.push(class(c).and_then(|k| k.statistics.as_ref()).map(|s| delay(&s.actual)).unwrap_or_else(|| "-".into()));
+            let delay = cell.mean_estimate(Metric::Actual, Statistic::MeanDeviation);
+            line.extend([units, ns(delay.map(|d| d.value))]);
+            if repeated {
+                line.push(plus_minus_ns(delay));
             }
+            line.extend([
+                ns(cell.mean_percentile(Metric::Lateness, |s| s.p50)),
+                ns(cell.mean_percentile(Metric::Lateness, |s| s.p99)),
+                count(&|c| c.iterations_measured as f64 / c.units.max(1) as f64).map_or("-".into(), |v| format!("{v:.1}")),
+            ]);
+            let rate = cell.estimate(|r| r.counts.as_ref().map(|c| c.iterations_per_s), |_| None);
+            line.push(count(&|c| c.iterations_per_s).map_or("-".into(), format_rate));
+            if repeated {
+                line.push(rate.map_or("-".into(), |r| format!("± {}", format_rate(r.half_width))));
+            }
+            if classes {
+                let class_of = |r: &Row, c: u32| r.classes.iter().find(|k| k.class == c).cloned();
+                for c in 0..2 {
+                    line.push(cell.mean_of(|r| Some(class_of(r, c)?.iterations_per_s)).map_or("-".into(), format_rate));
+                }
+                for c in 0..2 {
+                    line.push(ns(cell.mean_of(|r| class_of(r, c)?.statistics?.actual.mean_absolute_deviation)));
+                }
+            }
+            line.push(ns(count(&|c| c.create_per_unit_ns)));
+            line.push(cell.mean_of(|r| r.worker.as_ref()?.peak_rss_kb.map(|kb| kb as f64)).map(|kb| format_bytes(kb * 1024.0)).unwrap_or_else(|| "-".into()));
+            lines.push(line);
         }
-        line.push(row.worker.as_ref().and_then(|w| w.peak_rss_kb).map(|kb| format_bytes(kb as f64 * 1024.0)).unwrap_or_else(|| "-".into()));
-        lines.push(line);
     }
     Table { header, lines, without_statistics }
 }
@@ -236,7 +268,7 @@ pub fn memory_lines(record: &RunRecord) -> Vec<String> {
         .collect()
 }
 
-/// Per priority class: what each class's units did, and how the runtime applied the classes.
+/// Per priority class: what each class's units did (the mean over repetitions).
 pub fn class_table_of(record: &RunRecord) -> Option<Table> {
     if record.settings.priority_classes < 2 {
         return None;
@@ -245,20 +277,23 @@ pub fn class_table_of(record: &RunRecord) -> Option<Table> {
         .map(str::to_string)
         .to_vec();
     let mut lines = Vec::new();
-    for row in record.rows_in_order() {
-        for class in &row.classes {
-            let s = class.statistics.as_ref();
-            let ns = |v: Option<f64>| v.map(format_ns).unwrap_or_else(|| "-".into());
-            lines.push(vec![
-                row.runtime.clone(),
-                record.points.get(row.point).map(|p| p.label()).unwrap_or_default(),
-                class_name(class.class).into(),
-                format_count(class.units as u64),
-                format_rate(class.iterations_per_s),
-                ns(s.and_then(|s| s.lateness.mean)),
-                ns(s.and_then(|s| s.lateness.p99.map(|v| v as f64))),
-                ns(s.and_then(|s| s.actual.mean_absolute_deviation)),
-            ]);
+    for point in &record.points {
+        for cell in cells(record, point.index).iter().filter(|c| c.repetitions() > 0) {
+            for class in 0..record.settings.priority_classes {
+                let of = |r: &Row| r.classes.iter().find(|k| k.class == class).cloned();
+                let statistic = |f: &dyn Fn(&crate::stats::Summary) -> Option<f64>| cell.mean_of(|r| f(&of(r)?.statistics?.lateness));
+                let ns = |v: Option<f64>| v.map(format_ns).unwrap_or_else(|| "-".into());
+                lines.push(vec![
+                    cell.runtime.to_string(),
+                    point.label(),
+                    class_name(class).into(),
+                    cell.mean_of(|r| of(r).map(|k| k.units as f64)).map_or("-".into(), |u| format_count(u.round() as u64)),
+                    cell.mean_of(|r| of(r).map(|k| k.iterations_per_s)).map_or("-".into(), format_rate),
+                    ns(statistic(&|s| s.mean)),
+                    ns(statistic(&|s| s.p99.map(|v| v as f64))),
+                    ns(cell.mean_of(|r| of(r)?.statistics?.actual.mean_absolute_deviation)),
+                ]);
+            }
         }
     }
     Some(Table { header, lines, without_statistics: Vec::new() })
@@ -286,41 +321,34 @@ pub struct Table {
 pub fn table_of(record: &RunRecord, point: usize) -> Table {
     let metric = record.metric;
     let mean_header = format!("{} mean ± sd", metric.name());
-    let header = ["runtime", "samples", mean_header.as_str(), "p50", "p99", "max", "missed", "vs best"]
+    let header = ["runtime", "samples", mean_header.as_str(), "95 % CI", "p50", "p99", "max", "missed", "vs best"]
         .map(str::to_string)
         .to_vec();
     let ranked = ranked(record, point);
     let lines = ranked
         .iter()
-        .map(|row| {
-            let (stats, counts) = (row.statistics.as_ref().unwrap().get(metric), row.counts.as_ref().unwrap());
-            let opt = |v: Option<i64>| v.map(|v| format_ns(v as f64)).unwrap_or_else(|| "-".into());
-            let mean_sd = match (stats.mean, stats.std) {
-                (Some(m), Some(sd)) => format!("{} ± {}", format_ns(m), format_ns(sd)),
-                (Some(m), None) => format_ns(m),
+        .map(|cell| {
+            let ns = |v: Option<f64>| v.map(format_ns).unwrap_or_else(|| "-".into());
+            let mean = cell.mean_estimate(metric, Statistic::Mean);
+            let mean_sd = match (mean, cell.pooled_std(metric)) {
+                (Some(m), Some(sd)) => format!("{} ± {}", format_ns(m.value), format_ns(sd)),
+                (Some(m), None) => format_ns(m.value),
                 _ => "-".into(),
             };
             vec![
-                row_name(row),
-                format_count(stats.count),
+                cell_name(cell),
+                format_count(cell.samples(metric)),
                 mean_sd,
-                opt(stats.p50),
-                opt(stats.p99),
-                opt(stats.max),
-                format_count(counts.missed_periods),
-                ratio_to_best(metric, row, ranked[0]),
+                plus_minus_ns(mean),
+                ns(cell.mean_percentile(metric, |s| s.p50)),
+                ns(cell.mean_percentile(metric, |s| s.p99)),
+                ns(cell.max(metric).map(|v| v as f64)),
+                format_count(cell.sum(|r| r.counts.as_ref().map(|c| c.missed_periods))),
+                ratio_to_best(metric, cell, &ranked[0]),
             ]
         })
         .collect();
-    let without_statistics = record
-        .rows
-        .iter()
-        .filter(|r| r.point == point && r.statistics.is_none())
-        .map(|r| {
-            let what = if r.status == RowStatus::Skipped { "skipped" } else { "FAILED" };
-            (r.runtime.clone(), format!("{what}: {}", r.reason.as_deref().unwrap_or("")))
-        })
-        .collect();
+    let without_statistics = cells(record, point).iter().flat_map(|c| unmeasured_lines(record, c)).collect();
     Table { header, lines, without_statistics }
 }
 
@@ -328,7 +356,7 @@ pub fn table(record: &RunRecord, point: usize) -> String {
     let t = table_of(record, point);
     let mut all = vec![t.header.clone()];
     all.extend(t.lines.iter().cloned());
-    let mut out = render(&all, &[false, true, true, true, true, true, true, true]);
+    let mut out = render(&all, &[false, true, true, true, true, true, true, true, true]);
     let w = width(&all, 0);
     for (runtime, reason) in &t.without_statistics {
         out.push_str(&format!("{runtime:<w$}  {reason}\n"));
@@ -337,34 +365,43 @@ pub fn table(record: &RunRecord, point: usize) -> String {
 }
 
 /// The nanosleep study's table: one line per runtime and point, min / mean / max of the metric
-/// in µs, plus p50 and p99.
+/// in µs, plus p50 and p99 (with repetitions: the extremes over all, the mean of the others,
+/// and the mean's 95 % interval).
 pub fn study_table(record: &RunRecord) -> String {
+    let repeated = record.settings.repeat > 1;
     let mut lines = vec![vec!["runtime".to_string()]];
     let swept: Vec<&str> = record.sweeps.iter().map(|s| s.param.name()).collect();
     lines[0].extend(swept.iter().map(|s| s.to_string()));
-    lines[0].extend(["samples", "min (µs)", "mean (µs)", "max (µs)", "p50 (µs)", "p99 (µs)"].map(str::to_string));
+    lines[0].extend(["samples", "min (µs)", "mean (µs)"].map(str::to_string));
+    if repeated {
+        lines[0].push("95 % CI".into());
+    }
+    lines[0].extend(["max (µs)", "p50 (µs)", "p99 (µs)"].map(str::to_string));
     let us = |v: Option<f64>| v.map(|v| format!("{:.1}", v / 1e3)).unwrap_or_else(|| "-".into());
-    for row in record.rows_in_order() {
-        let mut line = vec![row.runtime.clone()];
-        if let Some(point) = record.points.get(row.point) {
+    let metric = record.metric;
+    for point in &record.points {
+        for cell in cells(record, point.index) {
+            let mut line = vec![cell.runtime.to_string()];
             line.extend(point.values.iter().map(|(p, v)| p.format_value(*v)));
-        }
-        match row.statistics.as_ref().map(|s| s.get(record.metric)) {
-            Some(s) => line.extend([
-                format_count(s.count),
-                us(s.min.map(|v| v as f64)),
-                us(s.mean),
-                us(s.max.map(|v| v as f64)),
-                us(s.p50.map(|v| v as f64)),
-                us(s.p99.map(|v| v as f64)),
-            ]),
-            None => {
-                let what = if row.status == RowStatus::Skipped { "skipped" } else { "FAILED" };
-                line.push(format!("{what}: {}", row.reason.as_deref().unwrap_or("")));
+            if cell.repetitions() == 0 {
+                let reasons = unmeasured_lines(record, &cell);
+                line.push(reasons.first().map(|r| r.1.clone()).unwrap_or_default());
                 line.resize(lines[0].len(), String::new());
+                lines.push(line);
+                continue;
             }
+            let mean = cell.mean_estimate(metric, Statistic::Mean);
+            line.extend([format_count(cell.samples(metric)), us(cell.min(metric).map(|v| v as f64)), us(mean.map(|m| m.value))]);
+            if repeated {
+                line.push(mean.map_or("-".into(), |m| format!("± {:.1}", m.half_width / 1e3)));
+            }
+            line.extend([
+                us(cell.max(metric).map(|v| v as f64)),
+                us(cell.mean_percentile(metric, |s| s.p50)),
+                us(cell.mean_percentile(metric, |s| s.p99)),
+            ]);
+            lines.push(line);
         }
-        lines.push(line);
     }
     let mut out = format!("{} (µs)\n", record.metric.name());
     out.push_str(&render_table(&lines));
@@ -378,7 +415,9 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
     // With the policy or slack swept, workers differ from point to point: the report has each.
     let swept_sched = record.sweeps.iter().any(|s| matches!(s.param, Param::Policy | Param::TimerSlack));
     let sched = if swept_sched { None } else { record.rows.iter().find_map(|r| r.worker.as_ref()?.sched.as_ref()) };
-    let mut out = format!("{}\nenv: {}\n", settings_line(record), record.environment.one_line(sched));
+    let swept_latency = record.sweeps.iter().any(|s| s.param == Param::CpuDmaLatency);
+    let dma_latency = if swept_latency { Err(()) } else { Ok(record.settings.cpu_dma_latency_us) };
+    let mut out = format!("{}\nenv: {}\n", settings_line(record), record.environment.one_line(sched, dma_latency));
     match layout {
         Layout::Ranked => {
             for point in &record.points {
@@ -413,7 +452,7 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
         }
     }
     out.push('\n');
-    out.push_str(&if layout == Layout::Volume { explain_volume(record) } else { explain(record.metric).to_string() });
+    out.push_str(&if layout == Layout::Volume { explain_volume(record) } else { explain(record) });
     out.push('\n');
     let partial: Vec<String> = record.rows_in_order().iter().filter(|r| r.status == RowStatus::Partial).map(|r| {
         let at = at_point(record, r);
@@ -434,6 +473,10 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
     let starved: u64 = record.rows.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.units_starved as u64).sum();
     if starved > 0 {
         out.push_str(&format!("warning: {starved} units made no measured iteration (starved, or started after the warm-up ended)\n"));
+    }
+    let grown: u64 = record.rows.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.storage_grown).sum();
+    if grown > 0 {
+        out.push_str(&format!("warning: sample storage grew {grown} times while measuring (each growth copies a unit's samples inside its loop)\n"));
     }
     let early: u64 = record.rows.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.early_wakeups).sum();
     if early > 0 {
@@ -460,7 +503,7 @@ pub fn markdown(record: &RunRecord) -> String {
         }
         markdown_table(&mut out, &table_of(record, point.index));
     }
-    out.push_str(&format!("_{}_\n", explain(record.metric)));
+    out.push_str(&format!("_{}_\n", explain(record)));
     out
 }
 
@@ -536,6 +579,9 @@ pub fn settings_line(record: &RunRecord) -> String {
     if s.together {
         line.push_str(" | runtimes together");
     }
+    if s.repeat > 1 {
+        line.push_str(&format!(" | {} repetitions", s.repeat));
+    }
     line
 }
 
@@ -547,19 +593,23 @@ pub fn explain_volume(record: &RunRecord) -> String {
     };
     format!(
         "delay = mean |actual - expected| (the v2 study's); {} = {counted} per second, all units; \
-         iter/unit = measured iterations per unit; peak RSS of the worker; memory per unit = least-squares \
-         slope of peak RSS over units started (it includes each unit's samples)",
-        iteration_word(record)
+         iter/unit = measured iterations per unit; create/unit = time to create the units and park them at \
+         the start gate, per unit; peak RSS of the worker; memory per unit = least-squares \
+         slope of peak RSS over units started (it includes each unit's samples){}",
+        iteration_word(record),
+        if record.settings.repeat > 1 { format!("; ± = 95 % interval from {}", crate::aggregate::basis_note(record)) } else { String::new() }
     )
 }
 
-pub fn explain(metric: Metric) -> &'static str {
-    match metric {
-        Metric::Lateness => "lateness = wake-up time - intended wake-up time; ranked by mean, vs best = ratio of means ± 1 standard error",
-        Metric::Actual => "actual = iteration end - start (busy work included); ranked by mean |actual - expected|",
-        Metric::Full => "full = iteration end - previous end; ranked by mean |full - expected|",
-        Metric::Busy => "busy = time of the busy phase; ranked by mean",
-    }
+/// How to read the table of one metric, and what its intervals rest on.
+pub fn explain(record: &RunRecord) -> String {
+    let metric = match record.metric {
+        Metric::Lateness => "lateness = wake-up time - intended wake-up time; ranked by mean; vs best = ratio of the ranking means",
+        Metric::Actual => "actual = iteration end - start (busy work included); ranked by mean |actual - expected|; vs best = ratio of those",
+        Metric::Full => "full = iteration end - previous end; ranked by mean |full - expected|; vs best = ratio of those",
+        Metric::Busy => "busy = time of the busy phase; ranked by mean; vs best = ratio of the ranking means",
+    };
+    format!("{metric}; sd = standard deviation within a repetition; 95 % CI and vs best's ± are 95 % intervals from {}", crate::aggregate::basis_note(record))
 }
 
 #[cfg(test)]

@@ -65,12 +65,17 @@ impl UnitSamples {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Done {
+    /// When the worker began creating its units; `run_start_ns` is when the last was parked
+    /// at the start gate and the gate opened.
+    pub create_start_ns: u64,
     pub run_start_ns: u64,
     pub measure_start_ns: u64,
     pub end_ns: u64,
     pub units: u32,
     pub samples: u64,
     pub missed: u64,
+    /// Times a unit's sample storage grew beyond its reserve while it ran (each growth copies it).
+    pub storage_grown: u64,
     pub interrupted: bool,
     pub busy_result: String,
     /// Why the units after `units` were not started (a partial start).
@@ -336,6 +341,9 @@ fn check_done(plan: &Plan, done: &Done, units: &[UnitSamples]) -> Result<(), Out
     if done.missed != missed {
         return invalid(format!("done reports {} missed periods but the unit lines hold {missed}", done.missed));
     }
+    if done.create_start_ns > done.run_start_ns {
+        return invalid(format!("create_start_ns {} is after run_start_ns {}", done.create_start_ns, done.run_start_ns));
+    }
     if done.measure_start_ns != done.run_start_ns + plan.warmup_ns {
         return invalid("measure_start_ns is not run_start_ns + warmup_ns".into());
     }
@@ -401,6 +409,8 @@ mod tests {
             ("\"unit\":2,", "\"unit\":3,", "not in 1..=2"),
             ("\"end_ns\":11090", "\"end_ns\":11091", "end_ns is not"),
             ("\"measure_start_ns\":1090", "\"measure_start_ns\":1091", "measure_start_ns is not"),
+            ("\"create_start_ns\":60", "\"create_start_ns\":91", "create_start_ns 91 is after run_start_ns 90"),
+            (",\"storage_grown\":1", "", "missing field `storage_grown`"),
         ];
         for (from, to, reason) in cases {
             assert!(output.contains(from), "the vector holds {from}");
@@ -477,7 +487,7 @@ mod tests {
         assert_eq!((c.units, c.units_planned, c.iterations_total, c.iterations_measured), (2, 2, 5, 3));
         // 3 measured iterations in a 10 us measurement: 300,000 per second.
         assert_eq!(c.iterations_per_s, 300_000.0);
-        let (s, _) = statistics(&report);
+        let (s, _, _) = statistics(&report);
         // Measured samples: unit 1 #2, unit 1 #3, unit 2 #2 (warm-up ends at 1090).
         // lateness = wake - intended: 2150, 20, 5.
         assert_eq!((s.lateness.count, s.lateness.min, s.lateness.max), (3, Some(5), Some(2150)));

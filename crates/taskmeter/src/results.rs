@@ -8,12 +8,18 @@ use crate::stats::Summary;
 use serde::{Deserialize, Serialize};
 
 pub const SCHEMA: &str = "taskmeter.run";
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
+/// The oldest run.json this taskmeter reads (version 2 had no repetitions: each row is one).
+pub const OLDEST_SCHEMA_VERSION: u32 = 2;
+
+fn one() -> u32 {
+    1
+}
 
 /// The metrics derived from every sample (see `protocol/README.md`).
 pub const METRICS: [Metric; 4] = [Metric::Lateness, Metric::Actual, Metric::Full, Metric::Busy];
 
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Metric {
     /// wake - intended: how late the unit woke (cyclictest's latency)
@@ -87,6 +93,10 @@ pub struct Settings {
     pub priority_classes: u32,
     /// Time each worker may spend starting its units.
     pub start_limit_ns: u64,
+    /// Workers per runtime and point (`--repeat`), each its own process; intervals come from
+    /// the variation between them when there are two or more.
+    #[serde(default = "one")]
+    pub repeat: u32,
     /// The runtimes of a point ran side by side (`--together`), not one after another.
     pub together: bool,
     pub duration_ns: u64,
@@ -101,6 +111,10 @@ pub struct Settings {
     /// A real-time policy may spin every core (`--allow-rt-spin`).
     #[serde(default)]
     pub allow_rt_spin: bool,
+    /// The PM QoS CPU latency (µs) taskmeter held while the workers ran (`--cpu-dma-latency`);
+    /// None: it held none (the environment says what was in force).
+    #[serde(default)]
+    pub cpu_dma_latency_us: Option<u32>,
 }
 
 impl RunRecord {
@@ -138,6 +152,9 @@ pub struct Row {
     pub runtime: String,
     /// Index into `points`.
     pub point: usize,
+    /// Which repetition of its runtime and point (`--repeat`), from 1.
+    #[serde(default = "one")]
+    pub repetition: u32,
     /// Position in the order the jobs ran (0-based).
     pub sequence: usize,
     pub status: RowStatus,
@@ -149,6 +166,10 @@ pub struct Row {
     pub statistics: Option<Statistics>,
     /// The same samples' distributions, for charts and `compare` (see `histogram.rs`).
     pub histograms: Option<Histograms>,
+    /// The distributions of |value - expected| of `actual` and `full`: what their ranking and
+    /// `compare`'s verdict are about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deviation_histograms: Option<DeviationHistograms>,
     /// Per priority class, when there are two.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub classes: Vec<ClassResult>,
@@ -191,6 +212,9 @@ pub struct WorkerInfo {
     pub measure_start_ns: Option<u64>,
     #[serde(default)]
     pub end_ns: Option<u64>,
+    /// The PM QoS CPU latency in force while the worker ran (µs, `/dev/cpu_dma_latency`).
+    #[serde(default)]
+    pub cpu_dma_latency_us: Option<i64>,
     /// The worker's stderr when it failed (last kilobytes).
     pub stderr: Option<String>,
 }
@@ -217,6 +241,13 @@ pub struct Counts {
     pub missed_periods_warmup: u64,
     /// Measured samples that woke before their intended time (negative lateness).
     pub early_wakeups: u64,
+    /// Time the worker took to create its units and park them all at the start gate
+    /// (run_start - create_start), and that time per unit started.
+    pub create_ns: u64,
+    pub create_per_unit_ns: f64,
+    /// Times a unit's sample storage grew beyond its reserve while it ran (each growth copies
+    /// its arrays, inside the loop); 0 in a run whose reserve held.
+    pub storage_grown: u64,
 }
 
 /// One value per metric, named as the metrics are in run.json.
@@ -249,6 +280,23 @@ pub type Statistics = PerMetric<Summary>;
 
 /// Base64 V2-deflate HdrHistograms (`histogram.rs`), one per metric.
 pub type Histograms = PerMetric<String>;
+
+/// Base64 V2-deflate HdrHistograms of |value - expected|.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct DeviationHistograms {
+    pub actual: String,
+    pub full: String,
+}
+
+impl DeviationHistograms {
+    pub fn get(&self, metric: Metric) -> Option<&String> {
+        match metric {
+            Metric::Actual => Some(&self.actual),
+            Metric::Full => Some(&self.full),
+            Metric::Lateness | Metric::Busy => None,
+        }
+    }
+}
 
 /// Is sample `i` of this unit part of the measurement (not warm-up)?
 pub fn is_measured(report: &WorkerReport, u: &UnitSamples, i: usize) -> bool {
@@ -303,6 +351,9 @@ pub fn counts(plan: &Plan, report: &WorkerReport) -> Counts {
         missed_periods: missed,
         missed_periods_warmup: missed_warmup,
         early_wakeups: early,
+        create_ns: report.done.run_start_ns - report.done.create_start_ns,
+        create_per_unit_ns: (report.done.run_start_ns - report.done.create_start_ns) as f64 / report.units.len().max(1) as f64,
+        storage_grown: report.done.storage_grown,
     }
 }
 
@@ -311,8 +362,26 @@ fn per_second(count: u64, duration_ns: u64) -> f64 {
 }
 
 /// Exact statistics and histograms of every metric over the measured samples.
-pub fn statistics(report: &WorkerReport) -> (Statistics, Histograms) {
-    statistics_of(report, |_| true)
+pub fn statistics(report: &WorkerReport) -> (Statistics, Histograms, DeviationHistograms) {
+    let encode = |values: &[i64]| crate::histogram::encode(&crate::histogram::of(values));
+    let mut deviations = PerMetric::from_fn(|_| String::new());
+    let both = PerMetric::from_fn(|metric| {
+        let (values, references) = metric_values(report, metric, |_| true);
+        if matches!(metric, Metric::Actual | Metric::Full) {
+            let distances: Vec<i64> = values.iter().zip(&references).map(|(v, r)| (v - r).abs()).collect();
+            *match metric {
+                Metric::Actual => &mut deviations.actual,
+                _ => &mut deviations.full,
+            } = encode(&distances);
+        }
+        (Summary::of(&values, &references), encode(&values))
+    });
+    let PerMetric { lateness, actual, full, busy } = both;
+    (
+        Statistics { lateness: lateness.0, actual: actual.0, full: full.0, busy: busy.0 },
+        Histograms { lateness: lateness.1, actual: actual.1, full: full.1, busy: busy.1 },
+        DeviationHistograms { actual: deviations.actual, full: deviations.full },
+    )
 }
 
 /// Iterations and statistics of each priority class (empty with one class).
@@ -333,18 +402,6 @@ pub fn classes(plan: &Plan, report: &WorkerReport) -> Vec<ClassResult> {
             }
         })
         .collect()
-}
-
-fn statistics_of(report: &WorkerReport, include: impl Fn(&UnitSamples) -> bool) -> (Statistics, Histograms) {
-    let both = PerMetric::from_fn(|metric| {
-        let (values, references) = metric_values(report, metric, &include);
-        (Summary::of(&values, &references), crate::histogram::encode(&crate::histogram::of(&values)))
-    });
-    let PerMetric { lateness, actual, full, busy } = both;
-    (
-        Statistics { lateness: lateness.0, actual: actual.0, full: full.0, busy: busy.0 },
-        Histograms { lateness: lateness.1, actual: actual.1, full: full.1, busy: busy.1 },
-    )
 }
 
 /// The statistics alone (no histograms: classes keep none).
@@ -408,10 +465,10 @@ pub fn load(path: &std::path::Path) -> Result<RunRecord, String> {
         return Err(format!("{} is not a taskmeter run record", path.display()));
     }
     match value.get("schema_version").and_then(|v| v.as_u64()) {
-        Some(v) if v == SCHEMA_VERSION as u64 => {}
+        Some(v) if (OLDEST_SCHEMA_VERSION as u64..=SCHEMA_VERSION as u64).contains(&v) => {}
         Some(v) => {
             return Err(format!(
-                "{} has schema version {v}; this taskmeter reads version {SCHEMA_VERSION}",
+                "{} has schema version {v}; this taskmeter reads versions {OLDEST_SCHEMA_VERSION} to {SCHEMA_VERSION}",
                 path.display()
             ))
         }

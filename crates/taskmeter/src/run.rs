@@ -42,11 +42,13 @@ pub struct Exports {
     pub markdown: Option<PathBuf>,
 }
 
-/// One worker to run: a runtime at a point.
+/// One worker to run: a runtime at a point, one repetition of it.
 struct Job<'a> {
     info: &'static runtime::RuntimeInfo,
     available: &'a Result<(), String>,
     point: &'a Point,
+    /// 1-based.
+    repetition: u32,
     settings: Settings,
 }
 
@@ -63,11 +65,10 @@ pub fn run(options: RunOptions) -> Result<ExitCode, String> {
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let folder = options.output.clone().unwrap_or_else(|| export::default_folder(options.experiment, &started_at));
     export::check_writable(&folder)?;
-    for path in [&options.exports.json, &options.exports.csv, &options.exports.markdown].into_iter().flatten() {
-        let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-        if !parent.is_dir() {
-            return Err(format!("cannot export to {}: folder {} does not exist", path.display(), parent.display()));
-        }
+    export::check_export_paths([&options.exports.json, &options.exports.csv, &options.exports.markdown])?;
+    // A latency request that cannot be held is refused now, not after minutes of measuring.
+    if let Some(us) = point_settings.iter().find_map(|s| s.cpu_dma_latency_us) {
+        crate::machine::LatencyRequest::hold(us)?;
     }
     orchestrate::install_interrupt_handler();
     let cpu_at_start = orchestrate::own_cpu_ns();
@@ -88,8 +89,10 @@ pub fn run(options: RunOptions) -> Result<ExitCode, String> {
     }
     let mut jobs: Vec<Job> = Vec::new();
     for (point, settings) in points.iter().zip(&point_settings) {
-        for (info, available) in &availability {
-            jobs.push(Job { info, available, point, settings: settings.clone() });
+        for repetition in 1..=base.repeat {
+            for (info, available) in &availability {
+                jobs.push(Job { info, available, point, repetition, settings: settings.clone() });
+            }
         }
     }
     let seed = options.shuffle.then(|| options.seed.unwrap_or_else(|| fastrand::u64(..)));
@@ -97,16 +100,16 @@ pub fn run(options: RunOptions) -> Result<ExitCode, String> {
         // Interleaving runtimes and points keeps a slow drift of the machine from favouring one.
         fastrand::Rng::with_seed(seed).shuffle(&mut jobs);
     }
-    // Together: every runtime of a point at once, points in the (shuffled) order of their
-    // first job; otherwise one job at a time.
+    // Together: every runtime of a point (and repetition) at once, in the (shuffled) order of
+    // their first job; otherwise one job at a time.
     let batches: Vec<Vec<&Job>> = if base.together {
-        let mut order: Vec<usize> = Vec::new();
+        let mut order: Vec<(usize, u32)> = Vec::new();
         for job in &jobs {
-            if !order.contains(&job.point.index) {
-                order.push(job.point.index);
+            if !order.contains(&(job.point.index, job.repetition)) {
+                order.push((job.point.index, job.repetition));
             }
         }
-        order.iter().map(|p| jobs.iter().filter(|j| j.point.index == *p).collect()).collect()
+        order.iter().map(|key| jobs.iter().filter(|j| (j.point.index, j.repetition) == *key).collect()).collect()
     } else {
         jobs.iter().map(|j| vec![j]).collect()
     };
@@ -127,13 +130,24 @@ pub fn run(options: RunOptions) -> Result<ExitCode, String> {
 
     let mut rows = Vec::new();
     let mut reports: Vec<Option<WorkerReport>> = Vec::new();
+    let mut latency_request: Option<crate::machine::LatencyRequest> = None;
     for batch in &batches {
+        // The batch's PM QoS request, held while its workers run (one batch is one point).
+        let wanted = batch.first().and_then(|job| job.settings.cpu_dma_latency_us);
+        if latency_request.as_ref().map(|r| r.us) != wanted {
+            latency_request = None;
+            if let Some(us) = wanted {
+                latency_request = Some(crate::machine::LatencyRequest::hold(us)?);
+            }
+        }
+        let latency_in_force = crate::machine::cpu_dma_latency_us();
         let mut to_run = Vec::new();
         for job in batch {
             let sequence = rows.len() + to_run.len();
             let skipped = |reason: String| Row {
                 runtime: job.info.id.to_string(),
                 point: job.point.index,
+                repetition: job.repetition,
                 sequence,
                 status: RowStatus::Skipped,
                 reason: Some(reason),
@@ -142,6 +156,7 @@ pub fn run(options: RunOptions) -> Result<ExitCode, String> {
                 counts: None,
                 statistics: None,
                 histograms: None,
+                deviation_histograms: None,
                 classes: Vec::new(),
             };
             if let Err(reason) = job.available {
@@ -156,7 +171,14 @@ pub fn run(options: RunOptions) -> Result<ExitCode, String> {
             }
         }
         let label_of = |job: &Job| {
-            if points.len() > 1 { format!("{} {}", job.info.id, job.point.label()) } else { job.info.id.to_string() }
+            let mut label = job.info.id.to_string();
+            if points.len() > 1 {
+                label = format!("{label} {}", job.point.label());
+            }
+            if base.repeat > 1 {
+                label = format!("{label} #{}", job.repetition);
+            }
+            label
         };
         let results: Vec<(Row, Option<WorkerReport>)> = match to_run.as_slice() {
             [] => Vec::new(),
@@ -175,12 +197,17 @@ pub fn run(options: RunOptions) -> Result<ExitCode, String> {
         };
         for (job, (mut row, report)) in to_run.iter().zip(results) {
             row.point = job.point.index;
+            row.repetition = job.repetition;
+            if let Some(worker) = row.worker.as_mut() {
+                worker.cpu_dma_latency_us = latency_in_force;
+            }
             row.sequence = rows.len();
             progress.finish_row(&label_of(job), &row);
             rows.push(row);
             reports.push(if options.raw { report } else { None });
         }
     }
+    drop(latency_request);
     progress.clear();
     environment.load_average_after = crate::env::load_average();
 
@@ -283,6 +310,7 @@ fn failed_row(runtime: &str, plan: &Plan, reason: String, worker: Option<WorkerI
     Row {
         runtime: runtime.to_string(),
         point: 0,
+        repetition: 1,
         sequence: 0,
         status: RowStatus::Failed,
         reason: Some(reason),
@@ -291,6 +319,7 @@ fn failed_row(runtime: &str, plan: &Plan, reason: String, worker: Option<WorkerI
         counts: None,
         statistics: None,
         histograms: None,
+        deviation_histograms: None,
         classes: Vec::new(),
     }
 }
@@ -307,6 +336,7 @@ fn row_from(runtime: &str, plan: Plan, worker: orchestrate::WorkerRun, toolchain
         priority: None,
         measure_start_ns: None,
         end_ns: None,
+        cpu_dma_latency_us: None,
         stderr: None,
     };
     let (status, report) = match worker.outcome {
@@ -321,7 +351,7 @@ fn row_from(runtime: &str, plan: Plan, worker: orchestrate::WorkerRun, toolchain
     info.pid = Some(report.hello.pid);
     info.priority = Some(report.hello.priority.clone());
     (info.measure_start_ns, info.end_ns) = (Some(report.done.measure_start_ns), Some(report.done.end_ns));
-    let (statistics, histograms) = results::statistics(&report);
+    let (statistics, histograms, deviations) = results::statistics(&report);
     let partial = report.done.start_error.as_ref().map(|e| {
         format!("partial: {} of {} units started ({e})", report.done.units, plan.units)
     });
@@ -336,6 +366,7 @@ fn row_from(runtime: &str, plan: Plan, worker: orchestrate::WorkerRun, toolchain
     let row = Row {
         runtime: runtime.to_string(),
         point: 0,
+        repetition: 1,
         sequence: 0,
         status,
         reason,
@@ -345,6 +376,7 @@ fn row_from(runtime: &str, plan: Plan, worker: orchestrate::WorkerRun, toolchain
         worker: Some(info),
         statistics: Some(statistics),
         histograms: Some(histograms),
+        deviation_histograms: Some(deviations),
     };
     (row, Some(report))
 }

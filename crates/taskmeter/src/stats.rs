@@ -95,6 +95,83 @@ pub fn ratio_with_uncertainty(a: f64, a_err: f64, b: f64, b_err: f64) -> (f64, f
     (r, (r * rel).abs())
 }
 
+/// A 95 % interval around an estimate, and what it rests on.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+pub struct Interval {
+    pub value: f64,
+    /// Half the width of the 95 % interval: the interval is `value ± half_width`.
+    pub half_width: f64,
+    /// Standard error of `value`.
+    pub standard_error: f64,
+    /// Degrees of freedom of the t quantile used (None: the normal quantile, for one repetition
+    /// whose samples are taken as independent).
+    pub degrees_of_freedom: Option<f64>,
+}
+
+/// The two-sided 95 % quantile of Student's t with `df` degrees of freedom (1.96 as df grows).
+pub fn t_975(df: f64) -> f64 {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    StudentsT::new(0.0, 1.0, df).expect("df > 0").inverse_cdf(0.975)
+}
+
+/// The mean of `values` (one per repetition) with its 95 % Student-t interval:
+/// `mean ± t(0.975, n - 1) · s / √n`, s the sample standard deviation between repetitions.
+/// None for fewer than two values.
+pub fn t_interval(values: &[f64]) -> Option<Interval> {
+    let n = values.len();
+    let sd = float_sample_std(values)?;
+    let df = (n - 1) as f64;
+    let standard_error = sd / (n as f64).sqrt();
+    Some(Interval { value: values.iter().sum::<f64>() / n as f64, half_width: t_975(df) * standard_error, standard_error, degrees_of_freedom: Some(df) })
+}
+
+/// A mean from one repetition, its samples taken as independent: `mean ± 1.96 · sd / √n`.
+/// Samples of one process and one minute are correlated, so this interval is too narrow, and
+/// every table that shows it says so.
+pub fn normal_interval(mean: f64, sd: f64, count: u64) -> Interval {
+    let standard_error = sd / (count as f64).sqrt();
+    Interval { value: mean, half_width: 1.959_963_984_540_054 * standard_error, standard_error, degrees_of_freedom: None }
+}
+
+/// `a / b` with a 95 % interval, the standard error propagated to first order from both
+/// (independent) estimates; with t quantiles, the smaller of their degrees of freedom.
+pub fn ratio_interval(a: &Interval, b: &Interval) -> Interval {
+    let (r, standard_error) = ratio_with_uncertainty(a.value, a.standard_error, b.value, b.standard_error);
+    let degrees_of_freedom = match (a.degrees_of_freedom, b.degrees_of_freedom) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        _ => None,
+    };
+    let quantile = degrees_of_freedom.map_or(1.959_963_984_540_054, t_975);
+    Interval { value: r, half_width: quantile * standard_error, standard_error, degrees_of_freedom }
+}
+
+/// Two-sided p-value of Welch's t-test between two sets of values (one per repetition), or
+/// None when either has fewer than two values or both have no variance.
+pub fn welch_p(a: &[f64], b: &[f64]) -> Option<f64> {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    let (sa, sb) = (float_sample_std(a)?, float_sample_std(b)?);
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let (va, vb) = (sa * sa / na, sb * sb / nb);
+    if va + vb == 0.0 {
+        return None;
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let t = (mean(a) - mean(b)) / (va + vb).sqrt();
+    let df = (va + vb).powi(2) / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
+    let tail = StudentsT::new(0.0, 1.0, df).expect("df > 0").cdf(-t.abs());
+    Some((2.0 * tail).min(1.0))
+}
+
+/// Sample standard deviation (n - 1) of floats; None for fewer than two.
+fn float_sample_std(values: &[f64]) -> Option<f64> {
+    let n = values.len();
+    if n < 2 {
+        return None;
+    }
+    let mean = values.iter().sum::<f64>() / n as f64;
+    Some((values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt())
+}
+
 /// Ordinary least-squares line through `(x, y)`: (slope, intercept), or None with fewer than
 /// two distinct x values.
 pub fn linear_fit(points: &[(f64, f64)]) -> Option<(f64, f64)> {
@@ -195,6 +272,51 @@ mod tests {
         let (r, u) = ratio_with_uncertainty(200.0, 4.0, 100.0, 1.0);
         assert_eq!(r, 2.0);
         assert!((u - 2.0 * (0.02f64.powi(2) + 0.01f64.powi(2)).sqrt()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn t_quantiles_match_the_tables() {
+        // Student's t, two-sided 95 %: df 1 12.706, 2 4.303, 4 2.776, 9 2.262, 29 2.045.
+        for (df, t) in [(1.0, 12.7062), (2.0, 4.3027), (4.0, 2.7764), (9.0, 2.2622), (29.0, 2.0452)] {
+            assert!((t_975(df) - t).abs() < 1e-3, "df {df}: {}", t_975(df));
+        }
+    }
+
+    #[test]
+    fn t_intervals_match_hand_computed_values() {
+        // 10 12 14: mean 12, s = 2, se = 2/sqrt 3 = 1.1547, half width 4.3027 x 1.1547 = 4.968.
+        let i = t_interval(&[10.0, 12.0, 14.0]).unwrap();
+        assert_eq!(i.value, 12.0);
+        assert!((i.standard_error - 1.154_700_5).abs() < 1e-6);
+        assert!((i.half_width - 4.968_4).abs() < 1e-3, "{i:?}");
+        assert_eq!(i.degrees_of_freedom, Some(2.0));
+        assert_eq!(t_interval(&[5.0]), None);
+        // One repetition: 1.96 standard errors of 100 samples with sd 10: 1.96.
+        let n = normal_interval(50.0, 10.0, 100);
+        assert!((n.half_width - 1.959_964).abs() < 1e-6 && n.degrees_of_freedom.is_none());
+    }
+
+    #[test]
+    fn ratio_intervals_propagate_and_take_the_smaller_degrees_of_freedom() {
+        let a = Interval { value: 200.0, half_width: 0.0, standard_error: 4.0, degrees_of_freedom: Some(4.0) };
+        let b = Interval { value: 100.0, half_width: 0.0, standard_error: 1.0, degrees_of_freedom: Some(2.0) };
+        let r = ratio_interval(&a, &b);
+        let se = 2.0 * (0.02f64.powi(2) + 0.01f64.powi(2)).sqrt();
+        assert_eq!(r.value, 2.0);
+        assert!((r.standard_error - se).abs() < 1e-12);
+        assert!((r.half_width - 4.3027 * se).abs() < 1e-3 * se, "{r:?}");
+    }
+
+    #[test]
+    fn welch_matches_a_hand_computed_case() {
+        // a = 1 2 3 (mean 2, var 1), b = 4 5 6 (mean 5, var 1): t = -3 / sqrt(2/3) = -3.6742,
+        // df = (2/3)^2 / (2 x (1/9) / 2) = 4; p = 2 P(T4 < -3.6742) = 0.02131 (scipy ttest_ind
+        // with equal_var=False gives 0.021312).
+        let p = welch_p(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]).unwrap();
+        assert!((p - 0.021312).abs() < 1e-5, "p = {p}");
+        assert!((welch_p(&[1.0, 2.0, 3.0], &[1.0, 2.0, 3.0]).unwrap() - 1.0).abs() < 1e-12);
+        assert_eq!(welch_p(&[1.0], &[2.0, 3.0]), None);
+        assert_eq!(welch_p(&[2.0, 2.0], &[2.0, 2.0]), None);
     }
 
     #[test]

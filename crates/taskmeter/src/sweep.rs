@@ -26,9 +26,14 @@ pub enum Param {
     Policy,
     /// Timer slack of the workers (ns, or a duration).
     TimerSlack,
+    /// The PM QoS CPU latency taskmeter holds (µs; `none`: no request).
+    CpuDmaLatency,
 }
 
-pub const PARAMS: [(&str, Param); 8] = [
+/// The value of `--sweep cpu-dma-latency=none`: taskmeter holds no request.
+pub const NO_LATENCY_REQUEST: u64 = u64::MAX;
+
+pub const PARAMS: [(&str, Param); 9] = [
     ("units", Param::Units),
     ("busy", Param::Busy),
     ("sleep", Param::Sleep),
@@ -37,6 +42,7 @@ pub const PARAMS: [(&str, Param); 8] = [
     ("warmup", Param::Warmup),
     ("policy", Param::Policy),
     ("timer-slack", Param::TimerSlack),
+    ("cpu-dma-latency", Param::CpuDmaLatency),
 ];
 
 /// Policies are swept like numbers: each has a code (other 0, batch 1, idle 2, fifo:P 1000+P,
@@ -72,7 +78,7 @@ impl Param {
 
     /// Values without an order or a distance: charts place them side by side.
     pub fn is_categorical(self) -> bool {
-        self == Param::Policy
+        matches!(self, Param::Policy | Param::CpuDmaLatency)
     }
 
     fn parse_value(self, text: &str) -> Result<u64, String> {
@@ -81,6 +87,12 @@ impl Param {
         }
         if self == Param::TimerSlack {
             return crate::sched::parse_timer_slack(text);
+        }
+        if self == Param::CpuDmaLatency {
+            return match text.trim() {
+                "none" => Ok(NO_LATENCY_REQUEST),
+                us => parse_latency_us(us).map(u64::from),
+            };
         }
         if self.is_duration() {
             return parse_duration_ns(text);
@@ -97,6 +109,7 @@ impl Param {
     pub fn format_value(self, value: u64) -> String {
         match self {
             Param::Policy => policy_of(value).to_string(),
+            Param::CpuDmaLatency if value == NO_LATENCY_REQUEST => "none".into(),
             _ if self.is_duration() => format_duration_spec(value),
             _ => value.to_string(),
         }
@@ -113,6 +126,7 @@ impl Param {
             Param::Warmup => "warm-up (ns)",
             Param::Policy => "scheduling policy",
             Param::TimerSlack => "timer slack (ns)",
+            Param::CpuDmaLatency => "cpu_dma_latency held (µs)",
         }
     }
 }
@@ -237,6 +251,14 @@ pub fn points(sweeps: &[Sweep]) -> Vec<Point> {
     combos.into_iter().enumerate().map(|(index, values)| Point { index, values }).collect()
 }
 
+/// `--cpu-dma-latency`: a PM QoS CPU latency in µs, 0 to 2,000,000,000 (Linux's "no request").
+pub fn parse_latency_us(text: &str) -> Result<u32, String> {
+    match text.trim().trim_end_matches("us").parse::<u32>() {
+        Ok(us) if us <= 2_000_000_000 => Ok(us),
+        _ => Err(format!("invalid cpu_dma_latency '{text}': expected microseconds from 0 to 2000000000")),
+    }
+}
+
 /// The settings of one point: the base settings with the point's values applied.
 pub fn apply(base: &Settings, point: &Point) -> Settings {
     let mut s = base.clone();
@@ -262,6 +284,7 @@ pub fn apply(base: &Settings, point: &Point) -> Settings {
             }
             Param::Policy => s.sched.policy = Some(policy_of(v)),
             Param::TimerSlack => s.sched.timer_slack_ns = Some(v),
+            Param::CpuDmaLatency => s.cpu_dma_latency_us = (v != NO_LATENCY_REQUEST).then_some(v as u32),
         }
     }
     s.sleep_spec = s.sleep.schedule.to_string();

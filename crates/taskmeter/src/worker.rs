@@ -54,17 +54,23 @@ pub fn main() -> ExitCode {
         }
     };
     let plan = &ctx.plan;
+    let Some(window) = ctx.gate.window() else {
+        let _ = emit(&[Line::Error(ErrorLine { message: "no unit reached the start gate".into() })]);
+        return ExitCode::FAILURE;
+    };
     let busy_result = runs.iter().find_map(|r| r.busy_result).unwrap_or_else(|| busy(plan.busy.iters, false));
     let samples = runs.iter().map(|r| r.samples.len() as u64).sum();
     let missed = runs.iter().flat_map(|r| &r.samples.missed).sum();
-    let interrupted = STOP.load(Ordering::Relaxed) && crate::clock::now_ns() < ctx.end_ns;
+    let interrupted = STOP.load(Ordering::Relaxed) && crate::clock::now_ns() < window.end_ns;
     let done = Done {
-        run_start_ns: ctx.run_start_ns,
-        measure_start_ns: ctx.run_start_ns + plan.warmup_ns,
-        end_ns: ctx.end_ns,
+        create_start_ns: window.create_start_ns,
+        run_start_ns: window.run_start_ns,
+        measure_start_ns: window.measure_start_ns,
+        end_ns: window.end_ns,
         units: runs.len() as u32,
         samples,
         missed,
+        storage_grown: runs.iter().map(|r| r.grown).sum(),
         interrupted,
         busy_result: busy_result.to_string(),
         start_error,

@@ -6,7 +6,9 @@ use crate::plan::{Experiment, Mode, Plan};
 use crate::protocol::UnitSamples;
 use std::future::Future;
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use event_listener::Listener;
+use std::sync::OnceLock;
 
 /// One step of the busy work, hidden from the optimiser.
 #[inline(always)]
@@ -45,29 +47,149 @@ pub fn busy_reference(iters: u64) -> u64 {
     (0..iters).fold(0u64, |t, _| t.wrapping_add(1).wrapping_mul(3) / 2)
 }
 
-/// What every unit of one worker shares.
-#[derive(Clone)]
-pub struct LoopContext {
-    pub plan: Plan,
+/// The times of a worker's run, fixed when its start gate opens.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Window {
+    /// When the worker began creating its units.
+    pub create_start_ns: u64,
+    /// When every unit was created and parked at the gate: the gate opens.
     pub run_start_ns: u64,
     pub measure_start_ns: u64,
     pub end_ns: u64,
+}
+
+/// The start gate of protocol v2's "Starting units": every unit prepares its storage and
+/// parks here; once all the units started so far have arrived and the worker has said how
+/// many there are, `run_start` is read and the gate opens. The last to arrive opens it, so no
+/// runtime needs a task of its own to wait for the others.
+pub struct StartGate {
+    warmup_ns: u64,
+    duration_ns: u64,
+    arrived: AtomicU32,
+    /// Units that will arrive, once known (`u32::MAX` until the worker stops creating units).
+    expected: AtomicU32,
+    create_start_ns: AtomicU64,
+    window: OnceLock<Window>,
+    opened: event_listener::Event,
+    arrivals: event_listener::Event,
+}
+
+impl StartGate {
+    fn new(plan: &Plan) -> StartGate {
+        StartGate {
+            warmup_ns: plan.warmup_ns,
+            duration_ns: plan.duration_ns,
+            arrived: AtomicU32::new(0),
+            expected: AtomicU32::new(u32::MAX),
+            create_start_ns: AtomicU64::new(0),
+            window: OnceLock::new(),
+            opened: event_listener::Event::new(),
+            arrivals: event_listener::Event::new(),
+        }
+    }
+
+    /// The worker begins creating units now.
+    pub fn begin_creating(&self) {
+        self.create_start_ns.store(now_ns(), Ordering::SeqCst);
+    }
+
+    /// The worker has created `units` units and will create no more.
+    pub fn all_created(&self, units: u32) {
+        self.expected.store(units, Ordering::SeqCst);
+        if self.arrived.load(Ordering::SeqCst) >= units {
+            self.open();
+        }
+    }
+
+    /// A unit has prepared its storage (or failed before it could): it waits for the gate, or
+    /// opens it if it is the last.
+    pub fn arrive(&self) {
+        let arrived = self.arrived.fetch_add(1, Ordering::SeqCst) + 1;
+        self.arrivals.notify(usize::MAX);
+        if arrived >= self.expected.load(Ordering::SeqCst) {
+            self.open();
+        }
+    }
+
+    fn open(&self) {
+        self.window.get_or_init(|| {
+            let run_start_ns = now_ns();
+            let measure_start_ns = run_start_ns + self.warmup_ns;
+            Window {
+                create_start_ns: self.create_start_ns.load(Ordering::SeqCst).min(run_start_ns),
+                run_start_ns,
+                measure_start_ns,
+                end_ns: measure_start_ns + self.duration_ns,
+            }
+        });
+        self.opened.notify(usize::MAX);
+    }
+
+    /// The run's window, once the gate is open.
+    pub fn window(&self) -> Option<Window> {
+        self.window.get().copied()
+    }
+
+    /// The window if the gate is open, or a listener that fires when it opens.
+    fn window_or_listener(&self) -> Result<Window, event_listener::EventListener> {
+        if let Some(window) = self.window() {
+            return Ok(window);
+        }
+        let listener = self.opened.listen();
+        // Opened between the check and the listen: the listener would wait for ever.
+        self.window().ok_or(listener)
+    }
+
+    /// Parks the calling OS thread until the gate opens.
+    pub fn pass_blocking(&self) -> Window {
+        self.arrive();
+        loop {
+            match self.window_or_listener() {
+                Ok(window) => return window,
+                Err(listener) => listener.wait(),
+            }
+        }
+    }
+
+    /// Parks the calling task until the gate opens.
+    pub async fn pass(&self) -> Window {
+        self.arrive();
+        loop {
+            match self.window_or_listener() {
+                Ok(window) => return window,
+                Err(listener) => listener.await,
+            }
+        }
+    }
+
+    /// Blocks until at least `units` units have arrived (their threads and storage exist).
+    pub fn wait_for_arrivals(&self, units: u32) {
+        while self.arrived.load(Ordering::SeqCst) < units {
+            let listener = self.arrivals.listen();
+            if self.arrived.load(Ordering::SeqCst) >= units {
+                break;
+            }
+            listener.wait();
+        }
+    }
+}
+
+/// What every unit of one worker shares.
+pub struct LoopContext {
+    pub plan: Plan,
+    pub gate: StartGate,
     pub stop: &'static AtomicBool,
     /// When the worker read the plan: `start_limit_ns` counts from here.
     pub plan_read_ns: u64,
     /// The counter of `atomic-sum`, shared by every unit.
-    pub counter: &'static AtomicU64,
-    /// Samples each unit reserves before it starts; None: estimated from the schedule.
+    pub counter: AtomicU64,
+    /// Samples each unit reserves before it starts; None: from the schedule (protocol: "Storage").
     capacity: Option<usize>,
 }
 
 impl LoopContext {
     pub fn new(plan: Plan, plan_read_ns: u64, stop: &'static AtomicBool) -> LoopContext {
-        let run_start_ns = now_ns();
-        let measure_start_ns = run_start_ns + plan.warmup_ns;
-        let end_ns = measure_start_ns + plan.duration_ns;
-        let counter = Box::leak(Box::new(AtomicU64::new(0)));
-        LoopContext { plan, run_start_ns, measure_start_ns, end_ns, stop, plan_read_ns, counter, capacity: None }
+        LoopContext { gate: StartGate::new(&plan), plan, stop, plan_read_ns, counter: AtomicU64::new(0), capacity: None }
     }
 
     /// Why unit `unit` must not be started, if the start limit has passed (unit 1 always starts).
@@ -93,6 +215,8 @@ impl LoopContext {
 pub struct UnitRun {
     pub samples: UnitSamples,
     pub busy_result: Option<u64>,
+    /// Times its sample arrays grew while it ran.
+    pub grown: u64,
 }
 
 /// How a unit sleeps in one iteration.
@@ -106,17 +230,22 @@ pub struct UnitLoop<'a> {
     ctx: &'a LoopContext,
     k: u64,
     next_ns: u64,
+    /// The run's times, cached from the gate so the hot path reads no shared state.
+    measure_start_ns: u64,
+    end_ns: u64,
     /// The result of the last busy phase, None until one ran.
     pub busy_result: Option<u64>,
+    /// Times the sample arrays grew beyond their reserve (each growth copies them).
+    grown: u64,
     samples: UnitSamples,
 }
 
 impl<'a> UnitLoop<'a> {
+    /// Prepares the unit's storage (before the start gate: nothing here is measured).
     pub fn new(ctx: &'a LoopContext, unit: u32) -> UnitLoop<'a> {
-        let origin_ns = now_ns();
         let plan = &ctx.plan;
         let capacity = if plan.sleep.schedule.sleeps() {
-            ctx.capacity.unwrap_or_else(|| estimated_samples(plan, unit))
+            ctx.capacity.unwrap_or_else(|| reserved_samples(plan, unit))
         } else {
             0
         };
@@ -124,13 +253,16 @@ impl<'a> UnitLoop<'a> {
         UnitLoop {
             ctx,
             k: 0,
-            next_ns: origin_ns + plan.sleep.schedule.expected(unit, 0),
+            next_ns: 0,
+            measure_start_ns: 0,
+            end_ns: 0,
             busy_result: None,
+            grown: 0,
             samples: UnitSamples {
                 tag: None,
                 unit,
                 class: plan.class_of(unit),
-                origin_ns,
+                origin_ns: 0,
                 iterations: 0,
                 measured_iterations: 0,
                 expected_ns: column(),
@@ -141,6 +273,26 @@ impl<'a> UnitLoop<'a> {
                 missed: column(),
             },
         }
+    }
+
+    /// The gate has opened: the unit's loop starts now (its `origin`).
+    fn start(&mut self, window: Window) {
+        let origin_ns = now_ns();
+        self.samples.origin_ns = origin_ns;
+        self.next_ns = origin_ns + self.ctx.plan.sleep.schedule.expected(self.samples.unit, 0);
+        (self.measure_start_ns, self.end_ns) = (window.measure_start_ns, window.end_ns);
+    }
+
+    /// Parks the unit's OS thread at the start gate, then starts the loop.
+    pub fn pass_gate_blocking(&mut self) {
+        let window = self.ctx.gate.pass_blocking();
+        self.start(window);
+    }
+
+    /// Parks the unit's task at the start gate, then starts the loop.
+    pub async fn pass_gate(&mut self) {
+        let window = self.ctx.gate.pass().await;
+        self.start(window);
     }
 
     pub fn busy_iters(&self) -> u64 {
@@ -155,7 +307,7 @@ impl<'a> UnitLoop<'a> {
     #[inline]
     pub fn begin(&self) -> Option<u64> {
         let t0 = now_ns();
-        (t0 < self.ctx.end_ns && !self.ctx.stop.load(Ordering::Relaxed)).then_some(t0)
+        (t0 < self.end_ns && !self.ctx.stop.load(Ordering::Relaxed)).then_some(t0)
     }
 
     /// After the busy phase ended at `busy_end`: the intended wake-up time and the sleep to do.
@@ -180,7 +332,7 @@ impl<'a> UnitLoop<'a> {
             self.ctx.counter.fetch_add(1, Ordering::SeqCst);
         }
         self.samples.iterations += 1;
-        self.samples.measured_iterations += u64::from(start >= self.ctx.measure_start_ns);
+        self.samples.measured_iterations += u64::from(start >= self.measure_start_ns);
     }
 
     /// Ends a sleeping iteration: reads the wake-up time, counts the iteration, records the
@@ -203,6 +355,7 @@ impl<'a> UnitLoop<'a> {
         }
         self.count(start);
         let s = &mut self.samples;
+        self.grown += u64::from(s.start_ns.len() == s.start_ns.capacity());
         s.expected_ns.push(expected);
         s.start_ns.push(start);
         s.busy_end_ns.push(busy_end);
@@ -216,32 +369,35 @@ impl<'a> UnitLoop<'a> {
     }
 
     pub fn into_samples(self) -> UnitRun {
-        UnitRun { samples: self.samples, busy_result: self.busy_result }
+        UnitRun { samples: self.samples, busy_result: self.busy_result, grown: self.grown }
     }
 }
 
 /// Samples reserved, all units together, at most: 4 Mi samples of 48 bytes (192 MiB).
-const RESERVE_BUDGET: u64 = 4 << 20;
+pub const RESERVE_BUDGET: u64 = 1 << 22;
 
-/// Samples to reserve up front so the loop does not reallocate while measuring: as many as the
-/// schedule allows (each iteration lasts at least its sleep; a modulo cycle of M periods lasts
-/// M(M+1)/2 x D), within a budget shared by all units (beyond it the arrays grow as needed).
-fn estimated_samples(plan: &Plan, unit: u32) -> usize {
-    let total = plan.warmup_ns + plan.duration_ns;
+/// Samples a unit reserves before the gate, the same in every worker (protocol: "Storage"): as
+/// many as the schedule allows (each iteration lasts at least its sleep, counted as at least
+/// 1 us; a modulo cycle of M periods lasts M(M+1)/2 x D), plus 16, within a budget shared by
+/// all units; never fewer than 16. Beyond it the arrays grow, and the worker counts each growth.
+pub fn reserved_samples(plan: &Plan, unit: u32) -> usize {
+    let total = (plan.warmup_ns + plan.duration_ns) as u128;
     let estimate = match plan.sleep.schedule {
+        crate::plan::Schedule::None => return 0,
         crate::plan::Schedule::Modulo { m, ns } => {
-            let cycle = (ns.max(1_000) as u128 * (m as u128 * (m as u128 + 1) / 2)).max(1);
-            (total as u128 * m as u128 / cycle) as u64 + m
+            let (m, ns) = (m as u128, ns.max(1_000) as u128);
+            total * m / (ns * (m * (m + 1) / 2)) + m
         }
-        schedule => total / schedule.expected(unit, 0).max(1_000),
+        schedule => total / schedule.expected(unit, 0).max(1_000) as u128,
     } + 16;
-    estimate.min(RESERVE_BUDGET / plan.units as u64).max(16) as usize
+    estimate.min((RESERVE_BUDGET / plan.units as u64) as u128).max(16) as usize
 }
 
-/// An empty vector whose reserved memory has been touched, so storing samples while measuring
-/// takes no page faults.
+/// An empty vector whose reserved memory has been written, so storing samples while measuring
+/// takes no page faults (a zeroed allocation would map untouched pages, faulted in later).
 fn prefaulted(capacity: usize) -> Vec<u64> {
-    let mut column = vec![0u64; capacity];
+    let mut column = Vec::with_capacity(capacity);
+    column.resize(capacity, u64::MAX);
     column.clear();
     column
 }
@@ -267,6 +423,7 @@ impl BlockingTimer for OsThread {
 /// One unit on an OS thread: blocking sleeps, `sched_yield` between busy steps.
 pub fn run_unit_blocking<T: BlockingTimer>(ctx: &LoopContext, unit: u32) -> UnitRun {
     let mut lp = UnitLoop::new(ctx, unit);
+    lp.pass_gate_blocking();
     let (iters, yields) = (lp.busy_iters(), lp.yields());
     while let Some(start) = lp.begin() {
         let busy_end = if iters > 0 {
@@ -329,6 +486,7 @@ pub async fn run_unit_async<T: AsyncTimer>(ctx: &LoopContext, unit: u32) -> Unit
         T::enter_class(ctx.plan.class_of(unit)).await;
     }
     let mut lp = UnitLoop::new(ctx, unit);
+    lp.pass_gate().await;
     let (iters, yields) = (lp.busy_iters(), lp.yields());
     while let Some(start) = lp.begin() {
         let busy_end = if iters > 0 {

@@ -136,7 +136,7 @@ fn a_receiver_that_cannot_start_says_why() {
 fn serve_and_send_on_two_sides() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let address = format!("127.0.0.1:{port}");
-    let mut serve = taskmeter()
+    let serve = taskmeter()
         .args(["net", "serve", "--runtime", "c-thread", "--listen", &address, "--senders", "1,2", "--messages", "50"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -196,4 +196,57 @@ fn the_webassembly_receiver_acknowledges_every_message() {
     assert_eq!(output.status.code(), Some(1));
     let error = points(&net_json(&out), "wasm-thread")[0]["error"].as_str().unwrap().to_string();
     assert!(error.contains("cannot load the guest") && error.contains("garbage.wasm"), "{error}");
+}
+
+#[test]
+fn a_missing_rust_target_makes_the_wasm_receiver_unavailable_and_skipped() {
+    // A rustc whose sysroot has no wasm32-wasip1-threads, as on a machine where rustup never added it.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("sysroot/lib/rustlib/x86_64-unknown-linux-gnu/lib")).unwrap();
+    let rustc = fake_receiver(dir.path(), "rustc", &format!("echo {}", dir.path().join("sysroot").display()));
+    let output = taskmeter().env("RUSTC", &rustc).arg("list").output().unwrap();
+    let list = stdout(&output);
+    let line = list.lines().find(|l| l.starts_with("wasm-thread")).unwrap();
+    assert!(line.contains("unavailable") && line.contains("rustup target add wasm32-wasip1-threads"), "{line}");
+    let out = dir.path().join("out");
+    let output = taskmeter()
+        .env("RUSTC", &rustc)
+        .args(["run", "net", "--receivers", "wasm-thread,thread", "--senders", "1", "--messages", "50", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "a skipped receiver is not a failure: {}", stderr(&output));
+    assert!(stderr(&output).contains("skipping wasm-thread: the Rust target wasm32-wasip1-threads is not installed"));
+    let record = net_json(&out);
+    assert_eq!(record["skipped"][0]["receiver"], "wasm-thread");
+    assert!(points(&record, "wasm-thread").is_empty());
+    assert_eq!(points(&record, "thread").len(), 1);
+    assert!(stdout(&output).contains("skipped: wasm-thread"));
+}
+
+#[test]
+fn repetitions_give_each_point_an_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let output = taskmeter()
+        .args(["run", "net", "--receivers", "thread", "--senders", "1,2", "--messages", "200", "--repeat", "3", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
+    let record = net_json(&out);
+    assert_eq!(record["settings"]["repeat"], 3);
+    let repetitions: Vec<u64> = points(&record, "thread").iter().map(|p| p["repetition"].as_u64().unwrap()).collect();
+    assert_eq!(repetitions, [1, 1, 2, 2, 3, 3], "repetitions are the outer loop");
+    let summaries = record["summaries"].as_array().unwrap();
+    assert_eq!(summaries.len(), 2);
+    for s in summaries {
+        assert_eq!(s["repetitions"], 3);
+        let t = &s["throughput"];
+        assert!(t["value"].as_f64().unwrap() > 0.0 && t["half_width"].as_f64().unwrap() >= 0.0, "{s}");
+        assert_eq!(t["degrees_of_freedom"], 2.0);
+    }
+    // The 1-sender ratio of the means is 1, its interval from the repetitions.
+    assert_eq!(summaries[0]["ratio"]["value"], 1.0);
+    assert!(stdout(&output).contains("95 % Student-t interval over the repetitions"), "{}", stdout(&output));
 }

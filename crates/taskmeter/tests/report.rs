@@ -71,7 +71,7 @@ fn a_sweep_draws_every_chart_and_a_self_contained_report() {
     assert_eq!(std::fs::read_to_string(&json).unwrap(), std::fs::read_to_string(folder.join("run.json")).unwrap());
     assert_eq!(std::fs::read_to_string(&csv).unwrap(), std::fs::read_to_string(folder.join("summary.csv")).unwrap());
     let summary = std::fs::read_to_string(&csv).unwrap();
-    assert!(summary.lines().next().unwrap().ends_with(",status,point,busy"));
+    assert!(summary.lines().next().unwrap().ends_with(",status,point,repetition,busy"));
     assert_eq!(summary.lines().count(), 1 + 6 * 4);
     let markdown = std::fs::read_to_string(&out).unwrap();
     assert_eq!(markdown.matches("| runtime | samples | lateness mean ± sd |").count(), 3);
@@ -160,7 +160,7 @@ fn bad_results_and_comparisons_get_one_line_and_exit_2() {
         folder
     };
     let truncated = write("truncated", &json[..json.len() / 2]);
-    let future = write("future", &json.replacen("\"schema_version\": 2", "\"schema_version\": 3", 1));
+    let future = write("future", &json.replacen("\"schema_version\": 3", "\"schema_version\": 4", 1));
     let other = write("other", &json.replacen("\"experiment\": \"sleep\"", "\"experiment\": \"volume\"", 1));
     let not_ours = write("not-ours", "{\"hello\": 1}");
     let missing = dir.path().join("missing");
@@ -168,10 +168,10 @@ fn bad_results_and_comparisons_get_one_line_and_exit_2() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["report", missing.to_str().unwrap()], "does not exist"),
         (vec!["report", truncated.to_str().unwrap()], "is not valid JSON (truncated?)"),
-        (vec!["report", future.to_str().unwrap()], "has schema version 3; this taskmeter reads version 2"),
+        (vec!["report", future.to_str().unwrap()], "has schema version 4; this taskmeter reads versions 2 to 3"),
         (vec!["report", not_ours.to_str().unwrap()], "is not a taskmeter run record"),
         (vec!["compare", g, missing.to_str().unwrap()], "does not exist"),
-        (vec!["compare", g, future.to_str().unwrap()], "schema version 3"),
+        (vec!["compare", g, future.to_str().unwrap()], "schema version 4"),
         (vec!["compare", g, other.to_str().unwrap()], "cannot compare a 'sleep' run with a 'volume' run"),
         (vec!["compare", g, g, "--threshold", "lots"], "is not a percentage"),
         (vec!["compare", g, g, "--metric", "speed"], "unknown metric 'speed'"),
@@ -186,4 +186,55 @@ fn bad_results_and_comparisons_get_one_line_and_exit_2() {
         (vec!["run", "--export-markdown", "/nonexistent/folder/t.md"], "folder /nonexistent/folder does not exist"),
     ];
     assert_refused(&cases);
+}
+
+#[test]
+fn repetitions_are_interleaved_workers_and_give_intervals_between_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("repeated");
+    let output = measure(&folder, "thread,smol", &["--repeat", "3", "--seed", "7", "--sweep", "busy=0,1000"]);
+    let run = record(&folder);
+    assert_eq!(run["settings"]["repeat"], 3);
+    let rows = run["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2 * 2 * 3, "one worker per runtime, point and repetition");
+    for runtime in ["thread", "smol"] {
+        for point in 0..2 {
+            let mut repetitions: Vec<u64> =
+                rows.iter().filter(|r| r["runtime"] == runtime && r["point"] == point).map(|r| r["repetition"].as_u64().unwrap()).collect();
+            repetitions.sort();
+            assert_eq!(repetitions, [1, 2, 3], "{runtime} at point {point}");
+        }
+    }
+    // Shuffled: a runtime's three repetitions of a point do not all run back to back.
+    let order: Vec<(String, u64)> = rows.iter().map(|r| (r["runtime"].as_str().unwrap().to_string(), r["point"].as_u64().unwrap())).collect();
+    assert!(order.windows(3).any(|w| w[0] != w[1] || w[1] != w[2]));
+    let table = stdout(&output);
+    assert!(table.contains("| 3 repetitions"), "{table}");
+    assert!(table.contains("95 % CI") && table.contains("Student-t over 3 repetitions"), "{table}");
+    // Each runtime has one line per point, whatever the repetitions.
+    assert_eq!(table.lines().filter(|l| l.starts_with("thread ")).count(), 2, "{table}");
+    // Charts draw error bars from the repetitions.
+    let chart = std::fs::read_to_string(folder.join("charts/sweep-busy-mean.svg")).unwrap();
+    assert!(chart.matches("<polyline").count() > 2, "lines and error bars");
+
+    // compare tests repetitions against repetitions; against itself nothing changes.
+    let f = folder.to_str().unwrap();
+    let same = run_compare(&["compare", f, f]);
+    assert!(same.contains(" reps ") && same.contains("no change") && !same.contains("regressed"), "{same}");
+}
+
+fn run_compare(args: &[&str]) -> String {
+    let output = run(args);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    stdout(&output)
+}
+
+#[test]
+fn one_repetition_says_its_intervals_are_too_narrow() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("once");
+    let output = measure(&folder, "thread", &[]);
+    assert!(stdout(&output).contains("samples are taken as independent: too narrow"), "{}", stdout(&output));
+    let run = record(&folder);
+    assert_eq!((run["settings"]["repeat"].as_u64(), run["rows"][0]["repetition"].as_u64()), (Some(1), Some(1)));
 }

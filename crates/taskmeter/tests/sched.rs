@@ -12,6 +12,9 @@ fn sched_of<'a>(record: &'a serde_json::Value, runtime: &str, point: u64) -> &'a
 
 #[test]
 fn policies_are_applied_before_exec_and_read_back() {
+    if !common::root("SCHED_FIFO and SCHED_RR") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("policies");
     let output = run(&[
@@ -36,6 +39,9 @@ fn policies_are_applied_before_exec_and_read_back() {
 
 #[test]
 fn slack_affinity_and_memory_locking_are_read_back() {
+    if !common::root("locking a worker's memory (mlockall beyond RLIMIT_MEMLOCK)") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("knobs");
     let output = run(&[
@@ -55,6 +61,9 @@ fn slack_affinity_and_memory_locking_are_read_back() {
 
 #[test]
 fn a_policy_the_kernel_refuses_fails_its_rows_with_the_reason() {
+    if !common::root("running taskmeter as another user (setpriv)") {
+        return;
+    }
     // An unprivileged user may not ask for SCHED_FIFO: the same EPERM a cgroup without a
     // real-time budget gives.
     let dir = tempfile::tempdir().unwrap();
@@ -101,6 +110,8 @@ fn bad_scheduling_input_gets_one_line_and_exit_2() {
     std::fs::write(&bad_preset, "colour = \"blue\"\n").unwrap();
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["run", "--policy", "sometimes"], "unknown policy 'sometimes'"),
+        (vec!["run", "--cpu-dma-latency", "2000000001"], "expected microseconds from 0 to 2000000000"),
+        (vec!["run", "--sweep", "cpu-dma-latency=0,soon"], "invalid cpu_dma_latency 'soon'"),
         (vec!["run", "--policy", "fifo:100"], "out of range for fifo (1 to 99)"),
         (vec!["run", "--policy", "other:3"], "takes no priority"),
         (vec!["run", "--cpus", "4096"], "CPU 4096 does not exist"),
@@ -112,4 +123,58 @@ fn bad_scheduling_input_gets_one_line_and_exit_2() {
         (vec!["run", "/nonexistent/study.toml"], "cannot read preset"),
     ];
     assert_refused(&cases);
+}
+
+#[test]
+fn a_cpu_latency_request_is_held_while_measuring_and_recorded() {
+    if !common::root("writing /dev/cpu_dma_latency") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("held");
+    let output = run(&[
+        "run", "--runtimes", "thread", "--sweep", "cpu-dma-latency=0,none", "--duration", "200ms", "--warmup", "0",
+        "-o", folder.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let record = run_json(&folder);
+    let machine = &record["environment"]["machine"];
+    let before = machine["cpu_dma_latency_us"].as_i64().expect("the request in force before the run is recorded");
+    let in_force = |point: u64| {
+        let row = record["rows"].as_array().unwrap().iter().find(|r| r["point"] == point).unwrap();
+        row["worker"]["cpu_dma_latency_us"].as_i64().unwrap()
+    };
+    assert_eq!(in_force(0), 0, "held at 0 while point 0 ran");
+    assert_eq!(in_force(1), before, "released for the point that holds none");
+    assert!(stdout(&output).contains("cpu_dma_latency per point"), "{}", stdout(&output));
+    let folder = dir.path().join("once");
+    let output = run(&["run", "--runtimes", "thread", "--cpu-dma-latency", "0", "--duration", "200ms", "--warmup", "0", "-o", folder.to_str().unwrap()]);
+    assert!(stdout(&output).contains("cpu_dma_latency 0 µs held by taskmeter"), "{}", stdout(&output));
+    assert_eq!(run_json(&folder)["settings"]["cpu_dma_latency_us"], 0);
+}
+
+/// No driver asks its timer to wake before the intended time: without timer slack and at a
+/// real-time priority, over thousands of samples, no runtime wakes early, but node, whose
+/// setTimeout starts from a loop clock truncated to the millisecond (drivers/node/README.md).
+#[test]
+fn no_runtime_but_node_wakes_before_its_deadline() {
+    if !common::root("SCHED_FIFO") {
+        return;
+    }
+    let runtimes: Vec<&str> = common::available(&[
+        "thread", "tokio-ct", "tokio-mt", "smol", "embassy", "c-thread", "go", "go-locked", "python-thread",
+        "python-asyncio", "python-abs", "node-worker", "java-thread", "java-virtual",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("early");
+    let output = run(&[
+        "run", "--runtimes", &runtimes.join(","), "--policy", "fifo:99", "--timer-slack", "1", "--busy", "0",
+        "--units", "2", "--sleep", "fixed:200us", "--duration", "1s", "--warmup", "100ms", "-o", folder.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
+    for row in run_json(&folder)["rows"].as_array().unwrap() {
+        let counts = &row["counts"];
+        assert!(counts["samples_measured"].as_u64().unwrap() >= 1000, "{}: {counts}", row["runtime"]);
+        assert_eq!(counts["early_wakeups"], 0, "{} woke before its deadline", row["runtime"]);
+    }
 }

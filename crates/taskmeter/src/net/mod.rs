@@ -26,6 +26,10 @@ pub struct NetOptions {
     pub settings: NetSettings,
     pub grace: Duration,
     pub output: Option<PathBuf>,
+    /// Also write net.json to this file (`--export-json`).
+    pub export_json: Option<PathBuf>,
+    /// The PM QoS CPU latency to hold while measuring (`--cpu-dma-latency`).
+    pub cpu_dma_latency_us: Option<u32>,
     pub json: bool,
     pub command_line: Vec<String>,
 }
@@ -39,6 +43,13 @@ pub struct NetSettings {
     pub messages: u64,
     pub per_sender: bool,
     pub message_size: usize,
+    /// Receiver processes per receiver and sender count (`--repeat`).
+    #[serde(default = "one")]
+    pub repeat: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl NetSettings {
@@ -46,6 +57,20 @@ impl NetSettings {
     pub fn shares(&self, senders: u32) -> Vec<u64> {
         (0..senders).map(|i| if self.per_sender { self.messages } else { sender::share(self.messages, senders, i) }).collect()
     }
+}
+
+/// A receiver at a sender count over its repetitions: the mean throughput and ratio, with a
+/// 95 % Student-t interval between repetitions when there are two or more (with one, the
+/// interval's `degrees_of_freedom` is null and it has no width: there is none).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct NetSummary {
+    pub receiver: String,
+    pub senders: u32,
+    /// Repetitions that measured a throughput (failed ones are not in the mean).
+    pub repetitions: u32,
+    pub throughput: Option<crate::stats::Interval>,
+    /// Mean throughput / the mean 1-sender throughput, the interval propagated from both.
+    pub ratio: Option<crate::stats::Interval>,
 }
 
 /// `net.json`.
@@ -60,13 +85,29 @@ pub struct NetRecord {
     pub complete: bool,
     pub settings: NetSettings,
     pub environment: Environment,
+    /// One per receiver, sender count and repetition, in the order they ran.
     pub points: Vec<NetPoint>,
+    /// One per receiver and sender count: the repetitions together.
+    #[serde(default)]
+    pub summaries: Vec<NetSummary>,
+    /// Receivers that cannot run here (a missing toolchain or Rust target), with the reason.
+    #[serde(default)]
+    pub skipped: Vec<SkippedReceiver>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct SkippedReceiver {
+    pub receiver: String,
+    pub reason: String,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct NetPoint {
     pub receiver: String,
     pub senders: u32,
+    /// Which repetition (`--repeat`), from 1.
+    #[serde(default = "one")]
+    pub repetition: u32,
     /// None when every message was sent, received and acknowledged; otherwise why not.
     pub error: Option<String>,
     pub receiver_version: Option<String>,
@@ -77,7 +118,7 @@ pub struct NetPoint {
     /// messages received / (last receive - first receive), at the receiver.
     pub throughput: Option<f64>,
     pub window_ns: Option<u64>,
-    /// throughput / this receiver's throughput with 1 sender (the study's ratio graph).
+    /// throughput / this receiver's mean throughput with 1 sender (the study's ratio graph).
     pub ratio: Option<f64>,
     /// Per message, at the senders: write start to ack end, ns.
     pub round_trip: Option<Summary>,
@@ -88,30 +129,44 @@ pub fn run(options: NetOptions) -> Result<ExitCode, String> {
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let folder = options.output.clone().unwrap_or_else(|| crate::export::default_folder("net", &started_at));
     crate::export::check_writable(&folder)?;
+    crate::export::check_export_paths([&options.export_json])?;
+    let _latency_request = options.cpu_dma_latency_us.map(crate::machine::LatencyRequest::hold).transpose()?;
     crate::orchestrate::install_interrupt_handler();
     let mut environment = Environment::capture();
     let s = &options.settings;
     let mut points = Vec::new();
-    'receivers: for id in &s.receivers {
-        let command = receivers::command(id);
+    let mut skipped = Vec::new();
+    let mut commands = Vec::new();
+    for id in &s.receivers {
+        if let Err(reason) = receivers::availability(id) {
+            eprintln!("taskmeter: skipping {id}: {reason}");
+            skipped.push(SkippedReceiver { receiver: id.clone(), reason });
+            continue;
+        }
         if let Ok(version) = receivers::toolchain(id) {
             environment.toolchains.insert(format!("net:{id}"), version);
         }
-        for &senders in &s.senders {
-            if crate::orchestrate::interrupted() {
-                break 'receivers;
+        commands.push((id, receivers::command(id)));
+    }
+    // Repetitions outermost, so a slow drift of the machine touches every receiver alike.
+    'repetitions: for repetition in 1..=s.repeat {
+        for (id, command) in &commands {
+            for &senders in &s.senders {
+                if crate::orchestrate::interrupted() {
+                    break 'repetitions;
+                }
+                let planned: u64 = s.shares(senders).iter().sum();
+                let mut point = match command {
+                    Ok(command) => run_point(command, s, senders, options.grace),
+                    Err(reason) => NetPoint { error: Some(reason.clone()), ..Default::default() },
+                };
+                (point.receiver, point.senders, point.repetition, point.messages_planned) = ((*id).clone(), senders, repetition, planned);
+                eprintln!("{}", report::progress_line(&point, s.repeat));
+                points.push(point);
             }
-            let planned: u64 = s.shares(senders).iter().sum();
-            let mut point = match &command {
-                Ok(command) => run_point(command, s, senders, options.grace),
-                Err(reason) => NetPoint { error: Some(reason.clone()), ..Default::default() },
-            };
-            (point.receiver, point.senders, point.messages_planned) = (id.clone(), senders, planned);
-            eprintln!("{}", report::progress_line(&point));
-            points.push(point);
         }
     }
-    report::fill_ratios(&mut points);
+    let summaries = report::summarise(&mut points);
     environment.load_average_after = crate::env::load_average();
     let record = NetRecord {
         schema: 1,
@@ -123,10 +178,16 @@ pub fn run(options: NetOptions) -> Result<ExitCode, String> {
         settings: options.settings.clone(),
         environment,
         points,
+        summaries,
+        skipped,
     };
     crate::export::write_atomically(&folder, |dir| report::write_folder(dir, &record))?;
+    let json = serde_json::to_string_pretty(&record).map_err(|e| e.to_string())?;
+    if let Some(path) = &options.export_json {
+        std::fs::write(path, format!("{json}\n")).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
     if options.json {
-        println!("{}", serde_json::to_string_pretty(&record).map_err(|e| e.to_string())?);
+        println!("{json}");
     } else {
         print!("{}", report::console(&record));
     }

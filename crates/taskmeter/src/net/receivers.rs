@@ -28,7 +28,7 @@ pub fn check_id(text: &str) -> Result<String, String> {
 /// The command that starts the receiver (building it on first use), or why it cannot run here.
 /// `TASKMETER_RECEIVER_<ID>` (upper case, `-` as `_`) names another executable to use instead.
 pub fn command(id: &str) -> Result<Command, String> {
-    if let Some(path) = std::env::var_os(format!("TASKMETER_RECEIVER_{}", id.to_uppercase().replace('-', "_"))) {
+    if let Some(path) = std::env::var_os(override_variable(id)) {
         return Ok(Command::new(path));
     }
     match id {
@@ -46,11 +46,18 @@ pub fn command(id: &str) -> Result<Command, String> {
     }
 }
 
+fn override_variable(id: &str) -> String {
+    format!("TASKMETER_RECEIVER_{}", id.to_uppercase().replace('-', "_"))
+}
+
 /// Whether the receiver can run here (without building it), or why not.
 pub fn availability(id: &str) -> Result<(), String> {
+    if std::env::var_os(override_variable(id)).is_some() {
+        return Ok(());
+    }
     match id {
         "thread" | "tokio-mt" => Ok(()),
-        "wasm-thread" => source_dir().map(|_| ()),
+        "wasm-thread" => source_dir().and_then(|_| rust_target_installed(WASM_THREAD_TARGET)),
         "wasm-go" => source_dir().and_then(|_| toolchain("go")).map(|_| ()),
         other => toolchain(other).map(|_| ()),
     }
@@ -63,6 +70,25 @@ pub fn toolchain(id: &str) -> Result<String, String> {
         "c-thread" => driver::driver_toolchain(&driver::C_RECEIVER),
         "go" | "wasm-go" => driver::driver_toolchain(&driver::GO_RECEIVER),
         _ => Ok(env!("TASKMETER_RUSTC_VERSION").to_string()),
+    }
+}
+
+/// The Rust target the wasm-thread guest is built for.
+const WASM_THREAD_TARGET: &str = "wasm32-wasip1-threads";
+
+/// Whether rustup (or the toolchain) has the standard library of `target`, or the one command
+/// that adds it.
+fn rust_target_installed(target: &str) -> Result<(), String> {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let output = Command::new(&rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .map_err(|e| format!("no Rust toolchain to build the guest ('{rustc}' cannot be run: {e})"))?;
+    let sysroot = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    if output.status.success() && Path::new(&sysroot).join("lib/rustlib").join(target).join("lib").is_dir() {
+        Ok(())
+    } else {
+        Err(format!("the Rust target {target} is not installed (add it with `rustup target add {target}`)"))
     }
 }
 
@@ -100,11 +126,12 @@ fn cargo_build(dir: &Path, args: &[&str], target_dir: &Path, what: &str) -> Resu
 
 fn wasm_thread() -> Result<Command, String> {
     let source = source_dir()?;
+    rust_target_installed(WASM_THREAD_TARGET)?;
     let target = source.join("target");
     static BUILT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
     BUILT
         .get_or_init(|| {
-            cargo_build(&source.join("receivers/wasm-thread/guest"), &["--target", "wasm32-wasip1-threads"], &target.join("wasm-guest"), "the wasm-thread guest")?;
+            cargo_build(&source.join("receivers/wasm-thread/guest"), &["--target", WASM_THREAD_TARGET], &target.join("wasm-guest"), "the wasm-thread guest")?;
             cargo_build(&source.join("crates/taskmeter-wasm"), &[], &target.join("wasm-host"), "the wasmtime host (taskmeter-wasm)")
         })
         .clone()?;

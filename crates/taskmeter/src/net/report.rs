@@ -1,38 +1,70 @@
 //! What `run net` shows and writes: the console tables, `net.json`, `summary.csv`, the charts
 //! (the study's ratio graph, throughput, round-trip p99) and `report.html`.
 
-use super::{NetPoint, NetRecord};
+use super::{NetPoint, NetRecord, NetSummary};
+use crate::stats::{ratio_interval, t_interval, Interval};
 use crate::chart::{line_chart, palette, Chart, Series};
 use crate::output::{format_ns, render_table};
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// Each receiver's throughput divided by its own with 1 sender (when it measured one).
-pub fn fill_ratios(points: &mut [NetPoint]) {
-    let bases: Vec<(String, f64)> = points
-        .iter()
-        .filter(|p| p.senders == 1 && p.error.is_none())
-        .filter_map(|p| Some((p.receiver.clone(), p.throughput?)))
-        .collect();
-    for point in points.iter_mut() {
-        let base = bases.iter().find(|b| b.0 == point.receiver).map(|b| b.1);
-        point.ratio = match (point.throughput, base, &point.error) {
-            (Some(t), Some(b), None) if b > 0.0 => Some(t / b),
-            _ => None,
+/// The repetitions of each receiver and sender count together, and each point's ratio to its
+/// receiver's mean 1-sender throughput.
+pub fn summarise(points: &mut [NetPoint]) -> Vec<NetSummary> {
+    let mut keys: Vec<(String, u32)> = Vec::new();
+    for p in points.iter() {
+        if !keys.contains(&(p.receiver.clone(), p.senders)) {
+            keys.push((p.receiver.clone(), p.senders));
+        }
+    }
+    let throughput = |points: &[NetPoint], receiver: &str, senders: u32| -> (u32, Option<Interval>) {
+        let values: Vec<f64> = points
+            .iter()
+            .filter(|p| p.receiver == receiver && p.senders == senders && p.error.is_none())
+            .filter_map(|p| p.throughput)
+            .collect();
+        let interval = match values.as_slice() {
+            [] => None,
+            [one] => Some(single(*one)),
+            many => t_interval(many),
         };
+        (values.len() as u32, interval)
+    };
+    let mut summaries = Vec::new();
+    for (receiver, senders) in keys {
+        let (repetitions, mean) = throughput(points, &receiver, senders);
+        let base = throughput(points, &receiver, 1).1;
+        let ratio = mean.zip(base).filter(|(_, b)| b.value > 0.0).map(|(m, b)| ratio_interval(&m, &b));
+        for p in points.iter_mut().filter(|p| p.receiver == receiver && p.senders == senders) {
+            p.ratio = p.throughput.zip(base).filter(|(_, b)| p.error.is_none() && b.value > 0.0).map(|(t, b)| t / b.value);
+        }
+        summaries.push(NetSummary { receiver, senders, repetitions, throughput: mean, ratio });
     }
+    summaries
 }
 
-pub fn progress_line(p: &NetPoint) -> String {
+pub fn progress_line(p: &NetPoint, repeat: u32) -> String {
+    let repetition = if repeat > 1 { format!(" #{}", p.repetition) } else { String::new() };
     match (&p.error, p.throughput) {
-        (None, Some(t)) => format!("net: {:<12} {:>3} senders  {:>10.0} msg/s  {} of {} acknowledged", p.receiver, p.senders, t, p.messages_acked, p.messages_planned),
-        (Some(e), _) => format!("net: {:<12} {:>3} senders  FAILED: {e}", p.receiver, p.senders),
-        (None, None) => format!("net: {:<12} {:>3} senders  no throughput (too few messages)", p.receiver, p.senders),
+        (None, Some(t)) => format!("net: {:<12} {:>3} senders{repetition}  {:>10.0} msg/s  {} of {} acknowledged", p.receiver, p.senders, t, p.messages_acked, p.messages_planned),
+        (Some(e), _) => format!("net: {:<12} {:>3} senders{repetition}  FAILED: {e}", p.receiver, p.senders),
+        (None, None) => format!("net: {:<12} {:>3} senders{repetition}  no throughput (too few messages)", p.receiver, p.senders),
     }
 }
 
-fn cell(value: Option<f64>, format: impl Fn(f64) -> String) -> String {
-    value.map_or("-".into(), format)
+/// One repetition's value: no interval (no degrees of freedom), never one from correlated
+/// messages.
+fn single(value: f64) -> Interval {
+    Interval { value, half_width: 0.0, standard_error: 0.0, degrees_of_freedom: None }
+}
+
+/// "12,345" or, with repetitions, "12,345 ± 678".
+fn with_interval(i: Option<Interval>, decimals: usize) -> String {
+    match i {
+        None => "-".into(),
+        Some(i) if i.degrees_of_freedom.is_some() => format!("{:.decimals$} ± {:.decimals$}", i.value, i.half_width),
+        Some(i) => format!("{:.decimals$}", i.value),
+    }
 }
 
 /// The console report: every point, then the ratio matrix (senders x receivers).
@@ -44,20 +76,31 @@ pub fn console(record: &NetRecord) -> String {
         s.message_size,
         if s.per_sender { "per sender" } else { "split across the senders" }
     );
+    let repeated = s.repeat > 1;
     let mut lines = vec![["receiver", "senders", "throughput msg/s", "ratio to 1 sender", "round trip p50", "p99", "acknowledged", "status"]
         .map(str::to_string)
         .to_vec()];
-    for p in &record.points {
-        let rtt = |pick: fn(&crate::stats::Summary) -> Option<i64>| p.round_trip.as_ref().and_then(pick).map_or("-".into(), |v| format_ns(v as f64));
+    for summary in &record.summaries {
+        let of = || record.points.iter().filter(|p| p.receiver == summary.receiver && p.senders == summary.senders);
+        let rtt = |pick: fn(&crate::stats::Summary) -> Option<i64>| {
+            let values: Vec<f64> = of().filter_map(|p| p.round_trip.as_ref().and_then(pick)).map(|v| v as f64).collect();
+            if values.is_empty() { "-".into() } else { format_ns(values.iter().sum::<f64>() / values.len() as f64) }
+        };
+        let failed = of().filter(|p| p.error.is_some()).count();
+        let total = of().count();
         lines.push(vec![
-            p.receiver.clone(),
-            p.senders.to_string(),
-            cell(p.throughput, |t| format!("{t:.0}")),
-            cell(p.ratio, |r| format!("{r:.2}x")),
+            summary.receiver.clone(),
+            summary.senders.to_string(),
+            with_interval(summary.throughput, 0),
+            with_interval(summary.ratio, 2),
             rtt(|s| s.p50),
             rtt(|s| s.p99),
-            format!("{}/{}", p.messages_acked, p.messages_planned),
-            if p.error.is_some() { "FAILED".into() } else { "ok".into() },
+            format!("{}/{}", of().map(|p| p.messages_acked).sum::<u64>(), of().map(|p| p.messages_planned).sum::<u64>()),
+            match failed {
+                0 => "ok".into(),
+                n if n == total => "FAILED".into(),
+                n => format!("{n} of {total} FAILED"),
+            },
         ]);
     }
     out.push_str(&render_table(&lines));
@@ -68,12 +111,20 @@ pub fn console(record: &NetRecord) -> String {
         for &n in &record.settings.senders {
             let mut line = vec![n.to_string()];
             for r in &receivers {
-                let p = record.points.iter().find(|p| &p.receiver == r && p.senders == n);
-                line.push(cell(p.and_then(|p| p.ratio), |v| format!("{v:.2}")));
+                let summary = record.summaries.iter().find(|p| &p.receiver == r && p.senders == n);
+                line.push(with_interval(summary.and_then(|p| p.ratio), 2));
             }
             matrix.push(line);
         }
         out.push_str(&render_table(&matrix));
+    }
+    out.push_str(if repeated {
+        "\n± = 95 % Student-t interval over the repetitions (each its own receiver process); round trips: mean over repetitions\n"
+    } else {
+        "\none repetition: no interval (a point's throughput varies by tens of percent from run to run here); --repeat 3 gives intervals\n"
+    });
+    for skip in &record.skipped {
+        let _ = writeln!(out, "skipped: {}: {}", skip.receiver, skip.reason);
     }
     for p in record.points.iter().filter(|p| p.error.is_some()) {
         let _ = writeln!(out, "{} with {} senders failed: {}", p.receiver, p.senders, p.error.as_deref().unwrap_or_default());
@@ -97,26 +148,45 @@ fn receivers_of(record: &NetRecord) -> Vec<String> {
 /// The ratio graph, throughput and round-trip p99 against senders, one line per receiver.
 pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
     let receivers = receivers_of(record);
-    let series = |value: &dyn Fn(&NetPoint) -> Option<f64>| -> Vec<Series> {
+    let series = |value: &dyn Fn(&NetSummary) -> Option<Interval>| -> Vec<Series> {
         receivers
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                let points = record.points.iter().filter(|p| &p.receiver == r && p.error.is_none()).filter_map(|p| Some((p.senders as f64, value(p)?))).collect();
-                (r.clone(), palette(i), points)
+                let (points, errors) = record
+                    .summaries
+                    .iter()
+                    .filter(|p| &p.receiver == r)
+                    .filter_map(|p| value(p).map(|v| ((p.senders as f64, v.value), v.degrees_of_freedom.map(|_| v.half_width))))
+                    .unzip();
+                Series { name: r.clone(), colour: palette(i), points, errors }
             })
-            .filter(|s: &Series| !s.2.is_empty())
+            .filter(|s: &Series| !s.points.is_empty())
             .collect()
     };
-    let specs: [(&str, &str, &str, &dyn Fn(&NetPoint) -> Option<f64>); 3] = [
+    let mean_rtt_p99 = |p: &NetSummary| -> Option<Interval> {
+        let values: Vec<f64> = record
+            .points
+            .iter()
+            .filter(|q| q.receiver == p.receiver && q.senders == p.senders && q.error.is_none())
+            .filter_map(|q| q.round_trip.as_ref()?.p99.map(|v| v as f64 / 1e6))
+            .collect();
+        match values.as_slice() {
+            [] => None,
+            [one] => Some(single(*one)),
+            many => t_interval(many),
+        }
+    };
+    type Value<'a> = &'a dyn Fn(&NetSummary) -> Option<Interval>;
+    let specs: [(&str, &str, &str, Value); 3] = [
         ("ratio.svg", "Throughput relative to 1 sender (the TCP study's ratio graph)", "ratio to 1 sender", &|p| p.ratio),
         ("throughput.svg", "Throughput at the receiver", "messages per second", &|p| p.throughput),
-        ("round-trip-p99.svg", "Round trip p99 at the senders", "round trip p99 (ms)", &|p| p.round_trip.as_ref()?.p99.map(|v| v as f64 / 1e6)),
+        ("round-trip-p99.svg", "Round trip p99 at the senders", "round trip p99 (ms)", &mean_rtt_p99),
     ];
     let mut charts = Vec::new();
     for (file, title, y, value) in specs {
         let lines = series(value);
-        if lines.iter().any(|s| s.2.len() > 1) {
+        if lines.iter().any(|s| s.points.len() > 1) {
             charts.push(Chart { file: file.into(), title: title.into(), svg: line_chart(title, "senders", y, &lines, None)? });
         }
     }
@@ -124,14 +194,15 @@ pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
 }
 
 pub fn summary_csv(record: &NetRecord) -> String {
-    let mut out = String::from("receiver,senders,messages_planned,messages_sent,messages_acked,messages_received,throughput_msg_per_s,ratio_to_1_sender,window_ns,rtt_p50_ns,rtt_p99_ns,rtt_max_ns,status\n");
+    let mut out = String::from("receiver,senders,repetition,messages_planned,messages_sent,messages_acked,messages_received,throughput_msg_per_s,ratio_to_1_sender,window_ns,rtt_p50_ns,rtt_p99_ns,rtt_max_ns,status\n");
     for p in &record.points {
         let rtt = |pick: fn(&crate::stats::Summary) -> Option<i64>| p.round_trip.as_ref().and_then(pick).map_or(String::new(), |v| v.to_string());
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             p.receiver,
             p.senders,
+            p.repetition,
             p.messages_planned,
             p.messages_sent,
             p.messages_acked,

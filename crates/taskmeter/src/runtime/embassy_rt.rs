@@ -17,9 +17,11 @@ pub const MAX_UNITS: u32 = 100_000;
 
 pub struct Embassy;
 
-/// Rounds up to embassy's 1 us tick so a unit never wakes before its deadline.
+/// embassy-time's std driver floors the clock to its 1 us tick and adds the duration to that
+/// floored `now`, so a duration rounded up to whole ticks could still end up to one tick before
+/// the intended time: one more tick makes the wake-up never early.
 fn ticks_after(ns: u64) -> Duration {
-    Duration::from_micros(ns.div_ceil(1_000))
+    Duration::from_micros(ns.div_ceil(1_000) + 1)
 }
 
 impl AsyncTimer for Embassy {
@@ -27,8 +29,9 @@ impl AsyncTimer for Embassy {
         Timer::after(ticks_after(ns))
     }
     fn sleep_until(deadline_ns: u64) -> impl Future<Output = ()> + Send {
-        let now_instant = Instant::now();
-        Timer::at(now_instant + ticks_after(deadline_ns.saturating_sub(now_ns())))
+        // Our clock first: any time between the two readings makes the wake-up later, not earlier.
+        let remaining = deadline_ns.saturating_sub(now_ns());
+        Timer::at(Instant::now() + ticks_after(remaining))
     }
     fn yield_now() -> impl Future<Output = ()> + Send {
         embassy_futures::yield_now()
@@ -70,6 +73,7 @@ where
     let spawned = std::cell::Cell::new(0u32);
     executor.run_until(
         |spawner: Spawner| {
+            ctx.gate.begin_creating();
             for unit in 1..=units {
                 let (tx, body) = (tx.clone(), make(unit));
                 let boxed: UnitFuture = Box::pin(async move {
@@ -87,6 +91,7 @@ where
                     }
                 }
             }
+            ctx.gate.all_created(spawned.get());
         },
         || FINISHED.load(Ordering::Acquire) >= spawned.get(),
     );

@@ -30,7 +30,9 @@ where
     let executor = smol::Executor::new();
     let (units, start_error) = super::startable(ctx, units);
     let outputs = smol::block_on(executor.run(async {
+        ctx.gate.begin_creating();
         let tasks: Vec<_> = (1..=units).map(|unit| executor.spawn(make(unit))).collect();
+        ctx.gate.all_created(units);
         let mut outputs = Vec::with_capacity(tasks.len());
         for task in tasks {
             outputs.push(task.await);

@@ -2,54 +2,40 @@
 
 use super::Started;
 use crate::workload::LoopContext;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// Unit threads started and not yet finished (a unit started after the end exits at once and
-/// gives its memory maps back).
-static LIVE: AtomicU64 = AtomicU64::new(0);
 
 /// Runs up to `units` units, each `make(unit)` on its own thread, and returns their results in
-/// order. A thread the OS refuses (or the start limit) ends the start: the units already
+/// order. Every unit parks at the start gate, so all threads exist before the run starts. A
+/// thread the OS refuses, the memory maps, or the start limit end the start: the units already
 /// started still run, and the reason is returned with them.
-pub fn run<Out, Body>(ctx: &LoopContext, units: u32, make: impl Fn(u32) -> Body) -> Result<Started<Out>, String>
+pub fn run<Out, Body>(ctx: &'static LoopContext, units: u32, make: impl Fn(u32) -> Body) -> Result<Started<Out>, String>
 where
     Out: Send + 'static,
     Body: FnOnce() -> Out + Send + 'static,
 {
     let mut handles = Vec::with_capacity(units as usize);
     let mut start_error = None;
-    let room = threads_the_memory_maps_allow();
+    let mut maps = MapBudget::new();
+    ctx.gate.begin_creating();
     for unit in 1..=units {
-        if let Some(reason) = ctx.start_refused(unit) {
+        if let Some(reason) = ctx.start_refused(unit).or_else(|| maps.refuses(unit, &ctx.gate)) {
             start_error = Some(reason);
             break;
         }
-        let alive = LIVE.load(Ordering::Acquire);
-        if let Some((room, max_map_count)) = room.filter(|(room, _)| unit > 1 && alive >= *room) {
-            start_error = Some(format!(
-                "stopped before unit {unit} with {alive} threads alive: vm.max_map_count ({max_map_count}) leaves room \
-                 for {room} (4 memory maps each), and Rust's std aborts the process when a thread's signal stack \
-                 cannot be mapped"
-            ));
-            break;
-        }
         let body = make(unit);
-        LIVE.fetch_add(1, Ordering::AcqRel);
-        let counted = move || {
-            let out = body();
-            LIVE.fetch_sub(1, Ordering::AcqRel);
-            out
+        let guarded = move || {
+            let _arrival = ArriveIfPanicking(&ctx.gate);
+            body()
         };
-        match std::thread::Builder::new().name(format!("unit-{unit}")).spawn(counted) {
+        match std::thread::Builder::new().name(format!("unit-{unit}")).spawn(guarded) {
             Ok(handle) => handles.push(handle),
             Err(e) if unit > 1 => {
-                LIVE.fetch_sub(1, Ordering::AcqRel);
                 start_error = Some(format!("could not spawn the thread of unit {unit}: {e}"));
                 break;
             }
             Err(e) => return Err(format!("could not spawn the thread of unit 1: {e}")),
         }
     }
+    ctx.gate.all_created(handles.len() as u32);
     let outputs = handles
         .into_iter()
         .map(|h| h.join().map_err(|panic| format!("a unit thread failed: {}", panic_message(&panic))))
@@ -57,15 +43,79 @@ where
     Ok(Started { outputs, start_error })
 }
 
-/// How many more threads fit under `vm.max_map_count`, and that limit: each std thread maps its
-/// stack, its guard page, and a signal stack with its guard. A failed mmap of the signal stack
-/// aborts the process (std cannot report it), so the start must stop before it.
-fn threads_the_memory_maps_allow() -> Option<(u64, u64)> {
-    const MAPS_PER_THREAD: u64 = 4;
-    const SPARE_MAPS: u64 = 1024;
-    let max_map_count: u64 = std::fs::read_to_string("/proc/sys/vm/max_map_count").ok()?.trim().parse().ok()?;
-    let in_use = std::fs::read_to_string("/proc/self/maps").ok()?.lines().count() as u64;
-    Some((max_map_count.saturating_sub(in_use + SPARE_MAPS) / MAPS_PER_THREAD, max_map_count))
+/// A unit that panics before it reaches the start gate still arrives, so the others are not
+/// kept waiting for it (one arriving again after the gate opened changes nothing).
+struct ArriveIfPanicking(&'static crate::workload::StartGate);
+
+impl Drop for ArriveIfPanicking {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.arrive();
+        }
+    }
+}
+
+/// Keeps the start below `vm.max_map_count`. Each std thread maps its stack and guard page, a
+/// signal stack and its guard, and its unit maps its sample arrays when they are large; a
+/// failed mmap of the signal stack aborts the process (std cannot report it), so the start
+/// must stop before the limit. Rather than trust a constant, it counts the maps really in
+/// use (/proc/self/maps) at checkpoints, once the units started so far have reached the start
+/// gate (so everything they map exists), and measures what one unit costs. Between checkpoints
+/// it spends at most half the room left, so an underestimate cannot overshoot.
+struct MapBudget {
+    limit: Option<u64>,
+    /// Maps in use and units started at the first checkpoint.
+    baseline: Option<(u64, u32)>,
+    /// The unit at which to count again.
+    next_check: u32,
+}
+
+/// Maps kept free for what the worker maps after the start (output buffers, the runtime).
+const SPARE_MAPS: u64 = 1024;
+/// What a thread is assumed to map before one has been measured: stack, guard, signal stack, guard.
+const FIRST_GUESS_MAPS_PER_UNIT: f64 = 4.0;
+
+impl MapBudget {
+    fn new() -> MapBudget {
+        let limit = std::fs::read_to_string("/proc/sys/vm/max_map_count").ok().and_then(|s| s.trim().parse().ok());
+        MapBudget { limit, baseline: None, next_check: 2 }
+    }
+
+    /// Why unit `unit` must not be started, if the maps left cannot take it.
+    fn refuses(&mut self, unit: u32, gate: &crate::workload::StartGate) -> Option<String> {
+        let limit = self.limit?;
+        if unit < self.next_check {
+            return None;
+        }
+        let started = unit - 1;
+        gate.wait_for_arrivals(started);
+        let in_use = count_maps()?;
+        let per_unit = match self.baseline {
+            None => {
+                self.baseline = Some((in_use, started));
+                FIRST_GUESS_MAPS_PER_UNIT
+            }
+            Some((base_maps, base_units)) if started > base_units => {
+                ((in_use.saturating_sub(base_maps)) as f64 / (started - base_units) as f64).max(1.0)
+            }
+            Some(_) => FIRST_GUESS_MAPS_PER_UNIT,
+        };
+        let room = (limit.saturating_sub(in_use + SPARE_MAPS) as f64 / per_unit) as u64;
+        if room == 0 {
+            return Some(format!(
+                "stopped before unit {unit}: {in_use} memory maps in use, {per_unit:.1} per unit measured, and \
+                 vm.max_map_count is {limit} (Rust's std aborts the process when a thread's signal stack cannot be mapped)"
+            ));
+        }
+        self.next_check = unit.saturating_add((room / 2).clamp(1, u32::MAX as u64) as u32);
+        None
+    }
+}
+
+/// Memory maps of this process right now.
+fn count_maps() -> Option<u64> {
+    let maps = std::fs::read("/proc/self/maps").ok()?;
+    Some(maps.iter().filter(|b| **b == b'\n').count() as u64)
 }
 
 fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {

@@ -40,7 +40,9 @@ where
     let runtime = builder.enable_time().build().map_err(|e| format!("could not start tokio: {e}"))?;
     runtime.block_on(async {
         let (units, start_error) = super::startable(ctx, units);
+        ctx.gate.begin_creating();
         let tasks: Vec<_> = (1..=units).map(|unit| tokio::spawn(make(unit))).collect();
+        ctx.gate.all_created(units);
         let mut outputs = Vec::with_capacity(tasks.len());
         for task in tasks {
             outputs.push(task.await.map_err(|e| format!("a unit task failed: {e}"))?);

@@ -41,3 +41,45 @@ pub fn assert_refused(cases: &[(Vec<&str>, &str)]) {
         assert!(stdout(&output).is_empty(), "{args:?}");
     }
 }
+
+/// Whether the suite runs in CI, where every test must run.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// A test (or part of one) that cannot run on this machine, for a reason a user would accept
+/// (no JDK 21+, not root), says so on stderr and is skipped; under `CI=true`, where everything
+/// must run, it fails instead.
+pub fn skip(reason: &str) {
+    assert!(!in_ci(), "cannot run under CI=true: {reason}");
+    eprintln!("SKIPPED: {reason}");
+}
+
+/// Of `runtimes`, those available here; each unavailable one is skipped with `taskmeter list`'s reason.
+pub fn available<'a>(runtimes: &[&'a str]) -> Vec<&'a str> {
+    let list = stdout(&run(&["list"]));
+    runtimes
+        .iter()
+        .copied()
+        .filter(|id| {
+            let line = list.lines().find(|l| l.split_whitespace().next() == Some(id)).unwrap_or_default();
+            match line.split_once("unavailable: ") {
+                Some((_, reason)) => {
+                    skip(&format!("{id}: {reason}"));
+                    false
+                }
+                None => true,
+            }
+        })
+        .collect()
+}
+
+/// True when running as root; otherwise the test is skipped with the reason.
+pub fn root(why: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        skip(&format!("{why} needs root"));
+    }
+    root
+}

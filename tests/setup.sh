@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs and this machine lacks, quietly and only when missing, so
+# that `./test.sh` is all a fresh machine needs. Each step checks first; a second run does nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { echo "setup: $*" >&2; }
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+# Runs a command quietly; on failure shows what it printed.
+quietly() { "$@" >"$log" 2>&1 || { cat "$log" >&2; say "failed: $*"; exit 1; }; }
+
+# Debian packages: compilers and tools the drivers, clients and tests call.
+need_apt=()
+command -v cc >/dev/null || need_apt+=(gcc libc6-dev)
+command -v make >/dev/null || need_apt+=(make)                 # the C record() client's programs
+command -v python3 >/dev/null || need_apt+=(python3 python3-pip)
+command -v chromium >/dev/null || need_apt+=(chromium)         # report.html in a real browser
+command -v prlimit >/dev/null || need_apt+=(util-linux)        # a thread limit for the partial-start test
+# The drivers' toolchains come with this machine kind (Go 1.26, Node 20, Temurin JDK 25);
+# Debian's packages stand in when one is missing (Debian has no JDK 21+: java-* would be skipped).
+command -v go >/dev/null || need_apt+=(golang-go)
+command -v node >/dev/null || need_apt+=(nodejs)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    if [ "$(id -u)" != 0 ]; then
+        say "missing Debian packages: ${need_apt[*]} (install them as root: apt-get install ${need_apt[*]})"
+        exit 1
+    fi
+    say "installing ${need_apt[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    quietly apt-get update -qq
+    quietly apt-get install -y -qq "${need_apt[@]}"
+fi
+
+command -v cargo >/dev/null || { say "the tests need a Rust toolchain (https://rustup.rs)"; exit 1; }
+# The wasm-thread receiver's guest; its wasmtime host is built by taskmeter on first use.
+if ! rustc --print sysroot | xargs -I{} test -d {}/lib/rustlib/wasm32-wasip1-threads/lib; then
+    say "adding the Rust target wasm32-wasip1-threads"
+    quietly rustup target add wasm32-wasip1-threads
+fi
+
+# Python packages of the schema and browser tests.
+if ! python3 -c 'import pytest, jsonschema, PIL' 2>/dev/null; then
+    say "installing the Python test packages (requirements-dev.txt)"
+    quietly python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -r requirements-dev.txt
+fi
