@@ -67,10 +67,11 @@ fn a_policy_the_kernel_refuses_fails_its_rows_with_the_reason() {
     // An unprivileged user may not ask for SCHED_FIFO: the same EPERM a cgroup without a
     // real-time budget gives.
     let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let taskmeter = common::binary_for_any_user(dir.path());
     let folder = dir.path().join("refused");
     let output = std::process::Command::new("setpriv")
-        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups", env!("CARGO_BIN_EXE_taskmeter")])
+        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .arg(&taskmeter)
         .args(["run", "--runtimes", "thread,smol", "--policy", "fifo:10", "--busy", "0", "--duration", "100ms"])
         .args(["--warmup", "0", "-o", folder.to_str().unwrap()])
         .current_dir(dir.path())

@@ -79,11 +79,11 @@ fn a_thread_limit_makes_a_partial_row_with_the_reason() {
     // RLIMIT_NPROC counts every thread of the user: a user with a limit of 60 cannot start 200
     // threads, as on a machine whose ulimit -u or pid_max is reached.
     let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let taskmeter = common::binary_for_any_user(dir.path());
     let folder = dir.path().join("partial");
     let output = std::process::Command::new("prlimit")
         .args(["--nproc=60:60", "setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_taskmeter"))
+        .arg(&taskmeter)
         .args(["run", "--runtimes", "thread,c-thread", "--units", "200", "--busy", "0", "--duration", "200ms"])
         .args(["--warmup", "0", "-o", folder.to_str().unwrap()])
         .env("TASKMETER_CACHE_DIR", dir.path().join("cache"))
