@@ -46,11 +46,12 @@ pub fn analyze(mut events: Vec<Event>, window: Window, warmup_units: u64, last_w
             Some(Kind::Start) => {
                 let id = event.value();
                 ids.started += 1;
-                if open.contains_key(&id) {
-                    ids.duplicate_starts += 1;
-                } else {
-                    open.insert(id, event.t_ns);
-                    done.remove(&id);
+                match open.entry(id) {
+                    std::collections::hash_map::Entry::Occupied(_) => ids.duplicate_starts += 1,
+                    std::collections::hash_map::Entry::Vacant(slot) => {
+                        slot.insert(event.t_ns);
+                        done.remove(&id);
+                    }
                 }
                 continue;
             }

@@ -1,5 +1,6 @@
 //! The console report, in Benchee's layout, plus the accounting Benchee does not have.
 
+use crate::format::duration;
 use crate::report::{Config, Report, ScenarioResult, Stats};
 use std::fmt::Write;
 
@@ -187,20 +188,6 @@ pub fn ips(ips: Option<f64>) -> String {
     }
 }
 
-/// A duration in ns with a unit chosen by its size and three or four significant digits.
-pub fn duration(ns: f64) -> String {
-    let (value, unit) = match ns.abs() {
-        a if a >= 1e9 => (ns / 1e9, "s"),
-        a if a >= 1e6 => (ns / 1e6, "ms"),
-        a if a >= 1e3 => (ns / 1e3, "μs"),
-        _ => (ns, "ns"),
-    };
-    if value == 0.0 {
-        return "0 ns".into();
-    }
-    let decimals = if value.abs() >= 100.0 { 1 } else { 2 };
-    format!("{value:.decimals$} {unit}")
-}
 
 #[cfg(test)]
 mod tests {

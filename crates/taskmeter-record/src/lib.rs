@@ -36,6 +36,7 @@ pub mod clock;
 pub mod collector;
 pub mod console;
 pub mod event;
+pub mod format;
 mod local;
 mod recorder;
 pub mod report;

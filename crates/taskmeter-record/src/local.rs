@@ -20,6 +20,12 @@ struct Chunk {
     slots: Box<[UnsafeCell<MaybeUninit<Event>>]>,
 }
 
+// SAFETY: a slot is written only by the chunk's owning thread, before the length that covers it
+// is published with release; other threads read only slots below the length they loaded with
+// acquire (see `ThreadLog`).
+unsafe impl Sync for Chunk {}
+unsafe impl Send for Chunk {}
+
 impl Chunk {
     fn new() -> Arc<Chunk> {
         let slots = (0..CHUNK_EVENTS).map(|_| UnsafeCell::new(MaybeUninit::uninit())).collect();

@@ -1,9 +1,200 @@
-//! The statistics definitions taskmeter uses everywhere (the core crate re-exports these).
+//! Every statistic taskmeter reports, in one place: the run tables, `compare`, `net`, `bench`
+//! and the `record()` report all use these definitions.
 //!
 //! - `mean` is the arithmetic mean; `sample_std` the *sample* standard deviation (divisor n - 1),
 //!   absent for n < 2.
 //! - A percentile is the nearest-rank one: the smallest value with at least p % of the values at
 //!   or below it (the value at 1-based rank ceil(p / 100 * n)), so it is always a measured value.
+//! - [`Summary`]: count, mean, std, min, p50 ... p99.99, max, and the seed studies' columns over
+//!   `deviation = |value - reference|` (`mean_absolute_deviation`, `deviation_std` (n - 1),
+//!   `deviation_min`, `deviation_max`); every field but `count` is absent when there are no values.
+//! - Intervals: [`t_interval`] (Student's t over repetitions), [`normal_interval`] (one
+//!   repetition's samples taken as independent), [`ratio_interval`] (first-order propagation).
+//! - Tests: [`welch_p`] (repetitions), [`mann_whitney_counts`] (distributions).
+
+use serde::{Deserialize, Serialize};
+
+
+/// Percentiles reported, in parts per 100,000 so ranks are computed in exact integer arithmetic.
+pub const PERCENTILES: [(&str, u64); 5] =
+    [("p50", 50_000), ("p90", 90_000), ("p99", 99_000), ("p99_9", 99_900), ("p99_99", 99_990)];
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct Summary {
+    pub count: u64,
+    pub mean: Option<f64>,
+    pub std: Option<f64>,
+    pub min: Option<i64>,
+    pub p50: Option<i64>,
+    pub p90: Option<i64>,
+    pub p99: Option<i64>,
+    pub p99_9: Option<i64>,
+    pub p99_99: Option<i64>,
+    pub max: Option<i64>,
+    pub mean_absolute_deviation: Option<f64>,
+    pub deviation_std: Option<f64>,
+    pub deviation_min: Option<i64>,
+    pub deviation_max: Option<i64>,
+}
+
+impl Summary {
+    /// Summarises `values`, each compared with the `reference` at the same index.
+    pub fn of(values: &[i64], references: &[i64]) -> Summary {
+        assert_eq!(values.len(), references.len(), "one reference per value");
+        if values.is_empty() {
+            return Summary::default();
+        }
+        let mut sorted = values.to_vec();
+        sorted.sort_unstable();
+        let deviations: Vec<i64> =
+            values.iter().zip(references).map(|(v, r)| (*v as i128 - *r as i128).unsigned_abs() as i64).collect();
+        let (dev_min, dev_max) = deviations.iter().fold((i64::MAX, i64::MIN), |(lo, hi), d| (lo.min(*d), hi.max(*d)));
+        let pick = |q: u64| Some(sorted[nearest_rank(q, sorted.len()) - 1]);
+        Summary {
+            count: values.len() as u64,
+            mean: Some(mean(values)),
+            std: sample_std(values),
+            min: Some(sorted[0]),
+            p50: pick(PERCENTILES[0].1),
+            p90: pick(PERCENTILES[1].1),
+            p99: pick(PERCENTILES[2].1),
+            p99_9: pick(PERCENTILES[3].1),
+            p99_99: pick(PERCENTILES[4].1),
+            max: Some(sorted[sorted.len() - 1]),
+            mean_absolute_deviation: Some(mean(&deviations)),
+            deviation_std: sample_std(&deviations),
+            deviation_min: Some(dev_min),
+            deviation_max: Some(dev_max),
+        }
+    }
+
+    /// The named percentile, as listed in [`PERCENTILES`].
+    pub fn percentile(&self, name: &str) -> Option<i64> {
+        match name {
+            "p50" => self.p50,
+            "p90" => self.p90,
+            "p99" => self.p99,
+            "p99_9" => self.p99_9,
+            "p99_99" => self.p99_99,
+            _ => None,
+        }
+    }
+
+    /// Standard error of the mean, `std / sqrt(n)`.
+    pub fn standard_error(&self) -> Option<f64> {
+        self.std.map(|s| s / (self.count as f64).sqrt())
+    }
+}
+
+
+/// `a / b` and its standard uncertainty from the standard errors of both (first-order
+/// propagation of independent errors): `r * sqrt((sa/a)^2 + (sb/b)^2)`.
+pub fn ratio_with_uncertainty(a: f64, a_err: f64, b: f64, b_err: f64) -> (f64, f64) {
+    let r = a / b;
+    let rel = ((a_err / a).powi(2) + (b_err / b).powi(2)).sqrt();
+    (r, (r * rel).abs())
+}
+
+/// A 95 % interval around an estimate, and what it rests on.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+pub struct Interval {
+    pub value: f64,
+    /// Half the width of the 95 % interval: the interval is `value ± half_width`.
+    pub half_width: f64,
+    /// Standard error of `value`.
+    pub standard_error: f64,
+    /// Degrees of freedom of the t quantile used (None: the normal quantile, for one repetition
+    /// whose samples are taken as independent).
+    pub degrees_of_freedom: Option<f64>,
+}
+
+impl Interval {
+    /// A single value: no interval (no degrees of freedom, no width), as one repetition's
+    /// throughput is shown.
+    pub fn single(value: f64) -> Interval {
+        Interval { value, half_width: 0.0, standard_error: 0.0, degrees_of_freedom: None }
+    }
+}
+
+/// The two-sided 95 % quantile of Student's t with `df` degrees of freedom (1.96 as df grows).
+pub fn t_975(df: f64) -> f64 {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    StudentsT::new(0.0, 1.0, df).expect("df > 0").inverse_cdf(0.975)
+}
+
+/// The mean of `values` (one per repetition) with its 95 % Student-t interval:
+/// `mean ± t(0.975, n - 1) · s / √n`, s the sample standard deviation between repetitions.
+/// None for fewer than two values.
+pub fn t_interval(values: &[f64]) -> Option<Interval> {
+    let n = values.len();
+    let sd = float_sample_std(values)?;
+    let df = (n - 1) as f64;
+    let standard_error = sd / (n as f64).sqrt();
+    Some(Interval { value: values.iter().sum::<f64>() / n as f64, half_width: t_975(df) * standard_error, standard_error, degrees_of_freedom: Some(df) })
+}
+
+/// A mean from one repetition, its samples taken as independent: `mean ± 1.96 · sd / √n`.
+/// Samples of one process and one minute are correlated, so this interval is too narrow, and
+/// every table that shows it says so.
+pub fn normal_interval(mean: f64, sd: f64, count: u64) -> Interval {
+    let standard_error = sd / (count as f64).sqrt();
+    Interval { value: mean, half_width: 1.959_963_984_540_054 * standard_error, standard_error, degrees_of_freedom: None }
+}
+
+/// `a / b` with a 95 % interval, the standard error propagated to first order from both
+/// (independent) estimates; with t quantiles, the smaller of their degrees of freedom.
+pub fn ratio_interval(a: &Interval, b: &Interval) -> Interval {
+    let (r, standard_error) = ratio_with_uncertainty(a.value, a.standard_error, b.value, b.standard_error);
+    let degrees_of_freedom = match (a.degrees_of_freedom, b.degrees_of_freedom) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        _ => None,
+    };
+    let quantile = degrees_of_freedom.map_or(1.959_963_984_540_054, t_975);
+    Interval { value: r, half_width: quantile * standard_error, standard_error, degrees_of_freedom }
+}
+
+/// Two-sided p-value of Welch's t-test between two sets of values (one per repetition), or
+/// None when either has fewer than two values or both have no variance.
+pub fn welch_p(a: &[f64], b: &[f64]) -> Option<f64> {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    let (sa, sb) = (float_sample_std(a)?, float_sample_std(b)?);
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let (va, vb) = (sa * sa / na, sb * sb / nb);
+    if va + vb == 0.0 {
+        return None;
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let t = (mean(a) - mean(b)) / (va + vb).sqrt();
+    let df = (va + vb).powi(2) / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
+    let tail = StudentsT::new(0.0, 1.0, df).expect("df > 0").cdf(-t.abs());
+    Some((2.0 * tail).min(1.0))
+}
+
+/// Sample standard deviation (n - 1) of floats; None for fewer than two.
+fn float_sample_std(values: &[f64]) -> Option<f64> {
+    let n = values.len();
+    if n < 2 {
+        return None;
+    }
+    let mean = values.iter().sum::<f64>() / n as f64;
+    Some((values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt())
+}
+
+/// Ordinary least-squares line through `(x, y)`: (slope, intercept), or None with fewer than
+/// two distinct x values.
+pub fn linear_fit(points: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let n = points.len() as f64;
+    let mean_x = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let mean_y = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mean_x).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mean_x) * (p.1 - mean_y)).sum();
+    if points.len() < 2 || sxx <= 0.0 {
+        return None;
+    }
+    let slope = sxy / sxx;
+    Some((slope, mean_y - slope * mean_x))
+}
+
 
 /// 1-based nearest rank of the percentile `q` (parts per 100,000) among `n` sorted values.
 pub fn nearest_rank(q: u64, n: usize) -> usize {
@@ -43,9 +234,74 @@ pub fn modes(sorted: &[i64]) -> Vec<i64> {
     runs.into_iter().filter(|r| r.1 == best).map(|r| r.0).collect()
 }
 
+/// The median of floats (the mean of the middle two for an even count); NaN for none.
+pub fn median_f64(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Two-sided p-value of the Mann-Whitney U test between two distributions given as (value,
+/// count) in increasing order of value: mid-ranks for ties, the normal approximation with tie and
+/// continuity corrections (accurate for the thousands of samples of a row).
+pub fn mann_whitney_counts(ca: &[(i64, u64)], cb: &[(i64, u64)]) -> f64 {
+    let (n1, n2) = (ca.iter().map(|c| c.1).sum::<u64>() as f64, cb.iter().map(|c| c.1).sum::<u64>() as f64);
+    if n1 == 0.0 || n2 == 0.0 {
+        return 1.0;
+    }
+    // Walk the distinct values of both in order, giving each tie group its mid-rank.
+    let (mut i, mut j) = (0, 0);
+    let (mut rank_sum_a, mut seen, mut tie_term) = (0f64, 0f64, 0f64);
+    while i < ca.len() || j < cb.len() {
+        let value = match (ca.get(i), cb.get(j)) {
+            (Some(x), Some(y)) => x.0.min(y.0),
+            (Some(x), None) => x.0,
+            (None, Some(y)) => y.0,
+            (None, None) => unreachable!(),
+        };
+        let ka = if ca.get(i).is_some_and(|x| x.0 == value) { i += 1; ca[i - 1].1 as f64 } else { 0.0 };
+        let kb = if cb.get(j).is_some_and(|y| y.0 == value) { j += 1; cb[j - 1].1 as f64 } else { 0.0 };
+        let t = ka + kb;
+        let mid_rank = seen + (t + 1.0) / 2.0;
+        rank_sum_a += ka * mid_rank;
+        seen += t;
+        tie_term += t * t * t - t;
+    }
+    let n = n1 + n2;
+    let u = rank_sum_a - n1 * (n1 + 1.0) / 2.0;
+    let mean = n1 * n2 / 2.0;
+    let variance = n1 * n2 / 12.0 * ((n + 1.0) - tie_term / (n * (n - 1.0)).max(1.0));
+    if variance <= 0.0 {
+        return 1.0; // every value equal in both: nothing differs
+    }
+    let z = ((u - mean).abs() - 0.5).max(0.0) / variance.sqrt();
+    use statrs::distribution::{ContinuousCDF, Normal};
+    (2.0 * Normal::standard().cdf(-z)).min(1.0)
+}
+
+/// Counts of each distinct value of `values`, in increasing order, for [`mann_whitney_counts`].
+pub fn value_counts(values: &[i64]) -> Vec<(i64, u64)> {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    let mut counts: Vec<(i64, u64)> = Vec::new();
+    for v in sorted {
+        match counts.last_mut() {
+            Some(last) if last.0 == v => last.1 += 1,
+            _ => counts.push((v, 1)),
+        }
+    }
+    counts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
 
     #[test]
     fn hand_computed_values() {
@@ -61,5 +317,184 @@ mod tests {
         assert_eq!(modes(&v), vec![4]);
         assert_eq!(modes(&[1, 1, 2, 2, 3]), vec![1, 2]);
         assert!(modes(&[1, 2, 3]).is_empty());
+    }
+
+
+    fn close(a: Option<f64>, b: f64) -> bool {
+        a.is_some_and(|a| (a - b).abs() < 1e-9 * b.abs().max(1.0))
+    }
+
+    #[test]
+    fn empty_has_only_a_count() {
+        let s = Summary::of(&[], &[]);
+        assert_eq!(s, Summary { count: 0, ..Summary::default() });
+    }
+
+    #[test]
+    fn one_value_has_no_standard_deviation() {
+        let s = Summary::of(&[7], &[10]);
+        assert_eq!(s.count, 1);
+        assert_eq!(s.mean, Some(7.0));
+        assert_eq!(s.std, None);
+        assert_eq!((s.min, s.p50, s.p99_99, s.max), (Some(7), Some(7), Some(7), Some(7)));
+        assert_eq!(s.mean_absolute_deviation, Some(3.0));
+        assert_eq!(s.deviation_std, None);
+        assert_eq!((s.deviation_min, s.deviation_max), (Some(3), Some(3)));
+    }
+
+    #[test]
+    fn hand_computed_vector() {
+        // values 2 4 4 4 5 5 7 9: mean 5, squared deviations sum 32, sample variance 32/7.
+        let values = [9, 2, 4, 4, 5, 4, 7, 5];
+        let s = Summary::of(&values, &[0; 8]);
+        assert_eq!(s.count, 8);
+        assert_eq!(s.mean, Some(5.0));
+        assert!(close(s.std, (32.0f64 / 7.0).sqrt()));
+        assert_eq!(s.min, Some(2));
+        assert_eq!(s.max, Some(9));
+        // nearest rank: p50 -> rank ceil(4) = 4 -> 4; p90 -> ceil(7.2) = 8 -> 9.
+        assert_eq!(s.p50, Some(4));
+        assert_eq!(s.p90, Some(9));
+        assert_eq!(s.p99, Some(9));
+        assert_eq!(s.mean_absolute_deviation, Some(5.0));
+    }
+
+    #[test]
+    fn seed_deviation_columns() {
+        // The v1 study: actual times against an expected 1000 ns.
+        let actual = [1100, 900, 1300, 1000];
+        let s = Summary::of(&actual, &[1000; 4]);
+        // deviations 100 100 300 0: mean 125, variance (25^2 * 2 + 175^2 + 125^2) / 3 = 47500 / 3.
+        assert_eq!(s.mean_absolute_deviation, Some(125.0));
+        assert!(close(s.deviation_std, (47500.0f64 / 3.0).sqrt()));
+        assert_eq!((s.deviation_min, s.deviation_max), (Some(0), Some(300)));
+        assert_eq!(s.mean, Some(1075.0));
+    }
+
+    #[test]
+    fn negative_values_and_deviation() {
+        let s = Summary::of(&[-3, 1], &[0, 0]);
+        assert_eq!(s.mean, Some(-1.0));
+        assert_eq!(s.mean_absolute_deviation, Some(2.0));
+        assert_eq!(s.min, Some(-3));
+        assert!(close(s.std, 8.0f64.sqrt()));
+    }
+
+    #[test]
+    fn nearest_ranks_are_exact() {
+        assert_eq!(nearest_rank(50_000, 1), 1);
+        assert_eq!(nearest_rank(50_000, 2), 1);
+        assert_eq!(nearest_rank(50_000, 3), 2);
+        assert_eq!(nearest_rank(99_000, 100), 99);
+        assert_eq!(nearest_rank(99_000, 101), 100);
+        assert_eq!(nearest_rank(99_990, 10_000), 9_999);
+        assert_eq!(nearest_rank(99_990, 10_001), 10_000);
+        assert_eq!(nearest_rank(99_900, 1_000), 999);
+        // p99 of 1..=1000 is 990, p99.9 is 999.
+        let values: Vec<i64> = (1..=1000).collect();
+        let s = Summary::of(&values, &vec![0; 1000]);
+        assert_eq!((s.p50, s.p90, s.p99, s.p99_9, s.p99_99), (Some(500), Some(900), Some(990), Some(999), Some(1000)));
+    }
+
+    #[test]
+    fn ratio_uncertainty_propagates() {
+        let (r, u) = ratio_with_uncertainty(200.0, 4.0, 100.0, 1.0);
+        assert_eq!(r, 2.0);
+        assert!((u - 2.0 * (0.02f64.powi(2) + 0.01f64.powi(2)).sqrt()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn t_quantiles_match_the_tables() {
+        // Student's t, two-sided 95 %: df 1 12.706, 2 4.303, 4 2.776, 9 2.262, 29 2.045.
+        for (df, t) in [(1.0, 12.7062), (2.0, 4.3027), (4.0, 2.7764), (9.0, 2.2622), (29.0, 2.0452)] {
+            assert!((t_975(df) - t).abs() < 1e-3, "df {df}: {}", t_975(df));
+        }
+    }
+
+    #[test]
+    fn t_intervals_match_hand_computed_values() {
+        // 10 12 14: mean 12, s = 2, se = 2/sqrt 3 = 1.1547, half width 4.3027 x 1.1547 = 4.968.
+        let i = t_interval(&[10.0, 12.0, 14.0]).unwrap();
+        assert_eq!(i.value, 12.0);
+        assert!((i.standard_error - 1.154_700_5).abs() < 1e-6);
+        assert!((i.half_width - 4.968_4).abs() < 1e-3, "{i:?}");
+        assert_eq!(i.degrees_of_freedom, Some(2.0));
+        assert_eq!(t_interval(&[5.0]), None);
+        // One repetition: 1.96 standard errors of 100 samples with sd 10: 1.96.
+        let n = normal_interval(50.0, 10.0, 100);
+        assert!((n.half_width - 1.959_964).abs() < 1e-6 && n.degrees_of_freedom.is_none());
+    }
+
+    #[test]
+    fn ratio_intervals_propagate_and_take_the_smaller_degrees_of_freedom() {
+        let a = Interval { value: 200.0, half_width: 0.0, standard_error: 4.0, degrees_of_freedom: Some(4.0) };
+        let b = Interval { value: 100.0, half_width: 0.0, standard_error: 1.0, degrees_of_freedom: Some(2.0) };
+        let r = ratio_interval(&a, &b);
+        let se = 2.0 * (0.02f64.powi(2) + 0.01f64.powi(2)).sqrt();
+        assert_eq!(r.value, 2.0);
+        assert!((r.standard_error - se).abs() < 1e-12);
+        assert!((r.half_width - 4.3027 * se).abs() < 1e-3 * se, "{r:?}");
+    }
+
+    #[test]
+    fn welch_matches_a_hand_computed_case() {
+        // a = 1 2 3 (mean 2, var 1), b = 4 5 6 (mean 5, var 1): t = -3 / sqrt(2/3) = -3.6742,
+        // df = (2/3)^2 / (2 x (1/9) / 2) = 4; p = 2 P(T4 < -3.6742) = 0.02131 (scipy ttest_ind
+        // with equal_var=False gives 0.021312).
+        let p = welch_p(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]).unwrap();
+        assert!((p - 0.021312).abs() < 1e-5, "p = {p}");
+        assert!((welch_p(&[1.0, 2.0, 3.0], &[1.0, 2.0, 3.0]).unwrap() - 1.0).abs() < 1e-12);
+        assert_eq!(welch_p(&[1.0], &[2.0, 3.0]), None);
+        assert_eq!(welch_p(&[2.0, 2.0], &[2.0, 2.0]), None);
+    }
+
+    #[test]
+    fn least_squares_lines_match_hand_computed_values() {
+        // y = 2x + 1 exactly.
+        assert_eq!(linear_fit(&[(0.0, 1.0), (1.0, 3.0), (2.0, 5.0)]), Some((2.0, 1.0)));
+        // (1,1), (2,3), (3,2): mean x 2, mean y 2, sxy = (-1)(-1) + 0 + (1)(0) = 1, sxx = 2.
+        assert_eq!(linear_fit(&[(1.0, 1.0), (2.0, 3.0), (3.0, 2.0)]), Some((0.5, 1.0)));
+        assert_eq!(linear_fit(&[(5.0, 1.0), (5.0, 2.0)]), None);
+        assert_eq!(linear_fit(&[(1.0, 1.0)]), None);
+    }
+
+    fn mw(a: &[i64], b: &[i64]) -> f64 {
+        mann_whitney_counts(&value_counts(a), &value_counts(b))
+    }
+
+    #[test]
+    fn identical_samples_are_not_different() {
+        let a: Vec<i64> = (0..1000).map(|i| 50_000 + (i * 37 % 1000)).collect();
+        assert_eq!(mw(&a, &a), 1.0);
+        assert_eq!(mw(&[5; 10], &[5; 10]), 1.0);
+    }
+
+    #[test]
+    fn a_clear_shift_is_significant() {
+        let a: Vec<i64> = (0..500).map(|i| 1000 + i).collect();
+        let b: Vec<i64> = (0..500).map(|i| 1100 + i).collect();
+        assert!(mw(&a, &b) < 1e-6);
+    }
+
+    #[test]
+    fn mann_whitney_matches_a_hand_computed_small_case() {
+        // a = 1 2 3, b = 4 5 6: U = 0, mean 4.5, variance 3*3*7/12 = 5.25;
+        // z = (4.5 - 0.5) / sqrt(5.25) = 1.7457; p = erfc(z / sqrt 2) = 0.08086.
+        let p = mw(&[1, 2, 3], &[4, 5, 6]);
+        assert!((p - 0.08086).abs() < 1e-4, "p = {p}");
+        // With ties: a = 1 1 2, b = 2 3 3: ranks 1.5 1.5 3.5 | 3.5 5.5 5.5; R_a = 6.5, U = 0.5;
+        // tie term = 3 * (8 - 2) = 18; variance = 9/12 * (7 - 18/30) = 4.8;
+        // z = (4.5 - 0.5 - 0.5) / sqrt(4.8) = 1.5975; p = 0.1101.
+        let p = mw(&[1, 1, 2], &[2, 3, 3]);
+        assert!((p - 0.1101).abs() < 1e-3, "p = {p}");
+        // Negative values count as they are.
+        assert!(mw(&[-30, -20, -10], &[10, 20, 30]) < 0.1);
+    }
+
+    #[test]
+    fn medians_of_floats() {
+        assert_eq!(median_f64(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median_f64(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median_f64(&[]).is_nan());
     }
 }

@@ -1,9 +1,7 @@
 //! The Rust client against the collector, over real sockets: the contract, drops counted when
 //! the collector does not read, and no event lost without a count at thread or process exit.
 
-use std::io::ErrorKind;
 use std::os::unix::net::UnixDatagram;
-use std::path::Path;
 use std::process::Command;
 use std::sync::{mpsc, Mutex};
 use std::time::Duration;

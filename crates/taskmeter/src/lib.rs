@@ -1,34 +1,28 @@
 //! taskmeter: measure how faithfully concurrency runtimes keep time and deliver work.
 //!
-//! The orchestrator never runs a workload in its own process: every (runtime, point) gets a
-//! worker process that speaks protocol v1 (`protocol/README.md`); statistics live in [`stats`].
+//! The orchestrator never runs a workload in its own process: every (runtime, point,
+//! repetition) gets a worker process that speaks the worker protocol (`taskmeter-protocol`);
+//! the Rust runtimes' worker is `taskmeter-worker`. Layers, lowest first; a module uses only
+//! modules of its own layer or below (`tests/structure.rs` keeps it so):
+//!
+//! | layer | what it holds |
+//! |---|---|
+//! | [`machine`] | the environment, idle states and PM QoS, scheduling settings |
+//! | [`model`] | what a run is and what it wrote: settings, sweeps, the three record kinds and their versioned header |
+//! | [`analysis`] | statistics of rows, repetitions and comparisons (the definitions are `taskmeter_record::stats`) |
+//! | [`report`] | every way a record is shown: console, Markdown, CSV, JSON, charts, HTML |
+//! | [`process`] | one supervisor for every child process: workers, receivers, bench bodies |
+//! | [`runtimes`] | the runtimes and how their workers are built and started |
+//! | [`session`] | what every command that measures shares: folder, interrupts, environment, writing, exit status |
+//! | [`experiments`] | sleep (with volume and atomic-sum), net, bench |
+//! | [`cli`] | flags, presets, and the commands |
 
-pub mod aggregate;
-pub mod bench;
-pub mod check;
+pub mod analysis;
 pub mod cli;
-pub mod clock;
-pub mod compare;
-pub mod driver;
-pub mod env;
-pub mod export;
-pub mod histogram;
-pub mod html;
-pub mod list;
+pub mod experiments;
 pub mod machine;
-pub mod net;
-pub mod orchestrate;
-pub mod output;
-pub mod plan;
-pub mod preset;
-pub mod protocol;
-pub mod results;
-pub mod run;
-pub mod runtime;
-pub mod sched;
-pub mod selftest;
-pub mod stats;
-pub mod sweep;
-pub mod worker;
-pub mod workload;
-pub mod chart;
+pub mod model;
+pub mod process;
+pub mod report;
+pub mod runtimes;
+pub mod session;

@@ -2,7 +2,7 @@
 //! the work, failures kept per row, refused batches counted, bad flags refused, and no event
 //! lost without a count at exit or to a slow collector.
 
-use std::io::{BufRead, BufReader, ErrorKind};
+use std::io::{BufRead, BufReader};
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -297,7 +297,7 @@ fn bad_input_gets_one_clear_line_and_exit_status_2() {
         (vec!["run", "net", "--policy", "fifo:9"], "--policy does not apply to `run net`"),
         (vec!["run", "net", "--together"], "--together does not apply to `run net`"),
         (vec!["run", "net", "--raw"], "--raw does not apply to `run net`"),
-        (vec!["run", "net", "--export-csv", "x.csv"], "--export-csv does not apply to `run net`"),
+        (vec!["run", "net", "--metric", "busy"], "--metric does not apply to `run net`"),
         (vec!["run", "net", "--runtimes", "go"], "takes --receivers"),
         (vec!["run", "sleep", "--senders", "4"], "--senders does not apply to `run sleep` (it applies to net)"),
         (vec!["run", "--receivers", "go"], "--receivers does not apply to `run sleep`"),

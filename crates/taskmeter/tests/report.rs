@@ -169,7 +169,7 @@ fn bad_results_and_comparisons_get_one_line_and_exit_2() {
         (vec!["report", missing.to_str().unwrap()], "does not exist"),
         (vec!["report", truncated.to_str().unwrap()], "is not valid JSON (truncated?)"),
         (vec!["report", future.to_str().unwrap()], "has schema version 4; this taskmeter reads versions 2 to 3"),
-        (vec!["report", not_ours.to_str().unwrap()], "is not a taskmeter run record"),
+        (vec!["report", not_ours.to_str().unwrap()], "is not a taskmeter record"),
         (vec!["compare", g, missing.to_str().unwrap()], "does not exist"),
         (vec!["compare", g, future.to_str().unwrap()], "schema version 4"),
         (vec!["compare", g, other.to_str().unwrap()], "cannot compare a 'sleep' run with a 'volume' run"),
@@ -237,4 +237,40 @@ fn one_repetition_says_its_intervals_are_too_narrow() {
     assert!(stdout(&output).contains("samples are taken as independent: too narrow"), "{}", stdout(&output));
     let run = record(&folder);
     assert_eq!((run["settings"]["repeat"].as_u64(), run["rows"][0]["repetition"].as_u64()), (Some(1), Some(1)));
+}
+
+#[test]
+fn every_record_kind_loads_through_one_versioned_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bench, net) = (dir.path().join("bench"), dir.path().join("net"));
+    let file = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let ran = run(&["bench", "--scenario", "a=true", "--warmup", "0", "--time", "100ms", "-o", bench.to_str().unwrap(),
+        "--export-csv", &file("bench.csv"), "--export-markdown", &file("bench.md")]);
+    assert!(ran.status.success(), "{}", stderr(&ran));
+    let ran = run(&["run", "net", "--receivers", "thread", "--senders", "1", "--messages", "20", "-o", net.to_str().unwrap(),
+        "--export-csv", &file("net.csv"), "--export-markdown", &file("net.md")]);
+    assert!(ran.status.success(), "{}", stderr(&ran));
+    // Every exporter works for every record kind.
+    let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
+    assert!(read("bench.csv").starts_with("scenario,input,ips,") && read("bench.csv").lines().nth(1).unwrap().starts_with("a,"));
+    assert!(read("bench.md").contains("| scenario | input | ips |") && read("bench.md").contains("| a |"));
+    assert!(read("net.csv").starts_with("receiver,senders,repetition,") && read("net.csv").contains("\nthread,1,1,"));
+    assert!(read("net.md").contains("| receiver | senders |") && read("net.md").contains("| thread | 1 |"));
+    for (folder, file, schema) in [(&bench, "bench.json", "taskmeter.bench"), (&net, "net.json", "taskmeter.net")] {
+        let text = std::fs::read_to_string(folder.join(file)).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!((json["schema"].as_str(), json["schema_version"].as_u64(), json["complete"].as_bool()), (Some(schema), Some(2), Some(true)));
+        for key in ["taskmeter_version", "command_line", "started_at", "finished_at", "environment"] {
+            assert!(!json[key].is_null(), "{file}: {key}");
+        }
+        // `report` finds the kind by its header and redraws it.
+        std::fs::remove_file(folder.join("report.html")).unwrap();
+        let redrawn = run(&["report", folder.to_str().unwrap()]);
+        assert!(redrawn.status.success() && folder.join("report.html").is_file(), "{}", stderr(&redrawn));
+        std::fs::write(folder.join(file), text.replacen("\"schema_version\": 2", "\"schema_version\": 9", 1)).unwrap();
+    }
+    assert_refused(&[
+        (vec!["report", bench.to_str().unwrap()], "has schema version 9; this taskmeter reads versions 2 to 2"),
+        (vec!["report", net.to_str().unwrap()], "has schema version 9"),
+    ]);
 }

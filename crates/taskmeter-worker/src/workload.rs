@@ -1,0 +1,525 @@
+//! The work loop of the `sleep` experiment, written once and shared by every in-process runtime.
+//! `protocol/README.md` ("The work loop, exactly") is its specification.
+
+use crate::clock::now_ns;
+use taskmeter_protocol::{Experiment, Mode, Plan};
+use taskmeter_protocol::UnitSamples;
+use std::future::Future;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use event_listener::Listener;
+use std::sync::OnceLock;
+
+/// One step of the busy work, hidden from the optimiser.
+#[inline(always)]
+fn busy_step(total: u64) -> u64 {
+    let total = black_box(total.wrapping_add(1));
+    black_box(total.wrapping_mul(3) / 2)
+}
+
+/// Busy work for OS threads: `iters` steps, yielding the CPU after each if asked.
+pub fn busy(iters: u64, yield_each_step: bool) -> u64 {
+    let mut total = 0;
+    for _ in 0..iters {
+        total = busy_step(total);
+        if yield_each_step {
+            std::thread::yield_now();
+        }
+    }
+    black_box(total)
+}
+
+/// Busy work for async runtimes: the same steps, and each yield is really awaited.
+pub async fn busy_async<T: AsyncTimer>(iters: u64, yield_each_step: bool) -> u64 {
+    if !yield_each_step {
+        return busy(iters, false);
+    }
+    let mut total = 0;
+    for _ in 0..iters {
+        total = busy_step(total);
+        T::yield_now().await;
+    }
+    black_box(total)
+}
+
+/// The value of `busy(iters)`, computed without the optimiser barriers, to check workers against.
+pub fn busy_reference(iters: u64) -> u64 {
+    (0..iters).fold(0u64, |t, _| t.wrapping_add(1).wrapping_mul(3) / 2)
+}
+
+/// The times of a worker's run, fixed when its start gate opens.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Window {
+    /// When the worker began creating its units.
+    pub create_start_ns: u64,
+    /// When every unit was created and parked at the gate: the gate opens.
+    pub run_start_ns: u64,
+    pub measure_start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// The start gate of protocol v2's "Starting units": every unit prepares its storage and
+/// parks here; once all the units started so far have arrived and the worker has said how
+/// many there are, `run_start` is read and the gate opens. The last to arrive opens it, so no
+/// runtime needs a task of its own to wait for the others.
+pub struct StartGate {
+    warmup_ns: u64,
+    duration_ns: u64,
+    arrived: AtomicU32,
+    /// Units that will arrive, once known (`u32::MAX` until the worker stops creating units).
+    expected: AtomicU32,
+    create_start_ns: AtomicU64,
+    window: OnceLock<Window>,
+    opened: event_listener::Event,
+    arrivals: event_listener::Event,
+}
+
+impl StartGate {
+    fn new(plan: &Plan) -> StartGate {
+        StartGate {
+            warmup_ns: plan.warmup_ns,
+            duration_ns: plan.duration_ns,
+            arrived: AtomicU32::new(0),
+            expected: AtomicU32::new(u32::MAX),
+            create_start_ns: AtomicU64::new(0),
+            window: OnceLock::new(),
+            opened: event_listener::Event::new(),
+            arrivals: event_listener::Event::new(),
+        }
+    }
+
+    /// The worker begins creating units now.
+    pub fn begin_creating(&self) {
+        self.create_start_ns.store(now_ns(), Ordering::SeqCst);
+    }
+
+    /// The worker has created `units` units and will create no more.
+    pub fn all_created(&self, units: u32) {
+        self.expected.store(units, Ordering::SeqCst);
+        if self.arrived.load(Ordering::SeqCst) >= units {
+            self.open();
+        }
+    }
+
+    /// A unit has prepared its storage (or failed before it could): it waits for the gate, or
+    /// opens it if it is the last.
+    pub fn arrive(&self) {
+        let arrived = self.arrived.fetch_add(1, Ordering::SeqCst) + 1;
+        self.arrivals.notify(usize::MAX);
+        if arrived >= self.expected.load(Ordering::SeqCst) {
+            self.open();
+        }
+    }
+
+    fn open(&self) {
+        self.window.get_or_init(|| {
+            let run_start_ns = now_ns();
+            let measure_start_ns = run_start_ns + self.warmup_ns;
+            Window {
+                create_start_ns: self.create_start_ns.load(Ordering::SeqCst).min(run_start_ns),
+                run_start_ns,
+                measure_start_ns,
+                end_ns: measure_start_ns + self.duration_ns,
+            }
+        });
+        self.opened.notify(usize::MAX);
+    }
+
+    /// The run's window, once the gate is open.
+    pub fn window(&self) -> Option<Window> {
+        self.window.get().copied()
+    }
+
+    /// The window if the gate is open, or a listener that fires when it opens.
+    fn window_or_listener(&self) -> Result<Window, event_listener::EventListener> {
+        if let Some(window) = self.window() {
+            return Ok(window);
+        }
+        let listener = self.opened.listen();
+        // Opened between the check and the listen: the listener would wait for ever.
+        self.window().ok_or(listener)
+    }
+
+    /// Parks the calling OS thread until the gate opens.
+    pub fn pass_blocking(&self) -> Window {
+        self.arrive();
+        loop {
+            match self.window_or_listener() {
+                Ok(window) => return window,
+                Err(listener) => listener.wait(),
+            }
+        }
+    }
+
+    /// Parks the calling task until the gate opens.
+    pub async fn pass(&self) -> Window {
+        self.arrive();
+        loop {
+            match self.window_or_listener() {
+                Ok(window) => return window,
+                Err(listener) => listener.await,
+            }
+        }
+    }
+
+    /// Blocks until at least `units` units have arrived (their threads and storage exist).
+    pub fn wait_for_arrivals(&self, units: u32) {
+        while self.arrived.load(Ordering::SeqCst) < units {
+            let listener = self.arrivals.listen();
+            if self.arrived.load(Ordering::SeqCst) >= units {
+                break;
+            }
+            listener.wait();
+        }
+    }
+}
+
+/// What every unit of one worker shares.
+pub struct LoopContext {
+    pub plan: Plan,
+    pub gate: StartGate,
+    pub stop: &'static AtomicBool,
+    /// When the worker read the plan: `start_limit_ns` counts from here.
+    pub plan_read_ns: u64,
+    /// The counter of `atomic-sum`, shared by every unit.
+    pub counter: AtomicU64,
+    /// Samples each unit reserves before it starts; None: from the schedule (protocol: "Storage").
+    capacity: Option<usize>,
+}
+
+impl LoopContext {
+    pub fn new(plan: Plan, plan_read_ns: u64, stop: &'static AtomicBool) -> LoopContext {
+        LoopContext { gate: StartGate::new(&plan), plan, stop, plan_read_ns, counter: AtomicU64::new(0), capacity: None }
+    }
+
+    /// Why unit `unit` must not be started, if the start limit has passed (unit 1 always starts).
+    pub fn start_refused(&self, unit: u32) -> Option<String> {
+        let elapsed = now_ns().saturating_sub(self.plan_read_ns);
+        (unit > 1 && elapsed >= self.plan.start_limit_ns).then(|| {
+            format!(
+                "start limit of {} reached after {} units",
+                taskmeter_protocol::format_duration_spec(self.plan.start_limit_ns),
+                unit - 1
+            )
+        })
+    }
+
+    /// Reserves exactly `samples` per unit (for `selftest`, whose zero sleeps defeat the estimate).
+    pub fn with_capacity(mut self, samples: usize) -> LoopContext {
+        self.capacity = Some(samples);
+        self
+    }
+}
+
+/// What one unit measured.
+pub struct UnitRun {
+    pub samples: UnitSamples,
+    pub busy_result: Option<u64>,
+    /// Times its sample arrays grew while it ran.
+    pub grown: u64,
+}
+
+/// How a unit sleeps in one iteration.
+pub enum Sleep {
+    For(u64),
+    Until(u64),
+}
+
+/// The bookkeeping of one unit's loop: periods, deadlines, missed periods and the samples.
+pub struct UnitLoop<'a> {
+    ctx: &'a LoopContext,
+    k: u64,
+    next_ns: u64,
+    /// The run's times, cached from the gate so the hot path reads no shared state.
+    measure_start_ns: u64,
+    end_ns: u64,
+    /// The result of the last busy phase, None until one ran.
+    pub busy_result: Option<u64>,
+    /// Times the sample arrays grew beyond their reserve (each growth copies them).
+    grown: u64,
+    samples: UnitSamples,
+}
+
+impl<'a> UnitLoop<'a> {
+    /// Prepares the unit's storage (before the start gate: nothing here is measured).
+    pub fn new(ctx: &'a LoopContext, unit: u32) -> UnitLoop<'a> {
+        let plan = &ctx.plan;
+        let capacity = if plan.sleep.schedule.sleeps() {
+            ctx.capacity.unwrap_or_else(|| reserved_samples(plan, unit))
+        } else {
+            0
+        };
+        let column = || prefaulted(capacity);
+        UnitLoop {
+            ctx,
+            k: 0,
+            next_ns: 0,
+            measure_start_ns: 0,
+            end_ns: 0,
+            busy_result: None,
+            grown: 0,
+            samples: UnitSamples {
+                tag: None,
+                unit,
+                class: plan.class_of(unit),
+                origin_ns: 0,
+                iterations: 0,
+                measured_iterations: 0,
+                expected_ns: column(),
+                start_ns: column(),
+                busy_end_ns: column(),
+                intended_ns: column(),
+                wake_ns: column(),
+                missed: column(),
+            },
+        }
+    }
+
+    /// The gate has opened: the unit's loop starts now (its `origin`).
+    fn start(&mut self, window: Window) {
+        let origin_ns = now_ns();
+        self.samples.origin_ns = origin_ns;
+        self.next_ns = origin_ns + self.ctx.plan.sleep.schedule.expected(self.samples.unit, 0);
+        (self.measure_start_ns, self.end_ns) = (window.measure_start_ns, window.end_ns);
+    }
+
+    /// Parks the unit's OS thread at the start gate, then starts the loop.
+    pub fn pass_gate_blocking(&mut self) {
+        let window = self.ctx.gate.pass_blocking();
+        self.start(window);
+    }
+
+    /// Parks the unit's task at the start gate, then starts the loop.
+    pub async fn pass_gate(&mut self) {
+        let window = self.ctx.gate.pass().await;
+        self.start(window);
+    }
+
+    pub fn busy_iters(&self) -> u64 {
+        self.ctx.plan.busy.iters
+    }
+
+    pub fn yields(&self) -> bool {
+        self.ctx.plan.busy.yield_each_step
+    }
+
+    /// Starts an iteration: its start time, or None when the unit must stop.
+    #[inline]
+    pub fn begin(&self) -> Option<u64> {
+        let t0 = now_ns();
+        (t0 < self.end_ns && !self.ctx.stop.load(Ordering::Relaxed)).then_some(t0)
+    }
+
+    /// After the busy phase ended at `busy_end`: the intended wake-up time and the sleep to do.
+    #[inline]
+    pub fn sleep_after(&self, busy_end: u64) -> (u64, Sleep) {
+        let expected = self.expected();
+        match self.ctx.plan.sleep.mode {
+            Mode::Relative => (busy_end + expected, Sleep::For(expected)),
+            Mode::Absolute => (self.next_ns, Sleep::Until(self.next_ns)),
+        }
+    }
+
+    /// Whether the unit sleeps (false: the schedule `none`, one yield per iteration instead).
+    pub fn sleeps(&self) -> bool {
+        self.ctx.plan.sleep.schedule.sleeps()
+    }
+
+    /// Counts an iteration that started at `start`, and makes the `atomic-sum` increment.
+    #[inline]
+    pub fn count(&mut self, start: u64) {
+        if self.ctx.plan.experiment == Experiment::AtomicSum {
+            self.ctx.counter.fetch_add(1, Ordering::SeqCst);
+        }
+        self.samples.iterations += 1;
+        self.samples.measured_iterations += u64::from(start >= self.measure_start_ns);
+    }
+
+    /// Ends a sleeping iteration: reads the wake-up time, counts the iteration, records the
+    /// sample, advances the schedule.
+    #[inline]
+    pub fn finish(&mut self, start: u64, busy_end: u64, intended: u64) {
+        let wake = now_ns();
+        let expected = self.expected();
+        let schedule = self.ctx.plan.sleep.schedule;
+        let unit = self.samples.unit;
+        self.k += 1;
+        let mut missed = 0;
+        if self.ctx.plan.sleep.mode == Mode::Absolute {
+            self.next_ns += schedule.expected(unit, self.k);
+            while wake > self.next_ns {
+                missed += 1;
+                self.k += 1;
+                self.next_ns += schedule.expected(unit, self.k);
+            }
+        }
+        self.count(start);
+        let s = &mut self.samples;
+        self.grown += u64::from(s.start_ns.len() == s.start_ns.capacity());
+        s.expected_ns.push(expected);
+        s.start_ns.push(start);
+        s.busy_end_ns.push(busy_end);
+        s.intended_ns.push(intended);
+        s.wake_ns.push(wake);
+        s.missed.push(missed);
+    }
+
+    fn expected(&self) -> u64 {
+        self.ctx.plan.sleep.schedule.expected(self.samples.unit, self.k)
+    }
+
+    pub fn into_samples(self) -> UnitRun {
+        UnitRun { samples: self.samples, busy_result: self.busy_result, grown: self.grown }
+    }
+}
+
+/// Samples reserved, all units together, at most: 4 Mi samples of 48 bytes (192 MiB).
+pub const RESERVE_BUDGET: u64 = 1 << 22;
+
+/// Samples a unit reserves before the gate, the same in every worker (protocol: "Storage"): as
+/// many as the schedule allows (each iteration lasts at least its sleep, counted as at least
+/// 1 us; a modulo cycle of M periods lasts M(M+1)/2 x D), plus 16, within a budget shared by
+/// all units; never fewer than 16. Beyond it the arrays grow, and the worker counts each growth.
+pub fn reserved_samples(plan: &Plan, unit: u32) -> usize {
+    let total = (plan.warmup_ns + plan.duration_ns) as u128;
+    let estimate = match plan.sleep.schedule {
+        taskmeter_protocol::Schedule::None => return 0,
+        taskmeter_protocol::Schedule::Modulo { m, ns } => {
+            let (m, ns) = (m as u128, ns.max(1_000) as u128);
+            total * m / (ns * (m * (m + 1) / 2)) + m
+        }
+        schedule => total / schedule.expected(unit, 0).max(1_000) as u128,
+    } + 16;
+    estimate.min((RESERVE_BUDGET / plan.units as u64) as u128).max(16) as usize
+}
+
+/// An empty vector whose reserved memory has been written, so storing samples while measuring
+/// takes no page faults (a zeroed allocation would map untouched pages, faulted in later).
+fn prefaulted(capacity: usize) -> Vec<u64> {
+    let mut column = Vec::with_capacity(capacity);
+    column.resize(capacity, u64::MAX);
+    column.clear();
+    column
+}
+
+/// The sleep and yield of OS threads.
+pub trait BlockingTimer {
+    fn sleep_for(ns: u64);
+    fn sleep_until(deadline_ns: u64);
+}
+
+/// `std::thread::sleep` (nanosleep) and `clock_nanosleep(TIMER_ABSTIME)`.
+pub struct OsThread;
+
+impl BlockingTimer for OsThread {
+    fn sleep_for(ns: u64) {
+        std::thread::sleep(std::time::Duration::from_nanos(ns));
+    }
+    fn sleep_until(deadline_ns: u64) {
+        crate::clock::sleep_until_ns(deadline_ns);
+    }
+}
+
+/// One unit on an OS thread: blocking sleeps, `sched_yield` between busy steps.
+pub fn run_unit_blocking<T: BlockingTimer>(ctx: &LoopContext, unit: u32) -> UnitRun {
+    let mut lp = UnitLoop::new(ctx, unit);
+    lp.pass_gate_blocking();
+    let (iters, yields) = (lp.busy_iters(), lp.yields());
+    while let Some(start) = lp.begin() {
+        let busy_end = if iters > 0 {
+            lp.busy_result = Some(busy(iters, yields));
+            now_ns()
+        } else {
+            start
+        };
+        if !lp.sleeps() {
+            std::thread::yield_now();
+            lp.count(start);
+            continue;
+        }
+        let (intended, sleep) = lp.sleep_after(busy_end);
+        match sleep {
+            Sleep::For(ns) => T::sleep_for(ns),
+            Sleep::Until(ns) => T::sleep_until(ns),
+        }
+        lp.finish(start, busy_end, intended);
+    }
+    lp.into_samples()
+}
+
+/// A timer that never sleeps: the work loop with the sleep call removed, to measure what the
+/// loop itself costs (`selftest`).
+pub struct NoSleep;
+
+impl BlockingTimer for NoSleep {
+    fn sleep_for(_: u64) {}
+    fn sleep_until(_: u64) {}
+}
+
+impl AsyncTimer for NoSleep {
+    fn sleep_for(_: u64) -> impl Future<Output = ()> + Send {
+        std::future::ready(())
+    }
+    fn sleep_until(_: u64) -> impl Future<Output = ()> + Send {
+        std::future::ready(())
+    }
+    fn yield_now() -> impl Future<Output = ()> + Send {
+        std::future::ready(())
+    }
+}
+
+/// The timer and yield of an async runtime.
+pub trait AsyncTimer {
+    fn sleep_for(ns: u64) -> impl Future<Output = ()> + Send;
+    fn sleep_until(deadline_ns: u64) -> impl Future<Output = ()> + Send;
+    fn yield_now() -> impl Future<Output = ()> + Send;
+    /// Gives the current task the priority of class `class` (0 the highest), where the
+    /// runtime has task priorities.
+    fn enter_class(_class: u32) -> impl Future<Output = ()> + Send {
+        std::future::ready(())
+    }
+}
+
+/// One unit as a task of an async runtime.
+pub async fn run_unit_async<T: AsyncTimer>(ctx: &LoopContext, unit: u32) -> UnitRun {
+    if ctx.plan.priority_classes > 1 {
+        T::enter_class(ctx.plan.class_of(unit)).await;
+    }
+    let mut lp = UnitLoop::new(ctx, unit);
+    lp.pass_gate().await;
+    let (iters, yields) = (lp.busy_iters(), lp.yields());
+    while let Some(start) = lp.begin() {
+        let busy_end = if iters > 0 {
+            lp.busy_result = Some(busy_async::<T>(iters, yields).await);
+            now_ns()
+        } else {
+            start
+        };
+        if !lp.sleeps() {
+            T::yield_now().await;
+            lp.count(start);
+            continue;
+        }
+        let (intended, sleep) = lp.sleep_after(busy_end);
+        match sleep {
+            Sleep::For(ns) => T::sleep_for(ns).await,
+            Sleep::Until(ns) => T::sleep_until(ns).await,
+        }
+        lp.finish(start, busy_end, intended);
+    }
+    lp.into_samples()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_matches_the_protocol_reference_values() {
+        for (iters, value) in [(0, 0), (1, 1), (2, 3), (3, 6), (10, 138), (1000, 4392425272205558923)] {
+            assert_eq!(busy_reference(iters), value);
+            assert_eq!(busy(iters, false), value);
+            assert_eq!(busy(iters.min(20), true), busy_reference(iters.min(20)));
+        }
+    }
+}

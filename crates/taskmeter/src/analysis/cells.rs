@@ -1,0 +1,205 @@
+//! A runtime at a point over its repetitions (`--repeat`): what the tables, charts and
+//! `compare` show. With two or more repetitions an estimate is the mean of the repetitions'
+//! values and its interval is Student's t over them (the variation between whole worker
+//! processes); with one, the interval of a mean assumes its samples independent, which they are
+//! not (one process, one minute), and every table says so.
+
+use crate::model::run::{Metric, Row, RowStatus, RunRecord};
+use taskmeter_record::stats::{normal_interval, t_interval, Interval, Summary};
+
+/// The repetitions of one runtime at one point.
+pub struct Cell<'a> {
+    pub runtime: &'a str,
+    pub point: usize,
+    /// Repetitions with statistics, in repetition order.
+    pub measured: Vec<&'a Row>,
+    /// Repetitions without (failed, skipped), with their reasons.
+    pub unmeasured: Vec<&'a Row>,
+}
+
+/// Every runtime's cell at `point`, in `--runtimes` order (runtimes with no row left out).
+pub fn cells(record: &RunRecord, point: usize) -> Vec<Cell<'_>> {
+    record
+        .settings
+        .runtimes
+        .iter()
+        .filter_map(|runtime| {
+            let mut rows: Vec<&Row> = record.rows.iter().filter(|r| r.point == point && &r.runtime == runtime).collect();
+            rows.sort_by_key(|r| r.repetition);
+            let (measured, unmeasured): (Vec<&Row>, Vec<&Row>) = rows.into_iter().partition(|r| r.statistics.is_some());
+            (!measured.is_empty() || !unmeasured.is_empty()).then_some(Cell { runtime, point, measured, unmeasured })
+        })
+        .collect()
+}
+
+impl<'a> Cell<'a> {
+    pub fn repetitions(&self) -> usize {
+        self.measured.len()
+    }
+
+    /// The summaries of `metric`, one per measured repetition.
+    pub fn summaries(&self, metric: Metric) -> impl Iterator<Item = &'a Summary> + '_ {
+        self.measured.iter().filter_map(move |r| Some(r.statistics.as_ref()?.get(metric)))
+    }
+
+    /// The mean over repetitions of a per-repetition value (None if a repetition lacks it).
+    pub fn mean_of(&self, value: impl Fn(&Row) -> Option<f64>) -> Option<f64> {
+        let values: Option<Vec<f64>> = self.measured.iter().map(|r| value(r)).collect();
+        let values = values.filter(|v| !v.is_empty())?;
+        Some(values.iter().sum::<f64>() / values.len() as f64)
+    }
+
+    /// A per-repetition value with its 95 % interval between repetitions; with one repetition,
+    /// `within` gives the interval from its samples (or None where there is none).
+    pub fn estimate(&self, value: impl Fn(&Row) -> Option<f64>, within: impl Fn(&Row) -> Option<Interval>) -> Option<Interval> {
+        let values: Option<Vec<f64>> = self.measured.iter().map(|r| value(r)).collect();
+        match values?.as_slice() {
+            [] => None,
+            [_] => within(self.measured[0]),
+            many => t_interval(many),
+        }
+    }
+
+    /// The mean of `metric`'s `statistic` (e.g. the mean, the mean |value - expected|) with its
+    /// interval; with one repetition, the samples' standard error taken as independent.
+    pub fn mean_estimate(&self, metric: Metric, statistic: Statistic) -> Option<Interval> {
+        self.estimate(
+            |r| statistic.of(r.statistics.as_ref()?.get(metric)),
+            |r| {
+                let s = r.statistics.as_ref()?.get(metric);
+                let value = statistic.of(s)?;
+                let sd = statistic.spread(s).unwrap_or(0.0);
+                Some(normal_interval(value, sd, s.count))
+            },
+        )
+    }
+
+    /// The pooled standard deviation of `metric` within the repetitions (the jitter), weighting
+    /// each repetition's variance by its n - 1.
+    pub fn pooled_std(&self, metric: Metric) -> Option<f64> {
+        let (mut sum, mut weight) = (0.0, 0.0);
+        for s in self.summaries(metric) {
+            let (Some(sd), n) = (s.std, s.count) else { continue };
+            sum += sd * sd * (n - 1) as f64;
+            weight += (n - 1) as f64;
+        }
+        (weight > 0.0).then(|| (sum / weight).sqrt())
+    }
+
+    pub fn samples(&self, metric: Metric) -> u64 {
+        self.summaries(metric).map(|s| s.count).sum()
+    }
+
+    /// A percentile-like statistic as the mean over repetitions.
+    pub fn mean_percentile(&self, metric: Metric, pick: impl Fn(&Summary) -> Option<i64>) -> Option<f64> {
+        self.mean_of(|r| pick(r.statistics.as_ref()?.get(metric)).map(|v| v as f64))
+    }
+
+    pub fn max(&self, metric: Metric) -> Option<i64> {
+        self.summaries(metric).filter_map(|s| s.max).max()
+    }
+
+    pub fn min(&self, metric: Metric) -> Option<i64> {
+        self.summaries(metric).filter_map(|s| s.min).min()
+    }
+
+    /// A count summed over the repetitions.
+    pub fn sum(&self, count: impl Fn(&Row) -> Option<u64>) -> u64 {
+        self.measured.iter().filter_map(|r| count(r)).sum()
+    }
+
+    /// The status that tells the reader most: interrupted, then partial, then ok.
+    pub fn status(&self) -> RowStatus {
+        let has = |status| self.measured.iter().any(|r| r.status == status);
+        if has(RowStatus::Interrupted) {
+            RowStatus::Interrupted
+        } else if has(RowStatus::Partial) {
+            RowStatus::Partial
+        } else {
+            RowStatus::Ok
+        }
+    }
+}
+
+/// Which statistic of a summary an estimate is made of.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Statistic {
+    /// The mean of the values (spread: their standard deviation).
+    Mean,
+    /// The mean |value - expected| (spread: the standard deviation of those distances).
+    MeanDeviation,
+}
+
+impl Statistic {
+    pub fn of(self, s: &Summary) -> Option<f64> {
+        match self {
+            Statistic::Mean => s.mean,
+            Statistic::MeanDeviation => s.mean_absolute_deviation,
+        }
+    }
+
+    fn spread(self, s: &Summary) -> Option<f64> {
+        match self {
+            Statistic::Mean => s.std,
+            Statistic::MeanDeviation => s.deviation_std,
+        }
+    }
+}
+
+/// What the intervals of a run rest on: its samples (one repetition) or its repetitions.
+pub fn basis_note(record: &RunRecord) -> String {
+    match record.settings.repeat {
+        0 | 1 => "one repetition, whose samples are taken as independent: too narrow (--repeat 3 or more gives intervals from whole repetitions)".into(),
+        n => format!("Student-t over {n} repetitions, each its own worker process"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::run::{PerMetric, Row};
+
+    fn row(runtime: &str, repetition: u32, values: &[i64]) -> Row {
+        let summary = Summary::of(values, &vec![0; values.len()]);
+        Row {
+            runtime: runtime.into(),
+            point: 0,
+            repetition,
+            sequence: 0,
+            status: RowStatus::Ok,
+            reason: None,
+            plan: None,
+            worker: None,
+            counts: None,
+            statistics: Some(PerMetric::from_fn(|_| summary.clone())),
+            histograms: None,
+            deviation_histograms: None,
+            classes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn repetitions_give_a_t_interval_of_their_means_and_a_pooled_jitter() {
+        // Repetition means 10, 12, 14 (each of two samples mean ± 1): mean 12, t interval
+        // ± 4.3027 x 2 / sqrt 3 = ± 4.968; pooled sd sqrt((2 + 2 + 2) / 3) = 1.414.
+        let rows = [row("a", 1, &[9, 11]), row("a", 2, &[11, 13]), row("a", 3, &[13, 15])];
+        let cell = Cell { runtime: "a", point: 0, measured: rows.iter().collect(), unmeasured: Vec::new() };
+        let i = cell.mean_estimate(Metric::Lateness, Statistic::Mean).unwrap();
+        assert_eq!(i.value, 12.0);
+        assert!((i.half_width - 4.968).abs() < 1e-3, "{i:?}");
+        assert!((cell.pooled_std(Metric::Lateness).unwrap() - 2f64.sqrt()).abs() < 1e-12);
+        assert_eq!(cell.samples(Metric::Lateness), 6);
+        assert_eq!((cell.min(Metric::Lateness), cell.max(Metric::Lateness)), (Some(9), Some(15)));
+        assert_eq!(cell.mean_percentile(Metric::Lateness, |s| s.p50), Some(11.0));
+    }
+
+    #[test]
+    fn one_repetition_takes_its_samples_as_independent() {
+        let rows = [row("a", 1, &[9, 11])];
+        let cell = Cell { runtime: "a", point: 0, measured: rows.iter().collect(), unmeasured: Vec::new() };
+        let i = cell.mean_estimate(Metric::Lateness, Statistic::Mean).unwrap();
+        // sd sqrt 2, n 2: se 1, half width 1.96.
+        assert_eq!(i.value, 10.0);
+        assert!((i.half_width - 1.96).abs() < 1e-3 && i.degrees_of_freedom.is_none());
+    }
+}

@@ -1,0 +1,455 @@
+//! The flags of every command (clap) and the parsers of their values; a bad value is one line.
+
+use crate::machine::sched::{CpuList, Policy};
+use crate::model::run::Metric;
+use crate::model::sweep::Sweep;
+use crate::runtimes;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use taskmeter_protocol::{parse_duration_ns, Schedule};
+
+#[derive(Parser)]
+#[command(
+    name = "taskmeter",
+    version,
+    about = "Measure how faithfully concurrency runtimes keep time and deliver work",
+    long_about = "Measure how faithfully concurrency runtimes keep time and deliver work, side by side \
+                  in one run. Every runtime runs in its own worker process; statistics are computed \
+                  in one place from the raw timestamps."
+)]
+pub(super) struct Cli {
+    #[command(subcommand)]
+    pub(super) command: Command,
+}
+
+#[derive(Subcommand)]
+pub(super) enum Command {
+    /// List every runtime, whether it is available here, and why not
+    List,
+    /// Run an experiment and write a results folder (default: sleep, all runtimes)
+    #[command(after_long_help = PRESET_HELP, args_override_self = true)]
+    Run(Box<RunArgs>),
+    /// Benchmark your own asynchronous work: each scenario is a command whose processes call
+    /// record() when a unit of work completes (clients in clients/)
+    #[command(after_long_help = BENCH_HELP)]
+    Bench(Box<BenchArgs>),
+    /// TCP throughput across two machines, like iperf3: `net serve` on one, `net send` on the
+    /// other, with the same --senders (`taskmeter run net` does both on loopback)
+    Net {
+        #[command(subcommand)]
+        action: NetAction,
+    },
+    /// Serve one built-in receiver (net protocol 1); used by `run net`
+    #[command(hide = true)]
+    NetReceiver { runtime: String },
+    /// Check a runtime's worker against the protocol vectors
+    CheckDriver {
+        /// Runtime id (see `taskmeter list`)
+        runtime: String,
+    },
+    /// Compare two runs: per runtime, point and metric, the change of median and p99 with a
+    /// verdict (exit status 1 when something regressed beyond the threshold)
+    Compare {
+        /// The baseline: a results folder or its run.json
+        old: PathBuf,
+        /// The run to judge: a results folder or its run.json
+        new: PathBuf,
+        /// The metric to compare, or `all` [default: the old run's metric]
+        #[arg(long, value_parser = metric_or_all)]
+        metric: Option<MetricChoice>,
+        /// Noise threshold in percent: smaller changes are never a verdict
+        #[arg(long, default_value = "5%", value_parser = percent)]
+        threshold: f64,
+        /// Significance level of the Mann-Whitney U test
+        #[arg(long, default_value_t = 0.05, value_parser = probability)]
+        alpha: f64,
+    },
+    /// Rebuild the charts and report.html of a results folder from its run.json (or bench.json, net.json)
+    Report {
+        /// A results folder (or its run.json)
+        results: PathBuf,
+    },
+    /// Benchmark the harness itself: the work loop's cost per sample in each Rust runtime
+    Selftest {
+        /// How long each measurement runs
+        #[arg(long, default_value = "500ms", value_parser = duration)]
+        duration: u64,
+        /// How many times each measurement is repeated
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+        repeat: u32,
+    },
+    /// Run one plan read from stdin (the worker protocol); used by the orchestrator
+    #[command(hide = true)]
+    Worker,
+}
+
+pub(super) const BENCH_HELP: &str = "Example:
+  taskmeter bench --scenario fast='python3 clients/python/examples/sleeper.py 100' \\
+                  --scenario slow='python3 clients/python/examples/sleeper.py 1000'
+
+Each command runs with `sh -c`, again and again until the measurement ends (a body that runs
+longer loops `while running()`). Its processes find the collector in TASKMETER_RECORD and
+TASKMETER_RECORD_STREAM; TASKMETER_RECORD_UNTIL, TASKMETER_SCENARIO, TASKMETER_INPUT_NAME and
+TASKMETER_INPUT are set too. Without TASKMETER_RECORD the clients do nothing.";
+
+#[derive(Subcommand)]
+pub(super) enum NetAction {
+    /// Run a receiver for the senders of `net send`, one sender count after another
+    Serve {
+        /// The receiver (see `taskmeter run net --help`)
+        #[arg(long, default_value = "thread", value_parser = crate::experiments::net::registry::check_id)]
+        runtime: String,
+        /// Address and port to listen on
+        #[arg(long, default_value = "0.0.0.0:7878")]
+        listen: String,
+        #[command(flatten)]
+        load: NetLoad,
+    },
+    /// Send to a `net serve` elsewhere, one sender count after another
+    Send {
+        /// The receiver's address and port
+        #[arg(long)]
+        to: std::net::SocketAddr,
+        #[command(flatten)]
+        load: NetLoad,
+    },
+}
+
+/// The load of the net experiment, shared by `run net`, `net serve` and `net send`.
+#[derive(Args, Clone)]
+pub(super) struct NetLoad {
+    /// Sender counts, one point each: a number, a list (1,2,4) or a range (1..40)
+    #[arg(long, value_parser = sender_counts, default_value = "1,2,4,8,16,24,32,40")]
+    pub(super) senders: SenderCounts,
+    /// Messages per point, split across the senders as in the study (see --per-sender)
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    pub(super) messages: u64,
+    /// --messages is per sender instead of per point
+    #[arg(long)]
+    pub(super) per_sender: bool,
+    /// Bytes per message (and per ack)
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=16 << 20))]
+    pub(super) message_size: u64,
+}
+
+#[derive(Clone)]
+pub(super) struct SenderCounts(pub(super) Vec<u32>);
+
+/// `N`, `A,B,C` or `A..B` (every count from A to B), mixed: `1..4,8,16`.
+pub(super) fn sender_counts(text: &str) -> Result<SenderCounts, String> {
+    let mut counts = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        let number = |t: &str| match t.trim().parse::<u32>() {
+            Ok(n) if (1..=1000).contains(&n) => Ok(n),
+            _ => Err(format!("invalid sender count '{t}' in '{text}': expected 1 to 1000")),
+        };
+        match part.split_once("..") {
+            Some((a, b)) => {
+                let (a, b) = (number(a)?, number(b)?);
+                if a > b {
+                    return Err(format!("the range '{part}' starts above its end"));
+                }
+                counts.extend(a..=b);
+            }
+            None => counts.push(number(part)?),
+        }
+    }
+    Ok(SenderCounts(counts))
+}
+
+impl NetLoad {
+    pub(super) fn settings(&self, receivers: Vec<String>, repeat: u32) -> crate::model::net::NetSettings {
+        crate::model::net::NetSettings {
+            receivers,
+            senders: self.senders.0.clone(),
+            messages: self.messages,
+            per_sender: self.per_sender,
+            message_size: self.message_size as usize,
+            repeat,
+        }
+    }
+}
+
+/// Files to write besides the results folder, as hyperfine does; each record kind has all three.
+#[derive(Args)]
+pub(super) struct ExportArgs {
+    /// Also write the record (run.json, net.json, bench.json) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub(super) export_json: Option<PathBuf>,
+    /// Also write the summary as CSV (summary.csv; one line per scenario and input for bench) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub(super) export_csv: Option<PathBuf>,
+    /// Also write the result tables as Markdown to FILE, ready to paste into an issue or a paper
+    #[arg(long, value_name = "FILE")]
+    pub(super) export_markdown: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub(super) struct BenchArgs {
+    /// A scenario: NAME=COMMAND (repeat for more)
+    #[arg(long = "scenario", value_name = "NAME=COMMAND", required = true, value_parser = name_value)]
+    pub(super) scenarios: Vec<(String, String)>,
+    /// An input: NAME=VALUE, passed to each command as TASKMETER_INPUT (repeat for more; every
+    /// scenario runs once per input)
+    #[arg(long = "input", value_name = "NAME=VALUE", value_parser = name_value)]
+    pub(super) inputs: Vec<(String, String)>,
+    /// Time each scenario runs before it is measured (its units are counted apart)
+    #[arg(long, default_value = "2s", value_parser = duration)]
+    pub(super) warmup: u64,
+    /// Time each scenario is measured
+    #[arg(long, default_value = "5s", value_parser = positive_duration)]
+    pub(super) time: u64,
+    /// The longest wait after the measurement for the body's last run to end
+    #[arg(long, default_value = "1s", value_parser = duration)]
+    pub(super) drain: u64,
+    /// Also show minimum, maximum, sample size and mode
+    #[arg(long)]
+    pub(super) extended_statistics: bool,
+    /// Let the commands' stdout and stderr through (default: discarded; stderr kept for errors)
+    #[arg(long)]
+    pub(super) show_output: bool,
+    /// The results folder to write [default: results/<UTC timestamp>-bench]
+    #[arg(long, short = 'o')]
+    pub(super) output: Option<PathBuf>,
+    #[command(flatten)]
+    pub(super) exports: ExportArgs,
+    /// table: the report; json: bench.json on stdout
+    #[arg(long, value_enum, default_value = "table")]
+    pub(super) format: Format,
+}
+
+pub(super) fn name_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.trim().is_empty() && !value.trim().is_empty() => {
+            Ok((name.trim().to_string(), value.to_string()))
+        }
+        _ => Err(format!("'{text}' is not NAME=VALUE")),
+    }
+}
+
+pub(super) fn positive_duration(text: &str) -> Result<u64, String> {
+    match parse_duration_ns(text)? {
+        0 => Err(format!("'{text}' must be longer than 0")),
+        ns => Ok(ns),
+    }
+}
+
+pub(super) const PRESET_HELP: &str = "Presets:
+  taskmeter run PRESET.toml [FLAGS]
+  A preset is a TOML file whose keys are the flags above, e.g.
+
+      runtimes = [\"c-thread\", \"python-thread\"]
+      sleep = \"fixed:250us\"
+      sweep = [\"policy=other,fifo:99,rr:99,batch,idle\"]
+      yield = true
+
+  Flags typed on the command line override the preset's. The presets in experiments/
+  reproduce the seed studies: copy one and edit it.";
+
+#[derive(Copy, Clone, ValueEnum)]
+pub(super) enum Format {
+    Table,
+    Json,
+}
+
+#[derive(Args)]
+pub(super) struct RunArgs {
+    /// The experiment to run
+    #[arg(value_enum, default_value = "sleep")]
+    pub(super) experiment: ExperimentArg,
+    /// net: the receivers, comma-separated [default: thread,tokio-mt,c-thread,go]
+    #[arg(long, value_delimiter = ',', value_parser = crate::experiments::net::registry::check_id)]
+    pub(super) receivers: Vec<String>,
+    #[command(flatten)]
+    pub(super) net: NetLoad,
+    /// Comma-separated runtime ids, or `all` [default: all: every runtime available here]
+    #[arg(long, value_delimiter = ',', value_parser = runtime_id, action = clap::ArgAction::Set)]
+    pub(super) runtimes: Vec<String>,
+    /// Units (threads, tasks, ...) per runtime: a number, or a list or range to sweep (as
+    /// --sweep units=...) [default: 5; volume and atomic-sum: 1..10000:log10]
+    #[arg(long, value_name = "N|VALUES", allow_hyphen_values = true)]
+    pub(super) units: Option<String>,
+    /// Sleep per iteration: fixed:D, by-unit:D (unit id x D), modulo:M:D ((i % M + 1) x D), or
+    /// none (a yield instead, counted not timed) [default: fixed:1ms; volume and atomic-sum: modulo:20:1ms]
+    #[arg(long, value_parser = Schedule::parse)]
+    pub(super) sleep: Option<Schedule>,
+    /// Split the units into this many priority classes: 2 gives odd units a high and even units
+    /// a low priority, with what each runtime really offers (see `taskmeter list`)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=2))]
+    pub(super) priority_classes: u32,
+    /// Time a worker may spend starting its units; those not started by then make the row partial
+    #[arg(long, default_value = "10s", value_parser = duration, allow_hyphen_values = true)]
+    pub(super) start_limit: u64,
+    /// Run the runtimes' workers of each point at the same time, side by side, instead of one
+    /// after another (to see how each fares beside the others)
+    #[arg(long)]
+    pub(super) together: bool,
+    /// relative: sleep(expected) after the busy work; absolute: sleep until a fixed periodic
+    /// deadline [default: absolute; volume and atomic-sum: relative, as the v2 study slept]
+    #[arg(long, value_enum)]
+    pub(super) mode: Option<ModeArg>,
+    /// Busy-work iterations before each sleep
+    #[arg(long, default_value_t = 1000, allow_negative_numbers = true)]
+    pub(super) busy: u64,
+    /// Yield to the runtime's scheduler after every busy-work step
+    #[arg(long = "yield")]
+    pub(super) yield_each_step: bool,
+    /// Measured time per runtime, after the warm-up [default: 1.5s; 300ms with --quick]
+    #[arg(long, value_parser = duration, allow_hyphen_values = true)]
+    pub(super) duration: Option<u64>,
+    /// Time before the measurement; its samples are excluded from statistics [default: 500ms; 100ms with --quick]
+    #[arg(long, value_parser = duration, allow_hyphen_values = true)]
+    pub(super) warmup: Option<u64>,
+    /// Extra time a worker gets beyond its plan before it is killed
+    #[arg(long, default_value = "10s", value_parser = duration, allow_hyphen_values = true)]
+    pub(super) grace: u64,
+    /// A first look in about 10 seconds: 300 ms per runtime after 100 ms of warm-up
+    #[arg(long)]
+    pub(super) quick: bool,
+    /// Workers per runtime and point (net: per receiver and sender count), each its own
+    /// process, all interleaved; with 2 or more, every interval comes from the variation
+    /// between them (a 95 % Student-t interval)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(super) repeat: u32,
+    /// Sweep a parameter: NAME=V1,V2,... or NAME=A..B:+STEP, A..B:*FACTOR, A..B:log10, A..B:log2.
+    /// NAME: units, busy, sleep (the schedule's D), modulo (its M), duration, warmup. Repeat the
+    /// flag to sweep several: every combination is a point.
+    #[arg(long = "sweep", value_name = "NAME=VALUES", value_parser = Sweep::parse)]
+    pub(super) sweeps: Vec<Sweep>,
+    /// The order of the (runtime, point) workers: shuffled (interleaved, so drift of the machine
+    /// favours no runtime) or given (runtimes in --runtimes order within each point)
+    #[arg(long, value_enum, default_value = "shuffled")]
+    pub(super) order: OrderArg,
+    /// Seed of the shuffled order, to repeat a run's order exactly [default: random, recorded in run.json]
+    #[arg(long)]
+    pub(super) seed: Option<u64>,
+    /// The metric the table shows and ranks by
+    #[arg(long, value_enum, default_value = "lateness")]
+    pub(super) metric: Metric,
+    /// How the console shows the results [default: ranked; volume for volume, atomic-sum and --sleep none]
+    #[arg(long, value_enum)]
+    pub(super) table: Option<crate::report::tables::Layout>,
+    /// Scheduling policy of every worker: other, batch, idle, fifo:PRIO or rr:PRIO (1-99), set
+    /// before exec; sweep it with --sweep policy=other,fifo:99,...
+    #[arg(long, value_parser = Policy::parse)]
+    pub(super) policy: Option<Policy>,
+    /// Timer slack of every worker, in ns (or a duration such as 50us); Linux's default is 50 us
+    #[arg(long, value_name = "NS", value_parser = crate::machine::sched::parse_timer_slack, allow_hyphen_values = true)]
+    pub(super) timer_slack: Option<u64>,
+    /// CPUs the workers may run on, e.g. 1 or 0-1 (sched_setaffinity)
+    #[arg(long, value_name = "LIST", value_parser = crate::machine::sched::parse_cpus)]
+    pub(super) cpus: Option<CpuList>,
+    /// Lock every worker's memory (mlockall, preloaded into the worker; not possible for static
+    /// binaries such as Go's, which the run records)
+    #[arg(long)]
+    pub(super) mlock: bool,
+    /// Allow a real-time policy with busy work on every core (it can starve the machine)
+    #[arg(long)]
+    pub(super) allow_rt_spin: bool,
+    /// Hold a PM QoS CPU latency request of US microseconds (/dev/cpu_dma_latency, root) while
+    /// the workers run, as cyclictest does with 0: idle CPUs then stay in states that wake
+    /// within it. Sweep it with --sweep cpu-dma-latency=0,none
+    #[arg(long, value_name = "US", value_parser = crate::model::sweep::parse_latency_us)]
+    pub(super) cpu_dma_latency: Option<u32>,
+    #[command(flatten)]
+    pub(super) exports: ExportArgs,
+    /// The results folder to write [default: results/<UTC timestamp>-sleep]
+    #[arg(long, short = 'o')]
+    pub(super) output: Option<PathBuf>,
+    /// Also write every sample to samples.csv
+    #[arg(long)]
+    pub(super) raw: bool,
+    /// table: the human report; json: run.json on stdout
+    #[arg(long, value_enum, default_value = "table")]
+    pub(super) format: Format,
+}
+
+#[derive(Copy, Clone, ValueEnum, PartialEq)]
+pub(super) enum OrderArg {
+    Shuffled,
+    Given,
+}
+
+#[derive(Copy, Clone, ValueEnum, PartialEq)]
+pub(super) enum ExperimentArg {
+    /// How late units wake up: the work loop at one point, or swept
+    Sleep,
+    /// The sleep loop over a growing number of units (the v2 study): delay, iterations and memory per unit
+    Volume,
+    /// Every iteration increments one shared atomic counter: increments per second vs units
+    AtomicSum,
+    /// TCP message throughput with 1..N senders against each receiver (the TCP study)
+    Net,
+}
+
+impl ExperimentArg {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            ExperimentArg::Sleep => "sleep",
+            ExperimentArg::Volume => "volume",
+            ExperimentArg::AtomicSum => "atomic-sum",
+            ExperimentArg::Net => "net",
+        }
+    }
+}
+
+/// `--units`: one count, or values to sweep.
+pub(super) fn units_arg(text: &str) -> Result<Result<u32, Sweep>, String> {
+    if text.contains(',') || text.contains("..") {
+        return Sweep::parse(&format!("units={text}")).map(Err);
+    }
+    match text.trim().parse::<u32>() {
+        Ok(n) if (1..=1_000_000).contains(&n) => Ok(Ok(n)),
+        _ => Err(format!("invalid value '{text}' for '--units': expected a number from 1 to 1000000, a list (1,10,100) or a range (1..100000:log10)")),
+    }
+}
+
+#[derive(Copy, Clone, ValueEnum)]
+pub(super) enum ModeArg {
+    Relative,
+    Absolute,
+}
+
+#[derive(Clone, Copy)]
+pub(super) enum MetricChoice {
+    One(Metric),
+    All,
+}
+
+pub(super) fn metric_or_all(text: &str) -> Result<MetricChoice, String> {
+    if text == "all" {
+        return Ok(MetricChoice::All);
+    }
+    Metric::from_str(text, false).map(MetricChoice::One).map_err(|_| {
+        format!("unknown metric '{text}' (use lateness, actual, full, busy or all)")
+    })
+}
+
+pub(super) fn percent(text: &str) -> Result<f64, String> {
+    let number = text.trim().trim_end_matches('%');
+    match number.parse::<f64>() {
+        Ok(p) if (0.0..=1e6).contains(&p) => Ok(p / 100.0),
+        _ => Err(format!("'{text}' is not a percentage (e.g. 5%)")),
+    }
+}
+
+pub(super) fn probability(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(p) if p > 0.0 && p < 1.0 => Ok(p),
+        _ => Err(format!("'{text}' is not a probability between 0 and 1")),
+    }
+}
+
+pub(super) fn duration(text: &str) -> Result<u64, String> {
+    parse_duration_ns(text)
+}
+
+pub(super) fn runtime_id(text: &str) -> Result<String, String> {
+    if text == "all" {
+        return Ok(text.into());
+    }
+    match runtimes::find(text) {
+        Some(info) => Ok(info.id.to_string()),
+        None => Err(format!("unknown runtime '{text}' (known: {})", runtimes::ids().join(", "))),
+    }
+}

@@ -1,0 +1,23 @@
+//! `taskmeter list`: every runtime, whether it can run here, and why not.
+
+use crate::runtimes::{self, RUNTIMES};
+
+pub fn print() {
+    let width = RUNTIMES.iter().map(|r| r.id.len()).max().unwrap_or(0);
+    for info in RUNTIMES {
+        let status = match runtimes::availability(info) {
+            Ok(()) => "available".to_string(),
+            Err(reason) => format!("unavailable: {reason}"),
+        };
+        println!("{:<width$}  {status}\n{:<width$}  {}", info.id, "", info.description);
+        println!("{:<width$}  priority classes: {}", "", info.priority);
+    }
+    println!("\nreceivers of `taskmeter run net`:");
+    for (id, description) in crate::experiments::net::registry::RECEIVERS {
+        let status = match crate::experiments::net::registry::availability(id) {
+            Ok(()) => "available".to_string(),
+            Err(reason) => format!("unavailable: {reason}"),
+        };
+        println!("{id:<width$}  {status}\n{:<width$}  {description}", "");
+    }
+}

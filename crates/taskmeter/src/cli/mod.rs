@@ -1,0 +1,146 @@
+//! The command line: flags (`args`), which experiments they apply to (`scope`), presets, the
+//! options each command runs with (`options`), and the commands themselves. Bad input is one
+//! line on stderr and exit status 2.
+
+mod args;
+pub mod check_driver;
+pub mod compare;
+pub mod list;
+mod options;
+pub mod preset;
+mod rebuild;
+mod scope;
+pub mod selftest;
+
+use crate::experiments::ExperimentError;
+use crate::model::header::LoadError;
+use crate::report::ReportError;
+use args::{Cli, Command, ExperimentArg, MetricChoice, NetAction};
+use clap::{CommandFactory, FromArgMatches};
+use std::fmt;
+use std::process::ExitCode;
+
+/// Why a command could not do its work; the message is the one line the user sees.
+#[derive(Debug)]
+pub enum CliError {
+    /// Input taskmeter refuses (a flag, a value, a combination).
+    Usage(String),
+    Load(LoadError),
+    Experiment(ExperimentError),
+    Report(ReportError),
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Usage(why) => f.write_str(why),
+            CliError::Load(e) => e.fmt(f),
+            CliError::Experiment(e) => e.fmt(f),
+            CliError::Report(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for CliError {}
+
+impl From<String> for CliError {
+    fn from(why: String) -> CliError {
+        CliError::Usage(why)
+    }
+}
+
+impl From<LoadError> for CliError {
+    fn from(e: LoadError) -> CliError {
+        CliError::Load(e)
+    }
+}
+
+impl From<ExperimentError> for CliError {
+    fn from(e: ExperimentError) -> CliError {
+        CliError::Experiment(e)
+    }
+}
+
+impl From<ReportError> for CliError {
+    fn from(e: ReportError) -> CliError {
+        CliError::Report(e)
+    }
+}
+
+pub fn main() -> ExitCode {
+    let args = match preset::expand(std::env::args().collect()) {
+        Ok(args) => args,
+        Err(message) => {
+            eprintln!("taskmeter: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let parsed = Cli::command().try_get_matches_from(args).and_then(|matches| {
+        let cli = Cli::from_arg_matches(&matches)?;
+        Ok((cli, matches))
+    });
+    let cli = match parsed {
+        Ok((cli, matches)) => {
+            if let Err(message) = scope::check_flag_scope(&matches) {
+                eprintln!("taskmeter: {message}");
+                return ExitCode::from(2);
+            }
+            cli
+        }
+        Err(e) if !e.use_stderr() => {
+            // --help and --version
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            let rendered = e.render().to_string();
+            let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
+            let mut first = lines.next().unwrap_or("error: invalid arguments").trim_start_matches("error: ").to_string();
+            // "the following required arguments were not provided:" names them on the next line.
+            if first.ends_with(':') {
+                first = format!("{first} {}", lines.next().unwrap_or_default());
+            }
+            eprintln!("taskmeter: {first}");
+            return ExitCode::from(2);
+        }
+    };
+    if matches!(cli.command, Command::List | Command::Report { .. } | Command::Compare { .. } | Command::Selftest { .. }) {
+        crate::process::quiet_on_closed_stdout();
+    }
+    if let Command::Worker = cli.command {
+        return taskmeter_worker::worker::main();
+    }
+    dispatch(cli.command).unwrap_or_else(|error| {
+        eprintln!("taskmeter: {error}");
+        ExitCode::from(2)
+    })
+}
+
+fn dispatch(command: Command) -> Result<ExitCode, CliError> {
+    Ok(match command {
+        Command::List => {
+            list::print();
+            ExitCode::SUCCESS
+        }
+        Command::Run(args) if args.experiment == ExperimentArg::Net => crate::experiments::net::run(options::net_options(&args)?)?,
+        Command::Run(args) => crate::experiments::sleep::run(options::run_options(&args)?)?,
+        Command::Net { action: NetAction::Serve { runtime, listen, load } } => {
+            crate::experiments::net::serve_only(&runtime, &listen, &load.settings(vec![runtime.clone()], 1))?
+        }
+        Command::Net { action: NetAction::Send { to, load } } => crate::experiments::net::send_only(to, &load.settings(Vec::new(), 1))?,
+        Command::NetReceiver { runtime } => ExitCode::from(crate::experiments::net::native::main(&runtime)),
+        Command::Bench(args) => crate::experiments::bench::run(options::bench_options(*args)?)?,
+        Command::CheckDriver { runtime } => check_driver::check_driver(&runtime)?,
+        Command::Report { results } => rebuild::rebuild(&results)?,
+        Command::Compare { old, new, metric, threshold, alpha } => {
+            let metric = match metric {
+                Some(MetricChoice::All) => None,
+                Some(MetricChoice::One(m)) => Some(m),
+                None => compare::default_metric(&old)?,
+            };
+            compare::run(compare::CompareOptions { old, new, metric, threshold, alpha })?
+        }
+        Command::Selftest { duration, repeat } => selftest::run(duration, repeat)?,
+        Command::Worker => unreachable!("handled before dispatch"),
+    })
+}

@@ -1,0 +1,161 @@
+//! From flags to what each command runs with: settings and sweeps of `run`, the options of
+//! `run net` and `bench`; every refusal is one sentence.
+
+use super::args::*;
+use crate::experiments::bench::BenchOptions;
+use crate::experiments::net::NetOptions;
+use crate::experiments::sleep::RunOptions;
+use crate::machine::sched::SchedSettings;
+use crate::model::run::Settings;
+use crate::model::sweep::{Param, Sweep};
+use crate::report::export::{Export, ExportFormat};
+use crate::runtimes;
+use crate::session::Output;
+use std::path::PathBuf;
+use taskmeter_protocol::{BusyPlan, Experiment, Mode, Schedule, SleepPlan};
+
+/// Where a command's results go: its folder, the export files, JSON or the console.
+fn output(folder: &Option<PathBuf>, exports: &ExportArgs, format: Format) -> Output {
+    let files = [(ExportFormat::Json, &exports.export_json), (ExportFormat::Csv, &exports.export_csv), (ExportFormat::Markdown, &exports.export_markdown)];
+    Output {
+        folder: folder.clone(),
+        exports: files.into_iter().filter_map(|(format, path)| Some(Export { format, path: path.clone()? })).collect(),
+        json: matches!(format, Format::Json),
+        command_line: std::env::args().collect(),
+    }
+}
+
+/// `run` (sleep, volume, atomic-sum).
+pub(super) fn run_options(args: &RunArgs) -> Result<RunOptions, String> {
+    let (settings, sweeps) = settings(args)?;
+    Ok(RunOptions {
+        settings,
+        experiment: args.experiment.name(),
+        sweeps,
+        shuffle: args.order == OrderArg::Shuffled,
+        seed: args.seed,
+        metric: args.metric,
+        layout: args.table,
+        raw: args.raw,
+        output: output(&args.output, &args.exports, args.format),
+    })
+}
+
+/// Turns the flags into settings and sweeps; each point's settings are checked by the
+/// experiment before anything runs.
+fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
+    let study = args.experiment != ExperimentArg::Sleep;
+    let mut sweeps = args.sweeps.clone();
+    let default_units = if study { "1..10000:log10" } else { "5" };
+    let units = match units_arg(args.units.as_deref().unwrap_or(default_units))? {
+        Ok(n) => n,
+        Err(sweep) => {
+            if args.sweeps.iter().any(|s| s.param == Param::Units) {
+                return Err("units are given twice: by --units and by --sweep units=...".into());
+            }
+            let first = sweep.values[0] as u32;
+            sweeps.insert(0, sweep);
+            first
+        }
+    };
+    let schedule = args.sleep.unwrap_or(if study { Schedule::Modulo { m: 20, ns: 1_000_000 } } else { Schedule::Fixed { ns: 1_000_000 } });
+    let mode = match args.mode {
+        Some(ModeArg::Relative) => Mode::Relative,
+        Some(ModeArg::Absolute) => Mode::Absolute,
+        None if study => Mode::Relative,
+        None => Mode::Absolute,
+    };
+    let runtimes = if args.runtimes.is_empty() || args.runtimes == ["all"] {
+        runtimes::ids().into_iter().map(str::to_string).collect()
+    } else {
+        let mut seen = Vec::new();
+        for id in &args.runtimes {
+            if id == "all" {
+                return Err("'all' cannot be combined with other runtimes in --runtimes".into());
+            }
+            if seen.contains(id) {
+                return Err(format!("runtime '{id}' is listed twice in --runtimes"));
+            }
+            seen.push(id.clone());
+        }
+        seen
+    };
+    let mut swept = Vec::new();
+    for sweep in &sweeps {
+        if swept.contains(&sweep.param) {
+            return Err(format!("'{}' is swept twice", sweep.param.name()));
+        }
+        if sweep.param == Param::Modulo && !matches!(schedule, Schedule::Modulo { .. }) {
+            return Err("sweeping modulo needs a modulo schedule (--sleep modulo:M:D)".into());
+        }
+        swept.push(sweep.param);
+    }
+    if args.seed.is_some() && args.order == OrderArg::Given {
+        return Err("--seed only applies to --order shuffled".into());
+    }
+    let experiment = if args.experiment == ExperimentArg::AtomicSum { Experiment::AtomicSum } else { Experiment::Sleep };
+    let settings = Settings {
+        runtimes,
+        experiment,
+        units,
+        priority_classes: args.priority_classes,
+        start_limit_ns: args.start_limit,
+        repeat: args.repeat,
+        together: args.together,
+        duration_ns: args.duration.unwrap_or(if args.quick { 300_000_000 } else { 1_500_000_000 }),
+        warmup_ns: args.warmup.unwrap_or(if args.quick { 100_000_000 } else { 500_000_000 }),
+        sleep: SleepPlan { mode, schedule },
+        sleep_spec: schedule.to_string(),
+        busy: BusyPlan { iters: args.busy, yield_each_step: args.yield_each_step },
+        grace_ns: args.grace,
+        sched: SchedSettings {
+            policy: args.policy,
+            timer_slack_ns: args.timer_slack,
+            cpus: args.cpus.clone().map(|c| c.0),
+            mlock: args.mlock,
+        },
+        allow_rt_spin: args.allow_rt_spin,
+        cpu_dma_latency_us: args.cpu_dma_latency,
+    };
+    Ok((settings, sweeps))
+}
+
+/// `run net`.
+pub(super) fn net_options(args: &RunArgs) -> Result<NetOptions, String> {
+    let receivers = if args.receivers.is_empty() {
+        ["thread", "tokio-mt", "c-thread", "go"].map(str::to_string).to_vec()
+    } else {
+        args.receivers.clone()
+    };
+    Ok(NetOptions {
+        settings: args.net.settings(receivers, args.repeat),
+        grace: std::time::Duration::from_nanos(args.grace),
+        cpu_dma_latency_us: args.cpu_dma_latency,
+        output: output(&args.output, &args.exports, args.format),
+    })
+}
+
+/// `bench`.
+pub(super) fn bench_options(args: BenchArgs) -> Result<BenchOptions, String> {
+    for (what, list) in [("scenario", &args.scenarios), ("input", &args.inputs)] {
+        let mut names: Vec<&str> = list.iter().map(|(name, _)| name.as_str()).collect();
+        names.sort_unstable();
+        if let Some(twice) = names.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!("the {what} name '{}' is given twice", twice[0]));
+        }
+    }
+    let output = output(&args.output, &args.exports, args.format);
+    Ok(BenchOptions {
+        config: taskmeter_record::report::Config {
+            warmup_ns: args.warmup,
+            time_ns: args.time,
+            drain_ns: args.drain,
+            extended_statistics: args.extended_statistics,
+            inputs: args.inputs.iter().map(|(name, _)| name.clone()).collect(),
+        },
+        scenarios: args.scenarios,
+        inputs: args.inputs,
+        show_output: args.show_output,
+        output,
+    })
+}

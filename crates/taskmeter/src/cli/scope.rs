@@ -1,0 +1,71 @@
+//! Which experiments each flag of `taskmeter run` applies to: a flag given (or set by a
+//! preset) for an experiment that does not use it is refused, never ignored.
+
+use super::args::{Cli, ExperimentArg};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory};
+
+/// The experiments each flag of `taskmeter run` applies to, by clap argument id. A flag typed
+/// (or set by a preset) for an experiment that does not use it is refused, never ignored.
+pub(super) const FLAG_SCOPE: &[(&str, &[ExperimentArg])] = {
+    use ExperimentArg::*;
+    const EVERY: &[ExperimentArg] = &[Sleep, Volume, AtomicSum, Net];
+    const LOOP: &[ExperimentArg] = &[Sleep, Volume, AtomicSum];
+    const NET: &[ExperimentArg] = &[Net];
+    &[
+        ("experiment", EVERY), ("repeat", EVERY), ("cpu_dma_latency", EVERY), ("grace", EVERY), ("output", EVERY), ("format", EVERY),
+        ("export_json", EVERY), ("export_csv", EVERY), ("export_markdown", EVERY),
+        ("receivers", NET), ("senders", NET), ("messages", NET), ("per_sender", NET), ("message_size", NET),
+        ("runtimes", LOOP), ("units", LOOP), ("sleep", LOOP), ("priority_classes", LOOP), ("start_limit", LOOP),
+        ("together", LOOP), ("mode", LOOP), ("busy", LOOP), ("yield_each_step", LOOP), ("duration", LOOP),
+        ("warmup", LOOP), ("quick", LOOP), ("sweeps", LOOP), ("order", LOOP), ("seed", LOOP), ("metric", LOOP),
+        ("table", LOOP), ("policy", LOOP), ("timer_slack", LOOP), ("cpus", LOOP), ("mlock", LOOP),
+        ("allow_rt_spin", LOOP), ("raw", LOOP),
+    ]
+};
+
+/// Refuses a `run` flag given for an experiment it does not apply to, naming the ones it does.
+pub fn check_flag_scope(matches: &ArgMatches) -> Result<(), String> {
+    let Some(run) = matches.subcommand_matches("run") else { return Ok(()) };
+    let experiment = run.get_one::<ExperimentArg>("experiment").copied().unwrap_or(ExperimentArg::Sleep);
+    let command = Cli::command();
+    let arguments = command.find_subcommand("run").expect("run is a subcommand");
+    for argument in arguments.get_arguments() {
+        let id = argument.get_id().as_str();
+        if run.value_source(id) != Some(ValueSource::CommandLine) {
+            continue;
+        }
+        let scope = FLAG_SCOPE.iter().find(|(name, _)| *name == id).map_or(&[][..], |(_, scope)| *scope);
+        if !scope.contains(&experiment) {
+            let flag = argument.get_long().map_or_else(|| id.to_string(), |long| format!("--{long}"));
+            let names: Vec<&str> = scope.iter().map(|e| e.name()).collect();
+            let belongs = match names.as_slice() {
+                [] => "no experiment".to_string(),
+                [one] => one.to_string(),
+                [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+            };
+            let hint = if id == "runtimes" { "; `run net` takes --receivers" } else { "" };
+            return Err(format!("{flag} does not apply to `run {}` (it applies to {belongs}){hint}", experiment.name()));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_run_flag_names_the_experiments_it_applies_to() {
+        let command = Cli::command();
+        let run = command.find_subcommand("run").unwrap();
+        for argument in run.get_arguments().filter(|a| !matches!(a.get_id().as_str(), "help")) {
+            let id = argument.get_id().as_str();
+            assert!(FLAG_SCOPE.iter().any(|(name, scope)| *name == id && !scope.is_empty()), "--{id} has no scope");
+        }
+        for (name, _) in FLAG_SCOPE {
+            assert!(run.get_arguments().any(|a| a.get_id() == *name), "{name} is not a flag of run");
+        }
+    }
+}
+

@@ -1,0 +1,123 @@
+//! `taskmeter selftest`: what the harness itself costs per sample in each in-process runtime.
+//!
+//! For each runtime, one unit runs the real work loop, with no busy work, on the runtime's
+//! executor, with the sleep call removed: its time per sample is the loop's own overhead beyond
+//! the sleep call (clock reads, bookkeeping, storing the sample), compared with the cost of a
+//! bare pair of clock reads. For information, the same loop with the runtime's real zero-length
+//! sleep shows what that call costs (tokio rounds it up to its 1 ms tick). Measured in this
+//! process, on purpose: it benchmarks the harness code, not a runtime under comparison.
+
+use taskmeter_record::clock::now_ns;
+use taskmeter_record::stats::median_f64 as median;
+use taskmeter_protocol::{BusyPlan, Experiment, Mode, Plan, Schedule, SleepPlan, PROTOCOL};
+use crate::runtimes::RUNTIMES;
+use taskmeter_worker::workload::LoopContext;
+use std::hint::black_box;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+
+static NEVER: AtomicBool = AtomicBool::new(false);
+
+/// The target: the loop's overhead is at most this many times two clock reads.
+pub const TARGET_RATIO: f64 = 2.0;
+
+pub fn run(duration_ns: u64, repeat: u32) -> Result<ExitCode, String> {
+    if duration_ns == 0 {
+        return Err("--duration must be longer than 0".into());
+    }
+    println!(
+        "taskmeter selftest: the work loop's cost per sample beyond the sleep call (1 unit, no busy work); median of {repeat} runs of {}",
+        crate::report::format::format_ns(duration_ns as f64)
+    );
+    let pairs: Vec<f64> = (0..repeat).map(|_| clock_pair_ns(duration_ns)).collect();
+    let pair = median(&pairs);
+    println!("two clock reads (clock_gettime CLOCK_MONOTONIC): {:.1} ns (range {:.1}..{:.1})", pair, min(&pairs), max(&pairs));
+    println!();
+    println!("{:<10} {:>16} {:>26} {:>18}", "runtime", "loop overhead", "overhead / 2 clock reads", "with a zero sleep");
+    let mut all_met = true;
+    for info in RUNTIMES.iter().filter(|r| r.launch.in_process()) {
+        let mut overheads = Vec::new();
+        let mut ratios = Vec::new();
+        let mut with_sleep = Vec::new();
+        for pair in &pairs {
+            let overhead = loop_ns_per_sample(info.id, duration_ns, false)?;
+            ratios.push(overhead / pair);
+            overheads.push(overhead);
+            with_sleep.push(loop_ns_per_sample(info.id, duration_ns, true)?);
+        }
+        let ratio = median(&ratios);
+        all_met &= ratio <= TARGET_RATIO;
+        println!(
+            "{:<10} {:>13.1} ns {:>14.2} ({:.2}..{:.2}) {:>18}",
+            info.id,
+            median(&overheads),
+            ratio,
+            min(&ratios),
+            max(&ratios),
+            crate::report::format::format_ns(median(&with_sleep))
+        );
+    }
+    println!();
+    println!(
+        "target: loop overhead <= {TARGET_RATIO:.1} x two clock reads: {}",
+        if all_met { "met by every runtime" } else { "NOT met by every runtime" }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn clock_pair_ns(duration_ns: u64) -> f64 {
+    let n = 1_000_000u64;
+    let deadline = now_ns() + duration_ns;
+    let mut best = f64::INFINITY;
+    while now_ns() < deadline {
+        let t0 = now_ns();
+        for _ in 0..n / 10 {
+            black_box(now_ns());
+            black_box(now_ns());
+        }
+        best = best.min((now_ns() - t0) as f64 / (n / 10) as f64);
+    }
+    best
+}
+
+/// Time per sample of one unit's loop, with the runtime's zero sleep or with no sleep call.
+fn loop_ns_per_sample(runtime: &str, duration_ns: u64, sleeping: bool) -> Result<f64, String> {
+    let plan = Plan {
+        protocol: PROTOCOL,
+        experiment: Experiment::Sleep,
+        runtime: runtime.into(),
+        units: 1,
+        priority_classes: 1,
+        start_limit_ns: u64::MAX >> 1,
+        duration_ns,
+        warmup_ns: 0,
+        sleep: SleepPlan { mode: Mode::Relative, schedule: Schedule::Fixed { ns: 0 } },
+        busy: BusyPlan { iters: 0, yield_each_step: false },
+    };
+    // A short first run tells how many samples to reserve, so the measured run never grows
+    // its arrays (a real run reserves from its schedule).
+    let mut probe = plan.clone();
+    probe.duration_ns = (duration_ns / 20).max(1_000_000);
+    let rate = per_sample(LoopContext::new(probe, now_ns(), &NEVER).with_capacity(1 << 16), sleeping)?;
+    let capacity = (duration_ns as f64 / rate.max(1.0) * 1.3) as usize + 1024;
+    per_sample(LoopContext::new(plan, now_ns(), &NEVER).with_capacity(capacity), sleeping)
+}
+
+fn per_sample(ctx: LoopContext, sleeping: bool) -> Result<f64, String> {
+    let ctx: &'static LoopContext = Box::leak(Box::new(ctx));
+    let runs = if sleeping { taskmeter_worker::runtime::run_in_process(ctx).map_err(|e| e.to_string())? } else { taskmeter_worker::runtime::run_without_sleeping(ctx).map_err(|e| e.to_string())? };
+    let samples = &runs.outputs[0].samples;
+    let n = samples.len();
+    if n == 0 {
+        return Err("the loop recorded no sample".into());
+    }
+    Ok((samples.wake_ns[n - 1] - samples.origin_ns) as f64 / n as f64)
+}
+
+fn min(values: &[f64]) -> f64 {
+    values.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+fn max(values: &[f64]) -> f64 {
+    values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+}

@@ -1,0 +1,49 @@
+//! The experiments: `sleep` (with `volume` and `atomic-sum`, the same work loop), `net`
+//! (TCP throughput) and `bench` (your own asynchronous work). Each measures through the
+//! process supervisor and writes through a session.
+
+pub mod bench;
+pub mod net;
+pub mod sleep;
+
+use crate::session::SessionError;
+use std::fmt;
+
+/// Why an experiment could not run (a row that fails is a result, not an error).
+#[derive(Debug)]
+pub enum ExperimentError {
+    /// Settings no worker could run, refused before anything started.
+    Settings(String),
+    /// Something the experiment needs could not be set up (a socket folder, a collector).
+    Setup(String),
+    Session(SessionError),
+}
+
+impl fmt::Display for ExperimentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExperimentError::Settings(why) | ExperimentError::Setup(why) => f.write_str(why),
+            ExperimentError::Session(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ExperimentError {}
+
+impl From<crate::machine::idle::LatencyError> for ExperimentError {
+    fn from(e: crate::machine::idle::LatencyError) -> ExperimentError {
+        ExperimentError::Session(e.into())
+    }
+}
+
+impl From<String> for ExperimentError {
+    fn from(why: String) -> ExperimentError {
+        ExperimentError::Setup(why)
+    }
+}
+
+impl From<SessionError> for ExperimentError {
+    fn from(e: SessionError) -> ExperimentError {
+        ExperimentError::Session(e)
+    }
+}

@@ -1,0 +1,331 @@
+//! `taskmeter run net`: TCP message throughput with 1..N senders against each receiver (the TCP
+//! study, seed 003). A receiver is a process behind net protocol 1 (receivers/README.md), run
+//! under the process supervisor; the senders are threads of taskmeter (`sender`). `net serve` /
+//! `net send` split the two across machines with the same code. The receivers: `registry`
+//! (which exist and how each starts), `native` (the Rust ones, `taskmeter net-receiver`).
+
+pub mod native;
+pub mod registry;
+pub mod sender;
+
+use crate::machine::idle::LatencyRequest;
+use crate::model::net::{ConnectionReport, NetPlan, NetPoint, NetRecord, NetSettings, SkippedReceiver};
+use crate::process::interrupt::interrupted;
+use crate::process::{collect, describe, in_own_group, kill_group, last_line};
+use crate::report::export::RecordRef;
+use crate::session::{Output, Session};
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ExitCode};
+use std::sync::mpsc;
+use std::time::Duration;
+use taskmeter_record::clock::now_ns;
+use taskmeter_record::stats::Summary;
+
+pub struct NetOptions {
+    pub settings: NetSettings,
+    pub grace: Duration,
+    /// The PM QoS CPU latency to hold while measuring (`--cpu-dma-latency`).
+    pub cpu_dma_latency_us: Option<u32>,
+    pub output: Output,
+}
+
+pub fn run(options: NetOptions) -> Result<ExitCode, super::ExperimentError> {
+    let _latency_request = options.cpu_dma_latency_us.map(LatencyRequest::hold).transpose()?;
+    let mut session = Session::start("net", options.output)?;
+    let s = &options.settings;
+    let mut points = Vec::new();
+    let mut skipped = Vec::new();
+    let mut commands = Vec::new();
+    for id in &s.receivers {
+        if let Err(reason) = registry::availability(id) {
+            eprintln!("taskmeter: skipping {id}: {reason}");
+            skipped.push(SkippedReceiver { receiver: id.clone(), reason });
+            continue;
+        }
+        if let Ok(version) = registry::toolchain(id) {
+            session.environment.toolchains.insert(format!("net:{id}"), version);
+        }
+        commands.push((id, registry::command(id)));
+    }
+    // Repetitions outermost, so a slow drift of the machine touches every receiver alike.
+    'repetitions: for repetition in 1..=s.repeat {
+        for (id, command) in &commands {
+            for &senders in &s.senders {
+                if interrupted() {
+                    break 'repetitions;
+                }
+                let planned: u64 = s.shares(senders).iter().sum();
+                let mut point = match command {
+                    Ok(command) => run_point(command, s, senders, options.grace),
+                    Err(reason) => NetPoint { error: Some(reason.clone()), ..Default::default() },
+                };
+                (point.receiver, point.senders, point.repetition, point.messages_planned) = ((*id).clone(), senders, repetition, planned);
+                eprintln!("{}", crate::report::net::progress_line(&point, s.repeat));
+                points.push(point);
+            }
+        }
+    }
+    let summaries = crate::analysis::net::summarise(&mut points);
+    let record = NetRecord { header: session.header::<NetRecord>(), settings: options.settings.clone(), points, summaries, skipped };
+    let failed = record.points.iter().any(|p| p.error.is_some());
+    Ok(session.finish(record, |r| RecordRef::Net(r), crate::report::net::write_folder, crate::report::net::console, failed)?)
+}
+
+/// One receiver process, `senders` connections, every message checked.
+fn run_point(command: &std::process::Command, s: &NetSettings, senders: u32, grace: Duration) -> NetPoint {
+    let mut point = NetPoint::default();
+    let listener = match TcpListener::bind("127.0.0.1:0") {
+        Ok(listener) => listener,
+        Err(e) => return NetPoint { error: Some(format!("cannot listen on 127.0.0.1: {e}")), ..point },
+    };
+    let address = listener.local_addr().expect("a bound listener has an address");
+    let receiver = match Receiver::start(command, &listener, NetPlan { protocol: 1, connections: senders, message_size: s.message_size }, grace) {
+        Ok(receiver) => receiver,
+        Err(e) => return NetPoint { error: Some(e), ..point },
+    };
+    drop(listener); // the receiver holds it now
+    point.receiver_version = receiver.version.clone();
+    let results = sender::send_all(address, &s.shares(senders), s.message_size, grace);
+    let (reports, failure) = receiver.finish(grace);
+    point.messages_sent = results.iter().map(|r| r.sent).sum();
+    point.messages_acked = results.iter().map(|r| r.acked).sum();
+    point.messages_received = reports.iter().map(|r| r.messages).sum();
+    point.round_trip = round_trips(&results);
+    point.window_ns = receive_window(&reports);
+    point.throughput = point.window_ns.filter(|w| *w > 0).map(|w| point.messages_received as f64 * 1e9 / w as f64);
+    let planned: u64 = s.shares(senders).iter().sum();
+    // The receiver's own failure first: it is usually why the senders failed.
+    let mut problems: Vec<String> = failure.into_iter().collect();
+    problems.extend(reports.iter().filter_map(|r| r.error.as_ref().map(|e| format!("receiver connection {}: {e}", r.index))));
+    problems.extend(results.iter().filter_map(|r| r.error.clone()));
+    if problems.is_empty() && !(point.messages_acked == planned && point.messages_received == planned) {
+        problems.push(format!(
+            "messages planned {planned}, sent {}, acknowledged {}, received {}",
+            point.messages_sent, point.messages_acked, point.messages_received
+        ));
+    }
+    if !problems.is_empty() {
+        let more = if problems.len() > 3 { format!("; and {} more", problems.len() - 3) } else { String::new() };
+        point.error = Some(format!("{}{more}; {} of {planned} messages acknowledged", problems[..problems.len().min(3)].join("; "), point.messages_acked));
+    }
+    point.connections = reports;
+    point
+}
+
+/// Every message's round trip, over all senders.
+fn round_trips(results: &[sender::SenderResult]) -> Option<Summary> {
+    let all: Vec<i64> = results.iter().flat_map(|r| r.round_trips_ns.iter().copied()).collect();
+    (!all.is_empty()).then(|| Summary::of(&all, &vec![0; all.len()]))
+}
+
+/// Last receive - first receive over every connection (the study's throughput window).
+fn receive_window(reports: &[ConnectionReport]) -> Option<u64> {
+    let first = reports.iter().filter_map(|r| r.first_ns).min()?;
+    let last = reports.iter().filter_map(|r| r.last_ns).max()?;
+    Some(last.saturating_sub(first))
+}
+
+/// A receiver process, its listener on fd 3, its protocol lines read by a thread.
+struct Receiver {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    stdin: Option<std::process::ChildStdin>,
+    /// Collects stderr until the receiver ends; taken once for the error message.
+    stderr: Option<std::thread::JoinHandle<Vec<u8>>>,
+    version: Option<String>,
+}
+
+impl Receiver {
+    fn start(command: &std::process::Command, listener: &TcpListener, plan: NetPlan, grace: Duration) -> Result<Receiver, String> {
+        let mut command = clone_command(command);
+        let fd = listener.as_raw_fd();
+        in_own_group(&mut command);
+        // SAFETY: only async-signal-safe calls between fork and exec: dup2 and fcntl on fd 3.
+        unsafe {
+            command.pre_exec(move || {
+                if fd != 3 && libc::dup2(fd, 3) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::fcntl(3, libc::F_SETFD, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = command.spawn().map_err(|e| format!("cannot start the receiver: {e}"))?;
+        let mut stdin = child.stdin.take();
+        if let Some(stdin) = stdin.as_mut() {
+            let _ = writeln!(stdin, "{}", serde_json::to_string(&plan).expect("a plan serialises"));
+        }
+        let stdout = child.stdout.take().expect("piped");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let stderr = collect(child.stderr.take(), 16 * 1024);
+        let mut receiver = Receiver { child, lines, stdin, stderr: Some(stderr), version: None };
+        match receiver.lines.recv_timeout(grace) {
+            Ok(line) => {
+                let hello: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+                if hello["type"] != "hello" {
+                    let reason = hello["message"].as_str().map(str::to_string).unwrap_or_else(|| format!("expected a hello line, got {line:?}"));
+                    receiver.kill();
+                    return Err(format!("the receiver did not start: {reason}"));
+                }
+                receiver.version = hello["runtime_version"].as_str().map(str::to_string);
+                Ok(receiver)
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(Duration::from_millis(50)); // let it finish exiting
+                let why = receiver.kill();
+                Err(format!("the receiver ended before its hello{why}"))
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let why = receiver.kill();
+                Err(format!("the receiver did not say hello within {} s{why}", grace.as_secs()))
+            }
+        }
+    }
+
+    /// Reads the connection reports and `done` (waiting at most `grace`), then reaps the
+    /// process; a receiver that is late or dies is killed, and said so.
+    fn finish(mut self, grace: Duration) -> (Vec<ConnectionReport>, Option<String>) {
+        let deadline = now_ns() + grace.as_nanos() as u64;
+        let mut reports = Vec::new();
+        let failure = loop {
+            let left = Duration::from_nanos(deadline.saturating_sub(now_ns()));
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let value: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+                    match value["type"].as_str() {
+                        Some("connection") => match serde_json::from_value::<ConnectionReport>(value) {
+                            Ok(report) => reports.push(report),
+                            Err(e) => break Some(format!("the receiver printed a bad connection line: {e}")),
+                        },
+                        Some("done") => break None,
+                        Some("error") => break Some(format!("the receiver failed: {}", value["message"].as_str().unwrap_or("?"))),
+                        _ => break Some(format!("the receiver printed an unexpected line: {line:?}")),
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => break Some(format!("the receiver did not finish within {} s", grace.as_secs())),
+                Err(mpsc::RecvTimeoutError::Disconnected) => break Some("the receiver ended without its report".to_string()),
+            }
+        };
+        let why = match failure {
+            Some(_) => self.kill(),
+            None => self.reap(grace),
+        };
+        (reports, failure.map(|f| format!("{f}{why}")).or_else(|| (!why.is_empty()).then(|| why.trim_start_matches("; ").to_string())))
+    }
+
+    /// Waits for the exit; "" for status 0, else a reason with the stderr tail.
+    fn reap(&mut self, grace: Duration) -> String {
+        drop(self.stdin.take());
+        let deadline = now_ns() + grace.as_nanos() as u64;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) if status.success() => return String::new(),
+                Ok(Some(status)) => return format!("; the receiver {}{}", describe(status), self.stderr_tail()),
+                Ok(None) if now_ns() < deadline => std::thread::sleep(Duration::from_millis(5)),
+                _ => return self.kill(),
+            }
+        }
+    }
+
+    /// Kills the receiver's process group and says how it had ended, if it had.
+    fn kill(&mut self) -> String {
+        drop(self.stdin.take());
+        let ended = self.child.try_wait().ok().flatten();
+        kill_group(self.child.id() as i32, libc::SIGKILL);
+        let _ = self.child.wait();
+        match ended {
+            Some(status) => format!("; the receiver {}{}", describe(status), self.stderr_tail()),
+            None => String::new(),
+        }
+    }
+
+    fn stderr_tail(&mut self) -> String {
+        let text = self.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default();
+        last_line(&String::from_utf8_lossy(&text)).map(|l| format!(": {l}")).unwrap_or_default()
+    }
+}
+
+
+/// `Command` is not Clone: rebuild it from its parts.
+fn clone_command(command: &std::process::Command) -> std::process::Command {
+    let mut copy = std::process::Command::new(command.get_program());
+    copy.args(command.get_args());
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => copy.env(key, value),
+            None => copy.env_remove(key),
+        };
+    }
+    if let Some(dir) = command.get_current_dir() {
+        copy.current_dir(dir);
+    }
+    copy
+}
+
+/// `net send`: the senders alone against a receiver somewhere else.
+pub fn send_only(to: SocketAddr, settings: &NetSettings) -> Result<ExitCode, super::ExperimentError> {
+    for &senders in &settings.senders {
+        let shares = settings.shares(senders);
+        let started = now_ns();
+        let results = sender::send_all(to, &shares, settings.message_size, Duration::from_secs(10));
+        let seconds = (now_ns() - started) as f64 / 1e9;
+        let acked: u64 = results.iter().map(|r| r.acked).sum();
+        let planned: u64 = shares.iter().sum();
+        let summary = round_trips(&results);
+        println!(
+            "{senders:>3} senders: {acked} of {planned} messages acknowledged in {seconds:.3} s = {:.0} msg/s at the senders; round trip p50 {} p99 {}",
+            acked as f64 / seconds,
+            summary.as_ref().and_then(|s| s.p50).map_or("-".into(), |v| crate::report::format::format_ns(v as f64)),
+            summary.as_ref().and_then(|s| s.p99).map_or("-".into(), |v| crate::report::format::format_ns(v as f64)),
+        );
+        for error in results.iter().filter_map(|r| r.error.as_ref()) {
+            println!("    {error}");
+        }
+        if acked != planned {
+            return Ok(ExitCode::from(1));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `net serve`: per sender count, one receiver on ADDR for that many connections, then its
+/// throughput; `net send` on the other machine must be given the same sender counts.
+pub fn serve_only(receiver: &str, listen: &str, settings: &NetSettings) -> Result<ExitCode, super::ExperimentError> {
+    let command = registry::command(receiver)?;
+    let mut status = ExitCode::SUCCESS;
+    for &connections in &settings.senders {
+        let listener = TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        let address = listener.local_addr().map_err(|e| e.to_string())?;
+        let plan = NetPlan { protocol: 1, connections, message_size: settings.message_size };
+        let process = Receiver::start(&command, &listener, plan, Duration::from_secs(30))?;
+        drop(listener);
+        eprintln!("{receiver} receiver on {address}: waiting for {connections} sender(s) of {}-byte messages", settings.message_size);
+        let (reports, failure) = process.finish(Duration::from_secs(24 * 3600));
+        let received: u64 = reports.iter().map(|r| r.messages).sum();
+        match receive_window(&reports).filter(|w| *w > 0) {
+            Some(w) => println!(
+                "{connections:>3} senders: {received} messages in {:.3} s = {:.0} msg/s at the receiver",
+                w as f64 / 1e9,
+                received as f64 * 1e9 / w as f64
+            ),
+            _ => println!("{connections:>3} senders: {received} messages"),
+        }
+        for problem in reports.iter().filter_map(|r| r.error.as_ref().map(|e| format!("connection {}: {e}", r.index))).chain(failure) {
+            println!("    {problem}");
+            status = ExitCode::from(1);
+        }
+    }
+    Ok(status)
+}

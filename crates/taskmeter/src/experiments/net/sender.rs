@@ -1,0 +1,97 @@
+//! The senders: N connections, strict stop-and-wait. Each writes a message, then reads the ack
+//! and checks that it is the same bytes; the round trip is timed at the sender on
+//! CLOCK_MONOTONIC, from the start of the write to the end of the ack.
+
+use taskmeter_record::clock::now_ns;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+/// What one sender did.
+#[derive(Debug, Default)]
+pub struct SenderResult {
+    pub planned: u64,
+    pub sent: u64,
+    pub acked: u64,
+    pub round_trips_ns: Vec<i64>,
+    pub error: Option<String>,
+}
+
+
+/// Connects every sender first, then starts them together, and returns when all are done.
+/// A sender that cannot connect or loses its connection reports why; the others go on.
+pub fn send_all(to: SocketAddr, counts: &[u64], message_size: usize, timeout: Duration) -> Vec<SenderResult> {
+    let start = Arc::new(Barrier::new(counts.len()));
+    let threads: Vec<_> = counts
+        .iter()
+        .enumerate()
+        .map(|(i, &planned)| {
+            let start = start.clone();
+            std::thread::Builder::new()
+                .name(format!("sender-{i}"))
+                .spawn(move || {
+                    let connection = connect(to, timeout);
+                    start.wait();
+                    match connection {
+                        Ok(stream) => send(stream, i, planned, message_size, timeout),
+                        Err(e) => SenderResult { planned, error: Some(format!("sender {i} cannot connect to {to}: {e}")), ..Default::default() },
+                    }
+                })
+                .expect("a sender thread starts")
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap_or_else(|_| SenderResult { error: Some("a sender panicked".into()), ..Default::default() })).collect()
+}
+
+/// Connects, retrying a refused connection until `timeout`: a receiver on another machine
+/// (`net serve`) may still be starting its next point.
+fn connect(to: SocketAddr, timeout: Duration) -> std::io::Result<TcpStream> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        match TcpStream::connect_timeout(&to, timeout) {
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused && std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            result => return result,
+        }
+    }
+}
+
+fn send(mut stream: TcpStream, index: usize, planned: u64, message_size: usize, timeout: Duration) -> SenderResult {
+    let mut result = SenderResult { planned, round_trips_ns: Vec::with_capacity(planned as usize), ..Default::default() };
+    let _ = stream.set_nodelay(true);
+    let _ = stream.set_read_timeout(Some(timeout));
+    let _ = stream.set_write_timeout(Some(timeout));
+    let mut message = vec![0u8; message_size];
+    let mut ack = vec![0u8; message_size];
+    for seq in 0..planned {
+        // A pattern that differs per sender and message, so an ack from the wrong place shows.
+        let stamp = (index as u64) << 32 | seq;
+        for (i, byte) in message.iter_mut().enumerate() {
+            *byte = (stamp >> (8 * (i % 8))) as u8 ^ i as u8;
+        }
+        let t0 = now_ns();
+        if let Err(e) = stream.write_all(&message) {
+            result.error = Some(format!("sender {index}: write of message {seq} failed: {e}"));
+            break;
+        }
+        result.sent += 1;
+        if let Err(e) = stream.read_exact(&mut ack) {
+            let why = match e.kind() {
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => format!("none within {} s", timeout.as_secs_f64()),
+                _ => e.to_string(),
+            };
+            result.error = Some(format!("sender {index}: no ack for message {seq}: {why}"));
+            break;
+        }
+        result.round_trips_ns.push((now_ns() - t0) as i64);
+        if ack != message {
+            result.error = Some(format!("sender {index}: the ack of message {seq} differs from the message"));
+            break;
+        }
+        result.acked += 1;
+    }
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    result
+}

@@ -1,0 +1,53 @@
+//! The rules a point's settings obey before anything runs; every refusal is one clear sentence.
+
+use crate::model::run::Settings;
+use crate::report::format::format_ns;
+use taskmeter_protocol::Mode;
+
+/// Refuses settings no worker could run, or that would starve the machine.
+pub fn check_settings(settings: &Settings) -> Result<(), String> {
+    if settings.duration_ns == 0 {
+        return Err("--duration must be longer than 0".into());
+    }
+    if settings.units == 0 {
+        return Err("units must be >= 1".into());
+    }
+    if settings.start_limit_ns == 0 {
+        return Err("--start-limit must be longer than 0".into());
+    }
+    let schedule = settings.sleep.schedule;
+    let longest = schedule.max_expected(settings.units);
+    if longest > settings.duration_ns {
+        return Err(format!(
+            "the longest sleep ({}, with --sleep {} and {} units) is longer than --duration ({}): no iteration could be measured",
+            format_ns(longest as f64),
+            schedule,
+            settings.units,
+            format_ns(settings.duration_ns as f64)
+        ));
+    }
+    let shortest = schedule.expected(1, 0);
+    if settings.sleep.mode == Mode::Absolute && shortest > 0 && shortest < 1_000 {
+        return Err("absolute mode needs a period of at least 1us (a shorter one only counts missed periods)".into());
+    }
+    check_real_time(settings)?;
+    super::rows::plan_for(settings, "thread").check().map_err(|e| e.to_string())
+}
+
+/// A real-time worker that busy-works on every core can starve the machine (RT throttling
+/// leaves others 5 % of each second), so it needs an explicit yes.
+fn check_real_time(settings: &Settings) -> Result<(), String> {
+    let Some(policy) = settings.sched.policy.filter(|p| p.is_real_time()) else { return Ok(()) };
+    let online = crate::machine::sched::online_cpus().len();
+    let usable = settings.sched.cpus.as_ref().map_or(online, |c| c.len());
+    let works = settings.busy.iters > 0 || !settings.sleep.schedule.sleeps();
+    let spins = works && settings.units as usize >= usable && usable >= online;
+    if spins && !settings.allow_rt_spin {
+        return Err(format!(
+            "policy {policy} with busy work (or --sleep none) on {} units can keep all {online} cores busy at real-time priority and starve the machine; \
+             pin the workers to fewer cores with --cpus, use --busy 0, or pass --allow-rt-spin",
+            settings.units
+        ));
+    }
+    Ok(())
+}

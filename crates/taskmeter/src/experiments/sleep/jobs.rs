@@ -1,0 +1,113 @@
+//! The jobs of a run: one per runtime, point and repetition, in a shuffled (or the given) order,
+//! grouped into batches that run at the same time (`--together`) or one by one.
+
+use crate::model::run::Settings;
+use crate::model::sweep::Point;
+use crate::runtimes::{self, RuntimeInfo};
+use std::time::Duration;
+
+/// One worker to run: a runtime at a point, one repetition of it.
+pub struct Job<'a> {
+    pub info: &'static RuntimeInfo,
+    pub available: &'a Result<(), String>,
+    pub point: &'a Point,
+    /// 1-based.
+    pub repetition: u32,
+    pub settings: Settings,
+}
+
+impl Job<'_> {
+    /// "thread", "thread busy=1000 #2": what the progress line calls it.
+    pub fn label(&self, points: usize, repeat: u32) -> String {
+        let mut label = self.info.id.to_string();
+        if points > 1 {
+            label = format!("{label} {}", self.point.label());
+        }
+        if repeat > 1 {
+            label = format!("{label} #{}", self.repetition);
+        }
+        label
+    }
+}
+
+/// Every (runtime, point, repetition) job, shuffled with `seed` when there is one: interleaving
+/// runtimes, points and repetitions keeps a slow drift of the machine from favouring one.
+pub fn jobs<'a>(
+    points: &'a [Point],
+    point_settings: &[Settings],
+    availability: &'a [(&'static RuntimeInfo, Result<(), String>)],
+    repeat: u32,
+    seed: Option<u64>,
+) -> Vec<Job<'a>> {
+    let mut jobs = Vec::new();
+    for (point, settings) in points.iter().zip(point_settings) {
+        for repetition in 1..=repeat {
+            for (info, available) in availability {
+                jobs.push(Job { info, available, point, repetition, settings: settings.clone() });
+            }
+        }
+    }
+    if let Some(seed) = seed {
+        fastrand::Rng::with_seed(seed).shuffle(&mut jobs);
+    }
+    jobs
+}
+
+/// Together: every runtime of a point (and repetition) at once, in the (shuffled) order of
+/// their first job; otherwise one job at a time.
+pub fn batches<'j, 'a>(jobs: &'j [Job<'a>], together: bool) -> Vec<Vec<&'j Job<'a>>> {
+    if !together {
+        return jobs.iter().map(|j| vec![j]).collect();
+    }
+    let mut order: Vec<(usize, u32)> = Vec::new();
+    for job in jobs {
+        if !order.contains(&(job.point.index, job.repetition)) {
+            order.push((job.point.index, job.repetition));
+        }
+    }
+    order.iter().map(|key| jobs.iter().filter(|j| (j.point.index, j.repetition) == *key).collect()).collect()
+}
+
+/// How long the batches should take, for the progress bar's ETA.
+pub fn expected_time(batches: &[Vec<&Job>], together: bool) -> Duration {
+    batches
+        .iter()
+        .map(|batch| {
+            batch
+                .iter()
+                .filter(|j| j.available.is_ok())
+                .map(|j| Duration::from_nanos(j.settings.warmup_ns + j.settings.duration_ns) + Duration::from_millis(300))
+                .max()
+                .unwrap_or_default()
+                * if together { 1 } else { batch.len() as u32 }
+        })
+        .sum()
+}
+
+/// Builds every driver the run needs, concurrently and before anything is measured, so no
+/// compiler competes with a measurement. A build that fails is reported by its rows.
+pub fn prepare_drivers(availability: &[(&'static RuntimeInfo, Result<(), String>)]) {
+    let mut seen = Vec::new();
+    let to_build: Vec<&'static RuntimeInfo> = availability
+        .iter()
+        .filter(|(info, available)| available.is_ok() && !info.launch.in_process())
+        .filter(|(info, _)| {
+            let folder = match info.launch {
+                runtimes::Launch::Driver(d) => d.folder,
+                runtimes::Launch::InProcess => "",
+            };
+            let first = !seen.contains(&folder);
+            seen.push(folder);
+            first
+        })
+        .map(|(info, _)| *info)
+        .collect();
+    if to_build.is_empty() {
+        return;
+    }
+    std::thread::scope(|scope| {
+        for info in to_build {
+            scope.spawn(move || runtimes::worker_command(info));
+        }
+    });
+}

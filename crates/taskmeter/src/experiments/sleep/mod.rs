@@ -1,0 +1,167 @@
+//! `taskmeter run` (sleep, volume, atomic-sum): one worker per runtime, point and repetition,
+//! one row per worker, one results folder. Workers run one after another, in a shuffled order,
+//! or each point's side by side with `--together`.
+
+mod check;
+mod jobs;
+mod progress;
+mod rows;
+
+pub use check::check_settings;
+pub use rows::plan_for;
+
+use crate::machine::idle::{cpu_dma_latency_us, LatencyRequest};
+use crate::model::run::{Metric, Order, Row, RowStatus, RunRecord, Settings};
+use crate::model::sweep::{self, Sweep};
+use crate::process::interrupt::interrupted;
+use crate::report::export::RecordRef;
+use crate::report::tables::Layout;
+use crate::runtimes;
+use crate::session::{Output, Session};
+use jobs::Job;
+use progress::Progress;
+use std::process::ExitCode;
+use taskmeter_protocol::WorkerReport;
+
+pub struct RunOptions {
+    pub settings: Settings,
+    /// The experiment's name on the command line: sleep, volume or atomic-sum.
+    pub experiment: &'static str,
+    pub sweeps: Vec<Sweep>,
+    /// Run the jobs in a shuffled order; with a seed, a reproducible one.
+    pub shuffle: bool,
+    pub seed: Option<u64>,
+    pub metric: Metric,
+    pub layout: Option<Layout>,
+    /// Keep every sample (samples.csv).
+    pub raw: bool,
+    pub output: Output,
+}
+
+/// Measures every job, writes the results folder; the exit status is the session's.
+pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
+    let base = &options.settings;
+    let points = sweep::points(&options.sweeps);
+    let point_settings: Vec<Settings> = points.iter().map(|p| sweep::apply(base, p)).collect();
+    for (point, settings) in points.iter().zip(&point_settings) {
+        check_settings(settings).map_err(|e| {
+            super::ExperimentError::Settings(if options.sweeps.is_empty() { e } else { format!("at point {}: {e}", point.label()) })
+        })?;
+    }
+    // A latency request that cannot be held is refused now, not after minutes of measuring.
+    if let Some(us) = point_settings.iter().find_map(|s| s.cpu_dma_latency_us) {
+        LatencyRequest::hold(us)?;
+    }
+    let mut session = Session::start(options.experiment, options.output)?;
+    let cpu_at_start = crate::process::own_cpu_ns();
+
+    let availability: Vec<_> = base
+        .runtimes
+        .iter()
+        .map(|id| {
+            let info = runtimes::find(id).expect("runtimes are checked when parsed");
+            (info, runtimes::availability(info))
+        })
+        .collect();
+    for (info, available) in &availability {
+        if let Err(reason) = available {
+            eprintln!("taskmeter: skipping {}: {reason}", info.id);
+        }
+    }
+    let seed = options.shuffle.then(|| options.seed.unwrap_or_else(|| fastrand::u64(..)));
+    let jobs = jobs::jobs(&points, &point_settings, &availability, base.repeat, seed);
+    let batches = jobs::batches(&jobs, base.together);
+    jobs::prepare_drivers(&availability);
+    let progress = Progress::new(jobs::expected_time(&batches, base.together));
+    let (rows, reports) = run_batches(&batches, &mut session, &progress, points.len(), base.repeat, options.raw)?;
+    progress.clear();
+
+    let record = RunRecord {
+        header: session.header::<RunRecord>(),
+        experiment: options.experiment.into(),
+        metric: options.metric,
+        settings: base.clone(),
+        sweeps: options.sweeps.clone(),
+        points,
+        order: Order { shuffled: options.shuffle, seed },
+        rows,
+        taskmeter_cpu_ns: Some(crate::process::own_cpu_ns().saturating_sub(cpu_at_start)),
+    };
+    let failed = record.rows.iter().any(|r| r.status == RowStatus::Failed);
+    let layout = options.layout;
+    Ok(session.finish(
+        record,
+        |r| RecordRef::Run(r),
+        |dir, record| crate::report::run::write_folder(dir, record, &reports),
+        |record| crate::report::console::report(record, layout),
+        failed,
+    )?)
+}
+
+/// Runs the batches in order, each holding its point's PM QoS request: the rows, and with
+/// `raw` the workers' reports.
+fn run_batches(
+    batches: &[Vec<&Job>],
+    session: &mut Session,
+    progress: &Progress,
+    points: usize,
+    repeat: u32,
+    raw: bool,
+) -> Result<(Vec<Row>, Vec<Option<WorkerReport>>), super::ExperimentError> {
+    let mut rows = Vec::new();
+    let mut reports: Vec<Option<WorkerReport>> = Vec::new();
+    let mut latency_request: Option<LatencyRequest> = None;
+    for batch in batches {
+        let wanted = batch.first().and_then(|job| job.settings.cpu_dma_latency_us);
+        if latency_request.as_ref().map(|r| r.us) != wanted {
+            drop(latency_request.take()); // the old request goes before the new one is made
+            latency_request = wanted.map(LatencyRequest::hold).transpose()?;
+        }
+        let latency_in_force = cpu_dma_latency_us();
+        let mut to_run = Vec::new();
+        for job in batch {
+            let skipped = match job.available {
+                Err(reason) => Some(reason.clone()),
+                Ok(()) if interrupted() => Some("not run: the run was interrupted before it".into()),
+                Ok(()) => None,
+            };
+            match skipped {
+                Some(reason) => {
+                    let mut row = rows::skipped_row(job, reason);
+                    (row.point, row.repetition, row.sequence) = (job.point.index, job.repetition, rows.len() + to_run.len());
+                    rows.push(row);
+                    reports.push(None);
+                }
+                None => {
+                    session.environment.toolchains.insert(job.info.id.to_string(), runtimes::toolchain(job.info));
+                    to_run.push(*job);
+                }
+            }
+        }
+        let environment = &session.environment;
+        let results: Vec<(Row, Option<WorkerReport>)> = match to_run.as_slice() {
+            [] => Vec::new(),
+            [job] => {
+                progress.start_row(&job.label(points, repeat));
+                vec![rows::run_job(job, environment, || progress.tick())]
+            }
+            many => {
+                progress.start_row(&format!("{} together", many.len()));
+                std::thread::scope(|scope| {
+                    let handles: Vec<_> = many.iter().map(|job| scope.spawn(|| rows::run_job(job, environment, || {}))).collect();
+                    handles.into_iter().map(|h| h.join().expect("a worker thread panicked")).collect()
+                })
+            }
+        };
+        for (job, (mut row, report)) in to_run.iter().zip(results) {
+            (row.point, row.repetition, row.sequence) = (job.point.index, job.repetition, rows.len());
+            if let Some(worker) = row.worker.as_mut() {
+                worker.cpu_dma_latency_us = latency_in_force;
+            }
+            progress.finish_row(&job.label(points, repeat), &row);
+            rows.push(row);
+            reports.push(if raw { report } else { None });
+        }
+    }
+    Ok((rows, reports))
+}

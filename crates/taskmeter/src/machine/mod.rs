@@ -1,0 +1,5 @@
+//! The machine a run happens on: what is recorded about it, and what taskmeter sets on it.
+
+pub mod env;
+pub mod idle;
+pub mod sched;

@@ -1,0 +1,122 @@
+//! The header every record begins with (`run.json`, `net.json`, `bench.json`), and the one
+//! loader that reads any of them: it checks the schema's name and version before anything else.
+
+use crate::machine::env::Environment;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// The fields every record starts with.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Header {
+    /// `taskmeter.run`, `taskmeter.net` or `taskmeter.bench`.
+    pub schema: String,
+    pub schema_version: u32,
+    pub taskmeter_version: String,
+    /// False when the command was interrupted: the record holds what was measured until then.
+    pub complete: bool,
+    pub command_line: Vec<String>,
+    pub started_at: String,
+    pub finished_at: String,
+    pub environment: Environment,
+}
+
+/// A kind of record: its schema name, the file it is written to, and the versions this
+/// taskmeter reads (it writes the newest).
+pub trait Record: Serialize + DeserializeOwned {
+    const SCHEMA: &'static str;
+    const FILE: &'static str;
+    const VERSIONS: std::ops::RangeInclusive<u32>;
+
+    fn header(&self) -> &Header;
+    fn header_mut(&mut self) -> &mut Header;
+
+    /// A header of this kind for a record being written now.
+    fn new_header(command_line: Vec<String>, started_at: String, environment: Environment) -> Header {
+        Header {
+            schema: Self::SCHEMA.into(),
+            schema_version: *Self::VERSIONS.end(),
+            taskmeter_version: env!("CARGO_PKG_VERSION").into(),
+            complete: true,
+            command_line,
+            started_at,
+            finished_at: String::new(),
+            environment,
+        }
+    }
+}
+
+/// Why a record could not be read; each is one sentence for the user.
+#[derive(Debug)]
+pub enum LoadError {
+    Missing(PathBuf),
+    Unreadable(PathBuf, std::io::Error),
+    NotJson(PathBuf, serde_json::Error),
+    NotARecord(PathBuf),
+    WrongKind { path: PathBuf, expected: String, found: String },
+    NoVersion(PathBuf),
+    Version { path: PathBuf, found: u64, oldest: u32, newest: u32 },
+    Shape(PathBuf, &'static str, serde_json::Error),
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadError::Missing(p) => write!(f, "{} does not exist (expected a results folder or its run.json, net.json or bench.json)", p.display()),
+            LoadError::Unreadable(p, e) => write!(f, "cannot read {}: {e}", p.display()),
+            LoadError::NotJson(p, e) => write!(f, "{} is not valid JSON (truncated?): {e}", p.display()),
+            LoadError::NotARecord(p) => write!(f, "{} is not a taskmeter record", p.display()),
+            LoadError::WrongKind { path, expected, found } => {
+                write!(f, "{} is a {found} record, not a {expected} record", path.display())
+            }
+            LoadError::NoVersion(p) => write!(f, "{} has no schema_version", p.display()),
+            LoadError::Version { path, found, oldest, newest } => {
+                write!(f, "{} has schema version {found}; this taskmeter reads versions {oldest} to {newest}", path.display())
+            }
+            LoadError::Shape(p, schema, e) => write!(f, "{} does not match the {schema} schema: {e}", p.display()),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// The record file of `path`: the path itself, or the record file inside a results folder.
+pub fn record_file(path: &Path) -> Result<PathBuf, LoadError> {
+    if !path.is_dir() {
+        return if path.exists() { Ok(path.to_path_buf()) } else { Err(LoadError::Missing(path.to_path_buf())) };
+    }
+    ["run.json", "net.json", "bench.json"]
+        .iter()
+        .map(|name| path.join(name))
+        .find(|file| file.is_file())
+        .ok_or_else(|| LoadError::Missing(path.join("run.json")))
+}
+
+/// The schema name of the record at `path` (a folder or a file), read from its header.
+pub fn schema_of(path: &Path) -> Result<(PathBuf, String, serde_json::Value), LoadError> {
+    let file = record_file(path)?;
+    let text = std::fs::read_to_string(&file).map_err(|e| LoadError::Unreadable(file.clone(), e))?;
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| LoadError::NotJson(file.clone(), e))?;
+    let schema = value.get("schema").and_then(|s| s.as_str()).filter(|s| s.starts_with("taskmeter."));
+    let schema = schema.ok_or_else(|| LoadError::NotARecord(file.clone()))?.to_string();
+    Ok((file, schema, value))
+}
+
+/// Reads a record of kind `R`, checking its schema and version first.
+pub fn load<R: Record>(path: &Path) -> Result<R, LoadError> {
+    let (file, schema, value) = schema_of(path)?;
+    from_value(file, &schema, value)
+}
+
+pub(super) fn from_value<R: Record>(file: PathBuf, schema: &str, value: serde_json::Value) -> Result<R, LoadError> {
+    if schema != R::SCHEMA {
+        let kind = |s: &str| s.trim_start_matches("taskmeter.").to_string();
+        return Err(LoadError::WrongKind { path: file, expected: kind(R::SCHEMA), found: kind(schema) });
+    }
+    let version = value.get("schema_version").and_then(|v| v.as_u64()).ok_or_else(|| LoadError::NoVersion(file.clone()))?;
+    if !R::VERSIONS.contains(&(version.min(u32::MAX as u64) as u32)) {
+        return Err(LoadError::Version { path: file, found: version, oldest: *R::VERSIONS.start(), newest: *R::VERSIONS.end() });
+    }
+    serde_json::from_value(value).map_err(|e| LoadError::Shape(file, R::SCHEMA, e))
+}

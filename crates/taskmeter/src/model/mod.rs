@@ -1,0 +1,10 @@
+//! What a run is and what it wrote: settings and sweeps, the records of `run`, `net` and `bench`
+//! (`run.json`, `net.json`, `bench.json`) and the header they share.
+
+pub mod any;
+pub mod bench;
+pub mod header;
+pub mod net;
+pub mod run;
+pub mod settings;
+pub mod sweep;

@@ -1,0 +1,144 @@
+//! The record of `taskmeter run net` (`net.json`), and the lines of net protocol 1
+//! (receivers/README.md) that a receiver speaks.
+
+use super::header::{Header, Record};
+use serde::{Deserialize, Serialize};
+use taskmeter_record::stats::{Interval, Summary};
+
+/// The plan line a receiver reads on stdin (net protocol 1).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+pub struct NetPlan {
+    pub protocol: u32,
+    pub connections: u32,
+    pub message_size: usize,
+}
+
+/// What one connection carried, as the receiver reports it.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct ConnectionReport {
+    pub index: u32,
+    pub messages: u64,
+    pub first_ns: Option<u64>,
+    pub last_ns: Option<u64>,
+    pub error: Option<String>,
+}
+
+/// The messages of sender `i` of `senders` when `total` are split between them as evenly as
+/// possible (the first `total % senders` send one more), so they add up to `total` exactly.
+pub fn share(total: u64, senders: u32, i: u32) -> u64 {
+    total / senders as u64 + u64::from((i as u64) < total % senders as u64)
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct NetSettings {
+    pub receivers: Vec<String>,
+    /// Sender counts, one point each.
+    pub senders: Vec<u32>,
+    /// Messages per point, split across the senders; per sender with `per_sender`.
+    pub messages: u64,
+    pub per_sender: bool,
+    pub message_size: usize,
+    /// Receiver processes per receiver and sender count (`--repeat`).
+    #[serde(default = "one")]
+    pub repeat: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl NetSettings {
+    /// Messages each sender sends at a point.
+    pub fn shares(&self, senders: u32) -> Vec<u64> {
+        (0..senders).map(|i| if self.per_sender { self.messages } else { share(self.messages, senders, i) }).collect()
+    }
+}
+
+/// A receiver at a sender count over its repetitions: the mean throughput and ratio, with a
+/// 95 % Student-t interval between repetitions when there are two or more (with one, the
+/// interval's `degrees_of_freedom` is null and it has no width: there is none).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct NetSummary {
+    pub receiver: String,
+    pub senders: u32,
+    /// Repetitions that measured a throughput (failed ones are not in the mean).
+    pub repetitions: u32,
+    pub throughput: Option<Interval>,
+    /// Mean throughput / the mean 1-sender throughput, the interval propagated from both.
+    pub ratio: Option<Interval>,
+}
+
+/// `net.json`.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct NetRecord {
+    /// Schema `taskmeter.net`; `complete` is false when interrupted (the points hold what was
+    /// measured).
+    #[serde(flatten)]
+    pub header: Header,
+    pub settings: NetSettings,
+    /// One per receiver, sender count and repetition, in the order they ran.
+    pub points: Vec<NetPoint>,
+    /// One per receiver and sender count: the repetitions together.
+    #[serde(default)]
+    pub summaries: Vec<NetSummary>,
+    /// Receivers that cannot run here (a missing toolchain or Rust target), with the reason.
+    #[serde(default)]
+    pub skipped: Vec<SkippedReceiver>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct SkippedReceiver {
+    pub receiver: String,
+    pub reason: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct NetPoint {
+    pub receiver: String,
+    pub senders: u32,
+    /// Which repetition (`--repeat`), from 1.
+    #[serde(default = "one")]
+    pub repetition: u32,
+    /// None when every message was sent, received and acknowledged; otherwise why not.
+    pub error: Option<String>,
+    pub receiver_version: Option<String>,
+    pub messages_planned: u64,
+    pub messages_sent: u64,
+    pub messages_acked: u64,
+    pub messages_received: u64,
+    /// messages received / (last receive - first receive), at the receiver.
+    pub throughput: Option<f64>,
+    pub window_ns: Option<u64>,
+    /// throughput / this receiver's mean throughput with 1 sender (the study's ratio graph).
+    pub ratio: Option<f64>,
+    /// Per message, at the senders: write start to ack end, ns.
+    pub round_trip: Option<Summary>,
+    pub connections: Vec<ConnectionReport>,
+}
+
+impl Record for NetRecord {
+    const SCHEMA: &'static str = "taskmeter.net";
+    const FILE: &'static str = "net.json";
+    /// Version 2 took the shared header (version 1 had a bare number for a schema).
+    const VERSIONS: std::ops::RangeInclusive<u32> = 2..=2;
+
+    fn header(&self) -> &Header {
+        &self.header
+    }
+
+    fn header_mut(&mut self) -> &mut Header {
+        &mut self.header
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_add_up_to_the_total() {
+        assert_eq!((0..3).map(|i| share(10_000, 3, i)).collect::<Vec<_>>(), vec![3334, 3333, 3333]);
+        assert_eq!((0..40).map(|i| share(10_000, 40, i)).sum::<u64>(), 10_000);
+        assert_eq!(share(7, 10, 9), 0);
+    }
+}

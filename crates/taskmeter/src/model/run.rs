@@ -1,0 +1,270 @@
+//! The record of `taskmeter run` (`run.json`): the settings, points and one row per worker.
+
+use super::header::{Header, Record};
+pub use super::settings::Settings;
+use crate::machine::sched::SchedInfo;
+use serde::{Deserialize, Serialize};
+use taskmeter_protocol::{Plan, UnitSamples};
+use taskmeter_record::stats::Summary;
+
+fn one() -> u32 {
+    1
+}
+
+/// The metrics derived from every sample (see `protocol/README.md`).
+pub const METRICS: [Metric; 4] = [Metric::Lateness, Metric::Actual, Metric::Full, Metric::Busy];
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Metric {
+    /// wake - intended: how late the unit woke (cyclictest's latency)
+    Lateness,
+    /// wake - start: the whole iteration, busy work included (the v1 study's `actual`)
+    Actual,
+    /// wake - previous wake: iteration to iteration (the v1 study's `full`)
+    Full,
+    /// busy_end - start: the busy phase alone
+    Busy,
+}
+
+impl Metric {
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Lateness => "lateness",
+            Metric::Actual => "actual",
+            Metric::Full => "full",
+            Metric::Busy => "busy",
+        }
+    }
+
+    /// Value and reference (for the seed's deviation columns) of sample `i`.
+    pub fn sample(self, u: &UnitSamples, i: usize) -> (i64, i64) {
+        let previous_wake = if i == 0 { u.origin_ns } else { u.wake_ns[i - 1] };
+        let diff = |a: u64, b: u64| a as i64 - b as i64;
+        match self {
+            Metric::Lateness => (diff(u.wake_ns[i], u.intended_ns[i]), 0),
+            Metric::Actual => (diff(u.wake_ns[i], u.start_ns[i]), u.expected_ns[i] as i64),
+            Metric::Full => (diff(u.wake_ns[i], previous_wake), u.expected_ns[i] as i64),
+            Metric::Busy => (diff(u.busy_end_ns[i], u.start_ns[i]), 0),
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct RunRecord {
+    /// Schema `taskmeter.run`; `complete` is false when the run was interrupted (some rows are
+    /// missing or cut short).
+    #[serde(flatten)]
+    pub header: Header,
+    pub experiment: String,
+    /// The metric the console table ranks by.
+    pub metric: Metric,
+    /// The settings every point starts from.
+    pub settings: Settings,
+    /// The swept parameters (empty: one point).
+    pub sweeps: Vec<super::sweep::Sweep>,
+    pub points: Vec<super::sweep::Point>,
+    /// Whether (runtime, point) jobs ran in a shuffled order, and the seed of the shuffle.
+    pub order: Order,
+    pub rows: Vec<Row>,
+    /// CPU time (user + system) taskmeter itself used for the run, to show it is not the
+    /// bottleneck (the workers' own is in each row).
+    #[serde(default)]
+    pub taskmeter_cpu_ns: Option<u64>,
+}
+
+impl RunRecord {
+    /// Rows by point, then in `--runtimes` order (the `rows` array is in the order they ran).
+    pub fn rows_in_order(&self) -> Vec<&Row> {
+        let position = |r: &Row| self.settings.runtimes.iter().position(|id| *id == r.runtime).unwrap_or(usize::MAX);
+        let mut rows: Vec<&Row> = self.rows.iter().collect();
+        rows.sort_by_key(|r| (r.point, position(r)));
+        rows
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Order {
+    pub shuffled: bool,
+    pub seed: Option<u64>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RowStatus {
+    Ok,
+    /// Fewer units started than planned (a thread refused, the start limit): statistics cover
+    /// the units that ran, and the reason says why the others did not.
+    Partial,
+    /// Stopped early by Ctrl-C: statistics cover what was measured until then.
+    Interrupted,
+    Failed,
+    /// Not run: the runtime is unavailable here, or the run was interrupted before it.
+    Skipped,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Row {
+    pub runtime: String,
+    /// Index into `points`.
+    pub point: usize,
+    /// Which repetition of its runtime and point (`--repeat`), from 1.
+    #[serde(default = "one")]
+    pub repetition: u32,
+    /// Position in the order the jobs ran (0-based).
+    pub sequence: usize,
+    pub status: RowStatus,
+    pub reason: Option<String>,
+    pub plan: Option<Plan>,
+    pub worker: Option<WorkerInfo>,
+    pub counts: Option<Counts>,
+    /// One summary per metric, over the measured samples (warm-up excluded).
+    pub statistics: Option<Statistics>,
+    /// The same samples' distributions, for charts and `compare` (see `histogram.rs`).
+    pub histograms: Option<Histograms>,
+    /// The distributions of |value - expected| of `actual` and `full`: what their ranking and
+    /// `compare`'s verdict are about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deviation_histograms: Option<DeviationHistograms>,
+    /// Per priority class, when there are two.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ClassResult>,
+}
+
+/// What the units of one priority class did.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ClassResult {
+    /// 0 is the high class.
+    pub class: u32,
+    pub units: u32,
+    pub iterations_measured: u64,
+    /// Measured iterations per second, all units of the class together.
+    pub iterations_per_s: f64,
+    /// None with the schedule `none` (no samples).
+    pub statistics: Option<Statistics>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct WorkerInfo {
+    pub runtime_version: Option<String>,
+    pub toolchain: String,
+    pub pid: Option<u32>,
+    pub sched: Option<SchedInfo>,
+    pub wall_ns: u64,
+    /// Peak resident set size of the worker process, kB: wait4's ru_maxrss when it exceeds
+    /// taskmeter's own RSS at the spawn (below that, it may be taskmeter's, inherited through
+    /// fork), else the worker's last VmHWM read while it ran.
+    #[serde(default)]
+    pub peak_rss_kb: Option<u64>,
+    /// CPU time (user + system) of the worker, from wait4.
+    #[serde(default)]
+    pub cpu_ns: Option<u64>,
+    /// How the worker applied priority classes (`hello.priority`).
+    #[serde(default)]
+    pub priority: Option<String>,
+    /// The measured window on CLOCK_MONOTONIC, shared by every worker (so `--together` runs
+    /// can be seen to overlap).
+    #[serde(default)]
+    pub measure_start_ns: Option<u64>,
+    #[serde(default)]
+    pub end_ns: Option<u64>,
+    /// The PM QoS CPU latency in force while the worker ran (µs, `/dev/cpu_dma_latency`).
+    #[serde(default)]
+    pub cpu_dma_latency_us: Option<i64>,
+    /// The worker's stderr when it failed (last kilobytes).
+    pub stderr: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Counts {
+    /// Units started; below `units_planned` when the start was partial.
+    pub units: u32,
+    pub units_planned: u32,
+    /// Loop iterations, sampled or not (the schedule `none` records no samples).
+    pub iterations_total: u64,
+    pub iterations_measured: u64,
+    /// Measured iterations per second of the measurement, all units together.
+    pub iterations_per_s: f64,
+    /// The shared counter's final value (`atomic-sum`), equal to `iterations_total`.
+    pub atomic_sum: Option<u64>,
+    /// Units that started but made no measured iteration: starved, or started too late.
+    pub units_starved: u32,
+    pub samples_total: u64,
+    pub samples_warmup: u64,
+    pub samples_measured: u64,
+    /// Whole periods skipped after a late wake-up, measured samples only (absolute mode).
+    pub missed_periods: u64,
+    pub missed_periods_warmup: u64,
+    /// Measured samples that woke before their intended time (negative lateness).
+    pub early_wakeups: u64,
+    /// Time the worker took to create its units and park them all at the start gate
+    /// (run_start - create_start), and that time per unit started.
+    pub create_ns: u64,
+    pub create_per_unit_ns: f64,
+    /// Times a unit's sample storage grew beyond its reserve while it ran (each growth copies
+    /// its arrays, inside the loop); 0 in a run whose reserve held.
+    pub storage_grown: u64,
+}
+
+/// One value per metric, named as the metrics are in run.json.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct PerMetric<T> {
+    pub lateness: T,
+    pub actual: T,
+    pub full: T,
+    pub busy: T,
+}
+
+impl<T> PerMetric<T> {
+    pub fn from_fn(f: impl FnMut(Metric) -> T) -> PerMetric<T> {
+        let [lateness, actual, full, busy] = METRICS.map(f);
+        PerMetric { lateness, actual, full, busy }
+    }
+
+    pub fn get(&self, metric: Metric) -> &T {
+        match metric {
+            Metric::Lateness => &self.lateness,
+            Metric::Actual => &self.actual,
+            Metric::Full => &self.full,
+            Metric::Busy => &self.busy,
+        }
+    }
+}
+
+/// Exact statistics of every metric.
+pub type Statistics = PerMetric<Summary>;
+
+/// Base64 V2-deflate HdrHistograms (`histogram.rs`), one per metric.
+pub type Histograms = PerMetric<String>;
+
+/// Base64 V2-deflate HdrHistograms of |value - expected|.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct DeviationHistograms {
+    pub actual: String,
+    pub full: String,
+}
+
+impl DeviationHistograms {
+    pub fn get(&self, metric: Metric) -> Option<&String> {
+        match metric {
+            Metric::Actual => Some(&self.actual),
+            Metric::Full => Some(&self.full),
+            Metric::Lateness | Metric::Busy => None,
+        }
+    }
+}
+
+impl Record for RunRecord {
+    const SCHEMA: &'static str = "taskmeter.run";
+    const FILE: &'static str = "run.json";
+    /// Version 3 added repetitions; version 2 (each row its own runtime and point) still reads.
+    const VERSIONS: std::ops::RangeInclusive<u32> = 2..=3;
+
+    fn header(&self) -> &Header {
+        &self.header
+    }
+
+    fn header_mut(&mut self) -> &mut Header {
+        &mut self.header
+    }
+}

@@ -1,0 +1,227 @@
+//! A worker process: sends its plan, waits within a deadline, passes Ctrl-C on (end of file on
+//! its stdin), reads back the scheduling it really had, and turns whatever happened into a
+//! checked report or a [`Failure`].
+
+use super::interrupt::{self, Listener};
+use super::{collect, describe, in_own_group, kill_group, last_line, wait_with_usage, Exit, Failure};
+use crate::machine::sched::{SchedInfo, SchedSettings};
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, ExitStatus};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Duration, Instant};
+use taskmeter_protocol::{parse_output, OutputError, Plan, WorkerReport};
+
+enum Event {
+    Exited(std::io::Result<Exit>),
+    Interrupt,
+}
+
+#[derive(Debug)]
+pub enum Outcome {
+    Completed(WorkerReport),
+    /// Stopped early by Ctrl-C; the report holds what was measured until then.
+    Interrupted(WorkerReport),
+    Failed(Failure),
+}
+
+#[derive(Debug)]
+pub struct WorkerRun {
+    pub outcome: Outcome,
+    pub sched: Option<SchedInfo>,
+    pub peak_rss_kb: Option<u64>,
+    pub cpu_ns: Option<u64>,
+    pub wall_ns: u64,
+    /// The worker's stderr (its last few kilobytes).
+    pub stderr: String,
+}
+
+/// How long a worker may run: its plan's own bound plus a grace for start-up and output.
+pub fn deadline(plan: &Plan, grace: Duration) -> Duration {
+    // Starting the units may take the start limit, and ending as many (joining 30,000 threads)
+    // about as long again.
+    let planned = plan.start_limit_ns.saturating_mul(2).saturating_add(plan.warmup_ns + plan.duration_ns + plan.max_expected_ns());
+    Duration::from_nanos(planned) + grace
+}
+
+/// What happened to a worker process, before its output is judged.
+pub struct RawRun {
+    pub status: std::io::Result<ExitStatus>,
+    /// The worker's peak resident set size, kB.
+    pub peak_rss_kb: Option<u64>,
+    /// The worker's CPU time (user + system), from wait4.
+    pub cpu_ns: Option<u64>,
+    pub timed_out: bool,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+    pub sched: SchedInfo,
+    pub wall_ns: u64,
+}
+
+/// When to ask a worker to stop early (end of file on its stdin).
+pub struct StopPolicy {
+    /// After this long, whatever happens (for `check-driver`).
+    pub after: Option<Duration>,
+    /// How long a worker asked to stop may take to finish its iteration and write.
+    pub grace: Duration,
+}
+
+/// Starts `command`, sends `input` (one line) and keeps stdin open until the worker exits, the
+/// user presses Ctrl-C, or `stop.after` passes; kills the worker's process group at `limit`.
+pub fn spawn_and_wait(
+    mut command: Command,
+    input: &str,
+    sched: &SchedSettings,
+    limit: Duration,
+    stop: StopPolicy,
+    mut tick: impl FnMut(),
+) -> Result<RawRun, Failure> {
+    in_own_group(&mut command);
+    if !sched.is_default() {
+        let (settings, cpu_set) = (sched.clone(), sched.cpu_set());
+        // SAFETY: the closure only makes system calls (no allocation, no locks) between fork and exec.
+        unsafe { command.pre_exec(move || settings.apply_in_child(cpu_set.as_ref())) };
+    }
+    let (tx, rx) = mpsc::channel();
+    let interrupts = tx.clone();
+    let listener = Listener::new(move || {
+        let _ = interrupts.send(Event::Interrupt);
+    });
+    if interrupt::interrupted() {
+        return Err(Failure::Spawn("not started: the run was interrupted".into()));
+    }
+    // A forked child's ru_maxrss starts from its parent's peak RSS and keeps it across exec, so
+    // a worker smaller than taskmeter's peak would report taskmeter's: give memory back, reset
+    // taskmeter's peak to its current RSS (clear_refs 5), note that size, and follow the
+    // worker's own VmHWM as well.
+    // SAFETY: malloc_trim only returns free heap memory to the kernel.
+    unsafe { libc::malloc_trim(0) };
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let parent_rss_kb = status_kb("self", "VmRSS:").unwrap_or(u64::MAX);
+    // The deadline and the read-back count from the spawn, after any preparation above.
+    let started = Instant::now();
+    let mut child = command.spawn().map_err(|e| {
+        Failure::Spawn(if sched.is_default() {
+            format!("could not start the worker: {e}")
+        } else {
+            format!("could not give the worker {}: {e}", sched.describe())
+        })
+    })?;
+    let pid = child.id() as i32;
+    // Policy, slack and affinity are set before exec and are read now; what the worker does
+    // while starting (a preloaded mlockall, a runtime's own threads) is read again shortly after.
+    let mut readback = SchedInfo::of(pid);
+    let mut read_again = true;
+    let read_at = started + Duration::from_millis(50);
+    let mut stdin = child.stdin.take();
+    if let Some(pipe) = stdin.as_mut() {
+        // A worker that exits at once closes the pipe; its output will say why.
+        let _ = pipe.write_all(format!("{}\n", input.trim_end()).as_bytes()).and_then(|_| pipe.flush());
+    }
+    let stdout = collect(child.stdout.take(), usize::MAX);
+    let stderr = collect(child.stderr.take(), 16 * 1024);
+    std::thread::spawn(move || {
+        let _ = tx.send(Event::Exited(wait_with_usage(child)));
+    });
+
+    let mut high_water_kb = 0;
+    let mut deadline = started + limit;
+    let mut stop_at = stop.after.map(|after| started + after);
+    let mut timed_out = false;
+    let status = loop {
+        let now = Instant::now();
+        let mut next = stop_at.map_or(deadline, |s| s.min(deadline));
+        if read_again {
+            next = next.min(read_at);
+        }
+        let wait = next.saturating_duration_since(now).min(Duration::from_millis(250));
+        let event = rx.recv_timeout(wait);
+        let ask_to_stop = matches!(event, Ok(Event::Interrupt)) || stop_at.is_some_and(|s| Instant::now() >= s);
+        match event {
+            Ok(Event::Exited(status)) => break status,
+            Ok(Event::Interrupt) if stdin.is_none() => kill_group(pid, libc::SIGKILL),
+            Err(RecvTimeoutError::Timeout) if Instant::now() >= deadline && !timed_out => {
+                timed_out = true;
+                kill_group(pid, libc::SIGKILL);
+            }
+            Err(RecvTimeoutError::Disconnected) => unreachable!("the waiter thread holds a sender"),
+            _ if ask_to_stop && stdin.is_some() => {
+                // End of file on stdin: the worker finishes its current iteration and writes.
+                stdin = None;
+                stop_at = None;
+                deadline = deadline.min(Instant::now() + stop.grace);
+            }
+            _ => {
+                // Read the attributes again once the worker has exec'd and started its runtime.
+                if read_again && Instant::now() >= read_at {
+                    read_again = false;
+                    let now = SchedInfo::of(pid);
+                    if !now.policy.starts_with("policy -") {
+                        readback = now;
+                    }
+                }
+                high_water_kb = high_water_kb.max(status_kb(&pid.to_string(), "VmHWM:").unwrap_or(0));
+                tick()
+            }
+        }
+    };
+    drop(listener);
+    drop(stdin);
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = String::from_utf8_lossy(&stderr.join().unwrap_or_default()).into_owned();
+    let cpu_ns = status.as_ref().ok().map(|exit| exit.cpu_ns);
+    let (status, peak_rss_kb) = match status {
+        // Clearly above taskmeter's size at the fork (1 MiB for what taskmeter allocated since),
+        // ru_maxrss is the worker's; below, it may be taskmeter's, and the last VmHWM read
+        // (every 250 ms at most) is the worker's.
+        Ok(exit) if exit.peak_rss_kb > parent_rss_kb + 1024 => (Ok(exit.status), Some(exit.peak_rss_kb)),
+        Ok(exit) => (Ok(exit.status), Some(high_water_kb).filter(|kb| *kb > 0)),
+        Err(e) => (Err(e), None),
+    };
+    Ok(RawRun { status, peak_rss_kb, cpu_ns, timed_out, stdout, stderr, sched: readback, wall_ns: started.elapsed().as_nanos() as u64 })
+}
+
+/// A `kB` field of /proc/PID/status (`self` for taskmeter).
+fn status_kb(pid: &str, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    line[field.len()..].trim().trim_end_matches("kB").trim().parse().ok()
+}
+
+/// Runs a worker on a plan and judges what it did.
+pub fn run_worker(command: Command, plan: &Plan, sched: &SchedSettings, grace: Duration, tick: impl FnMut()) -> WorkerRun {
+    let limit = deadline(plan, grace);
+    let stop = StopPolicy { after: None, grace: Duration::from_nanos(plan.max_expected_ns()) + Duration::from_secs(2) };
+    match spawn_and_wait(command, &plan.to_json(), sched, limit, stop, tick) {
+        Err(reason) => WorkerRun { outcome: Outcome::Failed(reason), sched: None, peak_rss_kb: None, cpu_ns: None, wall_ns: 0, stderr: String::new() },
+        Ok(raw) => {
+            let outcome = classify(plan, &raw, limit);
+            WorkerRun { outcome, sched: Some(raw.sched), peak_rss_kb: raw.peak_rss_kb, cpu_ns: raw.cpu_ns, wall_ns: raw.wall_ns, stderr: raw.stderr }
+        }
+    }
+}
+
+pub fn classify(plan: &Plan, raw: &RawRun, limit: Duration) -> Outcome {
+    let stderr = last_line(&raw.stderr);
+    if raw.timed_out {
+        return Outcome::Failed(Failure::TimedOut { after: limit, hint: "; raise --grace if its busy work is long".into(), stderr });
+    }
+    let status = match &raw.status {
+        Ok(status) => *status,
+        Err(e) => return Outcome::Failed(Failure::Spawn(format!("could not wait for the worker: {e}"))),
+    };
+    let parsed = parse_output(plan, &raw.stdout);
+    if !status.success() {
+        let how = describe(status);
+        return Outcome::Failed(match parsed {
+            Err(OutputError::Refused(message)) => Failure::Refused { message, how: Some(how) },
+            _ => Failure::Ended { who: "the worker".into(), how, stderr },
+        });
+    }
+    match parsed {
+        Ok(report) if report.done.interrupted => Outcome::Interrupted(report),
+        Ok(report) => Outcome::Completed(report),
+        Err(OutputError::Refused(message)) => Outcome::Failed(Failure::Refused { message, how: None }),
+        Err(OutputError::Invalid(why)) => Outcome::Failed(Failure::Invalid(why)),
+    }
+}

@@ -1,0 +1,173 @@
+//! The console report of a run: settings, environment, the tables, how to read them.
+
+use super::format::format_ns;
+use super::tables::*;
+use crate::machine::env::Environment;
+use crate::machine::sched::SchedInfo;
+use crate::model::run::{RowStatus, RunRecord};
+
+fn render_with_reasons(t: &Table) -> String {
+    let mut all = vec![t.header.clone()];
+    all.extend(t.lines.iter().cloned());
+    let mut out = render_table(&all);
+    let w = width(&all, 0);
+    for (runtime, reason) in &t.without_statistics {
+        out.push_str(&format!("{runtime:<w$}  {reason}\n"));
+    }
+    out
+}
+
+pub fn table(record: &RunRecord, point: usize) -> String {
+    let t = table_of(record, point);
+    let mut all = vec![t.header.clone()];
+    all.extend(t.lines.iter().cloned());
+    let mut out = render(&all, &[false, true, true, true, true, true, true, true, true]);
+    let w = width(&all, 0);
+    for (runtime, reason) in &t.without_statistics {
+        out.push_str(&format!("{runtime:<w$}  {reason}\n"));
+    }
+    out
+}
+
+/// The whole console report: settings, environment, the tables, how to read them.
+pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
+    use crate::model::sweep::Param;
+    let layout = layout.unwrap_or_else(|| default_layout(record));
+    // With the policy or slack swept, workers differ from point to point: the report has each.
+    let swept_sched = record.sweeps.iter().any(|s| matches!(s.param, Param::Policy | Param::TimerSlack));
+    let sched = if swept_sched { None } else { record.rows.iter().find_map(|r| r.worker.as_ref()?.sched.as_ref()) };
+    let swept_latency = record.sweeps.iter().any(|s| s.param == Param::CpuDmaLatency);
+    let dma_latency = if swept_latency { Err(()) } else { Ok(record.settings.cpu_dma_latency_us) };
+    let mut out = format!("{}\nenv: {}\n", settings_line(record), env_line(&record.header.environment, sched, dma_latency));
+    match layout {
+        Layout::Ranked => {
+            for point in &record.points {
+                out.push('\n');
+                if record.points.len() > 1 {
+                    out.push_str(&format!("point {}/{}: {}\n", point.index + 1, record.points.len(), point.label()));
+                }
+                out.push_str(&table(record, point.index));
+            }
+        }
+        Layout::Study => {
+            out.push('\n');
+            out.push_str(&format!("{} (µs)\n", record.metric.name()));
+            let study = study_table_of(record);
+            out.push_str(&render_table(&[vec![study.header], study.lines].concat()));
+        }
+        Layout::Volume => {
+            out.push('\n');
+            out.push_str(&render_with_reasons(&volume_table_of(record)));
+            if record.sweeps.iter().any(|s| s.param == Param::Units) {
+                out.push_str("\nmemory per unit:\n");
+                for line in memory_lines(record) {
+                    out.push_str(&format!("  {line}\n"));
+                }
+            }
+        }
+    }
+    if let Some(classes) = class_table_of(record) {
+        out.push_str("\nby priority class:\n");
+        out.push_str(&render_table(&[vec![classes.header.clone()], classes.lines.clone()].concat()));
+        out.push_str("priority classes as applied:\n");
+        for line in priority_lines(record) {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
+    out.push('\n');
+    out.push_str(&if layout == Layout::Volume { explain_volume(record) } else { explain(record) });
+    out.push('\n');
+    let partial: Vec<String> = record.rows_in_order().iter().filter(|r| r.status == RowStatus::Partial).map(|r| {
+        let at = at_point(record, r);
+        format!("{}{at}: {}", r.runtime, r.reason.as_deref().unwrap_or(""))
+    }).collect();
+    for line in partial {
+        out.push_str(&format!("partial: {line}\n"));
+    }
+    let workers_cpu: u64 = record.rows.iter().filter_map(|r| r.worker.as_ref()?.cpu_ns).sum();
+    if let Some(own) = record.taskmeter_cpu_ns.filter(|_| workers_cpu > 0) {
+        out.push_str(&format!(
+            "cpu: taskmeter {}, its workers {} ({:.1} % for taskmeter)\n",
+            format_ns(own as f64),
+            format_ns(workers_cpu as f64),
+            100.0 * own as f64 / (own + workers_cpu) as f64
+        ));
+    }
+    let starved: u64 = record.rows.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.units_starved as u64).sum();
+    if starved > 0 {
+        out.push_str(&format!("warning: {starved} units made no measured iteration (starved, or started after the warm-up ended)\n"));
+    }
+    let grown: u64 = record.rows.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.storage_grown).sum();
+    if grown > 0 {
+        out.push_str(&format!("warning: sample storage grew {grown} times while measuring (each growth copies a unit's samples inside its loop)\n"));
+    }
+    let early: u64 = record.rows.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.early_wakeups).sum();
+    if early > 0 {
+        out.push_str(&format!("warning: {early} samples woke before their intended time (negative lateness)\n"));
+    }
+    out
+}
+
+fn width(lines: &[Vec<String>], column: usize) -> usize {
+    lines.iter().map(|l| l[column].chars().count()).max().unwrap_or(0)
+}
+
+/// A plain table: the first column left-aligned, the others right-aligned.
+pub fn render_table(lines: &[Vec<String>]) -> String {
+    let right: Vec<bool> = (0..lines[0].len()).map(|c| c > 0).collect();
+    render(lines, &right)
+}
+
+fn render(lines: &[Vec<String>], right: &[bool]) -> String {
+    let widths: Vec<usize> = (0..lines[0].len()).map(|c| width(lines, c)).collect();
+    let mut out = String::new();
+    for line in lines {
+        let cells: Vec<String> = line
+            .iter()
+            .enumerate()
+            .map(|(c, cell)| {
+                let pad = " ".repeat(widths[c] - cell.chars().count());
+                if right[c] { format!("{pad}{cell}") } else { format!("{cell}{pad}") }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The environment in one line; `dma_latency` is what taskmeter held (`--cpu-dma-latency`),
+/// Err when it differs from point to point.
+pub fn env_line(env: &Environment, worker_sched: Option<&SchedInfo>, dma_latency: Result<Option<u32>, ()>) -> String {
+    let mut parts = vec![env.kernel.clone(), env.cpu_model.clone(), format!("{} cores", env.cores_online)];
+    if let Some(c) = &env.clocksource {
+        parts.push(format!("clocksource {c}"));
+    }
+    match worker_sched {
+        Some(s) => {
+            let slack = s.timerslack_ns.map(|n| format!(", slack {}", format_ns(n as f64)));
+            parts.push(format!("workers {} prio {} nice {}{}", s.policy, s.priority, s.nice, slack.unwrap_or_default()));
+        }
+        None => parts.push("workers: scheduling per point (see the report)".into()),
+    }
+    let mut kernel = env.preemption.clone().unwrap_or_default();
+    if let Some(hz) = env.hz {
+        kernel = format!("{kernel} HZ={hz}").trim().to_string();
+    }
+    if !kernel.is_empty() {
+        parts.push(kernel);
+    }
+    if let Some(v) = env.virtualisation.as_deref().filter(|v| *v != "none") {
+        parts.push(format!("VM {v}"));
+    }
+    match dma_latency {
+        Ok(held) => parts.extend(env.machine.describe(held)),
+        Err(()) => {
+            parts.extend(env.machine.describe(None).into_iter().filter(|p| !p.starts_with("cpu_dma_latency")));
+            parts.push("cpu_dma_latency per point (see the report)".into());
+        }
+    }
+    let load = |l: &Option<[f64; 3]>| l.map(|l| format!("{:.2}", l[0])).unwrap_or_else(|| "?".into());
+    parts.push(format!("load {} -> {}", load(&env.load_average_before), load(&env.load_average_after)));
+    parts.join(" | ")
+}

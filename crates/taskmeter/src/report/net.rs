@@ -1,0 +1,227 @@
+//! What `run net` shows and writes: the console tables, `net.json`, `summary.csv`, the charts
+//! (the study's ratio graph, throughput, round-trip p99) and `report.html`.
+
+use super::chart::{line_chart, palette, Chart, Series};
+use super::console::render_table;
+use super::format::format_ns;
+use super::{write, write_charts_and_page, ReportError};
+use crate::model::net::{NetPoint, NetRecord, NetSummary};
+use taskmeter_record::stats::{t_interval, Interval};
+use std::fmt::Write as _;
+use std::path::Path;
+
+pub fn progress_line(p: &NetPoint, repeat: u32) -> String {
+    let repetition = if repeat > 1 { format!(" #{}", p.repetition) } else { String::new() };
+    match (&p.error, p.throughput) {
+        (None, Some(t)) => format!("net: {:<12} {:>3} senders{repetition}  {:>10.0} msg/s  {} of {} acknowledged", p.receiver, p.senders, t, p.messages_acked, p.messages_planned),
+        (Some(e), _) => format!("net: {:<12} {:>3} senders{repetition}  FAILED: {e}", p.receiver, p.senders),
+        (None, None) => format!("net: {:<12} {:>3} senders{repetition}  no throughput (too few messages)", p.receiver, p.senders),
+    }
+}
+
+
+/// "12,345" or, with repetitions, "12,345 ± 678".
+fn with_interval(i: Option<Interval>, decimals: usize) -> String {
+    match i {
+        None => "-".into(),
+        Some(i) if i.degrees_of_freedom.is_some() => format!("{:.decimals$} ± {:.decimals$}", i.value, i.half_width),
+        Some(i) => format!("{:.decimals$}", i.value),
+    }
+}
+
+/// The console report: every point, then the ratio matrix (senders x receivers).
+pub fn console(record: &NetRecord) -> String {
+    let s = &record.settings;
+    let mut out = format!(
+        "\nnet: {} messages of {} bytes per point ({}), strict stop-and-wait on loopback\n\n",
+        s.messages,
+        s.message_size,
+        if s.per_sender { "per sender" } else { "split across the senders" }
+    );
+    let repeated = s.repeat > 1;
+    out.push_str(&render_table(&summary_table(record)));
+    if let Some(matrix) = ratio_matrix(record) {
+        out.push_str("\nthroughput / the receiver's own 1-sender throughput:\n");
+        out.push_str(&render_table(&matrix));
+    }
+    out.push_str(if repeated {
+        "\n± = 95 % Student-t interval over the repetitions (each its own receiver process); round trips: mean over repetitions\n"
+    } else {
+        "\none repetition: no interval (a point's throughput varies by tens of percent from run to run here); --repeat 3 gives intervals\n"
+    });
+    for skip in &record.skipped {
+        let _ = writeln!(out, "skipped: {}: {}", skip.receiver, skip.reason);
+    }
+    for p in record.points.iter().filter(|p| p.error.is_some()) {
+        let _ = writeln!(out, "{} with {} senders failed: {}", p.receiver, p.senders, p.error.as_deref().unwrap_or_default());
+    }
+    if !record.header.complete {
+        out.push_str("\nThe run was interrupted: these results hold what was measured before it.\n");
+    }
+    out
+}
+
+fn receivers_of(record: &NetRecord) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for p in &record.points {
+        if !seen.contains(&p.receiver) {
+            seen.push(p.receiver.clone());
+        }
+    }
+    seen
+}
+
+/// The ratio graph, throughput and round-trip p99 against senders, one line per receiver.
+pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
+    let receivers = receivers_of(record);
+    let series = |value: &dyn Fn(&NetSummary) -> Option<Interval>| -> Vec<Series> {
+        receivers
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let (points, errors) = record
+                    .summaries
+                    .iter()
+                    .filter(|p| &p.receiver == r)
+                    .filter_map(|p| value(p).map(|v| ((p.senders as f64, v.value), v.degrees_of_freedom.map(|_| v.half_width))))
+                    .unzip();
+                Series { name: r.clone(), colour: palette(i), points, errors }
+            })
+            .filter(|s: &Series| !s.points.is_empty())
+            .collect()
+    };
+    let mean_rtt_p99 = |p: &NetSummary| -> Option<Interval> {
+        let values: Vec<f64> = record
+            .points
+            .iter()
+            .filter(|q| q.receiver == p.receiver && q.senders == p.senders && q.error.is_none())
+            .filter_map(|q| q.round_trip.as_ref()?.p99.map(|v| v as f64 / 1e6))
+            .collect();
+        match values.as_slice() {
+            [] => None,
+            [one] => Some(Interval::single(*one)),
+            many => t_interval(many),
+        }
+    };
+    type Value<'a> = &'a dyn Fn(&NetSummary) -> Option<Interval>;
+    let specs: [(&str, &str, &str, Value); 3] = [
+        ("ratio.svg", "Throughput relative to 1 sender (the TCP study's ratio graph)", "ratio to 1 sender", &|p| p.ratio),
+        ("throughput.svg", "Throughput at the receiver", "messages per second", &|p| p.throughput),
+        ("round-trip-p99.svg", "Round trip p99 at the senders", "round trip p99 (ms)", &mean_rtt_p99),
+    ];
+    let mut charts = Vec::new();
+    for (file, title, y, value) in specs {
+        let lines = series(value);
+        if lines.iter().any(|s| s.points.len() > 1) {
+            charts.push(Chart { file: file.into(), title: title.into(), svg: line_chart(title, "senders", y, &lines, None)? });
+        }
+    }
+    Ok(charts)
+}
+
+pub fn summary_csv(record: &NetRecord) -> String {
+    let mut out = String::from("receiver,senders,repetition,messages_planned,messages_sent,messages_acked,messages_received,throughput_msg_per_s,ratio_to_1_sender,window_ns,rtt_p50_ns,rtt_p99_ns,rtt_max_ns,status\n");
+    for p in &record.points {
+        let rtt = |pick: fn(&taskmeter_record::stats::Summary) -> Option<i64>| p.round_trip.as_ref().and_then(pick).map_or(String::new(), |v| v.to_string());
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            p.receiver,
+            p.senders,
+            p.repetition,
+            p.messages_planned,
+            p.messages_sent,
+            p.messages_acked,
+            p.messages_received,
+            p.throughput.map_or(String::new(), |t| format!("{t:.1}")),
+            p.ratio.map_or(String::new(), |r| format!("{r:.4}")),
+            p.window_ns.map_or(String::new(), |w| w.to_string()),
+            rtt(|s| s.p50),
+            rtt(|s| s.p99),
+            rtt(|s| s.max),
+            if p.error.is_some() { "failed" } else { "ok" },
+        );
+    }
+    out
+}
+
+pub fn write_folder(dir: &Path, record: &NetRecord) -> Result<(), ReportError> {
+    write(&dir.join("net.json"), super::json(record))?;
+    write(&dir.join("summary.csv"), summary_csv(record))?;
+    write_report(dir, record)
+}
+
+/// `charts/*.svg` and `report.html`, drawn from the record alone.
+pub fn write_report(dir: &Path, record: &NetRecord) -> Result<(), ReportError> {
+    let charts = charts(record)?;
+    write_charts_and_page(dir, &charts, &super::html::render_net(record, &charts, &console(record)))
+}
+
+/// One line per receiver and sender count (the repetitions together), with a header.
+fn summary_table(record: &NetRecord) -> Vec<Vec<String>> {
+    let mut lines = vec![["receiver", "senders", "throughput msg/s", "ratio to 1 sender", "round trip p50", "p99", "acknowledged", "status"]
+        .map(str::to_string)
+        .to_vec()];
+    for summary in &record.summaries {
+        let of = || record.points.iter().filter(|p| p.receiver == summary.receiver && p.senders == summary.senders);
+        let rtt = |pick: fn(&taskmeter_record::stats::Summary) -> Option<i64>| {
+            let values: Vec<f64> = of().filter_map(|p| p.round_trip.as_ref().and_then(pick)).map(|v| v as f64).collect();
+            if values.is_empty() { "-".into() } else { format_ns(values.iter().sum::<f64>() / values.len() as f64) }
+        };
+        let failed = of().filter(|p| p.error.is_some()).count();
+        let total = of().count();
+        lines.push(vec![
+            summary.receiver.clone(),
+            summary.senders.to_string(),
+            with_interval(summary.throughput, 0),
+            with_interval(summary.ratio, 2),
+            rtt(|s| s.p50),
+            rtt(|s| s.p99),
+            format!("{}/{}", of().map(|p| p.messages_acked).sum::<u64>(), of().map(|p| p.messages_planned).sum::<u64>()),
+            match failed {
+                0 => "ok".into(),
+                n if n == total => "FAILED".into(),
+                n => format!("{n} of {total} FAILED"),
+            },
+        ]);
+    }
+    lines
+}
+
+/// Senders x receivers: each receiver's ratio to its own 1-sender throughput (the study's
+/// ratio graph as a table); None with one sender count.
+fn ratio_matrix(record: &NetRecord) -> Option<Vec<Vec<String>>> {
+    let receivers = receivers_of(record);
+    if receivers.is_empty() || record.settings.senders.len() < 2 {
+        return None;
+    }
+    let mut matrix = vec![std::iter::once("senders".to_string()).chain(receivers.iter().cloned()).collect::<Vec<_>>()];
+    for &n in &record.settings.senders {
+        let mut line = vec![n.to_string()];
+        for r in &receivers {
+            let summary = record.summaries.iter().find(|p| &p.receiver == r && p.senders == n);
+            line.push(with_interval(summary.and_then(|p| p.ratio), 2));
+        }
+        matrix.push(line);
+    }
+    Some(matrix)
+}
+
+/// `--export-markdown`: the tables, ready to paste.
+pub fn markdown(record: &NetRecord) -> String {
+    let table = |lines: &[Vec<String>]| {
+        let mut out = format!("| {} |\n|:---|{}\n", lines[0].join(" | "), "---:|".repeat(lines[0].len() - 1));
+        for line in &lines[1..] {
+            out.push_str(&format!("| {} |\n", line.join(" | ")));
+        }
+        out
+    };
+    let s = &record.settings;
+    let mut out = format!("**taskmeter net** {} messages of {} bytes per point, {} repetition(s)\n\n", s.messages, s.message_size, s.repeat);
+    out.push_str(&table(&summary_table(record)));
+    if let Some(matrix) = ratio_matrix(record) {
+        out.push_str("\n_throughput / the receiver's own 1-sender throughput_\n\n");
+        out.push_str(&table(&matrix));
+    }
+    out
+}

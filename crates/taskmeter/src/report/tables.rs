@@ -1,0 +1,392 @@
+//! What every report of a run shows, as view models (header, lines, the rows without
+//! statistics and why): the ranked table of a point, the volume and study tables, the classes,
+//! and the sentences that say how to read them. The console, Markdown and HTML render these.
+
+use super::format::{format_bytes, format_count, format_ns, format_rate};
+use crate::analysis::cells::{cells, Cell, Statistic};
+use crate::model::run::{Metric, Row, RowStatus, RunRecord};
+use taskmeter_record::stats::{ratio_interval, Interval};
+
+/// The runtimes of one point that have statistics, ranked by the mean absolute deviation of the
+/// metric (for `lateness` and `busy` that is their mean; for `actual` and `full`, the mean
+/// distance from the expected sleep, as in the v1 study), lowest first.
+pub fn ranked(record: &RunRecord, point: usize) -> Vec<Cell<'_>> {
+    let key = |cell: &Cell| cell.mean_estimate(record.metric, Statistic::MeanDeviation).map_or(f64::INFINITY, |i| i.value);
+    let mut ranked: Vec<Cell> = cells(record, point).into_iter().filter(|c| c.repetitions() > 0).collect();
+    ranked.sort_by(|a, b| key(a).total_cmp(&key(b)));
+    ranked
+}
+
+/// "± 1.2 µs": half the width of a 95 % interval.
+fn plus_minus_ns(interval: Option<Interval>) -> String {
+    interval.map_or_else(|| "-".into(), |i| format!("± {}", format_ns(i.half_width)))
+}
+
+/// "1.00", or "14.2 ± 0.3": the cell's ranking statistic over the best cell's, with a 95 %
+/// interval propagated from both.
+fn ratio_to_best(metric: Metric, cell: &Cell, best: &Cell) -> String {
+    let estimate = |c: &Cell| c.mean_estimate(metric, Statistic::MeanDeviation);
+    match (estimate(cell), estimate(best)) {
+        _ if cell.runtime == best.runtime => "1.00".into(),
+        (Some(a), Some(b)) if b.value > 0.0 => {
+            let r = ratio_interval(&a, &b);
+            if r.value >= 10.0 { format!("{:.1} ± {:.1}", r.value, r.half_width) } else { format!("{:.2} ± {:.2}", r.value, r.half_width) }
+        }
+        _ => "n/a".into(),
+    }
+}
+
+/// How the console shows the results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    /// One table per point, runtimes ranked best first, with the ratio to the best
+    Ranked,
+    /// One table of every runtime and point: min / mean / max, p50, p99 in µs (the nanosleep study's)
+    Study,
+    /// One line per runtime and point: units reached, delay, iterations, throughput, memory (the
+    /// volume and atomic-sum studies'); the default for those experiments and for --sleep none
+    Volume,
+}
+
+/// The layout a run gets when `--table` is not given.
+pub fn default_layout(record: &RunRecord) -> Layout {
+    if record.experiment != "sleep" || !record.settings.sleep.schedule.sleeps() {
+        Layout::Volume
+    } else {
+        Layout::Ranked
+    }
+}
+
+/// A runtime's name, with what keeps its numbers from being a full run.
+fn cell_name(cell: &Cell) -> String {
+    let mut name = cell.runtime.to_string();
+    let planned = cell.measured.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.units_planned).max().unwrap_or(0);
+    let started: Vec<u32> = cell.measured.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.units).collect();
+    match cell.status() {
+        RowStatus::Interrupted => name.push_str(" (interrupted)"),
+        RowStatus::Partial => name.push_str(&format!(" (partial {}/{planned})", span(&started))),
+        _ => {}
+    }
+    name
+}
+
+/// "5" or, when repetitions differ, "4-5".
+fn span(values: &[u32]) -> String {
+    let (lo, hi) = (values.iter().min().copied().unwrap_or(0), values.iter().max().copied().unwrap_or(0));
+    if lo == hi { format_count(lo as u64) } else { format!("{}-{}", format_count(lo as u64), format_count(hi as u64)) }
+}
+
+/// The reasons of a cell's repetitions that have no statistics: ("runtime", "FAILED: why").
+fn unmeasured_lines(record: &RunRecord, cell: &Cell) -> Vec<(String, String)> {
+    cell.unmeasured
+        .iter()
+        .map(|r| {
+            let what = if r.status == RowStatus::Skipped { "skipped" } else { "FAILED" };
+            let repetition = if record.settings.repeat > 1 { format!(" repetition {}", r.repetition) } else { String::new() };
+            let at = at_point(record, r);
+            (r.runtime.clone(), format!("{what}{repetition}{at}: {}", r.reason.as_deref().unwrap_or("")))
+        })
+        .collect()
+}
+
+
+pub fn class_name(class: u32) -> &'static str {
+    if class == 0 { "high" } else { "low" }
+}
+
+/// " at units=100" when the run has several points.
+pub fn at_point(record: &RunRecord, row: &Row) -> String {
+    record.points.get(row.point).filter(|_| record.points.len() > 1).map(|p| format!(" at {}", p.label())).unwrap_or_default()
+}
+
+/// What one iteration's count means: an increment of the shared counter in atomic-sum.
+pub fn iteration_word(record: &RunRecord) -> &'static str {
+    if record.settings.experiment == taskmeter_protocol::Experiment::AtomicSum { "increments" } else { "iterations" }
+}
+
+/// The volume study's table: every runtime at every point, in runtime then point order. With
+/// repetitions, each figure is the mean over them and the delay and rate carry their interval.
+pub fn volume_table_of(record: &RunRecord) -> Table {
+    let classes = record.settings.priority_classes > 1;
+    let repeated = record.settings.repeat > 1;
+    // Units have their own column (with what started of them).
+    let swept: Vec<&str> = record.sweeps.iter().filter(|s| s.param != crate::model::sweep::Param::Units).map(|s| s.param.name()).collect();
+    let mut header = vec!["runtime".to_string()];
+    header.extend(swept.iter().map(|s| s.to_string()));
+    header.extend(["units", "delay"].map(str::to_string));
+    if repeated {
+        header.push("95 % CI".into());
+    }
+    header.extend(["lateness p50", "p99", "iter/unit"].map(str::to_string));
+    header.push(iteration_word(record).into());
+    if repeated {
+        header.push("95 % CI".into());
+    }
+    if classes {
+        header.extend(["high", "low", "delay high", "delay low"].map(str::to_string));
+    }
+    header.extend(["create/unit", "peak RSS"].map(str::to_string));
+    let mut lines = Vec::new();
+    let mut without_statistics = Vec::new();
+    for runtime in &record.settings.runtimes {
+        for point in &record.points {
+            let Some(cell) = cells(record, point.index).into_iter().find(|c| c.runtime == runtime) else { continue };
+            without_statistics.extend(unmeasured_lines(record, &cell));
+            if cell.repetitions() == 0 {
+                continue;
+            }
+            let ns = |v: Option<f64>| v.map(format_ns).unwrap_or_else(|| "-".into());
+            let count = |f: &dyn Fn(&crate::model::run::Counts) -> f64| cell.mean_of(|r| r.counts.as_ref().map(f));
+            let mut line = vec![cell_name(&cell)];
+            line.extend(point.values.iter().filter(|(p, _)| *p != crate::model::sweep::Param::Units).map(|(p, v)| p.format_value(*v)));
+            let started: Vec<u32> = cell.measured.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.units).collect();
+            let planned = cell.measured.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.units_planned).max().unwrap_or(0);
+            let mut units = if started.iter().any(|u| *u < planned) { format!("{}/{}", span(&started), format_count(planned as u64)) } else { span(&started) };
+            let starved = cell.sum(|r| r.counts.as_ref().map(|c| c.units_starved as u64));
+            if starved > 0 {
+                units.push_str(&format!(" ({} starved)", format_count(starved)));
+            }
+            let delay = cell.mean_estimate(Metric::Actual, Statistic::MeanDeviation);
+            line.extend([units, ns(delay.map(|d| d.value))]);
+            if repeated {
+                line.push(plus_minus_ns(delay));
+            }
+            line.extend([
+                ns(cell.mean_percentile(Metric::Lateness, |s| s.p50)),
+                ns(cell.mean_percentile(Metric::Lateness, |s| s.p99)),
+                count(&|c| c.iterations_measured as f64 / c.units.max(1) as f64).map_or("-".into(), |v| format!("{v:.1}")),
+            ]);
+            let rate = cell.estimate(|r| r.counts.as_ref().map(|c| c.iterations_per_s), |_| None);
+            line.push(count(&|c| c.iterations_per_s).map_or("-".into(), format_rate));
+            if repeated {
+                line.push(rate.map_or("-".into(), |r| format!("± {}", format_rate(r.half_width))));
+            }
+            if classes {
+                let class_of = |r: &Row, c: u32| r.classes.iter().find(|k| k.class == c).cloned();
+                for c in 0..2 {
+                    line.push(cell.mean_of(|r| Some(class_of(r, c)?.iterations_per_s)).map_or("-".into(), format_rate));
+                }
+                for c in 0..2 {
+                    line.push(ns(cell.mean_of(|r| class_of(r, c)?.statistics?.actual.mean_absolute_deviation)));
+                }
+            }
+            line.push(ns(count(&|c| c.create_per_unit_ns)));
+            line.push(cell.mean_of(|r| r.worker.as_ref()?.peak_rss_kb.map(|kb| kb as f64)).map(|kb| format_bytes(kb * 1024.0)).unwrap_or_else(|| "-".into()));
+            lines.push(line);
+        }
+    }
+    Table { header, lines, without_statistics }
+}
+
+/// How each runtime applied the priority classes, as its workers said (`hello.priority`).
+pub fn priority_lines(record: &RunRecord) -> Vec<String> {
+    let mut lines = Vec::new();
+    for runtime in &record.settings.runtimes {
+        let said = record.rows.iter().filter(|r| &r.runtime == runtime).find_map(|r| r.worker.as_ref()?.priority.clone());
+        if let Some(priority) = said {
+            lines.push(format!("{runtime}: {priority}"));
+        }
+    }
+    lines
+}
+
+/// Memory per unit of each runtime, as the slope of peak RSS across the run's points.
+pub fn memory_lines(record: &RunRecord) -> Vec<String> {
+    crate::analysis::rows::memory_per_unit(record)
+        .into_iter()
+        .map(|m| match m.bytes_per_unit {
+            Some(b) => format!(
+                "{}: {} per unit (slope of peak RSS over {} points, {}..{} units)",
+                m.runtime,
+                format_bytes(b),
+                m.points,
+                format_count(m.units_min as u64),
+                format_count(m.units_max as u64)
+            ),
+            None => format!("{}: needs two points with different unit counts", m.runtime),
+        })
+        .collect()
+}
+
+/// Per priority class: what each class's units did (the mean over repetitions).
+pub fn class_table_of(record: &RunRecord) -> Option<Table> {
+    if record.settings.priority_classes < 2 {
+        return None;
+    }
+    let header = ["runtime", "point", "class", "units", "iterations", "lateness mean", "p99", "delay"]
+        .map(str::to_string)
+        .to_vec();
+    let mut lines = Vec::new();
+    for point in &record.points {
+        for cell in cells(record, point.index).iter().filter(|c| c.repetitions() > 0) {
+            for class in 0..record.settings.priority_classes {
+                let of = |r: &Row| r.classes.iter().find(|k| k.class == class).cloned();
+                let statistic = |f: &dyn Fn(&taskmeter_record::stats::Summary) -> Option<f64>| cell.mean_of(|r| f(&of(r)?.statistics?.lateness));
+                let ns = |v: Option<f64>| v.map(format_ns).unwrap_or_else(|| "-".into());
+                lines.push(vec![
+                    cell.runtime.to_string(),
+                    point.label(),
+                    class_name(class).into(),
+                    cell.mean_of(|r| of(r).map(|k| k.units as f64)).map_or("-".into(), |u| format_count(u.round() as u64)),
+                    cell.mean_of(|r| of(r).map(|k| k.iterations_per_s)).map_or("-".into(), format_rate),
+                    ns(statistic(&|s| s.mean)),
+                    ns(statistic(&|s| s.p99.map(|v| v as f64))),
+                    ns(cell.mean_of(|r| of(r)?.statistics?.actual.mean_absolute_deviation)),
+                ]);
+            }
+        }
+    }
+    Some(Table { header, lines, without_statistics: Vec::new() })
+}
+
+/// One point's table: a header, a line per measured row (best first), and the rows that have
+/// no statistics, with their reason.
+pub struct Table {
+    pub header: Vec<String>,
+    pub lines: Vec<Vec<String>>,
+    pub without_statistics: Vec<(String, String)>,
+}
+
+pub fn table_of(record: &RunRecord, point: usize) -> Table {
+    let metric = record.metric;
+    let mean_header = format!("{} mean ± sd", metric.name());
+    let header = ["runtime", "samples", mean_header.as_str(), "95 % CI", "p50", "p99", "max", "missed", "vs best"]
+        .map(str::to_string)
+        .to_vec();
+    let ranked = ranked(record, point);
+    let lines = ranked
+        .iter()
+        .map(|cell| {
+            let ns = |v: Option<f64>| v.map(format_ns).unwrap_or_else(|| "-".into());
+            let mean = cell.mean_estimate(metric, Statistic::Mean);
+            let mean_sd = match (mean, cell.pooled_std(metric)) {
+                (Some(m), Some(sd)) => format!("{} ± {}", format_ns(m.value), format_ns(sd)),
+                (Some(m), None) => format_ns(m.value),
+                _ => "-".into(),
+            };
+            vec![
+                cell_name(cell),
+                format_count(cell.samples(metric)),
+                mean_sd,
+                plus_minus_ns(mean),
+                ns(cell.mean_percentile(metric, |s| s.p50)),
+                ns(cell.mean_percentile(metric, |s| s.p99)),
+                ns(cell.max(metric).map(|v| v as f64)),
+                format_count(cell.sum(|r| r.counts.as_ref().map(|c| c.missed_periods))),
+                ratio_to_best(metric, cell, &ranked[0]),
+            ]
+        })
+        .collect();
+    let without_statistics = cells(record, point).iter().flat_map(|c| unmeasured_lines(record, c)).collect();
+    Table { header, lines, without_statistics }
+}
+
+/// The nanosleep study's table: one line per runtime and point, min / mean / max of the metric
+/// in µs, plus p50 and p99 (with repetitions: the extremes over all, the mean of the others,
+/// and the mean's 95 % interval).
+pub fn study_table_of(record: &RunRecord) -> Table {
+    let repeated = record.settings.repeat > 1;
+    let mut lines = vec![vec!["runtime".to_string()]];
+    let swept: Vec<&str> = record.sweeps.iter().map(|s| s.param.name()).collect();
+    lines[0].extend(swept.iter().map(|s| s.to_string()));
+    lines[0].extend(["samples", "min (µs)", "mean (µs)"].map(str::to_string));
+    if repeated {
+        lines[0].push("95 % CI".into());
+    }
+    lines[0].extend(["max (µs)", "p50 (µs)", "p99 (µs)"].map(str::to_string));
+    let us = |v: Option<f64>| v.map(|v| format!("{:.1}", v / 1e3)).unwrap_or_else(|| "-".into());
+    let metric = record.metric;
+    for point in &record.points {
+        for cell in cells(record, point.index) {
+            let mut line = vec![cell.runtime.to_string()];
+            line.extend(point.values.iter().map(|(p, v)| p.format_value(*v)));
+            if cell.repetitions() == 0 {
+                let reasons = unmeasured_lines(record, &cell);
+                line.push(reasons.first().map(|r| r.1.clone()).unwrap_or_default());
+                line.resize(lines[0].len(), String::new());
+                lines.push(line);
+                continue;
+            }
+            let mean = cell.mean_estimate(metric, Statistic::Mean);
+            line.extend([format_count(cell.samples(metric)), us(cell.min(metric).map(|v| v as f64)), us(mean.map(|m| m.value))]);
+            if repeated {
+                line.push(mean.map_or("-".into(), |m| format!("± {:.1}", m.half_width / 1e3)));
+            }
+            line.extend([
+                us(cell.max(metric).map(|v| v as f64)),
+                us(cell.mean_percentile(metric, |s| s.p50)),
+                us(cell.mean_percentile(metric, |s| s.p99)),
+            ]);
+            lines.push(line);
+        }
+    }
+    let header = lines.remove(0);
+    Table { header, lines, without_statistics: Vec::new() }
+}
+
+/// The run's settings in one line, e.g. "sleep | 5 units | fixed:1ms absolute | busy 1000";
+/// a swept parameter shows its values instead.
+pub fn settings_line(record: &RunRecord) -> String {
+    use crate::model::sweep::Param;
+    let s = &record.settings;
+    let swept = |param: Param| {
+        record.sweeps.iter().find(|w| w.param == param).map(|w| {
+            let values: Vec<String> = w.values.iter().map(|v| w.param.format_value(*v)).collect();
+            format!("{} swept: {}", param.name(), values.join(", "))
+        })
+    };
+    let mode = match s.sleep.mode {
+        taskmeter_protocol::Mode::Relative => "relative",
+        taskmeter_protocol::Mode::Absolute => "absolute",
+    };
+    let units = swept(Param::Units).unwrap_or_else(|| format!("{} unit{}", s.units, if s.units == 1 { "" } else { "s" }));
+    let sleep = swept(Param::Sleep).or_else(|| swept(Param::Modulo)).map(|w| format!("{} ({w})", s.sleep_spec)).unwrap_or_else(|| s.sleep_spec.clone());
+    let busy = swept(Param::Busy).unwrap_or_else(|| match (s.busy.iters, s.busy.yield_each_step) {
+        (0, _) => "no busy work".to_string(),
+        (n, true) => format!("busy {n} + yield"),
+        (n, false) => format!("busy {n}"),
+    });
+    let busy = if s.busy.yield_each_step && swept(Param::Busy).is_some() { format!("{busy} (+ yield)") } else { busy };
+    let duration = swept(Param::Duration).unwrap_or_else(|| format!("{} measured", format_ns(s.duration_ns as f64)));
+    let warmup = swept(Param::Warmup).unwrap_or_else(|| format!("after {} warm-up", format_ns(s.warmup_ns as f64)));
+    let mut line = format!("{} | {units} | {sleep} {mode} | {busy} | {duration} {warmup}", record.experiment);
+    if s.priority_classes > 1 {
+        line.push_str(&format!(" | {} priority classes", s.priority_classes));
+    }
+    if s.together {
+        line.push_str(" | runtimes together");
+    }
+    if s.repeat > 1 {
+        line.push_str(&format!(" | {} repetitions", s.repeat));
+    }
+    line
+}
+
+pub fn explain_volume(record: &RunRecord) -> String {
+    let counted = if record.settings.experiment == taskmeter_protocol::Experiment::AtomicSum {
+        "measured increments of the shared counter"
+    } else {
+        "measured iterations"
+    };
+    format!(
+        "delay = mean |actual - expected| (the v2 study's); {} = {counted} per second, all units; \
+         iter/unit = measured iterations per unit; create/unit = time to create the units and park them at \
+         the start gate, per unit; peak RSS of the worker; memory per unit = least-squares \
+         slope of peak RSS over units started (it includes each unit's samples){}",
+        iteration_word(record),
+        if record.settings.repeat > 1 { format!("; ± = 95 % interval from {}", crate::analysis::cells::basis_note(record)) } else { String::new() }
+    )
+}
+
+/// How to read the table of one metric, and what its intervals rest on.
+pub fn explain(record: &RunRecord) -> String {
+    let metric = match record.metric {
+        Metric::Lateness => "lateness = wake-up time - intended wake-up time; ranked by mean; vs best = ratio of the ranking means",
+        Metric::Actual => "actual = iteration end - start (busy work included); ranked by mean |actual - expected|; vs best = ratio of those",
+        Metric::Full => "full = iteration end - previous end; ranked by mean |full - expected|; vs best = ratio of those",
+        Metric::Busy => "busy = time of the busy phase; ranked by mean; vs best = ratio of the ranking means",
+    };
+    format!("{metric}; sd = standard deviation within a repetition; 95 % CI and vs best's ± are 95 % intervals from {}", crate::analysis::cells::basis_note(record))
+}
+

@@ -1,0 +1,208 @@
+//! The shape of the core: its folders are layers, and a module uses only modules of its own
+//! layer or below (no arrow up), and no two modules use each other, directly or around a circle
+//! (no cycle). Read from the `crate::` and `super::` paths of every source file, so a newcomer's
+//! change that breaks the shape fails here, with the arrow named.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The layers, lowest first (lib.rs documents each).
+const LAYERS: [&str; 9] = ["machine", "model", "analysis", "report", "process", "runtimes", "session", "experiments", "cli"];
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Every source file, as its module path (`report/net.rs` -> ["report", "net"]).
+fn modules() -> BTreeMap<Vec<String>, PathBuf> {
+    fn walk(dir: &Path, prefix: &[String], out: &mut BTreeMap<Vec<String>, PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                walk(&path, &[prefix, &[name]].concat(), out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let module = if name == "mod" || (prefix.is_empty() && (name == "lib" || name == "main")) { prefix.to_vec() } else { [prefix, &[name]].concat() };
+                out.insert(module, path);
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(&src(), &[], &mut out);
+    out
+}
+
+/// The paths a source names after `crate::` or `super::`, each as segments from the crate root;
+/// a `{...}` group gives one path per item.
+fn referenced_paths(text: &str, module: &[String]) -> Vec<Vec<String>> {
+    let code: String = text.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
+    let mut paths = Vec::new();
+    for (start, root) in code.match_indices("crate::").map(|(i, _)| (i + 7, None)).chain(code.match_indices("super::").map(|(i, _)| (i + 7, Some(()))))
+    {
+        let before = code[..start - 7].chars().last();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            continue; // part of a longer path (`taskmeter_record::...`, `self::super::`)
+        }
+        // `super` is the parent of the module (of a folder's mod.rs: the folder's parent).
+        let base: Vec<String> = match root {
+            None => Vec::new(),
+            Some(()) => module[..module.len().saturating_sub(1)].to_vec(),
+        };
+        collect(&code[start..], base, &mut paths);
+    }
+    paths
+}
+
+/// Reads `a::b::{c, d::e}` at the start of `rest` into paths appended to `base`.
+fn collect(rest: &str, base: Vec<String>, out: &mut Vec<Vec<String>>) {
+    let mut path = base;
+    let mut rest = rest;
+    loop {
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 1;
+            let end = group.char_indices().find(|(_, c)| {
+                depth += match c {
+                    '{' => 1,
+                    '}' => -1,
+                    _ => 0,
+                };
+                depth == 0
+            });
+            let inner = &group[..end.map_or(group.len(), |(i, _)| i)];
+            let mut depth = 0;
+            let mut item = String::new();
+            for c in inner.chars().chain(std::iter::once(',')) {
+                match c {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        let trimmed = item.trim();
+                        if !trimmed.is_empty() && trimmed != "self" {
+                            collect(trimmed, path.clone(), out);
+                        } else if trimmed == "self" {
+                            out.push(path.clone());
+                        }
+                        item.clear();
+                        continue;
+                    }
+                    _ => {}
+                }
+                item.push(c);
+            }
+            return;
+        }
+        let ident: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        if ident.is_empty() {
+            out.push(path);
+            return;
+        }
+        path.push(ident.clone());
+        rest = &rest[ident.len()..];
+        match rest.strip_prefix("::") {
+            Some(next) => rest = next,
+            None => {
+                out.push(path);
+                return;
+            }
+        }
+    }
+}
+
+/// The module a path lands in: its longest prefix that is a source file.
+fn resolve(path: &[String], modules: &BTreeMap<Vec<String>, PathBuf>) -> Option<Vec<String>> {
+    (1..=path.len()).rev().map(|n| path[..n].to_vec()).find(|prefix| modules.contains_key(prefix))
+}
+
+/// Module -> the modules it uses (itself and its own ancestors left out).
+fn arrows() -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    let modules = modules();
+    let mut arrows = BTreeMap::new();
+    for (module, file) in &modules {
+        let text = std::fs::read_to_string(file).unwrap();
+        let mut targets = BTreeSet::new();
+        for path in referenced_paths(&text, module) {
+            if let Some(target) = resolve(&path, &modules) {
+                if &target != module && !module.starts_with(&target) {
+                    targets.insert(target);
+                }
+            }
+        }
+        arrows.insert(module.clone(), targets);
+    }
+    arrows
+}
+
+fn layer(module: &[String]) -> Option<usize> {
+    LAYERS.iter().position(|l| module.first().is_some_and(|m| m == l))
+}
+
+#[test]
+fn every_folder_is_a_layer_of_the_crate() {
+    let mut folders: Vec<String> =
+        std::fs::read_dir(src()).unwrap().flatten().filter(|e| e.path().is_dir()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    folders.sort();
+    let mut layers: Vec<String> = LAYERS.iter().map(|l| l.to_string()).collect();
+    layers.sort();
+    assert_eq!(folders, layers, "a folder under src/ that is no layer (or a layer without a folder)");
+}
+
+#[test]
+fn no_arrow_points_up_a_layer() {
+    let mut upward = Vec::new();
+    for (from, targets) in arrows() {
+        for to in targets {
+            if let (Some(a), Some(b)) = (layer(&from), layer(&to)) {
+                if b > a {
+                    upward.push(format!("{} ({}) uses {} ({})", from.join("::"), LAYERS[a], to.join("::"), LAYERS[b]));
+                }
+            }
+        }
+    }
+    assert!(upward.is_empty(), "arrows up a layer:\n{}", upward.join("\n"));
+}
+
+#[test]
+fn no_modules_use_each_other_in_a_circle() {
+    let arrows = arrows();
+    // Depth-first search for a back edge; each cycle found is reported by its path.
+    fn visit(
+        node: &Vec<String>,
+        arrows: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+        state: &mut BTreeMap<Vec<String>, u8>,
+        stack: &mut Vec<Vec<String>>,
+        cycles: &mut Vec<String>,
+    ) {
+        state.insert(node.clone(), 1);
+        stack.push(node.clone());
+        for next in arrows.get(node).into_iter().flatten() {
+            match state.get(next).copied().unwrap_or(0) {
+                0 => visit(next, arrows, state, stack, cycles),
+                1 => {
+                    let from = stack.iter().position(|n| n == next).unwrap();
+                    let circle: Vec<String> = stack[from..].iter().chain(std::iter::once(next)).map(|m| m.join("::")).collect();
+                    cycles.push(circle.join(" -> "));
+                }
+                _ => {}
+            }
+        }
+        stack.pop();
+        state.insert(node.clone(), 2);
+    }
+    let (mut state, mut cycles) = (BTreeMap::new(), Vec::new());
+    for node in arrows.keys() {
+        if state.get(node).copied().unwrap_or(0) == 0 {
+            visit(node, &arrows, &mut state, &mut Vec::new(), &mut cycles);
+        }
+    }
+    assert!(cycles.is_empty(), "modules that use each other in a circle:\n{}", cycles.join("\n"));
+}
+
+#[test]
+fn the_reader_sees_paths_in_groups_and_relative_ones() {
+    let mut out = Vec::new();
+    collect("analysis::{cells::{cells, Cell}, histogram};", Vec::new(), &mut out);
+    let joined: Vec<String> = out.iter().map(|p| p.join("::")).collect();
+    assert_eq!(joined, ["analysis::cells::cells", "analysis::cells::Cell", "analysis::histogram"]);
+    let paths = referenced_paths("use super::format::format_ns;\nlet x = crate::model::run::Row::default();", &["report".into(), "console".into()]);
+    assert_eq!(paths, [vec!["model", "run", "Row", "default"], vec!["report", "format", "format_ns"]]);
+}
