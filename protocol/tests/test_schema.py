@@ -1,12 +1,13 @@
-"""The JSON Schemas, the vectors and real worker output agree (protocol v1).
+"""The JSON Schemas, the vectors and real worker output agree (protocol v3).
 
-The Rust test suite checks the semantics (check-driver); this checks the schema files a driver
-author in another language would use, against the same vectors and against what the workers
-really print.
+The Rust test suite checks the semantics (the orchestrator's validator, check-driver); this
+checks the schema files a driver author in another language would use, against the same
+vectors and against the frames the workers really send.
 """
 import json
 import os
 import pathlib
+import struct
 import subprocess
 
 import jsonschema
@@ -15,9 +16,10 @@ import pytest
 PROTOCOL = pathlib.Path(__file__).resolve().parent.parent
 ROOT = PROTOCOL.parent
 PLAN_SCHEMA = json.loads((PROTOCOL / "schema" / "plan.schema.json").read_text())
-OUTPUT_SCHEMA = json.loads((PROTOCOL / "schema" / "output.schema.json").read_text())
-# Refused by workers for reasons a schema cannot express.
-SEMANTIC_REFUSALS = {"unknown-runtime"}
+FRAMES_SCHEMA = json.loads((PROTOCOL / "schema" / "frames.schema.json").read_text())
+# Refused by the orchestrator's validator for reasons a schema cannot express: a repeated key
+# (a JSON reader keeps one), 1.0 (JSON Schema counts it as an integer), a sum past 2^53.
+SEMANTIC_REFUSALS = {"repeated-key", "float-integer", "overflowing-end"}
 
 
 def taskmeter_binary():
@@ -32,10 +34,15 @@ def validator(schema):
     return jsonschema.Draft202012Validator(schema)
 
 
+def frame_validator(kind):
+    return validator({**FRAMES_SCHEMA, "$ref": f"#/$defs/{kind}"})
+
+
 @pytest.mark.parametrize("path", sorted((PROTOCOL / "vectors" / "plans").glob("*.json")), ids=lambda p: p.stem)
 def test_vector_plans_match_the_plan_schema(path):
     plan = json.loads(path.read_text().replace("RUNTIME", "thread"))
     validator(PLAN_SCHEMA).validate(plan)
+    assert list(plan) == PLAN_SCHEMA["required"], "every key, in the protocol's order"
 
 
 @pytest.mark.parametrize("path", sorted((PROTOCOL / "vectors" / "invalid-plans").glob("*.json")), ids=lambda p: p.stem)
@@ -49,26 +56,40 @@ def test_invalid_plans_break_the_schema_unless_refused_for_meaning(path):
     if path.stem in SEMANTIC_REFUSALS:
         assert not errors, f"{path.stem} should be schema-valid and refused for its meaning"
     else:
-        assert errors, f"{path.stem} passes the schema but workers must refuse it"
+        assert errors, f"{path.stem} passes the schema but the validator refuses it"
 
 
-@pytest.mark.parametrize("path", sorted((PROTOCOL / "vectors" / "outputs").glob("*.ndjson")), ids=lambda p: p.stem)
-def test_output_vectors_match_the_output_schema(path):
-    check_output_lines(path.read_text())
-    validator(PLAN_SCHEMA).validate(json.loads(path.with_suffix(".plan.json").read_text()))
+@pytest.mark.parametrize("path", sorted((PROTOCOL / "vectors" / "streams").glob("*.json")), ids=lambda p: p.stem)
+def test_stream_vectors_match_the_frame_schemas(path):
+    vector = json.loads(path.read_text())
+    validator(PLAN_SCHEMA).validate(vector["plan"])
+    assert vector["frames"], "no frames"
+    for kind, payload in vector["frames"]:
+        frame_validator(kind).validate(payload)
 
 
-def check_output_lines(text):
-    v = validator(OUTPUT_SCHEMA)
-    lines = [json.loads(line) for line in text.splitlines() if line.strip()]
-    assert lines, "no output"
-    for line in lines:
-        v.validate(line)
-    return lines
+def decode_frames(data):
+    """(kind, payload) of every frame: JSON objects, and S frames as their JSON vector form."""
+    frames, at = [], 0
+    while at < len(data):
+        kind, length = struct.unpack_from("<cI", data, at)
+        payload = data[at + 5 : at + 5 + length]
+        assert len(payload) == length, "a frame cut short"
+        at += 5 + length
+        kind = kind.decode()
+        if kind == "S":
+            unit, count, origin = struct.unpack_from("<IIQ", payload)
+            assert len(payload) == 16 + 48 * count
+            words = struct.unpack_from(f"<{6 * count}Q", payload, 16)
+            samples = [list(words[i : i + 6]) for i in range(0, len(words), 6)]
+            frames.append((kind, {"unit": unit, "origin": origin, "samples": samples}))
+        else:
+            frames.append((kind, json.loads(payload)))
+    return frames
 
 
 def run_worker(command, runtime, plan_name):
-    """The worker's stdout for a vector plan; stdin stays open meanwhile (closing it asks the
+    """The worker's frames for a vector plan; stdin stays open meanwhile (closing it asks the
     worker to stop early)."""
     plan = (PROTOCOL / "vectors" / "plans" / f"{plan_name}.json").read_text().replace("RUNTIME", runtime)
     worker = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -77,19 +98,21 @@ def run_worker(command, runtime, plan_name):
     stdout = worker.stdout.read()
     worker.stdin.close()
     assert worker.wait(timeout=30) == 0
-    return stdout.decode()
+    frames = decode_frames(stdout)
+    for kind, payload in frames:
+        frame_validator(kind).validate(payload)
+    return frames
 
 
 @pytest.mark.parametrize("runtime", ["thread", "tokio-ct", "tokio-mt", "smol", "embassy"])
 @pytest.mark.parametrize("plan_name", ["absolute-busy-yield", "by-unit"])
-def test_real_worker_output_matches_the_output_schema(runtime, plan_name):
-    lines = check_output_lines(run_worker([taskmeter_binary(), "worker"], runtime, plan_name))
-    assert [line["type"] for line in lines][0] == "hello"
-    assert lines[-1]["type"] == "done" and lines[-1]["interrupted"] is False
-
-
-def test_c_driver_output_matches_the_output_schema(tmp_path):
-    exe = tmp_path / "c-thread"
-    subprocess.run(["cc", "-O2", "-std=gnu11", "-pthread", "-o", exe, ROOT / "drivers" / "c" / "taskmeter_c.c"], check=True)
-    lines = check_output_lines(run_worker([exe], "c-thread", "modulo-absolute"))
-    assert len([line for line in lines if line["type"] == "unit"]) == 4
+def test_real_worker_frames_match_the_frame_schemas(runtime, plan_name):
+    frames = run_worker([taskmeter_binary(), "worker"], runtime, plan_name)
+    kinds = [kind for kind, _ in frames]
+    assert kinds[:2] == ["H", "G"] and kinds[-1] == "D"
+    assert frames[-1][1]["interrupted"] is False
+    units = frames[1][1]["units"]
+    assert kinds.count("U") == units
+    samples = sum(len(p["samples"]) for k, p in frames if k == "S")
+    iterations = sum(p["iterations"] - p["lost"] for k, p in frames if k == "U")
+    assert samples == iterations, "every iteration's sample is in an S frame or counted lost"

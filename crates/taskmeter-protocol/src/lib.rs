@@ -1,11 +1,14 @@
-//! taskmeter's worker protocol (protocol/README.md): the plan the orchestrator sends, the lines a
-//! worker prints, and the validator that checks every worker's output against its plan. Shared by
-//! the orchestrator, the in-process worker and `check-driver`; it knows nothing of either.
+//! taskmeter's worker protocol (protocol/README.md), version 3: the plan the orchestrator
+//! sends, the frames a worker streams back, and the validator that checks every frame against
+//! its plan as it arrives. Shared by the orchestrator, the in-process worker and
+//! `check-driver`; it knows nothing of either.
 
 pub mod busy;
-pub mod output;
+pub mod check;
+pub mod frames;
 pub mod plan;
 pub mod vectors;
 
-pub use output::{parse_output, Done, ErrorLine, Hello, Line, OutputError, UnitSamples, WorkerReport, CLOCK, PRIORITY_MECHANISMS};
+pub use check::{check_output, Checker, Delivered, Ending, OutputError, SampleView, Window};
+pub use frames::{Done, ErrorFrame, Frame, FrameReader, Gate, Hello, Sample, UnitEnd, CLOCK, PRIORITY_MECHANISMS};
 pub use plan::{format_duration_spec, parse_duration_ns, BusyPlan, Experiment, Mode, Plan, PlanError, Schedule, SleepPlan, PROTOCOL};

@@ -1,9 +1,10 @@
-//! The plan: the complete, serialisable description of one worker's job.
+//! The plan: the complete description of one worker's job; `run.json` keeps it in a nested
+//! form, and workers receive it in its flat wire form (protocol/README.md, "The plan").
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-pub const PROTOCOL: u32 = 2;
+pub const PROTOCOL: u32 = 3;
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
@@ -51,6 +52,22 @@ impl Schedule {
             Schedule::Fixed { ns } => ns,
             Schedule::ByUnit { ns } => ns.saturating_mul(unit as u64),
             Schedule::Modulo { m, ns } => ns.saturating_mul(k % m.max(1) + 1),
+            Schedule::None => 0,
+        }
+    }
+
+    /// The sum of the expected sleeps of periods `0..=period` of unit `unit`: in absolute mode,
+    /// the deadline of that period is `origin` plus this. Exact (u128) for any period.
+    pub fn total_through(&self, unit: u32, period: u64) -> u128 {
+        let periods = period as u128 + 1;
+        match *self {
+            Schedule::Fixed { ns } => periods * ns as u128,
+            Schedule::ByUnit { ns } => periods * ns as u128 * unit as u128,
+            Schedule::Modulo { m, ns } => {
+                let m = m.max(1) as u128;
+                let (cycles, rest) = (periods / m, periods % m);
+                ns as u128 * (cycles * (m * (m + 1) / 2) + rest * (rest + 1) / 2)
+            }
             Schedule::None => 0,
         }
     }
@@ -130,9 +147,68 @@ pub struct Plan {
     pub warmup_ns: u64,
     pub sleep: SleepPlan,
     pub busy: BusyPlan,
+    /// Samples each unit's ring holds (protocol: "Storage: the ring").
+    #[serde(default = "default_ring")]
+    pub ring: u32,
+    /// How often the worker's writer sends what the rings hold.
+    #[serde(default = "default_flush_ns")]
+    pub flush_ns: u64,
 }
 
-/// Why a plan cannot be run: the sentence a worker puts in its `error` line.
+fn default_ring() -> u32 {
+    MIN_RING
+}
+
+fn default_flush_ns() -> u64 {
+    FLUSH_NS
+}
+
+/// The writer's period the orchestrator asks for: five writes a second.
+pub const FLUSH_NS: u64 = 200_000_000;
+/// How long a ring holds the samples of its unit's fastest schedule: a writer can be kept off
+/// the CPU for seconds by many busy units (1,000 C threads on 2 cores kept it waiting 3 s).
+pub const RING_SECONDS: u64 = 2;
+/// The smallest ring the orchestrator gives a unit (1.5 MiB per 1,000 units), and the budget of
+/// all units' rings together above that minimum (48 bytes a sample: 192 MiB).
+pub const MIN_RING: u32 = 32;
+pub const RING_BUDGET: u64 = 1 << 22;
+/// A flush period below this would make the writer a busy loop.
+pub const MIN_FLUSH_NS: u64 = 1_000_000;
+/// Every integer of a plan is below 2^53, so languages whose numbers are doubles read it exactly.
+pub const MAX_INTEGER: u64 = 1 << 53;
+
+/// The plan on the wire (protocol/README.md, "The plan"): flat, every key, in this order.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WirePlan {
+    protocol: u32,
+    runtime: String,
+    experiment: Experiment,
+    units: u32,
+    classes: u32,
+    start_limit_ns: u64,
+    warmup_ns: u64,
+    duration_ns: u64,
+    mode: Mode,
+    schedule: ScheduleKind,
+    sleep_ns: u64,
+    modulo: u64,
+    busy_iters: u64,
+    busy_yield: bool,
+    ring: u32,
+    flush_ns: u64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum ScheduleKind {
+    Fixed,
+    ByUnit,
+    Modulo,
+    None,
+}
+
+/// Why a plan cannot be run: the orchestrator's own validator, or a worker's `E` frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlanError(pub String);
 
@@ -157,28 +233,81 @@ impl From<&str> for PlanError {
 }
 
 impl Plan {
-    /// Parses and checks a plan as a worker receives it; the error is the worker's `error` line.
+    /// Reads and checks a plan in its wire form; the error says what is wrong.
     pub fn from_json(line: &str) -> Result<Plan, PlanError> {
-        let value: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| format!("the plan is not valid JSON: {e}"))?;
-        match value.get("protocol").and_then(|p| p.as_u64()) {
-            Some(p) if p == PROTOCOL as u64 => {}
-            Some(p) => return Err(format!("unsupported protocol version {p} (this worker speaks {PROTOCOL})").into()),
-            None => return Err("the plan has no integer field 'protocol'".into()),
+        let wire: WirePlan = serde_json::from_str(line.trim_end()).map_err(|e| format!("invalid plan: {e}"))?;
+        if wire.protocol != PROTOCOL {
+            return Err(format!("unsupported protocol version {} (this is protocol {PROTOCOL})", wire.protocol).into());
         }
-        // Parsed again from the text: a map value would silently keep the last of duplicate keys.
-        let plan: Plan = serde_json::from_str(line).map_err(|e| format!("invalid plan: {e}"))?;
+        let schedule = match wire.schedule {
+            ScheduleKind::Fixed => Schedule::Fixed { ns: wire.sleep_ns },
+            ScheduleKind::ByUnit => Schedule::ByUnit { ns: wire.sleep_ns },
+            ScheduleKind::Modulo => Schedule::Modulo { m: wire.modulo, ns: wire.sleep_ns },
+            ScheduleKind::None => Schedule::None,
+        };
+        if wire.schedule == ScheduleKind::None && wire.sleep_ns != 0 {
+            return Err("sleep_ns must be 0 with the schedule none".into());
+        }
+        if wire.schedule != ScheduleKind::Modulo && wire.modulo != 1 {
+            return Err("modulo must be 1 unless the schedule is modulo".into());
+        }
+        let plan = Plan {
+            protocol: wire.protocol,
+            experiment: wire.experiment,
+            runtime: wire.runtime,
+            units: wire.units,
+            priority_classes: wire.classes,
+            start_limit_ns: wire.start_limit_ns,
+            duration_ns: wire.duration_ns,
+            warmup_ns: wire.warmup_ns,
+            sleep: SleepPlan { mode: wire.mode, schedule },
+            busy: BusyPlan { iters: wire.busy_iters, yield_each_step: wire.busy_yield },
+            ring: wire.ring,
+            flush_ns: wire.flush_ns,
+        };
         plan.check()?;
         Ok(plan)
     }
 
-    /// The rules every plan obeys, whoever made it.
+    /// The plan in its wire form: one line of flat JSON, keys in the protocol's order.
+    pub fn to_json(&self) -> String {
+        let (schedule, sleep_ns, modulo) = match self.sleep.schedule {
+            Schedule::Fixed { ns } => (ScheduleKind::Fixed, ns, 1),
+            Schedule::ByUnit { ns } => (ScheduleKind::ByUnit, ns, 1),
+            Schedule::Modulo { m, ns } => (ScheduleKind::Modulo, ns, m),
+            Schedule::None => (ScheduleKind::None, 0, 1),
+        };
+        let wire = WirePlan {
+            protocol: self.protocol,
+            runtime: self.runtime.clone(),
+            experiment: self.experiment,
+            units: self.units,
+            classes: self.priority_classes,
+            start_limit_ns: self.start_limit_ns,
+            warmup_ns: self.warmup_ns,
+            duration_ns: self.duration_ns,
+            mode: if self.sleep.schedule.sleeps() { self.sleep.mode } else { Mode::Relative },
+            schedule,
+            sleep_ns,
+            modulo,
+            busy_iters: self.busy.iters,
+            busy_yield: self.busy.yield_each_step,
+            ring: self.ring,
+            flush_ns: self.flush_ns,
+        };
+        serde_json::to_string(&wire).expect("a plan always serialises")
+    }
+
+    /// The rules every plan obeys (protocol: "The orchestrator has checked the plan").
     pub fn check(&self) -> Result<(), PlanError> {
+        if self.runtime.is_empty() {
+            return Err("runtime must not be empty".into());
+        }
         if self.units == 0 {
             return Err("units must be >= 1".into());
         }
         if !(1..=2).contains(&self.priority_classes) {
-            return Err(format!("priority_classes must be 1 or 2, got {}", self.priority_classes).into());
+            return Err(format!("classes must be 1 or 2, got {}", self.priority_classes).into());
         }
         if self.start_limit_ns == 0 {
             return Err("start_limit_ns must be > 0".into());
@@ -186,24 +315,38 @@ impl Plan {
         if self.duration_ns == 0 {
             return Err("duration must be > 0".into());
         }
+        if self.ring == 0 {
+            return Err("ring must be >= 1".into());
+        }
+        if self.flush_ns < MIN_FLUSH_NS {
+            return Err("flush_ns must be at least 1 ms".into());
+        }
         if let Schedule::Modulo { m: 0, .. } = self.sleep.schedule {
             return Err("modulo M must be >= 1".into());
         }
-        const LIMIT: u64 = 1 << 63;
-        if self.warmup_ns.checked_add(self.duration_ns).is_none_or(|total| total >= LIMIT) {
-            return Err("warmup_ns + duration_ns must be below 2^63".into());
-        }
-        let longest = match self.sleep.schedule {
-            Schedule::Fixed { ns } => Some(ns),
-            Schedule::ByUnit { ns } => ns.checked_mul(self.units as u64),
-            Schedule::Modulo { m, ns } => ns.checked_mul(m),
-            Schedule::None => Some(0),
+        let (sleep_ns, modulo) = match self.sleep.schedule {
+            Schedule::Fixed { ns } | Schedule::ByUnit { ns } => (ns, 1),
+            Schedule::Modulo { m, ns } => (ns, m),
+            Schedule::None => (0, 1),
         };
-        if longest.is_none_or(|l| l >= LIMIT) {
-            return Err("the longest sleep of the schedule must be below 2^63 ns".into());
+        let integers = [
+            self.start_limit_ns,
+            self.warmup_ns,
+            self.duration_ns,
+            sleep_ns,
+            modulo,
+            self.busy.iters,
+            self.flush_ns,
+        ];
+        if integers.iter().any(|v| *v >= MAX_INTEGER) {
+            return Err("every integer of a plan must be below 2^53".into());
         }
-        if self.sleep.mode == Mode::Absolute && self.sleep.schedule.sleeps() && self.sleep.schedule.expected(1, 0) == 0 {
-            return Err("absolute mode needs a sleep longer than 0: a period of 0 never ends".into());
+        let longest = self.sleep.schedule.max_expected(self.units) as u128;
+        if (self.warmup_ns as u128 + self.duration_ns as u128 + longest) >= MAX_INTEGER as u128 {
+            return Err("warmup_ns + duration_ns + the longest sleep must be below 2^53 ns".into());
+        }
+        if self.sleep.mode == Mode::Absolute && self.sleep.schedule.sleeps() && sleep_ns < 1_000 {
+            return Err("absolute mode needs a sleep of at least 1 us".into());
         }
         Ok(())
     }
@@ -218,12 +361,24 @@ impl Plan {
         (unit - 1) % self.priority_classes.max(1)
     }
 
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("a plan always serialises")
+    /// Sizes the rings (protocol: "Storage: the ring"): [`RING_SECONDS`] of the fastest
+    /// schedule (a sleep counted as at least 1 us), within [`RING_BUDGET`] for all units and
+    /// never below [`MIN_RING`].
+    pub fn size_rings(&mut self) {
+        let fastest = match self.sleep.schedule {
+            Schedule::None => {
+                self.ring = 1;
+                return;
+            }
+            Schedule::Fixed { ns } | Schedule::ByUnit { ns } | Schedule::Modulo { ns, .. } => ns.max(1_000),
+        };
+        let wanted = (RING_SECONDS * 1_000_000_000).div_ceil(fastest);
+        let share = RING_BUDGET / self.units as u64;
+        self.ring = wanted.min(share).max(MIN_RING as u64) as u32;
     }
 }
 
-/// Parses a human duration (`250us`, `1.5ms`, `15s`, `2m`, `0`); integers alone are refused
+/// Parses a human duration (`250us`, `1.5ms`, `15s`, `2m`, `24h`, `0`); integers alone are refused
 /// because their unit would be a guess.
 pub fn parse_duration_ns(text: &str) -> Result<u64, String> {
     let t = text.trim();
@@ -235,7 +390,7 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, String> {
     }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .ok_or_else(|| format!("invalid duration '{text}': add a unit (ns, us, ms, s, m)"))?;
+        .ok_or_else(|| format!("invalid duration '{text}': add a unit (ns, us, ms, s, m, h)"))?;
     let (number, unit) = t.split_at(split);
     let scale: f64 = match unit.trim() {
         "ns" => 1.0,
@@ -243,7 +398,8 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, String> {
         "ms" => 1e6,
         "s" => 1e9,
         "m" | "min" => 60e9,
-        other => return Err(format!("invalid duration '{text}': unknown unit '{other}' (use ns, us, ms, s or m)")),
+        "h" => 3600e9,
+        other => return Err(format!("invalid duration '{text}': unknown unit '{other}' (use ns, us, ms, s, m or h)")),
     };
     let value: f64 = number
         .parse()
@@ -257,7 +413,7 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, String> {
 
 /// The shortest exact spelling of a duration in the form [`parse_duration_ns`] reads.
 pub fn format_duration_spec(ns: u64) -> String {
-    for (unit, scale) in [("s", 1_000_000_000u64), ("ms", 1_000_000), ("us", 1_000)] {
+    for (unit, scale) in [("h", 3_600_000_000_000u64), ("m", 60_000_000_000), ("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
         if ns != 0 && ns % scale == 0 {
             return format!("{}{unit}", ns / scale);
         }
@@ -275,6 +431,8 @@ mod tests {
         assert_eq!(parse_duration_ns("1.5ms"), Ok(1_500_000));
         assert_eq!(parse_duration_ns("15s"), Ok(15_000_000_000));
         assert_eq!(parse_duration_ns("2m"), Ok(120_000_000_000));
+        assert_eq!(parse_duration_ns("24h"), Ok(86_400_000_000_000));
+        assert_eq!(parse_duration_ns("1.5h"), Ok(5_400_000_000_000));
         assert_eq!(parse_duration_ns("7ns"), Ok(7));
         assert_eq!(parse_duration_ns("0"), Ok(0));
         assert!(parse_duration_ns("-1s").unwrap_err().contains("negative"));
@@ -286,7 +444,9 @@ mod tests {
 
     #[test]
     fn duration_specs_round_trip() {
-        for ns in [0, 7, 250_000, 1_000_000, 1_500_000, 15_000_000_000] {
+        assert_eq!(format_duration_spec(600_000_000_000), "10m");
+        assert_eq!(format_duration_spec(86_400_000_000_000), "24h");
+        for ns in [0, 7, 250_000, 1_000_000, 1_500_000, 15_000_000_000, 90_000_000_000] {
             assert_eq!(parse_duration_ns(&format_duration_spec(ns)), Ok(ns));
         }
     }
@@ -304,6 +464,14 @@ mod tests {
         assert_eq!(modulo.expected(1, 19), 20_000_000);
         assert_eq!(modulo.expected(1, 20), 1_000_000);
         assert_eq!(modulo.max_expected(9), 20_000_000);
+        // Deadlines: the sum of the periods so far, checked against a plain sum.
+        let three = Schedule::parse("modulo:3:10ns").unwrap();
+        for period in 0..20u64 {
+            let sum: u128 = (0..=period).map(|k| three.expected(1, k) as u128).sum();
+            assert_eq!(three.total_through(1, period), sum);
+        }
+        assert_eq!(by_unit.total_through(5, 1), 10_000_000_000);
+        assert_eq!(fixed.total_through(1, u64::MAX), (1u128 << 64) * 250_000);
         assert_eq!(modulo.to_string(), "modulo:20:1ms");
         assert!(Schedule::parse("modulo:0:1ms").is_err());
         assert!(Schedule::parse("sometimes").is_err());
@@ -312,34 +480,90 @@ mod tests {
         assert_eq!(Schedule::None.to_string(), "none");
     }
 
+    fn wire_plan() -> &'static str {
+        r#"{"protocol":3,"runtime":"thread","experiment":"sleep","units":2,"classes":2,"start_limit_ns":7,"warmup_ns":0,"duration_ns":5,"mode":"absolute","schedule":"modulo","sleep_ns":1000,"modulo":3,"busy_iters":4,"busy_yield":true,"ring":16,"flush_ns":1000000}"#
+    }
+
     #[test]
-    fn plans_refuse_other_versions_and_bad_values() {
-        let good = r#"{"protocol":2,"experiment":"sleep","runtime":"thread","units":2,"priority_classes":2,"start_limit_ns":7,"duration_ns":5,"warmup_ns":0,"sleep":{"mode":"absolute","schedule":{"kind":"modulo","m":3,"ns":10}},"busy":{"iters":4,"yield":true},"extra":1}"#;
-        let plan = Plan::from_json(good).unwrap();
-        assert_eq!(plan.sleep.schedule, Schedule::Modulo { m: 3, ns: 10 });
+    fn plans_round_trip_in_the_wire_form_and_its_key_order() {
+        let plan = Plan::from_json(wire_plan()).unwrap();
+        assert_eq!(plan.sleep.schedule, Schedule::Modulo { m: 3, ns: 1000 });
         assert!(plan.busy.yield_each_step);
-        assert_eq!(Plan::from_json(&plan.to_json()).unwrap(), plan);
-        let v1 = good.replace("\"protocol\":2", "\"protocol\":1");
-        assert!(Plan::from_json(&v1).unwrap_err().0.contains("unsupported protocol version 1"));
+        assert_eq!((plan.ring, plan.flush_ns), (16, 1_000_000));
+        assert_eq!(plan.to_json(), wire_plan());
         assert_eq!((plan.class_of(1), plan.class_of(2), plan.class_of(3)), (0, 1, 0));
-        let three = good.replace("\"priority_classes\":2", "\"priority_classes\":3");
-        assert!(Plan::from_json(&three).unwrap_err().0.contains("priority_classes must be 1 or 2"));
-        let no_limit = good.replace("\"start_limit_ns\":7,", "");
-        assert!(Plan::from_json(&no_limit).unwrap_err().0.contains("start_limit_ns"));
-        let none = good.replace("{\"kind\":\"modulo\",\"m\":3,\"ns\":10}", "{\"kind\":\"none\"}");
-        assert_eq!(Plan::from_json(&none).unwrap().sleep.schedule, Schedule::None);
-        let zero = good.replace("\"units\":2", "\"units\":0");
-        assert_eq!(Plan::from_json(&zero).unwrap_err().0, "units must be >= 1");
-        assert!(Plan::from_json("nope").unwrap_err().0.contains("not valid JSON"));
-        let twice = good.replace("\"units\":2,", "\"units\":2,\"units\":3,");
-        assert!(Plan::from_json(&twice).unwrap_err().0.contains("duplicate field"));
-        let fraction = good.replace("\"units\":2", "\"units\":2.0");
-        assert!(Plan::from_json(&fraction).is_err());
-        let long = good.replace("\"duration_ns\":5", "\"duration_ns\":9223372036854775808");
-        assert!(Plan::from_json(&long).unwrap_err().0.contains("below 2^63"));
-        let huge_sleep = good.replace("\"m\":3,\"ns\":10", "\"m\":3,\"ns\":4611686018427387904");
-        assert!(Plan::from_json(&huge_sleep).unwrap_err().0.contains("longest sleep"));
-        let absolute_zero = good.replace("\"m\":3,\"ns\":10", "\"m\":3,\"ns\":0");
-        assert!(Plan::from_json(&absolute_zero).unwrap_err().0.contains("absolute mode"));
+        // run.json keeps the nested form, and reads plans written before rings existed.
+        let nested = serde_json::to_value(&plan).unwrap();
+        assert_eq!(nested["sleep"]["schedule"]["kind"], "modulo");
+        let mut old = nested.clone();
+        old.as_object_mut().unwrap().remove("ring");
+        old.as_object_mut().unwrap().remove("flush_ns");
+        let back: Plan = serde_json::from_value(old).unwrap();
+        assert_eq!((back.ring, back.flush_ns), (MIN_RING, FLUSH_NS));
+    }
+
+    /// protocol/vectors/invalid-plans: the orchestrator's validator refuses each, with a reason.
+    #[test]
+    fn the_validator_refuses_every_invalid_plan_vector() {
+        let expected = [
+            ("not-json", "invalid plan"),
+            ("protocol-2", "unsupported protocol version 2"),
+            ("protocol-4", "unsupported protocol version 4"),
+            ("zero-units", "units must be >= 1"),
+            ("unknown-mode", "unknown variant `sometimes`"),
+            ("unknown-schedule", "unknown variant `random`"),
+            ("unknown-experiment", "unknown variant `juggle`"),
+            ("missing-busy-iters", "missing field `busy_iters`"),
+            ("missing-start-limit", "missing field `start_limit_ns`"),
+            ("modulo-zero", "modulo M must be >= 1"),
+            ("negative-duration", "invalid plan"),
+            ("absolute-zero-period", "at least 1 us"),
+            ("absolute-sub-microsecond", "at least 1 us"),
+            ("three-classes", "classes must be 1 or 2"),
+            ("zero-start-limit", "start_limit_ns must be > 0"),
+            ("zero-ring", "ring must be >= 1"),
+            ("short-flush", "at least 1 ms"),
+            ("unknown-key", "unknown field `future_field`"),
+            ("repeated-key", "duplicate field `units`"),
+            ("float-integer", "invalid plan"),
+            ("above-2-pow-53", "below 2^53"),
+            ("overflowing-end", "below 2^53"),
+            ("string-boolean", "invalid plan"),
+            ("empty-runtime", "runtime must not be empty"),
+            ("none-with-sleep", "sleep_ns must be 0"),
+            ("fixed-with-modulo", "modulo must be 1"),
+        ];
+        assert_eq!(expected.len(), crate::vectors::INVALID_PLANS.len(), "one expectation per vector");
+        for (name, text) in crate::vectors::INVALID_PLANS {
+            let (_, why) = expected.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no expectation for {name}"));
+            let error = Plan::from_json(&text.replace("RUNTIME", "thread")).expect_err(name).0;
+            assert!(error.contains(why), "{name}: '{error}' does not say '{why}'");
+        }
+        for (name, text) in crate::vectors::PLANS {
+            Plan::from_json(&text.replace("RUNTIME", "thread")).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+
+    #[test]
+    fn rings_hold_two_seconds_of_the_fastest_schedule_within_the_budget() {
+        let mut plan = Plan::from_json(wire_plan()).unwrap();
+        plan.sleep.schedule = Schedule::Fixed { ns: 1_000_000 };
+        plan.size_rings();
+        assert_eq!(plan.ring, 2_000, "2 s of 1 ms sleeps");
+        plan.sleep.schedule = Schedule::Modulo { m: 3, ns: 100_000 };
+        plan.size_rings();
+        assert_eq!(plan.ring, 20_000, "the shortest period of the modulo cycle");
+        plan.sleep.schedule = Schedule::Fixed { ns: 0 };
+        plan.size_rings();
+        assert_eq!(plan.ring, 2_000_000, "0 counts as 1 us: 2 s of it, below the 2^21 each of 2 units may have");
+        plan.units = 100_000;
+        plan.size_rings();
+        assert_eq!(plan.ring, 41, "2^22 / 100,000 units");
+        plan.units = 1_000_000;
+        plan.size_rings();
+        assert_eq!(plan.ring, MIN_RING, "never below the minimum");
+        plan.sleep.schedule = Schedule::None;
+        plan.size_rings();
+        assert_eq!(plan.ring, 1);
     }
 }

@@ -1,6 +1,7 @@
 //! The protocol's vectors (protocol/vectors), compiled in so an installed taskmeter can check a
-//! driver: valid plans every worker runs, and invalid ones every worker refuses. The literal
-//! `RUNTIME` stands for the runtime under test.
+//! driver: valid plans every worker runs (the literal `RUNTIME` stands for the runtime under
+//! test), invalid plans the orchestrator's validator refuses, and example frame streams with
+//! their verdicts.
 
 macro_rules! vectors {
     ($dir:literal: $($name:literal),* $(,)?) => {
@@ -10,9 +11,39 @@ macro_rules! vectors {
 
 pub const PLANS: &[(&str, &str)] = vectors!("plans":
     "relative-fixed", "absolute-busy-yield", "absolute-overrun", "by-unit", "modulo-absolute",
-    "priority-classes", "atomic-sum-sleep", "atomic-sum-yield", "sleep-yield");
+    "priority-classes", "atomic-sum-sleep", "atomic-sum-yield", "sleep-yield", "lost-samples");
 
 pub const INVALID_PLANS: &[(&str, &str)] = vectors!("invalid-plans":
-    "not-json", "protocol-1", "protocol-3", "zero-units", "unknown-mode", "unknown-schedule", "missing-busy",
-    "unknown-experiment", "modulo-zero", "negative-duration", "unknown-runtime", "absolute-zero-period",
-    "three-classes", "zero-start-limit", "missing-start-limit");
+    "not-json", "protocol-2", "protocol-4", "zero-units", "unknown-mode", "unknown-schedule",
+    "unknown-experiment", "missing-busy-iters", "missing-start-limit", "modulo-zero", "negative-duration",
+    "absolute-zero-period", "absolute-sub-microsecond", "three-classes", "zero-start-limit", "zero-ring",
+    "short-flush", "unknown-key", "repeated-key", "float-integer", "above-2-pow-53", "overflowing-end",
+    "string-boolean", "empty-runtime", "none-with-sleep", "fixed-with-modulo");
+
+pub const STREAMS: &[(&str, &str)] = vectors!("streams": "relative", "absolute", "atomic-partial", "lost", "killed", "refused");
+
+/// The bytes of a stream vector's `frames`: `[kind, payload]` pairs, the `S` payloads written as
+/// `{"unit", "origin", "samples": [[period, start, busy_end, intended, wake, missed], ...]}`.
+pub fn encode_stream(frames: &serde_json::Value) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for frame in frames.as_array().expect("frames are an array") {
+        let kind = frame[0].as_str().expect("a kind").as_bytes()[0];
+        let payload = &frame[1];
+        if kind == crate::frames::kind::SAMPLES {
+            let word = |v: &serde_json::Value| v.as_u64().expect("an integer");
+            let samples: Vec<crate::frames::Sample> = payload["samples"]
+                .as_array()
+                .expect("samples")
+                .iter()
+                .map(|s| {
+                    let w: Vec<u64> = s.as_array().expect("six integers").iter().map(word).collect();
+                    crate::frames::Sample::from_words(w.try_into().expect("six integers"))
+                })
+                .collect();
+            crate::frames::put_samples(&mut bytes, word(&payload["unit"]) as u32, word(&payload["origin"]), samples.into_iter());
+        } else {
+            crate::frames::put_json(&mut bytes, kind, payload);
+        }
+    }
+    bytes
+}

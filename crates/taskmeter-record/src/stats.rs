@@ -41,30 +41,36 @@ impl Summary {
     /// Summarises `values`, each compared with the `reference` at the same index.
     pub fn of(values: &[i64], references: &[i64]) -> Summary {
         assert_eq!(values.len(), references.len(), "one reference per value");
-        if values.is_empty() {
-            return Summary::default();
-        }
         let mut sorted = values.to_vec();
         sorted.sort_unstable();
         let deviations: Vec<i64> =
             values.iter().zip(references).map(|(v, r)| (*v as i128 - *r as i128).unsigned_abs() as i64).collect();
-        let (dev_min, dev_max) = deviations.iter().fold((i64::MAX, i64::MIN), |(lo, hi), d| (lo.min(*d), hi.max(*d)));
-        let pick = |q: u64| Some(sorted[nearest_rank(q, sorted.len()) - 1]);
+        Summary::from_parts(&Moments::of(values), percentiles_of_sorted(&sorted), &Moments::of(&deviations))
+    }
+
+    /// A summary from the moments of the values, their percentiles (as [`PERCENTILES`]) and the
+    /// moments of their deviations from the references.
+    pub fn from_parts(values: &Moments, percentiles: Option<[i64; 5]>, deviations: &Moments) -> Summary {
+        if values.count == 0 {
+            return Summary::default();
+        }
+        let p = |i: usize| percentiles.map(|p| p[i]);
+        let has_deviations = deviations.count > 0;
         Summary {
-            count: values.len() as u64,
-            mean: Some(mean(values)),
-            std: sample_std(values),
-            min: Some(sorted[0]),
-            p50: pick(PERCENTILES[0].1),
-            p90: pick(PERCENTILES[1].1),
-            p99: pick(PERCENTILES[2].1),
-            p99_9: pick(PERCENTILES[3].1),
-            p99_99: pick(PERCENTILES[4].1),
-            max: Some(sorted[sorted.len() - 1]),
-            mean_absolute_deviation: Some(mean(&deviations)),
-            deviation_std: sample_std(&deviations),
-            deviation_min: Some(dev_min),
-            deviation_max: Some(dev_max),
+            count: values.count,
+            mean: values.mean(),
+            std: values.sample_std(),
+            min: Some(values.min),
+            p50: p(0),
+            p90: p(1),
+            p99: p(2),
+            p99_9: p(3),
+            p99_99: p(4),
+            max: Some(values.max),
+            mean_absolute_deviation: deviations.mean(),
+            deviation_std: deviations.sample_std(),
+            deviation_min: has_deviations.then_some(deviations.min),
+            deviation_max: has_deviations.then_some(deviations.max),
         }
     }
 
@@ -196,6 +202,11 @@ pub fn linear_fit(points: &[(f64, f64)]) -> Option<(f64, f64)> {
 }
 
 
+/// The [`PERCENTILES`] of sorted values (None when there are none).
+pub fn percentiles_of_sorted(sorted: &[i64]) -> Option<[i64; 5]> {
+    (!sorted.is_empty()).then(|| PERCENTILES.map(|(_, q)| sorted[nearest_rank(q, sorted.len()) - 1]))
+}
+
 /// 1-based nearest rank of the percentile `q` (parts per 100,000) among `n` sorted values.
 pub fn nearest_rank(q: u64, n: usize) -> usize {
     let rank = (q as u128 * n as u128).div_ceil(100_000) as usize;
@@ -203,18 +214,65 @@ pub fn nearest_rank(q: u64, n: usize) -> usize {
 }
 
 pub fn mean(values: &[i64]) -> f64 {
-    let sum: i128 = values.iter().map(|v| *v as i128).sum();
-    sum as f64 / values.len() as f64
+    Moments::of(values).mean().unwrap_or(f64::NAN)
 }
 
 /// Sample standard deviation (divisor n - 1); None for fewer than two values.
 pub fn sample_std(values: &[i64]) -> Option<f64> {
-    if values.len() < 2 {
-        return None;
+    Moments::of(values).sample_std()
+}
+
+/// Count, mean, sample standard deviation, min and max of values that arrive one at a time, in
+/// constant memory and exactly: integer sums of the values and of their squares, both taken
+/// from the first value (so they stay small), give the variance as one exact fraction
+/// `(n S2 - S1^2) / (n (n - 1))` before the one rounding to f64.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Moments {
+    pub count: u64,
+    shift: i64,
+    sum: i128,
+    sum_squares: i128,
+    pub min: i64,
+    pub max: i64,
+}
+
+impl Moments {
+    pub fn of(values: &[i64]) -> Moments {
+        let mut m = Moments::default();
+        values.iter().for_each(|v| m.add(*v));
+        m
     }
-    let m = mean(values);
-    let squares: f64 = values.iter().map(|v| (*v as f64 - m).powi(2)).sum();
-    Some((squares / (values.len() - 1) as f64).sqrt())
+
+    #[inline]
+    pub fn add(&mut self, value: i64) {
+        if self.count == 0 {
+            (self.shift, self.min, self.max) = (value, value, value);
+        }
+        let d = value as i128 - self.shift as i128;
+        self.count += 1;
+        self.sum += d;
+        self.sum_squares += d * d;
+        self.min = self.min.min(value);
+        self.max = self.max.max(value);
+    }
+
+    pub fn mean(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.shift as f64 + self.sum as f64 / self.count as f64)
+    }
+
+    pub fn sample_std(&self) -> Option<f64> {
+        if self.count < 2 {
+            return None;
+        }
+        let n = self.count as i128;
+        let numerator = n.checked_mul(self.sum_squares).zip(self.sum.checked_mul(self.sum)).and_then(|(a, b)| a.checked_sub(b));
+        let variance = match numerator {
+            Some(numerator) => numerator as f64 / (n as f64 * (n - 1) as f64),
+            // Beyond i128 (sums of 10^38): the same formula in floating point.
+            None => (self.sum_squares as f64 - (self.sum as f64).powi(2) / n as f64) / (n - 1) as f64,
+        };
+        Some(variance.max(0.0).sqrt())
+    }
 }
 
 /// The most frequent values of sorted `values`, ascending; empty when no value occurs twice

@@ -1,14 +1,16 @@
-//! taskmeter's in-process worker: the work loop of the protocol (`workload`), shared by every
-//! Rust runtime (`runtime`), and the worker's main (`worker`), which reads a plan on stdin and
-//! prints its output lines, exactly as a driver in another language does.
+//! taskmeter's in-process worker: the work loop of the protocol (`workload`) and each unit's
+//! ring of samples (`ring`), shared by every Rust runtime (`runtime`), and the worker's main
+//! (`worker`), which reads a plan on stdin and streams frames, exactly as a driver in another
+//! language does.
 
 pub mod clock;
+pub mod ring;
 pub mod runtime;
 pub mod worker;
 pub mod workload;
 
 /// Why a worker could not run its plan (not even unit 1 started, a unit failed): the message of
-/// its `error` line.
+/// its `E` frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorkerError(pub String);
 

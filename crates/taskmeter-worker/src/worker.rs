@@ -1,43 +1,57 @@
 //! Worker mode (`taskmeter worker`): runs one plan in one in-process Rust runtime and speaks
-//! protocol v2 on stdin/stdout, exactly as a driver in another language does.
+//! protocol v3 on stdin/stdout, exactly as a driver in another language does: `H`, `G` and the
+//! `S` frames from the writer while the units run, then `U` and `D`.
 
-use taskmeter_protocol::{Experiment, Plan};
-use taskmeter_protocol::{Done, ErrorLine, Hello, Line, CLOCK};
 use crate::runtime;
 use crate::workload::{busy, LoopContext};
-use std::io::{BufRead, BufWriter, Read, Write};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::mem::ManuallyDrop;
+use std::os::fd::FromRawFd;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
+use taskmeter_protocol::frames::{kind, put_json, write_json};
+use taskmeter_protocol::{Done, ErrorFrame, Experiment, Gate, Hello, Plan, CLOCK};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
+/// A write of the writer stays below this (it may hold many units' frames).
+const WRITE_BYTES: usize = 4 << 20;
+
+/// stdout, unbuffered: frames are written whole, by one thread at a time.
+fn stdout() -> ManuallyDrop<File> {
+    // SAFETY: fd 1 stays open for the whole process; ManuallyDrop never closes it.
+    ManuallyDrop::new(unsafe { File::from_raw_fd(1) })
+}
+
 pub fn main() -> ExitCode {
-    let mut stdin = std::io::stdin().lock();
     let mut line = String::new();
-    if let Err(e) = stdin.read_line(&mut line) {
+    if let Err(e) = std::io::stdin().read_line(&mut line) {
         return refuse(&format!("could not read the plan: {e}"));
     }
     let plan_read_ns = crate::clock::now_ns();
+    // The orchestrator validated the plan; reading it checks it once more.
     let plan = match Plan::from_json(&line) {
         Ok(plan) => plan,
         Err(error) => return refuse(&error.to_string()),
     };
-    let Some(runtime_version) = runtime::in_process_version(&plan.runtime) else {
+    let Some(served) = runtime::find(&plan.runtime) else {
         return refuse(&format!("runtime \"{}\" is not served by this worker", plan.runtime));
     };
     let hello = Hello {
         protocol: taskmeter_protocol::PROTOCOL,
         runtime: plan.runtime.clone(),
-        runtime_version,
+        runtime_version: (served.version)(),
         clock: CLOCK.into(),
         pid: std::process::id(),
-        priority: runtime::in_process_priority(&plan),
+        priority: runtime::hello_priority(served, &plan),
     };
-    if emit(&[Line::Hello(hello)]).is_err() {
+    if write_json(&mut *stdout(), kind::HELLO, &hello).is_err() {
         return ExitCode::FAILURE;
     }
     // End of file on stdin asks the units to stop early (protocol: "Streams").
-    drop(stdin);
     std::thread::spawn(|| {
         let mut sink = [0u8; 256];
         let mut stdin = std::io::stdin();
@@ -46,54 +60,84 @@ pub fn main() -> ExitCode {
     });
 
     let ctx: &'static LoopContext = Box::leak(Box::new(LoopContext::new(plan, plan_read_ns, &STOP)));
-    let (runs, start_error) = match runtime::run_in_process(ctx) {
-        Ok(started) => (started.outputs, started.start_error),
-        Err(message) => {
-            let _ = emit(&[Line::Error(ErrorLine { message: message.to_string() })]);
+    let (units_ended, ended) = mpsc::channel::<()>();
+    let writer = std::thread::Builder::new().name("writer".into()).spawn(move || write_samples(ctx, ended));
+    let Ok(writer) = writer else {
+        return fail("could not start the writer thread");
+    };
+    let started = (served.run)(ctx, true);
+    ctx.gate.abandon(); // wakes the writer if the gate never opened
+    drop(units_ended);
+    let wrote = writer.join().unwrap_or(Ok(false));
+    let runs = match (started, wrote) {
+        (_, Err(_)) => return ExitCode::FAILURE, // stdout is gone: nobody is listening
+        (Err(message), Ok(false)) => return fail(&message.to_string()),
+        // After G only a cut stream can say a unit failed: the samples sent are kept.
+        (Err(message), Ok(true)) => {
+            eprintln!("taskmeter worker: {message}");
             return ExitCode::FAILURE;
         }
+        (Ok(_), Ok(false)) => return fail("no unit reached the start gate"),
+        (Ok(started), Ok(true)) => started.outputs,
     };
     let plan = &ctx.plan;
-    let Some(window) = ctx.gate.window() else {
-        let _ = emit(&[Line::Error(ErrorLine { message: "no unit reached the start gate".into() })]);
-        return ExitCode::FAILURE;
-    };
-    let busy_result = runs.iter().find_map(|r| r.busy_result).unwrap_or_else(|| busy(plan.busy.iters, false));
-    let samples = runs.iter().map(|r| r.samples.len() as u64).sum();
-    let missed = runs.iter().flat_map(|r| &r.samples.missed).sum();
-    let interrupted = STOP.load(Ordering::Relaxed) && crate::clock::now_ns() < window.end_ns;
+    let window = ctx.gate.window().expect("the writer saw the gate open");
+    let mut frames = Vec::new();
+    for run in &runs {
+        put_json(&mut frames, kind::UNIT, &run.end);
+    }
     let done = Done {
-        create_start_ns: window.create_start_ns,
-        run_start_ns: window.run_start_ns,
-        measure_start_ns: window.measure_start_ns,
-        end_ns: window.end_ns,
-        units: runs.len() as u32,
-        samples,
-        missed,
-        storage_grown: runs.iter().map(|r| r.grown).sum(),
-        interrupted,
-        busy_result: busy_result.to_string(),
-        start_error,
+        interrupted: STOP.load(Ordering::Relaxed) && crate::clock::now_ns() < window.end_ns,
+        busy_result: runs.iter().find_map(|r| r.busy_result).unwrap_or_else(|| busy(plan.busy.iters, false)).to_string(),
         atomic_sum: (plan.experiment == Experiment::AtomicSum).then(|| ctx.counter.load(Ordering::SeqCst)),
     };
-    let mut lines: Vec<Line> = runs.into_iter().map(|r| Line::Unit(r.samples)).collect();
-    lines.push(Line::Done(done));
-    match emit(&lines) {
+    put_json(&mut frames, kind::DONE, &done);
+    match stdout().write_all(&frames) {
         Ok(()) => ExitCode::SUCCESS,
         Err(_) => ExitCode::FAILURE,
     }
 }
 
+/// The writer (protocol: "The writer"): once the gate opens, sends `G`, then every `flush_ns`
+/// what the rings hold, and once more when the units have ended (`ended` closes). False when
+/// the gate never opened.
+fn write_samples(ctx: &LoopContext, ended: mpsc::Receiver<()>) -> std::io::Result<bool> {
+    pump(ctx, ended, |bytes| stdout().write_all(bytes))
+}
+
+/// The writer's loop, writing its frames with `write` (in pieces of at most a few megabytes).
+pub fn pump(ctx: &LoopContext, ended: mpsc::Receiver<()>, mut write: impl FnMut(&[u8]) -> std::io::Result<()>) -> std::io::Result<bool> {
+    let Some(window) = ctx.gate.wait_open() else { return Ok(false) };
+    let (units, start_error) = ctx.gate.started();
+    let gate = Gate { create_start_ns: window.create_start_ns, run_start_ns: window.run_start_ns, units, start_error };
+    let mut out = Vec::new();
+    put_json(&mut out, kind::GATE, &gate);
+    write(&out)?;
+    out.clear();
+    let flush = Duration::from_nanos(ctx.plan.flush_ns);
+    loop {
+        let last = !matches!(ended.recv_timeout(flush), Err(RecvTimeoutError::Timeout));
+        for (unit, slot) in ctx.slots() {
+            slot.ring.drain_into(unit, || slot.origin_ns(), &mut out);
+            if out.len() >= WRITE_BYTES {
+                write(&out)?;
+                out.clear();
+            }
+        }
+        write(&out)?;
+        out.clear();
+        if last {
+            return Ok(true);
+        }
+    }
+}
+
 fn refuse(message: &str) -> ExitCode {
-    let _ = emit(&[Line::Error(ErrorLine { message: message.to_string() })]);
+    let _ = write_json(&mut *stdout(), kind::ERROR, &ErrorFrame { message: message.to_string() });
     ExitCode::from(2)
 }
 
-fn emit(lines: &[Line]) -> std::io::Result<()> {
-    let mut out = BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
-    for line in lines {
-        serde_json::to_writer(&mut out, line)?;
-        out.write_all(b"\n")?;
-    }
-    out.flush()
+fn fail(message: &str) -> ExitCode {
+    let _ = write_json(&mut *stdout(), kind::ERROR, &ErrorFrame { message: message.to_string() });
+    ExitCode::FAILURE
 }

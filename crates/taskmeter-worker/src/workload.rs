@@ -2,13 +2,13 @@
 //! `protocol/README.md` ("The work loop, exactly") is its specification.
 
 use crate::clock::now_ns;
-use taskmeter_protocol::{Experiment, Mode, Plan};
-use taskmeter_protocol::UnitSamples;
+use crate::ring::Ring;
+use event_listener::Listener;
 use std::future::Future;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use event_listener::Listener;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
+use taskmeter_protocol::{Experiment, Mode, Plan, Sample, UnitEnd, Window};
 
 /// One step of the busy work, hidden from the optimiser.
 #[inline(always)]
@@ -47,21 +47,10 @@ pub fn busy_reference(iters: u64) -> u64 {
     (0..iters).fold(0u64, |t, _| t.wrapping_add(1).wrapping_mul(3) / 2)
 }
 
-/// The times of a worker's run, fixed when its start gate opens.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Window {
-    /// When the worker began creating its units.
-    pub create_start_ns: u64,
-    /// When every unit was created and parked at the gate: the gate opens.
-    pub run_start_ns: u64,
-    pub measure_start_ns: u64,
-    pub end_ns: u64,
-}
-
-/// The start gate of protocol v2's "Starting units": every unit prepares its storage and
-/// parks here; once all the units started so far have arrived and the worker has said how
-/// many there are, `run_start` is read and the gate opens. The last to arrive opens it, so no
-/// runtime needs a task of its own to wait for the others.
+/// The start gate of the protocol's "Starting units": every unit prepares its ring and parks
+/// here; once all the units started so far have arrived and the worker has said how many there
+/// are, `run_start` is read and the gate opens. The last to arrive opens it, so no runtime needs
+/// a task of its own to wait for the others.
 pub struct StartGate {
     warmup_ns: u64,
     duration_ns: u64,
@@ -69,7 +58,11 @@ pub struct StartGate {
     /// Units that will arrive, once known (`u32::MAX` until the worker stops creating units).
     expected: AtomicU32,
     create_start_ns: AtomicU64,
+    /// Why the start stopped short, once known.
+    start_error: Mutex<Option<String>>,
     window: OnceLock<Window>,
+    /// The worker gave up before the gate opened (unit 1 could not start).
+    abandoned: AtomicBool,
     opened: event_listener::Event,
     arrivals: event_listener::Event,
 }
@@ -82,7 +75,9 @@ impl StartGate {
             arrived: AtomicU32::new(0),
             expected: AtomicU32::new(u32::MAX),
             create_start_ns: AtomicU64::new(0),
+            start_error: Mutex::new(None),
             window: OnceLock::new(),
+            abandoned: AtomicBool::new(false),
             opened: event_listener::Event::new(),
             arrivals: event_listener::Event::new(),
         }
@@ -93,8 +88,10 @@ impl StartGate {
         self.create_start_ns.store(now_ns(), Ordering::SeqCst);
     }
 
-    /// The worker has created `units` units and will create no more.
-    pub fn all_created(&self, units: u32) {
+    /// The worker has created `units` units and will create no more (`start_error`: why not
+    /// the plan's number).
+    pub fn all_created(&self, units: u32, start_error: Option<String>) {
+        *self.start_error.lock().unwrap_or_else(|e| e.into_inner()) = start_error;
         self.expected.store(units, Ordering::SeqCst);
         if self.arrived.load(Ordering::SeqCst) >= units {
             self.open();
@@ -128,6 +125,33 @@ impl StartGate {
     /// The run's window, once the gate is open.
     pub fn window(&self) -> Option<Window> {
         self.window.get().copied()
+    }
+
+    /// Units started and why the start stopped short (known once the gate is open).
+    pub fn started(&self) -> (u32, Option<String>) {
+        (self.expected.load(Ordering::SeqCst), self.start_error.lock().unwrap_or_else(|e| e.into_inner()).clone())
+    }
+
+    /// The worker will not open the gate: wakes whoever waits for it.
+    pub fn abandon(&self) {
+        self.abandoned.store(true, Ordering::SeqCst);
+        self.opened.notify(usize::MAX);
+    }
+
+    /// Blocks until the gate opens (its window) or is abandoned (None), without arriving.
+    pub fn wait_open(&self) -> Option<Window> {
+        loop {
+            if let Some(window) = self.window() {
+                return Some(window);
+            }
+            if self.abandoned.load(Ordering::SeqCst) {
+                return None;
+            }
+            let listener = self.opened.listen();
+            if self.window().is_none() && !self.abandoned.load(Ordering::SeqCst) {
+                listener.wait();
+            }
+        }
     }
 
     /// The window if the gate is open, or a listener that fires when it opens.
@@ -183,13 +207,27 @@ pub struct LoopContext {
     pub plan_read_ns: u64,
     /// The counter of `atomic-sum`, shared by every unit.
     pub counter: AtomicU64,
-    /// Samples each unit reserves before it starts; None: from the schedule (protocol: "Storage").
-    capacity: Option<usize>,
+    /// Each unit's ring and origin, once the unit has made them (index: unit - 1).
+    slots: Box<[OnceLock<UnitSlot>]>,
+}
+
+/// What the writer reads of a unit: its ring and, once it passed the gate, its origin.
+pub struct UnitSlot {
+    pub ring: Ring,
+    origin_ns: AtomicU64,
+}
+
+impl UnitSlot {
+    /// The unit's origin; read after taking a sample from its ring, it is always set.
+    pub fn origin_ns(&self) -> u64 {
+        self.origin_ns.load(Ordering::Acquire)
+    }
 }
 
 impl LoopContext {
     pub fn new(plan: Plan, plan_read_ns: u64, stop: &'static AtomicBool) -> LoopContext {
-        LoopContext { gate: StartGate::new(&plan), plan, stop, plan_read_ns, counter: AtomicU64::new(0), capacity: None }
+        let slots = (0..plan.units).map(|_| OnceLock::new()).collect();
+        LoopContext { gate: StartGate::new(&plan), plan, stop, plan_read_ns, counter: AtomicU64::new(0), slots }
     }
 
     /// Why unit `unit` must not be started, if the start limit has passed (unit 1 always starts).
@@ -204,19 +242,18 @@ impl LoopContext {
         })
     }
 
-    /// Reserves exactly `samples` per unit (for `selftest`, whose zero sleeps defeat the estimate).
-    pub fn with_capacity(mut self, samples: usize) -> LoopContext {
-        self.capacity = Some(samples);
-        self
+    /// The units that have made their ring, with their ids.
+    pub fn slots(&self) -> impl Iterator<Item = (u32, &UnitSlot)> {
+        self.slots.iter().enumerate().filter_map(|(i, slot)| Some((i as u32 + 1, slot.get()?)))
     }
 }
 
-/// What one unit measured.
+/// What one unit measured, besides the samples its ring sent.
 pub struct UnitRun {
-    pub samples: UnitSamples,
+    pub end: UnitEnd,
     pub busy_result: Option<u64>,
-    /// Times its sample arrays grew while it ran.
-    pub grown: u64,
+    /// The wake-up of its last sample (its origin if none), for `selftest`.
+    pub last_wake_ns: u64,
 }
 
 /// How a unit sleeps in one iteration.
@@ -228,6 +265,8 @@ pub enum Sleep {
 /// The bookkeeping of one unit's loop: periods, deadlines, missed periods and the samples.
 pub struct UnitLoop<'a> {
     ctx: &'a LoopContext,
+    unit: u32,
+    slot: &'a UnitSlot,
     k: u64,
     next_ns: u64,
     /// The run's times, cached from the gate so the hot path reads no shared state.
@@ -235,51 +274,35 @@ pub struct UnitLoop<'a> {
     end_ns: u64,
     /// The result of the last busy phase, None until one ran.
     pub busy_result: Option<u64>,
-    /// Times the sample arrays grew beyond their reserve (each growth copies them).
-    grown: u64,
-    samples: UnitSamples,
+    last_wake_ns: u64,
+    end: UnitEnd,
 }
 
 impl<'a> UnitLoop<'a> {
-    /// Prepares the unit's storage (before the start gate: nothing here is measured).
+    /// Makes the unit's ring (before the start gate: nothing here is measured).
     pub fn new(ctx: &'a LoopContext, unit: u32) -> UnitLoop<'a> {
-        let plan = &ctx.plan;
-        let capacity = if plan.sleep.schedule.sleeps() {
-            ctx.capacity.unwrap_or_else(|| reserved_samples(plan, unit))
-        } else {
-            0
-        };
-        let column = || prefaulted(capacity);
+        let ring = if ctx.plan.sleep.schedule.sleeps() { ctx.plan.ring } else { 1 };
+        let slot = ctx.slots[unit as usize - 1].get_or_init(|| UnitSlot { ring: Ring::new(ring), origin_ns: AtomicU64::new(0) });
         UnitLoop {
             ctx,
+            unit,
+            slot,
             k: 0,
             next_ns: 0,
             measure_start_ns: 0,
             end_ns: 0,
             busy_result: None,
-            grown: 0,
-            samples: UnitSamples {
-                tag: None,
-                unit,
-                class: plan.class_of(unit),
-                origin_ns: 0,
-                iterations: 0,
-                measured_iterations: 0,
-                expected_ns: column(),
-                start_ns: column(),
-                busy_end_ns: column(),
-                intended_ns: column(),
-                wake_ns: column(),
-                missed: column(),
-            },
+            last_wake_ns: 0,
+            end: UnitEnd { unit, origin_ns: 0, iterations: 0, measured_iterations: 0, lost: 0 },
         }
     }
 
     /// The gate has opened: the unit's loop starts now (its `origin`).
     fn start(&mut self, window: Window) {
         let origin_ns = now_ns();
-        self.samples.origin_ns = origin_ns;
-        self.next_ns = origin_ns + self.ctx.plan.sleep.schedule.expected(self.samples.unit, 0);
+        (self.end.origin_ns, self.last_wake_ns) = (origin_ns, origin_ns);
+        self.slot.origin_ns.store(origin_ns, Ordering::Release);
+        self.next_ns = origin_ns + self.ctx.plan.sleep.schedule.expected(self.unit, 0);
         (self.measure_start_ns, self.end_ns) = (window.measure_start_ns, window.end_ns);
     }
 
@@ -313,7 +336,7 @@ impl<'a> UnitLoop<'a> {
     /// After the busy phase ended at `busy_end`: the intended wake-up time and the sleep to do.
     #[inline]
     pub fn sleep_after(&self, busy_end: u64) -> (u64, Sleep) {
-        let expected = self.expected();
+        let expected = self.ctx.plan.sleep.schedule.expected(self.unit, self.k);
         match self.ctx.plan.sleep.mode {
             Mode::Relative => (busy_end + expected, Sleep::For(expected)),
             Mode::Absolute => (self.next_ns, Sleep::Until(self.next_ns)),
@@ -331,75 +354,38 @@ impl<'a> UnitLoop<'a> {
         if self.ctx.plan.experiment == Experiment::AtomicSum {
             self.ctx.counter.fetch_add(1, Ordering::SeqCst);
         }
-        self.samples.iterations += 1;
-        self.samples.measured_iterations += u64::from(start >= self.measure_start_ns);
+        self.end.iterations += 1;
+        self.end.measured_iterations += u64::from(start >= self.measure_start_ns);
     }
 
-    /// Ends a sleeping iteration: reads the wake-up time, counts the iteration, records the
-    /// sample, advances the schedule.
+    /// Ends a sleeping iteration: reads the wake-up time, advances the schedule, counts the
+    /// iteration and puts the sample in the ring (or counts it lost).
     #[inline]
     pub fn finish(&mut self, start: u64, busy_end: u64, intended: u64) {
         let wake = now_ns();
-        let expected = self.expected();
         let schedule = self.ctx.plan.sleep.schedule;
-        let unit = self.samples.unit;
+        let period = self.k;
         self.k += 1;
         let mut missed = 0;
         if self.ctx.plan.sleep.mode == Mode::Absolute {
-            self.next_ns += schedule.expected(unit, self.k);
+            self.next_ns += schedule.expected(self.unit, self.k);
             while wake > self.next_ns {
                 missed += 1;
                 self.k += 1;
-                self.next_ns += schedule.expected(unit, self.k);
+                self.next_ns += schedule.expected(self.unit, self.k);
             }
         }
         self.count(start);
-        let s = &mut self.samples;
-        self.grown += u64::from(s.start_ns.len() == s.start_ns.capacity());
-        s.expected_ns.push(expected);
-        s.start_ns.push(start);
-        s.busy_end_ns.push(busy_end);
-        s.intended_ns.push(intended);
-        s.wake_ns.push(wake);
-        s.missed.push(missed);
-    }
-
-    fn expected(&self) -> u64 {
-        self.ctx.plan.sleep.schedule.expected(self.samples.unit, self.k)
-    }
-
-    pub fn into_samples(self) -> UnitRun {
-        UnitRun { samples: self.samples, busy_result: self.busy_result, grown: self.grown }
-    }
-}
-
-/// Samples reserved, all units together, at most: 4 Mi samples of 48 bytes (192 MiB).
-pub const RESERVE_BUDGET: u64 = 1 << 22;
-
-/// Samples a unit reserves before the gate, the same in every worker (protocol: "Storage"): as
-/// many as the schedule allows (each iteration lasts at least its sleep, counted as at least
-/// 1 us; a modulo cycle of M periods lasts M(M+1)/2 x D), plus 16, within a budget shared by
-/// all units; never fewer than 16. Beyond it the arrays grow, and the worker counts each growth.
-pub fn reserved_samples(plan: &Plan, unit: u32) -> usize {
-    let total = (plan.warmup_ns + plan.duration_ns) as u128;
-    let estimate = match plan.sleep.schedule {
-        taskmeter_protocol::Schedule::None => return 0,
-        taskmeter_protocol::Schedule::Modulo { m, ns } => {
-            let (m, ns) = (m as u128, ns.max(1_000) as u128);
-            total * m / (ns * (m * (m + 1) / 2)) + m
+        self.last_wake_ns = wake;
+        let sample = Sample { period, start_ns: start, busy_end_ns: busy_end, intended_ns: intended, wake_ns: wake, missed };
+        if !self.slot.ring.push(sample) {
+            self.end.lost += 1;
         }
-        schedule => total / schedule.expected(unit, 0).max(1_000) as u128,
-    } + 16;
-    estimate.min((RESERVE_BUDGET / plan.units as u64) as u128).max(16) as usize
-}
+    }
 
-/// An empty vector whose reserved memory has been written, so storing samples while measuring
-/// takes no page faults (a zeroed allocation would map untouched pages, faulted in later).
-fn prefaulted(capacity: usize) -> Vec<u64> {
-    let mut column = Vec::with_capacity(capacity);
-    column.resize(capacity, u64::MAX);
-    column.clear();
-    column
+    pub fn into_run(self) -> UnitRun {
+        UnitRun { end: self.end, busy_result: self.busy_result, last_wake_ns: self.last_wake_ns }
+    }
 }
 
 /// The sleep and yield of OS threads.
@@ -444,7 +430,7 @@ pub fn run_unit_blocking<T: BlockingTimer>(ctx: &LoopContext, unit: u32) -> Unit
         }
         lp.finish(start, busy_end, intended);
     }
-    lp.into_samples()
+    lp.into_run()
 }
 
 /// A timer that never sleeps: the work loop with the sleep call removed, to measure what the
@@ -507,7 +493,7 @@ pub async fn run_unit_async<T: AsyncTimer>(ctx: &LoopContext, unit: u32) -> Unit
         }
         lp.finish(start, busy_end, intended);
     }
-    lp.into_samples()
+    lp.into_run()
 }
 
 #[cfg(test)]

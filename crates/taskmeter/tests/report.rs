@@ -160,7 +160,7 @@ fn bad_results_and_comparisons_get_one_line_and_exit_2() {
         folder
     };
     let truncated = write("truncated", &json[..json.len() / 2]);
-    let future = write("future", &json.replacen("\"schema_version\": 3", "\"schema_version\": 4", 1));
+    let future = write("future", &json.replacen("\"schema_version\": 4", "\"schema_version\": 5", 1));
     let other = write("other", &json.replacen("\"experiment\": \"sleep\"", "\"experiment\": \"volume\"", 1));
     let not_ours = write("not-ours", "{\"hello\": 1}");
     let missing = dir.path().join("missing");
@@ -168,10 +168,10 @@ fn bad_results_and_comparisons_get_one_line_and_exit_2() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["report", missing.to_str().unwrap()], "does not exist"),
         (vec!["report", truncated.to_str().unwrap()], "is not valid JSON (truncated?)"),
-        (vec!["report", future.to_str().unwrap()], "has schema version 4; this taskmeter reads versions 2 to 3"),
+        (vec!["report", future.to_str().unwrap()], "has schema version 5; this taskmeter reads versions 2 to 4"),
         (vec!["report", not_ours.to_str().unwrap()], "is not a taskmeter record"),
         (vec!["compare", g, missing.to_str().unwrap()], "does not exist"),
-        (vec!["compare", g, future.to_str().unwrap()], "schema version 4"),
+        (vec!["compare", g, future.to_str().unwrap()], "schema version 5"),
         (vec!["compare", g, other.to_str().unwrap()], "cannot compare a 'sleep' run with a 'volume' run"),
         (vec!["compare", g, g, "--threshold", "lots"], "is not a percentage"),
         (vec!["compare", g, g, "--metric", "speed"], "unknown metric 'speed'"),

@@ -91,7 +91,7 @@ where
                     }
                 }
             }
-            ctx.gate.all_created(spawned.get());
+            ctx.gate.all_created(spawned.get(), start_error.clone());
         },
         || FINISHED.load(Ordering::Acquire) >= spawned.get(),
     );

@@ -32,7 +32,7 @@ where
     let outputs = smol::block_on(executor.run(async {
         ctx.gate.begin_creating();
         let tasks: Vec<_> = (1..=units).map(|unit| executor.spawn(make(unit))).collect();
-        ctx.gate.all_created(units);
+        ctx.gate.all_created(units, start_error.clone());
         let mut outputs = Vec::with_capacity(tasks.len());
         for task in tasks {
             outputs.push(task.await);

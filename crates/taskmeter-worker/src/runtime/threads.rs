@@ -35,7 +35,7 @@ where
             Err(e) => return Err(format!("could not spawn the thread of unit 1: {e}").into()),
         }
     }
-    ctx.gate.all_created(handles.len() as u32);
+    ctx.gate.all_created(handles.len() as u32, start_error.clone());
     let outputs = handles
         .into_iter()
         .map(|h| h.join().map_err(|panic| format!("a unit thread failed: {}", panic_message(&panic))))
@@ -56,7 +56,7 @@ impl Drop for ArriveIfPanicking {
 }
 
 /// Keeps the start below `vm.max_map_count`. Each std thread maps its stack and guard page, a
-/// signal stack and its guard, and its unit maps its sample arrays when they are large; a
+/// signal stack and its guard, and its unit maps its ring of samples when it is large; a
 /// failed mmap of the signal stack aborts the process (std cannot report it), so the start
 /// must stop before the limit. Rather than trust a constant, it counts the maps really in
 /// use (/proc/self/maps) at checkpoints, once the units started so far have reached the start

@@ -42,7 +42,7 @@ where
         let (units, start_error) = super::startable(ctx, units);
         ctx.gate.begin_creating();
         let tasks: Vec<_> = (1..=units).map(|unit| tokio::spawn(make(unit))).collect();
-        ctx.gate.all_created(units);
+        ctx.gate.all_created(units, start_error.clone());
         let mut outputs = Vec::with_capacity(tasks.len());
         for task in tasks {
             outputs.push(task.await.map_err(|e| format!("a unit task failed: {e}"))?);

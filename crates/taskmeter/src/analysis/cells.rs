@@ -168,6 +168,7 @@ mod tests {
             sequence: 0,
             status: RowStatus::Ok,
             reason: None,
+            basis: Default::default(),
             plan: None,
             worker: None,
             counts: None,

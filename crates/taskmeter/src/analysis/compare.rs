@@ -7,6 +7,7 @@
 use crate::analysis::cells::Cell;
 use crate::analysis::histogram;
 use crate::model::run::{Metric, Row, METRICS};
+use std::io::BufRead;
 use std::path::Path;
 use taskmeter_record::stats::{mann_whitney_counts, welch_p};
 
@@ -156,15 +157,16 @@ impl RawSamples {
     /// None when the run did not keep its samples.
     pub fn load(path: &Path) -> Result<Option<RawSamples>, String> {
         let folder = if path.is_dir() { path.to_path_buf() } else { path.parent().unwrap_or(Path::new(".")).to_path_buf() };
-        let file = folder.join("samples.csv");
-        let Ok(text) = std::fs::read_to_string(&file) else { return Ok(None) };
-        let mut lines = text.lines();
-        let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
+        let Some((file, reader)) = crate::model::samples::open(&folder)? else { return Ok(None) };
+        let mut lines = reader.lines();
+        let header_line = lines.next().transpose().map_err(|e| format!("cannot read {}: {e}", file.display()))?.unwrap_or_default();
+        let header: Vec<&str> = header_line.split(',').collect();
         let column = |name: &str| header.iter().position(|h| *h == name).ok_or_else(|| format!("{} has no column {name}", file.display()));
         let (runtime, point, phase, expected) = (column("runtime")?, column("point")?, column("phase")?, column("expected_ns")?);
         let metric_columns: Vec<(Metric, usize)> = METRICS.iter().map(|m| Ok((*m, column(&format!("{}_ns", m.name()))?))).collect::<Result<_, String>>()?;
         let mut values: std::collections::HashMap<(String, usize, Metric), Vec<i64>> = Default::default();
         for (number, line) in lines.enumerate() {
+            let line = line.map_err(|e| format!("cannot read {}: {e}", file.display()))?;
             let fields: Vec<&str> = line.split(',').collect();
             let bad = || format!("{} line {} is not a sample", file.display(), number + 2);
             if fields.get(phase) != Some(&"measure") {
@@ -174,6 +176,10 @@ impl RawSamples {
             let point = fields.get(point).and_then(|f| f.parse::<usize>().ok()).ok_or_else(bad)?;
             let expected = int(expected)?;
             for (metric, index) in &metric_columns {
+                // `full` is empty for a sample that follows lost ones.
+                if *metric == Metric::Full && fields.get(*index) == Some(&"") {
+                    continue;
+                }
                 let value = int(*index)?;
                 let quantity = if matches!(metric, Metric::Actual | Metric::Full) { (value - expected).abs() } else { value };
                 values.entry((fields[runtime].to_string(), point, *metric)).or_default().push(quantity);
@@ -230,6 +236,7 @@ mod tests {
                     sequence: i,
                     status: crate::model::run::RowStatus::Ok,
                     reason: None,
+                    basis: Default::default(),
                     plan: None,
                     worker: None,
                     counts: None,

@@ -68,6 +68,9 @@ pub(super) enum Command {
     Report {
         /// A results folder (or its run.json)
         results: PathBuf,
+        /// Also write the run's samples (kept with --raw, as samples.csv.gz) as plain CSV to FILE
+        #[arg(long, value_name = "FILE")]
+        samples_csv: Option<PathBuf>,
     },
     /// Benchmark the harness itself: the work loop's cost per sample in each Rust runtime
     Selftest {
@@ -356,9 +359,14 @@ pub(super) struct RunArgs {
     /// The results folder to write [default: results/<UTC timestamp>-sleep]
     #[arg(long, short = 'o')]
     pub(super) output: Option<PathBuf>,
-    /// Also write every sample to samples.csv
+    /// Also write every sample, as it arrives, to samples.csv.gz
     #[arg(long)]
     pub(super) raw: bool,
+    /// Percentiles are exact while a row has at most this many measured samples (shared by the
+    /// rows of --together); beyond, they come from HdrHistograms with 5 significant digits,
+    /// and the table and run.json say so. Each sample kept costs about 50 bytes
+    #[arg(long, value_name = "SAMPLES", default_value_t = 1_000_000)]
+    pub(super) exact_samples: u64,
     /// table: the human report; json: run.json on stdout
     #[arg(long, value_enum, default_value = "table")]
     pub(super) format: Format,

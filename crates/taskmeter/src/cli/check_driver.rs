@@ -1,60 +1,79 @@
 //! `taskmeter check-driver RUNTIME`: runs a runtime's worker on the protocol vectors and checks
-//! everything it prints. The vectors are compiled in, so an installed binary can check too.
+//! every frame it sends, then how it starts, stops, streams, loses and refuses (protocol/README.md,
+//! "What the orchestrator checks"). The vectors are compiled in, so an installed binary can
+//! check too.
 
-use crate::process::worker::{self, classify, Outcome, StopPolicy};
-use taskmeter_protocol::vectors::{INVALID_PLANS, PLANS};
-use taskmeter_protocol::Plan;
-use taskmeter_protocol::{parse_output, OutputError};
+use crate::process::worker::{self, classify, Outcome, SampleSink, StopPolicy};
 use crate::runtimes;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use taskmeter_protocol::vectors::PLANS;
+use taskmeter_protocol::{Delivered, Ending, Plan};
 
 const GRACE: Duration = Duration::from_secs(10);
 const NO_ITERATION: &str = "made no iteration in a plan every unit has time for";
 
 pub fn check_driver(id: &str) -> Result<ExitCode, String> {
-    let info = runtimes::find(id)
-        .ok_or_else(|| format!("unknown runtime '{id}' (known: {})", runtimes::ids().join(", ")))?;
+    let info = runtimes::find(id).ok_or_else(|| format!("unknown runtime '{id}' (known: {})", runtimes::ids().join(", ")))?;
     if let Err(reason) = runtimes::availability(info) {
         println!("FAIL {id} is unavailable: {reason}");
         return Ok(ExitCode::FAILURE);
     }
     let mut failures = 0;
+    let mut total = 0;
     let mut report = |ok: bool, line: String| {
         println!("{} {line}", if ok { "ok  " } else { "FAIL" });
         failures += usize::from(!ok);
+        total += 1;
     };
-    for (name, text) in PLANS {
-        let mut plan = Plan::from_json(&text.replace("RUNTIME", id)).expect("the vector plans are valid");
-        let (mut ok, mut line) = run_plan(info, &plan, None);
-        if !ok && line.contains(NO_ITERATION) {
+    let vector = |name: &str| -> Plan {
+        let text = PLANS.iter().find(|(n, _)| *n == name).expect("a vector plan").1;
+        Plan::from_json(&text.replace("RUNTIME", id)).expect("the vector plans are valid")
+    };
+    for (name, _) in PLANS {
+        let mut plan = vector(name);
+        let mut run = run_plan(info, &plan, None);
+        if !run.0 && run.1.contains(NO_ITERATION) {
             // A loaded machine may keep a unit off the CPU for a whole short plan: ten times
             // as long tells that from a unit that never runs.
             plan.duration_ns *= 10;
-            (ok, line) = run_plan(info, &plan, None);
-            line = format!("{line} (run again 10 times as long)");
+            run = run_plan(info, &plan, None);
+            run.1 = format!("{} (run again 10 times as long)", run.1);
         }
-        report(ok, format!("{name}: {line}"));
+        report(run.0, format!("{name}: {}", run.1));
     }
     // Stopping early: end of file on stdin ends a long plan within about one iteration.
-    let (_, long) = PLANS[0];
-    let mut plan = Plan::from_json(&long.replace("RUNTIME", id)).expect("valid");
+    let mut plan = vector("relative-fixed");
     plan.duration_ns = 30_000_000_000;
     let (ok, line) = run_plan(info, &plan, Some(Duration::from_millis(300)));
     report(ok, format!("stops early when stdin closes: {line}"));
     // A start limit already passed: unit 1 starts, no other does, and the worker says why.
-    let mut plan = Plan::from_json(&long.replace("RUNTIME", id)).expect("valid");
+    let mut plan = vector("relative-fixed");
     (plan.units, plan.start_limit_ns, plan.priority_classes) = (40, 1, 2);
     let (ok, line) = run_plan(info, &plan, None);
     report(ok, format!("starts one unit when the start limit has passed: {line}"));
-    for (name, text) in INVALID_PLANS {
-        let input = if *name == "unknown-runtime" { text.to_string() } else { text.replace("RUNTIME", id) };
-        let (ok, line) = refuse(info, &input);
+    // Samples stream while the worker measures.
+    let mut plan = vector("relative-fixed");
+    (plan.duration_ns, plan.flush_ns) = (3_000_000_000, 100_000_000);
+    let (ok, line) = run_plan(info, &plan, None);
+    report(ok, format!("sends samples while it measures: {line}"));
+    for (name, input) in [
+        ("a plan of protocol 2", vector("relative-fixed").to_json().replacen("\"protocol\":3", "\"protocol\":2", 1)),
+        ("a runtime it does not serve", vector("relative-fixed").to_json().replacen(&format!("\"runtime\":\"{id}\""), "\"runtime\":\"no-such-runtime\"", 1)),
+    ] {
+        let (ok, line) = refuse(info, &vector("relative-fixed"), &input);
         report(ok, format!("refuses {name}: {line}"));
     }
-    let total = PLANS.len() + 2 + INVALID_PLANS.len();
     println!("{id}: {} of {total} checks passed", total - failures);
     Ok(if failures == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// Samples and missed periods, counted as they arrive.
+#[derive(Default)]
+struct Tally {
+    samples: u64,
+    missed: u64,
 }
 
 fn run_plan(info: &runtimes::RuntimeInfo, plan: &Plan, stop_after: Option<Duration>) -> (bool, String) {
@@ -64,44 +83,82 @@ fn run_plan(info: &runtimes::RuntimeInfo, plan: &Plan, stop_after: Option<Durati
     };
     let limit = worker::deadline(plan, GRACE);
     let stop = StopPolicy { after: stop_after, grace: Duration::from_secs(5) };
-    let raw = match worker::spawn_and_wait(command, &plan.to_json(), &Default::default(), limit, stop, || {}) {
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let counted = tally.clone();
+    let sink: SampleSink = Box::new(move |views| {
+        let mut t = counted.lock().unwrap_or_else(|e| e.into_inner());
+        t.samples += views.len() as u64;
+        t.missed += views.iter().map(|v| v.sample.missed).sum::<u64>();
+    });
+    let raw = match worker::spawn_and_wait(command, plan, &plan.to_json(), &Default::default(), limit, stop, sink, || {}) {
         Ok(raw) => raw,
         Err(failure) => return (false, failure.to_string()),
     };
     let wall = raw.wall_ns as f64 / 1e9;
-    match (classify(plan, &raw, limit), stop_after) {
-        (Outcome::Completed(r), None) if plan.start_limit_ns == 1 => match (&r.done.start_error, r.done.units) {
-            (Some(e), 1) => (true, format!("1 of {} units, start_error \"{e}\"", plan.units)),
-            (_, units) => (false, format!("started {units} units (expected exactly 1, with a start_error)")),
-        },
-        // Sleeping units leave each other time; with the schedule none a cooperative scheduler
-        // may let one unit starve another (embassy's priority queue does), which is a result.
-        (Outcome::Completed(r), None) if plan.sleep.schedule.sleeps() && r.units.iter().any(|u| u.iterations == 0) => {
-            let idle = r.units.iter().find(|u| u.iterations == 0).map_or(0, |u| u.unit);
-            (false, format!("unit {idle} {NO_ITERATION}"))
-        }
-        (Outcome::Completed(r), None) => (true, format!(
-            "{} units, {} iterations, {} samples, {} missed periods{}",
-            r.units.len(),
-            r.units.iter().map(|u| u.iterations).sum::<u64>(),
-            r.done.samples,
-            r.done.missed,
-            r.done.atomic_sum.map(|s| format!(", atomic_sum {s}")).unwrap_or_default()
-        )),
-        (Outcome::Interrupted(r), Some(_)) => (true, format!("stopped after {wall:.2} s with {} samples", r.done.samples)),
+    let tally = tally.lock().unwrap_or_else(|e| e.into_inner());
+    match (classify(&raw, limit), stop_after) {
+        (Outcome::Completed(d), None) => judge(plan, &d, &tally, raw.stream.first_samples_ns),
+        (Outcome::Interrupted(_), Some(_)) => (true, format!("stopped after {wall:.2} s with {} samples", tally.samples)),
         (Outcome::Completed(_), Some(_)) => (false, "ran to its end although stdin was closed".into()),
         (Outcome::Interrupted(_), None) => (false, "reported interrupted although stdin stayed open".into()),
+        (Outcome::Cut(_, why), _) => (false, format!("the stream was cut: {why}")),
         (Outcome::Failed(failure), _) => (false, failure.to_string()),
     }
 }
 
-fn refuse(info: &runtimes::RuntimeInfo, input: &str) -> (bool, String) {
+/// What a complete run must show beyond the frames' own rules.
+fn judge(plan: &Plan, d: &Delivered, tally: &Tally, first_samples_ns: Option<u64>) -> (bool, String) {
+    let iterations: u64 = d.units.iter().map(|u| u.iterations).sum();
+    let summary = format!(
+        "{} units, {iterations} iterations, {} samples, {} lost, {} missed periods{}",
+        d.units.len(),
+        tally.samples,
+        d.lost(),
+        tally.missed,
+        d.done.as_ref().and_then(|d| d.atomic_sum).map(|s| format!(", atomic_sum {s}")).unwrap_or_default()
+    );
+    if plan.start_limit_ns == 1 {
+        return match &d.gate.start_error {
+            Some(e) if d.gate.units == 1 => (true, format!("1 of {} units, start_error \"{e}\"", plan.units)),
+            _ => (false, format!("started {} units (expected exactly 1, with a start_error)", d.gate.units)),
+        };
+    }
+    // Sleeping units leave each other time; with the schedule none a cooperative scheduler
+    // may let one unit starve another (embassy's priority queue does), which is a result.
+    if let Some(idle) = d.units.iter().find(|u| u.iterations == 0).filter(|_| plan.sleep.schedule.sleeps()) {
+        return (false, format!("unit {} {NO_ITERATION}", idle.unit));
+    }
+    if plan.flush_ns > plan.warmup_ns + plan.duration_ns {
+        // The writer never woke before the units ended: each ring kept its first `ring` samples.
+        if let Some(u) = d.units.iter().find(|u| u.iterations - u.lost != u.iterations.min(plan.ring as u64)) {
+            return (false, format!("unit {} kept {} of {} samples in a ring of {}", u.unit, u.iterations - u.lost, u.iterations, plan.ring));
+        }
+        if d.lost() == 0 {
+            return (false, format!("no sample lost in rings of {} although no flush came before the end ({summary})", plan.ring));
+        }
+    }
+    if plan.duration_ns >= 3_000_000_000 {
+        // The first S frame within the first two seconds of a three-second plan.
+        let bound = d.window.run_start_ns + 2_000_000_000;
+        match first_samples_ns {
+            Some(at) if at < bound => {
+                let after = at.saturating_sub(d.window.run_start_ns) as f64 / 1e6;
+                return (true, format!("first samples {after:.0} ms after the gate opened; {summary}"));
+            }
+            _ => return (false, format!("no samples in the first two seconds of a three-second plan ({summary})")),
+        }
+    }
+    (true, summary)
+}
+
+/// A plan the worker must refuse with an `E` frame and exit status 2.
+fn refuse(info: &runtimes::RuntimeInfo, plan: &Plan, input: &str) -> (bool, String) {
     let command = match runtimes::worker_command(info) {
         Ok(command) => command,
         Err(reason) => return (false, reason),
     };
     let stop = StopPolicy { after: None, grace: GRACE };
-    let raw = match worker::spawn_and_wait(command, input, &Default::default(), GRACE, stop, || {}) {
+    let raw = match worker::spawn_and_wait(command, plan, input, &Default::default(), GRACE, stop, Box::new(|_| {}), || {}) {
         Ok(raw) => raw,
         Err(failure) => return (false, failure.to_string()),
     };
@@ -109,11 +166,9 @@ fn refuse(info: &runtimes::RuntimeInfo, input: &str) -> (bool, String) {
         return (false, "hung instead of refusing the plan".into());
     }
     let exit = raw.status.as_ref().ok().and_then(|s| s.code());
-    // Any plan parses for this purpose: an error line must come before anything it would check.
-    let probe = Plan::from_json(&PLANS[0].1.replace("RUNTIME", info.id)).expect("valid");
-    match (parse_output(&probe, &raw.stdout), exit) {
-        (Err(OutputError::Refused(message)), Some(code)) if code != 0 => (true, message),
-        (Err(OutputError::Refused(_)), code) => (false, format!("printed an error line but exited with {code:?}")),
-        (_, code) => (false, format!("no error line (exit status {code:?})")),
+    match (&raw.stream.ending, exit) {
+        (Ok(Ending::Refused(message)), Some(2)) => (true, message.clone()),
+        (Ok(Ending::Refused(_)), code) => (false, format!("sent an E frame but exited with {code:?} (expected 2)")),
+        (_, code) => (false, format!("no E frame (exit status {code:?})")),
     }
 }

@@ -1,10 +1,10 @@
 //! `taskmeter list`: every runtime, whether it can run here, and why not.
 
-use crate::runtimes::{self, RUNTIMES};
+use crate::runtimes;
 
 pub fn print() {
-    let width = RUNTIMES.iter().map(|r| r.id.len()).max().unwrap_or(0);
-    for info in RUNTIMES {
+    let width = runtimes::all().iter().map(|r| r.id.len()).max().unwrap_or(0);
+    for info in runtimes::all() {
         let status = match runtimes::availability(info) {
             Ok(()) => "available".to_string(),
             Err(reason) => format!("unavailable: {reason}"),

@@ -37,6 +37,7 @@ pub(super) fn run_options(args: &RunArgs) -> Result<RunOptions, String> {
         metric: args.metric,
         layout: args.table,
         raw: args.raw,
+        exact_samples: args.exact_samples,
         output: output(&args.output, &args.exports, args.format),
     })
 }

@@ -1,14 +1,22 @@
 //! `taskmeter report RESULTS`: rebuilds the charts and report.html of a results folder from its
-//! record alone (run.json, net.json or bench.json, by the schema its header names).
+//! record alone (run.json, net.json or bench.json, by the schema its header names); with
+//! `--samples-csv FILE`, also writes the samples a `--raw` run kept as plain CSV.
 
 use super::CliError;
 use crate::model::any::{load_any, AnyRecord};
 use std::path::Path;
 use std::process::ExitCode;
 
-pub fn rebuild(path: &Path) -> Result<ExitCode, CliError> {
+pub fn rebuild(path: &Path, samples_csv: Option<&Path>) -> Result<ExitCode, CliError> {
     let (file, record) = load_any(path)?;
     let folder = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if let Some(out) = samples_csv {
+        let (source, mut reader) = crate::model::samples::open(folder)?
+            .ok_or_else(|| format!("{} holds no samples (a run keeps them with --raw)", folder.display()))?;
+        let mut file = std::fs::File::create(out).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+        std::io::copy(&mut reader, &mut file).map_err(|e| format!("cannot copy {} to {}: {e}", source.display(), out.display()))?;
+        println!("{}", out.display());
+    }
     match &record {
         AnyRecord::Run(r) => crate::report::run::write_report(folder, r)?,
         AnyRecord::Net(r) => crate::report::net::write_report(folder, r)?,

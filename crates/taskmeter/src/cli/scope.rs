@@ -20,7 +20,7 @@ pub(super) const FLAG_SCOPE: &[(&str, &[ExperimentArg])] = {
         ("together", LOOP), ("mode", LOOP), ("busy", LOOP), ("yield_each_step", LOOP), ("duration", LOOP),
         ("warmup", LOOP), ("quick", LOOP), ("sweeps", LOOP), ("order", LOOP), ("seed", LOOP), ("metric", LOOP),
         ("table", LOOP), ("policy", LOOP), ("timer_slack", LOOP), ("cpus", LOOP), ("mlock", LOOP),
-        ("allow_rt_spin", LOOP), ("raw", LOOP),
+        ("allow_rt_spin", LOOP), ("raw", LOOP), ("exact_samples", LOOP),
     ]
 };
 

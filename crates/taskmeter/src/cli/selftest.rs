@@ -2,15 +2,17 @@
 //!
 //! For each runtime, one unit runs the real work loop, with no busy work, on the runtime's
 //! executor, with the sleep call removed: its time per sample is the loop's own overhead beyond
-//! the sleep call (clock reads, bookkeeping, storing the sample), compared with the cost of a
-//! bare pair of clock reads. For information, the same loop with the runtime's real zero-length
-//! sleep shows what that call costs (tokio rounds it up to its 1 ms tick). Measured in this
-//! process, on purpose: it benchmarks the harness code, not a runtime under comparison.
+//! the sleep call (clock reads, bookkeeping, putting the sample in its ring, taken by a writer
+//! as in a real run), compared with the cost of a bare pair of clock reads. For information,
+//! the same loop with the runtime's real zero-length sleep shows what that call costs (tokio
+//! rounds it up to its 1 ms tick). Measured in this process, on purpose: it benchmarks the
+//! harness code, not a runtime under comparison.
 
 use taskmeter_record::clock::now_ns;
 use taskmeter_record::stats::median_f64 as median;
 use taskmeter_protocol::{BusyPlan, Experiment, Mode, Plan, Schedule, SleepPlan, PROTOCOL};
-use crate::runtimes::RUNTIMES;
+use crate::runtimes;
+
 use taskmeter_worker::workload::LoopContext;
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -35,7 +37,7 @@ pub fn run(duration_ns: u64, repeat: u32) -> Result<ExitCode, String> {
     println!();
     println!("{:<10} {:>16} {:>26} {:>18}", "runtime", "loop overhead", "overhead / 2 clock reads", "with a zero sleep");
     let mut all_met = true;
-    for info in RUNTIMES.iter().filter(|r| r.launch.in_process()) {
+    for info in runtimes::all().iter().filter(|r| r.launch.in_process()) {
         let mut overheads = Vec::new();
         let mut ratios = Vec::new();
         let mut with_sleep = Vec::new();
@@ -80,7 +82,8 @@ fn clock_pair_ns(duration_ns: u64) -> f64 {
     best
 }
 
-/// Time per sample of one unit's loop, with the runtime's zero sleep or with no sleep call.
+/// Time per sample of one unit's loop, with the runtime's zero sleep or with no sleep call,
+/// its samples stored in its ring and taken by a writer as in a real run (only not written).
 fn loop_ns_per_sample(runtime: &str, duration_ns: u64, sleeping: bool) -> Result<f64, String> {
     let plan = Plan {
         protocol: PROTOCOL,
@@ -93,25 +96,26 @@ fn loop_ns_per_sample(runtime: &str, duration_ns: u64, sleeping: bool) -> Result
         warmup_ns: 0,
         sleep: SleepPlan { mode: Mode::Relative, schedule: Schedule::Fixed { ns: 0 } },
         busy: BusyPlan { iters: 0, yield_each_step: false },
+        // Tens of millions of samples a second: a large ring, taken often.
+        ring: 1 << 18,
+        flush_ns: 1_000_000,
     };
-    // A short first run tells how many samples to reserve, so the measured run never grows
-    // its arrays (a real run reserves from its schedule).
-    let mut probe = plan.clone();
-    probe.duration_ns = (duration_ns / 20).max(1_000_000);
-    let rate = per_sample(LoopContext::new(probe, now_ns(), &NEVER).with_capacity(1 << 16), sleeping)?;
-    let capacity = (duration_ns as f64 / rate.max(1.0) * 1.3) as usize + 1024;
-    per_sample(LoopContext::new(plan, now_ns(), &NEVER).with_capacity(capacity), sleeping)
-}
-
-fn per_sample(ctx: LoopContext, sleeping: bool) -> Result<f64, String> {
-    let ctx: &'static LoopContext = Box::leak(Box::new(ctx));
-    let runs = if sleeping { taskmeter_worker::runtime::run_in_process(ctx).map_err(|e| e.to_string())? } else { taskmeter_worker::runtime::run_without_sleeping(ctx).map_err(|e| e.to_string())? };
-    let samples = &runs.outputs[0].samples;
-    let n = samples.len();
-    if n == 0 {
+    let ctx: &'static LoopContext = Box::leak(Box::new(LoopContext::new(plan, now_ns(), &NEVER)));
+    let (units_ended, ended) = std::sync::mpsc::channel::<()>();
+    let writer = std::thread::spawn(move || taskmeter_worker::worker::pump(ctx, ended, |bytes| {
+        black_box(bytes);
+        Ok(())
+    }));
+    let served = taskmeter_worker::runtime::find(runtime).ok_or_else(|| format!("{runtime} does not run in process"))?;
+    let runs = (served.run)(ctx, sleeping);
+    ctx.gate.abandon();
+    drop(units_ended);
+    let _ = writer.join();
+    let run = runs.map_err(|e| e.to_string())?.outputs.into_iter().next().ok_or("no unit ran")?;
+    if run.end.iterations == 0 {
         return Err("the loop recorded no sample".into());
     }
-    Ok((samples.wake_ns[n - 1] - samples.origin_ns) as f64 / n as f64)
+    Ok((run.last_wake_ns - run.end.origin_ns) as f64 / run.end.iterations as f64)
 }
 
 fn min(values: &[f64]) -> f64 {

@@ -4,7 +4,7 @@ use super::header::{Header, Record};
 pub use super::settings::Settings;
 use crate::machine::sched::SchedInfo;
 use serde::{Deserialize, Serialize};
-use taskmeter_protocol::{Plan, UnitSamples};
+use taskmeter_protocol::Plan;
 use taskmeter_record::stats::Summary;
 
 fn one() -> u32 {
@@ -34,18 +34,6 @@ impl Metric {
             Metric::Actual => "actual",
             Metric::Full => "full",
             Metric::Busy => "busy",
-        }
-    }
-
-    /// Value and reference (for the seed's deviation columns) of sample `i`.
-    pub fn sample(self, u: &UnitSamples, i: usize) -> (i64, i64) {
-        let previous_wake = if i == 0 { u.origin_ns } else { u.wake_ns[i - 1] };
-        let diff = |a: u64, b: u64| a as i64 - b as i64;
-        match self {
-            Metric::Lateness => (diff(u.wake_ns[i], u.intended_ns[i]), 0),
-            Metric::Actual => (diff(u.wake_ns[i], u.start_ns[i]), u.expected_ns[i] as i64),
-            Metric::Full => (diff(u.wake_ns[i], previous_wake), u.expected_ns[i] as i64),
-            Metric::Busy => (diff(u.busy_end_ns[i], u.start_ns[i]), 0),
         }
     }
 }
@@ -115,6 +103,9 @@ pub struct Row {
     pub sequence: usize,
     pub status: RowStatus,
     pub reason: Option<String>,
+    /// How the percentiles were computed: exact, or (past the exact budget) from HdrHistograms.
+    #[serde(default)]
+    pub basis: Basis,
     pub plan: Option<Plan>,
     pub worker: Option<WorkerInfo>,
     pub counts: Option<Counts>,
@@ -129,6 +120,18 @@ pub struct Row {
     /// Per priority class, when there are two.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub classes: Vec<ClassResult>,
+}
+
+/// How a row's percentiles were computed. Count, mean, std, min, max and the deviation columns
+/// are exact either way.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Basis {
+    /// From every measured value.
+    #[default]
+    Exact,
+    /// From HdrHistograms with 5 significant digits (the row had more samples than its budget).
+    Histogram,
 }
 
 /// What the units of one priority class did.
@@ -197,13 +200,20 @@ pub struct Counts {
     pub missed_periods_warmup: u64,
     /// Measured samples that woke before their intended time (negative lateness).
     pub early_wakeups: u64,
+    /// Samples the units' full rings refused (never sent; see protocol "Storage: the ring").
+    #[serde(default)]
+    pub samples_lost: u64,
+    /// Measured samples that came after lost ones: they have no `full` value.
+    #[serde(default)]
+    pub samples_after_gap: u64,
+    /// When the worker's stream was cut (it crashed, was killed or timed out): the part of the
+    /// measured window its samples cover, ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covered_ns: Option<u64>,
     /// Time the worker took to create its units and park them all at the start gate
     /// (run_start - create_start), and that time per unit started.
     pub create_ns: u64,
     pub create_per_unit_ns: f64,
-    /// Times a unit's sample storage grew beyond its reserve while it ran (each growth copies
-    /// its arrays, inside the loop); 0 in a run whose reserve held.
-    pub storage_grown: u64,
 }
 
 /// One value per metric, named as the metrics are in run.json.
@@ -257,8 +267,9 @@ impl DeviationHistograms {
 impl Record for RunRecord {
     const SCHEMA: &'static str = "taskmeter.run";
     const FILE: &'static str = "run.json";
-    /// Version 3 added repetitions; version 2 (each row its own runtime and point) still reads.
-    const VERSIONS: std::ops::RangeInclusive<u32> = 2..=3;
+    /// Version 4 (protocol v3) added the basis of the statistics, lost samples and cut rows;
+    /// version 3 added repetitions; versions 2 and 3 still read.
+    const VERSIONS: std::ops::RangeInclusive<u32> = 2..=4;
 
     fn header(&self) -> &Header {
         &self.header

@@ -1,6 +1,7 @@
-//! A worker process: sends its plan, waits within a deadline, passes Ctrl-C on (end of file on
-//! its stdin), reads back the scheduling it really had, and turns whatever happened into a
-//! checked report or a [`Failure`].
+//! A worker process: sends its plan, reads and checks its frames as they arrive (handing each
+//! checked sample on at once), waits within a deadline, passes Ctrl-C on (end of file on its
+//! stdin), reads back the scheduling it really had, and turns whatever happened into a
+//! checked result, a partial one (the stream was cut after the gate), or a [`Failure`].
 
 use super::interrupt::{self, Listener};
 use super::{collect, describe, in_own_group, kill_group, last_line, wait_with_usage, Exit, Failure};
@@ -10,7 +11,8 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
-use taskmeter_protocol::{parse_output, OutputError, Plan, WorkerReport};
+use taskmeter_protocol::frames::{decode, FrameReader, ReadError};
+use taskmeter_protocol::{Checker, Delivered, Ending, OutputError, Plan, SampleView};
 
 enum Event {
     Exited(std::io::Result<Exit>),
@@ -19,10 +21,24 @@ enum Event {
 
 #[derive(Debug)]
 pub enum Outcome {
-    Completed(WorkerReport),
-    /// Stopped early by Ctrl-C; the report holds what was measured until then.
-    Interrupted(WorkerReport),
+    Completed(Delivered),
+    /// Stopped early by Ctrl-C; what was measured until then.
+    Interrupted(Delivered),
+    /// The stream was cut after the gate opened (the worker crashed, was killed or timed
+    /// out): what it delivered until then, and why it ended.
+    Cut(Delivered, String),
     Failed(Failure),
+}
+
+/// Receives the checked samples of each `S` frame as it arrives (on the thread reading the
+/// worker's stdout).
+pub type SampleSink = Box<dyn FnMut(&[SampleView]) + Send>;
+
+/// What the reader of a worker's stdout found.
+pub struct Stream {
+    pub ending: Result<Ending, OutputError>,
+    /// When the first `S` frame arrived (CLOCK_MONOTONIC), to see that samples stream.
+    pub first_samples_ns: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -52,7 +68,7 @@ pub struct RawRun {
     /// The worker's CPU time (user + system), from wait4.
     pub cpu_ns: Option<u64>,
     pub timed_out: bool,
-    pub stdout: Vec<u8>,
+    pub stream: Stream,
     pub stderr: String,
     pub sched: SchedInfo,
     pub wall_ns: u64,
@@ -68,12 +84,15 @@ pub struct StopPolicy {
 
 /// Starts `command`, sends `input` (one line) and keeps stdin open until the worker exits, the
 /// user presses Ctrl-C, or `stop.after` passes; kills the worker's process group at `limit`.
+/// Its frames are checked against `plan` as they arrive, the samples handed to `sink`.
 pub fn spawn_and_wait(
     mut command: Command,
+    plan: &Plan,
     input: &str,
     sched: &SchedSettings,
     limit: Duration,
     stop: StopPolicy,
+    sink: SampleSink,
     mut tick: impl FnMut(),
 ) -> Result<RawRun, Failure> {
     in_own_group(&mut command);
@@ -118,7 +137,7 @@ pub fn spawn_and_wait(
         // A worker that exits at once closes the pipe; its output will say why.
         let _ = pipe.write_all(format!("{}\n", input.trim_end()).as_bytes()).and_then(|_| pipe.flush());
     }
-    let stdout = collect(child.stdout.take(), usize::MAX);
+    let stdout = read_frames(child.stdout.take(), plan.clone(), sink);
     let stderr = collect(child.stderr.take(), 16 * 1024);
     std::thread::spawn(move || {
         let _ = tx.send(Event::Exited(wait_with_usage(child)));
@@ -167,7 +186,7 @@ pub fn spawn_and_wait(
     };
     drop(listener);
     drop(stdin);
-    let stdout = stdout.join().unwrap_or_default();
+    let stream = stdout.join().unwrap_or_else(|_| Stream { ending: Err(OutputError::Invalid("the reader of the output failed".into())), first_samples_ns: None });
     let stderr = String::from_utf8_lossy(&stderr.join().unwrap_or_default()).into_owned();
     let cpu_ns = status.as_ref().ok().map(|exit| exit.cpu_ns);
     let (status, peak_rss_kb) = match status {
@@ -178,7 +197,45 @@ pub fn spawn_and_wait(
         Ok(exit) => (Ok(exit.status), Some(high_water_kb).filter(|kb| *kb > 0)),
         Err(e) => (Err(e), None),
     };
-    Ok(RawRun { status, peak_rss_kb, cpu_ns, timed_out, stdout, stderr, sched: readback, wall_ns: started.elapsed().as_nanos() as u64 })
+    Ok(RawRun { status, peak_rss_kb, cpu_ns, timed_out, stream, stderr, sched: readback, wall_ns: started.elapsed().as_nanos() as u64 })
+}
+
+/// Reads, checks and hands on the worker's frames, on a thread of its own, until the stream
+/// ends. A frame cut by the worker's end closes the stream as a clean end would: what came
+/// before it is kept.
+fn read_frames(stdout: Option<std::process::ChildStdout>, plan: Plan, mut sink: SampleSink) -> std::thread::JoinHandle<Stream> {
+    std::thread::spawn(move || {
+        let mut checker = Checker::new(plan);
+        let mut first_samples_ns = None;
+        let Some(stdout) = stdout else {
+            return Stream { ending: Ok(checker.finish()), first_samples_ns };
+        };
+        let mut reader = FrameReader::new(std::io::BufReader::with_capacity(1 << 20, stdout));
+        let mut views = Vec::new();
+        let ending = loop {
+            let (kind, payload) = match reader.next_raw() {
+                Ok(Some(frame)) => frame,
+                Ok(None) | Err(ReadError::Cut { .. }) => break Ok(checker.finish()),
+                Err(e) => break Err(OutputError::Invalid(e.to_string())),
+            };
+            let frame = match decode(kind, payload) {
+                Ok(frame) => frame,
+                Err(why) => break Err(OutputError::Invalid(why)),
+            };
+            views.clear();
+            if let Err(e) = checker.accept(&frame, |v| views.push(*v)) {
+                break Err(e);
+            }
+            if !views.is_empty() {
+                first_samples_ns.get_or_insert_with(taskmeter_record::clock::now_ns);
+                sink(&views);
+            }
+        };
+        // Whatever follows a violation is not read: the worker may still be writing, and its
+        // pipe must not fill, so drain it.
+        let _ = std::io::copy(&mut reader.into_inner(), &mut std::io::sink());
+        Stream { ending, first_samples_ns }
+    })
 }
 
 /// A `kB` field of /proc/PID/status (`self` for taskmeter).
@@ -189,39 +246,46 @@ fn status_kb(pid: &str, field: &str) -> Option<u64> {
 }
 
 /// Runs a worker on a plan and judges what it did.
-pub fn run_worker(command: Command, plan: &Plan, sched: &SchedSettings, grace: Duration, tick: impl FnMut()) -> WorkerRun {
+pub fn run_worker(command: Command, plan: &Plan, sched: &SchedSettings, grace: Duration, sink: SampleSink, tick: impl FnMut()) -> WorkerRun {
     let limit = deadline(plan, grace);
     let stop = StopPolicy { after: None, grace: Duration::from_nanos(plan.max_expected_ns()) + Duration::from_secs(2) };
-    match spawn_and_wait(command, &plan.to_json(), sched, limit, stop, tick) {
+    match spawn_and_wait(command, plan, &plan.to_json(), sched, limit, stop, sink, tick) {
         Err(reason) => WorkerRun { outcome: Outcome::Failed(reason), sched: None, peak_rss_kb: None, cpu_ns: None, wall_ns: 0, stderr: String::new() },
         Ok(raw) => {
-            let outcome = classify(plan, &raw, limit);
+            let outcome = classify(&raw, limit);
             WorkerRun { outcome, sched: Some(raw.sched), peak_rss_kb: raw.peak_rss_kb, cpu_ns: raw.cpu_ns, wall_ns: raw.wall_ns, stderr: raw.stderr }
         }
     }
 }
 
-pub fn classify(plan: &Plan, raw: &RawRun, limit: Duration) -> Outcome {
+pub fn classify(raw: &RawRun, limit: Duration) -> Outcome {
     let stderr = last_line(&raw.stderr);
-    if raw.timed_out {
-        return Outcome::Failed(Failure::TimedOut { after: limit, hint: "; raise --grace if its busy work is long".into(), stderr });
-    }
-    let status = match &raw.status {
-        Ok(status) => *status,
-        Err(e) => return Outcome::Failed(Failure::Spawn(format!("could not wait for the worker: {e}"))),
+    let ending = match &raw.stream.ending {
+        Err(OutputError::Invalid(why)) => return Outcome::Failed(Failure::Invalid(why.clone())),
+        Err(OutputError::Refused(message)) => return Outcome::Failed(Failure::Refused { message: message.clone(), how: None }),
+        Ok(ending) => ending.clone(),
     };
-    let parsed = parse_output(plan, &raw.stdout);
-    if !status.success() {
-        let how = describe(status);
-        return Outcome::Failed(match parsed {
-            Err(OutputError::Refused(message)) => Failure::Refused { message, how: Some(how) },
-            _ => Failure::Ended { who: "the worker".into(), how, stderr },
-        });
-    }
-    match parsed {
-        Ok(report) if report.done.interrupted => Outcome::Interrupted(report),
-        Ok(report) => Outcome::Completed(report),
-        Err(OutputError::Refused(message)) => Outcome::Failed(Failure::Refused { message, how: None }),
-        Err(OutputError::Invalid(why)) => Outcome::Failed(Failure::Invalid(why)),
+    let why_it_ended = if raw.timed_out {
+        Failure::TimedOut { after: limit, hint: "; raise --grace if its busy work is long".into(), stderr: stderr.clone() }
+    } else {
+        match &raw.status {
+            Ok(status) if status.success() => Failure::Ended { who: "the worker".into(), how: "exited with status 0".into(), stderr: stderr.clone() },
+            Ok(status) => Failure::Ended { who: "the worker".into(), how: describe(*status), stderr: stderr.clone() },
+            Err(e) => Failure::Spawn(format!("could not wait for the worker: {e}")),
+        }
+    };
+    let clean_exit = !raw.timed_out && raw.status.as_ref().is_ok_and(|s| s.success());
+    match ending {
+        Ending::Refused(message) => {
+            let how = raw.status.as_ref().ok().filter(|s| !s.success()).map(|s| describe(*s));
+            Outcome::Failed(Failure::Refused { message, how })
+        }
+        Ending::Complete(delivered) if clean_exit && delivered.done.as_ref().is_some_and(|d| d.interrupted) => Outcome::Interrupted(delivered),
+        Ending::Complete(delivered) if clean_exit => Outcome::Completed(delivered),
+        Ending::Complete(_) => Outcome::Failed(Failure::Invalid(format!("the worker sent D but then {why_it_ended}"))),
+        Ending::Cut(delivered) => Outcome::Cut(delivered, format!("{why_it_ended} before its D frame")),
+        Ending::Empty { hello: None } if clean_exit => Outcome::Failed(Failure::Invalid("the worker sent nothing".into())),
+        Ending::Empty { .. } if clean_exit => Outcome::Failed(Failure::Invalid("the output ends before the G frame".into())),
+        Ending::Empty { .. } => Outcome::Failed(why_it_ended),
     }
 }

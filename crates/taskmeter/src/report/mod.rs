@@ -10,6 +10,7 @@ pub mod html;
 pub mod markdown;
 pub mod net;
 pub mod run;
+pub mod samples;
 pub mod tables;
 
 use std::fmt;

@@ -1,30 +1,19 @@
-//! What a run writes: `run.json`, `summary.csv`, the charts and report.html, and with `--raw`
-//! `samples.csv`.
+//! What a run writes at its end: `run.json`, `summary.csv`, the charts and report.html (with
+//! `--raw`, `samples.csv.gz` was written while it measured: see `samples.rs`).
 
 use super::{write, write_charts_and_page, ReportError};
-use crate::analysis::rows::{is_measured, sample_metrics};
 use crate::model::run::{RunRecord, METRICS};
 use std::fmt::Write as _;
-use std::io::{BufWriter, Write};
 use std::path::Path;
-use taskmeter_protocol::WorkerReport;
 
 pub const SUMMARY_HEADER: &str = "timestamp,log_type,metric_name,count,mean_absolute_deviation,std_deviation,\
 min_deviation,max_deviation,mean,std,min,p50,p90,p99,p99_9,p99_99,max,missed_periods,status";
 
-/// The results folder's files. `reports` holds, per row, the worker's samples when `--raw` asked
-/// for them.
-pub fn write_folder(dir: &Path, record: &RunRecord, reports: &[Option<WorkerReport>]) -> Result<(), ReportError> {
+/// The results folder's files.
+pub fn write_folder(dir: &Path, record: &RunRecord) -> Result<(), ReportError> {
     write(&dir.join("run.json"), super::json(record))?;
     write(&dir.join("summary.csv"), summary_csv(record))?;
-    write_report(dir, record)?;
-    if reports.iter().any(Option::is_some) {
-        let path = dir.join("samples.csv");
-        let io = |source| ReportError::Write { path: path.clone(), source };
-        let mut out = BufWriter::new(std::fs::File::create(&path).map_err(io)?);
-        write_samples_csv(&mut out, record, reports).and_then(|_| out.flush()).map_err(io)?;
-    }
-    Ok(())
+    write_report(dir, record)
 }
 
 /// `charts/*.svg` and `report.html`, drawn from the record alone.
@@ -78,36 +67,4 @@ pub fn summary_csv(record: &RunRecord) -> String {
 
 fn point_values(record: &RunRecord, point: usize) -> String {
     record.points.get(point).map(|p| p.values.iter().map(|(_, v)| format!(",{v}")).collect()).unwrap_or_default()
-}
-
-fn write_samples_csv(out: &mut impl Write, record: &RunRecord, reports: &[Option<WorkerReport>]) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "runtime,point,repetition,unit,iteration,phase,expected_ns,start_ns,busy_end_ns,intended_ns,wake_ns,missed,lateness_ns,actual_ns,full_ns,busy_ns"
-    )?;
-    for (row, report) in record.rows.iter().zip(reports) {
-        let Some(report) = report else { continue };
-        for u in &report.units {
-            for i in 0..u.len() {
-                let phase = if is_measured(report, u, i) { "measure" } else { "warmup" };
-                let [lateness, actual, full, busy] = sample_metrics(u, i);
-                writeln!(
-                    out,
-                    "{},{},{},{},{},{phase},{},{},{},{},{},{},{lateness},{actual},{full},{busy}",
-                    row.runtime,
-                    row.point,
-                    row.repetition,
-                    u.unit,
-                    i + 1,
-                    u.expected_ns[i],
-                    u.start_ns[i],
-                    u.busy_end_ns[i],
-                    u.intended_ns[i],
-                    u.wake_ns[i],
-                    u.missed[i]
-                )?;
-            }
-        }
-    }
-    Ok(())
 }

@@ -1,93 +1,161 @@
-//! Driver programs (drivers/, and the receivers of receivers/): built on first use with their
-//! language's toolchain and cached. Their sources are compiled into taskmeter, so an installed
-//! binary needs only the toolchains; `TASKMETER_DRIVERS_DIR` reads them from a folder instead
-//! (for driver authors).
+//! Driver programs (drivers/) and the TCP receivers of `run net` (receivers/): each folder
+//! holds its sources and a `driver.toml` manifest saying which runtimes it serves, which
+//! toolchain it needs and how to build and run it. They are built on first use with that
+//! toolchain and cached. Their files are compiled into taskmeter, so an installed binary needs
+//! only the toolchains; `TASKMETER_DRIVERS_DIR` reads `drivers/` from a folder instead (for
+//! driver authors: a new folder there is a new runtime, no rebuild of taskmeter needed).
 
-use std::collections::HashMap;
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
-/// A driver program: its sources (under `drivers/<folder>`) and how to build and run it.
-pub struct Driver {
-    /// `drivers` or `receivers` (the TCP receivers of `run net`).
+/// A program folder as compiled in (see build.rs).
+pub struct CompiledIn {
     pub root: &'static str,
     pub folder: &'static str,
-    pub language: Language,
-    /// (file name, contents compiled in); the first is the entry point.
-    pub sources: &'static [(&'static str, &'static str)],
+    pub files: &'static [(&'static str, &'static str)],
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Language {
-    C,
-    /// A C shared library to preload (built with the C toolchain).
-    CPreload,
-    Go,
-    Python,
-    Node,
-    Java,
+include!(concat!(env!("OUT_DIR"), "/programs.rs"));
+
+/// A program folder's `driver.toml` (drivers/README.md describes every key).
+#[derive(Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub language: String,
+    /// The files the program needs, the entry point first.
+    pub sources: Vec<String>,
+    pub toolchain: ToolchainSpec,
+    /// Run in a fresh folder holding the files; none for interpreted languages.
+    #[serde(default)]
+    pub build: Vec<String>,
+    #[serde(default)]
+    pub build_env: BTreeMap<String, String>,
+    /// How a worker is started (`{dir}`: the built folder).
+    #[serde(default)]
+    pub run: Vec<String>,
+    /// Used instead of `run` when taskmeter runs as root.
+    #[serde(default)]
+    pub run_as_root: Vec<String>,
+    #[serde(default)]
+    pub runtime: Vec<RuntimeEntry>,
 }
 
-macro_rules! sources {
-    ($folder:literal: $($file:literal),+) => { sources!("drivers" / $folder: $($file),+) };
-    ($root:literal / $folder:literal: $($file:literal),+) => {
-        &[$(($file, include_str!(concat!("../../../../", $root, "/", $folder, "/", $file)))),+]
+#[derive(Deserialize, Debug, Clone, PartialEq, Eq, Hash)]
+#[serde(deny_unknown_fields)]
+pub struct ToolchainSpec {
+    /// Looked up in PATH (with `find = "jdk"`: a program in a JDK's `bin`).
+    pub program: String,
+    /// An environment variable that names another program.
+    pub env: Option<String>,
+    /// Arguments that print the version (its first line is kept).
+    pub version: Vec<String>,
+    /// The lowest version accepted, `major[.minor]`.
+    #[serde(default)]
+    pub minimum: Option<String>,
+    /// `path` (default) or `jdk`: the newest JDK at least `minimum` in $JAVA_HOME or /usr/lib/jvm.
+    #[serde(default)]
+    pub find: Option<String>,
+}
+
+#[derive(Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeEntry {
+    pub id: String,
+    /// What a unit is and how it sleeps and yields.
+    pub description: String,
+    /// What `--priority-classes 2` maps to.
+    pub priority: String,
+}
+
+/// A program folder: its manifest and files.
+pub struct Program {
+    /// `drivers` or `receivers`.
+    pub root: String,
+    pub folder: String,
+    pub manifest: Manifest,
+    pub files: Vec<(String, String)>,
+}
+
+/// Every program folder: compiled in, or `drivers/` from `TASKMETER_DRIVERS_DIR`. Read once.
+pub fn programs() -> &'static [Program] {
+    static PROGRAMS: OnceLock<Vec<Program>> = OnceLock::new();
+    PROGRAMS.get_or_init(|| {
+        let from_disk = std::env::var_os("TASKMETER_DRIVERS_DIR").map(PathBuf::from);
+        let mut programs: Vec<Program> = Vec::new();
+        if let Some(dir) = &from_disk {
+            programs.extend(read_folders(dir));
+        }
+        for compiled in COMPILED_IN.iter().filter(|c| from_disk.is_none() || c.root != "drivers") {
+            let files: Vec<(String, String)> = compiled.files.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect();
+            match parse(compiled.root, compiled.folder, files) {
+                Ok(program) => programs.push(program),
+                Err(e) => eprintln!("taskmeter: {e}"),
+            }
+        }
+        programs
+    })
+}
+
+/// The program folder `root/folder`.
+pub fn program(root: &str, folder: &str) -> Option<&'static Program> {
+    programs().iter().find(|p| p.root == root && p.folder == folder)
+}
+
+fn read_folders(dir: &Path) -> Vec<Program> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        eprintln!("taskmeter: TASKMETER_DRIVERS_DIR {} cannot be read", dir.display());
+        return Vec::new();
     };
+    let mut folders: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.join("driver.toml").is_file()).collect();
+    folders.sort();
+    folders
+        .into_iter()
+        .filter_map(|folder| {
+            let files = std::fs::read_dir(&folder)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_file() && p.extension().is_none_or(|e| e != "md"))
+                .filter_map(|p| Some((p.file_name()?.to_string_lossy().into_owned(), std::fs::read_to_string(&p).ok()?)))
+                .collect();
+            let name = folder.file_name()?.to_string_lossy().into_owned();
+            parse("drivers", &name, files).map_err(|e| eprintln!("taskmeter: {e}")).ok()
+        })
+        .collect()
 }
 
-pub static C: Driver = Driver { root: "drivers", folder: "c", language: Language::C, sources: sources!("c": "taskmeter_c.c") };
-/// The `--mlock` preload library.
-pub static MLOCK: Driver =
-    Driver { root: "drivers", folder: "mlock", language: Language::CPreload, sources: sources!("mlock": "taskmeter_mlock.c") };
-pub static GO: Driver = Driver { root: "drivers", folder: "go", language: Language::Go, sources: sources!("go": "main.go", "go.mod") };
-pub static PYTHON: Driver =
-    Driver { root: "drivers", folder: "python", language: Language::Python, sources: sources!("python": "taskmeter_driver.py") };
-pub static NODE: Driver = Driver { root: "drivers", folder: "node", language: Language::Node, sources: sources!("node": "taskmeter_driver.js") };
-pub static JAVA: Driver =
-    Driver { root: "drivers", folder: "java", language: Language::Java, sources: sources!("java": "TaskmeterDriver.java") };
-
-pub static C_RECEIVER: Driver =
-    Driver { root: "receivers", folder: "c-thread", language: Language::C, sources: sources!("receivers" / "c-thread": "receiver.c") };
-pub static GO_RECEIVER: Driver =
-    Driver { root: "receivers", folder: "go", language: Language::Go, sources: sources!("receivers" / "go": "main.go", "go.mod", "platform_native.go", "platform_wasip1.go") };
-
-/// The command that runs a driver (or receiver) program, building it first if needed.
-pub fn driver_command(driver: &Driver) -> Result<Command, String> {
-    let tool = toolchain_of(driver.language)?;
-    let built = build(driver, &tool)?;
-    Ok(run_command(driver, &tool, &built))
+fn parse(root: &str, folder: &str, files: Vec<(String, String)>) -> Result<Program, String> {
+    let text = files.iter().find(|(n, _)| n == "driver.toml").map(|(_, t)| t.as_str()).unwrap_or_default();
+    let manifest: Manifest = toml::from_str(text).map_err(|e| format!("{root}/{folder}/driver.toml: {}", e.message()))?;
+    if let Some(missing) = manifest.sources.iter().find(|s| !files.iter().any(|(n, _)| n == *s)) {
+        return Err(format!("{root}/{folder}/driver.toml names a source {missing} that is not in the folder"));
+    }
+    Ok(Program { root: root.into(), folder: folder.into(), manifest, files })
 }
 
-/// The version of the toolchain a driver needs, or why it is missing.
-pub fn driver_toolchain(driver: &Driver) -> Result<String, String> {
-    toolchain_of(driver.language).map(|t| t.version)
-}
-
-/// The library that `--mlock` preloads into workers, built on first use.
-pub fn mlock_preload() -> Result<PathBuf, String> {
-    let tool = toolchain_of(Language::C).map_err(|e| format!("--mlock needs a C compiler to build its preload library: {e}"))?;
-    Ok(build(&MLOCK, &tool)?.join("preload.so"))
-}
-
-/// A language's toolchain as found on this machine.
+/// A toolchain as found on this machine.
 #[derive(Clone, Debug)]
 pub struct Toolchain {
-    /// The compiler or interpreter (for Java: the JDK's home).
+    /// The program (for `find = "jdk"`: the JDK's program, e.g. its javac).
     pub program: PathBuf,
+    /// The JDK's home (`find = "jdk"`).
+    pub home: Option<PathBuf>,
     pub version: String,
 }
 
-/// Found once per process: `go version` and friends are not free.
-pub fn toolchain_of(language: Language) -> Result<Toolchain, String> {
-    let language = if language == Language::CPreload { Language::C } else { language };
-    static FOUND: OnceLock<Mutex<HashMap<Language, Result<Toolchain, String>>>> = OnceLock::new();
-    let mut found = FOUND.get_or_init(Default::default).lock().unwrap();
-    found.entry(language).or_insert_with(|| find_toolchain(language)).clone()
+/// The toolchain of a manifest, found once per process (`go version` and friends are not free).
+pub fn toolchain(spec: &ToolchainSpec) -> Result<Toolchain, String> {
+    static FOUND: OnceLock<Mutex<HashMap<ToolchainSpec, Result<Toolchain, String>>>> = OnceLock::new();
+    let mut found = FOUND.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    found.entry(spec.clone()).or_insert_with(|| find_toolchain(spec)).clone()
 }
 
-fn first_line(program: &Path, args: &[&str]) -> Result<String, String> {
+fn first_line(program: &Path, args: &[String]) -> Result<String, String> {
     let output = Command::new(program)
         .args(args)
         .output()
@@ -100,85 +168,57 @@ fn first_line(program: &Path, args: &[&str]) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&text).lines().next().unwrap_or("").trim().to_string())
 }
 
-/// The first number of a version string ("v20.1.0" -> 20, "Python 3.11.7" -> 3.11).
+/// The first two numbers of a version string ("v20.1.0" -> [20, 1], "Python 3.11.7" -> [3, 11]).
 fn version_numbers(text: &str) -> Vec<u32> {
     let start = text.find(|c: char| c.is_ascii_digit()).unwrap_or(text.len());
     text[start..].split(|c: char| !c.is_ascii_digit()).take(2).filter_map(|n| n.parse().ok()).collect()
 }
 
-fn find_toolchain(language: Language) -> Result<Toolchain, String> {
-    let env_or = |var: &str, default: &str| PathBuf::from(std::env::var(var).unwrap_or_else(|_| default.into()));
-    match language {
-        Language::C | Language::CPreload => {
-            let cc = env_or("CC", "cc");
-            let version = first_line(&cc, &["--version"]).map_err(|e| format!("no C compiler: {e}; install gcc or set CC"))?;
-            Ok(Toolchain { program: cc, version })
-        }
-        Language::Go => {
-            let go = env_or("TASKMETER_GO", "go");
-            let version = first_line(&go, &["version"]).map_err(|e| format!("no Go toolchain: {e}; install Go"))?;
-            Ok(Toolchain { program: go, version })
-        }
-        Language::Python => {
-            let python = env_or("TASKMETER_PYTHON", "python3");
-            let version = first_line(&python, &["--version"]).map_err(|e| format!("no Python 3: {e}"))?;
-            match version_numbers(&version)[..] {
-                [3, minor, ..] if minor >= 8 => Ok(Toolchain { program: python, version }),
-                _ => Err(format!("{version} is too old: the driver needs Python 3.8 or newer")),
-            }
-        }
-        Language::Node => {
-            let node = env_or("TASKMETER_NODE", "node");
-            let version = first_line(&node, &["--version"]).map_err(|e| format!("no Node.js: {e}"))?;
-            match version_numbers(&version).first() {
-                Some(major) if *major >= 16 => Ok(Toolchain { program: node, version: format!("node {version}") }),
-                _ => Err(format!("node {version} is too old: the driver needs Node.js 16 or newer")),
-            }
-        }
-        Language::Java => find_jdk(),
-    }
+fn at_least(version: &str, minimum: Option<&str>) -> bool {
+    minimum.is_none_or(|m| version_numbers(version) >= version_numbers(m))
 }
 
-/// The newest JDK with virtual threads (21 or later): `$JAVA_HOME`, then every JDK under
-/// /usr/lib/jvm, found by its `javac` without assuming a version in the path.
-fn find_jdk() -> Result<Toolchain, String> {
+fn find_toolchain(spec: &ToolchainSpec) -> Result<Toolchain, String> {
+    if spec.find.as_deref() == Some("jdk") {
+        return find_jdk(spec);
+    }
+    let program = PathBuf::from(spec.env.as_ref().and_then(std::env::var_os).unwrap_or_else(|| spec.program.clone().into()));
+    let line = first_line(&program, &spec.version).map_err(|e| format!("no {} toolchain: {e}", spec.program))?;
+    if !at_least(&line, spec.minimum.as_deref()) {
+        return Err(format!("{line} is too old: the driver needs {} {} or newer", spec.program, spec.minimum.as_deref().unwrap_or("")));
+    }
+    let name = program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let version = if line.to_lowercase().contains(&name.to_lowercase()) { line } else { format!("{name} {line}") };
+    Ok(Toolchain { program, home: None, version })
+}
+
+/// The newest JDK at least `minimum`: `$JAVA_HOME`, then every JDK under /usr/lib/jvm, found
+/// by its program without assuming a version in the path.
+fn find_jdk(spec: &ToolchainSpec) -> Result<Toolchain, String> {
     let mut homes: Vec<PathBuf> = std::env::var_os("JAVA_HOME").map(PathBuf::from).into_iter().collect();
     if let Ok(entries) = std::fs::read_dir("/usr/lib/jvm") {
         let mut found: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
         found.sort();
         homes.extend(found);
     }
-    let mut best: Option<(u32, Toolchain)> = None;
+    let mut best: Option<(Vec<u32>, Toolchain)> = None;
     let mut seen = Vec::new();
     for home in homes {
-        let javac = home.join("bin").join("javac");
-        let Ok(real) = javac.canonicalize() else { continue };
+        let program = home.join("bin").join(&spec.program);
+        let Ok(real) = program.canonicalize() else { continue };
         if seen.contains(&real) {
             continue;
         }
         seen.push(real);
-        let Ok(version) = first_line(&javac, &["-version"]) else { continue };
-        let major = version_numbers(&version).first().copied().unwrap_or(0);
-        if major >= 21 && best.as_ref().is_none_or(|(m, _)| major > *m) {
-            best = Some((major, Toolchain { program: home, version }));
+        let Ok(version) = first_line(&program, &spec.version) else { continue };
+        let numbers = version_numbers(&version);
+        if at_least(&version, spec.minimum.as_deref()) && best.as_ref().is_none_or(|(n, _)| numbers > *n) {
+            best = Some((numbers, Toolchain { program, home: Some(home), version }));
         }
     }
-    best.map(|(_, t)| t).ok_or_else(|| "no JDK 21 or newer (virtual threads) in $JAVA_HOME or /usr/lib/jvm".into())
-}
-
-/// The driver's sources: from `TASKMETER_DRIVERS_DIR` when set, else the compiled-in copies.
-fn sources(driver: &Driver) -> Result<Vec<(String, String)>, String> {
-    match std::env::var_os("TASKMETER_DRIVERS_DIR").filter(|_| driver.root == "drivers") {
-        Some(dir) => driver
-            .sources
-            .iter()
-            .map(|(name, _)| {
-                let path = PathBuf::from(&dir).join(driver.folder).join(name);
-                std::fs::read_to_string(&path).map(|text| (name.to_string(), text)).map_err(|e| format!("cannot read {}: {e}", path.display()))
-            })
-            .collect(),
-        None => Ok(driver.sources.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect()),
-    }
+    best.map(|(_, t)| t).ok_or_else(|| {
+        format!("no JDK {} or newer in $JAVA_HOME or /usr/lib/jvm", spec.minimum.as_deref().unwrap_or(""))
+    })
 }
 
 pub fn cache_dir() -> PathBuf {
@@ -192,98 +232,81 @@ pub fn cache_dir() -> PathBuf {
     base.join("taskmeter")
 }
 
-/// Builds the driver into the cache, once per version of its sources and toolchain; returns
-/// the folder that holds what runs. Built under a temporary name and renamed, so concurrent
-/// first uses never see a half-built driver.
-fn build(driver: &Driver, tool: &Toolchain) -> Result<PathBuf, String> {
-    let sources = sources(driver)?;
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    (&sources, &tool.version, tool.program.to_string_lossy()).hash(&mut hasher);
-    let root = cache_dir().join("drivers");
-    let name = if driver.root == "drivers" { driver.folder.to_string() } else { format!("{}-{}", driver.root, driver.folder) };
-    let done = root.join(format!("{name}-{:016x}", hasher.finish()));
-    if done.is_dir() {
-        return Ok(done);
-    }
-    let partial = root.join(format!(".{name}-{}-{}.partial", std::process::id(), taskmeter_record::clock::now_ns()));
-    std::fs::create_dir_all(&partial).map_err(|e| format!("cannot create {}: {e}", partial.display()))?;
-    let result = (|| {
-        for (name, text) in &sources {
-            std::fs::write(partial.join(name), text).map_err(|e| format!("cannot write {name}: {e}"))?;
-        }
-        if let Some(mut command) = build_command(driver, tool, &partial) {
-            let output = command.current_dir(&partial).output().map_err(|e| format!("cannot run the {:?} toolchain: {e}", driver.language))?;
-            if !output.status.success() {
-                let stderr = String::from_utf8_lossy(&output.stderr);
-                let first = stderr.lines().find(|l| l.contains("error")).or(stderr.lines().next()).unwrap_or("").trim();
-                return Err(format!("the {} driver did not build: {first}", driver.folder));
-            }
-        }
-        match std::fs::rename(&partial, &done) {
-            Ok(()) => Ok(()),
-            Err(_) if done.is_dir() => Ok(()), // built meanwhile by another taskmeter
-            Err(e) => Err(format!("cannot install the {} driver: {e}", driver.folder)),
-        }
-    })();
-    let _ = std::fs::remove_dir_all(&partial);
-    result.map(|_| done)
+/// `{program}`, `{home}` and `{dir}` in a manifest's command.
+fn expand(words: &[String], tool: &Toolchain, dir: &Path) -> Vec<String> {
+    let home = tool.home.as_deref().unwrap_or(Path::new("")).display().to_string();
+    words
+        .iter()
+        .map(|w| w.replace("{program}", &tool.program.display().to_string()).replace("{home}", &home).replace("{dir}", &dir.display().to_string()))
+        .collect()
 }
 
-fn build_command(driver: &Driver, tool: &Toolchain, dir: &Path) -> Option<Command> {
-    let entry = driver.sources[0].0;
-    match driver.language {
-        Language::C => {
-            let mut c = Command::new(&tool.program);
-            c.args(["-O2", "-std=gnu11", "-pthread", "-o", "driver", entry]);
-            Some(c)
+impl Program {
+    /// The command that starts the program, building it first if needed.
+    pub fn command(&self) -> Result<Command, String> {
+        let tool = toolchain(&self.manifest.toolchain)?;
+        let built = self.build(&tool)?;
+        // SAFETY: geteuid only reads the process's credentials.
+        let as_root = unsafe { libc::geteuid() } == 0 && !self.manifest.run_as_root.is_empty();
+        let words = expand(if as_root { &self.manifest.run_as_root } else { &self.manifest.run }, &tool, &built);
+        let (program, args) = words.split_first().ok_or_else(|| format!("{}/{}/driver.toml has no run command", self.root, self.folder))?;
+        let mut command = Command::new(program);
+        command.args(args);
+        Ok(command)
+    }
+
+    /// The folder the program was built in, building it if needed.
+    pub fn built(&self) -> Result<PathBuf, String> {
+        let tool = toolchain(&self.manifest.toolchain)?;
+        self.build(&tool)
+    }
+
+    /// Builds the program into the cache, once per version of its files and toolchain. Built
+    /// under a temporary name and renamed, so concurrent first uses never see a half-built one.
+    fn build(&self, tool: &Toolchain) -> Result<PathBuf, String> {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        (&self.files, &tool.version, tool.program.to_string_lossy()).hash(&mut hasher);
+        let root = cache_dir().join("drivers");
+        let name = if self.root == "drivers" { self.folder.clone() } else { format!("{}-{}", self.root, self.folder) };
+        let done = root.join(format!("{name}-{:016x}", hasher.finish()));
+        if done.is_dir() {
+            return Ok(done);
         }
-        Language::CPreload => {
-            let mut c = Command::new(&tool.program);
-            c.args(["-O2", "-shared", "-fPIC", "-o", "preload.so", entry]);
-            Some(c)
-        }
-        Language::Go => {
-            let mut c = Command::new(&tool.program);
-            c.args(["build", "-o", "driver", "."]).env("GOFLAGS", "-mod=mod").env("GO111MODULE", "on");
-            if std::env::var_os("GOCACHE").is_none() && std::env::var_os("HOME").is_none() {
-                c.env("GOCACHE", dir.join(".gocache"));
+        let partial = root.join(format!(".{name}-{}-{}.partial", std::process::id(), taskmeter_record::clock::now_ns()));
+        std::fs::create_dir_all(&partial).map_err(|e| format!("cannot create {}: {e}", partial.display()))?;
+        let result = (|| {
+            for (file, text) in &self.files {
+                std::fs::write(partial.join(file), text).map_err(|e| format!("cannot write {file}: {e}"))?;
             }
-            Some(c)
-        }
-        Language::Java => {
-            let mut c = Command::new(tool.program.join("bin").join("javac"));
-            c.args(["-d", "classes", entry]);
-            Some(c)
-        }
-        Language::Python | Language::Node => None,
+            if let Some((program, args)) = expand(&self.manifest.build, tool, &partial).split_first() {
+                let mut command = Command::new(program);
+                command.args(args).envs(&self.manifest.build_env).current_dir(&partial);
+                if std::env::var_os("GOCACHE").is_none() && std::env::var_os("HOME").is_none() {
+                    command.env("GOCACHE", partial.join(".gocache")); // go build needs a cache folder
+                }
+                let output = command.output().map_err(|e| format!("cannot run {program}: {e}"))?;
+                if !output.status.success() {
+                    let stderr = String::from_utf8_lossy(&output.stderr);
+                    let first = stderr.lines().find(|l| l.contains("error")).or(stderr.lines().next()).unwrap_or("").trim();
+                    return Err(format!("the {} program did not build: {first}", self.folder));
+                }
+            }
+            match std::fs::rename(&partial, &done) {
+                Ok(()) => Ok(()),
+                Err(_) if done.is_dir() => Ok(()), // built meanwhile by another taskmeter
+                Err(e) => Err(format!("cannot install the {} program: {e}", self.folder)),
+            }
+        })();
+        let _ = std::fs::remove_dir_all(&partial);
+        result.map(|_| done)
     }
 }
 
-fn run_command(driver: &Driver, tool: &Toolchain, dir: &Path) -> Command {
-    let entry = dir.join(driver.sources[0].0);
-    match driver.language {
-        Language::C | Language::Go => Command::new(dir.join("driver")),
-        Language::CPreload => Command::new("true"),
-        Language::Python | Language::Node => {
-            let mut c = Command::new(&tool.program);
-            c.arg(entry);
-            c
-        }
-        Language::Java => {
-            let mut c = Command::new(tool.program.join("bin").join("java"));
-            let main = driver.sources[0].0.trim_end_matches(".java");
-            // Without it HotSpot ignores Thread.setPriority on Linux; with it (as root) the
-            // priorities become nice values, which priority classes rely on.
-            if unsafe { libc::geteuid() } == 0 {
-                c.arg("-XX:ThreadPriorityPolicy=1");
-            }
-            // HotSpot's warnings (e.g. a thread the OS refused) go to stdout by default, which
-            // is the protocol's: send them to stderr, from the JVM's start.
-            c.arg("-Xlog:disable").arg("-Xlog:all=warning:stderr");
-            c.arg("-cp").arg(dir.join("classes")).arg(main);
-            c
-        }
-    }
+/// The library that `--mlock` preloads into workers (drivers/mlock), built on first use.
+pub fn mlock_preload() -> Result<PathBuf, String> {
+    let program = program("drivers", "mlock").ok_or("the --mlock preload library (drivers/mlock) is missing")?;
+    let built = program.built().map_err(|e| format!("--mlock needs a C compiler to build its preload library: {e}"))?;
+    Ok(built.join("preload.so"))
 }
 
 #[cfg(test)]
@@ -295,7 +318,21 @@ mod tests {
         assert_eq!(version_numbers("Python 3.11.7"), vec![3, 11]);
         assert_eq!(version_numbers("v20.20.2"), vec![20, 20]);
         assert_eq!(version_numbers("javac 25.0.3"), vec![25, 0]);
-        assert_eq!(version_numbers("javac 17.0.15"), vec![17, 0]);
+        assert_eq!(version_numbers("go version go1.26.0 linux/amd64"), vec![1, 26]);
         assert_eq!(version_numbers("no digits"), Vec::<u32>::new());
+        assert!(at_least("Python 3.11.7", Some("3.8")));
+        assert!(!at_least("Python 3.7.1", Some("3.8")));
+        assert!(at_least("javac 25.0.3", Some("21")));
+        assert!(!at_least("javac 17.0.15", Some("21")));
+    }
+
+    #[test]
+    fn every_compiled_in_manifest_reads_and_names_its_sources() {
+        assert!(!COMPILED_IN.is_empty());
+        for compiled in COMPILED_IN {
+            let files = compiled.files.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect();
+            let program = parse(compiled.root, compiled.folder, files).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!program.manifest.sources.is_empty(), "{}/{}", compiled.root, compiled.folder);
+        }
     }
 }

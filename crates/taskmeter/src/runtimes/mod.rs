@@ -1,12 +1,14 @@
-//! The runtimes taskmeter knows: their ids, what a unit is, how a worker for each is started,
-//! and whether it can run on this machine. `TASKMETER_DRIVER_<RUNTIME>` (upper case, `-` as
-//! `_`) names another executable to use as a runtime's worker.
+//! The runtimes taskmeter knows: the Rust ones of its own worker, then those of every driver
+//! folder's manifest (drivers/*/driver.toml), with what a unit is, how a worker for each is
+//! started, and whether it can run on this machine. `TASKMETER_DRIVER_<RUNTIME>` (upper case,
+//! `-` as `_`) names another executable to use as a runtime's worker.
 
 pub mod drivers;
 
-use drivers::Driver;
+use drivers::Program;
 use std::process::Command;
-use taskmeter_worker::runtime::{IN_PROCESS, NO_PRIORITY, OS_THREAD_PRIORITY, RUSTC_VERSION};
+use std::sync::OnceLock;
+use taskmeter_worker::runtime::{IN_PROCESS, RUSTC_VERSION};
 
 /// How a runtime's worker is started.
 #[derive(Clone, Copy)]
@@ -14,7 +16,7 @@ pub enum Launch {
     /// The taskmeter executable itself, in worker mode.
     InProcess,
     /// A driver program from `drivers/`, built on first use (one driver may serve several runtimes).
-    Driver(&'static Driver),
+    Driver(&'static Program),
 }
 
 impl Launch {
@@ -32,86 +34,38 @@ pub struct RuntimeInfo {
     pub priority: &'static str,
 }
 
-/// An in-process runtime, as the worker describes it.
-const fn in_process(index: usize) -> RuntimeInfo {
-    let (id, description, priority) = IN_PROCESS[index];
-    RuntimeInfo { id, launch: Launch::InProcess, description, priority }
+/// Every runtime, in-process first, then the drivers' in folder order (read once per process;
+/// the manifests' strings live as long as it).
+pub fn all() -> &'static [RuntimeInfo] {
+    static ALL: OnceLock<Vec<RuntimeInfo>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let leak = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
+        let mut all: Vec<RuntimeInfo> =
+            IN_PROCESS.iter().map(|r| RuntimeInfo { id: r.id, launch: Launch::InProcess, description: r.description, priority: r.priority }).collect();
+        for program in drivers::programs().iter().filter(|p| p.root == "drivers") {
+            for runtime in &program.manifest.runtime {
+                if all.iter().any(|r| r.id == runtime.id) {
+                    eprintln!("taskmeter: drivers/{}/driver.toml serves {}, which is already known", program.folder, runtime.id);
+                    continue;
+                }
+                all.push(RuntimeInfo {
+                    id: leak(&runtime.id),
+                    launch: Launch::Driver(program),
+                    description: leak(&runtime.description),
+                    priority: leak(&runtime.priority),
+                });
+            }
+        }
+        all
+    })
 }
 
-pub const RUNTIMES: &[RuntimeInfo] = &[
-    in_process(0),
-    in_process(1),
-    in_process(2),
-    in_process(3),
-    in_process(4),
-    RuntimeInfo {
-        id: "c-thread",
-        launch: Launch::Driver(&drivers::C),
-        description: "C pthread per unit; nanosleep / clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)",
-        priority: OS_THREAD_PRIORITY,
-    },
-    RuntimeInfo {
-        id: "go",
-        launch: Launch::Driver(&drivers::GO),
-        description: "goroutine per unit; time.Sleep / time.Sleep until the deadline; runtime.Gosched",
-        priority: NO_PRIORITY,
-    },
-    RuntimeInfo {
-        id: "go-locked",
-        launch: Launch::Driver(&drivers::GO),
-        description: "goroutine per unit, each locked to its own OS thread (runtime.LockOSThread)",
-        priority: OS_THREAD_PRIORITY,
-    },
-    RuntimeInfo {
-        id: "python-thread",
-        launch: Launch::Driver(&drivers::PYTHON),
-        description: "Python threading.Thread per unit; time.sleep",
-        priority: OS_THREAD_PRIORITY,
-    },
-    RuntimeInfo {
-        id: "python-asyncio",
-        launch: Launch::Driver(&drivers::PYTHON),
-        description: "asyncio task per unit; asyncio.sleep; await asyncio.sleep(0) to yield",
-        priority: NO_PRIORITY,
-    },
-    RuntimeInfo {
-        id: "python-abs",
-        launch: Launch::Driver(&drivers::PYTHON),
-        description: "Python thread per unit; clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME) through ctypes",
-        priority: OS_THREAD_PRIORITY,
-    },
-    RuntimeInfo {
-        id: "node",
-        launch: Launch::Driver(&drivers::NODE),
-        description: "promise chain per unit on the event loop; setTimeout; setImmediate to yield",
-        priority: NO_PRIORITY,
-    },
-    RuntimeInfo {
-        id: "node-worker",
-        launch: Launch::Driver(&drivers::NODE),
-        description: "worker_threads Worker per unit; Atomics.wait on a SharedArrayBuffer to sleep",
-        priority: "nice n / n+10 (none under fifo and rr: Node cannot set them)",
-    },
-    RuntimeInfo {
-        id: "java-thread",
-        launch: Launch::Driver(&drivers::JAVA),
-        description: "Java platform thread per unit; Thread.sleep; Thread.yield",
-        priority: "Thread.setPriority MAX / MIN (nice -5 / 4 as root)",
-    },
-    RuntimeInfo {
-        id: "java-virtual",
-        launch: Launch::Driver(&drivers::JAVA),
-        description: "Java virtual thread per unit (JDK 21+); Thread.sleep; Thread.yield",
-        priority: NO_PRIORITY,
-    },
-];
-
 pub fn find(id: &str) -> Option<&'static RuntimeInfo> {
-    RUNTIMES.iter().find(|r| r.id == id)
+    all().iter().find(|r| r.id == id)
 }
 
 pub fn ids() -> Vec<&'static str> {
-    RUNTIMES.iter().map(|r| r.id).collect()
+    all().iter().map(|r| r.id).collect()
 }
 
 pub fn override_variable(runtime: &str) -> String {
@@ -125,7 +79,7 @@ pub fn availability(info: &RuntimeInfo) -> Result<(), String> {
     }
     match info.launch {
         Launch::InProcess => Ok(()),
-        Launch::Driver(driver) => drivers::toolchain_of(driver.language).map(|_| ()),
+        Launch::Driver(program) => drivers::toolchain(&program.manifest.toolchain).map(|_| ()),
     }
 }
 
@@ -133,7 +87,7 @@ pub fn availability(info: &RuntimeInfo) -> Result<(), String> {
 pub fn toolchain(info: &RuntimeInfo) -> String {
     match info.launch {
         Launch::InProcess => RUSTC_VERSION.to_string(),
-        Launch::Driver(driver) => drivers::toolchain_of(driver.language).map(|t| t.version).unwrap_or_else(|e| e),
+        Launch::Driver(program) => drivers::toolchain(&program.manifest.toolchain).map(|t| t.version).unwrap_or_else(|e| e),
     }
 }
 
@@ -149,10 +103,9 @@ pub fn worker_command(info: &RuntimeInfo) -> Result<Command, String> {
             command.arg("worker");
             Ok(command)
         }
-        Launch::Driver(driver) => drivers::driver_command(driver),
+        Launch::Driver(program) => program.command(),
     }
 }
-
 
 /// Preloads the `--mlock` library into a worker (exec undoes memory locks; see drivers/mlock).
 pub fn preload_mlock(command: &mut Command) -> Result<(), String> {

@@ -34,25 +34,36 @@ pub fn check_export_path(path: &Path) -> Result<(), SessionError> {
     Ok(())
 }
 
-/// Has `write` fill a hidden temporary folder next to `folder`, then renames it.
-pub fn write_atomically<E: Into<SessionError>>(folder: &Path, write: impl FnOnce(&Path) -> Result<(), E>) -> Result<(), SessionError> {
+/// The hidden temporary folder next to `folder` that becomes it (see [`write_atomically`]).
+pub fn create_staging(folder: &Path) -> Result<PathBuf, SessionError> {
     let parent = folder.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "run".into());
+    let staging = parent.join(format!(".{name}.partial-{}", std::process::id()));
+    std::fs::create_dir_all(&staging).map_err(|source| SessionError::Io(staging.clone(), source))?;
+    Ok(staging)
+}
+
+/// Has `write` fill a hidden temporary folder next to `folder` (`staging`, when files were
+/// already written there while measuring), then renames it.
+pub fn write_atomically<E: Into<SessionError>>(
+    folder: &Path,
+    staging: Option<&Path>,
+    write: impl FnOnce(&Path) -> Result<(), E>,
+) -> Result<(), SessionError> {
     fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SessionError + '_ {
         move |source| SessionError::Io(path.to_path_buf(), source)
     }
-    std::fs::create_dir_all(parent).map_err(io(parent))?;
-    let name = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "run".into());
-    let partial = parent.join(format!(".{name}.partial-{}", std::process::id()));
-    let result = std::fs::create_dir_all(&partial)
-        .map_err(io(&partial))
-        .and_then(|_| write(&partial).map_err(Into::into))
-        .and_then(|_| {
-            if folder.exists() {
-                std::fs::remove_dir(folder).map_err(io(folder))?;
-            }
-            std::fs::rename(&partial, folder).map_err(io(folder))
-        });
-    if result.is_err() {
+    let partial = match staging {
+        Some(staging) => staging.to_path_buf(),
+        None => create_staging(folder)?,
+    };
+    let result = write(&partial).map_err(Into::into).and_then(|_| {
+        if folder.exists() {
+            std::fs::remove_dir(folder).map_err(io(folder))?;
+        }
+        std::fs::rename(&partial, folder).map_err(io(folder))
+    });
+    if result.is_err() && staging.is_none() {
         let _ = std::fs::remove_dir_all(&partial);
     }
     result

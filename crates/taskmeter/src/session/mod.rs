@@ -68,6 +68,9 @@ pub struct Session {
     pub started_at: String,
     pub environment: Environment,
     output: Output,
+    /// The hidden folder next to `folder` that files written while measuring go to, once one is
+    /// asked for (see [`Session::staging`]); the results are written into it at the end.
+    staging: Option<PathBuf>,
 }
 
 impl Session {
@@ -80,7 +83,16 @@ impl Session {
             folder::check_export_path(&export.path)?;
         }
         crate::process::interrupt::install_handler();
-        Ok(Session { folder, started_at, environment: Environment::capture(), output })
+        Ok(Session { folder, started_at, environment: Environment::capture(), output, staging: None })
+    }
+
+    /// A folder for files written while measuring (`--raw`'s samples): it becomes the results
+    /// folder when the session finishes.
+    pub fn staging(&mut self) -> Result<PathBuf, SessionError> {
+        if self.staging.is_none() {
+            self.staging = Some(folder::create_staging(&self.folder)?);
+        }
+        Ok(self.staging.clone().expect("just set"))
     }
 
     /// The header of this session's record, as of now; [`Session::finish`] completes it.
@@ -103,7 +115,7 @@ impl Session {
         header.finished_at = now();
         header.complete = complete;
         header.environment.load_average_after = crate::machine::env::load_average();
-        folder::write_atomically(&self.folder, |dir| write(dir, &record))?;
+        folder::write_atomically(&self.folder, self.staging.as_deref(), |dir| write(dir, &record))?;
         for export in &self.output.exports {
             let text = exporter(export.format).render(as_ref(&record));
             std::fs::write(&export.path, text).map_err(|e| SessionError::Io(export.path.clone(), e))?;

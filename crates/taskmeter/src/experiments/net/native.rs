@@ -41,7 +41,7 @@ fn serve(runtime: &str) -> Result<(), String> {
         let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
         std::process::exit(0);
     });
-    let version = taskmeter_worker::runtime::in_process_version(runtime).unwrap_or_default();
+    let version = taskmeter_worker::runtime::find(runtime).map(|r| (r.version)()).unwrap_or_default();
     println!("{}", serde_json::json!({"type": "hello", "receiver": runtime, "runtime_version": version, "pid": std::process::id()}));
     let reports = match runtime {
         "thread" => with_threads(listener, plan),

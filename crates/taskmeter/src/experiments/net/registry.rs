@@ -38,12 +38,20 @@ pub fn command(id: &str) -> Result<Command, String> {
             command.args(["net-receiver", id]);
             Ok(command)
         }
-        "c-thread" => drivers::driver_command(&drivers::C_RECEIVER),
-        "go" => drivers::driver_command(&drivers::GO_RECEIVER),
+        "c-thread" | "go" => receiver_program(id)?.command(),
         "wasm-thread" => wasm_thread(),
         "wasm-go" => wasm_go(),
         other => Err(format!("unknown receiver '{other}'")),
     }
+}
+
+/// A receiver built from its folder's manifest (receivers/ID/driver.toml).
+fn receiver_program(id: &str) -> Result<&'static drivers::Program, String> {
+    drivers::program("receivers", id).ok_or_else(|| format!("the {id} receiver (receivers/{id}/driver.toml) is missing"))
+}
+
+fn program_toolchain(id: &str) -> Result<String, String> {
+    drivers::toolchain(&receiver_program(id)?.manifest.toolchain).map(|t| t.version)
 }
 
 fn override_variable(id: &str) -> String {
@@ -67,8 +75,8 @@ pub fn availability(id: &str) -> Result<(), String> {
 pub fn toolchain(id: &str) -> Result<String, String> {
     match id {
         "thread" | "tokio-mt" => Ok(taskmeter_worker::runtime::RUSTC_VERSION.to_string()),
-        "c-thread" => drivers::driver_toolchain(&drivers::C_RECEIVER),
-        "go" | "wasm-go" => drivers::driver_toolchain(&drivers::GO_RECEIVER),
+        "c-thread" | "go" => program_toolchain(id),
+        "wasm-go" => program_toolchain("go"),
         _ => Ok(taskmeter_worker::runtime::RUSTC_VERSION.to_string()),
     }
 }
@@ -158,7 +166,7 @@ fn wasm_go() -> Result<Command, String> {
 }
 
 fn go_build(dir: &Path, output: &Path, env: &[(&str, &str)], what: &str) -> Result<(), String> {
-    drivers::driver_toolchain(&drivers::GO_RECEIVER)?;
+    program_toolchain("go")?;
     let built = Command::new("go")
         .args(["build", "-o"])
         .arg(output)

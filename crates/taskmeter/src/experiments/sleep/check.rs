@@ -27,6 +27,9 @@ pub fn check_settings(settings: &Settings) -> Result<(), String> {
         ));
     }
     let shortest = schedule.expected(1, 0);
+    if settings.sleep.mode == Mode::Absolute && schedule.sleeps() && shortest == 0 {
+        return Err("absolute mode needs a sleep longer than 0: a period of 0 never ends".into());
+    }
     if settings.sleep.mode == Mode::Absolute && shortest > 0 && shortest < 1_000 {
         return Err("absolute mode needs a period of at least 1us (a shorter one only counts missed periods)".into());
     }

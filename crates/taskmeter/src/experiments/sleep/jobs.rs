@@ -93,7 +93,7 @@ pub fn prepare_drivers(availability: &[(&'static RuntimeInfo, Result<(), String>
         .filter(|(info, available)| available.is_ok() && !info.launch.in_process())
         .filter(|(info, _)| {
             let folder = match info.launch {
-                runtimes::Launch::Driver(d) => d.folder,
+                runtimes::Launch::Driver(d) => d.folder.as_str(),
                 runtimes::Launch::InProcess => "",
             };
             let first = !seen.contains(&folder);

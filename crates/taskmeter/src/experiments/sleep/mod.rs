@@ -20,8 +20,10 @@ use crate::runtimes;
 use crate::session::{Output, Session};
 use jobs::Job;
 use progress::Progress;
+use crate::report::samples::SamplesFile;
+use rows::RunContext;
 use std::process::ExitCode;
-use taskmeter_protocol::WorkerReport;
+use std::sync::Arc;
 
 pub struct RunOptions {
     pub settings: Settings,
@@ -33,8 +35,10 @@ pub struct RunOptions {
     pub seed: Option<u64>,
     pub metric: Metric,
     pub layout: Option<Layout>,
-    /// Keep every sample (samples.csv).
+    /// Keep every sample (samples.csv.gz, written while measuring).
     pub raw: bool,
+    /// Measured samples a run keeps for exact percentiles (rows running at once share them).
+    pub exact_samples: u64,
     pub output: Output,
 }
 
@@ -73,8 +77,15 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
     let batches = jobs::batches(&jobs, base.together);
     jobs::prepare_drivers(&availability);
     let progress = Progress::new(jobs::expected_time(&batches, base.together));
-    let (rows, reports) = run_batches(&batches, &mut session, &progress, points.len(), base.repeat, options.raw)?;
+    let samples = match options.raw {
+        true => Some(Arc::new(SamplesFile::create(&session.staging()?).map_err(|e| super::ExperimentError::Settings(format!("cannot write the samples file: {e}")))?)),
+        false => None,
+    };
+    let rows = run_batches(&batches, &mut session, &progress, (points.len(), base.repeat), samples.clone(), options.exact_samples)?;
     progress.clear();
+    if let Some(Err(e)) = samples.as_ref().map(|s| s.finish()) {
+        eprintln!("taskmeter: {e}");
+    }
 
     let record = RunRecord {
         header: session.header::<RunRecord>(),
@@ -92,24 +103,22 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
     Ok(session.finish(
         record,
         |r| RecordRef::Run(r),
-        |dir, record| crate::report::run::write_folder(dir, record, &reports),
+        |dir, record| crate::report::run::write_folder(dir, record),
         |record| crate::report::console::report(record, layout),
         failed,
     )?)
 }
 
-/// Runs the batches in order, each holding its point's PM QoS request: the rows, and with
-/// `raw` the workers' reports.
+/// Runs the batches in order, each holding its point's PM QoS request: the rows.
 fn run_batches(
     batches: &[Vec<&Job>],
     session: &mut Session,
     progress: &Progress,
-    points: usize,
-    repeat: u32,
-    raw: bool,
-) -> Result<(Vec<Row>, Vec<Option<WorkerReport>>), super::ExperimentError> {
+    (points, repeat): (usize, u32),
+    samples: Option<Arc<SamplesFile>>,
+    exact_samples: u64,
+) -> Result<Vec<Row>, super::ExperimentError> {
     let mut rows = Vec::new();
-    let mut reports: Vec<Option<WorkerReport>> = Vec::new();
     let mut latency_request: Option<LatencyRequest> = None;
     for batch in batches {
         let wanted = batch.first().and_then(|job| job.settings.cpu_dma_latency_us);
@@ -130,7 +139,6 @@ fn run_batches(
                     let mut row = rows::skipped_row(job, reason);
                     (row.point, row.repetition, row.sequence) = (job.point.index, job.repetition, rows.len() + to_run.len());
                     rows.push(row);
-                    reports.push(None);
                 }
                 None => {
                     session.environment.toolchains.insert(job.info.id.to_string(), runtimes::toolchain(job.info));
@@ -138,30 +146,37 @@ fn run_batches(
                 }
             }
         }
-        let environment = &session.environment;
-        let results: Vec<(Row, Option<WorkerReport>)> = match to_run.as_slice() {
+        let context = RunContext {
+            environment: &session.environment,
+            progress,
+            samples: samples.clone(),
+            // Rows that run at once share the samples kept for exact percentiles.
+            exact_samples: exact_samples / to_run.len().max(1) as u64,
+        };
+        let labels: Vec<String> = to_run.iter().map(|job| job.label(points, repeat)).collect();
+        let results: Vec<Row> = match to_run.as_slice() {
             [] => Vec::new(),
             [job] => {
-                progress.start_row(&job.label(points, repeat));
-                vec![rows::run_job(job, environment, || progress.tick())]
+                progress.start_row(&labels[0]);
+                vec![rows::run_job(job, &labels[0], &context)]
             }
             many => {
                 progress.start_row(&format!("{} together", many.len()));
                 std::thread::scope(|scope| {
-                    let handles: Vec<_> = many.iter().map(|job| scope.spawn(|| rows::run_job(job, environment, || {}))).collect();
+                    let handles: Vec<_> =
+                        many.iter().zip(&labels).map(|(job, label)| scope.spawn(|| rows::run_job(job, label, &context))).collect();
                     handles.into_iter().map(|h| h.join().expect("a worker thread panicked")).collect()
                 })
             }
         };
-        for (job, (mut row, report)) in to_run.iter().zip(results) {
+        for ((job, label), mut row) in to_run.iter().zip(&labels).zip(results) {
             (row.point, row.repetition, row.sequence) = (job.point.index, job.repetition, rows.len());
             if let Some(worker) = row.worker.as_mut() {
                 worker.cpu_dma_latency_us = latency_in_force;
             }
-            progress.finish_row(&job.label(points, repeat), &row);
+            progress.finish_row(label, &row);
             rows.push(row);
-            reports.push(if raw { report } else { None });
         }
     }
-    Ok((rows, reports))
+    Ok(rows)
 }

@@ -1,16 +1,41 @@
-//! The progress of a run on stderr: a bar with ETA on a terminal, one plain line per row
-//! otherwise.
+//! The progress of a run on stderr. On a terminal: a bar with ETA, and for each running row its
+//! measured samples, p50, p99 and max lateness so far (cyclictest's live line), refreshed a few
+//! times a second. Otherwise one plain line per row.
 
+use crate::analysis::accumulate::{Live, RowStats};
 use crate::model::run::{Row, RowStatus};
+use crate::report::format::{format_count, format_ns};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// A progress bar with ETA on a terminal; one plain line per row otherwise.
+/// How often the live figures are read again.
+const REFRESH: Duration = Duration::from_millis(250);
+
 pub struct Progress {
     bar: Option<ProgressBar>,
     started: Instant,
-    row_started: std::cell::Cell<Instant>,
+    state: Mutex<State>,
+}
+
+struct State {
+    row_started: Instant,
+    last_refresh: Instant,
+    /// The rows running now, by label.
+    running: Vec<(String, Arc<Mutex<RowStats>>)>,
+}
+
+/// Keeps a row on the live line while it runs.
+pub struct Watched<'a> {
+    progress: &'a Progress,
+    label: String,
+}
+
+impl Drop for Watched<'_> {
+    fn drop(&mut self) {
+        self.progress.state().running.retain(|(label, _)| *label != self.label);
+    }
 }
 
 impl Progress {
@@ -18,37 +43,65 @@ impl Progress {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::new(expected.as_millis().max(1) as u64);
             bar.set_style(
-                ProgressStyle::with_template("{msg:>20} [{elapsed_precise}] {wide_bar} {percent:>3}% ETA {eta}")
-                    .expect("a valid template"),
+                ProgressStyle::with_template("[{elapsed_precise}] {bar:20} {percent:>3}% ETA {eta} {wide_msg}").expect("a valid template"),
             );
             bar
         });
-        Progress { bar, started: Instant::now(), row_started: std::cell::Cell::new(Instant::now()) }
+        let now = Instant::now();
+        Progress { bar, started: now, state: Mutex::new(State { row_started: now, last_refresh: now, running: Vec::new() }) }
+    }
+
+    /// Whether running rows' figures are shown (stderr is a terminal).
+    pub fn is_live(&self) -> bool {
+        self.bar.is_some()
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn start_row(&self, label: &str) {
-        self.row_started.set(Instant::now());
+        self.state().row_started = Instant::now();
         if let Some(bar) = &self.bar {
             bar.set_message(label.to_string());
         }
         self.tick();
     }
 
+    /// Shows a running row's live figures until the returned guard is dropped.
+    pub fn watch(&self, label: &str, stats: Arc<Mutex<RowStats>>) -> Watched<'_> {
+        self.state().running.push((label.to_string(), stats));
+        Watched { progress: self, label: label.to_string() }
+    }
+
     pub fn tick(&self) {
-        if let Some(bar) = &self.bar {
-            bar.set_position((self.started.elapsed().as_millis() as u64).min(bar.length().unwrap_or(0)));
+        let Some(bar) = &self.bar else { return };
+        bar.set_position((self.started.elapsed().as_millis() as u64).min(bar.length().unwrap_or(0)));
+        let mut state = self.state();
+        if state.last_refresh.elapsed() < REFRESH {
+            return;
+        }
+        state.last_refresh = Instant::now();
+        let lines: Vec<String> = state
+            .running
+            .iter()
+            .map(|(label, stats)| live_line(label, &stats.lock().unwrap_or_else(|e| e.into_inner()).live()))
+            .collect();
+        if !lines.is_empty() {
+            bar.set_message(lines.join(" | "));
         }
     }
 
     pub fn finish_row(&self, label: &str, row: &Row) {
-        let elapsed = self.row_started.get().elapsed().as_secs_f64();
+        let elapsed = self.state().row_started.elapsed().as_secs_f64();
         let line = match (&row.status, &row.counts) {
             (RowStatus::Failed, _) => format!("{label}: FAILED after {elapsed:.1} s: {}", row.reason.as_deref().unwrap_or("")),
-            (RowStatus::Partial, Some(c)) => {
-                format!("{label}: PARTIAL, {} of {} units: {}", c.units, c.units_planned, row.reason.as_deref().unwrap_or(""))
-            }
+            (RowStatus::Partial, Some(_)) => format!("{label}: PARTIAL: {}", row.reason.as_deref().unwrap_or("")),
             (_, Some(c)) if c.samples_total == 0 => {
                 format!("{label}: {} iterations in {elapsed:.1} s", c.iterations_measured)
+            }
+            (_, Some(c)) if c.samples_lost > 0 => {
+                format!("{label}: {} samples in {elapsed:.1} s, {} LOST (the worker's writer fell behind)", c.samples_measured, c.samples_lost)
             }
             (_, Some(c)) => format!("{label}: {} samples in {elapsed:.1} s", c.samples_measured),
             _ => format!("{label}: done in {elapsed:.1} s"),
@@ -64,4 +117,13 @@ impl Progress {
             bar.finish_and_clear();
         }
     }
+}
+
+/// "go: 12,034 samples, lateness p50 51 µs p99 80 µs max 1.2 ms".
+fn live_line(label: &str, live: &Live) -> String {
+    let value = |v: Option<i64>| v.map(|v| format_ns(v as f64)).unwrap_or_else(|| "-".into());
+    if live.samples == 0 {
+        return format!("{label}: warming up");
+    }
+    format!("{label}: {} samples, lateness p50 {} p99 {} max {}", format_count(live.samples), value(live.p50), value(live.p99), value(live.max))
 }

@@ -1,36 +1,61 @@
 //! One job's worker, run and judged, as its row: the plan it got, what its worker really had,
-//! its counts and statistics, or why it failed, was partial or skipped.
+//! its counts and statistics (folded in while it ran), or why it failed, was partial or skipped.
 
 use super::jobs::Job;
-use crate::analysis::rows::{classes, counts, statistics};
+use super::progress::Progress;
+use crate::analysis::accumulate::{Finished, RowStats};
 use crate::machine::env::Environment;
-use crate::model::run::{Row, RowStatus, Settings, WorkerInfo};
+use crate::model::run::{Basis, ClassResult, Counts, Row, RowStatus, Settings, WorkerInfo};
 use crate::process::worker::{self, Outcome, WorkerRun};
+use crate::report::samples::{RowKey, SamplesFile};
 use crate::runtimes;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use taskmeter_protocol::{Plan, WorkerReport, PROTOCOL};
+use taskmeter_protocol::{Delivered, Plan, PROTOCOL};
 
-/// Runs one (runtime, point) job: its worker, judged, as a row.
-/// Runs one job: its worker, judged, as a row (with the worker's report, for `--raw`).
-pub fn run_job(job: &Job, environment: &Environment, tick: impl FnMut()) -> (Row, Option<WorkerReport>) {
+/// What every job of a run shares.
+pub struct RunContext<'a> {
+    pub environment: &'a Environment,
+    pub progress: &'a Progress,
+    /// `--raw`: where every sample goes.
+    pub samples: Option<Arc<SamplesFile>>,
+    /// Measured samples each row may keep for exact percentiles.
+    pub exact_samples: u64,
+}
+
+/// Runs one job: its worker, judged, as a row.
+pub fn run_job(job: &Job, label: &str, run: &RunContext) -> Row {
     let plan = plan_for(&job.settings, job.info.id);
-    let toolchain = environment.toolchains.get(job.info.id).cloned().unwrap_or_default();
+    let toolchain = run.environment.toolchains.get(job.info.id).cloned().unwrap_or_default();
     let mut command = match runtimes::worker_command(job.info) {
         Ok(command) => command,
-        Err(reason) => return (failed_row(job.info.id, &plan, reason, None), None),
+        Err(reason) => return failed_row(job.info.id, &plan, reason, None),
     };
     if job.settings.sched.mlock {
         if let Err(reason) = runtimes::preload_mlock(&mut command) {
-            return (failed_row(job.info.id, &plan, reason, None), None);
+            return failed_row(job.info.id, &plan, reason, None);
         }
     }
+    let stats = Arc::new(Mutex::new(RowStats::new(plan.priority_classes, run.exact_samples, run.progress.is_live())));
+    let _watched = run.progress.watch(label, stats.clone());
+    let key = RowKey { runtime: job.info.id.to_string(), point: job.point.index, repetition: job.repetition };
+    let (sink_stats, samples) = (stats.clone(), run.samples.clone());
+    let sink: worker::SampleSink = Box::new(move |views| {
+        sink_stats.lock().unwrap_or_else(|e| e.into_inner()).add(views);
+        if let Some(file) = &samples {
+            file.append(&key, views);
+        }
+    });
     let grace = Duration::from_nanos(job.settings.grace_ns);
-    let worker = worker::run_worker(command, &plan, &job.settings.sched, grace, tick);
-    row_from(job.info.id, plan, worker, toolchain)
+    let worker = worker::run_worker(command, &plan, &job.settings.sched, grace, sink, || run.progress.tick());
+    drop(_watched);
+    let finished = std::mem::replace(&mut *stats.lock().unwrap_or_else(|e| e.into_inner()), RowStats::new(1, 0, false)).finish();
+    row_from(job.info.id, plan, worker, toolchain, finished)
 }
 
+/// The plan of a runtime at a point, with rings sized for its schedule.
 pub fn plan_for(settings: &Settings, runtime: &str) -> Plan {
-    Plan {
+    let mut plan = Plan {
         protocol: PROTOCOL,
         experiment: settings.experiment,
         runtime: runtime.to_string(),
@@ -41,7 +66,11 @@ pub fn plan_for(settings: &Settings, runtime: &str) -> Plan {
         warmup_ns: settings.warmup_ns,
         sleep: settings.sleep,
         busy: settings.busy,
-    }
+        ring: 1,
+        flush_ns: taskmeter_protocol::plan::FLUSH_NS,
+    };
+    plan.size_rings();
+    plan
 }
 
 fn failed_row(runtime: &str, plan: &Plan, reason: String, worker: Option<WorkerInfo>) -> Row {
@@ -52,6 +81,7 @@ fn failed_row(runtime: &str, plan: &Plan, reason: String, worker: Option<WorkerI
         sequence: 0,
         status: RowStatus::Failed,
         reason: Some(reason),
+        basis: Basis::Exact,
         plan: Some(plan.clone()),
         worker,
         counts: None,
@@ -62,7 +92,7 @@ fn failed_row(runtime: &str, plan: &Plan, reason: String, worker: Option<WorkerI
     }
 }
 
-fn row_from(runtime: &str, plan: Plan, worker: WorkerRun, toolchain: String) -> (Row, Option<WorkerReport>) {
+fn row_from(runtime: &str, plan: Plan, worker: WorkerRun, toolchain: String, finished: Finished) -> Row {
     let mut info = WorkerInfo {
         runtime_version: None,
         toolchain,
@@ -77,49 +107,126 @@ fn row_from(runtime: &str, plan: Plan, worker: WorkerRun, toolchain: String) -> 
         cpu_dma_latency_us: None,
         stderr: None,
     };
-    let (status, report) = match worker.outcome {
-        Outcome::Completed(report) => (RowStatus::Ok, report),
-        Outcome::Interrupted(report) => (RowStatus::Interrupted, report),
+    let (status, delivered, cut) = match worker.outcome {
+        Outcome::Completed(d) => (RowStatus::Ok, d, None),
+        Outcome::Interrupted(d) => (RowStatus::Interrupted, d, None),
+        Outcome::Cut(d, why) => (RowStatus::Partial, d, Some(why)),
         Outcome::Failed(failure) => {
             info.stderr = Some(worker.stderr).filter(|s| !s.is_empty());
-            return (failed_row(runtime, &plan, failure.to_string(), Some(info)), None);
+            return failed_row(runtime, &plan, failure.to_string(), Some(info));
         }
     };
-    info.runtime_version = Some(report.hello.runtime_version.clone());
-    info.pid = Some(report.hello.pid);
-    info.priority = Some(report.hello.priority.clone());
-    (info.measure_start_ns, info.end_ns) = (Some(report.done.measure_start_ns), Some(report.done.end_ns));
-    let (statistics, histograms, deviations) = statistics(&report);
-    let partial = report.done.start_error.as_ref().map(|e| {
-        format!("partial: {} of {} units started ({e})", report.done.units, plan.units)
-    });
-    let (status, reason) = match (status, partial) {
-        (RowStatus::Interrupted, partial) => {
-            let why = "stopped early by Ctrl-C".to_string();
-            (status, Some(partial.map_or(why.clone(), |p| format!("{why}; {p}"))))
-        }
-        (_, Some(partial)) => (RowStatus::Partial, Some(partial)),
-        (status, None) => (status, None),
-    };
-    let row = Row {
+    info.runtime_version = Some(delivered.hello.runtime_version.clone());
+    info.pid = Some(delivered.hello.pid);
+    info.priority = Some(delivered.hello.priority.clone());
+    (info.measure_start_ns, info.end_ns) = (Some(delivered.window.measure_start_ns), Some(delivered.window.end_ns));
+    if cut.is_some() {
+        info.stderr = Some(worker.stderr).filter(|s| !s.is_empty());
+    }
+    let counts = counts(&plan, &delivered, &finished, cut.is_some());
+    let mut reasons = Vec::new();
+    if status == RowStatus::Interrupted {
+        reasons.push("stopped early by Ctrl-C".to_string());
+    }
+    if let Some(why) = &cut {
+        let covered = counts.covered_ns.unwrap_or(0) as f64 / 1e9;
+        reasons.push(format!(
+            "cut short: {why}; the row keeps the {} samples it sent, covering {covered:.1} s of the {:.1} s measured",
+            delivered.samples,
+            plan.duration_ns as f64 / 1e9
+        ));
+    }
+    if let Some(e) = &delivered.gate.start_error {
+        reasons.push(format!("partial: {} of {} units started ({e})", delivered.gate.units, plan.units));
+    }
+    let status = if status == RowStatus::Ok && delivered.gate.start_error.is_some() { RowStatus::Partial } else { status };
+    Row {
         runtime: runtime.to_string(),
         point: 0,
         repetition: 1,
         sequence: 0,
         status,
-        reason,
-        counts: Some(counts(&plan, &report)),
-        classes: classes(&plan, &report),
+        reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
+        basis: finished.basis,
+        classes: classes(&plan, &delivered, &finished, &counts),
+        counts: Some(counts),
         plan: Some(plan),
         worker: Some(info),
-        statistics: Some(statistics),
-        histograms: Some(histograms),
-        deviation_histograms: Some(deviations),
+        statistics: Some(finished.statistics),
+        histograms: Some(finished.histograms),
+        deviation_histograms: Some(finished.deviation_histograms),
+    }
+}
+
+fn per_second(count: u64, ns: u64) -> f64 {
+    count as f64 * 1e9 / ns.max(1) as f64
+}
+
+/// The row's counts. A cut stream has no `U` frames: its iterations are its samples.
+fn counts(plan: &Plan, d: &Delivered, finished: &Finished, cut: bool) -> Counts {
+    let c = &finished.counts;
+    let window = d.window;
+    let covered_ns = cut.then(|| d.last_wake_ns.unwrap_or(0).min(window.end_ns).saturating_sub(window.measure_start_ns));
+    let (iterations_total, iterations_measured, units_starved) = if cut {
+        let starved = d.measured_per_unit.iter().filter(|m| **m == 0).count() as u32;
+        (c.measured + c.warmup, c.measured, starved)
+    } else {
+        let units = d.units.iter();
+        (
+            units.clone().map(|u| u.iterations).sum(),
+            units.clone().map(|u| u.measured_iterations).sum(),
+            units.filter(|u| u.measured_iterations == 0).count() as u32,
+        )
     };
-    (row, Some(report))
+    let create_ns = window.run_start_ns - window.create_start_ns;
+    Counts {
+        units: d.gate.units,
+        units_planned: plan.units,
+        iterations_total,
+        iterations_measured,
+        iterations_per_s: per_second(iterations_measured, covered_ns.unwrap_or(plan.duration_ns)),
+        atomic_sum: d.done.as_ref().and_then(|d| d.atomic_sum),
+        units_starved,
+        samples_total: c.measured + c.warmup,
+        samples_warmup: c.warmup,
+        samples_measured: c.measured,
+        missed_periods: c.missed,
+        missed_periods_warmup: c.missed_warmup,
+        early_wakeups: c.early,
+        samples_lost: d.lost(),
+        samples_after_gap: c.after_gap,
+        covered_ns,
+        create_ns,
+        create_per_unit_ns: create_ns as f64 / d.gate.units.max(1) as f64,
+    }
+}
+
+/// Iterations and statistics of each priority class (empty with one class).
+fn classes(plan: &Plan, d: &Delivered, finished: &Finished, counts: &Counts) -> Vec<ClassResult> {
+    finished
+        .classes
+        .iter()
+        .enumerate()
+        .map(|(class, statistics)| {
+            let class = class as u32;
+            let members = (1..=d.gate.units).filter(|u| plan.class_of(*u) == class);
+            let iterations_measured = if d.done.is_some() {
+                d.units.iter().filter(|u| plan.class_of(u.unit) == class).map(|u| u.measured_iterations).sum()
+            } else {
+                statistics.busy.count
+            };
+            ClassResult {
+                class,
+                units: members.count() as u32,
+                iterations_measured,
+                iterations_per_s: per_second(iterations_measured, counts.covered_ns.unwrap_or(plan.duration_ns)),
+                statistics: plan.sleep.schedule.sleeps().then(|| statistics.clone()),
+            }
+        })
+        .collect()
 }
 
 /// A row for a job that did not run, and why.
 pub fn skipped_row(job: &Job, reason: String) -> Row {
-    Row { status: RowStatus::Skipped, plan: None, ..failed_row(job.info.id, &super::rows::plan_for(&job.settings, job.info.id), reason, None) }
+    Row { status: RowStatus::Skipped, plan: None, ..failed_row(job.info.id, &plan_for(&job.settings, job.info.id), reason, None) }
 }

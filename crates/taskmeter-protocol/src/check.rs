@@ -1,0 +1,592 @@
+//! The validator every run applies to a worker's frames as they arrive (protocol/README.md,
+//! "What the orchestrator checks"). It keeps a few counters per unit, never the samples: each
+//! sample, once checked, goes to the caller with what the core derives metrics from.
+
+use crate::busy::busy_reference;
+use crate::frames::{Chunk, Done, Frame, Gate, Hello, Sample, UnitEnd, CLOCK, PRIORITY_MECHANISMS};
+use crate::plan::{Experiment, Mode, Plan, PROTOCOL};
+
+/// Why a worker's output was not accepted.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OutputError {
+    /// The worker refused the plan with an `E` frame.
+    Refused(String),
+    /// The output breaks the protocol.
+    Invalid(String),
+}
+
+impl std::fmt::Display for OutputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OutputError::Refused(m) => write!(f, "worker error: {m}"),
+            OutputError::Invalid(m) => write!(f, "protocol violation: {m}"),
+        }
+    }
+}
+
+fn invalid<T>(message: String) -> Result<T, OutputError> {
+    Err(OutputError::Invalid(message))
+}
+
+/// The run's window, fixed by the `G` frame and the plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    pub create_start_ns: u64,
+    pub run_start_ns: u64,
+    pub measure_start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// A checked sample, with what the core needs to derive its metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SampleView {
+    pub unit: u32,
+    /// The unit's priority class, 0 the highest.
+    pub class: u32,
+    pub sample: Sample,
+    /// `expected(unit, period)`.
+    pub expected_ns: u64,
+    /// The unit's previous wake (its origin for its first sample); None after lost samples.
+    pub previous_wake_ns: Option<u64>,
+    /// The sample started at or after `measure_start`.
+    pub measured: bool,
+}
+
+#[derive(Clone, Debug, Default)]
+struct UnitState {
+    origin_ns: Option<u64>,
+    /// The period the next sample has when none is lost.
+    next_period: u64,
+    last_wake_ns: Option<u64>,
+    samples: u64,
+    measured: u64,
+    /// A sample followed lost ones.
+    gap: bool,
+    end: Option<UnitEnd>,
+}
+
+/// What a worker delivered, checked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Delivered {
+    pub hello: Hello,
+    pub gate: Gate,
+    pub window: Window,
+    /// `U` frames received, by unit id (all of them when `done` is present).
+    pub units: Vec<UnitEnd>,
+    pub done: Option<Done>,
+    pub samples: u64,
+    /// The latest wake-up among the samples: with `done` absent, how far the samples reach.
+    pub last_wake_ns: Option<u64>,
+    /// Measured samples of each unit (index: unit - 1).
+    pub measured_per_unit: Vec<u64>,
+}
+
+impl Delivered {
+    pub fn lost(&self) -> u64 {
+        self.units.iter().map(|u| u.lost).sum()
+    }
+}
+
+/// How a worker's stream ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ending {
+    /// Every frame up to `D`.
+    Complete(Delivered),
+    /// Cut after `G` (the worker died, was killed or timed out): what it sent is kept.
+    Cut(Delivered),
+    /// The worker refused its plan (`E`).
+    Refused(String),
+    /// The stream ended before the gate opened: nothing was measured.
+    Empty { hello: Option<Hello> },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    Start,
+    Hello,
+    Running,
+    Ending,
+    Done,
+    Refused,
+}
+
+/// Checks one worker's frames, in order, against its plan.
+pub struct Checker {
+    plan: Plan,
+    stage: Stage,
+    hello: Option<Hello>,
+    gate: Option<Gate>,
+    window: Option<Window>,
+    units: Vec<UnitState>,
+    ended: u32,
+    done: Option<Done>,
+    refusal: Option<String>,
+    samples: u64,
+    last_wake_ns: Option<u64>,
+}
+
+impl Checker {
+    pub fn new(plan: Plan) -> Checker {
+        Checker {
+            plan,
+            stage: Stage::Start,
+            hello: None,
+            gate: None,
+            window: None,
+            units: Vec::new(),
+            ended: 0,
+            done: None,
+            refusal: None,
+            samples: 0,
+            last_wake_ns: None,
+        }
+    }
+
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    pub fn hello(&self) -> Option<&Hello> {
+        self.hello.as_ref()
+    }
+
+    pub fn window(&self) -> Option<Window> {
+        self.window
+    }
+
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+
+    /// Checks the next frame; hands each sample of an `S` frame, checked, to `each`.
+    pub fn accept(&mut self, frame: &Frame, mut each: impl FnMut(&SampleView)) -> Result<(), OutputError> {
+        match (self.stage, frame) {
+            (Stage::Done, f) => invalid(format!("a frame {} comes after D", f.name())),
+            (Stage::Refused, f) => invalid(format!("a frame {} comes after E", f.name())),
+            (Stage::Start | Stage::Hello, Frame::Error(e)) => {
+                self.refusal = Some(e.message.clone());
+                self.stage = Stage::Refused;
+                Ok(())
+            }
+            (_, Frame::Error(e)) => invalid(format!("an E frame after the gate opened ({})", e.message)),
+            (Stage::Start, Frame::Hello(h)) => {
+                self.check_hello(h)?;
+                self.hello = Some(h.clone());
+                self.stage = Stage::Hello;
+                Ok(())
+            }
+            (Stage::Start, f) => invalid(format!("the first frame is {}, not H", f.name())),
+            (_, Frame::Hello(_)) => invalid("a second H frame".into()),
+            (Stage::Hello, Frame::Gate(g)) => {
+                self.window = Some(self.check_gate(g)?);
+                self.units = vec![UnitState::default(); g.units as usize];
+                self.gate = Some(g.clone());
+                self.stage = Stage::Running;
+                Ok(())
+            }
+            (Stage::Hello, f) => invalid(format!("a frame {} comes before G", f.name())),
+            (_, Frame::Gate(_)) => invalid("a second G frame".into()),
+            (Stage::Running, Frame::Samples(chunk)) => self.check_chunk(chunk, &mut each),
+            (_, Frame::Samples(chunk)) => invalid(format!("an S frame of unit {} comes after a U frame", chunk.unit)),
+            (Stage::Running | Stage::Ending, Frame::Unit(u)) => {
+                self.stage = Stage::Ending;
+                self.check_unit_end(u)
+            }
+            (Stage::Running | Stage::Ending, Frame::Done(d)) => {
+                self.check_done(d)?;
+                self.done = Some(d.clone());
+                self.stage = Stage::Done;
+                Ok(())
+            }
+        }
+    }
+
+    /// The stream has ended: what it delivered.
+    pub fn finish(self) -> Ending {
+        match (self.stage, self.gate, self.window, self.hello) {
+            (Stage::Refused, ..) => Ending::Refused(self.refusal.unwrap_or_default()),
+            (_, Some(gate), Some(window), Some(hello)) => {
+                let measured_per_unit = self.units.iter().map(|u| u.measured).collect();
+                let mut units: Vec<UnitEnd> = self.units.into_iter().filter_map(|u| u.end).collect();
+                units.sort_by_key(|u| u.unit);
+                let delivered = Delivered {
+                    hello,
+                    gate,
+                    window,
+                    units,
+                    done: self.done,
+                    samples: self.samples,
+                    last_wake_ns: self.last_wake_ns,
+                    measured_per_unit,
+                };
+                if self.stage == Stage::Done {
+                    Ending::Complete(delivered)
+                } else {
+                    Ending::Cut(delivered)
+                }
+            }
+            (.., hello) => Ending::Empty { hello },
+        }
+    }
+
+    fn check_hello(&self, hello: &Hello) -> Result<(), OutputError> {
+        if hello.protocol != PROTOCOL {
+            return invalid(format!("H says protocol {} (expected {PROTOCOL})", hello.protocol));
+        }
+        if hello.runtime != self.plan.runtime {
+            return invalid(format!("H names runtime '{}' but the plan asked for '{}'", hello.runtime, self.plan.runtime));
+        }
+        if hello.clock != CLOCK {
+            return invalid(format!("H names clock '{}' (expected {CLOCK})", hello.clock));
+        }
+        let mechanism = hello.priority_mechanism();
+        if !PRIORITY_MECHANISMS.contains(&mechanism) {
+            return invalid(format!("H names priority '{}': it must start with one of {}", hello.priority, PRIORITY_MECHANISMS.join(", ")));
+        }
+        if self.plan.priority_classes == 1 && mechanism != "none" {
+            return invalid(format!("H names priority '{}' but the plan has one class (expected none)", hello.priority));
+        }
+        Ok(())
+    }
+
+    fn check_gate(&self, g: &Gate) -> Result<Window, OutputError> {
+        if g.create_start_ns > g.run_start_ns {
+            return invalid(format!("G: create_start_ns {} is after run_start_ns {}", g.create_start_ns, g.run_start_ns));
+        }
+        if g.units == 0 || g.units > self.plan.units {
+            return invalid(format!("G: units is {} (the plan has {})", g.units, self.plan.units));
+        }
+        if (g.units < self.plan.units) != g.start_error.is_some() {
+            return invalid(format!(
+                "G: start_error must be present exactly when units ({}) is below the plan's ({})",
+                g.units, self.plan.units
+            ));
+        }
+        let measure_start_ns = g.run_start_ns.checked_add(self.plan.warmup_ns);
+        let end_ns = measure_start_ns.and_then(|m| m.checked_add(self.plan.duration_ns));
+        match (measure_start_ns, end_ns) {
+            (Some(measure_start_ns), Some(end_ns)) => {
+                Ok(Window { create_start_ns: g.create_start_ns, run_start_ns: g.run_start_ns, measure_start_ns, end_ns })
+            }
+            _ => invalid(format!("G: run_start_ns {} leaves no room for the plan's window", g.run_start_ns)),
+        }
+    }
+
+    fn check_chunk(&mut self, chunk: &Chunk, each: &mut impl FnMut(&SampleView)) -> Result<(), OutputError> {
+        let unit = chunk.unit;
+        if unit == 0 || unit as usize > self.units.len() {
+            return invalid(format!("an S frame names unit {unit} (G says {} units)", self.units.len()));
+        }
+        if !self.plan.sleep.schedule.sleeps() {
+            return invalid(format!("an S frame of unit {unit} with the schedule none (which records no samples)"));
+        }
+        let window = self.window.expect("the gate is open");
+        let state = &mut self.units[unit as usize - 1];
+        match state.origin_ns {
+            None if chunk.origin_ns < window.run_start_ns => {
+                return invalid(format!("unit {unit}: origin {} is before run_start_ns {}", chunk.origin_ns, window.run_start_ns));
+            }
+            None => state.origin_ns = Some(chunk.origin_ns),
+            Some(origin) if origin != chunk.origin_ns => {
+                return invalid(format!("unit {unit}: an S frame says origin {} after {origin}", chunk.origin_ns));
+            }
+            Some(_) => {}
+        }
+        let context = SampleContext { plan: &self.plan, window, unit, origin_ns: chunk.origin_ns };
+        for sample in chunk.samples() {
+            let view = context.check(state, sample).map_err(|why| {
+                OutputError::Invalid(format!("unit {unit}, sample {} (period {}): {why}", state.samples + 1, sample.period))
+            })?;
+            self.last_wake_ns = self.last_wake_ns.max(Some(sample.wake_ns));
+            each(&view);
+        }
+        self.samples += chunk.len() as u64;
+        Ok(())
+    }
+
+    fn check_unit_end(&mut self, u: &UnitEnd) -> Result<(), OutputError> {
+        let window = self.window.expect("the gate is open");
+        let Some(state) = (u.unit as usize).checked_sub(1).and_then(|i| self.units.get_mut(i)) else {
+            return invalid(format!("a U frame names unit {} (G says {} units)", u.unit, self.units.len()));
+        };
+        let name = u.unit;
+        if state.end.is_some() {
+            return invalid(format!("a second U frame for unit {name}"));
+        }
+        if state.origin_ns.is_some_and(|o| o != u.origin_ns) {
+            return invalid(format!("U of unit {name}: origin_ns {} differs from its S frames' {}", u.origin_ns, state.origin_ns.unwrap_or(0)));
+        }
+        if u.origin_ns < window.run_start_ns {
+            return invalid(format!("U of unit {name}: origin_ns {} is before run_start_ns {}", u.origin_ns, window.run_start_ns));
+        }
+        if state.samples.checked_add(u.lost) != Some(u.iterations) && self.plan.sleep.schedule.sleeps() {
+            return invalid(format!(
+                "U of unit {name}: iterations {} is not its {} samples plus {} lost",
+                u.iterations, state.samples, u.lost
+            ));
+        }
+        if !self.plan.sleep.schedule.sleeps() && u.lost != 0 {
+            return invalid(format!("U of unit {name}: lost {} with the schedule none (no samples to lose)", u.lost));
+        }
+        if u.lost == 0 && state.gap {
+            return invalid(format!("U of unit {name}: its samples skip periods, yet it lost none"));
+        }
+        let measured = if self.plan.sleep.schedule.sleeps() { state.measured..=state.measured + u.lost } else { 0..=u.iterations };
+        if !measured.contains(&u.measured_iterations) {
+            return invalid(format!(
+                "U of unit {name}: measured_iterations {} is outside {}..={} (its measured samples, plus lost)",
+                u.measured_iterations,
+                measured.start(),
+                measured.end()
+            ));
+        }
+        state.end = Some(u.clone());
+        self.ended += 1;
+        Ok(())
+    }
+
+    fn check_done(&self, d: &Done) -> Result<(), OutputError> {
+        if self.ended as usize != self.units.len() {
+            return invalid(format!("D after {} U frames (G says {} units)", self.ended, self.units.len()));
+        }
+        let iterations: u64 = self.units.iter().filter_map(|u| u.end.as_ref()).map(|u| u.iterations).sum();
+        match (self.plan.experiment, d.atomic_sum) {
+            (Experiment::AtomicSum, None) => return invalid("D has no atomic_sum in the atomic-sum experiment".into()),
+            (Experiment::AtomicSum, Some(sum)) if sum != iterations => {
+                return invalid(format!("D: atomic_sum {sum} differs from the {iterations} iterations (increments lost)"));
+            }
+            (Experiment::Sleep, Some(_)) => return invalid("D has an atomic_sum in the sleep experiment".into()),
+            _ => {}
+        }
+        let reference = busy_reference(self.plan.busy.iters).to_string();
+        if d.busy_result != reference {
+            return invalid(format!("D: busy_result {} is not busy({}) = {reference}", d.busy_result, self.plan.busy.iters));
+        }
+        Ok(())
+    }
+}
+
+/// What every sample of one `S` frame is checked against.
+struct SampleContext<'a> {
+    plan: &'a Plan,
+    window: Window,
+    unit: u32,
+    origin_ns: u64,
+}
+
+impl SampleContext<'_> {
+    /// The deadline of `period` in absolute mode: origin plus the expected sleeps through it.
+    fn deadline(&self, period: u64) -> u128 {
+        self.origin_ns as u128 + self.plan.sleep.schedule.total_through(self.unit, period)
+    }
+
+    fn check(&self, state: &mut UnitState, s: Sample) -> Result<SampleView, String> {
+        if !(self.origin_ns <= s.start_ns && s.start_ns <= s.busy_end_ns && s.busy_end_ns <= s.wake_ns) {
+            return Err(format!(
+                "origin <= start <= busy_end <= wake does not hold ({} / {} / {} / {})",
+                self.origin_ns, s.start_ns, s.busy_end_ns, s.wake_ns
+            ));
+        }
+        if s.start_ns >= self.window.end_ns {
+            return Err(format!("starts at {}, at or after end {}", s.start_ns, self.window.end_ns));
+        }
+        if let Some(previous) = state.last_wake_ns.filter(|w| s.start_ns < *w) {
+            return Err(format!("starts at {} before the previous wake {previous}", s.start_ns));
+        }
+        if self.plan.busy.iters == 0 && s.busy_end_ns != s.start_ns {
+            return Err("busy_end differs from start with no busy work".into());
+        }
+        if s.period < state.next_period {
+            return Err(format!("period {} where at least {} was due", s.period, state.next_period));
+        }
+        let expected_ns = self.plan.sleep.schedule.expected(self.unit, s.period);
+        match self.plan.sleep.mode {
+            Mode::Relative => {
+                if s.intended_ns as u128 != s.busy_end_ns as u128 + expected_ns as u128 {
+                    return Err(format!("intended {} is not busy_end {} + expected {expected_ns}", s.intended_ns, s.busy_end_ns));
+                }
+                if s.missed != 0 {
+                    return Err(format!("missed {} in relative mode", s.missed));
+                }
+            }
+            Mode::Absolute => {
+                if s.intended_ns as u128 != self.deadline(s.period) {
+                    return Err(format!("intended {} is not the deadline of period {}: {}", s.intended_ns, s.period, self.deadline(s.period)));
+                }
+                let last = s.period.checked_add(s.missed).filter(|l| *l < u64::MAX).ok_or("missed overflows the period")?;
+                let wake = s.wake_ns as u128;
+                if wake > self.deadline(last + 1) || (s.missed > 0 && wake <= self.deadline(last)) {
+                    return Err(format!("missed {} does not match the deadlines that wake {} passed", s.missed, s.wake_ns));
+                }
+            }
+        }
+        let gap = s.period > state.next_period;
+        state.gap |= gap;
+        state.next_period = s.period + 1 + s.missed;
+        let previous_wake_ns = if gap { None } else { Some(state.last_wake_ns.unwrap_or(self.origin_ns)) };
+        state.last_wake_ns = Some(s.wake_ns);
+        state.samples += 1;
+        let measured = s.start_ns >= self.window.measure_start_ns;
+        state.measured += u64::from(measured);
+        Ok(SampleView { unit: self.unit, class: self.plan.class_of(self.unit), sample: s, expected_ns, previous_wake_ns, measured })
+    }
+}
+
+/// Checks a whole recorded output (all of a worker's stdout) and collects its samples: for
+/// tests and small tools.
+pub fn check_output(plan: &Plan, mut stdout: &[u8]) -> (Result<Ending, OutputError>, Vec<SampleView>) {
+    let mut reader = crate::frames::FrameReader::new(&mut stdout);
+    let mut checker = Checker::new(plan.clone());
+    let mut views = Vec::new();
+    loop {
+        let (kind, payload) = match reader.next_raw() {
+            Ok(Some(frame)) => frame,
+            Ok(None) => return (Ok(checker.finish()), views),
+            Err(crate::frames::ReadError::Cut { .. }) => return (Ok(checker.finish()), views),
+            Err(e) => return (Err(OutputError::Invalid(e.to_string())), views),
+        };
+        let frame = match crate::frames::decode(kind, payload) {
+            Ok(frame) => frame,
+            Err(why) => return (Err(OutputError::Invalid(why)), views),
+        };
+        if let Err(e) = checker.accept(&frame, |v| views.push(*v)) {
+            return (Err(e), views);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vectors::{encode_stream, STREAMS};
+
+    fn stream(name: &str) -> (Plan, serde_json::Value) {
+        let text = STREAMS.iter().find(|(n, _)| *n == name).unwrap_or_else(|| panic!("no stream vector {name}")).1;
+        let vector: serde_json::Value = serde_json::from_str(text).unwrap();
+        let plan = Plan::from_json(&vector["plan"].to_string()).unwrap();
+        (plan, vector)
+    }
+
+    fn run(plan: &Plan, vector: &serde_json::Value) -> (Result<Ending, OutputError>, Vec<SampleView>) {
+        check_output(plan, &encode_stream(&vector["frames"]))
+    }
+
+    fn rejection(name: &str, mutate: impl FnOnce(&mut serde_json::Value)) -> String {
+        let (plan, mut vector) = stream(name);
+        mutate(&mut vector["frames"]);
+        match run(&plan, &vector).0 {
+            Err(OutputError::Invalid(why)) => why,
+            other => panic!("{name}: a mutation was accepted: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_stream_vector_gets_its_verdict() {
+        for (name, text) in STREAMS {
+            let vector: serde_json::Value = serde_json::from_str(text).unwrap();
+            let plan = Plan::from_json(&vector["plan"].to_string()).unwrap();
+            let (ending, _) = run(&plan, &vector);
+            let verdict = match ending {
+                Ok(Ending::Complete(_)) => "ok",
+                Ok(Ending::Cut(_)) => "partial",
+                Ok(Ending::Refused(_)) => "refused",
+                other => panic!("{name}: {other:?}"),
+            };
+            assert_eq!(verdict, vector["verdict"], "{name}");
+        }
+    }
+
+    #[test]
+    fn samples_carry_what_the_metrics_need() {
+        let (plan, vector) = stream("absolute");
+        let (ending, views) = run(&plan, &vector);
+        let Ok(Ending::Complete(delivered)) = ending else { panic!("{ending:?}") };
+        assert_eq!(delivered.window.measure_start_ns, 1090);
+        assert_eq!((delivered.samples, delivered.units.len(), delivered.last_wake_ns), (5, 2, Some(5120)));
+        let unit1: Vec<&SampleView> = views.iter().filter(|v| v.unit == 1).collect();
+        assert_eq!(unit1.iter().map(|v| v.expected_ns).collect::<Vec<_>>(), [1000, 1000, 1000]);
+        assert_eq!(unit1.iter().map(|v| v.previous_wake_ns).collect::<Vec<_>>(), [Some(100), Some(1150), Some(4250)]);
+        assert_eq!(unit1.iter().map(|v| v.measured).collect::<Vec<_>>(), [false, true, true]);
+        assert!(views.iter().filter(|v| v.unit == 2).all(|v| v.expected_ns == 2000));
+
+        let (plan, vector) = stream("lost");
+        let (ending, views) = run(&plan, &vector);
+        let Ok(Ending::Complete(delivered)) = ending else { panic!("{ending:?}") };
+        assert_eq!(delivered.lost(), 2);
+        assert_eq!(views.iter().map(|v| v.previous_wake_ns).collect::<Vec<_>>(), [Some(110), Some(1150), None]);
+
+        let (plan, vector) = stream("killed");
+        let Ok(Ending::Cut(delivered)) = run(&plan, &vector).0 else { panic!("a cut stream") };
+        assert_eq!((delivered.samples, delivered.units.len(), delivered.done), (2, 0, None));
+    }
+
+    #[test]
+    fn each_single_mutation_is_rejected_with_its_reason() {
+        use serde_json::json;
+        let cases: Vec<(&str, Box<dyn FnOnce(&mut serde_json::Value)>, &str)> = vec![
+            ("relative", Box::new(|f| f[0][1]["protocol"] = json!(2)), "H says protocol 2"),
+            ("relative", Box::new(|f| f[0][1]["runtime"] = json!("go")), "H names runtime 'go'"),
+            ("relative", Box::new(|f| f[0][1]["clock"] = json!("CLOCK_REALTIME")), "clock"),
+            ("relative", Box::new(|f| f[0][1]["priority"] = json!("nice")), "one class"),
+            ("relative", Box::new(|f| f[0][1]["extra"] = json!(1)), "unknown field"),
+            ("relative", Box::new(|f| { f.as_array_mut().unwrap().remove(0); }), "the first frame is G"),
+            ("relative", Box::new(|f| { f.as_array_mut().unwrap().remove(1); }), "before G"),
+            ("relative", Box::new(|f| f[1][1]["create_start_ns"] = json!(101)), "create_start_ns 101 is after"),
+            ("relative", Box::new(|f| f[1][1]["units"] = json!(2)), "units is 2"),
+            ("relative", Box::new(|f| f[1][1]["start_error"] = json!("why")), "start_error must be present exactly"),
+            ("relative", Box::new(|f| f[2][1]["origin"] = json!(90)), "before run_start_ns"),
+            ("relative", Box::new(|f| f[3][1]["origin"] = json!(111)), "origin 111 after 110"),
+            ("relative", Box::new(|f| f[2][1]["unit"] = json!(2)), "names unit 2"),
+            ("relative", Box::new(|f| f[2][1]["samples"][0][4] = json!(119)), "origin <= start <= busy_end <= wake"),
+            ("relative", Box::new(|f| f[2][1]["samples"][1][1] = json!(1140)), "before the previous wake 1150"),
+            ("relative", Box::new(|f| f[2][1]["samples"][0][2] = json!(121)), "no busy work"),
+            ("relative", Box::new(|f| f[2][1]["samples"][0][5] = json!(1)), "missed 1 in relative mode"),
+            ("relative", Box::new(|f| f[2][1]["samples"][1][0] = json!(0)), "period 0 where at least 1"),
+            ("relative", Box::new(|f| f[3][1]["samples"][0] = json!([2, 10110, 10110, 11110, 11200, 0])), "at or after end"),
+            ("relative", Box::new(|f| f[2][1]["samples"][0][3] = json!(1121)), "intended 1121"),
+            ("relative", Box::new(|f| f[4][1]["iterations"] = json!(4)), "not its 3 samples plus 0 lost"),
+            ("relative", Box::new(|f| f[4][1]["measured_iterations"] = json!(2)), "outside 3..=3"),
+            ("relative", Box::new(|f| f[4][1]["origin_ns"] = json!(111)), "differs from its S frames"),
+            ("relative", Box::new(|f| f[4][1]["unit"] = json!(3)), "names unit 3"),
+            ("relative", Box::new(|f| { let u = f[4].clone(); f.as_array_mut().unwrap().insert(4, u); }), "a second U frame"),
+            ("relative", Box::new(|f| { f.as_array_mut().unwrap().remove(4); }), "D after 0 U frames"),
+            ("relative", Box::new(|f| f[5][1]["busy_result"] = json!("1")), "busy_result 1 is not busy(0)"),
+            ("relative", Box::new(|f| f[5][1]["atomic_sum"] = json!(3)), "atomic_sum in the sleep experiment"),
+            ("relative", Box::new(|f| { let s = f[3].clone(); f.as_array_mut().unwrap().insert(5, s); }), "comes after a U frame"),
+            ("relative", Box::new(|f| { let d = f[5].clone(); f.as_array_mut().unwrap().push(d); }), "comes after D"),
+            ("relative", Box::new(|f| f.as_array_mut().unwrap().insert(2, json!(["E", {"message": "late"}]))), "E frame after the gate"),
+            ("absolute", Box::new(|f| f[3][1]["samples"][1][5] = json!(1)), "missed 1 does not match"),
+            ("absolute", Box::new(|f| f[3][1]["samples"][1][5] = json!(3)), "missed 3 does not match"),
+            ("absolute", Box::new(|f| f[3][1]["samples"][0][3] = json!(1101)), "not the deadline of period 0: 1100"),
+            ("absolute", Box::new(|f| f[5][1]["samples"][0][0] = json!(3)), "period 3 where at least 4"),
+            ("lost", Box::new(|f| f[4][1]["lost"] = json!(0)), "not its 3 samples plus 0 lost"),
+            ("lost", Box::new(|f| { f[4][1]["lost"] = json!(0); f[4][1]["iterations"] = json!(3); f[4][1]["measured_iterations"] = json!(3); }), "skip periods, yet it lost none"),
+            ("atomic-partial", Box::new(|f| f[4][1]["atomic_sum"] = json!(8)), "atomic_sum 8 differs from the 9"),
+            ("atomic-partial", Box::new(|f| { f[4][1].as_object_mut().unwrap().remove("atomic_sum"); }), "no atomic_sum"),
+            ("atomic-partial", Box::new(|f| { f[1][1].as_object_mut().unwrap().remove("start_error"); }), "start_error must be present"),
+            ("atomic-partial", Box::new(|f| f[2][1]["measured_iterations"] = json!(5)), "outside 0..=4"),
+            ("atomic-partial", Box::new(|f| f.as_array_mut().unwrap().insert(2, json!(["S", {"unit": 1, "origin": 110, "samples": [[0, 120, 120, 120, 120, 0]]}]))), "schedule none"),
+        ];
+        for (name, mutate, reason) in cases {
+            let why = rejection(name, mutate);
+            assert!(why.contains(reason), "{name}: '{why}' does not say '{reason}'");
+        }
+    }
+
+    #[test]
+    fn cut_and_malformed_streams_are_told_apart() {
+        let (plan, vector) = stream("relative");
+        let bytes = encode_stream(&vector["frames"]);
+        // Cut inside the last frame: everything before it is kept.
+        let (ending, views) = check_output(&plan, &bytes[..bytes.len() - 2]);
+        assert!(matches!(ending, Ok(Ending::Cut(_))), "{ending:?}");
+        assert_eq!(views.len(), 3);
+        // Cut before the gate: nothing measured.
+        let hello_only = encode_stream(&serde_json::Value::Array(vec![vector["frames"][0].clone()]));
+        assert!(matches!(check_output(&plan, &hello_only).0, Ok(Ending::Empty { hello: Some(_) })));
+        assert!(matches!(check_output(&plan, b"").0, Ok(Ending::Empty { hello: None })));
+        let mut garbage = bytes.clone();
+        garbage[0] = b'Z';
+        assert!(matches!(check_output(&plan, &garbage).0, Err(OutputError::Invalid(why)) if why.contains("unknown frame kind 'Z'")));
+    }
+}

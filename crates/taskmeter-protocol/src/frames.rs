@@ -1,0 +1,343 @@
+//! The frames a worker writes on stdout (protocol/README.md, "Frames"): a 5-byte header (kind,
+//! payload length as u32 little-endian), then the payload: JSON for `H`, `G`, `U`, `D` and `E`,
+//! binary samples for `S`.
+
+use serde::{Deserialize, Serialize};
+use std::io::{self, Read, Write};
+
+pub const CLOCK: &str = "CLOCK_MONOTONIC";
+pub const HEADER_BYTES: usize = 5;
+/// An `S` payload: unit (u32), count (u32), origin (u64), then the samples.
+pub const CHUNK_HEADER_BYTES: usize = 16;
+pub const SAMPLE_BYTES: usize = 48;
+/// A frame longer than this is a protocol violation (a worker writes a few megabytes at most).
+pub const MAX_PAYLOAD: usize = 64 << 20;
+
+/// The mechanisms a worker may name in `H.priority`.
+pub const PRIORITY_MECHANISMS: &[&str] = &["none", "nice", "rt-priority", "embassy", "java"];
+
+pub mod kind {
+    pub const HELLO: u8 = b'H';
+    pub const GATE: u8 = b'G';
+    pub const SAMPLES: u8 = b'S';
+    pub const UNIT: u8 = b'U';
+    pub const DONE: u8 = b'D';
+    pub const ERROR: u8 = b'E';
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Hello {
+    pub protocol: u32,
+    pub runtime: String,
+    pub runtime_version: String,
+    pub clock: String,
+    pub pid: u32,
+    /// How priority classes are applied: a mechanism, optionally `": "` and a detail.
+    pub priority: String,
+}
+
+impl Hello {
+    /// The mechanism word of `priority`.
+    pub fn priority_mechanism(&self) -> &str {
+        self.priority.split(": ").next().unwrap_or("")
+    }
+}
+
+/// The start gate opened: every unit started is parked and released now.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Gate {
+    /// When the worker began creating its units.
+    pub create_start_ns: u64,
+    /// When the last unit was parked and the gate opened.
+    pub run_start_ns: u64,
+    /// Units started (below the plan's after a partial start).
+    pub units: u32,
+    /// Why the units after `units` were not started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_error: Option<String>,
+}
+
+/// One unit's end: its counts (its samples came in `S` frames).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct UnitEnd {
+    pub unit: u32,
+    pub origin_ns: u64,
+    /// Iterations of the loop, sampled or not (the schedule `none` records no samples).
+    pub iterations: u64,
+    /// Iterations that started at or after `measure_start`.
+    pub measured_iterations: u64,
+    /// Samples the unit's full ring refused.
+    pub lost: u64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Done {
+    pub interrupted: bool,
+    /// `busy(busy_iters)` in decimal: proof that the busy work ran.
+    pub busy_result: String,
+    /// The shared counter's final value (`atomic-sum` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub atomic_sum: Option<u64>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorFrame {
+    pub message: String,
+}
+
+/// One sample of the work loop (protocol: "The work loop, exactly").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Sample {
+    /// The period the sleep belonged to; `expected(unit, period)` is its expected sleep.
+    pub period: u64,
+    pub start_ns: u64,
+    pub busy_end_ns: u64,
+    pub intended_ns: u64,
+    pub wake_ns: u64,
+    pub missed: u64,
+}
+
+impl Sample {
+    pub fn to_words(self) -> [u64; 6] {
+        [self.period, self.start_ns, self.busy_end_ns, self.intended_ns, self.wake_ns, self.missed]
+    }
+
+    pub fn from_words(w: [u64; 6]) -> Sample {
+        Sample { period: w[0], start_ns: w[1], busy_end_ns: w[2], intended_ns: w[3], wake_ns: w[4], missed: w[5] }
+    }
+}
+
+/// The samples of one `S` frame, read in place.
+#[derive(Clone, Copy, Debug)]
+pub struct Chunk<'a> {
+    pub unit: u32,
+    pub origin_ns: u64,
+    bytes: &'a [u8],
+}
+
+impl<'a> Chunk<'a> {
+    pub fn len(&self) -> usize {
+        self.bytes.len() / SAMPLE_BYTES
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    pub fn samples(&self) -> impl Iterator<Item = Sample> + 'a {
+        self.bytes.chunks_exact(SAMPLE_BYTES).map(|s| {
+            let word = |i: usize| u64::from_le_bytes(s[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+            Sample::from_words([word(0), word(1), word(2), word(3), word(4), word(5)])
+        })
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum Frame<'a> {
+    Hello(Hello),
+    Gate(Gate),
+    Samples(Chunk<'a>),
+    Unit(UnitEnd),
+    Done(Done),
+    Error(ErrorFrame),
+}
+
+impl Frame<'_> {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Frame::Hello(_) => "H (hello)",
+            Frame::Gate(_) => "G (gate)",
+            Frame::Samples(_) => "S (samples)",
+            Frame::Unit(_) => "U (unit)",
+            Frame::Done(_) => "D (done)",
+            Frame::Error(_) => "E (error)",
+        }
+    }
+}
+
+/// Reads one frame's payload as its kind says.
+pub fn decode(kind: u8, payload: &[u8]) -> Result<Frame<'_>, String> {
+    fn json<'de, T: Deserialize<'de>>(name: &str, payload: &'de [u8]) -> Result<T, String> {
+        serde_json::from_slice(payload).map_err(|e| format!("the {name} frame does not match the schema: {e}"))
+    }
+    Ok(match kind {
+        kind::HELLO => Frame::Hello(json("H", payload)?),
+        kind::GATE => Frame::Gate(json("G", payload)?),
+        kind::UNIT => Frame::Unit(json("U", payload)?),
+        kind::DONE => Frame::Done(json("D", payload)?),
+        kind::ERROR => Frame::Error(json("E", payload)?),
+        kind::SAMPLES => {
+            if payload.len() < CHUNK_HEADER_BYTES {
+                return Err(format!("an S frame of {} bytes is shorter than its 16-byte header", payload.len()));
+            }
+            let unit = u32::from_le_bytes(payload[0..4].try_into().expect("4 bytes"));
+            let count = u32::from_le_bytes(payload[4..8].try_into().expect("4 bytes")) as usize;
+            let origin_ns = u64::from_le_bytes(payload[8..16].try_into().expect("8 bytes"));
+            let bytes = &payload[CHUNK_HEADER_BYTES..];
+            if count == 0 || bytes.len() != count * SAMPLE_BYTES {
+                return Err(format!(
+                    "an S frame of unit {unit} says {count} samples but holds {} bytes of samples (48 each, at least 1)",
+                    bytes.len()
+                ));
+            }
+            Frame::Samples(Chunk { unit, origin_ns, bytes })
+        }
+        other => return Err(format!("unknown frame kind {}", describe_kind(other))),
+    })
+}
+
+fn describe_kind(kind: u8) -> String {
+    if kind.is_ascii_graphic() {
+        format!("'{}'", kind as char)
+    } else {
+        format!("0x{kind:02x}")
+    }
+}
+
+/// Reads frames from a stream (a worker's stdout).
+pub struct FrameReader<R> {
+    inner: R,
+    payload: Vec<u8>,
+}
+
+/// Why no further frame could be read.
+#[derive(Debug)]
+pub enum ReadError {
+    /// The stream ended inside a frame (the worker died while writing it).
+    Cut { kind: u8, missing: usize },
+    TooLong { kind: u8, len: usize },
+    Io(io::Error),
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Cut { kind, missing } => {
+                write!(f, "the output ends inside a frame {} ({missing} bytes missing)", describe_kind(*kind))
+            }
+            ReadError::TooLong { kind, len } => {
+                write!(f, "a frame {} says it holds {len} bytes (at most {MAX_PAYLOAD})", describe_kind(*kind))
+            }
+            ReadError::Io(e) => write!(f, "cannot read the output: {e}"),
+        }
+    }
+}
+
+impl<R: Read> FrameReader<R> {
+    pub fn new(inner: R) -> FrameReader<R> {
+        FrameReader { inner, payload: Vec::new() }
+    }
+
+    pub fn into_inner(self) -> R {
+        self.inner
+    }
+
+    /// The next frame's kind and payload; None at a clean end of the stream.
+    pub fn next_raw(&mut self) -> Result<Option<(u8, &[u8])>, ReadError> {
+        let mut header = [0u8; HEADER_BYTES];
+        match read_full(&mut self.inner, &mut header).map_err(ReadError::Io)? {
+            0 => return Ok(None),
+            n if n < HEADER_BYTES => return Err(ReadError::Cut { kind: header[0], missing: HEADER_BYTES - n }),
+            _ => {}
+        }
+        let kind = header[0];
+        let len = u32::from_le_bytes(header[1..5].try_into().expect("4 bytes")) as usize;
+        if len > MAX_PAYLOAD {
+            return Err(ReadError::TooLong { kind, len });
+        }
+        self.payload.resize(len, 0);
+        let got = read_full(&mut self.inner, &mut self.payload).map_err(ReadError::Io)?;
+        if got < len {
+            return Err(ReadError::Cut { kind, missing: len - got });
+        }
+        Ok(Some((kind, &self.payload)))
+    }
+}
+
+/// Fills `buf` unless the stream ends first; the number of bytes read.
+fn read_full(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match reader.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+/// Appends a frame's header to `out`.
+pub fn put_header(out: &mut Vec<u8>, kind: u8, len: usize) {
+    out.push(kind);
+    out.extend_from_slice(&(len as u32).to_le_bytes());
+}
+
+/// Appends a JSON frame to `out`.
+pub fn put_json<T: Serialize>(out: &mut Vec<u8>, kind: u8, value: &T) {
+    let payload = serde_json::to_vec(value).expect("frames always serialise");
+    put_header(out, kind, payload.len());
+    out.extend_from_slice(&payload);
+}
+
+/// Appends an `S` frame of `samples` (at least one) to `out`.
+pub fn put_samples(out: &mut Vec<u8>, unit: u32, origin_ns: u64, samples: impl ExactSizeIterator<Item = Sample>) {
+    let count = samples.len();
+    put_header(out, kind::SAMPLES, CHUNK_HEADER_BYTES + count * SAMPLE_BYTES);
+    out.extend_from_slice(&unit.to_le_bytes());
+    out.extend_from_slice(&(count as u32).to_le_bytes());
+    out.extend_from_slice(&origin_ns.to_le_bytes());
+    for sample in samples {
+        for word in sample.to_words() {
+            out.extend_from_slice(&word.to_le_bytes());
+        }
+    }
+}
+
+/// Writes one JSON frame in one write.
+pub fn write_json<T: Serialize>(out: &mut impl Write, kind: u8, value: &T) -> io::Result<()> {
+    let mut buffer = Vec::new();
+    put_json(&mut buffer, kind, value);
+    out.write_all(&buffer)?;
+    out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip_and_cut_frames_are_told_apart_from_the_end() {
+        let mut bytes = Vec::new();
+        put_json(&mut bytes, kind::ERROR, &ErrorFrame { message: "no".into() });
+        let samples = [Sample { period: 1, start_ns: 2, busy_end_ns: 3, intended_ns: 4, wake_ns: 5, missed: 6 }; 2];
+        put_samples(&mut bytes, 7, 99, samples.iter().copied());
+        let mut reader = FrameReader::new(bytes.as_slice());
+        let (k, payload) = reader.next_raw().unwrap().unwrap();
+        assert!(matches!(decode(k, payload).unwrap(), Frame::Error(ErrorFrame { message }) if message == "no"));
+        let (k, payload) = reader.next_raw().unwrap().unwrap();
+        let Frame::Samples(chunk) = decode(k, payload).unwrap() else { panic!("an S frame") };
+        assert_eq!((chunk.unit, chunk.origin_ns, chunk.len()), (7, 99, 2));
+        assert_eq!(chunk.samples().collect::<Vec<_>>(), samples);
+        assert!(reader.next_raw().unwrap().is_none(), "a clean end");
+
+        let cut = &bytes[..bytes.len() - 3];
+        let mut reader = FrameReader::new(cut);
+        reader.next_raw().unwrap();
+        assert!(matches!(reader.next_raw(), Err(ReadError::Cut { kind: b'S', missing: 3 })));
+        assert!(decode(b'S', &payload_of(&bytes)[..20]).unwrap_err().contains("holds 4 bytes"));
+        assert!(decode(b'X', b"{}").unwrap_err().contains("unknown frame kind 'X'"));
+        assert!(decode(b'H', b"{\"protocol\":3}").unwrap_err().contains("missing field"));
+    }
+
+    fn payload_of(bytes: &[u8]) -> Vec<u8> {
+        let first = 5 + u32::from_le_bytes(bytes[1..5].try_into().unwrap()) as usize;
+        bytes[first + 5..].to_vec()
+    }
+}

@@ -1,0 +1,367 @@
+//! A row's statistics, folded in as its worker's samples arrive, in bounded memory.
+//!
+//! Count, mean, standard deviation, min, max and the deviation columns are always exact
+//! (integer sums, see `Moments`). Percentiles are exact while the row's measured samples fit its
+//! budget (`--exact-samples`): each metric's values are kept and sorted at the end, as
+//! `Summary::of` does. Past the budget the values are traded for HdrHistograms (5 significant
+//! digits), and the row says so (`basis: histogram`).
+
+use crate::analysis::histogram::{self, SignedHistogram};
+use crate::model::run::{Basis, DeviationHistograms, Histograms, Metric, PerMetric, Statistics};
+use hdrhistogram::Histogram;
+use taskmeter_protocol::SampleView;
+use taskmeter_record::stats::{nearest_rank, percentiles_of_sorted, Moments, Summary, PERCENTILES};
+
+/// One metric of a set of samples.
+#[derive(Default)]
+struct MetricStats {
+    moments: Moments,
+    /// |value - reference|: the expected sleep for `actual` and `full`, 0 for the others.
+    deviations: Moments,
+    /// The reference is 0 and no value was negative yet, so the deviations are the values
+    /// themselves and `deviations` is not kept (one update less per sample).
+    deviations_are_values: bool,
+    /// Kept while exact; None once the row went past its budget.
+    values: Option<Vec<i64>>,
+    histogram: Option<SignedHistogram>,
+    /// The deviations' distribution, kept only where the row stores it (`actual` and `full`).
+    deviation_values: Option<Vec<i64>>,
+    deviation_histogram: Option<SignedHistogram>,
+}
+
+impl MetricStats {
+    /// `reference_zero`: every value is compared with 0 (lateness, busy).
+    fn new(keep_deviations: bool, reference_zero: bool) -> MetricStats {
+        MetricStats {
+            values: Some(Vec::new()),
+            deviation_values: keep_deviations.then(Vec::new),
+            deviations_are_values: reference_zero,
+            ..Default::default()
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, value: i64, reference: i64) {
+        if self.deviations_are_values && value < 0 {
+            // The first negative value: until now every deviation was its value.
+            self.deviations_are_values = false;
+            self.deviations = self.moments;
+        }
+        self.moments.add(value);
+        match &mut self.values {
+            Some(values) => values.push(value),
+            None => self.histogram.get_or_insert_with(Default::default).record(value),
+        }
+        if self.deviations_are_values {
+            return;
+        }
+        let deviation = (value as i128 - reference as i128).unsigned_abs() as i64;
+        self.deviations.add(deviation);
+        if let Some(values) = &mut self.deviation_values {
+            values.push(deviation);
+        } else if let Some(h) = &mut self.deviation_histogram {
+            h.record(deviation);
+        }
+    }
+
+    /// Trades the kept values for histograms.
+    fn to_histograms(&mut self) {
+        fn histogram_of(values: Vec<i64>) -> SignedHistogram {
+            let mut h = SignedHistogram::default();
+            values.into_iter().for_each(|v| h.record(v));
+            h
+        }
+        if let Some(values) = self.values.take() {
+            self.histogram = Some(histogram_of(values));
+        }
+        if let Some(values) = self.deviation_values.take() {
+            self.deviation_histogram = Some(histogram_of(values));
+        }
+    }
+
+    /// Sorts the kept values (once: percentiles and histograms are then read in order). A
+    /// radix sort: a few passes over the values instead of n log n comparisons, most of the cost
+    /// of ending a long exact row.
+    fn sort(&mut self) {
+        for values in [&mut self.values, &mut self.deviation_values].into_iter().flatten() {
+            radsort::sort(values);
+        }
+    }
+
+    /// The summary; the kept values are sorted.
+    fn summary(&self) -> Summary {
+        let percentiles = match (&self.values, &self.histogram) {
+            (Some(values), _) => percentiles_of_sorted(values),
+            (None, Some(h)) if !h.is_empty() => {
+                let ranks = PERCENTILES.map(|(_, q)| nearest_rank(q, h.len() as usize) as u64);
+                let at = h.at_ranks(&ranks);
+                // Within the bucket's precision, but never outside what was measured.
+                Some(std::array::from_fn(|i| at[i].clamp(self.moments.min, self.moments.max)))
+            }
+            _ => None,
+        };
+        let deviations = if self.deviations_are_values { &self.moments } else { &self.deviations };
+        Summary::from_parts(&self.moments, percentiles, deviations)
+    }
+
+    /// The distribution of the (sorted) values or deviations, as run.json stores it.
+    fn encoded(values: &Option<Vec<i64>>, histogram: &Option<SignedHistogram>) -> String {
+        let h: Histogram<u64> = match (values, histogram) {
+            (Some(values), _) => histogram::of(values),
+            (None, Some(h)) => h.clamped(),
+            (None, None) => histogram::of(&[]),
+        };
+        histogram::encode(&h)
+    }
+}
+
+/// Every metric of a set of samples (a row, or one priority class of it).
+struct MetricSet {
+    metrics: PerMetric<MetricStats>,
+}
+
+impl MetricSet {
+    fn new(keep_deviations: bool) -> MetricSet {
+        MetricSet {
+            metrics: PerMetric::from_fn(|m| {
+                let against_expected = matches!(m, Metric::Actual | Metric::Full);
+                MetricStats::new(keep_deviations && against_expected, !against_expected)
+            }),
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, view: &SampleView) {
+        let s = &view.sample;
+        let diff = |a: u64, b: u64| a as i64 - b as i64;
+        let expected = view.expected_ns as i64;
+        let m = &mut self.metrics;
+        m.lateness.add(diff(s.wake_ns, s.intended_ns), 0);
+        m.actual.add(diff(s.wake_ns, s.start_ns), expected);
+        if let Some(previous) = view.previous_wake_ns {
+            m.full.add(diff(s.wake_ns, previous), expected);
+        }
+        m.busy.add(diff(s.busy_end_ns, s.start_ns), 0);
+    }
+
+    fn to_histograms(&mut self) {
+        let m = &mut self.metrics;
+        for stats in [&mut m.lateness, &mut m.actual, &mut m.full, &mut m.busy] {
+            stats.to_histograms();
+        }
+    }
+
+    fn sort(&mut self) {
+        let m = &mut self.metrics;
+        for stats in [&mut m.lateness, &mut m.actual, &mut m.full, &mut m.busy] {
+            stats.sort();
+        }
+    }
+
+    /// The summaries; the values are sorted.
+    fn statistics(&self) -> Statistics {
+        PerMetric::from_fn(|metric| self.metrics.get(metric).summary())
+    }
+}
+
+/// Counts of a row's samples.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SampleCounts {
+    pub measured: u64,
+    pub warmup: u64,
+    pub missed: u64,
+    pub missed_warmup: u64,
+    /// Measured samples that woke before their intended time.
+    pub early: u64,
+    /// Measured samples after lost ones (they have no `full`).
+    pub after_gap: u64,
+}
+
+/// What the live view shows of a running row: its measured samples so far and their lateness.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Live {
+    pub samples: u64,
+    pub p50: Option<i64>,
+    pub p99: Option<i64>,
+    pub max: Option<i64>,
+}
+
+/// A row's running statistics.
+pub struct RowStats {
+    all: MetricSet,
+    /// One per priority class when there are two.
+    classes: Vec<MetricSet>,
+    counts: SampleCounts,
+    /// Measured samples this row may keep for exact percentiles.
+    budget: u64,
+    basis: Basis,
+    /// For the live view only (None without one): every 4th measured lateness at 3 significant
+    /// digits, cheap to record and to query while running.
+    live: Option<Histogram<u64>>,
+    live_max: Option<i64>,
+}
+
+/// The live view's percentiles use one measured sample in this many.
+const LIVE_EVERY: u64 = 4;
+
+/// What a row's statistics came to.
+pub struct Finished {
+    pub statistics: Statistics,
+    pub histograms: Histograms,
+    pub deviation_histograms: DeviationHistograms,
+    /// Per class (empty with one class).
+    pub classes: Vec<Statistics>,
+    pub counts: SampleCounts,
+    pub basis: Basis,
+}
+
+impl RowStats {
+    /// `live`: whether anyone will ask for [`RowStats::live`] while samples arrive.
+    pub fn new(classes: u32, budget: u64, live: bool) -> RowStats {
+        RowStats {
+            all: MetricSet::new(true),
+            classes: if classes > 1 { (0..classes).map(|_| MetricSet::new(false)).collect() } else { Vec::new() },
+            counts: SampleCounts::default(),
+            budget,
+            basis: Basis::Exact,
+            live: live.then(|| Histogram::new(3).expect("3 significant digits are valid")),
+            live_max: None,
+        }
+    }
+
+    /// Folds in the checked samples of one `S` frame.
+    pub fn add(&mut self, views: &[SampleView]) {
+        for view in views {
+            let s = &view.sample;
+            if !view.measured {
+                self.counts.warmup += 1;
+                self.counts.missed_warmup += s.missed;
+                continue;
+            }
+            let c = &mut self.counts;
+            c.measured += 1;
+            c.missed += s.missed;
+            c.early += u64::from(s.wake_ns < s.intended_ns);
+            c.after_gap += u64::from(view.previous_wake_ns.is_none());
+            self.all.add(view);
+            if let Some(class) = self.classes.get_mut(view.class as usize) {
+                class.add(view);
+            }
+            if let Some(live) = self.live.as_mut() {
+                let lateness = s.wake_ns as i64 - s.intended_ns as i64;
+                if c.measured % LIVE_EVERY == 0 {
+                    live.saturating_record(lateness.max(0) as u64);
+                }
+                self.live_max = self.live_max.max(Some(lateness));
+            }
+        }
+        if self.basis == Basis::Exact && self.counts.measured > self.budget {
+            self.basis = Basis::Histogram;
+            self.all.to_histograms();
+            self.classes.iter_mut().for_each(MetricSet::to_histograms);
+        }
+    }
+
+    pub fn live(&self) -> Live {
+        let at = |q: f64| self.live.as_ref().filter(|h| !h.is_empty()).map(|h| h.value_at_quantile(q) as i64);
+        Live { samples: self.counts.measured, p50: at(0.5), p99: at(0.99), max: self.live_max }
+    }
+
+    pub fn finish(mut self) -> Finished {
+        self.all.sort();
+        self.classes.iter_mut().for_each(MetricSet::sort);
+        let m = &self.all.metrics;
+        let histograms = PerMetric {
+            lateness: MetricStats::encoded(&m.lateness.values, &m.lateness.histogram),
+            actual: MetricStats::encoded(&m.actual.values, &m.actual.histogram),
+            full: MetricStats::encoded(&m.full.values, &m.full.histogram),
+            busy: MetricStats::encoded(&m.busy.values, &m.busy.histogram),
+        };
+        let deviation_histograms = DeviationHistograms {
+            actual: MetricStats::encoded(&m.actual.deviation_values, &m.actual.deviation_histogram),
+            full: MetricStats::encoded(&m.full.deviation_values, &m.full.deviation_histogram),
+        };
+        Finished {
+            statistics: self.all.statistics(),
+            histograms,
+            deviation_histograms,
+            classes: self.classes.iter().map(MetricSet::statistics).collect(),
+            counts: self.counts,
+            basis: self.basis,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::run::METRICS;
+    use taskmeter_protocol::Sample;
+
+    fn view(unit: u32, start: u64, busy: u64, expected: u64, late: i64, previous: Option<u64>, measured: bool) -> SampleView {
+        let busy_end = start + busy;
+        let intended = busy_end + expected;
+        let wake = (intended as i64 + late) as u64;
+        SampleView {
+            unit,
+            class: (unit - 1) % 2,
+            sample: Sample { period: 0, start_ns: start, busy_end_ns: busy_end, intended_ns: intended, wake_ns: wake, missed: 0 },
+            expected_ns: expected,
+            previous_wake_ns: previous,
+            measured,
+        }
+    }
+
+    fn samples() -> Vec<SampleView> {
+        (0..2000u64)
+            .map(|i| view(1 + (i % 2) as u32, 10_000 * i, i % 7, 1000, (i as i64 * 37) % 900 - 50, (i % 10 != 0).then(|| 10_000 * i - 5), i >= 100))
+            .collect()
+    }
+
+    #[test]
+    fn exact_statistics_equal_summaries_of_all_the_values() {
+        let views = samples();
+        let mut row = RowStats::new(2, u64::MAX, false);
+        views.chunks(33).for_each(|chunk| row.add(chunk));
+        let done = row.finish();
+        assert_eq!(done.basis, Basis::Exact);
+        let measured: Vec<&SampleView> = views.iter().filter(|v| v.measured).collect();
+        let lateness: Vec<i64> = measured.iter().map(|v| v.sample.wake_ns as i64 - v.sample.intended_ns as i64).collect();
+        assert_eq!(done.statistics.lateness, Summary::of(&lateness, &vec![0; lateness.len()]));
+        let full: Vec<(i64, i64)> =
+            measured.iter().filter_map(|v| Some((v.sample.wake_ns as i64 - v.previous_wake_ns? as i64, v.expected_ns as i64))).collect();
+        let (values, references): (Vec<i64>, Vec<i64>) = full.into_iter().unzip();
+        assert_eq!(done.statistics.full, Summary::of(&values, &references));
+        assert_eq!(done.counts.measured, 1900);
+        assert_eq!(done.counts.after_gap, 190);
+        assert_eq!(done.counts.early, lateness.iter().filter(|l| **l < 0).count() as u64);
+        let class_1: Vec<i64> = measured.iter().filter(|v| v.class == 1).map(|v| v.sample.busy_end_ns as i64 - v.sample.start_ns as i64).collect();
+        assert_eq!(done.classes[1].busy, Summary::of(&class_1, &vec![0; class_1.len()]));
+        let stored = histogram::decode(&done.histograms.lateness).unwrap();
+        assert_eq!(stored.len(), 1900);
+    }
+
+    #[test]
+    fn past_the_budget_percentiles_come_from_histograms_and_the_rest_stays_exact() {
+        let views = samples();
+        let mut exact = RowStats::new(1, u64::MAX, false);
+        let mut bounded = RowStats::new(1, 500, true);
+        views.chunks(50).for_each(|chunk| {
+            exact.add(chunk);
+            bounded.add(chunk);
+        });
+        let live = bounded.live();
+        assert_eq!(live.samples, 1900);
+        let (exact, bounded) = (exact.finish(), bounded.finish());
+        assert_eq!(bounded.basis, Basis::Histogram);
+        for metric in METRICS {
+            let (a, b) = (exact.statistics.get(metric), bounded.statistics.get(metric));
+            assert_eq!((a.count, a.mean, a.std, a.min, a.max), (b.count, b.mean, b.std, b.min, b.max), "{metric:?}");
+            assert_eq!(a.mean_absolute_deviation, b.mean_absolute_deviation);
+            // Values below 262 us are exact in a 5-digit histogram.
+            assert_eq!((a.p50, a.p99, a.p99_99), (b.p50, b.p99, b.p99_99), "{metric:?}");
+        }
+        assert_eq!(histogram::decode(&bounded.deviation_histograms.actual).unwrap().len(), 1900);
+    }
+}
+
