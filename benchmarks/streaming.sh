@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # What a run of any length costs (issue 15): taskmeter's peak RSS, each worker's peak RSS, and
 # taskmeter's CPU time as a share of its workers'.
-#   long:   the issue's run, c-thread, smol and go, 20 units at fixed:100us (~10,000 samples/s
-#           per runtime, more where the runtime keeps up), for DURATION each;
+#   long:   c-thread, smol and go for DURATION each: 20 units at fixed:2ms (10,000 samples/s
+#           per runtime, the issue's target rate) and 20 units at fixed:100us (the issue's
+#           heavy case, up to 200,000 samples/s where the runtime keeps up);
 #   volume: 10,000 samples/s aggregate at 1, 100 and 10,000 units (fixed:100us, 10ms, 1s) in
 #           thread, c-thread and go, for POINT each, busy 1000.
 # Taskmeter's CPU is run.json's taskmeter_cpu_ns: getrusage(RUSAGE_SELF) from the first worker
 # to the last row's statistics (reading, checking and folding every frame, and ending each row;
 # the environment probe before and the charts after are not in it); the workers' is wait4's,
 # per row. Taskmeter's peak RSS is /usr/bin/time's maximum resident set size of the command.
-# Usage: benchmarks/streaming.sh [long|volume|all] [DURATION] [POINT]   (defaults: all 10m 60s)
+# Usage: benchmarks/streaming.sh [long|long-10k|long-200k|volume|all] [DURATION] [POINT]   (defaults: all 10m 60s)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -36,8 +37,11 @@ for r in rows:
 EOF
 }
 
-if [[ $what == long || $what == all ]]; then
-    measure long --runtimes c-thread,smol,go --units 20 --sleep fixed:100us --duration "$duration" --order given
+if [[ $what == long || $what == long-10k || $what == all ]]; then
+    measure long-10k --runtimes c-thread,smol,go --units 20 --sleep fixed:2ms --duration "$duration" --order given
+fi
+if [[ $what == long || $what == long-200k || $what == all ]]; then
+    measure long-200k --runtimes c-thread,smol,go --units 20 --sleep fixed:100us --duration "$duration" --order given
 fi
 if [[ $what == volume || $what == all ]]; then
     for spec in 1:100us 100:10ms 10000:1s; do

@@ -157,7 +157,7 @@ fn summary_agrees_with_statistics_recomputed_from_the_raw_samples() {
 
     let record = run_json(&folder);
     assert_eq!(record["schema"], "taskmeter.run");
-    assert_eq!(record["schema_version"], 4);
+    assert_eq!(record["schema_version"], 5);
     assert_eq!(record["complete"], true);
     for key in ["kernel", "cpu_model", "cores_online", "clocksource", "timer_slack_ns", "load_average_before", "load_average_after"] {
         assert!(!record["environment"][key].is_null(), "environment.{key}");
@@ -395,7 +395,54 @@ fn a_worker_killed_mid_run_leaves_a_partial_row_with_its_samples() {
     assert_eq!(thread["statistics"]["lateness"]["count"].as_u64(), Some(kept));
     let in_file = samples_csv(&folder).lines().filter(|l| l.starts_with("thread,")).count() as u64;
     assert_eq!(in_file, kept, "--raw has the same samples");
+    assert_eq!(thread["counters_missing"], "the worker ended before its measured window closed", "no counters are guessed");
     assert_eq!(row(&record, "smol")["status"], "ok", "the rest of the run goes on");
+}
+
+/// The kernel's counters reach the row, per wake-up, checked on a worker whose behaviour is
+/// known: one thread that blocks once per wake-up (a relative 1 ms sleep always blocks) and
+/// does a fixed amount of busy work each time.
+#[test]
+fn the_kernels_counters_explain_a_row_per_wake_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("run");
+    let output = run(&[
+        "run", "--runtimes", "thread", "--units", "1", "--sleep", "fixed:1ms", "--mode", "relative", "--busy", "100000",
+        "--duration", "1s", "--warmup", "200ms", "--table", "why", "-o", folder.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let table = stdout(&output);
+    assert!(table.contains("CPU/wake") && table.contains("vol cs/wake") && table.contains("runq wait/wake"), "{table}");
+    assert!(table.lines().any(|l| l.starts_with("thread ")), "{table}");
+    let record = run_json(&folder);
+    assert_eq!(record["schema_version"], 5);
+    let thread = row(&record, "thread");
+    let c = &thread["counters"];
+    let number = |key: &str| c[key].as_u64().unwrap_or_else(|| panic!("{key} in {c}"));
+    let wakeups = number("wakeups") as f64;
+    assert!(wakeups > 0.0 && wakeups <= thread["counts"]["samples_measured"].as_f64().unwrap(), "{c}");
+    let worker = &thread["worker"];
+    let (measure_start, end) = (worker["measure_start_ns"].as_u64().unwrap(), worker["end_ns"].as_u64().unwrap());
+    assert!(number("start_ns") >= measure_start && number("end_ns") <= end + number("read_ns"), "inside the window: {c}");
+    let voluntary = number("voluntary_switches") as f64 / wakeups;
+    assert!((0.95..1.5).contains(&voluntary), "one blocking sleep per wake-up, plus the writer's few: {voluntary}");
+    // Each wake-up does the busy work: at least about as much CPU as the fastest busy phase
+    // took, and never more than two cores' worth of the window.
+    let cpu = number("cpu_ns") as f64 / wakeups;
+    let fastest_busy = thread["statistics"]["busy"]["min"].as_f64().unwrap();
+    let window_per_wakeup = (number("end_ns") - number("start_ns")) as f64 / wakeups;
+    assert!(cpu >= 0.5 * fastest_busy && cpu <= 2.0 * window_per_wakeup, "cpu {cpu} ns per wake-up, busy min {fastest_busy}");
+    assert!(number("threads") >= 2, "the unit and the writer at least: {c}");
+    if Path::new("/proc/self/schedstat").exists() {
+        assert!(c["runqueue_wait_ns"].is_u64(), "{c}");
+    } else {
+        assert!(c["runqueue_wait_ns"].is_null() && c["unavailable"].to_string().contains("CONFIG_SCHED_INFO"), "{c}");
+    }
+    let report = std::fs::read_to_string(folder.join("report.html")).unwrap();
+    assert!(report.contains("Why the rows differ"));
+    assert!(folder.join("charts/why-point-1-frontier.svg").exists());
+    let again = run(&["report", folder.to_str().unwrap(), "--table", "why"]);
+    assert!(again.status.success() && stdout(&again).contains("CPU/wake"), "{}", stderr(&again));
 }
 
 /// Past --exact-samples, percentiles come from HdrHistograms, within their stated precision of

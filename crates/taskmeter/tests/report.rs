@@ -46,6 +46,7 @@ fn a_sweep_draws_every_chart_and_a_self_contained_report() {
     for point in 1..=3 {
         expected.push(format!("point-{point}-lateness-cdf.svg"));
         expected.push(format!("point-{point}-deviation-bars.svg"));
+        expected.push(format!("why-point-{point}-frontier.svg"));
     }
     expected.sort();
     assert_eq!(charts, expected);
@@ -58,7 +59,7 @@ fn a_sweep_draws_every_chart_and_a_self_contained_report() {
         assert!(report.contains(&svg), "{chart} is inlined in report.html");
     }
     assert!(!report.contains("src=\"http") && !report.contains("href=\"http") && !report.contains("<link"), "nothing is fetched");
-    assert_eq!(report.matches("<table class=\"results\">").count(), 3);
+    assert_eq!(report.matches("<table class=\"results\">").count(), 3 + 1, "one per point, and why the rows differ");
     assert!(report.contains(&format!("{}", record(&folder)["order"]["seed"])));
 
     let rec = record(&folder);
@@ -160,7 +161,7 @@ fn bad_results_and_comparisons_get_one_line_and_exit_2() {
         folder
     };
     let truncated = write("truncated", &json[..json.len() / 2]);
-    let future = write("future", &json.replacen("\"schema_version\": 4", "\"schema_version\": 5", 1));
+    let future = write("future", &json.replacen("\"schema_version\": 5", "\"schema_version\": 6", 1));
     let other = write("other", &json.replacen("\"experiment\": \"sleep\"", "\"experiment\": \"volume\"", 1));
     let not_ours = write("not-ours", "{\"hello\": 1}");
     let missing = dir.path().join("missing");
@@ -168,10 +169,10 @@ fn bad_results_and_comparisons_get_one_line_and_exit_2() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["report", missing.to_str().unwrap()], "does not exist"),
         (vec!["report", truncated.to_str().unwrap()], "is not valid JSON (truncated?)"),
-        (vec!["report", future.to_str().unwrap()], "has schema version 5; this taskmeter reads versions 2 to 4"),
+        (vec!["report", future.to_str().unwrap()], "has schema version 6; this taskmeter reads versions 2 to 5"),
         (vec!["report", not_ours.to_str().unwrap()], "is not a taskmeter record"),
         (vec!["compare", g, missing.to_str().unwrap()], "does not exist"),
-        (vec!["compare", g, future.to_str().unwrap()], "schema version 5"),
+        (vec!["compare", g, future.to_str().unwrap()], "schema version 6"),
         (vec!["compare", g, other.to_str().unwrap()], "cannot compare a 'sleep' run with a 'volume' run"),
         (vec!["compare", g, g, "--threshold", "lots"], "is not a percentage"),
         (vec!["compare", g, g, "--metric", "speed"], "unknown metric 'speed'"),

@@ -175,6 +175,8 @@ mod tests {
             statistics: Some(PerMetric::from_fn(|_| summary.clone())),
             histograms: None,
             deviation_histograms: None,
+            counters: None,
+            counters_missing: None,
             classes: Vec::new(),
         }
     }

@@ -243,6 +243,8 @@ mod tests {
                     statistics: Some(crate::model::run::PerMetric::from_fn(|_| summary.clone())),
                     histograms: Some(crate::model::run::PerMetric::from_fn(|_| encoded.clone())),
                     deviation_histograms: Some(crate::model::run::DeviationHistograms { actual: encoded.clone(), full: encoded.clone() }),
+                    counters: None,
+                    counters_missing: None,
                     classes: Vec::new(),
                 }
             })

@@ -71,6 +71,9 @@ pub(super) enum Command {
         /// Also write the run's samples (kept with --raw, as samples.csv.gz) as plain CSV to FILE
         #[arg(long, value_name = "FILE")]
         samples_csv: Option<PathBuf>,
+        /// Also print a run's console report in this layout (e.g. `why`)
+        #[arg(long, value_enum, value_name = "LAYOUT")]
+        table: Option<crate::report::tables::Layout>,
     },
     /// Benchmark the harness itself: the work loop's cost per sample in each Rust runtime
     Selftest {

@@ -131,7 +131,7 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
         Command::NetReceiver { runtime } => ExitCode::from(crate::experiments::net::native::main(&runtime)),
         Command::Bench(args) => crate::experiments::bench::run(options::bench_options(*args)?)?,
         Command::CheckDriver { runtime } => check_driver::check_driver(&runtime)?,
-        Command::Report { results, samples_csv } => rebuild::rebuild(&results, samples_csv.as_deref())?,
+        Command::Report { results, samples_csv, table } => rebuild::rebuild(&results, samples_csv.as_deref(), table)?,
         Command::Compare { old, new, metric, threshold, alpha } => {
             let metric = match metric {
                 Some(MetricChoice::All) => None,

@@ -1,13 +1,14 @@
 //! `taskmeter report RESULTS`: rebuilds the charts and report.html of a results folder from its
 //! record alone (run.json, net.json or bench.json, by the schema its header names); with
-//! `--samples-csv FILE`, also writes the samples a `--raw` run kept as plain CSV.
+//! `--samples-csv FILE`, also writes the samples a `--raw` run kept as plain CSV; with
+//! `--table LAYOUT`, also prints a run's console report in that layout.
 
 use super::CliError;
 use crate::model::any::{load_any, AnyRecord};
 use std::path::Path;
 use std::process::ExitCode;
 
-pub fn rebuild(path: &Path, samples_csv: Option<&Path>) -> Result<ExitCode, CliError> {
+pub fn rebuild(path: &Path, samples_csv: Option<&Path>, table: Option<crate::report::tables::Layout>) -> Result<ExitCode, CliError> {
     let (file, record) = load_any(path)?;
     let folder = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if let Some(out) = samples_csv {
@@ -16,6 +17,11 @@ pub fn rebuild(path: &Path, samples_csv: Option<&Path>) -> Result<ExitCode, CliE
         let mut file = std::fs::File::create(out).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
         std::io::copy(&mut reader, &mut file).map_err(|e| format!("cannot copy {} to {}: {e}", source.display(), out.display()))?;
         println!("{}", out.display());
+    }
+    match (&record, table) {
+        (AnyRecord::Run(r), Some(layout)) => print!("{}", crate::report::console::report(r, Some(layout))),
+        (_, Some(_)) => return Err(format!("--table applies to a run's record ({} is not one)", file.display()).into()),
+        _ => {}
     }
     match &record {
         AnyRecord::Run(r) => crate::report::run::write_report(folder, r)?,

@@ -1,5 +1,6 @@
 //! The machine a run happens on: what is recorded about it, and what taskmeter sets on it.
 
+pub mod counters;
 pub mod env;
 pub mod idle;
 pub mod sched;

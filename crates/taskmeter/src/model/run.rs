@@ -2,6 +2,7 @@
 
 use super::header::{Header, Record};
 pub use super::settings::Settings;
+pub use crate::machine::counters::Counters;
 use crate::machine::sched::SchedInfo;
 use serde::{Deserialize, Serialize};
 use taskmeter_protocol::Plan;
@@ -120,6 +121,13 @@ pub struct Row {
     /// Per priority class, when there are two.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub classes: Vec<ClassResult>,
+    /// What the kernel counted for the worker over its measured window (CPU, context switches,
+    /// migrations, run-queue wait, threads, faults), read from /proc by taskmeter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<Counters>,
+    /// Why a row that measured has no counters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters_missing: Option<String>,
 }
 
 /// How a row's percentiles were computed. Count, mean, std, min, max and the deviation columns
@@ -267,9 +275,9 @@ impl DeviationHistograms {
 impl Record for RunRecord {
     const SCHEMA: &'static str = "taskmeter.run";
     const FILE: &'static str = "run.json";
-    /// Version 4 (protocol v3) added the basis of the statistics, lost samples and cut rows;
-    /// version 3 added repetitions; versions 2 and 3 still read.
-    const VERSIONS: std::ops::RangeInclusive<u32> = 2..=4;
+    /// Version 5 added the kernel's counters; version 4 (protocol v3) the basis of the
+    /// statistics, lost samples and cut rows; version 3 repetitions; versions 2 to 4 still read.
+    const VERSIONS: std::ops::RangeInclusive<u32> = 2..=5;
 
     fn header(&self) -> &Header {
         &self.header

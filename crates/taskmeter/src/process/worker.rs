@@ -5,13 +5,14 @@
 
 use super::interrupt::{self, Listener};
 use super::{collect, describe, in_own_group, kill_group, last_line, wait_with_usage, Exit, Failure};
+use crate::machine::counters::{self, Counters};
 use crate::machine::sched::{SchedInfo, SchedSettings};
 use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
-use taskmeter_protocol::frames::{decode, FrameReader, ReadError};
+use taskmeter_protocol::frames::{decode, Frame, FrameReader, ReadError};
 use taskmeter_protocol::{Checker, Delivered, Ending, OutputError, Plan, SampleView};
 
 enum Event {
@@ -39,6 +40,8 @@ pub struct Stream {
     pub ending: Result<Ending, OutputError>,
     /// When the first `S` frame arrived (CLOCK_MONOTONIC), to see that samples stream.
     pub first_samples_ns: Option<u64>,
+    /// Samples whose wake fell in the window the counters cover.
+    pub wakeups_counted: u64,
 }
 
 #[derive(Debug)]
@@ -48,6 +51,8 @@ pub struct WorkerRun {
     pub peak_rss_kb: Option<u64>,
     pub cpu_ns: Option<u64>,
     pub wall_ns: u64,
+    /// What the kernel counted for the worker over its measured window, or why nothing.
+    pub counters: Result<Counters, String>,
     /// The worker's stderr (its last few kilobytes).
     pub stderr: String,
 }
@@ -72,6 +77,7 @@ pub struct RawRun {
     pub stderr: String,
     pub sched: SchedInfo,
     pub wall_ns: u64,
+    pub counters: Result<Counters, String>,
 }
 
 /// When to ask a worker to stop early (end of file on its stdin).
@@ -137,7 +143,13 @@ pub fn spawn_and_wait(
         // A worker that exits at once closes the pipe; its output will say why.
         let _ = pipe.write_all(format!("{}\n", input.trim_end()).as_bytes()).and_then(|_| pipe.flush());
     }
-    let stdout = read_frames(child.stdout.take(), plan.clone(), sink);
+    let (gate_tx, gate_rx) = mpsc::channel();
+    let stdout = read_frames(child.stdout.take(), plan.clone(), sink, gate_tx);
+    let (stop_counting, stop_rx) = mpsc::channel();
+    let counters = std::thread::spawn(move || {
+        let (start_ns, end_ns): (u64, u64) = gate_rx.recv().map_err(|_| "the worker never opened its start gate".to_string())?;
+        counters::over_window(pid, start_ns, end_ns, &stop_rx)
+    });
     let stderr = collect(child.stderr.take(), 16 * 1024);
     std::thread::spawn(move || {
         let _ = tx.send(Event::Exited(wait_with_usage(child)));
@@ -167,6 +179,7 @@ pub fn spawn_and_wait(
             _ if ask_to_stop && stdin.is_some() => {
                 // End of file on stdin: the worker finishes its current iteration and writes.
                 stdin = None;
+                let _ = stop_counting.send(());
                 stop_at = None;
                 deadline = deadline.min(Instant::now() + stop.grace);
             }
@@ -186,7 +199,12 @@ pub fn spawn_and_wait(
     };
     drop(listener);
     drop(stdin);
-    let stream = stdout.join().unwrap_or_else(|_| Stream { ending: Err(OutputError::Invalid("the reader of the output failed".into())), first_samples_ns: None });
+    drop(stop_counting);
+    let mut counters = counters.join().unwrap_or_else(|_| Err("the reader of the counters failed".into()));
+    let stream = stdout.join().unwrap_or_else(|_| Stream { ending: Err(OutputError::Invalid("the reader of the output failed".into())), first_samples_ns: None, wakeups_counted: 0 });
+    if let Ok(c) = counters.as_mut() {
+        c.wakeups = stream.wakeups_counted;
+    }
     let stderr = String::from_utf8_lossy(&stderr.join().unwrap_or_default()).into_owned();
     let cpu_ns = status.as_ref().ok().map(|exit| exit.cpu_ns);
     let (status, peak_rss_kb) = match status {
@@ -197,18 +215,22 @@ pub fn spawn_and_wait(
         Ok(exit) => (Ok(exit.status), Some(high_water_kb).filter(|kb| *kb > 0)),
         Err(e) => (Err(e), None),
     };
-    Ok(RawRun { status, peak_rss_kb, cpu_ns, timed_out, stream, stderr, sched: readback, wall_ns: started.elapsed().as_nanos() as u64 })
+    Ok(RawRun { status, peak_rss_kb, cpu_ns, timed_out, stream, stderr, sched: readback, wall_ns: started.elapsed().as_nanos() as u64, counters })
 }
 
 /// Reads, checks and hands on the worker's frames, on a thread of its own, until the stream
 /// ends. A frame cut by the worker's end closes the stream as a clean end would: what came
 /// before it is kept.
-fn read_frames(stdout: Option<std::process::ChildStdout>, plan: Plan, mut sink: SampleSink) -> std::thread::JoinHandle<Stream> {
+/// As soon as the gate is read, the window the counters cover goes to `counters`, and the
+/// samples that wake in it are counted.
+fn read_frames(stdout: Option<std::process::ChildStdout>, plan: Plan, mut sink: SampleSink, counters: mpsc::Sender<(u64, u64)>) -> std::thread::JoinHandle<Stream> {
     std::thread::spawn(move || {
+        let (warmup_ns, duration_ns) = (plan.warmup_ns, plan.duration_ns);
         let mut checker = Checker::new(plan);
         let mut first_samples_ns = None;
+        let (mut counted_window, mut wakeups_counted) = ((u64::MAX, 0), 0);
         let Some(stdout) = stdout else {
-            return Stream { ending: Ok(checker.finish()), first_samples_ns };
+            return Stream { ending: Ok(checker.finish()), first_samples_ns, wakeups_counted };
         };
         let mut reader = FrameReader::new(std::io::BufReader::with_capacity(1 << 20, stdout));
         let mut views = Vec::new();
@@ -226,6 +248,12 @@ fn read_frames(stdout: Option<std::process::ChildStdout>, plan: Plan, mut sink: 
             if let Err(e) = checker.accept(&frame, |v| views.push(*v)) {
                 break Err(e);
             }
+            if let Frame::Gate(g) = &frame {
+                let start_ns = g.run_start_ns + warmup_ns;
+                counted_window = counters::window_within(start_ns, start_ns + duration_ns);
+                let _ = counters.send(counted_window);
+            }
+            wakeups_counted += views.iter().filter(|v| (counted_window.0..=counted_window.1).contains(&v.sample.wake_ns)).count() as u64;
             if !views.is_empty() {
                 first_samples_ns.get_or_insert_with(taskmeter_record::clock::now_ns);
                 sink(&views);
@@ -234,7 +262,7 @@ fn read_frames(stdout: Option<std::process::ChildStdout>, plan: Plan, mut sink: 
         // Whatever follows a violation is not read: the worker may still be writing, and its
         // pipe must not fill, so drain it.
         let _ = std::io::copy(&mut reader.into_inner(), &mut std::io::sink());
-        Stream { ending, first_samples_ns }
+        Stream { ending, first_samples_ns, wakeups_counted }
     })
 }
 
@@ -250,10 +278,10 @@ pub fn run_worker(command: Command, plan: &Plan, sched: &SchedSettings, grace: D
     let limit = deadline(plan, grace);
     let stop = StopPolicy { after: None, grace: Duration::from_nanos(plan.max_expected_ns()) + Duration::from_secs(2) };
     match spawn_and_wait(command, plan, &plan.to_json(), sched, limit, stop, sink, tick) {
-        Err(reason) => WorkerRun { outcome: Outcome::Failed(reason), sched: None, peak_rss_kb: None, cpu_ns: None, wall_ns: 0, stderr: String::new() },
+        Err(reason) => WorkerRun { outcome: Outcome::Failed(reason), sched: None, peak_rss_kb: None, cpu_ns: None, wall_ns: 0, counters: Err("the worker did not start".into()), stderr: String::new() },
         Ok(raw) => {
             let outcome = classify(&raw, limit);
-            WorkerRun { outcome, sched: Some(raw.sched), peak_rss_kb: raw.peak_rss_kb, cpu_ns: raw.cpu_ns, wall_ns: raw.wall_ns, stderr: raw.stderr }
+            WorkerRun { outcome, sched: Some(raw.sched), peak_rss_kb: raw.peak_rss_kb, cpu_ns: raw.cpu_ns, wall_ns: raw.wall_ns, counters: raw.counters, stderr: raw.stderr }
         }
     }
 }

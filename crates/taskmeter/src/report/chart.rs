@@ -4,7 +4,8 @@
 //! - across each swept parameter: one line per runtime of the mean and the p99 of the metric and
 //!   of the number of samples (log-log when a range spans two decades or more), and a ratio
 //!   chart: each runtime's mean divided by its own mean at the first point (the TCP study's
-//!   ratio graph).
+//!   ratio graph);
+//! - per point: lateness against CPU per wake-up, one point per runtime (`why.rs`).
 //!
 //! A chart is drawn only where there is data for it.
 
@@ -522,6 +523,49 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
     Ok(charts)
 }
 
+/// The precision/cost plane of one point: each runtime's lateness (p50 a filled dot, p99 an
+/// open one, joined) against the CPU time its worker spent per wake-up.
+fn frontier_chart(record: &RunRecord, point: &Point) -> Result<Option<Chart>, String> {
+    let runtimes = crate::report::why::frontier(record, point.index);
+    if runtimes.is_empty() {
+        return Ok(None);
+    }
+    let us = |ns: f64| ns / 1e3;
+    let xs = || runtimes.iter().map(|r| us(r.cpu_per_wakeup_ns));
+    // Lateness can be 0 or negative (node wakes early): such a point sits at the axis' floor.
+    let ys = || runtimes.iter().flat_map(|r| [us(r.lateness_p50_ns), us(r.lateness_p99_ns)]);
+    let floor = ys().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
+    let floor = if floor.is_finite() { floor / 2.0 } else { 0.001 };
+    let (xa, ya) = (Axis::for_values(xs()), Axis::for_values(ys().map(|v| v.max(floor))));
+    let title = format!("lateness against CPU per wake-up{}", at(record, point));
+    let svg = svg_chart(&title, xa.range(xs()), ya.range(ys().map(|v| v.max(floor))), |chart| {
+        chart
+            .configure_mesh()
+            .x_desc(format!("CPU time of the worker per wake-up (µs{})", xa.suffix()))
+            .y_desc(format!("lateness p50 (dot), p99 (ring) (µs{})", ya.suffix()))
+            .x_label_formatter(&|v| xa.label(*v))
+            .y_label_formatter(&|v| ya.label(*v))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()
+            .map_err(err)?;
+        for r in &runtimes {
+            let c = colour(record, r.runtime);
+            let x = xa.to(us(r.cpu_per_wakeup_ns));
+            let (p50, p99) = (ya.to(us(r.lateness_p50_ns).max(floor)), ya.to(us(r.lateness_p99_ns).max(floor)));
+            chart.draw_series([PathElement::new(vec![(x, p50), (x, p99)], c.stroke_width(2))]).map_err(err)?;
+            chart.draw_series([Circle::new((x, p99), 5, c.stroke_width(2))]).map_err(err)?;
+            chart
+                .draw_series([Circle::new((x, p50), 5, c.filled())])
+                .map_err(err)?
+                .label(r.runtime)
+                .legend(move |(x, y)| Circle::new((x + 8, y), 5, c.filled()));
+            chart.draw_series([Text::new(r.runtime.to_string(), (x, p50), ("sans-serif", 12).into_font().color(&c))]).map_err(err)?;
+        }
+        legend(chart, SeriesLabelPosition::UpperRight)
+    })?;
+    Ok(Some(Chart { file: format!("why-point-{}-frontier.svg", point.index + 1), title, svg }))
+}
+
 /// Every chart of the run, in the order a report shows them.
 pub fn all(record: &RunRecord) -> Result<Vec<Chart>, String> {
     let mut charts = Vec::new();
@@ -531,6 +575,9 @@ pub fn all(record: &RunRecord) -> Result<Vec<Chart>, String> {
     for point in &record.points {
         charts.extend(cdf_chart(record, point)?);
         charts.extend(deviation_bars(record, point)?);
+    }
+    for point in &record.points {
+        charts.extend(frontier_chart(record, point)?);
     }
     Ok(charts)
 }

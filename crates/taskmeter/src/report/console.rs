@@ -2,6 +2,7 @@
 
 use super::format::format_ns;
 use super::tables::*;
+use super::why;
 use crate::machine::env::Environment;
 use crate::machine::sched::SchedInfo;
 use crate::model::run::{RowStatus, RunRecord};
@@ -65,6 +66,10 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
                 }
             }
         }
+        Layout::Why => {
+            out.push('\n');
+            out.push_str(&render_with_reasons(&why::why_table_of(record)));
+        }
     }
     if let Some(classes) = class_table_of(record) {
         out.push_str("\nby priority class:\n");
@@ -75,7 +80,11 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
         }
     }
     out.push('\n');
-    out.push_str(&if layout == Layout::Volume { explain_volume(record) } else { explain(record) });
+    out.push_str(&match layout {
+        Layout::Volume => explain_volume(record),
+        Layout::Why => why::explain_why(),
+        _ => explain(record),
+    });
     out.push('\n');
     let partial: Vec<String> = record.rows_in_order().iter().filter(|r| r.status == RowStatus::Partial).map(|r| {
         let at = at_point(record, r);

@@ -135,6 +135,14 @@ pub fn render(record: &RunRecord, charts: &[Chart]) -> String {
         }
     }
 
+    if crate::report::why::has_counters(record) {
+        out.push_str("<h2 id=\"why\">Why the rows differ: what each wake-up cost</h2>\n");
+        html_table(&mut out, &crate::report::why::why_table_of(record));
+        let _ = writeln!(out, "<p>{}.</p>", escape(&crate::report::why::explain_why()));
+        for chart in charts.iter().filter(|c| c.file.starts_with("why-")) {
+            figure(&mut out, chart);
+        }
+    }
     let _ = write!(out, "<h2 id=\"reading\">How to read this</h2>\n<p>{}.</p>\n", escape(&explain(record)));
     out.push_str(
         "<p>Every statistic covers the measured samples of all units of a runtime (warm-up excluded). \

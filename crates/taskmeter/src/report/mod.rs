@@ -12,6 +12,7 @@ pub mod net;
 pub mod run;
 pub mod samples;
 pub mod tables;
+pub mod why;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

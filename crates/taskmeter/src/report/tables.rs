@@ -47,6 +47,9 @@ pub enum Layout {
     /// One line per runtime and point: units reached, delay, iterations, throughput, memory (the
     /// volume and atomic-sum studies'); the default for those experiments and for --sleep none
     Volume,
+    /// One line per runtime and point: lateness p50 and p99 beside what the kernel counted for
+    /// the worker per wake-up (CPU, context switches, migrations, run-queue wait)
+    Why,
 }
 
 /// The layout a run gets when `--table` is not given.

@@ -88,6 +88,8 @@ fn failed_row(runtime: &str, plan: &Plan, reason: String, worker: Option<WorkerI
         statistics: None,
         histograms: None,
         deviation_histograms: None,
+        counters: None,
+        counters_missing: None,
         classes: Vec::new(),
     }
 }
@@ -155,6 +157,8 @@ fn row_from(runtime: &str, plan: Plan, worker: WorkerRun, toolchain: String, fin
         statistics: Some(finished.statistics),
         histograms: Some(finished.histograms),
         deviation_histograms: Some(finished.deviation_histograms),
+        counters_missing: worker.counters.as_ref().err().cloned(),
+        counters: worker.counters.ok(),
     }
 }
 

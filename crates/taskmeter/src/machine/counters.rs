@@ -1,0 +1,249 @@
+//! What the kernel counted for a worker over its measured window: CPU time, context switches,
+//! migrations, run-queue wait, threads and page faults. taskmeter reads them from /proc at the
+//! window's start and end, on a thread of its own; the worker's loop does nothing for them.
+//!
+//! Sources (Linux, `man 5 proc`): per thread, `/proc/PID/task/TID/schedstat` (time on a CPU,
+//! time runnable but waiting, ns; needs `CONFIG_SCHED_INFO`) and `/proc/PID/task/TID/sched`
+//! (`nr_voluntary_switches`, `nr_involuntary_switches`, `se.nr_migrations`; a scheduler debug
+//! file, absent without `CONFIG_SCHED_DEBUG`, when `status` gives the switches and migrations
+//! are unavailable); per process, `/proc/PID/stat` (utime, stime in clock ticks; minor and
+//! major faults, exited threads included).
+
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::Duration;
+
+/// The counters of one window, whole worker process.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct Counters {
+    /// CLOCK_MONOTONIC: the first read began at `start_ns`, the last ended at `end_ns`.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// The longer of the two reads (taskmeter's time, while the worker ran).
+    pub read_ns: u64,
+    /// Wake-ups in the window: measured samples whose wake fell between the two reads' starts
+    /// (the denominator of every "per wake-up" figure).
+    pub wakeups: u64,
+    /// Threads of the worker at the window's end.
+    pub threads: u32,
+    /// Threads that existed at the start and were gone at the end: what they did in the window
+    /// is missing from the per-thread figures (CPU, switches, migrations, run-queue wait).
+    pub threads_exited: u32,
+    /// Time on a CPU, every thread (schedstat's first field, ns; from the clock ticks of
+    /// utime + stime when schedstat is unavailable).
+    pub cpu_ns: u64,
+    /// The same time split by mode, from /proc/PID/stat (clock ticks, 10 ms each at 100 Hz).
+    pub user_ns: u64,
+    pub system_ns: u64,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+    pub migrations: Option<u64>,
+    /// Time runnable but not running, every thread (schedstat's second field, ns).
+    pub runqueue_wait_ns: Option<u64>,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+    /// Why a figure is None.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unavailable: Vec<String>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Thread {
+    on_cpu_ns: Option<u64>,
+    wait_ns: Option<u64>,
+    voluntary: u64,
+    involuntary: u64,
+    migrations: Option<u64>,
+}
+
+/// One reading of a process.
+pub struct Snapshot {
+    start_ns: u64,
+    end_ns: u64,
+    threads: HashMap<u32, Thread>,
+    utime_ticks: u64,
+    stime_ticks: u64,
+    minor_faults: u64,
+    major_faults: u64,
+}
+
+/// Reads every counter of process `pid` now.
+pub fn snapshot(pid: i32) -> Result<Snapshot, String> {
+    let start_ns = taskmeter_record::clock::now_ns();
+    let gone = |e: std::io::Error| format!("could not read /proc/{pid}: {e}");
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_err(gone)?;
+    // The fields after the command name, which may hold spaces and parentheses.
+    let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+    let field = |n: usize| fields.get(n - 3).and_then(|v| v.parse::<u64>().ok()).ok_or_else(|| format!("/proc/{pid}/stat has no field {n}"));
+    let (minor_faults, major_faults, utime_ticks, stime_ticks) = (field(10)?, field(12)?, field(14)?, field(15)?);
+    let mut threads = HashMap::new();
+    for entry in std::fs::read_dir(format!("/proc/{pid}/task")).map_err(gone)?.flatten() {
+        let Some(tid) = entry.file_name().to_str().and_then(|t| t.parse::<u32>().ok()) else { continue };
+        // A thread that ends while it is read is left out, as one that ended before.
+        if let Some(thread) = read_thread(&entry.path()) {
+            threads.insert(tid, thread);
+        }
+    }
+    Ok(Snapshot { start_ns, end_ns: taskmeter_record::clock::now_ns(), threads, utime_ticks, stime_ticks, minor_faults, major_faults })
+}
+
+fn read_thread(dir: &std::path::Path) -> Option<Thread> {
+    let mut thread = Thread::default();
+    if let Ok(schedstat) = std::fs::read_to_string(dir.join("schedstat")) {
+        let mut fields = schedstat.split_whitespace().map(|v| v.parse::<u64>().ok());
+        (thread.on_cpu_ns, thread.wait_ns) = (fields.next().flatten(), fields.next().flatten());
+    }
+    let value = |text: &str, key: &str| -> Option<u64> {
+        let line = text.lines().find(|l| l.starts_with(key))?;
+        line[key.len()..].trim_start_matches([' ', '\t', ':']).trim().parse().ok()
+    };
+    if let Ok(sched) = std::fs::read_to_string(dir.join("sched")) {
+        thread.voluntary = value(&sched, "nr_voluntary_switches")?;
+        thread.involuntary = value(&sched, "nr_involuntary_switches")?;
+        thread.migrations = value(&sched, "se.nr_migrations");
+    } else {
+        let status = std::fs::read_to_string(dir.join("status")).ok()?;
+        thread.voluntary = value(&status, "voluntary_ctxt_switches")?;
+        thread.involuntary = value(&status, "nonvoluntary_ctxt_switches")?;
+    }
+    Some(thread)
+}
+
+/// What happened between two readings of the same process. A thread born in the window counts
+/// from zero.
+pub fn between(start: &Snapshot, end: &Snapshot) -> Counters {
+    let tick_ns = 1_000_000_000 / clock_ticks_per_second();
+    let mut c = Counters {
+        start_ns: start.start_ns,
+        end_ns: end.end_ns,
+        read_ns: (start.end_ns - start.start_ns).max(end.end_ns - end.start_ns),
+        threads: end.threads.len() as u32,
+        threads_exited: start.threads.keys().filter(|tid| !end.threads.contains_key(tid)).count() as u32,
+        user_ns: end.utime_ticks.saturating_sub(start.utime_ticks) * tick_ns,
+        system_ns: end.stime_ticks.saturating_sub(start.stime_ticks) * tick_ns,
+        minor_faults: end.minor_faults.saturating_sub(start.minor_faults),
+        major_faults: end.major_faults.saturating_sub(start.major_faults),
+        ..Counters::default()
+    };
+    let (mut on_cpu, mut wait, mut migrations) = (Some(0u64), Some(0u64), Some(0u64));
+    let add = |sum: &mut Option<u64>, now: Option<u64>, before: Option<u64>| {
+        *sum = match (*sum, now) {
+            (Some(s), Some(n)) => Some(s + n.saturating_sub(before.unwrap_or(0))),
+            _ => None,
+        }
+    };
+    for (tid, now) in &end.threads {
+        let before = start.threads.get(tid).copied().unwrap_or_default();
+        c.voluntary_switches += now.voluntary.saturating_sub(before.voluntary);
+        c.involuntary_switches += now.involuntary.saturating_sub(before.involuntary);
+        add(&mut on_cpu, now.on_cpu_ns, before.on_cpu_ns);
+        add(&mut wait, now.wait_ns, before.wait_ns);
+        add(&mut migrations, now.migrations, before.migrations);
+    }
+    c.cpu_ns = on_cpu.unwrap_or(c.user_ns + c.system_ns);
+    c.runqueue_wait_ns = wait;
+    c.migrations = migrations;
+    if wait.is_none() {
+        c.unavailable.push("cpu and run-queue wait: no /proc/PID/task/TID/schedstat (CONFIG_SCHED_INFO); cpu from clock ticks".into());
+    }
+    if migrations.is_none() {
+        c.unavailable.push("migrations: no se.nr_migrations in /proc/PID/task/TID/sched (CONFIG_SCHED_DEBUG)".into());
+    }
+    c
+}
+
+fn clock_ticks_per_second() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 { ticks as u64 } else { 100 }
+}
+
+/// The part of a measured window `[start_ns, end_ns]` the counters cover: all of it but its
+/// last 20 ms (a 20th of a shorter one), so that the last reading finds every unit still there
+/// (units end as soon as they wake after the window).
+pub fn window_within(start_ns: u64, end_ns: u64) -> (u64, u64) {
+    let margin = ((end_ns - start_ns) / 20).min(20_000_000);
+    (start_ns, end_ns - margin)
+}
+
+/// Reads the counters of `pid` over `[start_ns, end_ns]` (CLOCK_MONOTONIC): the first reading
+/// at `start_ns`, the last at `end_ns` or as soon as `stop` says the worker was asked to stop
+/// early (or, disconnected, that it exited). `wakeups` is left for the caller to count.
+pub fn over_window(pid: i32, start_ns: u64, end_ns: u64, stop: &Receiver<()>) -> Result<Counters, String> {
+    let until = |at_ns: u64| Duration::from_nanos(at_ns.saturating_sub(taskmeter_record::clock::now_ns()));
+    match stop.recv_timeout(until(start_ns)) {
+        Err(RecvTimeoutError::Timeout) => {}
+        Ok(()) => return Err("the worker was asked to stop before its measured window began".into()),
+        Err(RecvTimeoutError::Disconnected) => return Err("the worker ended before its measured window began".into()),
+    }
+    let first = snapshot(pid)?;
+    let _ = stop.recv_timeout(until(end_ns));
+    let last = snapshot(pid).map_err(|_| "the worker ended before its measured window closed".to_string())?;
+    Ok(between(&first, &last))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn thread(on_cpu: u64, wait: u64, voluntary: u64, migrations: u64) -> Thread {
+        Thread { on_cpu_ns: Some(on_cpu), wait_ns: Some(wait), voluntary, involuntary: 1, migrations: Some(migrations) }
+    }
+
+    fn snap(at: u64, threads: &[(u32, Thread)], ticks: (u64, u64), faults: u64) -> Snapshot {
+        Snapshot { start_ns: at, end_ns: at + 10, threads: threads.iter().copied().collect(), utime_ticks: ticks.0, stime_ticks: ticks.1, minor_faults: faults, major_faults: 0 }
+    }
+
+    #[test]
+    fn deltas_per_thread_with_born_and_exited_threads() {
+        let start = snap(1_000, &[(1, thread(100, 10, 5, 1)), (2, thread(50, 5, 2, 0))], (3, 1), 40);
+        // Thread 2 exited; thread 3 was born in the window.
+        let end = snap(9_000, &[(1, thread(400, 30, 15, 3)), (3, thread(70, 7, 4, 1))], (5, 2), 55);
+        let c = between(&start, &end);
+        assert_eq!((c.start_ns, c.end_ns, c.read_ns, c.wakeups), (1_000, 9_010, 10, 0));
+        assert_eq!((c.threads, c.threads_exited), (2, 1));
+        assert_eq!(c.cpu_ns, 300 + 70);
+        assert_eq!(c.runqueue_wait_ns, Some(20 + 7));
+        assert_eq!(c.voluntary_switches, 10 + 4);
+        assert_eq!(c.involuntary_switches, 0 + 1);
+        assert_eq!(c.migrations, Some(2 + 1));
+        let tick = 1_000_000_000 / clock_ticks_per_second();
+        assert_eq!((c.user_ns, c.system_ns), (2 * tick, tick));
+        assert_eq!(c.minor_faults, 15);
+        assert!(c.unavailable.is_empty());
+    }
+
+    #[test]
+    fn a_missing_source_is_named_not_guessed() {
+        let blind = Thread { on_cpu_ns: None, wait_ns: None, voluntary: 3, involuntary: 0, migrations: None };
+        let c = between(&snap(0, &[(1, blind)], (10, 0), 0), &snap(5, &[(1, Thread { voluntary: 7, ..blind })], (12, 1), 0));
+        assert_eq!((c.runqueue_wait_ns, c.migrations), (None, None));
+        let tick = 1_000_000_000 / clock_ticks_per_second();
+        assert_eq!(c.cpu_ns, 3 * tick, "from the clock ticks");
+        assert_eq!(c.voluntary_switches, 4);
+        assert_eq!(c.unavailable.len(), 2);
+    }
+
+    #[test]
+    fn the_window_ends_before_the_units_do() {
+        assert_eq!(window_within(1_000_000_000, 3_000_000_000), (1_000_000_000, 2_980_000_000));
+        assert_eq!(window_within(0, 100_000_000), (0, 95_000_000));
+    }
+
+    #[test]
+    fn reads_this_process() {
+        let first = snapshot(std::process::id() as i32).unwrap();
+        let mut x = 0u64;
+        for i in 0..2_000_000u64 {
+            x = std::hint::black_box(x.wrapping_add(i));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let c = between(&first, &snapshot(std::process::id() as i32).unwrap());
+        assert!(c.threads >= 1);
+        assert!(c.voluntary_switches >= 1, "the sleep switched out: {c:?}");
+        if std::path::Path::new("/proc/self/schedstat").exists() {
+            assert!(c.cpu_ns > 0 && c.runqueue_wait_ns.is_some(), "{c:?}");
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! Why the rows differ: each runtime's lateness next to what the kernel counted for its worker
+//! over the measured window, per wake-up (`--table why`, the report's section, and the data of
+//! its chart of lateness against CPU per wake-up).
+
+use super::format::{format_count, format_ns};
+use super::tables::{at_point, Table};
+use crate::analysis::cells::{cells, Cell};
+use crate::model::run::{Counters, Metric, Row, RunRecord};
+
+/// A counter of a row divided by the wake-ups in its window (None without counters, without a
+/// wake-up, or where the counter is unavailable).
+pub fn per_wakeup(row: &Row, counter: impl Fn(&Counters) -> Option<u64>) -> Option<f64> {
+    let c = row.counters.as_ref().filter(|c| c.wakeups > 0)?;
+    Some(counter(c)? as f64 / c.wakeups as f64)
+}
+
+/// Clock ticks below which the user/system split says nothing (10 ticks: 100 ms at 100 Hz).
+const MIN_TICKS_NS: u64 = 100_000_000;
+
+/// The share of system time, from the clock ticks; None below [`MIN_TICKS_NS`].
+fn system_share(row: &Row) -> Option<f64> {
+    let c = row.counters.as_ref()?;
+    let total = c.user_ns + c.system_ns;
+    (total >= MIN_TICKS_NS).then(|| c.system_ns as f64 / total as f64)
+}
+
+/// One runtime at one point, on the precision/cost plane.
+pub struct FrontierPoint<'a> {
+    pub runtime: &'a str,
+    pub cpu_per_wakeup_ns: f64,
+    pub lateness_p50_ns: f64,
+    pub lateness_p99_ns: f64,
+}
+
+/// The runtimes of a point that have both lateness and CPU per wake-up (means over repetitions).
+pub fn frontier(record: &RunRecord, point: usize) -> Vec<FrontierPoint<'_>> {
+    cells(record, point)
+        .into_iter()
+        .filter(|c| c.repetitions() > 0)
+        .filter_map(|cell| {
+            Some(FrontierPoint {
+                runtime: cell.runtime,
+                cpu_per_wakeup_ns: cell.mean_of(|r| per_wakeup(r, |c| Some(c.cpu_ns)))?,
+                lateness_p50_ns: cell.mean_percentile(Metric::Lateness, |s| s.p50)?,
+                lateness_p99_ns: cell.mean_percentile(Metric::Lateness, |s| s.p99)?,
+            })
+        })
+        .collect()
+}
+
+pub fn has_counters(record: &RunRecord) -> bool {
+    record.rows.iter().any(|r| r.counters.is_some())
+}
+
+/// Every runtime at every point: lateness p50 and p99 beside the counters per wake-up (means
+/// over repetitions). A figure that is missing says why below the table, never a guess.
+pub fn why_table_of(record: &RunRecord) -> Table {
+    let swept: Vec<&str> = record.sweeps.iter().map(|s| s.param.name()).collect();
+    let mut header = vec!["runtime".to_string()];
+    header.extend(swept.iter().map(|s| s.to_string()));
+    header.extend(
+        ["wake-ups", "lateness p50", "p99", "CPU/wake", "sys %", "vol cs/wake", "invol cs/wake", "migr/wake", "runq wait/wake", "threads", "faults"]
+            .map(str::to_string),
+    );
+    let mut lines = Vec::new();
+    let mut missing = Vec::new();
+    for point in &record.points {
+        for cell in cells(record, point.index).into_iter().filter(|c| c.repetitions() > 0) {
+            for row in &cell.measured {
+                if let Some(why) = &row.counters_missing {
+                    missing.push((cell.runtime.to_string(), format!("no counters{}: {why}", at_point(record, row))));
+                }
+                for why in row.counters.iter().flat_map(|c| &c.unavailable) {
+                    let line = (cell.runtime.to_string(), why.clone());
+                    if !missing.contains(&line) {
+                        missing.push(line);
+                    }
+                }
+            }
+            let mut line = vec![cell.runtime.to_string()];
+            line.extend(point.values.iter().map(|(p, v)| p.format_value(*v)));
+            line.extend(figures(&cell));
+            lines.push(line);
+        }
+    }
+    Table { header, lines, without_statistics: missing }
+}
+
+fn figures(cell: &Cell) -> Vec<String> {
+    let ns = |v: Option<f64>| v.map_or_else(|| "n/a".into(), format_ns);
+    let ratio = |v: Option<f64>| v.map_or_else(|| "n/a".into(), |v| format!("{v:.2}"));
+    let per = |f: fn(&Counters) -> Option<u64>| cell.mean_of(|r| per_wakeup(r, f));
+    let counter = |f: fn(&Counters) -> u64| cell.mean_of(|r| r.counters.as_ref().map(|c| f(c) as f64));
+    vec![
+        counter(|c| c.wakeups).map_or_else(|| "n/a".into(), |v| format_count(v.round() as u64)),
+        ns(cell.mean_percentile(Metric::Lateness, |s| s.p50)),
+        ns(cell.mean_percentile(Metric::Lateness, |s| s.p99)),
+        ns(per(|c| Some(c.cpu_ns))),
+        cell.mean_of(system_share).map_or_else(|| "-".into(), |v| format!("{:.0}", v * 100.0)),
+        ratio(per(|c| Some(c.voluntary_switches))),
+        ratio(per(|c| Some(c.involuntary_switches))),
+        ratio(per(|c| c.migrations)),
+        ns(per(|c| c.runqueue_wait_ns)),
+        counter(|c| c.threads as u64).map_or_else(|| "n/a".into(), |v| format!("{v:.0}")),
+        counter(|c| c.minor_faults + c.major_faults).map_or_else(|| "n/a".into(), |v| format_count(v.round() as u64)),
+    ]
+}
+
+/// How to read the table.
+pub fn explain_why() -> String {
+    "counted by the kernel for the whole worker process (every thread: its runtime's own threads and \
+     taskmeter's writer included) over the measured window less its last 20 ms, read by taskmeter from \
+     /proc at the window's start and end; per wake-up = divided by the samples that woke in that window. \
+     CPU = time on a CPU (schedstat); sys % = system share of the clock ticks (- under 100 ms); \
+     vol / invol cs = voluntary (blocked) / involuntary (preempted) context switches; migr = moves to \
+     another CPU; runq wait = time runnable but waiting for a CPU; threads at the window's end; faults = \
+     page faults in the window; with repetitions, each figure is their mean"
+        .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_wakeup_divides_by_the_wakeups_in_the_window() {
+        let mut row: Row = serde_json::from_value(serde_json::json!({
+            "runtime": "thread", "point": 0, "sequence": 0, "status": "ok", "reason": null, "plan": null,
+            "worker": null, "counts": null, "statistics": null, "histograms": null
+        }))
+        .unwrap();
+        assert_eq!(per_wakeup(&row, |c| Some(c.cpu_ns)), None, "no counters");
+        row.counters = Some(Counters { wakeups: 0, cpu_ns: 5, ..Counters::default() });
+        assert_eq!(per_wakeup(&row, |c| Some(c.cpu_ns)), None, "no wake-up");
+        row.counters = Some(Counters { wakeups: 4, cpu_ns: 10_000, voluntary_switches: 6, user_ns: 30_000_000, system_ns: 90_000_000, ..Counters::default() });
+        assert_eq!(per_wakeup(&row, |c| Some(c.cpu_ns)), Some(2_500.0));
+        assert_eq!(per_wakeup(&row, |c| Some(c.voluntary_switches)), Some(1.5));
+        assert_eq!(per_wakeup(&row, |c| c.migrations), None, "unavailable stays unavailable");
+        assert_eq!(system_share(&row), Some(0.75));
+        row.counters.as_mut().unwrap().system_ns = 60_000_000;
+        assert_eq!(system_share(&row), None, "9 ticks say nothing");
+    }
+}
