@@ -16,13 +16,15 @@ cd "$(dirname "$0")/.."
 what=${1:-all}
 duration=${2:-10m}
 point=${3:-60s}
-cargo build --release --quiet -p taskmeter
+# TASKMETER=path measures that binary (a copy, so that a rebuild cannot replace it mid-run).
+taskmeter=${TASKMETER:-target/release/taskmeter}
+[[ -n ${TASKMETER:-} ]] || cargo build --release --quiet -p taskmeter
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 measure() { # NAME [FLAGS]
     local name=$1; shift
-    /usr/bin/time -f "%M" -o "$out/$name.rss" target/release/taskmeter run sleep "$@" --format json -o "$out/$name" >/dev/null 2>"$out/$name.err" || true
+    /usr/bin/time -f "%M" -o "$out/$name.rss" "$taskmeter" run sleep "$@" --format json -o "$out/$name" >/dev/null 2>"$out/$name.err" || true
     python3 - "$out/$name/run.json" "$(tail -1 "$out/$name.rss")" "$name" <<'EOF'
 import json, sys
 record, rss_kb, name = json.load(open(sys.argv[1])), int(sys.argv[2]), sys.argv[3]
@@ -34,6 +36,8 @@ for r in rows:
     c, w = r.get("counts") or {}, r.get("worker") or {}
     print(f"  {r['runtime']:<9} units {c.get('units', 0):>6}  {r['status']:<8} samples {c.get('samples_total', 0):>11,}  lost {c.get('samples_lost', 0):>7,}  "
           f"worker peak RSS {(w.get('peak_rss_kb') or 0) / 1024:6.1f} MiB  worker CPU {(w.get('cpu_ns') or 0) / 1e9:7.1f} s  basis {r.get('basis')}")
+    if r["status"] != "ok":
+        print(f"    {r['status']}: {r.get('reason')}")
 EOF
 }
 

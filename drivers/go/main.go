@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -353,9 +354,10 @@ func main() {
 	fmt.Fprintf(os.Stderr, "taskmeter go driver: %s started %d of %d units in %.3f s\n",
 		p.Runtime, started, p.Units, float64(runStart-createStart)/1e9)
 
-	allEnded, written := make(chan struct{}), make(chan struct{})
+	allEnded, written, viewed := make(chan struct{}), make(chan struct{}), make(chan map[string]any, 1)
 	go func() { ended.Wait(); close(allEnded) }()
 	go func() { w.write(units, allEnded); close(written) }()
+	go func() { viewed <- w.view(allEnded) }()
 	<-written
 
 	var buf []byte
@@ -372,11 +374,86 @@ func main() {
 	if ran >= 0 {
 		result = units[ran].busyResult
 	}
+	if view := <-viewed; view != nil {
+		buf = appendFrame(buf, 'V', view)
+	}
 	done := map[string]any{"interrupted": w.interrupted.Load(), "busy_result": strconv.FormatUint(result, 10)}
 	if p.atomicSum {
 		done["atomic_sum"] = w.counter.Load()
 	}
 	emit(appendFrame(buf, 'D', done), 0)
+}
+
+// ---------- the runtime's own view ----------
+
+const latencies = "/sched/latencies:seconds"
+
+// readLatencies reads runtime/metrics' histogram of how long goroutines waited runnable before
+// they ran (cumulative since the process started).
+func readLatencies() *metrics.Float64Histogram {
+	s := []metrics.Sample{{Name: latencies}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return nil
+	}
+	return s[0].Value.Float64Histogram()
+}
+
+// view reads the histogram at measure_start and at end (or when every unit has ended, after a
+// stop) and returns the V frame of what happened in between; nil when it has nothing to say.
+func (w *worker) view(ended <-chan struct{}) map[string]any {
+	wait := func(at uint64) bool { // false when the units ended first
+		if t := now(); at > t {
+			select {
+			case <-time.After(time.Duration(at - t)):
+			case <-ended:
+				return false
+			}
+		}
+		return true
+	}
+	if !wait(w.measureStart) {
+		return nil
+	}
+	before := readLatencies()
+	wait(w.end)
+	after := readLatencies()
+	if before == nil || after == nil || len(before.Counts) != len(after.Counts) {
+		return nil
+	}
+	// Bucket i holds [Buckets[i], Buckets[i+1]) seconds; a percentile is its bucket's upper bound.
+	ns := func(s float64) uint64 { return uint64(math.Round(s * 1e9)) }
+	upper := func(i int) float64 {
+		if b := after.Buckets[i+1]; !math.IsInf(b, 1) {
+			return b
+		}
+		return after.Buckets[i]
+	}
+	var total uint64
+	var sum float64
+	counts := make([]uint64, len(after.Counts))
+	for i := range counts {
+		counts[i] = after.Counts[i] - before.Counts[i]
+		total += counts[i]
+		sum += float64(counts[i]) * (max(after.Buckets[i], 0) + upper(i)) / 2
+	}
+	delay := map[string]any{"count": total, "mean_ns": 0, "p50_ns": 0, "p99_ns": 0, "max_ns": 0}
+	if total > 0 {
+		at := func(q float64) uint64 {
+			var seen uint64
+			for i, c := range counts {
+				if seen += c; c > 0 && float64(seen) >= q*float64(total) {
+					return ns(upper(i))
+				}
+			}
+			return 0
+		}
+		delay["p50_ns"], delay["p99_ns"], delay["max_ns"] = at(0.5), at(0.99), at(1)
+		delay["mean_ns"] = min(ns(sum/float64(total)), at(1))
+	}
+	return map[string]any{"source": "runtime/metrics " + latencies,
+		"what": "time goroutines waited runnable before running, every goroutine of the worker; percentiles are bucket upper bounds",
+		"delay": delay}
 }
 
 // ---------- priority classes (go-locked) ----------

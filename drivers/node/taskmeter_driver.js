@@ -9,6 +9,7 @@ const os = require('os');
 const readline = require('readline');
 const v8 = require('v8');
 const { isMainThread, parentPort, workerData, Worker } = require('worker_threads');
+const { monitorEventLoopDelay } = require('perf_hooks');
 const { setTimeout: delay, setImmediate: immediate } = require('timers/promises');
 
 const RUNTIMES = ['node', 'node-worker'];
@@ -480,6 +481,33 @@ function readPlan(ctl) {
   });
 }
 
+// The event loop's own delay histogram over the measured window (node only: node-worker's units
+// run on other loops). Its timer ticks every 10 ms on the loop it measures, a load the units share.
+// Returns the V frame's payload, read when the units have ended.
+function watchLoopDelay(startNs, endNs) {
+  const histogram = monitorEventLoopDelay({ resolution: 10 });
+  const at = (ns) => Math.max(0, Number(ns - now()) / 1e6);
+  const enabling = setTimeout(() => histogram.enable(), at(startNs));
+  const disabling = setTimeout(() => histogram.disable(), at(endNs));
+  return () => {
+    clearTimeout(enabling);
+    clearTimeout(disabling);
+    histogram.disable();
+    // The histogram holds the intervals between the timer's runs: the delay is what exceeds
+    // the 10 ms (as dashboards read it, e.g. fastify's under-pressure).
+    const h = histogram;
+    const late = (ns) => Math.max(0, Math.round(ns) - 10e6);
+    const delay = h.count > 0
+      ? { count: h.count, mean_ns: late(h.mean), p50_ns: late(h.percentile(50)), p99_ns: late(h.percentile(99)), max_ns: late(h.max) }
+      : { count: 0, mean_ns: 0, p50_ns: 0, p99_ns: 0, max_ns: 0 };
+    return JSON.stringify({
+      source: 'perf_hooks.monitorEventLoopDelay (resolution 10 ms)',
+      what: 'how late the event loop ran a 10 ms repeating timer of its own: its interval less 10 ms',
+      delay,
+    });
+  };
+}
+
 async function main() {
   const ctl = new BigInt64Array(new SharedArrayBuffer(16 * 8));
   const { text, readAt } = await readPlan(ctl);
@@ -518,6 +546,7 @@ async function main() {
   Atomics.store(ctl, STARTED, BigInt(start.units));
   const runStart = now();
   Atomics.store(ctl, END, runStart + plan.warmup + plan.duration);
+  const loopDelay = plan.runtime === 'node' ? watchLoopDelay(runStart + plan.warmup, runStart + plan.warmup + plan.duration) : null;
   start.open();
   // node: the units run once this function awaits, so G is out before their first sample.
   const startError = start.startError ? `,"start_error":${JSON.stringify(start.startError)}` : '';
@@ -538,6 +567,7 @@ async function main() {
   // When no unit got to run a busy phase, the driver computes the result itself.
   const busyResult = ctl[HAS_BUSY] ? BigInt.asUintN(64, ctl[BUSY]) : busy(plan.iters);
   const sum = plan.atomic ? `,"atomic_sum":${ctl[SUM]}` : '';
+  if (loopDelay) frames.push(frame('V', loopDelay()));
   frames.push(frame('D', `{"interrupted":${ctl[INTERRUPTED] !== 0n},"busy_result":"${busyResult}"${sum}}`));
   writeAll(Buffer.concat(frames));
   process.exit(0);

@@ -3,7 +3,7 @@
 //! sample, once checked, goes to the caller with what the core derives metrics from.
 
 use crate::busy::busy_reference;
-use crate::frames::{Chunk, Done, Frame, Gate, Hello, Sample, UnitEnd, CLOCK, PRIORITY_MECHANISMS};
+use crate::frames::{Chunk, Done, Frame, Gate, Hello, RuntimeView, Sample, UnitEnd, CLOCK, PRIORITY_MECHANISMS};
 use crate::plan::{Experiment, Mode, Plan, PROTOCOL};
 
 /// Why a worker's output was not accepted.
@@ -79,6 +79,8 @@ pub struct Delivered {
     pub last_wake_ns: Option<u64>,
     /// Measured samples of each unit (index: unit - 1).
     pub measured_per_unit: Vec<u64>,
+    /// The runtime's own view of the window (`V`), when it sent one.
+    pub view: Option<RuntimeView>,
 }
 
 impl Delivered {
@@ -123,6 +125,7 @@ pub struct Checker {
     refusal: Option<String>,
     samples: u64,
     last_wake_ns: Option<u64>,
+    view: Option<RuntimeView>,
 }
 
 impl Checker {
@@ -139,6 +142,7 @@ impl Checker {
             refusal: None,
             samples: 0,
             last_wake_ns: None,
+            view: None,
         }
     }
 
@@ -192,6 +196,14 @@ impl Checker {
                 self.stage = Stage::Ending;
                 self.check_unit_end(u)
             }
+            (Stage::Running | Stage::Ending, Frame::View(v)) => {
+                if self.view.is_some() {
+                    return invalid("a second V frame".into());
+                }
+                check_view(v)?;
+                self.view = Some(v.clone());
+                Ok(())
+            }
             (Stage::Running | Stage::Ending, Frame::Done(d)) => {
                 self.check_done(d)?;
                 self.done = Some(d.clone());
@@ -218,6 +230,7 @@ impl Checker {
                     samples: self.samples,
                     last_wake_ns: self.last_wake_ns,
                     measured_per_unit,
+                    view: self.view,
                 };
                 if self.stage == Stage::Done {
                     Ending::Complete(delivered)
@@ -455,6 +468,19 @@ pub fn check_output(plan: &Plan, mut stdout: &[u8]) -> (Result<Ending, OutputErr
     }
 }
 
+/// A runtime's view: a delay distribution in order, a busy ratio that is one.
+fn check_view(v: &RuntimeView) -> Result<(), OutputError> {
+    if let Some(d) = v.delay.filter(|d| d.count > 0) {
+        if !(d.p50_ns <= d.p99_ns && d.p99_ns <= d.max_ns && d.mean_ns <= d.max_ns) {
+            return invalid(format!("the V frame's delay is out of order: p50 {} p99 {} max {} mean {}", d.p50_ns, d.p99_ns, d.max_ns, d.mean_ns));
+        }
+    }
+    match v.busy_ratio {
+        Some(r) if !(0.0..=1.5).contains(&r) => invalid(format!("the V frame's busy_ratio {r} is not a share")),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -513,6 +539,7 @@ mod tests {
         let (ending, views) = run(&plan, &vector);
         let Ok(Ending::Complete(delivered)) = ending else { panic!("{ending:?}") };
         assert_eq!(delivered.lost(), 2);
+        assert_eq!(delivered.view.as_ref().and_then(|v| v.delay).map(|d| (d.count, d.p99_ns)), Some((3, 90)), "the runtime's view is delivered");
         assert_eq!(views.iter().map(|v| v.previous_wake_ns).collect::<Vec<_>>(), [Some(110), Some(1150), None]);
 
         let (plan, vector) = stream("killed");
@@ -561,6 +588,12 @@ mod tests {
             ("absolute", Box::new(|f| f[5][1]["samples"][0][0] = json!(3)), "period 3 where at least 4"),
             ("lost", Box::new(|f| f[4][1]["lost"] = json!(0)), "not its 3 samples plus 0 lost"),
             ("lost", Box::new(|f| { f[4][1]["lost"] = json!(0); f[4][1]["iterations"] = json!(3); f[4][1]["measured_iterations"] = json!(3); }), "skip periods, yet it lost none"),
+            ("lost", Box::new(|f| { let v = f[5].clone(); f.as_array_mut().unwrap().insert(5, v); }), "a second V frame"),
+            ("lost", Box::new(|f| f[5][1]["delay"]["p50_ns"] = json!(91)), "delay is out of order"),
+            ("lost", Box::new(|f| f[5][1]["busy_ratio"] = json!(2.0)), "is not a share"),
+            ("lost", Box::new(|f| f[5][1]["seen"] = json!(1)), "unknown field"),
+            ("lost", Box::new(|f| { let v = f.as_array_mut().unwrap().remove(5); f.as_array_mut().unwrap().insert(1, v); }), "V (the runtime's view) comes before G"),
+            ("lost", Box::new(|f| { let v = f.as_array_mut().unwrap().remove(5); f.as_array_mut().unwrap().push(v); }), "comes after D"),
             ("atomic-partial", Box::new(|f| f[4][1]["atomic_sum"] = json!(8)), "atomic_sum 8 differs from the 9"),
             ("atomic-partial", Box::new(|f| { f[4][1].as_object_mut().unwrap().remove("atomic_sum"); }), "no atomic_sum"),
             ("atomic-partial", Box::new(|f| { f[1][1].as_object_mut().unwrap().remove("start_error"); }), "start_error must be present"),

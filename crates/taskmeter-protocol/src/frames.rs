@@ -23,6 +23,7 @@ pub mod kind {
     pub const UNIT: u8 = b'U';
     pub const DONE: u8 = b'D';
     pub const ERROR: u8 = b'E';
+    pub const VIEW: u8 = b'V';
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -82,6 +83,37 @@ pub struct Done {
     /// The shared counter's final value (`atomic-sum` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub atomic_sum: Option<u64>,
+}
+
+/// The runtime's own view of its scheduling over the measured window, from its own API
+/// (optional; at most once, after `G` and before `D`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeView {
+    /// The API the figures come from, e.g. `runtime/metrics /sched/latencies:seconds`.
+    pub source: String,
+    /// What that API measures, in a few words.
+    pub what: String,
+    /// The delay distribution the runtime reports, when it reports one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<ViewDelay>,
+    /// The share of the window the runtime's workers were busy (0 to 1 per worker, averaged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_ratio: Option<f64>,
+    /// How often the runtime's workers parked (went idle) in the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parks: Option<u64>,
+}
+
+/// A delay distribution as a runtime reports it, ns.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ViewDelay {
+    pub count: u64,
+    pub mean_ns: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -145,6 +177,7 @@ pub enum Frame<'a> {
     Unit(UnitEnd),
     Done(Done),
     Error(ErrorFrame),
+    View(RuntimeView),
 }
 
 impl Frame<'_> {
@@ -156,6 +189,7 @@ impl Frame<'_> {
             Frame::Unit(_) => "U (unit)",
             Frame::Done(_) => "D (done)",
             Frame::Error(_) => "E (error)",
+            Frame::View(_) => "V (the runtime's view)",
         }
     }
 }
@@ -171,6 +205,7 @@ pub fn decode(kind: u8, payload: &[u8]) -> Result<Frame<'_>, String> {
         kind::UNIT => Frame::Unit(json("U", payload)?),
         kind::DONE => Frame::Done(json("D", payload)?),
         kind::ERROR => Frame::Error(json("E", payload)?),
+        kind::VIEW => Frame::View(json("V", payload)?),
         kind::SAMPLES => {
             if payload.len() < CHUNK_HEADER_BYTES {
                 return Err(format!("an S frame of {} bytes is shorter than its 16-byte header", payload.len()));

@@ -91,6 +91,9 @@ pub fn main() -> ExitCode {
         busy_result: runs.iter().find_map(|r| r.busy_result).unwrap_or_else(|| busy(plan.busy.iters, false)).to_string(),
         atomic_sum: (plan.experiment == Experiment::AtomicSum).then(|| ctx.counter.load(Ordering::SeqCst)),
     };
+    if let Some(view) = ctx.view.get() {
+        put_json(&mut frames, kind::VIEW, view);
+    }
     put_json(&mut frames, kind::DONE, &done);
     match stdout().write_all(&frames) {
         Ok(()) => ExitCode::SUCCESS,

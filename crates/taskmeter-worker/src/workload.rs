@@ -209,6 +209,8 @@ pub struct LoopContext {
     pub counter: AtomicU64,
     /// Each unit's ring and origin, once the unit has made them (index: unit - 1).
     slots: Box<[OnceLock<UnitSlot>]>,
+    /// The runtime's own view of the measured window, when it has one (protocol frame `V`).
+    pub view: OnceLock<taskmeter_protocol::frames::RuntimeView>,
 }
 
 /// What the writer reads of a unit: its ring and, once it passed the gate, its origin.
@@ -227,7 +229,7 @@ impl UnitSlot {
 impl LoopContext {
     pub fn new(plan: Plan, plan_read_ns: u64, stop: &'static AtomicBool) -> LoopContext {
         let slots = (0..plan.units).map(|_| OnceLock::new()).collect();
-        LoopContext { gate: StartGate::new(&plan), plan, stop, plan_read_ns, counter: AtomicU64::new(0), slots }
+        LoopContext { gate: StartGate::new(&plan), plan, stop, plan_read_ns, counter: AtomicU64::new(0), slots, view: OnceLock::new() }
     }
 
     /// Why unit `unit` must not be started, if the start limit has passed (unit 1 always starts).

@@ -445,6 +445,33 @@ fn the_kernels_counters_explain_a_row_per_wake_up() {
     assert!(again.status.success() && stdout(&again).contains("CPU/wake"), "{}", stderr(&again));
 }
 
+/// Go, Node and tokio report their own view of the window (protocol frame V); it reaches the
+/// row and the why table, beside taskmeter's measurement.
+#[test]
+fn runtimes_that_report_their_own_view_show_it_beside_ours() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("run");
+    let runtimes = common::available(&["go", "node", "tokio-ct"]);
+    let list = runtimes.join(",");
+    let output = run(&["run", "--runtimes", &list, "--units", "2", "--duration", "600ms", "--warmup", "100ms", "--table", "why", "-o", folder.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("the runtime's own view of the same window"), "{}", stdout(&output));
+    let record = run_json(&folder);
+    for runtime in &runtimes {
+        let view = &row(&record, runtime)["runtime_view"];
+        assert!(view["source"].as_str().is_some_and(|s| !s.is_empty()), "{runtime}: {view}");
+        if *runtime == "tokio-ct" {
+            let busy = view["busy_ratio"].as_f64().unwrap();
+            assert!((0.0..=1.5).contains(&busy) && view["parks"].is_u64(), "{view}");
+        } else {
+            let delay = &view["delay"];
+            let at = |key: &str| delay[key].as_u64().unwrap_or_else(|| panic!("{runtime}: {key} in {view}"));
+            assert!(at("count") > 0, "{runtime}: the runtime saw the window: {view}");
+            assert!(at("p50_ns") <= at("p99_ns") && at("p99_ns") <= at("max_ns"), "{runtime}: {view}");
+        }
+    }
+}
+
 /// Past --exact-samples, percentiles come from HdrHistograms, within their stated precision of
 /// the exact ones, and the row says so; counts, means and extremes stay exact.
 #[test]

@@ -4,7 +4,9 @@ use super::Started;
 use crate::clock::instant_at;
 use crate::workload::{AsyncTimer, LoopContext};
 use std::future::Future;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::Duration;
+use taskmeter_protocol::frames::RuntimeView;
 
 pub struct Tokio;
 
@@ -23,7 +25,7 @@ impl AsyncTimer for Tokio {
 /// Runs up to `units` tasks on a fresh runtime (current_thread, or multi_thread with one worker
 /// thread per core) and returns their results in order.
 pub fn run<Out, Fut>(
-    ctx: &LoopContext,
+    ctx: &'static LoopContext,
     multi_thread: bool,
     units: u32,
     make: impl Fn(u32) -> Fut,
@@ -43,10 +45,50 @@ where
         ctx.gate.begin_creating();
         let tasks: Vec<_> = (1..=units).map(|unit| tokio::spawn(make(unit))).collect();
         ctx.gate.all_created(units, start_error.clone());
+        let metrics = tokio::runtime::Handle::current().metrics();
+        let (units_ended, ended) = mpsc::channel::<()>();
+        let observer = std::thread::Builder::new().name("view".into()).spawn(move || view(ctx, &metrics, &ended));
         let mut outputs = Vec::with_capacity(tasks.len());
         for task in tasks {
             outputs.push(task.await.map_err(|e| format!("a unit task failed: {e}"))?);
         }
+        drop(units_ended);
+        if let Some(view) = observer.ok().and_then(|o| o.join().ok()).flatten() {
+            let _ = ctx.view.set(view);
+        }
         Ok(Started { outputs, start_error })
+    })
+}
+
+/// tokio's own view of the measured window, from its stable `RuntimeMetrics` (which report no
+/// scheduling delay): the share of the window its workers were busy and how often they parked.
+/// Read on a thread of its own at `measure_start` and at `end` (or when the units have ended);
+/// None when the units ended before the window began.
+fn view(ctx: &LoopContext, metrics: &tokio::runtime::RuntimeMetrics, ended: &Receiver<()>) -> Option<RuntimeView> {
+    let until = |at_ns: u64| Duration::from_nanos(at_ns.saturating_sub(crate::clock::now_ns()));
+    let window = loop {
+        match (ctx.gate.window(), ended.recv_timeout(Duration::from_millis(1))) {
+            (Some(window), _) => break window,
+            (None, Err(RecvTimeoutError::Timeout)) => {}
+            (None, _) => return None,
+        }
+    };
+    if !matches!(ended.recv_timeout(until(window.measure_start_ns)), Err(RecvTimeoutError::Timeout)) {
+        return None;
+    }
+    let read = || {
+        let workers = 0..metrics.num_workers();
+        (crate::clock::now_ns(), workers.clone().map(|w| metrics.worker_total_busy_duration(w)).sum::<Duration>(), workers.map(|w| metrics.worker_park_count(w)).sum::<u64>())
+    };
+    let (start_ns, busy_before, parks_before) = read();
+    let _ = ended.recv_timeout(until(window.end_ns));
+    let (end_ns, busy_after, parks_after) = read();
+    let capacity_ns = (end_ns - start_ns) as f64 * metrics.num_workers() as f64;
+    Some(RuntimeView {
+        source: "tokio RuntimeMetrics (stable)".into(),
+        what: "no scheduling delay in the stable metrics: worker_total_busy_duration over the window, worker_park_count".into(),
+        delay: None,
+        busy_ratio: Some(((busy_after - busy_before).as_nanos() as f64 / capacity_ns.max(1.0)).min(1.5)),
+        parks: Some(parks_after - parks_before),
     })
 }

@@ -177,6 +177,7 @@ mod tests {
             deviation_histograms: None,
             counters: None,
             counters_missing: None,
+            runtime_view: None,
             classes: Vec::new(),
         }
     }

@@ -245,6 +245,7 @@ mod tests {
                     deviation_histograms: Some(crate::model::run::DeviationHistograms { actual: encoded.clone(), full: encoded.clone() }),
                     counters: None,
                     counters_missing: None,
+                    runtime_view: None,
                     classes: Vec::new(),
                 }
             })

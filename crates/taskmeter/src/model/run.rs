@@ -128,6 +128,9 @@ pub struct Row {
     /// Why a row that measured has no counters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counters_missing: Option<String>,
+    /// What the runtime's own API said about the measured window (protocol frame `V`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_view: Option<taskmeter_protocol::frames::RuntimeView>,
 }
 
 /// How a row's percentiles were computed. Count, mean, std, min, max and the deviation columns

@@ -69,6 +69,12 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
         Layout::Why => {
             out.push('\n');
             out.push_str(&render_with_reasons(&why::why_table_of(record)));
+            if let Some(view) = why::view_table_of(record) {
+                out.push_str("\nthe runtime's own view of the same window:\n");
+                out.push_str(&render_with_reasons(&view));
+                out.push_str(&why::explain_view());
+                out.push('\n');
+            }
         }
     }
     if let Some(classes) = class_table_of(record) {

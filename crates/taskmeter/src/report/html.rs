@@ -139,6 +139,11 @@ pub fn render(record: &RunRecord, charts: &[Chart]) -> String {
         out.push_str("<h2 id=\"why\">Why the rows differ: what each wake-up cost</h2>\n");
         html_table(&mut out, &crate::report::why::why_table_of(record));
         let _ = writeln!(out, "<p>{}.</p>", escape(&crate::report::why::explain_why()));
+        if let Some(view) = crate::report::why::view_table_of(record) {
+            out.push_str("<h3>The runtime's own view of the same window</h3>\n");
+            html_table(&mut out, &view);
+            let _ = writeln!(out, "<p>{}.</p>", escape(&crate::report::why::explain_view()));
+        }
         for chart in charts.iter().filter(|c| c.file.starts_with("why-")) {
             figure(&mut out, chart);
         }

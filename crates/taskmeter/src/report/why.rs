@@ -6,6 +6,7 @@ use super::format::{format_count, format_ns};
 use super::tables::{at_point, Table};
 use crate::analysis::cells::{cells, Cell};
 use crate::model::run::{Counters, Metric, Row, RunRecord};
+use taskmeter_protocol::frames::ViewDelay;
 
 /// A counter of a row divided by the wake-ups in its window (None without counters, without a
 /// wake-up, or where the counter is unavailable).
@@ -104,6 +105,59 @@ fn figures(cell: &Cell) -> Vec<String> {
         counter(|c| c.threads as u64).map_or_else(|| "n/a".into(), |v| format!("{v:.0}")),
         counter(|c| c.minor_faults + c.major_faults).map_or_else(|| "n/a".into(), |v| format_count(v.round() as u64)),
     ]
+}
+
+/// The runtimes that reported their own view (protocol frame `V`), beside taskmeter's
+/// measurement of the same window: the runtime's delay p50 and p99, taskmeter's lateness p50
+/// and p99, and how much of the lateness the runtime's figure leaves out. None when no row has
+/// a view.
+pub fn view_table_of(record: &RunRecord) -> Option<Table> {
+    if !record.rows.iter().any(|r| r.runtime_view.is_some()) {
+        return None;
+    }
+    let points = record.points.len() > 1;
+    let mut header = vec!["runtime".to_string()];
+    if points {
+        header.push("point".into());
+    }
+    header.extend(["its source", "its delay p50", "p99", "lateness p50", "p99", "p50 unseen", "busy", "parks/wake"].map(str::to_string));
+    let ns = |v: Option<f64>| v.map_or_else(|| "-".into(), format_ns);
+    let mut lines = Vec::new();
+    for point in &record.points {
+        for cell in cells(record, point.index).into_iter().filter(|c| c.measured.iter().any(|r| r.runtime_view.is_some())) {
+            let view = |f: fn(&ViewDelay) -> u64| cell.mean_of(|r| r.runtime_view.as_ref()?.delay.filter(|d| d.count > 0).map(|d| f(&d) as f64));
+            let own_p50 = view(|d| d.p50_ns);
+            let lateness_p50 = cell.mean_percentile(Metric::Lateness, |s| s.p50);
+            let source = cell.measured.iter().find_map(|r| r.runtime_view.as_ref()).map(|v| v.source.clone()).unwrap_or_default();
+            let mut line = vec![cell.runtime.to_string()];
+            if points {
+                line.push(point.label());
+            }
+            line.extend([
+                source,
+                ns(own_p50),
+                ns(view(|d| d.p99_ns)),
+                ns(lateness_p50),
+                ns(cell.mean_percentile(Metric::Lateness, |s| s.p99)),
+                ns(own_p50.zip(lateness_p50).map(|(own, ours)| ours - own)),
+                cell.mean_of(|r| r.runtime_view.as_ref()?.busy_ratio).map_or_else(|| "-".into(), |b| format!("{:.1} %", b * 100.0)),
+                cell.mean_of(|r| Some(r.runtime_view.as_ref()?.parks? as f64 / r.counters.as_ref().filter(|c| c.wakeups > 0)?.wakeups as f64))
+                    .map_or_else(|| "-".into(), |p| format!("{p:.2}")),
+            ]);
+            lines.push(line);
+        }
+    }
+    Some(Table { header, lines, without_statistics: Vec::new() })
+}
+
+/// How to read the runtime's own view.
+pub fn explain_view() -> String {
+    "its delay = the delay the runtime's own API reports over the measured window (its source names the API; \
+     where the API has buckets, a percentile is its bucket's upper bound); lateness = taskmeter's measurement \
+     of the same wake-ups; p50 unseen = lateness p50 - its delay p50: the part of a wake-up's lateness the \
+     runtime's own figure does not show; busy = share of the window the runtime's workers were busy; parks/wake \
+     = times its workers went idle per wake-up"
+        .into()
 }
 
 /// How to read the table.

@@ -6,6 +6,7 @@
 pub mod drivers;
 
 use drivers::Program;
+use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::sync::OnceLock;
 use taskmeter_worker::runtime::{IN_PROCESS, RUSTC_VERSION};
@@ -98,9 +99,11 @@ pub fn worker_command(info: &RuntimeInfo) -> Result<Command, String> {
     }
     match info.launch {
         Launch::InProcess => {
+            // /proc/self/exe is this very binary even after it was replaced on disk (a rebuild or
+            // an upgrade during a long run): every row runs the same taskmeter.
             let exe = std::env::current_exe().map_err(|e| format!("cannot find the taskmeter executable: {e}"))?;
-            let mut command = Command::new(exe);
-            command.arg("worker");
+            let mut command = Command::new("/proc/self/exe");
+            command.arg0(exe).arg("worker");
             Ok(command)
         }
         Launch::Driver(program) => program.command(),

@@ -90,6 +90,7 @@ fn failed_row(runtime: &str, plan: &Plan, reason: String, worker: Option<WorkerI
         deviation_histograms: None,
         counters: None,
         counters_missing: None,
+        runtime_view: None,
         classes: Vec::new(),
     }
 }
@@ -157,6 +158,7 @@ fn row_from(runtime: &str, plan: Plan, worker: WorkerRun, toolchain: String, fin
         statistics: Some(finished.statistics),
         histograms: Some(finished.histograms),
         deviation_histograms: Some(finished.deviation_histograms),
+        runtime_view: delivered.view.clone(),
         counters_missing: worker.counters.as_ref().err().cloned(),
         counters: worker.counters.ok(),
     }
