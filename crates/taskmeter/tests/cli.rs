@@ -422,8 +422,11 @@ fn the_kernels_counters_explain_a_row_per_wake_up() {
     let wakeups = number("wakeups") as f64;
     assert!(wakeups > 0.0 && wakeups <= thread["counts"]["samples_measured"].as_f64().unwrap(), "{c}");
     let worker = &thread["worker"];
-    let (measure_start, end) = (worker["measure_start_ns"].as_u64().unwrap(), worker["end_ns"].as_u64().unwrap());
-    assert!(number("start_ns") >= measure_start && number("end_ns") <= end + number("read_ns"), "inside the window: {c}");
+    let measure_start = worker["measure_start_ns"].as_u64().unwrap();
+    // The first reading is timed to end as the window begins, so it starts in the 200 ms warm-up
+    // at the earliest; the last is timed for the window's second half, before its end (a loaded
+    // machine may run either late: no upper bound holds by construction).
+    assert!(number("start_ns") + 200_000_000 >= measure_start && number("end_ns") > measure_start.max(number("start_ns")), "{c}");
     let voluntary = number("voluntary_switches") as f64 / wakeups;
     assert!((0.95..1.5).contains(&voluntary), "one blocking sleep per wake-up, plus the writer's few: {voluntary}");
     // Each wake-up does the busy work: at least about as much CPU as the fastest busy phase

@@ -11,6 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 
@@ -159,27 +160,54 @@ fn clock_ticks_per_second() -> u64 {
     if ticks > 0 { ticks as u64 } else { 100 }
 }
 
-/// The part of a measured window `[start_ns, end_ns]` the counters cover: all of it but its
-/// last 20 ms (a 20th of a shorter one), so that the last reading finds every unit still there
-/// (units end as soon as they wake after the window).
-pub fn window_within(start_ns: u64, end_ns: u64) -> (u64, u64) {
-    let margin = ((end_ns - start_ns) / 20).min(20_000_000);
-    (start_ns, end_ns - margin)
+/// What reading one thread's two files costs here, about (measured: 14 to 20 µs per file).
+const READ_NS_PER_THREAD: u64 = 30_000;
+
+/// When to read the counters of a worker whose gate opened at `run_start_ns`, for the measured
+/// window `[measure_start_ns, end_ns]`, given its `threads`. A reading takes time (about 0.3 s
+/// at 10,000 threads) and a CPU, so the first one is timed to end as the window begins (in the
+/// warm-up, as far as it reaches), and the last to end 20 ms (a 20th of a short window) before
+/// the window's end, so that it finds every unit still there (units end as soon as they wake
+/// after the window). Wake-ups are counted between the same two instants.
+pub fn reading_times(run_start_ns: u64, measure_start_ns: u64, end_ns: u64, threads: u64) -> (u64, u64) {
+    let reading_ns = threads * READ_NS_PER_THREAD;
+    let margin = ((end_ns - measure_start_ns) / 20).min(20_000_000);
+    let first = measure_start_ns.saturating_sub(reading_ns).max(run_start_ns);
+    let last = (end_ns - margin).saturating_sub(reading_ns).max(measure_start_ns + (end_ns - measure_start_ns) / 2);
+    (first, last)
 }
 
-/// Reads the counters of `pid` over `[start_ns, end_ns]` (CLOCK_MONOTONIC): the first reading
-/// at `start_ns`, the last at `end_ns` or as soon as `stop` says the worker was asked to stop
-/// early (or, disconnected, that it exited). `wakeups` is left for the caller to count.
-pub fn over_window(pid: i32, start_ns: u64, end_ns: u64, stop: &Receiver<()>) -> Result<Counters, String> {
+/// Threads of `pid` now (a directory listing: cheap).
+pub fn threads_of(pid: i32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.count() as u64).unwrap_or(0)
+}
+
+/// When the two readings of a worker's counters begin (CLOCK_MONOTONIC ns): first as planned
+/// ([`reading_times`]), then as they really begin, so that the wake-ups counted between them
+/// are those of the window the counters cover, even when a reading starts late.
+pub type ReadingTimes = std::sync::Arc<[AtomicU64; 2]>;
+
+pub fn planned(times: (u64, u64)) -> ReadingTimes {
+    std::sync::Arc::new([AtomicU64::new(times.0), AtomicU64::new(times.1)])
+}
+
+/// Reads the counters of `pid` at `times` (recording when each reading really begins); the
+/// last reading comes early when `stop` says the worker was asked to stop (or, disconnected,
+/// that it exited). `wakeups` is left for the caller to count.
+pub fn over_window(pid: i32, times: &ReadingTimes, stop: &Receiver<()>) -> Result<Counters, String> {
     let until = |at_ns: u64| Duration::from_nanos(at_ns.saturating_sub(taskmeter_record::clock::now_ns()));
-    match stop.recv_timeout(until(start_ns)) {
+    match stop.recv_timeout(until(times[0].load(Ordering::Acquire))) {
         Err(RecvTimeoutError::Timeout) => {}
         Ok(()) => return Err("the worker was asked to stop before its measured window began".into()),
         Err(RecvTimeoutError::Disconnected) => return Err("the worker ended before its measured window began".into()),
     }
-    let first = snapshot(pid)?;
-    let _ = stop.recv_timeout(until(end_ns));
-    let last = snapshot(pid).map_err(|_| "the worker ended before its measured window closed".to_string())?;
+    let reading = |which: usize| {
+        times[which].store(taskmeter_record::clock::now_ns(), Ordering::Release);
+        snapshot(pid)
+    };
+    let first = reading(0)?;
+    let _ = stop.recv_timeout(until(times[1].load(Ordering::Acquire)));
+    let last = reading(1).map_err(|_| "the worker ended before its measured window closed".to_string())?;
     Ok(between(&first, &last))
 }
 
@@ -226,9 +254,14 @@ mod tests {
     }
 
     #[test]
-    fn the_window_ends_before_the_units_do() {
-        assert_eq!(window_within(1_000_000_000, 3_000_000_000), (1_000_000_000, 2_980_000_000));
-        assert_eq!(window_within(0, 100_000_000), (0, 95_000_000));
+    fn readings_end_as_the_window_begins_and_before_the_units_end() {
+        let ms = 1_000_000;
+        // A few threads: the readings are short.
+        assert_eq!(reading_times(500 * ms, 1000 * ms, 3000 * ms, 4), (1000 * ms - 120_000, 2980 * ms - 120_000));
+        // 10,000 threads: 300 ms each, the first in the warm-up.
+        assert_eq!(reading_times(500 * ms, 1000 * ms, 3000 * ms, 10_000), (700 * ms, 2680 * ms));
+        // No warm-up to read in: the first starts at the gate; a short window keeps its second half.
+        assert_eq!(reading_times(1000 * ms, 1000 * ms, 1100 * ms, 10_000), (1000 * ms, 1050 * ms));
     }
 
     #[test]

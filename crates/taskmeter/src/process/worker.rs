@@ -10,6 +10,7 @@ use crate::machine::sched::{SchedInfo, SchedSettings};
 use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 use taskmeter_protocol::frames::{decode, Frame, FrameReader, ReadError};
@@ -144,11 +145,11 @@ pub fn spawn_and_wait(
         let _ = pipe.write_all(format!("{}\n", input.trim_end()).as_bytes()).and_then(|_| pipe.flush());
     }
     let (gate_tx, gate_rx) = mpsc::channel();
-    let stdout = read_frames(child.stdout.take(), plan.clone(), sink, gate_tx);
+    let stdout = read_frames(child.stdout.take(), pid, plan.clone(), sink, gate_tx);
     let (stop_counting, stop_rx) = mpsc::channel();
     let counters = std::thread::spawn(move || {
-        let (start_ns, end_ns): (u64, u64) = gate_rx.recv().map_err(|_| "the worker never opened its start gate".to_string())?;
-        counters::over_window(pid, start_ns, end_ns, &stop_rx)
+        let times: counters::ReadingTimes = gate_rx.recv().map_err(|_| "the worker never opened its start gate".to_string())?;
+        counters::over_window(pid, &times, &stop_rx)
     });
     let stderr = collect(child.stderr.take(), 16 * 1024);
     std::thread::spawn(move || {
@@ -221,14 +222,15 @@ pub fn spawn_and_wait(
 /// Reads, checks and hands on the worker's frames, on a thread of its own, until the stream
 /// ends. A frame cut by the worker's end closes the stream as a clean end would: what came
 /// before it is kept.
-/// As soon as the gate is read, the window the counters cover goes to `counters`, and the
-/// samples that wake in it are counted.
-fn read_frames(stdout: Option<std::process::ChildStdout>, plan: Plan, mut sink: SampleSink, counters: mpsc::Sender<(u64, u64)>) -> std::thread::JoinHandle<Stream> {
+/// As soon as the gate is read, when to read the counters of process `pid` goes to `counters`,
+/// and the samples that wake between the two readings' starts (as planned, then as they
+/// really began) are counted.
+fn read_frames(stdout: Option<std::process::ChildStdout>, pid: i32, plan: Plan, mut sink: SampleSink, counters: mpsc::Sender<counters::ReadingTimes>) -> std::thread::JoinHandle<Stream> {
     std::thread::spawn(move || {
         let (warmup_ns, duration_ns) = (plan.warmup_ns, plan.duration_ns);
         let mut checker = Checker::new(plan);
         let mut first_samples_ns = None;
-        let (mut counted_window, mut wakeups_counted) = ((u64::MAX, 0), 0);
+        let (mut reading_times, mut wakeups_counted) = (None::<counters::ReadingTimes>, 0);
         let Some(stdout) = stdout else {
             return Stream { ending: Ok(checker.finish()), first_samples_ns, wakeups_counted };
         };
@@ -249,11 +251,16 @@ fn read_frames(stdout: Option<std::process::ChildStdout>, plan: Plan, mut sink: 
                 break Err(e);
             }
             if let Frame::Gate(g) = &frame {
-                let start_ns = g.run_start_ns + warmup_ns;
-                counted_window = counters::window_within(start_ns, start_ns + duration_ns);
-                let _ = counters.send(counted_window);
+                let measure_start_ns = g.run_start_ns + warmup_ns;
+                let threads = counters::threads_of(pid);
+                let times = counters::planned(counters::reading_times(g.run_start_ns, measure_start_ns, measure_start_ns + duration_ns, threads));
+                let _ = counters.send(times.clone());
+                reading_times = Some(times);
             }
-            wakeups_counted += views.iter().filter(|v| (counted_window.0..=counted_window.1).contains(&v.sample.wake_ns)).count() as u64;
+            if let Some(times) = &reading_times {
+                let between = times[0].load(Ordering::Acquire)..=times[1].load(Ordering::Acquire);
+                wakeups_counted += views.iter().filter(|v| between.contains(&v.sample.wake_ns)).count() as u64;
+            }
             if !views.is_empty() {
                 first_samples_ns.get_or_insert_with(taskmeter_record::clock::now_ns);
                 sink(&views);

@@ -163,8 +163,9 @@ pub fn explain_view() -> String {
 /// How to read the table.
 pub fn explain_why() -> String {
     "counted by the kernel for the whole worker process (every thread: its runtime's own threads and \
-     taskmeter's writer included) over the measured window less its last 20 ms, read by taskmeter from \
-     /proc at the window's start and end; per wake-up = divided by the samples that woke in that window. \
+     the worker's writer included) over the measured window, read by taskmeter from /proc: the first \
+     reading ends as the window begins, the last ends 20 ms before it closes; per wake-up = divided by \
+     the samples that woke between the two readings. \
      CPU = time on a CPU (schedstat); sys % = system share of the clock ticks (- under 100 ms); \
      vol / invol cs = voluntary (blocked) / involuntary (preempted) context switches; migr = moves to \
      another CPU; runq wait = time runnable but waiting for a CPU; threads at the window's end; faults = \

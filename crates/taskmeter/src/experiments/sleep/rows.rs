@@ -135,7 +135,7 @@ fn row_from(runtime: &str, plan: Plan, worker: WorkerRun, toolchain: String, fin
         let covered = counts.covered_ns.unwrap_or(0) as f64 / 1e9;
         reasons.push(format!(
             "cut short: {why}; the row keeps the {} samples it sent, covering {covered:.1} s of the {:.1} s measured",
-            delivered.samples,
+            crate::report::format::format_count(delivered.samples),
             plan.duration_ns as f64 / 1e9
         ));
     }
