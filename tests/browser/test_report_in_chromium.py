@@ -62,9 +62,10 @@ def browse(url, *extra, profile):
 
 def test_report_renders_every_table_and_chart(results, tmp_path):
     charts = sorted(p.name for p in (results / "charts").glob("*.svg"))
-    assert len(charts) == 3 * 2 + 4
+    # Per point: the CDF, the deviation bars and the precision/cost frontier; 4 across the sweep.
+    assert len(charts) == 3 * 3 + 4
     dom = browse((results / "report.html").as_uri(), "--dump-dom", profile=tmp_path / "profile").stdout
-    assert dom.count('<table class="results">') == 3
+    assert dom.count('<table class="results">') == 3 + 1, "one per point, and why the rows differ"
     rows = re.findall(r'<table class="results">.*?</table>', dom, re.S)
     for table in rows:
         assert table.count("<tr>") >= 1 + 3, "a header and a row per runtime"
