@@ -161,25 +161,7 @@ mod tests {
 
     fn row(runtime: &str, repetition: u32, values: &[i64]) -> Row {
         let summary = Summary::of(values, &vec![0; values.len()]);
-        Row {
-            runtime: runtime.into(),
-            point: 0,
-            repetition,
-            sequence: 0,
-            status: RowStatus::Ok,
-            reason: None,
-            basis: Default::default(),
-            plan: None,
-            worker: None,
-            counts: None,
-            statistics: Some(PerMetric::from_fn(|_| summary.clone())),
-            histograms: None,
-            deviation_histograms: None,
-            counters: None,
-            counters_missing: None,
-            runtime_view: None,
-            classes: Vec::new(),
-        }
+        Row { repetition, statistics: Some(PerMetric::from_fn(|_| summary.clone())), ..Row::new(runtime, RowStatus::Ok) }
     }
 
     #[test]

@@ -230,23 +230,12 @@ mod tests {
                 let summary = taskmeter_record::stats::Summary::of(values, &vec![0; values.len()]);
                 let encoded = histogram::encode(&h(values));
                 Row {
-                    runtime: runtime.into(),
-                    point: 0,
                     repetition: i as u32 + 1,
                     sequence: i,
-                    status: crate::model::run::RowStatus::Ok,
-                    reason: None,
-                    basis: Default::default(),
-                    plan: None,
-                    worker: None,
-                    counts: None,
                     statistics: Some(crate::model::run::PerMetric::from_fn(|_| summary.clone())),
                     histograms: Some(crate::model::run::PerMetric::from_fn(|_| encoded.clone())),
                     deviation_histograms: Some(crate::model::run::DeviationHistograms { actual: encoded.clone(), full: encoded.clone() }),
-                    counters: None,
-                    counters_missing: None,
-                    runtime_view: None,
-                    classes: Vec::new(),
+                    ..Row::new(runtime, crate::model::run::RowStatus::Ok)
                 }
             })
             .collect()

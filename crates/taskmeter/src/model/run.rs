@@ -133,6 +133,31 @@ pub struct Row {
     pub runtime_view: Option<taskmeter_protocol::frames::RuntimeView>,
 }
 
+impl Row {
+    /// A row of `runtime` with `status` and nothing else yet: the others fill in what they have.
+    pub fn new(runtime: &str, status: RowStatus) -> Row {
+        Row {
+            runtime: runtime.to_string(),
+            point: 0,
+            repetition: 1,
+            sequence: 0,
+            status,
+            reason: None,
+            basis: Basis::Exact,
+            plan: None,
+            worker: None,
+            counts: None,
+            statistics: None,
+            histograms: None,
+            deviation_histograms: None,
+            classes: Vec::new(),
+            counters: None,
+            counters_missing: None,
+            runtime_view: None,
+        }
+    }
+}
+
 /// How a row's percentiles were computed. Count, mean, std, min, max and the deviation columns
 /// are exact either way.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -5,7 +5,7 @@ use super::jobs::Job;
 use super::progress::Progress;
 use crate::analysis::accumulate::{Finished, RowStats};
 use crate::machine::env::Environment;
-use crate::model::run::{Basis, ClassResult, Counts, Row, RowStatus, Settings, WorkerInfo};
+use crate::model::run::{ClassResult, Counts, Row, RowStatus, Settings, WorkerInfo};
 use crate::process::worker::{self, Outcome, WorkerRun};
 use crate::report::samples::{RowKey, SamplesFile};
 use crate::runtimes;
@@ -74,25 +74,7 @@ pub fn plan_for(settings: &Settings, runtime: &str) -> Plan {
 }
 
 fn failed_row(runtime: &str, plan: &Plan, reason: String, worker: Option<WorkerInfo>) -> Row {
-    Row {
-        runtime: runtime.to_string(),
-        point: 0,
-        repetition: 1,
-        sequence: 0,
-        status: RowStatus::Failed,
-        reason: Some(reason),
-        basis: Basis::Exact,
-        plan: Some(plan.clone()),
-        worker,
-        counts: None,
-        statistics: None,
-        histograms: None,
-        deviation_histograms: None,
-        counters: None,
-        counters_missing: None,
-        runtime_view: None,
-        classes: Vec::new(),
-    }
+    Row { reason: Some(reason), plan: Some(plan.clone()), worker, ..Row::new(runtime, RowStatus::Failed) }
 }
 
 fn row_from(runtime: &str, plan: Plan, worker: WorkerRun, toolchain: String, finished: Finished) -> Row {
