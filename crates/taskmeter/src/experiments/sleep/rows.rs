@@ -126,11 +126,6 @@ fn row_from(runtime: &str, plan: Plan, worker: WorkerRun, toolchain: String, fin
     }
     let status = if status == RowStatus::Ok && delivered.gate.start_error.is_some() { RowStatus::Partial } else { status };
     Row {
-        runtime: runtime.to_string(),
-        point: 0,
-        repetition: 1,
-        sequence: 0,
-        status,
         reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
         basis: finished.basis,
         classes: classes(&plan, &delivered, &finished, &counts),
@@ -143,6 +138,7 @@ fn row_from(runtime: &str, plan: Plan, worker: WorkerRun, toolchain: String, fin
         runtime_view: delivered.view.clone(),
         counters_missing: worker.counters.as_ref().err().cloned(),
         counters: worker.counters.ok(),
+        ..Row::new(runtime, status)
     }
 }
 
