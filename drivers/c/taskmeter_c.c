@@ -332,6 +332,163 @@ static void *watch_stdin(void *arg) {
     return NULL;
 }
 
+/* ---- The granularity experiment (protocol: "The granularity experiment"): a new pthread per
+   task, joined (trivial, stencil), or started by its predecessor with its result (chain). ---- */
+enum { TRIVIAL, CHAIN, STENCIL };
+static struct { int pattern; uint64_t width, steps, iters, expected, calibrate; } G;
+static _Atomic uint64_t tasks_started, tasks_completed, tasks_wrong;
+
+static void check(uint64_t result) {
+    if (result != G.expected) atomic_fetch_add(&tasks_wrong, 1);
+}
+
+/* A task's body: the busy work, counted once it has returned. */
+static uint64_t task_work(void) {
+    uint64_t result = busy(G.iters, false);
+    atomic_fetch_add(&tasks_completed, 1);
+    return result;
+}
+
+static void *task(void *arg) {
+    (void)arg;
+    return (void *)(uintptr_t)task_work();
+}
+
+/* A thread the OS refuses ends the worker after G: the grains already sent are kept. */
+static pthread_t start_task(void *(*body)(void *), void *arg) {
+    pthread_t thread;
+    atomic_fetch_add(&tasks_started, 1);
+    int rc = pthread_create(&thread, NULL, body, arg);
+    if (rc) {
+        fprintf(stderr, "taskmeter-c: cannot start a task's thread: %s\n", strerror(rc));
+        exit(1);
+    }
+    return thread;
+}
+
+static void join_all(pthread_t *threads, uint64_t n) {
+    for (uint64_t i = 0; i < n; i++) {
+        void *result;
+        pthread_join(threads[i], &result);
+        check((uint64_t)(uintptr_t)result);
+    }
+}
+
+/* Chain j's link k is links[j * steps + k]; each link's thread starts the next one's. */
+typedef struct { uint64_t index, handed; } chain_link;
+static pthread_mutex_t chains_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t chain_ended = PTHREAD_COND_INITIALIZER;
+static uint64_t chains_running;
+
+static void *run_link(void *arg) {
+    chain_link *link = arg;
+    if (link->index > 0) check(link->handed);
+    uint64_t result = task_work();
+    if (link->index + 1 < G.steps) {
+        link[1].handed = result;
+        pthread_detach(start_task(run_link, link + 1));
+    } else {
+        check(result);
+        pthread_mutex_lock(&chains_lock);
+        chains_running--;
+        pthread_cond_signal(&chain_ended);
+        pthread_mutex_unlock(&chains_lock);
+    }
+    return NULL;
+}
+
+static void run_round(pthread_t *threads, chain_link *links) {
+    uint64_t w = G.width, n = G.width * G.steps;
+    if (G.pattern == TRIVIAL) {
+        for (uint64_t i = 0; i < n; i++) threads[i] = start_task(task, NULL);
+        join_all(threads, n);
+    } else if (G.pattern == STENCIL) {
+        for (uint64_t s = 0; s < G.steps; s++) {
+            for (uint64_t i = 0; i < w; i++) threads[i] = start_task(task, NULL);
+            join_all(threads, w);
+        }
+    } else {
+        chains_running = w;
+        for (uint64_t j = 0; j < w; j++) pthread_detach(start_task(run_link, &links[j * G.steps]));
+        pthread_mutex_lock(&chains_lock);
+        while (chains_running > 0) pthread_cond_wait(&chain_ended, &chains_lock);
+        pthread_mutex_unlock(&chains_lock);
+    }
+}
+
+/* ns per busy iteration: the shortest of three calls of busy(n), for the first n (1024,
+   doubling) whose call takes a quarter of calibrate_ns. */
+static double ns_per_iter(void) {
+    uint64_t n = 1024, shortest = UINT64_MAX;
+    for (;; n *= 2) {
+        uint64_t t = now_ns();
+        busy(n, false);
+        if (now_ns() - t >= G.calibrate / 4) break;
+    }
+    for (int i = 0; i < 3; i++) {
+        uint64_t t = now_ns();
+        busy(n, false);
+        uint64_t took = now_ns() - t;
+        if (took < shortest) shortest = took;
+    }
+    return (double)(shortest ? shortest : 1) / (double)n;
+}
+
+static int granularity(uint64_t plan_read) {
+    G.pattern = is("pattern", "chain") ? CHAIN : is("pattern", "stencil") ? STENCIL : TRIVIAL;
+    G.width = num("width"), G.steps = num("steps"), G.calibrate = num("calibrate_ns");
+    pthread_t watcher;
+    int rc = pthread_create(&watcher, NULL, watch_stdin, NULL);
+    if (rc) fail(1, "cannot start the stdin thread: %s", strerror(rc));
+    pthread_detach(watcher);
+    cpu_set_t cpus;
+    uint64_t cores = sched_getaffinity(0, sizeof cpus, &cpus) ? 1 : (uint64_t)CPU_COUNT(&cpus);
+    uint64_t n = G.width * G.steps;
+    pthread_t *threads = malloc(n * sizeof *threads);
+    chain_link *links = malloc(n * sizeof *links);
+    if (!threads || !links) fail(1, "cannot allocate a round of %" PRIu64 " tasks", n);
+    for (uint64_t i = 0; i < n; i++) links[i].index = i % G.steps;
+    json('G', "{\"create_start_ns\":%" PRIu64 ",\"run_start_ns\":%" PRIu64 ",\"units\":1}", plan_read, now_ns());
+    flush_out();
+    double per_iter = ns_per_iter();
+    bool stopped = false;
+    for (const char *g = value("grains_ns") + 1; *g != '"' && !stopped; g += *g == ',') {
+        char *after;
+        uint64_t grain = strtoull(g, &after, 10);
+        g = after;
+        G.iters = (uint64_t)((double)grain / per_iter + 0.5);
+        if (G.iters == 0) G.iters = 1;
+        G.expected = busy(G.iters, false);
+        /* Serial: the clock read only between batches, so it is not counted as work. */
+        uint64_t batch = 10000 / G.iters ? 10000 / G.iters : 1, calls = 0, serial_start = now_ns(), serial_ns;
+        do {
+            for (uint64_t i = 0; i < batch; i++) check(busy(G.iters, false));
+            calls += batch;
+        } while ((serial_ns = now_ns() - serial_start) < G.calibrate);
+        uint64_t warm_start = now_ns();
+        do {
+            run_round(threads, links);
+            stopped = atomic_load(&stop_requested);
+        } while (!stopped && now_ns() - warm_start < P.warmup);
+        if (stopped) break;
+        uint64_t before[3] = { tasks_started, tasks_completed, tasks_wrong }, rounds = 0, start = now_ns(), wall;
+        do {
+            run_round(threads, links);
+            rounds++;
+            stopped = atomic_load(&stop_requested);
+        } while ((wall = now_ns() - start) < P.duration && !stopped);
+        if (stopped) break;
+        json('P', "{\"grain_ns\":%" PRIu64 ",\"iters\":%" PRIu64 ",\"busy_result\":\"%" PRIu64 "\",\"serial_tasks\":%" PRIu64
+             ",\"serial_ns\":%" PRIu64 ",\"rounds\":%" PRIu64 ",\"tasks\":%" PRIu64 ",\"completed\":%" PRIu64 ",\"wrong\":%"
+             PRIu64 ",\"wall_ns\":%" PRIu64 ",\"cores\":%" PRIu64 "}", grain, G.iters, G.expected, calls, serial_ns, rounds,
+             tasks_started - before[0], tasks_completed - before[1], tasks_wrong - before[2], wall, cores);
+        flush_out();
+    }
+    json('D', "{\"interrupted\":%s,\"busy_result\":\"0\"}", stopped ? "true" : "false");
+    flush_out();
+    return 0;
+}
+
 int main(void) {
     read_plan();
     uint64_t plan_read = now_ns();   /* start_limit_ns counts from here */
@@ -353,6 +510,7 @@ int main(void) {
     json('H', "{\"protocol\":3,\"runtime\":\"" RUNTIME "\",\"runtime_version\":\"glibc %s\",\"clock\":\"CLOCK_MONOTONIC\","
          "\"pid\":%ld,\"priority\":\"%s\"}", gnu_get_libc_version(), (long)getpid(), priority);
     flush_out();
+    if (is("experiment", "granularity")) return granularity(plan_read);
 
     /* The helper threads exist before the units, so a thread limit reached by the units
        cannot refuse them. */

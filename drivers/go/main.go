@@ -48,6 +48,11 @@ type plan struct {
 	BusyYield                           bool   `json:"busy_yield"`
 	Flush                               uint64 `json:"flush_ns"`
 	locked, absolute, none, atomicSum   bool   // derived once, so the loop compares no strings
+	// The granularity experiment's keys (absent from the other experiments' plans).
+	Pattern      string
+	Width, Steps uint64
+	Grains       string `json:"grains_ns"`
+	Calibrate    uint64 `json:"calibrate_ns"`
 }
 
 // expected is the sleep of unit u (1-based) in period k (0-based).
@@ -306,6 +311,10 @@ func main() {
 		io.Copy(io.Discard, in)
 		w.stop.Store(true)
 	}()
+	if p.Experiment == "granularity" {
+		w.grains(planRead)
+		return
+	}
 
 	// Units 1, 2, ... in order, each parked at the gate; see "Starting units".
 	units := make([]unit, min(p.Units, limit))
@@ -384,6 +393,140 @@ func main() {
 	emit(appendFrame(buf, 'D', done), 0)
 }
 
+// ---------- the granularity experiment ----------
+
+// tasks is the granularity experiment (protocol: "The granularity experiment"): a goroutine per
+// task (in go-locked, locked to its OS thread, as the units are), awaited through a WaitGroup
+// and a result slot per task; a chain's next goroutine is started by its predecessor.
+type tasks struct {
+	p                         *plan
+	iters, expected           uint64
+	started, completed, wrong atomic.Uint64
+	results                   []uint64
+}
+
+func (t *tasks) check(result uint64) {
+	if result != t.expected {
+		t.wrong.Add(1)
+	}
+}
+
+// work is a task's body: the busy work, counted once it has returned.
+func (t *tasks) work() uint64 {
+	if t.p.locked {
+		runtime.LockOSThread() // a goroutine that ends locked takes its thread with it
+	}
+	result := busy(t.iters, false)
+	t.completed.Add(1)
+	return result
+}
+
+func (t *tasks) round() {
+	var wg sync.WaitGroup
+	startAndAwait := func(n uint64) {
+		wg.Add(int(n))
+		for i := uint64(0); i < n; i++ {
+			t.started.Add(1)
+			go func(slot *uint64) { defer wg.Done(); *slot = t.work() }(&t.results[i])
+		}
+		wg.Wait()
+		for _, result := range t.results[:n] {
+			t.check(result)
+		}
+	}
+	switch t.p.Pattern {
+	case "trivial":
+		startAndAwait(t.p.Width * t.p.Steps)
+	case "stencil":
+		for step := uint64(0); step < t.p.Steps; step++ {
+			startAndAwait(t.p.Width)
+		}
+	case "chain":
+		var link func(k, handed uint64)
+		link = func(k, handed uint64) {
+			if k > 0 {
+				t.check(handed)
+			}
+			result := t.work()
+			if k+1 < t.p.Steps {
+				t.started.Add(1)
+				go link(k+1, result)
+				return
+			}
+			t.check(result)
+			wg.Done()
+		}
+		wg.Add(int(t.p.Width))
+		for chain := uint64(0); chain < t.p.Width; chain++ {
+			t.started.Add(1)
+			go link(0, 0)
+		}
+		wg.Wait()
+	}
+}
+
+// nsPerIter: the shortest of three calls of busy(n), for the first n (1024, doubling) whose call
+// takes a quarter of calibrate_ns.
+func nsPerIter(calibrate uint64) float64 {
+	timed := func(n uint64) uint64 { start := now(); busy(n, false); return now() - start }
+	n := uint64(1024)
+	for timed(n) < calibrate/4 {
+		n *= 2
+	}
+	shortest := min(timed(n), timed(n), timed(n))
+	return float64(max(shortest, 1)) / float64(n)
+}
+
+func (w *worker) grains(planRead uint64) {
+	p := w.plan
+	emit(appendFrame(nil, 'G', map[string]any{"create_start_ns": planRead, "run_start_ns": now(), "units": 1}), 0)
+	t := &tasks{p: p, results: make([]uint64, p.Width*p.Steps)}
+	cores := min(runtime.GOMAXPROCS(0), runtime.NumCPU())
+	perIter := nsPerIter(p.Calibrate)
+	for _, text := range strings.Split(p.Grains, ",") {
+		grain, _ := strconv.ParseUint(text, 10, 64)
+		t.iters = max(uint64(math.Round(float64(grain)/perIter)), 1)
+		t.expected = busy(t.iters, false)
+		// Serial: the clock read only between batches, so it is not counted as work.
+		batch, calls, serialStart, serial := max(10000/t.iters, 1), uint64(0), now(), uint64(0)
+		for serial < p.Calibrate {
+			for i := uint64(0); i < batch; i++ {
+				t.check(busy(t.iters, false))
+			}
+			calls += batch
+			serial = now() - serialStart
+		}
+		for warmStart := now(); ; {
+			t.round()
+			if w.stop.Load() {
+				w.interrupted.Store(true)
+				break
+			}
+			if now()-warmStart >= p.Warmup {
+				break
+			}
+		}
+		if w.interrupted.Load() {
+			break
+		}
+		started, completed, wrong := t.started.Load(), t.completed.Load(), t.wrong.Load()
+		rounds, start, wall := uint64(0), now(), uint64(0)
+		for wall < p.Duration && !w.stop.Load() {
+			t.round()
+			rounds++
+			wall = now() - start
+		}
+		if w.stop.Load() {
+			w.interrupted.Store(true)
+			break
+		}
+		emit(appendFrame(nil, 'P', map[string]any{"grain_ns": grain, "iters": t.iters, "busy_result": strconv.FormatUint(t.expected, 10),
+			"serial_tasks": calls, "serial_ns": serial, "rounds": rounds, "tasks": t.started.Load() - started,
+			"completed": t.completed.Load() - completed, "wrong": t.wrong.Load() - wrong, "wall_ns": wall, "cores": cores}), 0)
+	}
+	emit(appendFrame(nil, 'D', map[string]any{"interrupted": w.interrupted.Load(), "busy_result": "0"}), 0)
+}
+
 // ---------- the runtime's own view ----------
 
 const latencies = "/sched/latencies:seconds"
@@ -452,7 +595,7 @@ func (w *worker) view(ended <-chan struct{}) map[string]any {
 		delay["mean_ns"] = min(ns(sum/float64(total)), at(1))
 	}
 	return map[string]any{"source": "runtime/metrics " + latencies,
-		"what": "time goroutines waited runnable before running, every goroutine of the worker; percentiles are bucket upper bounds",
+		"what":  "time goroutines waited runnable before running, every goroutine of the worker; percentiles are bucket upper bounds",
 		"delay": delay}
 }
 

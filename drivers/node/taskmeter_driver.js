@@ -453,6 +453,160 @@ async function unitMain({ raw, unit: u, lowNice, ctl, sab }) {
   await runUnit(u, env);
 }
 
+// ---------- the granularity experiment ----------
+
+/* The granularity experiment (protocol: "The granularity experiment"). A task is a microtask on
+   the event loop (node: a resolved promise's then), or one message to a pool of worker_threads,
+   one per CPU, answered with the result (node-worker). The coordinator is this main thread:
+   it starts the tasks, awaits them and checks every result. */
+function granularity(raw, ctl, readAt) {
+  const cores = raw.runtime === 'node' ? 1 : os.availableParallelism();
+  const t = { iters: 1n, expected: 0n, started: 0, completed: 0, wrong: 0 };
+  const check = (result) => { if (result !== t.expected) t.wrong++; };
+  const work = () => { const result = busy(t.iters); t.completed++; return result; };
+  const pool = raw.runtime === 'node' ? null : taskPool(cores);
+  const start = pool
+    ? () => { t.started++; return pool.task(t.iters).then((result) => { t.completed++; return result; }); }
+    : () => { t.started++; return Promise.resolve().then(work); };
+  const startAndAwait = async (n) => {
+    const tasks = [];
+    for (let i = 0; i < n; i++) tasks.push(start());
+    for (const task of tasks) check(await task);
+  };
+  // Each chain's next task starts when the previous one's result arrives, with that result.
+  const chain = async () => {
+    let result = await start();
+    for (let k = 1; k < raw.steps; k++) {
+      check(result);
+      result = await start();
+    }
+    check(result);
+  };
+  const round = {
+    trivial: () => startAndAwait(raw.width * raw.steps),
+    stencil: async () => { for (let s = 0; s < raw.steps; s++) await startAndAwait(raw.width); },
+    chain: () => Promise.all(Array.from({ length: raw.width }, chain)),
+  }[raw.pattern];
+  // Microtasks never let the event loop read stdin: a turn of it every 10 ms sees a stop.
+  let turned = now();
+  const stopped = async () => {
+    if (now() - turned >= 10000000n) {
+      await immediate();
+      turned = now();
+    }
+    return Atomics.load(ctl, STOP) !== 0n;
+  };
+  const measure = async () => {
+    const calibrate = BigInt(raw.calibrate_ns);
+    const perIter = compiledRate(calibrate);
+    if (pool) await pool.warm(); // each Worker compiles busy() as the main thread just did
+    for (const grain of raw.grains_ns.split(',').map(Number)) {
+      t.iters = BigInt(Math.max(Math.round(grain / perIter), 1));
+      t.expected = busy(t.iters);
+      // node-worker: the serial work is timed in a pool Worker, where the tasks run.
+      const [calls, serialNs, serialWrong] = pool ? await pool.serial(t.iters, calibrate) : serial(t.iters, calibrate);
+      t.wrong += serialWrong;
+      const warmStart = now();
+      do {
+        await round();
+        if (await stopped()) return true;
+      } while (now() - warmStart < BigInt(raw.warmup_ns));
+      const [started, completed, wrong] = [t.started, t.completed, t.wrong];
+      const measureStart = now();
+      let rounds = 0;
+      let wall = 0n;
+      while (wall < BigInt(raw.duration_ns)) {
+        await round();
+        rounds++;
+        wall = now() - measureStart;
+        if (await stopped()) return true;
+      }
+      writeAll(frame('P', JSON.stringify({
+        grain_ns: grain, iters: Number(t.iters), busy_result: String(t.expected), serial_tasks: calls,
+        serial_ns: Number(serialNs), rounds, tasks: t.started - started, completed: t.completed - completed,
+        wrong: t.wrong - wrong, wall_ns: Number(wall), cores,
+      })));
+    }
+    return false;
+  };
+  writeAll(frame('G', `{"create_start_ns":${readAt},"run_start_ns":${now()},"units":1}`));
+  gateOpen = true;
+  return measure().then((interrupted) => {
+    writeAll(frame('D', `{"interrupted":${interrupted},"busy_result":"0"}`));
+    process.exit(0); // ends the pool's Workers too
+  });
+}
+
+const timedBusy = (n) => { const at = now(); busy(n); return now() - at; };
+
+/* ns per busy iteration of the compiled loop: V8 optimises busy() in the background while it is
+   timed (the first rates here were twice too slow), so the shortest of three calls of busy(n),
+   for the first n (1024, doubling) whose call takes a quarter of calibrate_ns, is taken again and
+   again, for at least 200 ms and until 20 times in a row found nothing 5 % faster (at most 2 s). */
+function compiledRate(calibrate) {
+  let n = 1024n;
+  while (timedBusy(n) < calibrate / 4n) n *= 2n;
+  let shortest = null;
+  const since = now();
+  for (let unchanged = 0; unchanged < 20 || now() - since < 200000000n; unchanged++) {
+    const best = [timedBusy(n), timedBusy(n), timedBusy(n)].reduce((a, b) => (a < b ? a : b));
+    if (shortest === null || Number(best) < Number(shortest) * 0.95) unchanged = -1;
+    if (shortest === null || best < shortest) shortest = best;
+    if (now() - since > 2000000000n) break;
+  }
+  return Number(shortest > 0n ? shortest : 1n) / Number(n);
+}
+
+/* The serial work: busy(iters) one call after another, the clock read only between batches (so
+   it is not counted as work), until calibrate_ns has passed: [calls, ns, wrong results]. */
+function serial(iters, calibrate) {
+  const expected = busy(iters);
+  const batch = Math.max(Math.floor(10000 / Number(iters)), 1);
+  let calls = 0;
+  let wrong = 0;
+  let took = 0n;
+  for (const start = now(); took < calibrate; took = now() - start) {
+    for (let i = 0; i < batch; i++) if (busy(iters) !== expected) wrong++;
+    calls += batch;
+  }
+  return [calls, took, wrong];
+}
+
+/** node-worker's pool: `size` Workers, a request sent to each in turn, answered by its id. */
+function taskPool(size) {
+  const waiting = new Map();
+  const workers = Array.from({ length: size }, () => {
+    const worker = new Worker(__filename, { workerData: { role: 'task' } });
+    worker.on('message', ([id, result]) => {
+      const resolve = waiting.get(id);
+      waiting.delete(id);
+      resolve(result);
+    });
+    worker.on('error', (err) => die(1, `a task Worker failed: ${err.message}`, err.stack));
+    return worker;
+  });
+  let next = 0;
+  const ask = (worker, request) => new Promise((resolve) => {
+    const id = next++;
+    waiting.set(id, resolve);
+    workers[worker ?? id % size].postMessage([id, ...request]);
+  });
+  return {
+    task: (iters) => ask(null, ['task', iters]),
+    serial: (iters, calibrate) => ask(0, ['serial', iters, calibrate]),
+    warm: () => Promise.all(workers.map((_, i) => ask(i, ['warm']))),
+  };
+}
+
+/** A pool Worker: a task's busy work, the serial work, or compiling busy() first. */
+function taskMain() {
+  parentPort.on('message', ([id, kind, iters, calibrate]) => {
+    if (kind === 'task') parentPort.postMessage([id, busy(iters)]);
+    else if (kind === 'serial') parentPort.postMessage([id, serial(iters, calibrate)]);
+    else parentPort.postMessage([id, compiledRate(4000000n)]);
+  });
+}
+
 // ---------- main ----------
 
 let gateOpen = false;
@@ -525,6 +679,7 @@ async function main() {
     protocol: 3, runtime: plan.runtime, runtime_version: `node ${process.version}`, clock: 'CLOCK_MONOTONIC',
     pid: process.pid, priority: priority.text,
   })));
+  if (raw.experiment === 'granularity') return granularity(raw, ctl, readAt);
 
   // Pages are mapped only when a started unit writes its part.
   const sab = new SharedArrayBuffer(plan.units * (CELLS + plan.ring * SAMPLE) * 8);
@@ -578,6 +733,8 @@ if (isMainThread) {
   process.on('uncaughtException', onFailure);
   process.on('unhandledRejection', onFailure);
   main().catch(onFailure);
+} else if (workerData.role === 'task') {
+  taskMain();
 } else if (workerData.role === 'writer') {
   writerMain(workerData); // an exception reaches the main thread as the Worker's 'error' event
 } else {

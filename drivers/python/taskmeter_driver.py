@@ -481,6 +481,185 @@ def watch_stdin(stop):
     stop.set()
 
 
+class Tasks:
+    """The granularity experiment's tasks (protocol: "The granularity experiment"), counted. A
+    thread may lose the GIL inside `+=`, so the counts change under a lock (in asyncio too: one
+    code path, uncontended there)."""
+
+    def __init__(self, plan):
+        self.plan, self.iters, self.expected = plan, 1, 0
+        self.started = self.completed = self.wrong = 0
+        self.lock = threading.Lock()
+
+    def counts(self):
+        return self.started, self.completed, self.wrong
+
+    def count_start(self):
+        with self.lock:
+            self.started += 1
+
+    def check(self, result):
+        if result != self.expected:
+            with self.lock:
+                self.wrong += 1
+
+    def work(self):
+        """A task's body: the busy work, counted once it has returned."""
+        result = busy(self.iters)
+        with self.lock:
+            self.completed += 1
+        return result
+
+
+def thread_round(t):
+    """A new threading.Thread per task, joined; a chain's next thread is started by its
+    predecessor with its result, and each chain's last one releases a semaphore."""
+    width, steps = t.plan.width, t.plan.steps
+
+    def start(target, *args):
+        t.count_start()
+        thread = threading.Thread(target=target, args=args)
+        thread.start()
+        return thread
+
+    def start_and_join(n):
+        results = [None] * n
+
+        def task(i):
+            results[i] = t.work()
+        for thread in [start(task, i) for i in range(n)]:
+            thread.join()
+        for result in results:
+            t.check(result)
+
+    if t.plan.pattern == "trivial":
+        start_and_join(width * steps)
+    elif t.plan.pattern == "stencil":
+        for _ in range(steps):
+            start_and_join(width)
+    else:
+        ended, errors = threading.Semaphore(0), []
+
+        def link(k, handed):
+            if k > 0:
+                t.check(handed)
+            result = t.work()
+            if k + 1 < steps:
+                try:
+                    start(link, k + 1, result)
+                except RuntimeError as exc:   # the OS refused a thread: the round ends
+                    errors.append(exc)
+                    ended.release()
+            else:
+                t.check(result)
+                ended.release()
+        for _ in range(width):
+            start(link, 0, None)
+        for _ in range(width):
+            ended.acquire()
+        if errors:
+            raise Failure("cannot start a task's thread: %s" % errors[0])
+
+
+async def task_round(t):
+    """An asyncio task per task; a chain's next task is created by its predecessor with its
+    result, and each chain's last one resolves a future. A created task is scheduled at once,
+    so the loop holds it until it has run (none of them awaits)."""
+    width, steps = t.plan.width, t.plan.steps
+
+    async def task():
+        return t.work()
+
+    def start(coroutine):
+        t.count_start()
+        return asyncio.create_task(coroutine)
+
+    async def start_and_await(n):
+        for started in [start(task()) for _ in range(n)]:
+            t.check(await started)
+
+    if t.plan.pattern == "trivial":
+        await start_and_await(width * steps)
+    elif t.plan.pattern == "stencil":
+        for _ in range(steps):
+            await start_and_await(width)
+    else:
+        async def link(k, handed, end):
+            if k > 0:
+                t.check(handed)
+            result = t.work()
+            if k + 1 < steps:
+                start(link(k + 1, result, end))
+            else:
+                t.check(result)
+                end.set_result(None)
+        ends = [asyncio.get_running_loop().create_future() for _ in range(width)]
+        for end in ends:
+            start(link(0, None, end))
+        for end in ends:
+            await end
+
+
+def ns_per_iter(calibrate):
+    """The shortest of three calls of busy(n), for the first n (1024, doubling) whose call takes
+    a quarter of calibrate_ns."""
+    def timed(n):
+        start = now()
+        busy(n)
+        return now() - start
+    n = 1024
+    while timed(n) < calibrate // 4:
+        n *= 2
+    return max(min(timed(n), timed(n), timed(n)), 1) / n
+
+
+def granularity(plan, read_at, stop):
+    """Every grain of the plan, one P frame each; the round runs in a thread per task, or in
+    one asyncio loop entered once per round (the coordinator is this main thread)."""
+    global GATE_OPEN
+    t = Tasks(plan)
+    if plan.runtime == "python-asyncio":
+        loop = asyncio.new_event_loop()
+        run_round = lambda: loop.run_until_complete(task_round(t))   # noqa: E731
+    else:   # python-thread and python-abs: they differ only in how they sleep
+        run_round = lambda: thread_round(t)   # noqa: E731
+    write([frame(b"G", {"create_start_ns": read_at, "run_start_ns": now(), "units": 1})])
+    GATE_OPEN = True
+    per_iter = ns_per_iter(plan.calibrate_ns)
+    interrupted = False
+    for grain in map(int, plan.grains_ns.split(",")):
+        t.iters = max(round(grain / per_iter), 1)
+        t.expected = busy(t.iters)
+        # Serial: the clock read only between batches, so it is not counted as work.
+        batch, calls, serial_start, serial = max(10000 // t.iters, 1), 0, now(), 0
+        while serial < plan.calibrate_ns:
+            for _ in range(batch):
+                t.check(busy(t.iters))
+            calls += batch
+            serial = now() - serial_start
+        warm_start = now()
+        while True:
+            run_round()
+            interrupted = stop.is_set()
+            if interrupted or now() - warm_start >= plan.warmup_ns:
+                break
+        if interrupted:
+            break
+        before, rounds, start, wall = t.counts(), 0, now(), 0
+        while wall < plan.duration_ns and not interrupted:
+            run_round()
+            rounds += 1
+            wall = now() - start
+            interrupted = stop.is_set()
+        if interrupted:
+            break
+        started, completed, wrong = (after - was for after, was in zip(t.counts(), before))
+        write([frame(b"P", {"grain_ns": grain, "iters": t.iters, "busy_result": str(t.expected), "serial_tasks": calls,
+                            "serial_ns": serial, "rounds": rounds, "tasks": started, "completed": completed,
+                            "wrong": wrong, "wall_ns": wall, "cores": 1})])
+    write([frame(b"D", {"interrupted": interrupted, "busy_result": "0"})])
+
+
 def execute(plan, read_at):
     priority, apply_priority = priority_of(plan)
     asyncio_ = plan.runtime == "python-asyncio"
@@ -492,6 +671,8 @@ def execute(plan, read_at):
     run, units = Run(plan, read_at), []   # units: those started, in order
     # Daemons: a stdin that stays open never keeps the process alive.
     threading.Thread(target=watch_stdin, args=(run.stop,), daemon=True).start()
+    if plan.experiment == "granularity":
+        return granularity(plan, read_at, run.stop)
     writer_thread = threading.Thread(target=writer, args=(run, units), daemon=True)
     writer_thread.start()
     try:

@@ -19,7 +19,10 @@ PLAN_SCHEMA = json.loads((PROTOCOL / "schema" / "plan.schema.json").read_text())
 FRAMES_SCHEMA = json.loads((PROTOCOL / "schema" / "frames.schema.json").read_text())
 # Refused by the orchestrator's validator for reasons a schema cannot express: a repeated key
 # (a JSON reader keeps one), 1.0 (JSON Schema counts it as an integer), a sum past 2^53.
-SEMANTIC_REFUSALS = {"repeated-key", "float-integer", "overflowing-end"}
+# A task size list that does not decrease is refused by the validator too.
+SEMANTIC_REFUSALS = {"repeated-key", "float-integer", "overflowing-end", "granularity-rising-grains"}
+# The keys a granularity plan adds after the others, in this order.
+GRANULARITY_KEYS = ["pattern", "width", "steps", "grains_ns", "calibrate_ns"]
 
 
 def taskmeter_binary():
@@ -42,7 +45,8 @@ def frame_validator(kind):
 def test_vector_plans_match_the_plan_schema(path):
     plan = json.loads(path.read_text().replace("RUNTIME", "thread"))
     validator(PLAN_SCHEMA).validate(plan)
-    assert list(plan) == PLAN_SCHEMA["required"], "every key, in the protocol's order"
+    extra = GRANULARITY_KEYS if plan["experiment"] == "granularity" else []
+    assert list(plan) == PLAN_SCHEMA["required"] + extra, "every key, in the protocol's order"
 
 
 @pytest.mark.parametrize("path", sorted((PROTOCOL / "vectors" / "invalid-plans").glob("*.json")), ids=lambda p: p.stem)
@@ -116,3 +120,17 @@ def test_real_worker_frames_match_the_frame_schemas(runtime, plan_name):
     samples = sum(len(p["samples"]) for k, p in frames if k == "S")
     iterations = sum(p["iterations"] - p["lost"] for k, p in frames if k == "U")
     assert samples == iterations, "every iteration's sample is in an S frame or counted lost"
+
+
+@pytest.mark.parametrize("runtime", ["thread", "tokio-mt", "embassy"])
+def test_real_granularity_frames_match_the_frame_schemas(runtime):
+    frames = run_worker([taskmeter_binary(), "worker"], runtime, "granularity-chain")
+    kinds = [kind for kind, _ in frames]
+    plan = json.loads((PROTOCOL / "vectors" / "plans" / "granularity-chain.json").read_text())
+    grains = [int(g) for g in plan["grains_ns"].split(",")]
+    assert kinds == ["H", "G"] + ["P"] * len(grains) + ["D"]
+    points = [payload for kind, payload in frames if kind == "P"]
+    assert [p["grain_ns"] for p in points] == grains
+    for p in points:
+        assert p["tasks"] == p["completed"] == p["rounds"] * plan["width"] * plan["steps"]
+        assert p["wrong"] == 0

@@ -3,8 +3,8 @@
 //! sample, once checked, goes to the caller with what the core derives metrics from.
 
 use crate::busy::busy_reference;
-use crate::frames::{Chunk, Done, Frame, Gate, Hello, RuntimeView, Sample, UnitEnd, CLOCK, PRIORITY_MECHANISMS};
-use crate::plan::{Experiment, Mode, Plan, PROTOCOL};
+use crate::frames::{Chunk, Done, Frame, Gate, Hello, Point, RuntimeView, Sample, UnitEnd, CLOCK, PRIORITY_MECHANISMS};
+use crate::plan::{Experiment, Mode, Plan, MAX_WIDTH, PROTOCOL};
 
 /// Why a worker's output was not accepted.
 #[derive(Clone, Debug, PartialEq)]
@@ -81,6 +81,8 @@ pub struct Delivered {
     pub measured_per_unit: Vec<u64>,
     /// The runtime's own view of the window (`V`), when it sent one.
     pub view: Option<RuntimeView>,
+    /// The granularity experiment's grains, measured (`P`), in the plan's order.
+    pub points: Vec<Point>,
 }
 
 impl Delivered {
@@ -126,6 +128,7 @@ pub struct Checker {
     samples: u64,
     last_wake_ns: Option<u64>,
     view: Option<RuntimeView>,
+    points: Vec<Point>,
 }
 
 impl Checker {
@@ -143,6 +146,7 @@ impl Checker {
             samples: 0,
             last_wake_ns: None,
             view: None,
+            points: Vec::new(),
         }
     }
 
@@ -192,10 +196,15 @@ impl Checker {
             (_, Frame::Gate(_)) => invalid("a second G frame".into()),
             (Stage::Running, Frame::Samples(chunk)) => self.check_chunk(chunk, &mut each),
             (_, Frame::Samples(chunk)) => invalid(format!("an S frame of unit {} comes after a U frame", chunk.unit)),
+            (_, Frame::Unit(_) | Frame::View(_)) if self.plan.grain.is_some() => {
+                invalid(format!("a frame {} in the granularity experiment", frame.name()))
+            }
             (Stage::Running | Stage::Ending, Frame::Unit(u)) => {
                 self.stage = Stage::Ending;
                 self.check_unit_end(u)
             }
+            (Stage::Running, Frame::Point(p)) => self.check_point(p),
+            (_, Frame::Point(_)) => invalid("a P frame after a U frame".into()),
             (Stage::Running | Stage::Ending, Frame::View(v)) => {
                 if self.view.is_some() {
                     return invalid("a second V frame".into());
@@ -231,6 +240,7 @@ impl Checker {
                     last_wake_ns: self.last_wake_ns,
                     measured_per_unit,
                     view: self.view,
+                    points: self.points,
                 };
                 if self.stage == Stage::Done {
                     Ending::Complete(delivered)
@@ -358,7 +368,61 @@ impl Checker {
         Ok(())
     }
 
+    fn check_point(&mut self, p: &Point) -> Result<(), OutputError> {
+        let Some(grain) = &self.plan.grain else {
+            return invalid("a P frame outside the granularity experiment".into());
+        };
+        let index = self.points.len();
+        let Some(&grain_ns) = grain.grains_ns.get(index) else {
+            return invalid(format!("P frame {} for a plan of {} grains", index + 1, grain.grains_ns.len()));
+        };
+        let at = format!("P of grain {grain_ns} ns");
+        if p.grain_ns != grain_ns {
+            return invalid(format!("{at}: grain_ns is {} (the plan's grain {} is {grain_ns})", p.grain_ns, index + 1));
+        }
+        if p.iters == 0 {
+            return invalid(format!("{at}: iters is 0 (a task does at least one iteration)"));
+        }
+        let reference = busy_reference(p.iters).to_string();
+        if p.busy_result != reference {
+            return invalid(format!("{at}: busy_result {} is not busy({}) = {reference}", p.busy_result, p.iters));
+        }
+        if p.serial_tasks == 0 || p.serial_ns == 0 {
+            return invalid(format!("{at}: serial_tasks and serial_ns must be at least 1"));
+        }
+        if p.rounds == 0 || p.wall_ns == 0 {
+            return invalid(format!("{at}: rounds and wall_ns must be at least 1"));
+        }
+        let planned = p.rounds.checked_mul(grain.tasks_per_round());
+        if planned != Some(p.tasks) {
+            return invalid(format!("{at}: tasks {} is not rounds {} x width {} x steps {}", p.tasks, p.rounds, grain.width, grain.steps));
+        }
+        if p.completed != p.tasks {
+            return invalid(format!("{at}: {} tasks completed of {} started (tasks lost)", p.completed, p.tasks));
+        }
+        if p.wrong != 0 {
+            return invalid(format!("{at}: {} tasks returned a wrong busy result", p.wrong));
+        }
+        if !(1..=MAX_WIDTH).contains(&p.cores) {
+            return invalid(format!("{at}: cores is {} (1 to {MAX_WIDTH})", p.cores));
+        }
+        self.points.push(p.clone());
+        Ok(())
+    }
+
     fn check_done(&self, d: &Done) -> Result<(), OutputError> {
+        if let Some(grain) = &self.plan.grain {
+            if d.atomic_sum.is_some() {
+                return invalid("D has an atomic_sum in the granularity experiment".into());
+            }
+            if self.points.len() < grain.grains_ns.len() && !d.interrupted {
+                return invalid(format!("D after {} P frames (the plan has {} grains) and not interrupted", self.points.len(), grain.grains_ns.len()));
+            }
+            if d.busy_result != "0" {
+                return invalid(format!("D: busy_result {} is not busy(0) = 0", d.busy_result));
+            }
+            return Ok(());
+        }
         if self.ended as usize != self.units.len() {
             return invalid(format!("D after {} U frames (G says {} units)", self.ended, self.units.len()));
         }
@@ -368,7 +432,7 @@ impl Checker {
             (Experiment::AtomicSum, Some(sum)) if sum != iterations => {
                 return invalid(format!("D: atomic_sum {sum} differs from the {iterations} iterations (increments lost)"));
             }
-            (Experiment::Sleep, Some(_)) => return invalid("D has an atomic_sum in the sleep experiment".into()),
+            (Experiment::Sleep | Experiment::Granularity, Some(_)) => return invalid("D has an atomic_sum in the sleep experiment".into()),
             _ => {}
         }
         let reference = busy_reference(self.plan.busy.iters).to_string();
@@ -542,6 +606,16 @@ mod tests {
         assert_eq!(delivered.view.as_ref().and_then(|v| v.delay).map(|d| (d.count, d.p99_ns)), Some((3, 90)), "the runtime's view is delivered");
         assert_eq!(views.iter().map(|v| v.previous_wake_ns).collect::<Vec<_>>(), [Some(110), Some(1150), None]);
 
+        let (plan, vector) = stream("granularity");
+        let Ok(Ending::Complete(delivered)) = run(&plan, &vector).0 else { panic!("a complete stream") };
+        assert_eq!(delivered.points.iter().map(|p| p.grain_ns).collect::<Vec<_>>(), [1000, 100]);
+        // Interrupted after the first grain: the rest may be missing.
+        let mut frames = vector["frames"].clone();
+        frames.as_array_mut().unwrap().remove(3);
+        frames[3][1]["interrupted"] = serde_json::json!(true);
+        let Ok(Ending::Complete(delivered)) = check_output(&plan, &encode_stream(&frames)).0 else { panic!("interrupted is complete") };
+        assert_eq!(delivered.points.len(), 1);
+
         let (plan, vector) = stream("killed");
         let Ok(Ending::Cut(delivered)) = run(&plan, &vector).0 else { panic!("a cut stream") };
         assert_eq!((delivered.samples, delivered.units.len(), delivered.done), (2, 0, None));
@@ -598,6 +672,20 @@ mod tests {
             ("atomic-partial", Box::new(|f| { f[4][1].as_object_mut().unwrap().remove("atomic_sum"); }), "no atomic_sum"),
             ("atomic-partial", Box::new(|f| { f[1][1].as_object_mut().unwrap().remove("start_error"); }), "start_error must be present"),
             ("atomic-partial", Box::new(|f| f[2][1]["measured_iterations"] = json!(5)), "outside 0..=4"),
+            ("granularity", Box::new(|f| f[2][1]["grain_ns"] = json!(999)), "grain_ns is 999"),
+            ("granularity", Box::new(|f| f[2][1]["iters"] = json!(0)), "iters is 0"),
+            ("granularity", Box::new(|f| f[2][1]["busy_result"] = json!("1")), "is not busy(1000)"),
+            ("granularity", Box::new(|f| f[2][1]["tasks"] = json!(11)), "tasks 11 is not rounds 2 x width 2 x steps 3"),
+            ("granularity", Box::new(|f| f[2][1]["completed"] = json!(11)), "11 tasks completed of 12 started"),
+            ("granularity", Box::new(|f| f[2][1]["wrong"] = json!(1)), "1 tasks returned a wrong busy result"),
+            ("granularity", Box::new(|f| f[2][1]["serial_tasks"] = json!(0)), "serial_tasks and serial_ns"),
+            ("granularity", Box::new(|f| f[2][1]["cores"] = json!(0)), "cores is 0"),
+            ("granularity", Box::new(|f| f[2][1]["extra"] = json!(0)), "unknown field"),
+            ("granularity", Box::new(|f| { f.as_array_mut().unwrap().remove(3); }), "D after 1 P frames"),
+            ("granularity", Box::new(|f| { let p = f[3].clone(); f.as_array_mut().unwrap().insert(4, p); }), "P frame 3 for a plan of 2 grains"),
+            ("granularity", Box::new(|f| f.as_array_mut().unwrap().insert(4, json!(["U", {"unit": 1, "origin_ns": 90, "iterations": 0, "measured_iterations": 0, "lost": 0}]))), "in the granularity experiment"),
+            ("granularity", Box::new(|f| f[4][1]["atomic_sum"] = json!(0)), "atomic_sum in the granularity"),
+            ("relative", Box::new(|f| f.as_array_mut().unwrap().insert(2, json!(["P", {"grain_ns": 1, "iters": 1, "busy_result": "1", "serial_tasks": 1, "serial_ns": 1, "rounds": 1, "tasks": 1, "completed": 1, "wrong": 0, "wall_ns": 1, "cores": 1}]))), "outside the granularity experiment"),
             ("atomic-partial", Box::new(|f| f.as_array_mut().unwrap().insert(2, json!(["S", {"unit": 1, "origin": 110, "samples": [[0, 120, 120, 120, 120, 0]]}]))), "schedule none"),
         ];
         for (name, mutate, reason) in cases {

@@ -24,6 +24,7 @@ pub mod kind {
     pub const DONE: u8 = b'D';
     pub const ERROR: u8 = b'E';
     pub const VIEW: u8 = b'V';
+    pub const POINT: u8 = b'P';
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -116,6 +117,30 @@ pub struct ViewDelay {
     pub max_ns: u64,
 }
 
+/// One grain of the granularity experiment, measured (protocol: "Per grain, exactly").
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Point {
+    /// The plan's grain: the busy work asked of one task, ns.
+    pub grain_ns: u64,
+    /// The busy iterations of one task, from the worker's measured rate.
+    pub iters: u64,
+    /// `busy(iters)` in decimal: the result every task must return.
+    pub busy_result: String,
+    /// Calls of `busy(iters)` made one after another, alone, and how long they took.
+    pub serial_tasks: u64,
+    pub serial_ns: u64,
+    /// Measured rounds, the tasks they started and completed, and the results that differed.
+    pub rounds: u64,
+    pub tasks: u64,
+    pub completed: u64,
+    pub wrong: u64,
+    /// From the first measured round's start to the last one's end.
+    pub wall_ns: u64,
+    /// Tasks that can run busy work at once in this runtime here.
+    pub cores: u32,
+}
+
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ErrorFrame {
@@ -178,6 +203,7 @@ pub enum Frame<'a> {
     Done(Done),
     Error(ErrorFrame),
     View(RuntimeView),
+    Point(Point),
 }
 
 impl Frame<'_> {
@@ -190,6 +216,7 @@ impl Frame<'_> {
             Frame::Done(_) => "D (done)",
             Frame::Error(_) => "E (error)",
             Frame::View(_) => "V (the runtime's view)",
+            Frame::Point(_) => "P (a grain)",
         }
     }
 }
@@ -206,6 +233,7 @@ pub fn decode(kind: u8, payload: &[u8]) -> Result<Frame<'_>, String> {
         kind::DONE => Frame::Done(json("D", payload)?),
         kind::ERROR => Frame::Error(json("E", payload)?),
         kind::VIEW => Frame::View(json("V", payload)?),
+        kind::POINT => Frame::Point(json("P", payload)?),
         kind::SAMPLES => {
             if payload.len() < CHUNK_HEADER_BYTES {
                 return Err(format!("an S frame of {} bytes is shorter than its 16-byte header", payload.len()));

@@ -13,6 +13,8 @@ pub enum Experiment {
     Sleep,
     /// The same loop, plus one increment of a counter shared by all units per iteration.
     AtomicSum,
+    /// Tasks of a swept size in a pattern, timed per size (protocol: "The granularity experiment").
+    Granularity,
 }
 
 impl Experiment {
@@ -20,6 +22,7 @@ impl Experiment {
         match self {
             Experiment::Sleep => "sleep",
             Experiment::AtomicSum => "atomic-sum",
+            Experiment::Granularity => "granularity",
         }
     }
 }
@@ -133,6 +136,87 @@ pub struct BusyPlan {
     pub yield_each_step: bool,
 }
 
+/// How the tasks of one round depend on each other (protocol: "The patterns").
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Pattern {
+    /// `width x steps` independent tasks, all started, then all awaited.
+    Trivial,
+    /// `width` chains of `steps` tasks, each started by its predecessor with its result.
+    Chain,
+    /// `steps` steps of `width` tasks, each step awaited before the next.
+    Stencil,
+}
+
+impl Pattern {
+    pub fn name(self) -> &'static str {
+        match self {
+            Pattern::Trivial => "trivial",
+            Pattern::Chain => "chain",
+            Pattern::Stencil => "stencil",
+        }
+    }
+}
+
+/// The granularity experiment's part of a plan.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct GrainPlan {
+    pub pattern: Pattern,
+    pub width: u32,
+    pub steps: u32,
+    /// The task sizes (busy work per task, ns), strictly decreasing.
+    pub grains_ns: Vec<u64>,
+    /// How long each serial measurement (the rate, a grain's useful work) runs.
+    pub calibrate_ns: u64,
+}
+
+pub const MAX_WIDTH: u32 = 4096;
+pub const MAX_STEPS: u32 = 100_000;
+pub const MAX_GRAINS: usize = 64;
+pub const MIN_CALIBRATE_NS: u64 = 1_000_000;
+
+impl GrainPlan {
+    pub fn tasks_per_round(&self) -> u64 {
+        self.width as u64 * self.steps as u64
+    }
+
+    /// The wire form of `grains_ns`: decimal integers, comma-separated.
+    pub fn grains_text(&self) -> String {
+        self.grains_ns.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+    }
+
+    fn parse_grains(text: &str) -> Result<Vec<u64>, PlanError> {
+        text.split(',')
+            .map(|g| match g.parse::<u64>() {
+                Ok(ns) if !g.starts_with('+') => Ok(ns),
+                _ => Err(PlanError(format!("grains_ns: '{g}' is not a decimal integer"))),
+            })
+            .collect()
+    }
+
+    fn check(&self) -> Result<(), PlanError> {
+        if !(1..=MAX_WIDTH).contains(&self.width) {
+            return Err(format!("width must be 1 to {MAX_WIDTH}, got {}", self.width).into());
+        }
+        if !(1..=MAX_STEPS).contains(&self.steps) {
+            return Err(format!("steps must be 1 to {MAX_STEPS}, got {}", self.steps).into());
+        }
+        if self.grains_ns.is_empty() || self.grains_ns.len() > MAX_GRAINS {
+            return Err(format!("grains_ns must hold 1 to {MAX_GRAINS} grains").into());
+        }
+        if self.grains_ns.iter().any(|g| *g == 0 || *g >= MAX_INTEGER) {
+            return Err("every grain must be at least 1 ns and below 2^53".into());
+        }
+        if self.grains_ns.windows(2).any(|w| w[1] >= w[0]) {
+            return Err("grains_ns must be strictly decreasing".into());
+        }
+        if !(MIN_CALIBRATE_NS..MAX_INTEGER).contains(&self.calibrate_ns) {
+            return Err("calibrate_ns must be at least 1 ms and below 2^53".into());
+        }
+        Ok(())
+    }
+}
+
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
     pub protocol: u32,
@@ -153,6 +237,9 @@ pub struct Plan {
     /// How often the worker's writer sends what the rings hold.
     #[serde(default = "default_flush_ns")]
     pub flush_ns: u64,
+    /// Present exactly in the granularity experiment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grain: Option<GrainPlan>,
 }
 
 fn default_ring() -> u32 {
@@ -197,6 +284,16 @@ struct WirePlan {
     busy_yield: bool,
     ring: u32,
     flush_ns: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pattern: Option<Pattern>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    width: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    steps: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    grains_ns: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    calibrate_ns: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq)]
@@ -251,6 +348,13 @@ impl Plan {
         if wire.schedule != ScheduleKind::Modulo && wire.modulo != 1 {
             return Err("modulo must be 1 unless the schedule is modulo".into());
         }
+        let grain = match (wire.pattern, wire.width, wire.steps, &wire.grains_ns, wire.calibrate_ns) {
+            (None, None, None, None, None) => None,
+            (Some(pattern), Some(width), Some(steps), Some(grains), Some(calibrate_ns)) => {
+                Some(GrainPlan { pattern, width, steps, grains_ns: GrainPlan::parse_grains(grains)?, calibrate_ns })
+            }
+            _ => return Err("pattern, width, steps, grains_ns and calibrate_ns come together".into()),
+        };
         let plan = Plan {
             protocol: wire.protocol,
             experiment: wire.experiment,
@@ -264,6 +368,7 @@ impl Plan {
             busy: BusyPlan { iters: wire.busy_iters, yield_each_step: wire.busy_yield },
             ring: wire.ring,
             flush_ns: wire.flush_ns,
+            grain,
         };
         plan.check()?;
         Ok(plan)
@@ -294,6 +399,11 @@ impl Plan {
             busy_yield: self.busy.yield_each_step,
             ring: self.ring,
             flush_ns: self.flush_ns,
+            pattern: self.grain.as_ref().map(|g| g.pattern),
+            width: self.grain.as_ref().map(|g| g.width),
+            steps: self.grain.as_ref().map(|g| g.steps),
+            grains_ns: self.grain.as_ref().map(GrainPlan::grains_text),
+            calibrate_ns: self.grain.as_ref().map(|g| g.calibrate_ns),
         };
         serde_json::to_string(&wire).expect("a plan always serialises")
     }
@@ -348,11 +458,39 @@ impl Plan {
         if self.sleep.mode == Mode::Absolute && self.sleep.schedule.sleeps() && sleep_ns < 1_000 {
             return Err("absolute mode needs a sleep of at least 1 us".into());
         }
+        match (&self.grain, self.experiment) {
+            (Some(grain), Experiment::Granularity) => {
+                grain.check()?;
+                let plain = self.units == 1
+                    && self.priority_classes == 1
+                    && self.sleep.schedule == Schedule::None
+                    && self.busy == BusyPlan { iters: 0, yield_each_step: false };
+                if !plain {
+                    return Err("a granularity plan has units 1, classes 1, the schedule none and no busy work".into());
+                }
+                let per_grain = grain.calibrate_ns as u128 + self.warmup_ns as u128 + self.duration_ns as u128;
+                if per_grain * grain.grains_ns.len() as u128 + grain.calibrate_ns as u128 >= MAX_INTEGER as u128 {
+                    return Err("the grains' total time must be below 2^53 ns".into());
+                }
+            }
+            (None, Experiment::Granularity) => return Err("a granularity plan needs pattern, width, steps, grains_ns and calibrate_ns".into()),
+            (Some(_), _) => return Err("pattern, width, steps, grains_ns and calibrate_ns belong to the granularity experiment".into()),
+            (None, _) => {}
+        }
         Ok(())
     }
 
     pub fn max_expected_ns(&self) -> u64 {
         self.sleep.schedule.max_expected(self.units)
+    }
+
+    /// How long the worker's measurements last after its start: the window (with the longest
+    /// sleep) or, in the granularity experiment, the rate and every grain's three phases.
+    pub fn planned_ns(&self) -> u64 {
+        match &self.grain {
+            Some(g) => g.calibrate_ns + (g.calibrate_ns + self.warmup_ns + self.duration_ns) * g.grains_ns.len() as u64,
+            None => self.warmup_ns + self.duration_ns + self.max_expected_ns(),
+        }
     }
 
     /// The priority class of unit `unit` (1-based): classes alternate so a partial start keeps
@@ -500,6 +638,10 @@ mod tests {
         old.as_object_mut().unwrap().remove("flush_ns");
         let back: Plan = serde_json::from_value(old).unwrap();
         assert_eq!((back.ring, back.flush_ns), (MIN_RING, FLUSH_NS));
+        for (name, text) in crate::vectors::PLANS {
+            let text = text.trim_end().replace("RUNTIME", "thread");
+            assert_eq!(Plan::from_json(&text).unwrap().to_json(), text, "{name}");
+        }
     }
 
     /// protocol/vectors/invalid-plans: the orchestrator's validator refuses each, with a reason.
@@ -532,6 +674,14 @@ mod tests {
             ("empty-runtime", "runtime must not be empty"),
             ("none-with-sleep", "sleep_ns must be 0"),
             ("fixed-with-modulo", "modulo must be 1"),
+            ("granularity-rising-grains", "strictly decreasing"),
+            ("granularity-two-units", "units 1, classes 1"),
+            ("granularity-missing-pattern", "come together"),
+            ("granularity-zero-width", "width must be 1 to 4096"),
+            ("granularity-short-calibration", "calibrate_ns must be at least 1 ms"),
+            ("grain-keys-in-sleep", "belong to the granularity experiment"),
+            ("granularity-unknown-pattern", "unknown variant `tree`"),
+            ("granularity-hex-grain", "'0x20' is not a decimal integer"),
         ];
         assert_eq!(expected.len(), crate::vectors::INVALID_PLANS.len(), "one expectation per vector");
         for (name, text) in crate::vectors::INVALID_PLANS {

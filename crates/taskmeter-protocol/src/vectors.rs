@@ -11,16 +11,19 @@ macro_rules! vectors {
 
 pub const PLANS: &[(&str, &str)] = vectors!("plans":
     "relative-fixed", "absolute-busy-yield", "absolute-overrun", "by-unit", "modulo-absolute",
-    "priority-classes", "atomic-sum-sleep", "atomic-sum-yield", "sleep-yield", "lost-samples");
+    "priority-classes", "atomic-sum-sleep", "atomic-sum-yield", "sleep-yield", "lost-samples", "granularity-trivial", "granularity-chain",
+    "granularity-stencil");
 
 pub const INVALID_PLANS: &[(&str, &str)] = vectors!("invalid-plans":
     "not-json", "protocol-2", "protocol-4", "zero-units", "unknown-mode", "unknown-schedule",
     "unknown-experiment", "missing-busy-iters", "missing-start-limit", "modulo-zero", "negative-duration",
     "absolute-zero-period", "absolute-sub-microsecond", "three-classes", "zero-start-limit", "zero-ring",
     "short-flush", "unknown-key", "repeated-key", "float-integer", "above-2-pow-53", "overflowing-end",
-    "string-boolean", "empty-runtime", "none-with-sleep", "fixed-with-modulo");
+    "string-boolean", "empty-runtime", "none-with-sleep", "fixed-with-modulo", "granularity-rising-grains",
+    "granularity-two-units", "granularity-missing-pattern", "granularity-zero-width", "granularity-short-calibration",
+    "grain-keys-in-sleep", "granularity-unknown-pattern", "granularity-hex-grain");
 
-pub const STREAMS: &[(&str, &str)] = vectors!("streams": "relative", "absolute", "atomic-partial", "lost", "killed", "refused");
+pub const STREAMS: &[(&str, &str)] = vectors!("streams": "relative", "absolute", "atomic-partial", "lost", "killed", "refused", "granularity");
 
 /// The bytes of a stream vector's `frames`: `[kind, payload]` pairs, the `S` payloads written as
 /// `{"unit", "origin", "samples": [[period, start, busy_end, intended, wake, missed], ...]}`.

@@ -4,6 +4,7 @@
 //! language does.
 
 pub mod clock;
+pub mod granularity;
 pub mod ring;
 pub mod runtime;
 pub mod worker;

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 use taskmeter_protocol::frames::{kind, put_json, write_json};
-use taskmeter_protocol::{Done, ErrorFrame, Experiment, Gate, Hello, Plan, CLOCK};
+use taskmeter_protocol::{Done, ErrorFrame, Experiment, Gate, GrainPlan, Hello, Pattern, Plan, Point, CLOCK};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -59,6 +59,9 @@ pub fn main() -> ExitCode {
         STOP.store(true, Ordering::Relaxed);
     });
 
+    if let Some(grain) = &plan.grain {
+        return measure_grains(served, Box::leak(Box::new(grain.clone())), &plan, plan_read_ns);
+    }
     let ctx: &'static LoopContext = Box::leak(Box::new(LoopContext::new(plan, plan_read_ns, &STOP)));
     let (units_ended, ended) = mpsc::channel::<()>();
     let writer = std::thread::Builder::new().name("writer".into()).spawn(move || write_samples(ctx, ended));
@@ -133,6 +136,42 @@ pub fn pump(ctx: &LoopContext, ended: mpsc::Receiver<()>, mut write: impl FnMut(
             return Ok(true);
         }
     }
+}
+
+/// The granularity experiment (protocol: "Its frames"): `G` when the rate measurement begins,
+/// a `P` frame per grain as it is measured, then `D`.
+fn measure_grains(served: &runtime::InProcess, grain: &'static GrainPlan, plan: &Plan, plan_read_ns: u64) -> ExitCode {
+    let in_flight = if grain.pattern == Pattern::Trivial { grain.width * grain.steps } else { grain.width };
+    if let Some(pool) = served.task_pool.filter(|pool| in_flight > *pool) {
+        return refuse(&format!(
+            "{} holds at most {pool} tasks in flight (a static task pool); this {} plan has {in_flight}",
+            served.id,
+            grain.pattern.name()
+        ));
+    }
+    let gate = Gate { create_start_ns: plan_read_ns, run_start_ns: crate::clock::now_ns(), units: 1, start_error: None };
+    if write_json(&mut *stdout(), kind::GATE, &gate).is_err() {
+        return ExitCode::FAILURE;
+    }
+    match (served.grains)(grain, plan.warmup_ns, plan.duration_ns, &STOP) {
+        Ok(interrupted) => {
+            let done = Done { interrupted, busy_result: "0".into(), atomic_sum: None };
+            match write_json(&mut *stdout(), kind::DONE, &done) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(_) => ExitCode::FAILURE,
+            }
+        }
+        Err(message) => {
+            // After G only a cut stream can say why: the grains sent are kept.
+            eprintln!("taskmeter worker: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Sends one grain's `P` frame (from whichever thread measures; nothing else writes then).
+pub fn send_point(point: &Point) {
+    let _ = write_json(&mut *stdout(), kind::POINT, point);
 }
 
 fn refuse(message: &str) -> ExitCode {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 mod common;
-use common::{assert_refused, run, run_json, stderr, stdout, taskmeter};
+use common::{assert_refused, run, run_json, stderr, stdout, taskmeter, worker_of};
 use std::time::{Duration, Instant};
 
 fn row<'a>(record: &'a serde_json::Value, runtime: &str) -> &'a serde_json::Value {
@@ -33,7 +33,7 @@ fn every_runtime_passes_its_conformance_check() {
     for runtime in common::available(&ALL_RUNTIMES) {
         let output = run(&["check-driver", runtime]);
         assert!(output.status.success(), "{runtime}:\n{}{}", stdout(&output), stderr(&output));
-        assert!(stdout(&output).contains("of 15 checks passed"), "{}", stdout(&output));
+        assert!(stdout(&output).contains("of 19 checks passed"), "{}", stdout(&output));
         assert!(!stdout(&output).contains("FAIL"));
     }
 }
@@ -259,12 +259,7 @@ fn ctrl_c_keeps_what_was_measured_and_marks_the_run_incomplete() {
         .unwrap();
     // Wait for the first worker to exist, then give it time to measure: however loaded the
     // machine, units sleeping 1 ms make samples within a second.
-    let children = format!("/proc/{0}/task/{0}/children", child.id());
-    let waited = Instant::now();
-    while std::fs::read_to_string(&children).unwrap_or_default().trim().is_empty() {
-        assert!(waited.elapsed() < Duration::from_secs(60), "no worker started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    worker_of(child.id());
     std::thread::sleep(Duration::from_millis(2000));
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let started = Instant::now();
@@ -342,23 +337,6 @@ fn the_worker_refuses_bad_plans_and_never_panics() {
         let error: serde_json::Value = serde_json::from_slice(&out[5..]).expect("a JSON payload");
         assert!(error["message"].as_str().unwrap().contains("plan"), "{plan}: {error}");
         assert!(!stderr(&output).contains("panicked"));
-    }
-}
-
-/// The pid of `parent`'s in-process worker (`taskmeter worker`), once there is one.
-fn worker_of(parent: u32) -> i32 {
-    let children = format!("/proc/{parent}/task/{parent}/children");
-    let waited = Instant::now();
-    loop {
-        let pids = std::fs::read_to_string(&children).unwrap_or_default();
-        for pid in pids.split_whitespace() {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            if cmdline.split(|b| *b == 0).any(|arg| arg == b"worker") {
-                return pid.parse().unwrap();
-            }
-        }
-        assert!(waited.elapsed() < Duration::from_secs(60), "no worker started");
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

@@ -3,6 +3,11 @@
 
 use super::Started;
 use crate::clock::now_ns;
+use crate::granularity::{self, async_round, Round, Rounds, Slot, Spawn};
+use embassy_executor::SendSpawner;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock};
+use taskmeter_protocol::GrainPlan;
 use crate::workload::{AsyncTimer, LoopContext};
 use embassy_executor::{Executor, Spawner};
 use embassy_time::{Duration, Instant, Timer};
@@ -100,4 +105,68 @@ where
     outputs.sort_by_key(|(unit, _)| *unit);
     let outputs = outputs.into_iter().map(|(_, out)| out).collect();
     Ok(Started { outputs, start_error })
+}
+
+/// The granularity experiment's task pool: the most tasks in flight (trivial's `width x steps`).
+pub const TASK_POOL: u32 = 4096;
+
+#[embassy_executor::task(pool_size = TASK_POOL as usize)]
+async fn grain_task(body: UnitFuture) {
+    body.await;
+}
+
+/// Tasks from the static pool, their results handed back through a [`Slot`] (embassy has no
+/// join handles).
+#[derive(Clone)]
+struct EmbassyTasks(SendSpawner);
+
+impl Spawn for EmbassyTasks {
+    fn start(&self, task: impl Future<Output = u64> + Send + 'static) -> impl Future<Output = u64> + Send + 'static {
+        let slot = Arc::new(Slot::default());
+        let filled = slot.clone();
+        self.detach(async move { filled.fill(task.await) });
+        slot.take()
+    }
+    fn detach(&self, task: impl Future<Output = ()> + Send + 'static) {
+        match grain_task(Box::pin(task)) {
+            Ok(token) => self.0.spawn(token),
+            Err(e) => {
+                // The worker refused plans with more tasks in flight than the pool holds.
+                eprintln!("taskmeter worker: embassy's task pool of {TASK_POOL} is full: {e:?}");
+                std::process::exit(1);
+            }
+        }
+    }
+}
+
+impl Rounds for EmbassyTasks {
+    fn cores(&self) -> u32 {
+        1
+    }
+    async fn round(&self, r: Round) -> Result<(), String> {
+        async_round(self, r).await;
+        Ok(())
+    }
+}
+
+type Measured = Result<bool, String>;
+
+#[embassy_executor::task]
+async fn measure_task(spawner: SendSpawner, grain: &'static GrainPlan, warmup_ns: u64, duration_ns: u64, stop: &'static AtomicBool, result: &'static OnceLock<Measured>) {
+    let measured = granularity::measure(grain, warmup_ns, duration_ns, &EmbassyTasks(spawner), stop, crate::worker::send_point).await;
+    let _ = result.set(measured);
+}
+
+/// Measures the plan's grains with an embassy task per task, on one executor thread.
+pub fn grains(grain: &'static GrainPlan, warmup_ns: u64, duration_ns: u64, stop: &'static AtomicBool) -> Result<bool, String> {
+    let result: &'static OnceLock<Measured> = Box::leak(Box::new(OnceLock::new()));
+    let executor: &'static mut Executor = Box::leak(Box::new(Executor::new()));
+    executor.run_until(
+        |spawner: Spawner| match measure_task(spawner.make_send(), grain, warmup_ns, duration_ns, stop, result) {
+            Ok(token) => spawner.spawn(token),
+            Err(e) => drop(result.set(Err(format!("could not spawn the measuring task: {e:?}")))),
+        },
+        || result.get().is_some(),
+    );
+    result.get().cloned().unwrap_or_else(|| Err("the measuring task ended without a result".into()))
 }

@@ -7,7 +7,8 @@ mod threads;
 mod tokio_rt;
 
 use crate::workload::{run_unit_async, run_unit_blocking, LoopContext, NoSleep, OsThread, UnitRun};
-use taskmeter_protocol::Plan;
+use std::sync::atomic::AtomicBool;
+use taskmeter_protocol::{GrainPlan, Plan};
 pub use threads::ThreadPriority;
 
 /// What a runtime's units returned, and why the start stopped short when it did.
@@ -41,6 +42,11 @@ pub struct InProcess {
     /// Runs every unit of the plan; `sleeping` false removes the sleep call (for `selftest`:
     /// the executor still polls each unit, but nothing ever waits).
     pub run: fn(&'static LoopContext, bool) -> Result<Started<UnitRun>, crate::WorkerError>,
+    /// Measures the granularity experiment's grains (protocol: "The granularity experiment");
+    /// true when a stop request ended it early.
+    pub grains: fn(&'static GrainPlan, u64, u64, &'static AtomicBool) -> Result<bool, String>,
+    /// The most tasks it can hold in flight, when it has a fixed pool.
+    pub task_pool: Option<u32>,
 }
 
 /// How OS threads map the two priority classes.
@@ -76,6 +82,8 @@ pub const IN_PROCESS: [InProcess; 5] = [
                 }
             })
         },
+        grains: threads::grains,
+        task_pool: None,
     },
     InProcess {
         id: "tokio-ct",
@@ -87,6 +95,8 @@ pub const IN_PROCESS: [InProcess; 5] = [
             true => tokio_rt::run(ctx, false, ctx.plan.units, |unit| run_unit_async::<tokio_rt::Tokio>(ctx, unit)),
             false => tokio_rt::run(ctx, false, ctx.plan.units, |unit| run_unit_async::<NoSleep>(ctx, unit)),
         },
+        grains: |grain, warmup, duration, stop| tokio_rt::grains(false, grain, warmup, duration, stop),
+        task_pool: None,
     },
     InProcess {
         id: "tokio-mt",
@@ -98,6 +108,8 @@ pub const IN_PROCESS: [InProcess; 5] = [
             true => tokio_rt::run(ctx, true, ctx.plan.units, |unit| run_unit_async::<tokio_rt::Tokio>(ctx, unit)),
             false => tokio_rt::run(ctx, true, ctx.plan.units, |unit| run_unit_async::<NoSleep>(ctx, unit)),
         },
+        grains: |grain, warmup, duration, stop| tokio_rt::grains(true, grain, warmup, duration, stop),
+        task_pool: None,
     },
     InProcess {
         id: "smol",
@@ -109,6 +121,8 @@ pub const IN_PROCESS: [InProcess; 5] = [
             true => smol_rt::run(ctx, ctx.plan.units, |unit| run_unit_async::<smol_rt::Smol>(ctx, unit)),
             false => smol_rt::run(ctx, ctx.plan.units, |unit| run_unit_async::<NoSleep>(ctx, unit)),
         },
+        grains: smol_rt::grains,
+        task_pool: None,
     },
     InProcess {
         id: "embassy",
@@ -126,6 +140,8 @@ pub const IN_PROCESS: [InProcess; 5] = [
             true => embassy_rt::run(ctx, ctx.plan.units, |unit| run_unit_async::<embassy_rt::Embassy>(ctx, unit)),
             false => embassy_rt::run(ctx, ctx.plan.units, |unit| run_unit_async::<NoSleep>(ctx, unit)),
         },
+        grains: embassy_rt::grains,
+        task_pool: Some(embassy_rt::TASK_POOL),
     },
 ];
 

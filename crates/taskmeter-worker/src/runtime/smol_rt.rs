@@ -3,6 +3,9 @@
 
 use super::Started;
 use crate::clock::instant_at;
+use crate::granularity::{self, async_round, Round, Rounds, Spawn};
+use std::sync::atomic::AtomicBool;
+use taskmeter_protocol::GrainPlan;
 use crate::workload::{AsyncTimer, LoopContext};
 use std::future::Future;
 use std::time::Duration;
@@ -40,4 +43,33 @@ where
         outputs
     }));
     Ok(Started { outputs, start_error })
+}
+
+/// Tasks of one executor driven by this thread, awaited through their `Task` handles.
+#[derive(Clone, Copy)]
+struct SmolTasks(&'static smol::Executor<'static>);
+
+impl Spawn for SmolTasks {
+    fn start(&self, task: impl Future<Output = u64> + Send + 'static) -> impl Future<Output = u64> + Send + 'static {
+        self.0.spawn(task)
+    }
+    fn detach(&self, task: impl Future<Output = ()> + Send + 'static) {
+        self.0.spawn(task).detach();
+    }
+}
+
+impl Rounds for SmolTasks {
+    fn cores(&self) -> u32 {
+        1
+    }
+    async fn round(&self, r: Round) -> Result<(), String> {
+        async_round(self, r).await;
+        Ok(())
+    }
+}
+
+/// Measures the plan's grains with a smol task per task, on one thread.
+pub fn grains(grain: &'static GrainPlan, warmup_ns: u64, duration_ns: u64, stop: &'static AtomicBool) -> Result<bool, String> {
+    let executor: &'static smol::Executor<'static> = Box::leak(Box::new(smol::Executor::new()));
+    smol::block_on(executor.run(granularity::measure(grain, warmup_ns, duration_ns, &SmolTasks(executor), stop, crate::worker::send_point)))
 }

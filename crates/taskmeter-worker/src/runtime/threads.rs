@@ -1,7 +1,27 @@
 //! `thread`: one OS thread per unit, and the priority classes of OS threads.
 
 use super::Started;
+use crate::granularity::{self, Round, Rounds};
 use crate::workload::LoopContext;
+use std::sync::atomic::AtomicBool;
+use taskmeter_protocol::GrainPlan;
+
+/// The granularity experiment's tasks: a new OS thread each, joined.
+struct Threads;
+
+impl Rounds for Threads {
+    fn cores(&self) -> u32 {
+        granularity::cpus()
+    }
+    async fn round(&self, r: Round) -> Result<(), String> {
+        granularity::thread_round(r)
+    }
+}
+
+/// Measures the plan's grains with a thread per task.
+pub fn grains(grain: &'static GrainPlan, warmup_ns: u64, duration_ns: u64, stop: &'static AtomicBool) -> Result<bool, String> {
+    embassy_futures::block_on(granularity::measure(grain, warmup_ns, duration_ns, &Threads, stop, crate::worker::send_point))
+}
 
 /// Runs up to `units` units, each `make(unit)` on its own thread, and returns their results in
 /// order. Every unit parks at the start gate, so all threads exist before the run starts. A

@@ -2,6 +2,9 @@
 
 use super::Started;
 use crate::clock::instant_at;
+use crate::granularity::{self, async_round, Round, Rounds, Spawn};
+use std::sync::atomic::AtomicBool;
+use taskmeter_protocol::GrainPlan;
 use crate::workload::{AsyncTimer, LoopContext};
 use std::future::Future;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -20,6 +23,42 @@ impl AsyncTimer for Tokio {
     fn yield_now() -> impl Future<Output = ()> + Send {
         tokio::task::yield_now()
     }
+}
+
+/// Tasks of the runtime the caller runs in, awaited through their `JoinHandle`s.
+#[derive(Clone)]
+struct TokioTasks {
+    cores: u32,
+}
+
+impl Spawn for TokioTasks {
+    fn start(&self, task: impl Future<Output = u64> + Send + 'static) -> impl Future<Output = u64> + Send + 'static {
+        let handle = tokio::spawn(task);
+        // A task that panicked has no result: it counts as a wrong one.
+        async move { handle.await.unwrap_or(u64::MAX) }
+    }
+    fn detach(&self, task: impl Future<Output = ()> + Send + 'static) {
+        drop(tokio::spawn(task));
+    }
+}
+
+impl Rounds for TokioTasks {
+    fn cores(&self) -> u32 {
+        self.cores
+    }
+    async fn round(&self, r: Round) -> Result<(), String> {
+        async_round(self, r).await;
+        Ok(())
+    }
+}
+
+/// Measures the plan's grains with a tokio task per task; the grain loop runs in `block_on`,
+/// on the worker's main thread, as a unit's spawner would.
+pub fn grains(multi_thread: bool, grain: &'static GrainPlan, warmup_ns: u64, duration_ns: u64, stop: &'static AtomicBool) -> Result<bool, String> {
+    let runtime = if multi_thread { tokio::runtime::Builder::new_multi_thread().build() } else { tokio::runtime::Builder::new_current_thread().build() };
+    let runtime = runtime.map_err(|e| format!("could not start tokio: {e}"))?;
+    let cores = if multi_thread { runtime.metrics().num_workers() as u32 } else { 1 };
+    runtime.block_on(granularity::measure(grain, warmup_ns, duration_ns, &TokioTasks { cores }, stop, crate::worker::send_point))
 }
 
 /// Runs up to `units` tasks on a fresh runtime (current_thread, or multi_thread with one worker

@@ -268,6 +268,24 @@ pub(super) struct RunArgs {
     pub(super) receivers: Vec<String>,
     #[command(flatten)]
     pub(super) net: NetLoad,
+    /// granularity: how a round's tasks depend on each other: trivial (all independent),
+    /// chain (each started by the previous one, with its result), stencil (steps of --width
+    /// tasks, each step awaited)
+    #[arg(long, value_enum, default_value = "trivial")]
+    pub(super) pattern: PatternArg,
+    /// granularity: the busy work of one task, largest first: a list (1ms,100us,10us) or a range
+    /// A..B with K sizes per decade (A..B:K, default 2)
+    #[arg(long, value_name = "SIZES", value_parser = task_sizes, default_value = "1ms..10ns")]
+    pub(super) task_busy: TaskSizes,
+    /// granularity: tasks per step (W) [default: the CPUs the workers may run on]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub(super) width: Option<u32>,
+    /// granularity: steps per round (S); a round is W x S tasks
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub(super) steps: u32,
+    /// granularity: how long each serial measurement of a task's useful work runs
+    #[arg(long, default_value = "10ms", value_parser = duration)]
+    pub(super) calibrate: u64,
     /// Comma-separated runtime ids, or `all` [default: all: every runtime available here]
     #[arg(long, value_delimiter = ',', value_parser = runtime_id, action = clap::ArgAction::Set)]
     pub(super) runtimes: Vec<String>,
@@ -300,10 +318,12 @@ pub(super) struct RunArgs {
     /// Yield to the runtime's scheduler after every busy-work step
     #[arg(long = "yield")]
     pub(super) yield_each_step: bool,
-    /// Measured time per runtime, after the warm-up [default: 1.5s; 300ms with --quick]
+    /// Measured time per runtime, after the warm-up [default: 1.5s; 300ms with --quick;
+    /// granularity: per task size, 150ms; 50ms with --quick]
     #[arg(long, value_parser = duration, allow_hyphen_values = true)]
     pub(super) duration: Option<u64>,
-    /// Time before the measurement; its samples are excluded from statistics [default: 500ms; 100ms with --quick]
+    /// Time before the measurement; its samples are excluded from statistics [default: 500ms; 100ms with --quick;
+    /// granularity: rounds before each task size's measurement, 30ms; 10ms with --quick]
     #[arg(long, value_parser = duration, allow_hyphen_values = true)]
     pub(super) warmup: Option<u64>,
     /// Extra time a worker gets beyond its plan before it is killed
@@ -376,6 +396,56 @@ pub(super) struct RunArgs {
 }
 
 #[derive(Copy, Clone, ValueEnum, PartialEq)]
+pub(super) enum PatternArg {
+    Trivial,
+    Chain,
+    Stencil,
+}
+
+/// Task sizes (ns), strictly decreasing.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct TaskSizes(pub(super) Vec<u64>);
+
+/// `--task-busy`: `1ms,100us,10us`, or `A..B[:K]`: from A down to B, K sizes per decade
+/// (A / 10^(i/K), rounded to whole ns), B included when it falls on that grid.
+pub(super) fn task_sizes(text: &str) -> Result<TaskSizes, String> {
+    let usage = "expected a list of durations (1ms,100us,10us) or a range A..B[:K] (K sizes per decade, 1 to 10)";
+    let size = |t: &str| match parse_duration_ns(t)? {
+        0 => Err(format!("a task's busy work must be longer than 0, got '{t}'")),
+        ns => Ok(ns),
+    };
+    let sizes: Vec<u64> = match text.split_once("..") {
+        None => text.split(',').map(|t| size(t.trim())).collect::<Result<_, _>>()?,
+        Some((from, rest)) => {
+            let (to, per_decade) = match rest.split_once(':') {
+                Some((to, k)) => (to, k.trim().parse::<u32>().ok().filter(|k| (1..=10).contains(k)).ok_or_else(|| format!("invalid '{text}': {usage}"))?),
+                None => (rest, 2),
+            };
+            let (from, to) = (size(from.trim())?, size(to.trim())?);
+            if from <= to {
+                return Err(format!("invalid '{text}': the range goes from the largest size down to the smallest"));
+            }
+            let mut sizes = Vec::new();
+            for i in 0.. {
+                let ns = (from as f64 / 10f64.powf(i as f64 / per_decade as f64)).round() as u64;
+                if ns < to || ns == 0 {
+                    break;
+                }
+                sizes.push(ns);
+            }
+            sizes
+        }
+    };
+    if sizes.windows(2).any(|w| w[1] >= w[0]) {
+        return Err(format!("invalid '{text}': task sizes go from the largest to the smallest, each smaller"));
+    }
+    if sizes.len() > taskmeter_protocol::plan::MAX_GRAINS {
+        return Err(format!("invalid '{text}': at most {} task sizes", taskmeter_protocol::plan::MAX_GRAINS));
+    }
+    Ok(TaskSizes(sizes))
+}
+
+#[derive(Copy, Clone, ValueEnum, PartialEq)]
 pub(super) enum OrderArg {
     Shuffled,
     Given,
@@ -391,6 +461,9 @@ pub(super) enum ExperimentArg {
     AtomicSum,
     /// TCP message throughput with 1..N senders against each receiver (the TCP study)
     Net,
+    /// The smallest task each runtime runs efficiently: efficiency against task size, and
+    /// METG(50 %) as Task Bench defines it
+    Granularity,
 }
 
 impl ExperimentArg {
@@ -400,6 +473,7 @@ impl ExperimentArg {
             ExperimentArg::Volume => "volume",
             ExperimentArg::AtomicSum => "atomic-sum",
             ExperimentArg::Net => "net",
+            ExperimentArg::Granularity => "granularity",
         }
     }
 }

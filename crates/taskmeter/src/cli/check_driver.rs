@@ -43,6 +43,11 @@ pub fn check_driver(id: &str) -> Result<ExitCode, String> {
         }
         report(run.0, format!("{name}: {}", run.1));
     }
+    // The granularity experiment stops after the round it is in.
+    let mut plan = vector("granularity-stencil");
+    plan.duration_ns = 30_000_000_000;
+    let (ok, line) = run_plan(info, &plan, Some(Duration::from_millis(300)));
+    report(ok, format!("stops a granularity plan early when stdin closes: {line}"));
     // Stopping early: end of file on stdin ends a long plan within about one iteration.
     let mut plan = vector("relative-fixed");
     plan.duration_ns = 30_000_000_000;
@@ -98,6 +103,7 @@ fn run_plan(info: &runtimes::RuntimeInfo, plan: &Plan, stop_after: Option<Durati
     let tally = tally.lock().unwrap_or_else(|e| e.into_inner());
     match (classify(&raw, limit), stop_after) {
         (Outcome::Completed(d), None) => judge(plan, &d, &tally, raw.stream.first_samples_ns),
+        (Outcome::Interrupted(d), Some(_)) if plan.grain.is_some() => (true, format!("stopped after {wall:.2} s with {} of {} grains", d.points.len(), plan.grain.as_ref().map_or(0, |g| g.grains_ns.len()))),
         (Outcome::Interrupted(_), Some(_)) => (true, format!("stopped after {wall:.2} s with {} samples", tally.samples)),
         (Outcome::Completed(_), Some(_)) => (false, "ran to its end although stdin was closed".into()),
         (Outcome::Interrupted(_), None) => (false, "reported interrupted although stdin stayed open".into()),
@@ -108,6 +114,12 @@ fn run_plan(info: &runtimes::RuntimeInfo, plan: &Plan, stop_after: Option<Durati
 
 /// What a complete run must show beyond the frames' own rules.
 fn judge(plan: &Plan, d: &Delivered, tally: &Tally, first_samples_ns: Option<u64>) -> (bool, String) {
+    if plan.grain.is_some() {
+        // The checker has held every P frame to its plan; say what each grain found.
+        let efficiency = |p: &taskmeter_protocol::Point| crate::analysis::granularity::derive(p.clone()).efficiency;
+        let grains: Vec<String> = d.points.iter().map(|p| format!("{} ns: {} tasks, {:.0} %", p.grain_ns, p.tasks, 100.0 * efficiency(p))).collect();
+        return (true, format!("{} grains on {} cores ({})", d.points.len(), d.points.first().map_or(0, |p| p.cores), grains.join("; ")));
+    }
     let iterations: u64 = d.units.iter().map(|u| u.iterations).sum();
     let summary = format!(
         "{} units, {iterations} iterations, {} samples, {} lost, {} missed periods{}",

@@ -46,6 +46,7 @@ pub fn run(options: CompareOptions) -> Result<ExitCode, CliError> {
         AnyRecord::Run(_) => "run",
         AnyRecord::Net(_) => "net",
         AnyRecord::Bench(_) => "bench",
+        AnyRecord::Granularity(_) => "granularity",
     };
     let (old, new) = match (load_any(&options.old)?.1, load_any(&options.new)?.1) {
         (AnyRecord::Run(old), AnyRecord::Run(new)) => (old, new),

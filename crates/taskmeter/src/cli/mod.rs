@@ -123,6 +123,9 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
             ExitCode::SUCCESS
         }
         Command::Run(args) if args.experiment == ExperimentArg::Net => crate::experiments::net::run(options::net_options(&args)?)?,
+        Command::Run(args) if args.experiment == ExperimentArg::Granularity => {
+            crate::experiments::granularity::run(options::granularity_options(&args)?)?
+        }
         Command::Run(args) => crate::experiments::sleep::run(options::run_options(&args)?)?,
         Command::Net { action: NetAction::Serve { runtime, listen, load } } => {
             crate::experiments::net::serve_only(&runtime, &listen, &load.settings(vec![runtime.clone()], 1))?

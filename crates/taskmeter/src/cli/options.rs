@@ -3,6 +3,8 @@
 
 use super::args::*;
 use crate::experiments::bench::BenchOptions;
+use crate::experiments::granularity::GrainOptions;
+use crate::model::granularity::GrainSettings;
 use crate::experiments::net::NetOptions;
 use crate::experiments::sleep::RunOptions;
 use crate::machine::sched::SchedSettings;
@@ -12,7 +14,7 @@ use crate::report::export::{Export, ExportFormat};
 use crate::runtimes;
 use crate::session::Output;
 use std::path::PathBuf;
-use taskmeter_protocol::{BusyPlan, Experiment, Mode, Schedule, SleepPlan};
+use taskmeter_protocol::{BusyPlan, Experiment, Mode, Pattern, Schedule, SleepPlan};
 
 /// Where a command's results go: its folder, the export files, JSON or the console.
 fn output(folder: &Option<PathBuf>, exports: &ExportArgs, format: Format) -> Output {
@@ -66,21 +68,7 @@ fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
         None if study => Mode::Relative,
         None => Mode::Absolute,
     };
-    let runtimes = if args.runtimes.is_empty() || args.runtimes == ["all"] {
-        runtimes::ids().into_iter().map(str::to_string).collect()
-    } else {
-        let mut seen = Vec::new();
-        for id in &args.runtimes {
-            if id == "all" {
-                return Err("'all' cannot be combined with other runtimes in --runtimes".into());
-            }
-            if seen.contains(id) {
-                return Err(format!("runtime '{id}' is listed twice in --runtimes"));
-            }
-            seen.push(id.clone());
-        }
-        seen
-    };
+    let runtimes = runtime_list(args)?;
     let mut swept = Vec::new();
     for sweep in &sweeps {
         if swept.contains(&sweep.param) {
@@ -119,6 +107,60 @@ fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
         cpu_dma_latency_us: args.cpu_dma_latency,
     };
     Ok((settings, sweeps))
+}
+
+/// `--runtimes`: the ones listed, once each, or every runtime.
+fn runtime_list(args: &RunArgs) -> Result<Vec<String>, String> {
+    Ok(if args.runtimes.is_empty() || args.runtimes == ["all"] {
+        runtimes::ids().into_iter().map(str::to_string).collect()
+    } else {
+        let mut seen = Vec::new();
+        for id in &args.runtimes {
+            if id == "all" {
+                return Err("'all' cannot be combined with other runtimes in --runtimes".into());
+            }
+            if seen.contains(id) {
+                return Err(format!("runtime '{id}' is listed twice in --runtimes"));
+            }
+            seen.push(id.clone());
+        }
+        seen
+    })
+}
+
+/// `run granularity`.
+pub(super) fn granularity_options(args: &RunArgs) -> Result<GrainOptions, String> {
+    let cpus = args.cpus.clone().map(|c| c.0);
+    let own_cpus = || std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let width = args.width.unwrap_or_else(|| cpus.as_ref().map_or_else(own_cpus, |c| c.len() as u32));
+    let duration_ns = match args.duration {
+        Some(0) => return Err("--duration must be longer than 0".into()),
+        Some(ns) => ns,
+        None if args.quick => 50_000_000,
+        None => 150_000_000,
+    };
+    let settings = GrainSettings {
+        runtimes: runtime_list(args)?,
+        pattern: match args.pattern {
+            PatternArg::Trivial => Pattern::Trivial,
+            PatternArg::Chain => Pattern::Chain,
+            PatternArg::Stencil => Pattern::Stencil,
+        },
+        width,
+        steps: args.steps,
+        grains_ns: args.task_busy.0.clone(),
+        warmup_ns: args.warmup.unwrap_or(if args.quick { 10_000_000 } else { 30_000_000 }),
+        duration_ns,
+        calibrate_ns: args.calibrate,
+        repeat: args.repeat,
+    };
+    Ok(GrainOptions {
+        settings,
+        grace: std::time::Duration::from_nanos(args.grace),
+        sched: SchedSettings { cpus, ..Default::default() },
+        cpu_dma_latency_us: args.cpu_dma_latency,
+        output: output(&args.output, &args.exports, args.format),
+    })
 }
 
 /// `run net`.

@@ -42,11 +42,11 @@ fn sweep_name(spec: &str) -> Option<String> {
     spec.split_once('=').map(|(name, _)| name.trim().to_string())
 }
 
-const KEYS: [&str; 34] = [
+const KEYS: [&str; 39] = [
     "experiment", "runtimes", "receivers", "senders", "messages", "per-sender", "message-size", "units", "sleep", "mode", "busy", "yield", "duration", "warmup", "grace",
     "priority-classes", "start-limit", "together", "repeat", "cpu-dma-latency",
     "quick", "sweep", "order", "seed", "metric", "table", "policy", "timer-slack", "cpus", "mlock",
-    "allow-rt-spin", "output", "raw", "format",
+    "allow-rt-spin", "output", "raw", "format", "pattern", "task-busy", "width", "steps", "calibrate",
 ];
 
 fn flags_of(path: &Path) -> Result<Vec<String>, String> {

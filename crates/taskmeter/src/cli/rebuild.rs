@@ -1,5 +1,5 @@
 //! `taskmeter report RESULTS`: rebuilds the charts and report.html of a results folder from its
-//! record alone (run.json, net.json or bench.json, by the schema its header names); with
+//! record alone (run.json, net.json, bench.json or granularity.json, by the schema its header names); with
 //! `--samples-csv FILE`, also writes the samples a `--raw` run kept as plain CSV; with
 //! `--table LAYOUT`, also prints a run's console report in that layout.
 
@@ -27,6 +27,7 @@ pub fn rebuild(path: &Path, samples_csv: Option<&Path>, table: Option<crate::rep
         AnyRecord::Run(r) => crate::report::run::write_report(folder, r)?,
         AnyRecord::Net(r) => crate::report::net::write_report(folder, r)?,
         AnyRecord::Bench(r) => crate::report::bench::write_report(folder, r)?,
+        AnyRecord::Granularity(r) => crate::report::granularity::write_report(folder, r)?,
     }
     println!("{}", folder.join("report.html").display());
     Ok(ExitCode::SUCCESS)

@@ -9,17 +9,20 @@ use clap::{ArgMatches, CommandFactory};
 /// (or set by a preset) for an experiment that does not use it is refused, never ignored.
 pub(super) const FLAG_SCOPE: &[(&str, &[ExperimentArg])] = {
     use ExperimentArg::*;
-    const EVERY: &[ExperimentArg] = &[Sleep, Volume, AtomicSum, Net];
+    const EVERY: &[ExperimentArg] = &[Sleep, Volume, AtomicSum, Net, Granularity];
     const LOOP: &[ExperimentArg] = &[Sleep, Volume, AtomicSum];
+    const WORKERS: &[ExperimentArg] = &[Sleep, Volume, AtomicSum, Granularity];
     const NET: &[ExperimentArg] = &[Net];
+    const GRAIN: &[ExperimentArg] = &[Granularity];
     &[
         ("experiment", EVERY), ("repeat", EVERY), ("cpu_dma_latency", EVERY), ("grace", EVERY), ("output", EVERY), ("format", EVERY),
         ("export_json", EVERY), ("export_csv", EVERY), ("export_markdown", EVERY),
         ("receivers", NET), ("senders", NET), ("messages", NET), ("per_sender", NET), ("message_size", NET),
-        ("runtimes", LOOP), ("units", LOOP), ("sleep", LOOP), ("priority_classes", LOOP), ("start_limit", LOOP),
-        ("together", LOOP), ("mode", LOOP), ("busy", LOOP), ("yield_each_step", LOOP), ("duration", LOOP),
-        ("warmup", LOOP), ("quick", LOOP), ("sweeps", LOOP), ("order", LOOP), ("seed", LOOP), ("metric", LOOP),
-        ("table", LOOP), ("policy", LOOP), ("timer_slack", LOOP), ("cpus", LOOP), ("mlock", LOOP),
+        ("pattern", GRAIN), ("task_busy", GRAIN), ("width", GRAIN), ("steps", GRAIN), ("calibrate", GRAIN),
+        ("runtimes", WORKERS), ("units", LOOP), ("sleep", LOOP), ("priority_classes", LOOP), ("start_limit", LOOP),
+        ("together", LOOP), ("mode", LOOP), ("busy", LOOP), ("yield_each_step", LOOP), ("duration", WORKERS),
+        ("warmup", WORKERS), ("quick", WORKERS), ("sweeps", LOOP), ("order", LOOP), ("seed", LOOP), ("metric", LOOP),
+        ("table", LOOP), ("policy", LOOP), ("timer_slack", LOOP), ("cpus", WORKERS), ("mlock", LOOP),
         ("allow_rt_spin", LOOP), ("raw", LOOP), ("exact_samples", LOOP),
     ]
 };

@@ -99,6 +99,7 @@ fn loop_ns_per_sample(runtime: &str, duration_ns: u64, sleeping: bool) -> Result
         // Tens of millions of samples a second: a large ring, taken often.
         ring: 1 << 18,
         flush_ns: 1_000_000,
+        grain: None,
     };
     let ctx: &'static LoopContext = Box::leak(Box::new(LoopContext::new(plan, now_ns(), &NEVER)));
     let (units_ended, ended) = std::sync::mpsc::channel::<()>();

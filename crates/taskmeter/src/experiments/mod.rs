@@ -1,8 +1,10 @@
 //! The experiments: `sleep` (with `volume` and `atomic-sum`, the same work loop), `net`
-//! (TCP throughput) and `bench` (your own asynchronous work). Each measures through the
+//! (TCP throughput), `granularity` (the smallest efficient task) and `bench` (your own
+//! asynchronous work). Each measures through the
 //! process supervisor and writes through a session.
 
 pub mod bench;
+pub mod granularity;
 pub mod net;
 pub mod sleep;
 

@@ -2,7 +2,7 @@
 //! folder of any kind).
 
 use super::header::{from_value, schema_of, LoadError, Record};
-use super::{bench::BenchRecord, net::NetRecord, run::RunRecord};
+use super::{bench::BenchRecord, granularity::GrainRecord, net::NetRecord, run::RunRecord};
 use std::path::{Path, PathBuf};
 
 /// Any record, as its kind.
@@ -10,6 +10,7 @@ pub enum AnyRecord {
     Run(RunRecord),
     Net(NetRecord),
     Bench(BenchRecord),
+    Granularity(GrainRecord),
 }
 
 /// Reads whichever record `path` holds, by the schema its header names.
@@ -19,6 +20,7 @@ pub fn load_any(path: &Path) -> Result<(PathBuf, AnyRecord), LoadError> {
         RunRecord::SCHEMA => AnyRecord::Run(from_value(file.clone(), &schema, value)?),
         NetRecord::SCHEMA => AnyRecord::Net(from_value(file.clone(), &schema, value)?),
         BenchRecord::SCHEMA => AnyRecord::Bench(from_value(file.clone(), &schema, value)?),
+        GrainRecord::SCHEMA => AnyRecord::Granularity(from_value(file.clone(), &schema, value)?),
         _ => return Err(LoadError::NotARecord(file)),
     };
     Ok((file, record))

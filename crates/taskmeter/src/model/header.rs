@@ -63,7 +63,7 @@ pub enum LoadError {
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LoadError::Missing(p) => write!(f, "{} does not exist (expected a results folder or its run.json, net.json or bench.json)", p.display()),
+            LoadError::Missing(p) => write!(f, "{} does not exist (expected a results folder or its run.json, net.json, bench.json or granularity.json)", p.display()),
             LoadError::Unreadable(p, e) => write!(f, "cannot read {}: {e}", p.display()),
             LoadError::NotJson(p, e) => write!(f, "{} is not valid JSON (truncated?): {e}", p.display()),
             LoadError::NotARecord(p) => write!(f, "{} is not a taskmeter record", p.display()),
@@ -86,7 +86,7 @@ pub fn record_file(path: &Path) -> Result<PathBuf, LoadError> {
     if !path.is_dir() {
         return if path.exists() { Ok(path.to_path_buf()) } else { Err(LoadError::Missing(path.to_path_buf())) };
     }
-    ["run.json", "net.json", "bench.json"]
+    ["run.json", "net.json", "bench.json", "granularity.json"]
         .iter()
         .map(|name| path.join(name))
         .find(|file| file.is_file())

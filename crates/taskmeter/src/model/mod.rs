@@ -3,6 +3,7 @@
 
 pub mod any;
 pub mod bench;
+pub mod granularity;
 pub mod header;
 pub mod net;
 pub mod run;

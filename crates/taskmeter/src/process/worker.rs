@@ -62,7 +62,7 @@ pub struct WorkerRun {
 pub fn deadline(plan: &Plan, grace: Duration) -> Duration {
     // Starting the units may take the start limit, and ending as many (joining 30,000 threads)
     // about as long again.
-    let planned = plan.start_limit_ns.saturating_mul(2).saturating_add(plan.warmup_ns + plan.duration_ns + plan.max_expected_ns());
+    let planned = plan.start_limit_ns.saturating_mul(2).saturating_add(plan.planned_ns());
     Duration::from_nanos(planned) + grace
 }
 
@@ -228,6 +228,8 @@ pub fn spawn_and_wait(
 fn read_frames(stdout: Option<std::process::ChildStdout>, pid: i32, plan: Plan, mut sink: SampleSink, counters: mpsc::Sender<counters::ReadingTimes>) -> std::thread::JoinHandle<Stream> {
     std::thread::spawn(move || {
         let (warmup_ns, duration_ns) = (plan.warmup_ns, plan.duration_ns);
+        // The granularity experiment has no window to count over: its grains are timed apart.
+        let has_window = plan.grain.is_none();
         let mut checker = Checker::new(plan);
         let mut first_samples_ns = None;
         let (mut reading_times, mut wakeups_counted) = (None::<counters::ReadingTimes>, 0);
@@ -250,7 +252,7 @@ fn read_frames(stdout: Option<std::process::ChildStdout>, pid: i32, plan: Plan, 
             if let Err(e) = checker.accept(&frame, |v| views.push(*v)) {
                 break Err(e);
             }
-            if let Frame::Gate(g) = &frame {
+            if let (Frame::Gate(g), true) = (&frame, has_window) {
                 let measure_start_ns = g.run_start_ns + warmup_ns;
                 let threads = counters::threads_of(pid);
                 let times = counters::planned(counters::reading_times(g.run_start_ns, measure_start_ns, measure_start_ns + duration_ns, threads));

@@ -2,6 +2,7 @@
 //! each for every record kind (as hyperfine's `export/`).
 
 use crate::model::bench::BenchRecord;
+use crate::model::granularity::GrainRecord;
 use crate::model::net::NetRecord;
 use crate::model::run::RunRecord;
 use std::path::PathBuf;
@@ -12,6 +13,7 @@ pub enum RecordRef<'a> {
     Run(&'a RunRecord),
     Net(&'a NetRecord),
     Bench(&'a BenchRecord),
+    Granularity(&'a GrainRecord),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +49,7 @@ impl Exporter for JsonExporter {
             RecordRef::Run(r) => super::json(r),
             RecordRef::Net(r) => super::json(r),
             RecordRef::Bench(r) => super::json(r),
+            RecordRef::Granularity(r) => super::json(r),
         }
     }
 }
@@ -57,6 +60,7 @@ impl Exporter for CsvExporter {
             RecordRef::Run(r) => super::run::summary_csv(r),
             RecordRef::Net(r) => super::net::summary_csv(r),
             RecordRef::Bench(r) => super::bench::summary_csv(r),
+            RecordRef::Granularity(r) => super::granularity::summary_csv(r),
         }
     }
 }
@@ -67,6 +71,7 @@ impl Exporter for MarkdownExporter {
             RecordRef::Run(r) => super::markdown::markdown(r),
             RecordRef::Net(r) => super::net::markdown(r),
             RecordRef::Bench(r) => super::bench::markdown(r),
+            RecordRef::Granularity(r) => super::granularity::markdown(r),
         }
     }
 }

@@ -336,3 +336,37 @@ pub fn render_net(record: &crate::model::net::NetRecord, charts: &[Chart], conso
     let _ = write!(out, "<p><small>taskmeter {}, net.json schema {}</small></p>\n</body></html>\n", escape(&record.header.taskmeter_version), record.header.schema);
     out
 }
+
+/// `report.html` of `run granularity`: the console's tables, the curves, the failures, how to
+/// read them and the environment.
+pub fn render_granularity(record: &crate::model::granularity::GrainRecord, charts: &[Chart], console: &str) -> String {
+    let title = format!("taskmeter granularity run of {}", record.header.started_at);
+    let mut out = page_head(&title, record.header.complete, &format!("{} to {}", record.header.started_at, record.header.finished_at), &record.header.command_line);
+    for run in record.runs.iter().filter(|r| r.error.is_some() && !r.interrupted) {
+        let _ = writeln!(
+            out,
+            "<div class=\"failure\"><b>{}</b> (repetition {}) failed after {} task sizes: {}</div>",
+            escape(&run.runtime),
+            run.repetition,
+            run.points.len(),
+            escape(run.error.as_deref().unwrap_or_default())
+        );
+    }
+    out.push_str("<h2 id=\"results\">Results</h2>\n");
+    let _ = writeln!(out, "<pre class=\"results\">{}</pre>", escape(console.trim()));
+    for chart in charts {
+        figure(&mut out, chart);
+    }
+    out.push_str(
+        "<h2 id=\"reading\">How to read this</h2>\n<p>Each worker runs rounds of tasks of a fixed busy work, started and awaited \
+         the runtime's own way, at each task size. The useful work of a task is the same busy loop timed alone, one call after \
+         another, in the same worker. Efficiency = tasks x useful work / (wall time x cores), where cores is how many tasks the \
+         runtime can run at once here (1 for one-threaded runtimes and for Python threads under the GIL). Task granularity = \
+         wall x cores / tasks; METG(50 %) is the granularity at which efficiency falls to 50 % (Task Bench, Slaughter et al., \
+         SC'20), interpolated in log granularity between the two task sizes around it. Every task's result is checked and \
+         every started task must complete.</p>\n",
+    );
+    environment_table(&mut out, &record.header.environment);
+    let _ = write!(out, "<p><small>taskmeter {}, granularity.json schema {}</small></p>\n</body></html>\n", escape(&record.header.taskmeter_version), record.header.schema);
+    out
+}

@@ -37,3 +37,12 @@ fn markdown_table(out: &mut String, t: &Table) {
     out.push('\n');
 }
 
+/// A table as Markdown: the first line is the header, the first column left-aligned and the
+/// others right-aligned.
+pub fn table(lines: &[Vec<String>]) -> String {
+    let mut out = format!("| {} |\n|:---|{}\n", lines[0].join(" | "), "---:|".repeat(lines[0].len() - 1));
+    for line in &lines[1..] {
+        out.push_str(&format!("| {} |\n", line.join(" | ")));
+    }
+    out
+}

@@ -6,6 +6,7 @@ pub mod chart;
 pub mod console;
 pub mod export;
 pub mod format;
+pub mod granularity;
 pub mod html;
 pub mod markdown;
 pub mod net;

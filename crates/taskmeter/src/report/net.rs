@@ -209,13 +209,7 @@ fn ratio_matrix(record: &NetRecord) -> Option<Vec<Vec<String>>> {
 
 /// `--export-markdown`: the tables, ready to paste.
 pub fn markdown(record: &NetRecord) -> String {
-    let table = |lines: &[Vec<String>]| {
-        let mut out = format!("| {} |\n|:---|{}\n", lines[0].join(" | "), "---:|".repeat(lines[0].len() - 1));
-        for line in &lines[1..] {
-            out.push_str(&format!("| {} |\n", line.join(" | ")));
-        }
-        out
-    };
+    let table = super::markdown::table;
     let s = &record.settings;
     let mut out = format!("**taskmeter net** {} messages of {} bytes per point, {} repetition(s)\n\n", s.messages, s.message_size, s.repeat);
     out.push_str(&table(&summary_table(record)));

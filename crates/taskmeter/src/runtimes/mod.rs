@@ -120,3 +120,31 @@ pub fn preload_mlock(command: &mut Command) -> Result<(), String> {
     command.env("LD_PRELOAD", preload);
     Ok(())
 }
+
+/// Builds every driver the run needs, concurrently and before anything is measured, so no
+/// compiler competes with a measurement. A build that fails is reported by its rows.
+pub fn prepare_drivers(availability: &[(&'static RuntimeInfo, Result<(), String>)]) {
+    let mut seen = Vec::new();
+    let to_build: Vec<&'static RuntimeInfo> = availability
+        .iter()
+        .filter(|(info, available)| available.is_ok() && !info.launch.in_process())
+        .filter(|(info, _)| {
+            let folder = match info.launch {
+                Launch::Driver(d) => d.folder.as_str(),
+                Launch::InProcess => "",
+            };
+            let first = !seen.contains(&folder);
+            seen.push(folder);
+            first
+        })
+        .map(|(info, _)| *info)
+        .collect();
+    if to_build.is_empty() {
+        return;
+    }
+    std::thread::scope(|scope| {
+        for info in to_build {
+            scope.spawn(move || worker_command(info));
+        }
+    });
+}

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// The taskmeter binary, with stdin closed and one C-driver cache for all tests.
 pub fn taskmeter() -> Command {
@@ -94,4 +95,21 @@ pub fn binary_for_any_user(dir: &Path) -> std::path::PathBuf {
     std::fs::copy(env!("CARGO_BIN_EXE_taskmeter"), &copy).unwrap();
     std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
     copy
+}
+
+/// The pid of `parent`'s in-process worker (`taskmeter worker`), once there is one.
+pub fn worker_of(parent: u32) -> i32 {
+    let children = format!("/proc/{parent}/task/{parent}/children");
+    let waited = Instant::now();
+    loop {
+        let pids = std::fs::read_to_string(&children).unwrap_or_default();
+        for pid in pids.split_whitespace() {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if cmdline.split(|b| *b == 0).any(|arg| arg == b"worker") {
+                return pid.parse().unwrap();
+            }
+        }
+        assert!(waited.elapsed() < Duration::from_secs(60), "no worker started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

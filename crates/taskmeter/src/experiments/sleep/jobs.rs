@@ -3,7 +3,7 @@
 
 use crate::model::run::Settings;
 use crate::model::sweep::Point;
-use crate::runtimes::{self, RuntimeInfo};
+use crate::runtimes::RuntimeInfo;
 use std::time::Duration;
 
 /// One worker to run: a runtime at a point, one repetition of it.
@@ -84,30 +84,3 @@ pub fn expected_time(batches: &[Vec<&Job>], together: bool) -> Duration {
         .sum()
 }
 
-/// Builds every driver the run needs, concurrently and before anything is measured, so no
-/// compiler competes with a measurement. A build that fails is reported by its rows.
-pub fn prepare_drivers(availability: &[(&'static RuntimeInfo, Result<(), String>)]) {
-    let mut seen = Vec::new();
-    let to_build: Vec<&'static RuntimeInfo> = availability
-        .iter()
-        .filter(|(info, available)| available.is_ok() && !info.launch.in_process())
-        .filter(|(info, _)| {
-            let folder = match info.launch {
-                runtimes::Launch::Driver(d) => d.folder.as_str(),
-                runtimes::Launch::InProcess => "",
-            };
-            let first = !seen.contains(&folder);
-            seen.push(folder);
-            first
-        })
-        .map(|(info, _)| *info)
-        .collect();
-    if to_build.is_empty() {
-        return;
-    }
-    std::thread::scope(|scope| {
-        for info in to_build {
-            scope.spawn(move || runtimes::worker_command(info));
-        }
-    });
-}

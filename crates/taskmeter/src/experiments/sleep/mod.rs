@@ -75,7 +75,7 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
     let seed = options.shuffle.then(|| options.seed.unwrap_or_else(|| fastrand::u64(..)));
     let jobs = jobs::jobs(&points, &point_settings, &availability, base.repeat, seed);
     let batches = jobs::batches(&jobs, base.together);
-    jobs::prepare_drivers(&availability);
+    runtimes::prepare_drivers(&availability);
     let progress = Progress::new(jobs::expected_time(&batches, base.together));
     let samples = match options.raw {
         true => Some(Arc::new(SamplesFile::create(&session.staging()?).map_err(|e| super::ExperimentError::Settings(format!("cannot write the samples file: {e}")))?)),

@@ -68,6 +68,7 @@ pub fn plan_for(settings: &Settings, runtime: &str) -> Plan {
         busy: settings.busy,
         ring: 1,
         flush_ns: taskmeter_protocol::plan::FLUSH_NS,
+        grain: None,
     };
     plan.size_rings();
     plan

@@ -1,0 +1,179 @@
+//! The granularity experiment's figures (Task Bench's, Slaughter et al., SC'20): per grain the
+//! efficiency and the overhead per task, per worker METG(50 %), and per runtime their means
+//! over the repetitions with Student-t intervals.
+//!
+//! - useful work of a task `t = serial_ns / serial_tasks` (the same busy loop, alone, in the
+//!   same worker);
+//! - task granularity `g = wall_ns x cores / tasks` (the capacity one task took);
+//! - efficiency `e = t / g` (= tasks x t / (wall x cores));
+//! - overhead per task `g - t`;
+//! - METG(50 %): the task granularity at which efficiency falls to 50 %, interpolated linearly
+//!   in log(granularity) between the last grain at or above 50 % and the first below it
+//!   (grains taken from the largest); a bound when none or all are below.
+
+use crate::model::granularity::{GrainPoint, GrainRun, GrainSummary, Metg};
+use taskmeter_protocol::Point;
+use taskmeter_record::stats::{t_interval, Interval};
+
+/// The share of capacity METG is defined at.
+pub const THRESHOLD: f64 = 0.5;
+
+/// What taskmeter derives from one `P` frame.
+pub fn derive(measured: Point) -> GrainPoint {
+    let task_ns = measured.serial_ns as f64 / measured.serial_tasks as f64;
+    let granularity_ns = measured.wall_ns as f64 * measured.cores as f64 / measured.tasks as f64;
+    GrainPoint { task_ns, granularity_ns, efficiency: task_ns / granularity_ns, overhead_ns: granularity_ns - task_ns, measured }
+}
+
+/// METG(50 %) of one worker's grains (largest first); None without grains.
+pub fn metg(points: &[GrainPoint]) -> Option<Metg> {
+    let first_below = points.iter().position(|p| p.efficiency < THRESHOLD);
+    Some(match first_below {
+        None => Metg::Below { ns: points.last()?.granularity_ns },
+        Some(0) => Metg::Above { ns: points.first()?.granularity_ns },
+        Some(i) => {
+            let (a, b) = (&points[i - 1], &points[i]);
+            let (la, lb) = (a.granularity_ns.ln(), b.granularity_ns.ln());
+            let along = (a.efficiency - THRESHOLD) / (a.efficiency - b.efficiency);
+            Metg::Interpolated { ns: (la + along * (lb - la)).exp() }
+        }
+    })
+}
+
+fn mean_interval(values: &[f64]) -> Option<Interval> {
+    match values {
+        [] => None,
+        [one] => Some(Interval::single(*one)),
+        many => t_interval(many),
+    }
+}
+
+/// Each runtime's repetitions together, best METG first (runtimes with no grain at 50 % and
+/// failures last).
+pub fn summarise(runs: &[GrainRun], runtimes: &[String], grains: usize) -> Vec<GrainSummary> {
+    let mut summaries: Vec<GrainSummary> = runtimes
+        .iter()
+        .filter(|r| runs.iter().any(|run| &run.runtime == *r))
+        .map(|runtime| {
+            let whole: Vec<&GrainRun> = runs.iter().filter(|r| &r.runtime == runtime && r.error.is_none() && r.points.len() == grains).collect();
+            let metgs: Vec<Metg> = whole.iter().filter_map(|r| r.metg).collect();
+            let values: Vec<f64> = metgs.iter().filter_map(|m| if let Metg::Interpolated { ns } = m { Some(*ns) } else { None }).collect();
+            let (metg_ns, metg_bound) = if !metgs.is_empty() && values.len() == metgs.len() { (mean_interval(&values), None) } else { (None, bound(&metgs)) };
+            let per_grain = |value: fn(&GrainPoint) -> f64| -> Vec<Option<Interval>> {
+                (0..grains).map(|i| mean_interval(&whole.iter().map(|r| value(&r.points[i])).collect::<Vec<_>>())).collect()
+            };
+            GrainSummary {
+                runtime: runtime.clone(),
+                repetitions: whole.len() as u32,
+                cores: whole.first().and_then(|r| r.points.first()).map(|p| p.measured.cores),
+                metg_ns,
+                metg_bound,
+                efficiency: per_grain(|p| p.efficiency),
+                overhead_ns: per_grain(|p| p.overhead_ns),
+            }
+        })
+        .collect();
+    summaries.sort_by(|a, b| {
+        let (ra, rb) = (rank(a), rank(b));
+        ra.0.cmp(&rb.0).then(ra.1.total_cmp(&rb.1))
+    });
+    summaries
+}
+
+/// What the repetitions that did not all interpolate say: the loosest bound that holds for
+/// all (METG below the largest, or above the smallest), or None when some are above the
+/// largest grain and others are not.
+fn bound(metgs: &[Metg]) -> Option<Metg> {
+    let ns = |m: &Metg| match *m {
+        Metg::Interpolated { ns } | Metg::Below { ns } | Metg::Above { ns } => ns,
+    };
+    let above = metgs.iter().filter(|m| matches!(m, Metg::Above { .. }));
+    match above.clone().count() {
+        0 => metgs.iter().map(ns).reduce(f64::max).map(|ns| Metg::Below { ns }),
+        n if n == metgs.len() => above.map(ns).reduce(f64::min).map(|ns| Metg::Above { ns }),
+        _ => None,
+    }
+}
+
+/// Sorting key: the METG shown (an interpolated value, or a bound below it), then bounds
+/// above the largest size, then runtimes with no figure.
+fn rank(s: &GrainSummary) -> (u8, f64) {
+    match (&s.metg_ns, s.metg_bound) {
+        (Some(i), _) => (0, i.value),
+        (None, Some(Metg::Below { ns })) => (0, ns),
+        (None, Some(Metg::Above { ns })) => (1, ns),
+        _ => (2, 0.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(grain_ns: u64, serial: (u64, u64), tasks: u64, wall_ns: u64, cores: u32) -> Point {
+        Point {
+            grain_ns,
+            iters: 1,
+            busy_result: "1".into(),
+            serial_tasks: serial.0,
+            serial_ns: serial.1,
+            rounds: 1,
+            tasks,
+            completed: tasks,
+            wrong: 0,
+            wall_ns,
+            cores,
+        }
+    }
+
+    #[test]
+    fn efficiency_granularity_and_overhead_follow_their_definitions() {
+        // 10 serial calls in 10,000 ns: 1,000 ns of work a task. 100 tasks in 100,000 ns on 2
+        // cores: 2,000 ns of capacity a task, so 50 % and 1,000 ns of overhead.
+        let p = derive(point(1000, (10, 10_000), 100, 100_000, 2));
+        assert_eq!((p.task_ns, p.granularity_ns, p.efficiency, p.overhead_ns), (1000.0, 2000.0, 0.5, 1000.0));
+    }
+
+    #[test]
+    fn metg_is_interpolated_in_log_granularity_between_the_grains_around_half() {
+        // Efficiencies 0.8 at g = 1,000 ns and 0.2 at g = 100 ns: half-way in efficiency, so
+        // half-way in log g: sqrt(1,000 x 100) = 316.23 ns.
+        let points = [
+            derive(point(800, (1, 800), 100, 100_000, 1)),
+            derive(point(20, (1, 20), 100, 10_000, 1)),
+        ];
+        assert_eq!((points[0].efficiency, points[1].efficiency), (0.8, 0.2));
+        let Some(Metg::Interpolated { ns }) = metg(&points) else { panic!("interpolated") };
+        assert!((ns - 316.227766).abs() < 1e-3, "{ns}");
+        // All at or above 50 %: below the smallest granularity; none: above the largest.
+        assert_eq!(metg(&points[..1]), Some(Metg::Below { ns: 1000.0 }));
+        assert_eq!(metg(&points[1..]), Some(Metg::Above { ns: 100.0 }));
+        assert_eq!(metg(&[]), None);
+    }
+
+    #[test]
+    fn repetitions_give_a_t_interval_and_rank_runtimes() {
+        let run = |runtime: &str, metg_ns: f64| GrainRun {
+            runtime: runtime.into(),
+            repetition: 1,
+            runtime_version: None,
+            points: vec![derive(point(1000, (1, 1000), 10, 10_000, 1))],
+            metg: Some(Metg::Interpolated { ns: metg_ns }),
+            error: None,
+            interrupted: false,
+            wall_ns: 1,
+        };
+        let mut below = run("c", 0.0);
+        below.metg = Some(Metg::Below { ns: 1000.0 });
+        let runs = [run("a", 900.0), run("a", 1100.0), run("b", 300.0), below];
+        let names: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+        let s = summarise(&runs, &names, 1);
+        assert_eq!(s.iter().map(|s| s.runtime.as_str()).collect::<Vec<_>>(), ["b", "a", "c"]);
+        // Mean 1,000, sample sd 141.42, standard error 100, t(0.975, 1) = 12.706.
+        let a = s[1].metg_ns.expect("an interval");
+        assert_eq!(a.value, 1000.0);
+        assert!((a.half_width - 1270.62).abs() < 0.01, "{}", a.half_width);
+        assert_eq!(s[2].metg_bound, Some(Metg::Below { ns: 1000.0 }));
+        assert_eq!(s[0].efficiency[0].map(|e| e.value), Some(1.0));
+    }
+}

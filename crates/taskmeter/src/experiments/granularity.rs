@@ -1,0 +1,124 @@
+//! `taskmeter run granularity`: the smallest task each runtime runs efficiently (Task Bench's
+//! METG). One worker per runtime and repetition measures every task size of the plan
+//! (protocol: "The granularity experiment"); the figures come from `analysis::granularity`.
+
+use crate::analysis::granularity::{derive, metg, summarise};
+use crate::machine::idle::LatencyRequest;
+use crate::machine::sched::SchedSettings;
+use crate::model::granularity::{GrainRecord, GrainRun, GrainSettings, SkippedRuntime};
+use crate::process::interrupt::interrupted;
+use crate::process::worker::{run_worker, Outcome};
+use crate::report::export::RecordRef;
+use crate::runtimes::{self, RuntimeInfo};
+use crate::session::{Output, Session};
+use std::process::ExitCode;
+use std::time::Duration;
+use taskmeter_protocol::plan::{FLUSH_NS, MIN_RING};
+use taskmeter_protocol::{BusyPlan, Delivered, Experiment, GrainPlan, Mode, Plan, Schedule, SleepPlan, PROTOCOL};
+
+pub struct GrainOptions {
+    pub settings: GrainSettings,
+    pub grace: Duration,
+    pub sched: SchedSettings,
+    pub cpu_dma_latency_us: Option<u32>,
+    pub output: Output,
+}
+
+/// The plan of one worker: every task size of the settings, one runtime.
+pub fn plan_for(s: &GrainSettings, runtime: &str) -> Plan {
+    Plan {
+        protocol: PROTOCOL,
+        experiment: Experiment::Granularity,
+        runtime: runtime.into(),
+        units: 1,
+        priority_classes: 1,
+        start_limit_ns: 10_000_000_000,
+        duration_ns: s.duration_ns,
+        warmup_ns: s.warmup_ns,
+        sleep: SleepPlan { mode: Mode::Relative, schedule: Schedule::None },
+        busy: BusyPlan { iters: 0, yield_each_step: false },
+        ring: MIN_RING,
+        flush_ns: FLUSH_NS,
+        grain: Some(GrainPlan { pattern: s.pattern, width: s.width, steps: s.steps, grains_ns: s.grains_ns.clone(), calibrate_ns: s.calibrate_ns }),
+    }
+}
+
+pub fn run(options: GrainOptions) -> Result<ExitCode, super::ExperimentError> {
+    let GrainOptions { settings, grace, sched, cpu_dma_latency_us, output } = options;
+    let s = &settings;
+    plan_for(s, "check").check().map_err(|e| super::ExperimentError::Settings(e.to_string()))?;
+    let _latency_request = cpu_dma_latency_us.map(LatencyRequest::hold).transpose()?;
+    let mut session = Session::start("granularity", output)?;
+    let availability: Vec<(&'static RuntimeInfo, Result<(), String>)> =
+        s.runtimes.iter().map(|id| runtimes::find(id).expect("runtimes are checked when parsed")).map(|info| (info, runtimes::availability(info))).collect();
+    let mut skipped = Vec::new();
+    for (info, available) in &availability {
+        if let Err(reason) = available {
+            eprintln!("taskmeter: skipping {}: {reason}", info.id);
+            skipped.push(SkippedRuntime { runtime: info.id.to_string(), reason: reason.clone() });
+        }
+    }
+    runtimes::prepare_drivers(&availability);
+    let available: Vec<&'static RuntimeInfo> = availability.iter().filter(|(_, a)| a.is_ok()).map(|(info, _)| *info).collect();
+    let per_worker = plan_for(s, "estimate").planned_ns() as f64 / 1e9;
+    eprintln!(
+        "granularity: {} runtimes x {} repetitions, {} task sizes each (about {:.0} s)",
+        available.len(),
+        s.repeat,
+        s.grains_ns.len(),
+        per_worker * (available.len() as u32 * s.repeat) as f64 * 1.2
+    );
+    let mut runs = Vec::new();
+    'repetitions: for repetition in 1..=s.repeat {
+        // Each repetition starts one runtime later, so that no runtime always runs first.
+        let order = available.iter().cycle().skip((repetition as usize - 1) % available.len().max(1)).take(available.len());
+        for info in order {
+            if interrupted() {
+                break 'repetitions;
+            }
+            session.environment.toolchains.insert(info.id.to_string(), runtimes::toolchain(info));
+            let run = run_one(info, s, repetition, &sched, grace);
+            eprintln!("{}", crate::report::granularity::progress_line(&run, s.repeat));
+            runs.push(run);
+        }
+    }
+    let summaries = summarise(&runs, &s.runtimes, s.grains_ns.len());
+    let record = GrainRecord { header: session.header::<GrainRecord>(), settings: s.clone(), runs, summaries, skipped };
+    let failed = record.runs.iter().any(|r| r.error.is_some() && !r.interrupted);
+    Ok(session.finish(record, |r| RecordRef::Granularity(r), crate::report::granularity::write_folder, crate::report::granularity::console, failed)?)
+}
+
+/// One worker: every task size for one runtime.
+fn run_one(info: &'static RuntimeInfo, s: &GrainSettings, repetition: u32, sched: &SchedSettings, grace: Duration) -> GrainRun {
+    let mut run = GrainRun { runtime: info.id.into(), repetition, runtime_version: None, points: Vec::new(), metg: None, error: None, interrupted: false, wall_ns: 0 };
+    let command = match runtimes::worker_command(info) {
+        Ok(command) => command,
+        Err(reason) => {
+            run.error = Some(reason);
+            return run;
+        }
+    };
+    let worker = run_worker(command, &plan_for(s, info.id), sched, grace, Box::new(|_| {}), || {});
+    run.wall_ns = worker.wall_ns;
+    let mut keep = |delivered: Delivered| {
+        run.runtime_version = Some(delivered.hello.runtime_version);
+        run.points = delivered.points.into_iter().map(derive).collect();
+    };
+    match worker.outcome {
+        Outcome::Completed(d) => keep(d),
+        Outcome::Interrupted(d) => {
+            keep(d);
+            run.interrupted = true;
+            run.error = Some("interrupted".into());
+        }
+        Outcome::Cut(d, why) => {
+            keep(d);
+            run.error = Some(why);
+        }
+        Outcome::Failed(failure) => run.error = Some(failure.to_string()),
+    }
+    if run.error.is_none() {
+        run.metg = metg(&run.points);
+    }
+    run
+}

@@ -1,0 +1,218 @@
+//! What `run granularity` shows and writes: the ranked METG table, the efficiency of every
+//! runtime at every task size, `granularity.json`, `summary.csv`, the efficiency and overhead
+//! charts and `report.html`.
+
+use super::chart::{line_chart, palette, Chart, Series};
+use super::console::render_table;
+use super::{write, write_charts_and_page, ReportError};
+use crate::analysis::granularity::THRESHOLD;
+use crate::model::granularity::{GrainRecord, GrainRun, GrainSummary, Metg};
+use std::fmt::Write as _;
+use std::path::Path;
+use taskmeter_record::format::ns as format_ns;
+use taskmeter_record::stats::Interval;
+
+/// The line printed when a worker ends.
+pub fn progress_line(run: &GrainRun, repeat: u32) -> String {
+    let repetition = if repeat > 1 { format!(" #{}", run.repetition) } else { String::new() };
+    let took = format!("{:.1} s", run.wall_ns as f64 / 1e9);
+    match (&run.error, run.metg) {
+        (Some(e), _) => format!("granularity: {:<14}{repetition}  FAILED after {} task sizes: {e}", run.runtime, run.points.len()),
+        (None, Some(m)) => format!("granularity: {:<14}{repetition}  METG(50 %) {}  ({} task sizes, {took})", run.runtime, metg_text(m), run.points.len()),
+        (None, None) => format!("granularity: {:<14}{repetition}  no task size measured ({took})", run.runtime),
+    }
+}
+
+fn metg_text(m: Metg) -> String {
+    match m {
+        Metg::Interpolated { ns } => format_ns(ns),
+        Metg::Below { ns } => format!("< {}", format_ns(ns)),
+        Metg::Above { ns } => format!("> {}", format_ns(ns)),
+    }
+}
+
+/// "1.23 µs ± 45.0 ns" with repetitions, "1.23 µs" with one.
+fn with_interval(i: &Interval) -> String {
+    match i.degrees_of_freedom {
+        Some(_) => format!("{} ± {}", format_ns(i.value), format_ns(i.half_width)),
+        None => format_ns(i.value),
+    }
+}
+
+fn summary_metg(s: &GrainSummary) -> String {
+    match (&s.metg_ns, s.metg_bound) {
+        (Some(i), _) => with_interval(i),
+        (None, Some(bound)) => metg_text(bound),
+        (None, None) if s.repetitions > 0 => "varies (see the repetitions)".into(),
+        (None, None) => "-".into(),
+    }
+}
+
+fn percent(i: &Option<Interval>) -> String {
+    match i {
+        Some(i) if i.degrees_of_freedom.is_some() => format!("{:.0} ± {:.0} %", 100.0 * i.value, 100.0 * i.half_width),
+        Some(i) => format!("{:.0} %", 100.0 * i.value),
+        None => "-".into(),
+    }
+}
+
+/// The ranked table: METG, the task's own work there, and the overhead per task at the
+/// smallest size (the cost of starting and awaiting a task when there is almost no work).
+fn ranked_table(record: &GrainRecord) -> Vec<Vec<String>> {
+    let sizes = &record.settings.grains_ns;
+    let smallest = sizes.len().saturating_sub(1);
+    let mut lines = vec![["#", "runtime", "cores", "METG(50 %)", "overhead per task", "efficiency at", "repetitions"].map(String::from).to_vec()];
+    lines[0][4] = format!("overhead per task at {}", format_ns(sizes[smallest] as f64));
+    lines[0][5] = format!("efficiency at {}", format_ns(sizes[0] as f64));
+    for (rank, s) in record.summaries.iter().enumerate() {
+        lines.push(vec![
+            (rank + 1).to_string(),
+            s.runtime.clone(),
+            s.cores.map_or("-".into(), |c| c.to_string()),
+            summary_metg(s),
+            s.overhead_ns.get(smallest).cloned().flatten().as_ref().map_or("-".into(), with_interval),
+            percent(s.efficiency.first().unwrap_or(&None)),
+            s.repetitions.to_string(),
+        ]);
+    }
+    lines
+}
+
+/// Every runtime's efficiency at every task size: the curves, as numbers.
+fn efficiency_matrix(record: &GrainRecord) -> Vec<Vec<String>> {
+    let mut header = vec!["task work".to_string()];
+    header.extend(record.summaries.iter().map(|s| s.runtime.clone()));
+    let mut lines = vec![header];
+    for (i, size) in record.settings.grains_ns.iter().enumerate() {
+        let mut line = vec![format_ns(*size as f64)];
+        line.extend(record.summaries.iter().map(|s| s.efficiency.get(i).map_or("-".into(), |e| e.map_or("-".into(), |e| format!("{:.0}", 100.0 * e.value)))));
+        lines.push(line);
+    }
+    lines
+}
+
+fn settings_line(record: &GrainRecord) -> String {
+    let s = &record.settings;
+    format!(
+        "granularity: pattern {}, {} x {} = {} tasks a round; {} task sizes from {} to {}, {} measured each after {} of warm-up",
+        s.pattern.name(),
+        s.width,
+        s.steps,
+        s.width as u64 * s.steps as u64,
+        s.grains_ns.len(),
+        format_ns(s.grains_ns[0] as f64),
+        format_ns(*s.grains_ns.last().unwrap_or(&0) as f64),
+        format_ns(s.duration_ns as f64),
+        format_ns(s.warmup_ns as f64),
+    )
+}
+
+/// The console report.
+pub fn console(record: &GrainRecord) -> String {
+    let mut out = format!("\n{}\n\n", settings_line(record));
+    out.push_str(&render_table(&ranked_table(record)));
+    out.push_str("\nefficiency (%) at each task size (useful work / (wall x cores)):\n");
+    out.push_str(&render_table(&efficiency_matrix(record)));
+    out.push_str(&format!(
+        "\nMETG(50 %): the task granularity (wall x cores / tasks) at which efficiency falls to {:.0} %; lower is better.\n",
+        100.0 * THRESHOLD
+    ));
+    out.push_str(if record.settings.repeat > 1 {
+        "± = 95 % Student-t interval over the repetitions (each its own worker process)\n"
+    } else {
+        "one repetition: no interval; --repeat 3 gives intervals\n"
+    });
+    for skip in &record.skipped {
+        let _ = writeln!(out, "skipped: {}: {}", skip.runtime, skip.reason);
+    }
+    for run in record.runs.iter().filter(|r| r.error.is_some() && !r.interrupted) {
+        let _ = writeln!(out, "{} (repetition {}) failed after {} task sizes: {}", run.runtime, run.repetition, run.points.len(), run.error.as_deref().unwrap_or_default());
+    }
+    if !record.header.complete {
+        out.push_str("\nThe run was interrupted: these results hold what was measured before it.\n");
+    }
+    out
+}
+
+/// Efficiency and overhead per task against the task's work, one line per runtime.
+pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
+    let sizes: Vec<String> = record.settings.grains_ns.iter().map(|g| format_ns(*g as f64)).collect();
+    let series = |value: fn(&GrainSummary) -> &Vec<Option<Interval>>, scale: f64| -> Vec<Series> {
+        record
+            .summaries
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let (points, errors) = value(s)
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(x, v)| v.map(|v| ((x as f64, v.value * scale), v.degrees_of_freedom.map(|_| v.half_width * scale))))
+                    .unzip();
+                Series { name: s.runtime.clone(), colour: palette(i), points, errors }
+            })
+            .filter(|s| !s.points.is_empty())
+            .collect()
+    };
+    let efficiency = series(|s| &s.efficiency, 100.0);
+    if efficiency.is_empty() {
+        return Ok(Vec::new());
+    }
+    let title = format!("Efficiency against task size ({}; METG where a line crosses 50 %)", record.settings.pattern.name());
+    let overhead_title = "Overhead per task: wall x cores / tasks - the task's work";
+    Ok(vec![
+        Chart { file: "efficiency.svg".into(), title: title.clone(), svg: line_chart(&title, "busy work per task", "efficiency (%)", &efficiency, Some(&sizes))? },
+        Chart {
+            file: "overhead.svg".into(),
+            title: overhead_title.into(),
+            svg: line_chart(overhead_title, "busy work per task", "overhead per task (ns)", &series(|s| &s.overhead_ns, 1.0), Some(&sizes))?,
+        },
+    ])
+}
+
+/// One line per runtime, repetition and task size.
+pub fn summary_csv(record: &GrainRecord) -> String {
+    let mut out = String::from("runtime,repetition,pattern,width,steps,grain_ns,iters,task_ns,tasks,rounds,wall_ns,cores,granularity_ns,efficiency,overhead_ns,metg_ns,metg_kind,status\n");
+    for run in &record.runs {
+        let (metg_ns, kind) = match run.metg {
+            Some(Metg::Interpolated { ns }) => (format!("{ns:.1}"), "interpolated"),
+            Some(Metg::Below { ns }) => (format!("{ns:.1}"), "below"),
+            Some(Metg::Above { ns }) => (format!("{ns:.1}"), "above"),
+            None => (String::new(), ""),
+        };
+        let status = if run.error.is_some() { "failed" } else { "ok" };
+        let s = &record.settings;
+        for p in &run.points {
+            let m = &p.measured;
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{},{:.3},{},{},{},{},{:.3},{:.5},{:.3},{metg_ns},{kind},{status}",
+                run.runtime, run.repetition, s.pattern.name(), s.width, s.steps, m.grain_ns, m.iters, p.task_ns, m.tasks, m.rounds, m.wall_ns, m.cores, p.granularity_ns, p.efficiency, p.overhead_ns,
+            );
+        }
+        if run.points.is_empty() {
+            let _ = writeln!(out, "{},{},{},{},{},,,,,,,,,,,,,{status}", run.runtime, run.repetition, s.pattern.name(), s.width, s.steps);
+        }
+    }
+    out
+}
+
+/// `--export-markdown`: the tables, ready to paste.
+pub fn markdown(record: &GrainRecord) -> String {
+    let mut out = format!("**taskmeter granularity** {}\n\n", settings_line(record).trim_start_matches("granularity: "));
+    out.push_str(&super::markdown::table(&ranked_table(record)));
+    out.push_str("\n_efficiency (%) at each task size_\n\n");
+    out.push_str(&super::markdown::table(&efficiency_matrix(record)));
+    out
+}
+
+pub fn write_folder(dir: &Path, record: &GrainRecord) -> Result<(), ReportError> {
+    write(&dir.join("granularity.json"), super::json(record))?;
+    write(&dir.join("summary.csv"), summary_csv(record))?;
+    write_report(dir, record)
+}
+
+/// `charts/*.svg` and `report.html`, drawn from the record alone.
+pub fn write_report(dir: &Path, record: &GrainRecord) -> Result<(), ReportError> {
+    let charts = charts(record)?;
+    write_charts_and_page(dir, &charts, &super::html::render_granularity(record, &charts, &console(record)))
+}
