@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The granularity experiment (issue 17): METG(50 %) of every runtime in each pattern with three
-# repetitions, the wall time of the default `run granularity`, and the harness's own cost per
+# repetitions (the preset), the wall time of the default `run granularity`, and the harness's own cost per
 # task (the patterns' bookkeeping with the tasks run inline, no runtime).
 # Usage: benchmarks/granularity.sh [patterns|default|harness|all]   (default: all)
 set -euo pipefail
@@ -20,8 +20,8 @@ if [[ $what == default || $what == all ]]; then
 fi
 if [[ $what == patterns || $what == all ]]; then
     for pattern in trivial chain stencil; do
-        echo "== $pattern, --repeat 3"
-        "$taskmeter" run granularity --pattern "$pattern" --repeat 3 -o "$out/$pattern" 2>/dev/null | sed -n '/^#/,/^$/p'
+        echo "== $pattern (the preset: three workers per runtime, 150 ms per size)"
+        "$taskmeter" run experiments/granularity-metg.toml --pattern "$pattern" -o "$out/$pattern" 2>/dev/null | sed -n '/^#/,/^$/p'
     done
 fi
 if [[ $what == harness || $what == all ]]; then

@@ -82,7 +82,7 @@ fn every_pattern_runs_in_every_rust_runtime() {
     for pattern in ["chain", "stencil"] {
         let dir = tempfile::tempdir().unwrap();
         let folder = dir.path().join(pattern);
-        let output = run(&[&["run", "granularity", "--pattern", pattern, "--runtimes", "thread,tokio-ct,tokio-mt,smol,embassy", "-o", folder.to_str().unwrap()], QUICK].concat());
+        let output = run(&[&["run", "granularity", "--pattern", pattern, "--runtimes", "thread,tokio-ct,tokio-mt,smol,embassy", "--repeat", "1", "-o", folder.to_str().unwrap()], QUICK].concat());
         assert!(output.status.success(), "{pattern}: {}{}", stdout(&output), stderr(&output));
         let record = record(&folder);
         assert_eq!(record["settings"]["pattern"], pattern);
@@ -95,7 +95,7 @@ fn a_runtime_that_cannot_hold_the_tasks_fails_its_own_row_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("pool");
     // embassy's static pool holds 4,096 tasks; trivial starts width x steps at once.
-    let args = ["run", "granularity", "--runtimes", "embassy,tokio-ct", "--width", "100", "--steps", "41", "--task-busy", "1us,100ns"];
+    let args = ["run", "granularity", "--runtimes", "embassy,tokio-ct", "--width", "100", "--steps", "41", "--task-busy", "1us,100ns", "--repeat", "1"];
     let output = run(&[&args[..], &["--duration", "20ms", "--warmup", "0", "--calibrate", "2ms", "-o", folder.to_str().unwrap()]].concat());
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let record = record(&folder);
@@ -162,4 +162,16 @@ fn every_runtime_runs_the_preset_in_one_table() {
     for run in runs {
         assert!(run["error"].is_null() && run["points"].as_array().unwrap().len() == 4, "{run}");
     }
+}
+
+#[test]
+fn three_workers_per_runtime_give_intervals_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("default");
+    let output = run(&["run", "granularity", "--runtimes", "tokio-ct", "--task-busy", "10us,100ns", "--duration", "10ms", "--warmup", "0", "--calibrate", "1ms", "-o", folder.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let record = record(&folder);
+    assert_eq!(record["settings"]["repeat"], 3);
+    assert_eq!(record["runs"].as_array().unwrap().len(), 3);
+    assert!(stdout(&output).contains("± = 95 % Student-t interval over the repetitions"));
 }

@@ -319,11 +319,11 @@ pub(super) struct RunArgs {
     #[arg(long = "yield")]
     pub(super) yield_each_step: bool,
     /// Measured time per runtime, after the warm-up [default: 1.5s; 300ms with --quick;
-    /// granularity: per task size, 150ms; 50ms with --quick]
+    /// granularity: per task size, 100ms; 40ms with --quick]
     #[arg(long, value_parser = duration, allow_hyphen_values = true)]
     pub(super) duration: Option<u64>,
     /// Time before the measurement; its samples are excluded from statistics [default: 500ms; 100ms with --quick;
-    /// granularity: rounds before each task size's measurement, 30ms; 10ms with --quick]
+    /// granularity: rounds before each task size's measurement, 20ms; 10ms with --quick]
     #[arg(long, value_parser = duration, allow_hyphen_values = true)]
     pub(super) warmup: Option<u64>,
     /// Extra time a worker gets beyond its plan before it is killed
@@ -334,9 +334,9 @@ pub(super) struct RunArgs {
     pub(super) quick: bool,
     /// Workers per runtime and point (net: per receiver and sender count), each its own
     /// process, all interleaved; with 2 or more, every interval comes from the variation
-    /// between them (a 95 % Student-t interval)
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub(super) repeat: u32,
+    /// between them (a 95 % Student-t interval) [default: 1; granularity: 3]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(super) repeat: Option<u32>,
     /// Sweep a parameter: NAME=V1,V2,... or NAME=A..B:+STEP, A..B:*FACTOR, A..B:log10, A..B:log2.
     /// NAME: units, busy, sleep (the schedule's D), modulo (its M), duration, warmup. Repeat the
     /// flag to sweep several: every combination is a point.

@@ -89,7 +89,7 @@ fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
         units,
         priority_classes: args.priority_classes,
         start_limit_ns: args.start_limit,
-        repeat: args.repeat,
+        repeat: args.repeat.unwrap_or(1),
         together: args.together,
         duration_ns: args.duration.unwrap_or(if args.quick { 300_000_000 } else { 1_500_000_000 }),
         warmup_ns: args.warmup.unwrap_or(if args.quick { 100_000_000 } else { 500_000_000 }),
@@ -136,8 +136,8 @@ pub(super) fn granularity_options(args: &RunArgs) -> Result<GrainOptions, String
     let duration_ns = match args.duration {
         Some(0) => return Err("--duration must be longer than 0".into()),
         Some(ns) => ns,
-        None if args.quick => 50_000_000,
-        None => 150_000_000,
+        None if args.quick => 40_000_000,
+        None => 100_000_000,
     };
     let settings = GrainSettings {
         runtimes: runtime_list(args)?,
@@ -149,10 +149,11 @@ pub(super) fn granularity_options(args: &RunArgs) -> Result<GrainOptions, String
         width,
         steps: args.steps,
         grains_ns: args.task_busy.0.clone(),
-        warmup_ns: args.warmup.unwrap_or(if args.quick { 10_000_000 } else { 30_000_000 }),
+        warmup_ns: args.warmup.unwrap_or(if args.quick { 10_000_000 } else { 20_000_000 }),
         duration_ns,
         calibrate_ns: args.calibrate,
-        repeat: args.repeat,
+        // METG with an interval by default: three workers per runtime.
+        repeat: args.repeat.unwrap_or(3),
     };
     Ok(GrainOptions {
         settings,
@@ -171,7 +172,7 @@ pub(super) fn net_options(args: &RunArgs) -> Result<NetOptions, String> {
         args.receivers.clone()
     };
     Ok(NetOptions {
-        settings: args.net.settings(receivers, args.repeat),
+        settings: args.net.settings(receivers, args.repeat.unwrap_or(1)),
         grace: std::time::Duration::from_nanos(args.grace),
         cpu_dma_latency_us: args.cpu_dma_latency,
         output: output(&args.output, &args.exports, args.format),
