@@ -190,8 +190,26 @@ fn legend(chart: &mut Plot, position: SeriesLabelPosition) -> Result<(), String>
 
 
 /// One line per series, with its error bars; with `categories`, x is a position in that list
-/// and labelled by it.
+/// and labelled by it. The value axis is logarithmic when the values span two decades.
 pub fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series], categories: Option<&[String]>) -> Result<String, String> {
+    lines(title, x_desc, y_desc, series, categories, None, SeriesLabelPosition::UpperLeft)
+}
+
+/// The same with a linear value axis from 0, for shares such as an efficiency: lines that
+/// fall from the left leave the upper right free for the legend.
+pub fn share_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series], categories: Option<&[String]>) -> Result<String, String> {
+    lines(title, x_desc, y_desc, series, categories, Some(Axis::LINEAR), SeriesLabelPosition::UpperRight)
+}
+
+fn lines(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    categories: Option<&[String]>,
+    value_axis: Option<Axis>,
+    legend_at: SeriesLabelPosition,
+) -> Result<String, String> {
     let all = || series.iter().flat_map(|s| s.points.iter().copied());
     let xa = if categories.is_some() { Axis::LINEAR } else { Axis::for_values(all().map(|p| p.0)) };
     let x_range = match categories {
@@ -205,7 +223,7 @@ pub fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series], ca
         }
         None => xa.label(*v),
     };
-    let ya = Axis::for_values(all().map(|p| p.1));
+    let ya = value_axis.unwrap_or_else(|| Axis::for_values(all().map(|p| p.1)));
     // An error bar that reaches below 0 on a log axis stops at the lowest value drawn.
     let floor = all().map(|p| p.1).filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
     let clamp = |v: f64| if ya.log && v <= 0.0 { floor } else { v };
@@ -239,7 +257,7 @@ pub fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series], ca
             });
             chart.draw_series(bars).map_err(err)?;
         }
-        legend(chart, SeriesLabelPosition::UpperLeft)
+        legend(chart, legend_at)
     })
 }
 

@@ -2,7 +2,7 @@
 //! runtime at every task size, `granularity.json`, `summary.csv`, the efficiency and overhead
 //! charts and `report.html`.
 
-use super::chart::{line_chart, palette, Chart, Series};
+use super::chart::{line_chart, palette, share_chart, Chart, Series};
 use super::console::render_table;
 use super::{write, write_charts_and_page, ReportError};
 use crate::analysis::granularity::THRESHOLD;
@@ -137,6 +137,8 @@ pub fn console(record: &GrainRecord) -> String {
 /// Efficiency and overhead per task against the task's work, one line per runtime.
 pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
     let sizes: Vec<String> = record.settings.grains_ns.iter().map(|g| format_ns(*g as f64)).collect();
+    // Overheads are drawn where they are positive: at the largest sizes one is a small
+    // difference of two large times, and noise can make it negative (efficiency above 100 %).
     let series = |value: fn(&GrainSummary) -> &Vec<Option<Interval>>, scale: f64| -> Vec<Series> {
         record
             .summaries
@@ -146,7 +148,7 @@ pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
                 let (points, errors) = value(s)
                     .iter()
                     .enumerate()
-                    .filter_map(|(x, v)| v.map(|v| ((x as f64, v.value * scale), v.degrees_of_freedom.map(|_| v.half_width * scale))))
+                    .filter_map(|(x, v)| v.filter(|v| v.value > 0.0).map(|v| ((x as f64, v.value * scale), v.degrees_of_freedom.map(|_| v.half_width * scale))))
                     .unzip();
                 Series { name: s.runtime.clone(), colour: palette(i), points, errors }
             })
@@ -158,9 +160,9 @@ pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
         return Ok(Vec::new());
     }
     let title = format!("Efficiency against task size ({}; METG where a line crosses 50 %)", record.settings.pattern.name());
-    let overhead_title = "Overhead per task: wall x cores / tasks - the task's work";
+    let overhead_title = "Overhead per task: wall x cores / tasks - the task's work (where positive)";
     Ok(vec![
-        Chart { file: "efficiency.svg".into(), title: title.clone(), svg: line_chart(&title, "busy work per task", "efficiency (%)", &efficiency, Some(&sizes))? },
+        Chart { file: "efficiency.svg".into(), title: title.clone(), svg: share_chart(&title, "busy work per task", "efficiency (%)", &efficiency, Some(&sizes))? },
         Chart {
             file: "overhead.svg".into(),
             title: overhead_title.into(),
