@@ -68,7 +68,9 @@ fn runtimes_are_ranked_by_metg_from_checked_tasks() {
     }
     let csv = std::fs::read_to_string(folder.join("summary.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 6 * 4, "a line per runtime, repetition and task size");
-    assert!(folder.join("charts/efficiency.svg").is_file() && folder.join("charts/overhead.svg").is_file());
+    for chart in ["efficiency", "efficiency-by-size", "overhead"] {
+        assert!(folder.join(format!("charts/{chart}.svg")).is_file(), "{chart}");
+    }
     assert!(std::fs::read_to_string(folder.join("report.html")).unwrap().contains("METG(50 %)"));
     // The report is rebuilt from the record alone.
     std::fs::remove_dir_all(folder.join("charts")).unwrap();

@@ -69,6 +69,7 @@ pub fn summarise(runs: &[GrainRun], runtimes: &[String], grains: usize) -> Vec<G
                 metg_ns,
                 metg_bound,
                 efficiency: per_grain(|p| p.efficiency),
+                granularity_ns: per_grain(|p| p.granularity_ns),
                 overhead_ns: per_grain(|p| p.overhead_ns),
             }
         })

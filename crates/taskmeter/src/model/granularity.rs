@@ -83,6 +83,9 @@ pub struct GrainSummary {
     pub metg_bound: Option<Metg>,
     /// Per grain of the plan: the mean efficiency, with its interval.
     pub efficiency: Vec<Option<Interval>>,
+    /// Per grain of the plan: the mean task granularity (wall x cores / tasks), ns.
+    #[serde(default)]
+    pub granularity_ns: Vec<Option<Interval>>,
     /// Per grain of the plan: the mean overhead per task, ns.
     pub overhead_ns: Vec<Option<Interval>>,
 }

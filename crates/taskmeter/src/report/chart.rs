@@ -195,10 +195,17 @@ pub fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series], ca
     lines(title, x_desc, y_desc, series, categories, None, SeriesLabelPosition::UpperLeft)
 }
 
-/// The same with a linear value axis from 0, for shares such as an efficiency: lines that
-/// fall from the left leave the upper right free for the legend.
-pub fn share_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series], categories: Option<&[String]>) -> Result<String, String> {
-    lines(title, x_desc, y_desc, series, categories, Some(Axis::LINEAR), SeriesLabelPosition::UpperRight)
+/// The same with a linear value axis from 0, for shares such as an efficiency, and the legend
+/// where the lines leave room for it.
+pub fn share_chart(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    categories: Option<&[String]>,
+    legend_at: SeriesLabelPosition,
+) -> Result<String, String> {
+    lines(title, x_desc, y_desc, series, categories, Some(Axis::LINEAR), legend_at)
 }
 
 fn lines(

@@ -3,6 +3,7 @@
 //! charts and `report.html`.
 
 use super::chart::{line_chart, palette, share_chart, Chart, Series};
+use plotters::prelude::SeriesLabelPosition;
 use super::console::render_table;
 use super::{write, write_charts_and_page, ReportError};
 use crate::analysis::granularity::THRESHOLD;
@@ -159,10 +160,43 @@ pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
     if efficiency.is_empty() {
         return Ok(Vec::new());
     }
-    let title = format!("Efficiency against task size ({}; METG where a line crosses 50 %)", record.settings.pattern.name());
+    // Task Bench's figure: efficiency against the granularity each size really had.
+    let against_granularity: Vec<Series> = record
+        .summaries
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut measured: Vec<((f64, f64), Option<f64>)> = s
+                .granularity_ns
+                .iter()
+                .zip(&s.efficiency)
+                .filter_map(|(g, e)| {
+                    let (g, e) = (g.as_ref()?, e.as_ref()?);
+                    Some(((g.value, 100.0 * e.value), e.degrees_of_freedom.map(|_| 100.0 * e.half_width)))
+                })
+                .collect();
+            measured.sort_by(|a, b| a.0 .0.total_cmp(&b.0 .0));
+            let (points, errors) = measured.into_iter().unzip();
+            Series { name: s.runtime.clone(), colour: palette(i), points, errors }
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect();
+    let pattern = record.settings.pattern.name();
+    let by_granularity = format!("Efficiency against task granularity ({pattern}): METG(50 %) where a line crosses 50 %");
+    let by_size = format!("Efficiency against the busy work asked of a task ({pattern})");
     let overhead_title = "Overhead per task: wall x cores / tasks - the task's work (where positive)";
+    let granularity_axis = "task granularity: wall x cores / tasks (ns)";
     Ok(vec![
-        Chart { file: "efficiency.svg".into(), title: title.clone(), svg: share_chart(&title, "busy work per task", "efficiency (%)", &efficiency, Some(&sizes))? },
+        Chart {
+            file: "efficiency.svg".into(),
+            title: by_granularity.clone(),
+            svg: share_chart(&by_granularity, granularity_axis, "efficiency (%)", &against_granularity, None, SeriesLabelPosition::UpperLeft)?,
+        },
+        Chart {
+            file: "efficiency-by-size.svg".into(),
+            title: by_size.clone(),
+            svg: share_chart(&by_size, "busy work per task", "efficiency (%)", &efficiency, Some(&sizes), SeriesLabelPosition::UpperRight)?,
+        },
         Chart {
             file: "overhead.svg".into(),
             title: overhead_title.into(),
