@@ -117,3 +117,22 @@ def test_bench_report_renders_its_tables(tmp_path):
         assert "`exit 4` exited with status 4" in table
     assert "With input short" in dom and "With input long" in dom
     assert not re.search(r'(src|href)="https?:', dom), "the report fetches nothing"
+
+
+def test_granularity_report_renders_its_curves(tmp_path):
+    """`run granularity`'s report.html: the METG table, the three charts drawn, nothing fetched."""
+    folder = tmp_path / "granularity"
+    subprocess.run(
+        [taskmeter(), "run", "granularity", "--runtimes", "tokio-ct,smol", "--task-busy", "100us,10us,1us,100ns",
+         "--duration", "20ms", "--warmup", "5ms", "--calibrate", "2ms", "--repeat", "2", "-o", folder],
+        check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+    )
+    charts = sorted(p.name for p in (folder / "charts").glob("*.svg"))
+    assert charts == ["efficiency-by-size.svg", "efficiency.svg", "overhead.svg"]
+    dom = browse((folder / "report.html").as_uri(), "--dump-dom", profile=tmp_path / "profile").stdout
+    assert "METG(50 %)" in dom and "tokio-ct" in dom and "smol" in dom
+    figures = re.findall(r'<figure class="chart" id="([^"]+)">(.*?)</figure>', dom, re.S)
+    assert sorted(f"{name}.svg" for name, _ in figures) == charts
+    for name, body in figures:
+        assert len(re.findall(r"<(polyline|path|rect|circle)\b", body)) > 5, f"{name} has drawing elements"
+    assert not re.search(r'(src|href)="https?:', dom), "the report fetches nothing"

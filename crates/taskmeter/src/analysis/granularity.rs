@@ -176,5 +176,6 @@ mod tests {
         assert!((a.half_width - 1270.62).abs() < 0.01, "{}", a.half_width);
         assert_eq!(s[2].metg_bound, Some(Metg::Below { ns: 1000.0 }));
         assert_eq!(s[0].efficiency[0].map(|e| e.value), Some(1.0));
+        assert_eq!(s[0].granularity_ns[0].map(|g| g.value), Some(1000.0), "10,000 ns x 1 core / 10 tasks");
     }
 }
