@@ -153,7 +153,7 @@ fn measure_grains(served: &runtime::InProcess, grain: &'static GrainPlan, plan: 
     if write_json(&mut *stdout(), kind::GATE, &gate).is_err() {
         return ExitCode::FAILURE;
     }
-    match (served.grains)(grain, plan.warmup_ns, plan.duration_ns, &STOP) {
+    match (served.grains)(grain, plan.warmup_ns, plan.duration_ns, &STOP, send_point) {
         Ok(interrupted) => {
             let done = Done { interrupted, busy_result: "0".into(), atomic_sum: None };
             match write_json(&mut *stdout(), kind::DONE, &done) {
@@ -170,7 +170,7 @@ fn measure_grains(served: &runtime::InProcess, grain: &'static GrainPlan, plan: 
 }
 
 /// Sends one grain's `P` frame (from whichever thread measures; nothing else writes then).
-pub fn send_point(point: &Point) {
+fn send_point(point: &Point) {
     let _ = write_json(&mut *stdout(), kind::POINT, point);
 }
 

@@ -7,7 +7,7 @@ use crate::granularity::{self, async_round, Round, Rounds, Slot, Spawn};
 use embassy_executor::SendSpawner;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
-use taskmeter_protocol::GrainPlan;
+use taskmeter_protocol::{GrainPlan, Point};
 use crate::workload::{AsyncTimer, LoopContext};
 use embassy_executor::{Executor, Spawner};
 use embassy_time::{Duration, Instant, Timer};
@@ -151,22 +151,32 @@ impl Rounds for EmbassyTasks {
 
 type Measured = Result<bool, String>;
 
+/// What the measuring task needs (an embassy task takes `'static` arguments, none a pattern).
+struct Measuring {
+    grain: &'static GrainPlan,
+    warmup_ns: u64,
+    duration_ns: u64,
+    stop: &'static AtomicBool,
+    send: fn(&Point),
+    result: OnceLock<Measured>,
+}
+
 #[embassy_executor::task]
-async fn measure_task(spawner: SendSpawner, grain: &'static GrainPlan, warmup_ns: u64, duration_ns: u64, stop: &'static AtomicBool, result: &'static OnceLock<Measured>) {
-    let measured = granularity::measure(grain, warmup_ns, duration_ns, &EmbassyTasks(spawner), stop, crate::worker::send_point).await;
-    let _ = result.set(measured);
+async fn measure_task(spawner: SendSpawner, m: &'static Measuring) {
+    let measured = granularity::measure(m.grain, m.warmup_ns, m.duration_ns, &EmbassyTasks(spawner), m.stop, m.send).await;
+    let _ = m.result.set(measured);
 }
 
 /// Measures the plan's grains with an embassy task per task, on one executor thread.
-pub fn grains(grain: &'static GrainPlan, warmup_ns: u64, duration_ns: u64, stop: &'static AtomicBool) -> Result<bool, String> {
-    let result: &'static OnceLock<Measured> = Box::leak(Box::new(OnceLock::new()));
+pub fn grains(grain: &'static GrainPlan, warmup_ns: u64, duration_ns: u64, stop: &'static AtomicBool, send: fn(&Point)) -> Result<bool, String> {
+    let m: &'static Measuring = Box::leak(Box::new(Measuring { grain, warmup_ns, duration_ns, stop, send, result: OnceLock::new() }));
     let executor: &'static mut Executor = Box::leak(Box::new(Executor::new()));
     executor.run_until(
-        |spawner: Spawner| match measure_task(spawner.make_send(), grain, warmup_ns, duration_ns, stop, result) {
+        |spawner: Spawner| match measure_task(spawner.make_send(), m) {
             Ok(token) => spawner.spawn(token),
-            Err(e) => drop(result.set(Err(format!("could not spawn the measuring task: {e:?}")))),
+            Err(e) => drop(m.result.set(Err(format!("could not spawn the measuring task: {e:?}")))),
         },
-        || result.get().is_some(),
+        || m.result.get().is_some(),
     );
-    result.get().cloned().unwrap_or_else(|| Err("the measuring task ended without a result".into()))
+    m.result.get().cloned().unwrap_or_else(|| Err("the measuring task ended without a result".into()))
 }

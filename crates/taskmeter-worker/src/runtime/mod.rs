@@ -8,7 +8,7 @@ mod tokio_rt;
 
 use crate::workload::{run_unit_async, run_unit_blocking, LoopContext, NoSleep, OsThread, UnitRun};
 use std::sync::atomic::AtomicBool;
-use taskmeter_protocol::{GrainPlan, Plan};
+use taskmeter_protocol::{GrainPlan, Plan, Point};
 pub use threads::ThreadPriority;
 
 /// What a runtime's units returned, and why the start stopped short when it did.
@@ -42,9 +42,9 @@ pub struct InProcess {
     /// Runs every unit of the plan; `sleeping` false removes the sleep call (for `selftest`:
     /// the executor still polls each unit, but nothing ever waits).
     pub run: fn(&'static LoopContext, bool) -> Result<Started<UnitRun>, crate::WorkerError>,
-    /// Measures the granularity experiment's grains (protocol: "The granularity experiment");
-    /// true when a stop request ended it early.
-    pub grains: fn(&'static GrainPlan, u64, u64, &'static AtomicBool) -> Result<bool, String>,
+    /// Measures the granularity experiment's grains (protocol: "The granularity experiment"),
+    /// handing each `P` frame to the last argument; true when a stop request ended it early.
+    pub grains: fn(&'static GrainPlan, u64, u64, &'static AtomicBool, fn(&Point)) -> Result<bool, String>,
     /// The most tasks it can hold in flight, when it has a fixed pool.
     pub task_pool: Option<u32>,
 }
@@ -95,7 +95,7 @@ pub const IN_PROCESS: [InProcess; 5] = [
             true => tokio_rt::run(ctx, false, ctx.plan.units, |unit| run_unit_async::<tokio_rt::Tokio>(ctx, unit)),
             false => tokio_rt::run(ctx, false, ctx.plan.units, |unit| run_unit_async::<NoSleep>(ctx, unit)),
         },
-        grains: |grain, warmup, duration, stop| tokio_rt::grains(false, grain, warmup, duration, stop),
+        grains: |grain, warmup, duration, stop, send| tokio_rt::grains(false, grain, warmup, duration, stop, send),
         task_pool: None,
     },
     InProcess {
@@ -108,7 +108,7 @@ pub const IN_PROCESS: [InProcess; 5] = [
             true => tokio_rt::run(ctx, true, ctx.plan.units, |unit| run_unit_async::<tokio_rt::Tokio>(ctx, unit)),
             false => tokio_rt::run(ctx, true, ctx.plan.units, |unit| run_unit_async::<NoSleep>(ctx, unit)),
         },
-        grains: |grain, warmup, duration, stop| tokio_rt::grains(true, grain, warmup, duration, stop),
+        grains: |grain, warmup, duration, stop, send| tokio_rt::grains(true, grain, warmup, duration, stop, send),
         task_pool: None,
     },
     InProcess {

@@ -5,7 +5,7 @@ use super::Started;
 use crate::clock::instant_at;
 use crate::granularity::{self, async_round, Round, Rounds, Spawn};
 use std::sync::atomic::AtomicBool;
-use taskmeter_protocol::GrainPlan;
+use taskmeter_protocol::{GrainPlan, Point};
 use crate::workload::{AsyncTimer, LoopContext};
 use std::future::Future;
 use std::time::Duration;
@@ -69,7 +69,7 @@ impl Rounds for SmolTasks {
 }
 
 /// Measures the plan's grains with a smol task per task, on one thread.
-pub fn grains(grain: &'static GrainPlan, warmup_ns: u64, duration_ns: u64, stop: &'static AtomicBool) -> Result<bool, String> {
+pub fn grains(grain: &'static GrainPlan, warmup_ns: u64, duration_ns: u64, stop: &'static AtomicBool, send: fn(&Point)) -> Result<bool, String> {
     let executor: &'static smol::Executor<'static> = Box::leak(Box::new(smol::Executor::new()));
-    smol::block_on(executor.run(granularity::measure(grain, warmup_ns, duration_ns, &SmolTasks(executor), stop, crate::worker::send_point)))
+    smol::block_on(executor.run(granularity::measure(grain, warmup_ns, duration_ns, &SmolTasks(executor), stop, send)))
 }

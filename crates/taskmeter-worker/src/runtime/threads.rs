@@ -4,7 +4,7 @@ use super::Started;
 use crate::granularity::{self, Round, Rounds};
 use crate::workload::LoopContext;
 use std::sync::atomic::AtomicBool;
-use taskmeter_protocol::GrainPlan;
+use taskmeter_protocol::{GrainPlan, Point};
 
 /// The granularity experiment's tasks: a new OS thread each, joined.
 struct Threads;
@@ -19,8 +19,8 @@ impl Rounds for Threads {
 }
 
 /// Measures the plan's grains with a thread per task.
-pub fn grains(grain: &'static GrainPlan, warmup_ns: u64, duration_ns: u64, stop: &'static AtomicBool) -> Result<bool, String> {
-    embassy_futures::block_on(granularity::measure(grain, warmup_ns, duration_ns, &Threads, stop, crate::worker::send_point))
+pub fn grains(grain: &'static GrainPlan, warmup_ns: u64, duration_ns: u64, stop: &'static AtomicBool, send: fn(&Point)) -> Result<bool, String> {
+    embassy_futures::block_on(granularity::measure(grain, warmup_ns, duration_ns, &Threads, stop, send))
 }
 
 /// Runs up to `units` units, each `make(unit)` on its own thread, and returns their results in

@@ -4,7 +4,7 @@ use super::Started;
 use crate::clock::instant_at;
 use crate::granularity::{self, async_round, Round, Rounds, Spawn};
 use std::sync::atomic::AtomicBool;
-use taskmeter_protocol::GrainPlan;
+use taskmeter_protocol::{GrainPlan, Point};
 use crate::workload::{AsyncTimer, LoopContext};
 use std::future::Future;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -54,11 +54,11 @@ impl Rounds for TokioTasks {
 
 /// Measures the plan's grains with a tokio task per task; the grain loop runs in `block_on`,
 /// on the worker's main thread, as a unit's spawner would.
-pub fn grains(multi_thread: bool, grain: &'static GrainPlan, warmup_ns: u64, duration_ns: u64, stop: &'static AtomicBool) -> Result<bool, String> {
+pub fn grains(multi_thread: bool, grain: &'static GrainPlan, warmup_ns: u64, duration_ns: u64, stop: &'static AtomicBool, send: fn(&Point)) -> Result<bool, String> {
     let runtime = if multi_thread { tokio::runtime::Builder::new_multi_thread().build() } else { tokio::runtime::Builder::new_current_thread().build() };
     let runtime = runtime.map_err(|e| format!("could not start tokio: {e}"))?;
     let cores = if multi_thread { runtime.metrics().num_workers() as u32 } else { 1 };
-    runtime.block_on(granularity::measure(grain, warmup_ns, duration_ns, &TokioTasks { cores }, stop, crate::worker::send_point))
+    runtime.block_on(granularity::measure(grain, warmup_ns, duration_ns, &TokioTasks { cores }, stop, send))
 }
 
 /// Runs up to `units` tasks on a fresh runtime (current_thread, or multi_thread with one worker
