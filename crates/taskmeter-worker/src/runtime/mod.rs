@@ -28,6 +28,9 @@ fn startable(ctx: &LoopContext, units: u32) -> (u32, Option<String>) {
     (units, None)
 }
 
+/// Measures a granularity plan's grains: (grains, warmup_ns, duration_ns, stop, send each `P`).
+pub type MeasureGrains = fn(&'static GrainPlan, u64, u64, &'static AtomicBool, fn(&Point)) -> Result<bool, String>;
+
 /// A Rust runtime this worker runs in its own process: the one place that says what it is.
 pub struct InProcess {
     pub id: &'static str,
@@ -44,7 +47,7 @@ pub struct InProcess {
     pub run: fn(&'static LoopContext, bool) -> Result<Started<UnitRun>, crate::WorkerError>,
     /// Measures the granularity experiment's grains (protocol: "The granularity experiment"),
     /// handing each `P` frame to the last argument; true when a stop request ended it early.
-    pub grains: fn(&'static GrainPlan, u64, u64, &'static AtomicBool, fn(&Point)) -> Result<bool, String>,
+    pub grains: MeasureGrains,
     /// The most tasks it can hold in flight, when it has a fixed pool.
     pub task_pool: Option<u32>,
 }
