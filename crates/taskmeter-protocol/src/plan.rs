@@ -484,11 +484,26 @@ impl Plan {
         self.sleep.schedule.max_expected(self.units)
     }
 
-    /// How long the worker's measurements last after its start: the window (with the longest
-    /// sleep) or, in the granularity experiment, the rate and every grain's three phases.
+    /// How long the worker's measurements last at most after its start: the window (with the
+    /// longest sleep) or, in the granularity experiment, the rate and every grain's three phases
+    /// run on one core (a bound: see [`Plan::planned_ns_on`]).
     pub fn planned_ns(&self) -> u64 {
+        self.planned_ns_on(1)
+    }
+
+    /// [`Plan::planned_ns`] when `cores` tasks run at once. A grain's serial phase lasts at
+    /// least one task, and its warm-up and measurement at least one round (`W x S` tasks),
+    /// however long their planned time: a task of 1 s in 100 rounds of 50 takes minutes.
+    pub fn planned_ns_on(&self, cores: u32) -> u64 {
         match &self.grain {
-            Some(g) => g.calibrate_ns + (g.calibrate_ns + self.warmup_ns + self.duration_ns) * g.grains_ns.len() as u64,
+            Some(g) => {
+                let per_grain = |grain: u64| {
+                    let tasks = (g.width as u64 * g.steps as u64).div_ceil(cores.clamp(1, g.width.max(1)) as u64);
+                    let round = grain.saturating_mul(tasks);
+                    g.calibrate_ns.max(grain).saturating_add(self.warmup_ns.max(round)).saturating_add(self.duration_ns.max(round))
+                };
+                g.grains_ns.iter().fold(g.calibrate_ns, |total, grain| total.saturating_add(per_grain(*grain)))
+            }
             None => self.warmup_ns + self.duration_ns + self.max_expected_ns(),
         }
     }

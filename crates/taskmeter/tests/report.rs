@@ -1,5 +1,6 @@
 //! Sweeps, charts, report.html, exports and compare, as a user meets them.
 
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -169,7 +170,7 @@ fn bad_results_and_comparisons_get_one_line_and_exit_2() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["report", missing.to_str().unwrap()], "does not exist"),
         (vec!["report", truncated.to_str().unwrap()], "is not valid JSON (truncated?)"),
-        (vec!["report", future.to_str().unwrap()], "has schema version 6; this taskmeter reads versions 2 to 5"),
+        (vec!["report", future.to_str().unwrap()], "has schema version 6: it was written by a newer taskmeter than this one (which reads versions 2 to 5); upgrade taskmeter to read it"),
         (vec!["report", not_ours.to_str().unwrap()], "is not a taskmeter record"),
         (vec!["compare", g, missing.to_str().unwrap()], "does not exist"),
         (vec!["compare", g, future.to_str().unwrap()], "schema version 6"),
@@ -271,7 +272,165 @@ fn every_record_kind_loads_through_one_versioned_header() {
         std::fs::write(folder.join(file), text.replacen("\"schema_version\": 2", "\"schema_version\": 9", 1)).unwrap();
     }
     assert_refused(&[
-        (vec!["report", bench.to_str().unwrap()], "has schema version 9; this taskmeter reads versions 2 to 2"),
+        (vec!["report", bench.to_str().unwrap()], "has schema version 9: it was written by a newer taskmeter than this one (which reads versions 2 to 2)"),
         (vec!["report", net.to_str().unwrap()], "has schema version 9"),
     ]);
+}
+
+/// Writes `record` as `file` in a new folder `name` of `dir`, as a results folder whose record
+/// was edited.
+fn edited_folder(dir: &Path, name: &str, file: &str, record: &Value) -> PathBuf {
+    let folder = dir.join(name);
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join(file), serde_json::to_string_pretty(record).unwrap()).unwrap();
+    folder
+}
+
+/// `taskmeter ARGS` refuses the record in `folder`: exit status 2, exactly `lines` on stderr
+/// (each after `taskmeter: `), nothing on stdout, and no report written.
+fn assert_refused_lines(args: &[&str], folder: &Path, lines: &[String]) {
+    let output = run(args);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {err}");
+    let expected: Vec<String> = lines.iter().map(|l| format!("taskmeter: {l}")).collect();
+    assert_eq!(err.lines().collect::<Vec<_>>(), expected, "{args:?}");
+    assert!(stdout(&output).is_empty(), "{args:?}: {}", stdout(&output));
+    assert!(!folder.join("report.html").exists() && !folder.join("charts").exists(), "{args:?}: nothing is written");
+}
+
+/// Problem lines as `report` and `compare` print them: each names the record file, except the
+/// count of those not shown.
+fn in_file(folder: &Path, file: &str, problems: &[String]) -> Vec<String> {
+    let path = folder.join(file);
+    problems.iter().map(|p| if p.starts_with("... and ") { p.clone() } else { format!("{}: {p}", path.display()) }).collect()
+}
+
+#[test]
+fn a_run_record_that_does_not_hold_together_is_refused_one_line_per_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good");
+    measure(&good, "thread,smol", &["--duration", "100ms", "--warmup", "0"]);
+    let g = good.to_str().unwrap();
+    // What taskmeter wrote holds together: report and compare take it.
+    std::fs::remove_file(good.join("report.html")).unwrap();
+    let redrawn = run(&["report", g]);
+    assert!(redrawn.status.success() && good.join("report.html").is_file(), "{}", stderr(&redrawn));
+    let same = run(&["compare", g, g]);
+    assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
+
+    let original = record(&good);
+    let runtime = |i: usize| original["rows"][i]["runtime"].as_str().unwrap().to_string();
+    let (first, second) = (runtime(0), runtime(1));
+    let measured = original["rows"][0]["counts"]["samples_measured"].as_u64().unwrap();
+    assert!(measured > 0);
+    let edited = |edit: &dyn Fn(&mut Value)| {
+        let mut copy = original.clone();
+        edit(&mut copy);
+        copy
+    };
+    fn rows(record: &mut Value) -> &mut Vec<Value> {
+        record["rows"].as_array_mut().unwrap()
+    }
+    // A file that claims a billion repetitions: the first ten missing rows, and a count.
+    let mut billion: Vec<String> = (2..=6).flat_map(|repetition| ["thread", "smol"].map(|r| format!("{r} at point 0, repetition {repetition} has no row"))).collect();
+    billion.push("... and 91 more".into());
+    let cases: Vec<(&str, Value, Vec<String>)> = vec![
+        (
+            "missing-point",
+            edited(&|r| r["rows"][0]["point"] = 5.into()),
+            vec![format!("row 0 ({first}, point 5, repetition 1): there is no point 5 (the record has 1)"), format!("{first} at point 0, repetition 1 has no row")],
+        ),
+        (
+            "duplicated-row",
+            edited(&|r| {
+                let row = r["rows"][0].clone();
+                rows(r).extend([row.clone(), row]);
+            }),
+            vec![format!("{first} at point 0, repetition 1 has 3 rows (rows 0, 2 and 3)")],
+        ),
+        (
+            "missing-row",
+            edited(&|r| {
+                rows(r).remove(1);
+            }),
+            vec![format!("{second} at point 0, repetition 1 has no row")],
+        ),
+        (
+            "counts-disagree",
+            edited(&|r| r["rows"][0]["statistics"]["lateness"]["count"] = (measured - 1).into()),
+            vec![format!("row 0 ({first}, point 0, repetition 1): statistics.lateness.count is {}, but counts.samples_measured is {measured}", measured - 1)],
+        ),
+        ("billion-repetitions", edited(&|r| r["settings"]["repeat"] = 1_000_000_000.into()), billion),
+    ];
+    for (name, value, problems) in &cases {
+        let bad = edited_folder(dir.path(), name, "run.json", value);
+        let lines = in_file(&bad, "run.json", problems);
+        let b = bad.to_str().unwrap();
+        for args in [vec!["report", b], vec!["compare", g, b], vec!["compare", b, g]] {
+            assert_refused_lines(&args, &bad, &lines);
+        }
+    }
+
+    // A record from a newer (or an older) format says which, in one line.
+    let newer = edited_folder(dir.path(), "newer", "run.json", &edited(&|r| r["schema_version"] = 6.into()));
+    let older = edited_folder(dir.path(), "older", "run.json", &edited(&|r| r["schema_version"] = 1.into()));
+    let newer_line = format!(
+        "{} has schema version 6: it was written by a newer taskmeter than this one (which reads versions 2 to 5); upgrade taskmeter to read it",
+        newer.join("run.json").display()
+    );
+    let older_line = format!(
+        "{} has schema version 1: it is older than this taskmeter reads (versions 2 to 5); read it with the taskmeter that wrote it, or measure again",
+        older.join("run.json").display()
+    );
+    let (n, o) = (newer.to_str().unwrap(), older.to_str().unwrap());
+    assert_refused_lines(&["report", n], &newer, std::slice::from_ref(&newer_line));
+    assert_refused_lines(&["compare", g, n], &newer, std::slice::from_ref(&newer_line));
+    assert_refused_lines(&["report", o], &older, std::slice::from_ref(&older_line));
+    assert_refused_lines(&["compare", o, g], &older, std::slice::from_ref(&older_line));
+}
+
+#[test]
+fn net_granularity_and_bench_records_with_a_duplicated_entry_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let (net, grain, bench) = (folder("net"), folder("granularity"), folder("bench"));
+    for args in [
+        vec!["run", "net", "--receivers", "thread", "--senders", "1", "--messages", "100", "-o", &net],
+        vec!["run", "granularity", "--runtimes", "smol", "--quick", "--task-busy", "100us,10us", "--steps", "2", "--repeat", "1", "-o", &grain],
+        vec!["bench", "--scenario", "a=true", "--warmup", "0", "--time", "100ms", "-o", &bench],
+    ] {
+        let ran = run(&args);
+        assert_eq!(ran.status.code(), Some(0), "{args:?}: {}", stderr(&ran));
+    }
+    let cases = [
+        (&net, "net.json", "points", vec![
+            "thread with 1 sender, repetition 1 has 2 points (points 0 and 1)".to_string(),
+            "the summary of thread with 1 sender: repetitions is 1, but 2 of its points measured a throughput".to_string(),
+        ]),
+        (&grain, "granularity.json", "runs", vec![
+            "smol repetition 1 has 2 runs (runs 0 and 1)".to_string(),
+            "the summary of smol: repetitions is 1, but 2 of its runs measured every grain".to_string(),
+        ]),
+        (&bench, "bench.json", "results", vec!["scenario a has 2 results (results 0 and 1)".to_string()]),
+    ];
+    for (good, file, entries, problems) in cases {
+        // What taskmeter wrote holds together.
+        let good = Path::new(good);
+        std::fs::remove_file(good.join("report.html")).unwrap();
+        let redrawn = run(&["report", good.to_str().unwrap()]);
+        assert!(redrawn.status.success() && good.join("report.html").is_file(), "{file}: {}", stderr(&redrawn));
+
+        let mut value: Value = serde_json::from_str(&std::fs::read_to_string(good.join(file)).unwrap()).unwrap();
+        let list = if entries == "results" { &mut value["report"]["results"] } else { &mut value[entries] };
+        let list = list.as_array_mut().unwrap();
+        assert_eq!(list.len(), 1, "{file}");
+        list.push(list[0].clone());
+        let bad = edited_folder(dir.path(), &format!("duplicated-{file}"), file, &value);
+        let b = bad.to_str().unwrap();
+        let lines = in_file(&bad, file, &problems);
+        // compare checks a record before it asks whether it can compare that kind.
+        for args in [vec!["report", b], vec!["compare", b, b]] {
+            assert_refused_lines(&args, &bad, &lines);
+        }
+    }
 }

@@ -43,6 +43,7 @@ pub(super) enum Command {
     #[command(hide = true)]
     NetReceiver { runtime: String },
     /// Check a runtime's worker against the protocol vectors
+    #[command(after_help = super::check_driver::HELP)]
     CheckDriver {
         /// Runtime id (see `taskmeter list`)
         runtime: String,
@@ -87,6 +88,9 @@ pub(super) enum Command {
     /// Run one plan read from stdin (the worker protocol); used by the orchestrator
     #[command(hide = true)]
     Worker,
+    /// Kill, when taskmeter is gone, the process groups it was running; used by the orchestrator
+    #[command(hide = true)]
+    Guard,
 }
 
 pub(super) const BENCH_HELP: &str = "Example:

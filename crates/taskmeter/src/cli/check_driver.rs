@@ -1,9 +1,13 @@
 //! `taskmeter check-driver RUNTIME`: runs a runtime's worker on the protocol vectors and checks
 //! every frame it sends, then how it starts, stops, streams, loses and refuses (protocol/README.md,
 //! "What the orchestrator checks"). The vectors are compiled in, so an installed binary can
-//! check too.
+//! check too. Every check is bounded ([`HELP`]): a worker that breaks the protocol is
+//! stopped at once, one that hangs or stays silent at its deadline, and after a check that hung
+//! the others are not run, so an abusive driver gets its verdict within a minute.
 
-use crate::process::worker::{self, classify, Outcome, SampleSink, StopPolicy};
+use crate::process::child::Stop;
+use crate::process::signals;
+use crate::process::worker::{self, classify, Outcome, RawRun, SampleSink, StopPolicy};
 use crate::runtimes;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -12,66 +16,128 @@ use taskmeter_protocol::vectors::PLANS;
 use taskmeter_protocol::{Delivered, Ending, Plan};
 
 const GRACE: Duration = Duration::from_secs(10);
+
+/// What `check-driver --help` says of its bounds. 35 s is the longest a check can take: a
+/// vector plan's deadline (twice its 10 s start limit, at most 3.1 s of plan, [`GRACE`]) and
+/// 1.5 s for a pipe held after the worker exits.
+pub const HELP: &str = "Every check ends within 35 s. A worker that breaks the protocol (a flood, garbage) is \
+stopped at once; one that stays silent or hangs is killed at its deadline, and the checks after it \
+are not run (each would wait as long); one that leaves a process holding its stdout or stderr fails \
+its check. Exit status: 0 when every check passed, 1 otherwise.";
+
+/// A check's verdict; `hung` when the worker had to be killed at its deadline (the checks after
+/// it are not run: each would wait as long).
+struct Verdict {
+    ok: bool,
+    line: String,
+    hung: bool,
+}
+
+impl Verdict {
+    fn new(ok: bool, line: String) -> Verdict {
+        Verdict { ok, line, hung: false }
+    }
+}
+
+impl From<(bool, String)> for Verdict {
+    fn from((ok, line): (bool, String)) -> Verdict {
+        Verdict::new(ok, line)
+    }
+}
 const NO_ITERATION: &str = "made no iteration in a plan every unit has time for";
 
 pub fn check_driver(id: &str) -> Result<ExitCode, String> {
-    let info = runtimes::find(id).ok_or_else(|| format!("unknown runtime '{id}' (known: {})", runtimes::ids().join(", ")))?;
+    signals::install();
+    let info = runtimes::find(id).ok_or_else(|| format!("unknown runtime '{}' (known: {})", super::shorten(id), runtimes::ids().join(", ")))?;
     if let Err(reason) = runtimes::availability(info) {
-        println!("FAIL {id} is unavailable: {reason}");
+        crate::outln!("FAIL {id} is unavailable: {reason}");
         return Ok(ExitCode::FAILURE);
     }
-    let mut failures = 0;
-    let mut total = 0;
-    let mut report = |ok: bool, line: String| {
-        println!("{} {line}", if ok { "ok  " } else { "FAIL" });
-        failures += usize::from(!ok);
-        total += 1;
-    };
     let vector = |name: &str| -> Plan {
         let text = PLANS.iter().find(|(n, _)| *n == name).expect("a vector plan").1;
         Plan::from_json(&text.replace("RUNTIME", id)).expect("the vector plans are valid")
     };
+    let mut checks: Vec<(String, Box<dyn Fn() -> Verdict + '_>)> = Vec::new();
     for (name, _) in PLANS {
-        let mut plan = vector(name);
-        let mut run = run_plan(info, &plan, None);
-        if !run.0 && run.1.contains(NO_ITERATION) {
-            // A loaded machine may keep a unit off the CPU for a whole short plan: ten times
-            // as long tells that from a unit that never runs.
-            plan.duration_ns *= 10;
-            run = run_plan(info, &plan, None);
-            run.1 = format!("{} (run again 10 times as long)", run.1);
-        }
-        report(run.0, format!("{name}: {}", run.1));
+        checks.push((name.to_string(), Box::new(move || {
+            let mut plan = vector(name);
+            let mut run = run_plan(info, &plan, None);
+            if !run.ok && run.line.contains(NO_ITERATION) {
+                // A loaded machine may keep a unit off the CPU for a whole short plan: ten times
+                // as long tells that from a unit that never runs.
+                plan.duration_ns *= 10;
+                run = run_plan(info, &plan, None);
+                run.line = format!("{} (run again 10 times as long)", run.line);
+            }
+            run
+        })));
     }
     // The granularity experiment stops after the round it is in.
-    let mut plan = vector("granularity-stencil");
-    plan.duration_ns = 30_000_000_000;
-    let (ok, line) = run_plan(info, &plan, Some(Duration::from_millis(300)));
-    report(ok, format!("stops a granularity plan early when stdin closes: {line}"));
+    checks.push(("stops a granularity plan early when stdin closes".into(), Box::new(move || {
+        let mut plan = vector("granularity-stencil");
+        plan.duration_ns = 30_000_000_000;
+        run_plan(info, &plan, Some(Duration::from_millis(300)))
+    })));
     // Stopping early: end of file on stdin ends a long plan within about one iteration.
-    let mut plan = vector("relative-fixed");
-    plan.duration_ns = 30_000_000_000;
-    let (ok, line) = run_plan(info, &plan, Some(Duration::from_millis(300)));
-    report(ok, format!("stops early when stdin closes: {line}"));
+    checks.push(("stops early when stdin closes".into(), Box::new(move || {
+        let mut plan = vector("relative-fixed");
+        plan.duration_ns = 30_000_000_000;
+        run_plan(info, &plan, Some(Duration::from_millis(300)))
+    })));
     // A start limit already passed: unit 1 starts, no other does, and the worker says why.
-    let mut plan = vector("relative-fixed");
-    (plan.units, plan.start_limit_ns, plan.priority_classes) = (40, 1, 2);
-    let (ok, line) = run_plan(info, &plan, None);
-    report(ok, format!("starts one unit when the start limit has passed: {line}"));
+    checks.push(("starts one unit when the start limit has passed".into(), Box::new(move || {
+        let mut plan = vector("relative-fixed");
+        (plan.units, plan.start_limit_ns, plan.priority_classes) = (40, 1, 2);
+        run_plan(info, &plan, None)
+    })));
     // Samples stream while the worker measures.
-    let mut plan = vector("relative-fixed");
-    (plan.duration_ns, plan.flush_ns) = (3_000_000_000, 100_000_000);
-    let (ok, line) = run_plan(info, &plan, None);
-    report(ok, format!("sends samples while it measures: {line}"));
-    for (name, input) in [
+    checks.push(("sends samples while it measures".into(), Box::new(move || {
+        let mut plan = vector("relative-fixed");
+        (plan.duration_ns, plan.flush_ns) = (3_000_000_000, 100_000_000);
+        run_plan(info, &plan, None)
+    })));
+    let refusals = [
         ("a plan of protocol 2", vector("relative-fixed").to_json().replacen("\"protocol\":3", "\"protocol\":2", 1)),
         ("a runtime it does not serve", vector("relative-fixed").to_json().replacen(&format!("\"runtime\":\"{id}\""), "\"runtime\":\"no-such-runtime\"", 1)),
-    ] {
-        let (ok, line) = refuse(info, &vector("relative-fixed"), &input);
-        report(ok, format!("refuses {name}: {line}"));
+    ];
+    for (name, input) in refusals {
+        checks.push((format!("refuses {name}"), Box::new(move || refuse(info, &vector("relative-fixed"), &input))));
     }
-    println!("{id}: {} of {total} checks passed", total - failures);
-    Ok(if failures == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+
+    let total = checks.len();
+    let mut failures = 0;
+    let mut hung: Option<String> = None;
+    for (name, check) in &checks {
+        let verdict = match (signals::reason(), &hung) {
+            (Some(reason), _) => Verdict::new(false, format!("not run: {reason}")),
+            (None, Some(earlier)) => Verdict::new(false, format!("not run: the worker hung in an earlier check ({earlier})")),
+            (None, None) => check(),
+        };
+        if verdict.hung && hung.is_none() {
+            hung = Some(name.clone());
+        }
+        crate::outln!("{} {name}: {}", if verdict.ok { "ok  " } else { "FAIL" }, verdict.line);
+        failures += usize::from(!verdict.ok);
+    }
+    crate::outln!("{id}: {} of {total} checks passed", total - failures);
+    Ok(match signals::exit_status() {
+        Some(status) => ExitCode::from(status),
+        None if failures == 0 => ExitCode::SUCCESS,
+        None => ExitCode::FAILURE,
+    })
+}
+
+/// Whether a signal stopped the worker, it had to be killed at its deadline, or it left
+/// something holding its pipes: the verdict then says so, whatever its output was.
+fn misbehaved(raw: &RawRun) -> Option<Verdict> {
+    if let Some(Stop::Signal(signal)) = raw.ended.stopped {
+        return Some(Verdict::new(false, format!("interrupted by {}", signals::name(signal))));
+    }
+    if raw.ended.stopped == Some(Stop::Deadline) {
+        let after = raw.ended.limit.as_secs_f64();
+        return Some(Verdict { ok: false, line: format!("hung: did not finish within {after:.1} s and was killed"), hung: true });
+    }
+    raw.ended.pipes_held.then(|| Verdict::new(false, "the worker exited, but a process it started kept its stdout or stderr open (and was killed)".into()))
 }
 
 /// Samples and missed periods, counted as they arrive.
@@ -81,10 +147,10 @@ struct Tally {
     missed: u64,
 }
 
-fn run_plan(info: &runtimes::RuntimeInfo, plan: &Plan, stop_after: Option<Duration>) -> (bool, String) {
+fn run_plan(info: &runtimes::RuntimeInfo, plan: &Plan, stop_after: Option<Duration>) -> Verdict {
     let command = match runtimes::worker_command(info) {
         Ok(command) => command,
-        Err(reason) => return (false, reason),
+        Err(reason) => return Verdict::new(false, reason),
     };
     let limit = worker::deadline(plan, GRACE);
     let stop = StopPolicy { after: stop_after, grace: Duration::from_secs(5) };
@@ -97,19 +163,22 @@ fn run_plan(info: &runtimes::RuntimeInfo, plan: &Plan, stop_after: Option<Durati
     });
     let raw = match worker::spawn_and_wait(command, plan, &plan.to_json(), &Default::default(), limit, stop, sink, || {}) {
         Ok(raw) => raw,
-        Err(failure) => return (false, failure.to_string()),
+        Err(failure) => return Verdict::new(false, failure.to_string()),
     };
-    let wall = raw.wall_ns as f64 / 1e9;
-    let tally = tally.lock().unwrap_or_else(|e| e.into_inner());
-    match (classify(&raw, limit), stop_after) {
-        (Outcome::Completed(d), None) => judge(plan, &d, &tally, raw.stream.first_samples_ns),
-        (Outcome::Interrupted(d), Some(_)) if plan.grain.is_some() => (true, format!("stopped after {wall:.2} s with {} of {} grains", d.points.len(), plan.grain.as_ref().map_or(0, |g| g.grains_ns.len()))),
-        (Outcome::Interrupted(_), Some(_)) => (true, format!("stopped after {wall:.2} s with {} samples", tally.samples)),
-        (Outcome::Completed(_), Some(_)) => (false, "ran to its end although stdin was closed".into()),
-        (Outcome::Interrupted(_), None) => (false, "reported interrupted although stdin stayed open".into()),
-        (Outcome::Cut(_, why), _) => (false, format!("the stream was cut: {why}")),
-        (Outcome::Failed(failure), _) => (false, failure.to_string()),
+    if let Some(verdict) = misbehaved(&raw) {
+        return verdict;
     }
+    let wall = raw.ended.wall.as_secs_f64();
+    let tally = tally.lock().unwrap_or_else(|e| e.into_inner());
+    Verdict::from(match (classify(&raw), stop_after) {
+        (Outcome::Completed(d), None) => judge(plan, &d, &tally, raw.stream.first_samples_ns),
+        (Outcome::Interrupted(d, _), Some(_)) if plan.grain.is_some() => (true, format!("stopped after {wall:.2} s with {} of {} grains", d.points.len(), plan.grain.as_ref().map_or(0, |g| g.grains_ns.len()))),
+        (Outcome::Interrupted(..), Some(_)) => (true, format!("stopped after {wall:.2} s with {} samples", tally.samples)),
+        (Outcome::Completed(_), Some(_)) => (false, "ran to its end although stdin was closed".into()),
+        (Outcome::Interrupted(_, why), None) => (false, format!("reported interrupted although stdin stayed open ({why})")),
+        (Outcome::Cut(_, why), _) => (false, format!("the stream was cut before its D frame: {why}")),
+        (Outcome::Failed(failure), _) => (false, failure.to_string()),
+    })
 }
 
 /// What a complete run must show beyond the frames' own rules.
@@ -164,23 +233,23 @@ fn judge(plan: &Plan, d: &Delivered, tally: &Tally, first_samples_ns: Option<u64
 }
 
 /// A plan the worker must refuse with an `E` frame and exit status 2.
-fn refuse(info: &runtimes::RuntimeInfo, plan: &Plan, input: &str) -> (bool, String) {
+fn refuse(info: &runtimes::RuntimeInfo, plan: &Plan, input: &str) -> Verdict {
     let command = match runtimes::worker_command(info) {
         Ok(command) => command,
-        Err(reason) => return (false, reason),
+        Err(reason) => return Verdict::new(false, reason),
     };
     let stop = StopPolicy { after: None, grace: GRACE };
     let raw = match worker::spawn_and_wait(command, plan, input, &Default::default(), GRACE, stop, Box::new(|_| {}), || {}) {
         Ok(raw) => raw,
-        Err(failure) => return (false, failure.to_string()),
+        Err(failure) => return Verdict::new(false, failure.to_string()),
     };
-    if raw.timed_out {
-        return (false, "hung instead of refusing the plan".into());
+    if let Some(verdict) = misbehaved(&raw) {
+        return Verdict { line: format!("{} instead of refusing the plan", verdict.line), ..verdict };
     }
-    let exit = raw.status.as_ref().ok().and_then(|s| s.code());
-    match (&raw.stream.ending, exit) {
+    let exit = raw.ended.status().and_then(|s| s.code());
+    Verdict::from(match (&raw.stream.ending, exit) {
         (Ok(Ending::Refused(message)), Some(2)) => (true, message.clone()),
         (Ok(Ending::Refused(_)), code) => (false, format!("sent an E frame but exited with {code:?} (expected 2)")),
         (_, code) => (false, format!("no E frame (exit status {code:?})")),
-    }
+    })
 }

@@ -10,13 +10,16 @@
 //! otherwise the two-sided Mann-Whitney U test (ties by mid-ranks, normal approximation with tie
 //! and continuity corrections) on every measured sample, exact from samples.csv or from the
 //! stored histograms, which cannot test values below 0 (they clamp them) and then give no verdict.
+//! Both records are checked first (`model::consistency`): one that does not hold together is
+//! refused, one line per problem.
 
 use crate::analysis::cells::cells;
 use crate::analysis::compare::{compare_cells, verdict, RawSamples, Verdict, TESTS};
 use crate::analysis::histogram;
 use crate::model::bench::BenchRecord;
 use super::CliError;
-use crate::model::any::{load_any, AnyRecord};
+use crate::model::any::AnyRecord;
+use crate::model::consistency::load_checked;
 use crate::model::run::{Metric, METRICS};
 use crate::report::format::format_ns;
 use std::path::{Path, PathBuf};
@@ -35,7 +38,7 @@ pub struct CompareOptions {
 
 /// The metric `compare` uses when none is given: the old run's (bench results have one).
 pub fn default_metric(old: &Path) -> Result<Option<Metric>, CliError> {
-    Ok(match load_any(old)?.1 {
+    Ok(match load_checked(old)?.1 {
         AnyRecord::Run(record) => Some(record.metric),
         _ => None,
     })
@@ -48,7 +51,7 @@ pub fn run(options: CompareOptions) -> Result<ExitCode, CliError> {
         AnyRecord::Bench(_) => "bench",
         AnyRecord::Granularity(_) => "granularity",
     };
-    let (old, new) = match (load_any(&options.old)?.1, load_any(&options.new)?.1) {
+    let (old, new) = match (load_checked(&options.old)?.1, load_checked(&options.new)?.1) {
         (AnyRecord::Run(old), AnyRecord::Run(new)) => (old, new),
         (AnyRecord::Bench(old), AnyRecord::Bench(new)) => return compare_benches(&options, &old, &new),
         (old, new) => return Err(format!("cannot compare a {} result with a {} result (compare takes two runs or two benches)", kind(&old), kind(&new)).into()),
@@ -58,16 +61,16 @@ pub fn run(options: CompareOptions) -> Result<ExitCode, CliError> {
     }
     let raw = (RawSamples::load(&options.old).map_err(CliError::Usage)?, RawSamples::load(&options.new).map_err(CliError::Usage)?);
     let metrics: Vec<Metric> = options.metric.map(|m| vec![m]).unwrap_or_else(|| METRICS.to_vec());
-    println!(
+    crate::outln!(
         "compare {} ({}) -> {} ({})",
         options.old.display(),
         old.header.started_at,
         options.new.display(),
         new.header.started_at
     );
-    println!("verdict: alpha {}, noise threshold {:.1} %, on the median (lateness, busy) or the mean |value - expected| (actual, full)", options.alpha, options.threshold * 100.0);
-    println!("test: {}", TESTS);
-    println!();
+    crate::outln!("verdict: alpha {}, noise threshold {:.1} %, on the median (lateness, busy) or the mean |value - expected| (actual, full)", options.alpha, options.threshold * 100.0);
+    crate::outln!("test: {}", TESTS);
+    crate::outln!();
     let mut lines = vec![["runtime", "point", "metric", "median old -> new", "change", "p99 old -> new", "change", "score change", "test", "p", "verdict"]
         .map(str::to_string)
         .to_vec()];
@@ -118,16 +121,16 @@ pub fn run(options: CompareOptions) -> Result<ExitCode, CliError> {
 
 /// The table, what was not compared, and the exit status: 1 when something regressed.
 fn print_verdicts(lines: &[Vec<String>], unmatched: &[String], regressions: usize) -> ExitCode {
-    print!("{}", crate::report::console::render_table(lines));
+    crate::out!("{}", crate::report::console::render_table(lines));
     for line in unmatched {
-        println!("not compared: {line}");
+        crate::outln!("not compared: {line}");
     }
-    println!();
+    crate::outln!();
     if regressions > 0 {
-        println!("{regressions} regression(s) beyond the threshold");
+        crate::outln!("{regressions} regression(s) beyond the threshold");
         ExitCode::from(1)
     } else {
-        println!("no regression beyond the threshold");
+        crate::outln!("no regression beyond the threshold");
         ExitCode::SUCCESS
     }
 }
@@ -139,8 +142,8 @@ fn percent(change: Option<f64>) -> String {
 /// `compare` of two `taskmeter bench` results, per scenario and input: the mean gap (1 / ips)
 /// decides, tested on the gap distributions.
 fn compare_benches(options: &CompareOptions, old: &BenchRecord, new: &BenchRecord) -> Result<ExitCode, CliError> {
-    println!("compare {} ({}) -> {} ({})", options.old.display(), old.header.started_at, options.new.display(), new.header.started_at);
-    println!(
+    crate::outln!("compare {} ({}) -> {} ({})", options.old.display(), old.header.started_at, options.new.display(), new.header.started_at);
+    crate::outln!(
         "verdict on the mean gap (1 / ips): two-sided Mann-Whitney U on the gaps, alpha {}, noise threshold {:.1} %\n",
         options.alpha,
         options.threshold * 100.0

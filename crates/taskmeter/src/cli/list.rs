@@ -9,15 +9,15 @@ pub fn print() {
             Ok(()) => "available".to_string(),
             Err(reason) => format!("unavailable: {reason}"),
         };
-        println!("{:<width$}  {status}\n{:<width$}  {}", info.id, "", info.description);
-        println!("{:<width$}  priority classes: {}", "", info.priority);
+        crate::outln!("{:<width$}  {status}\n{:<width$}  {}", info.id, "", info.description);
+        crate::outln!("{:<width$}  priority classes: {}", "", info.priority);
     }
-    println!("\nreceivers of `taskmeter run net`:");
+    crate::outln!("\nreceivers of `taskmeter run net`:");
     for (id, description) in crate::experiments::net::registry::RECEIVERS {
         let status = match crate::experiments::net::registry::availability(id) {
             Ok(()) => "available".to_string(),
             Err(reason) => format!("unavailable: {reason}"),
         };
-        println!("{id:<width$}  {status}\n{:<width$}  {description}", "");
+        crate::outln!("{id:<width$}  {status}\n{:<width$}  {description}", "");
     }
 }

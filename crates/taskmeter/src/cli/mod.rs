@@ -20,7 +20,8 @@ use clap::{CommandFactory, FromArgMatches};
 use std::fmt;
 use std::process::ExitCode;
 
-/// Why a command could not do its work; the message is the one line the user sees.
+/// Why a command could not do its work; the message is the line the user sees (a record that
+/// does not hold together gives one line per problem).
 #[derive(Debug)]
 pub enum CliError {
     /// Input taskmeter refuses (a flag, a value, a combination).
@@ -67,13 +68,63 @@ impl From<ReportError> for CliError {
     }
 }
 
+/// The longest a value echoed in an error is shown: a 50 MB argument must not become a 50 MB
+/// error line.
+const ECHO_LIMIT: usize = 64;
+
+/// `value`, cut to [`ECHO_LIMIT`] characters with its full size said.
+pub fn shorten(value: &str) -> String {
+    match value.char_indices().nth(ECHO_LIMIT) {
+        Some((cut, _)) => format!("{}... ({} bytes)", &value[..cut], value.len()),
+        None => value.to_string(),
+    }
+}
+
+/// An error line with every quoted value in it (`'...'`) cut by [`shorten`].
+fn readable(line: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(open) = rest.find('\'') {
+        out.push_str(&rest[..=open]);
+        rest = &rest[open + 1..];
+        let Some(close) = rest.find('\'') else { break };
+        out.push_str(&shorten(&rest[..close]));
+        out.push('\'');
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    shorten_line(out)
+}
+
+/// A line cut at 1,000 characters, whatever it holds.
+fn shorten_line(line: String) -> String {
+    match line.char_indices().nth(1000) {
+        Some((cut, _)) => format!("{}...", &line[..cut]),
+        None => line,
+    }
+}
+
+/// One error line on stderr, values cut to a readable length.
+fn refuse(message: &str) -> ExitCode {
+    for line in message.lines() {
+        crate::errln!("taskmeter: {}", readable(line));
+    }
+    ExitCode::from(crate::session::exit::USAGE)
+}
+
 pub fn main() -> ExitCode {
+    let code = run_command();
+    // Output that could not be written is a failure even when the command did its work.
+    if crate::machine::streams::stdout_failed() && code == ExitCode::SUCCESS {
+        return ExitCode::from(crate::session::exit::OUTPUT);
+    }
+    code
+}
+
+fn run_command() -> ExitCode {
     let args = match preset::expand(std::env::args().collect()) {
         Ok(args) => args,
-        Err(message) => {
-            eprintln!("taskmeter: {message}");
-            return ExitCode::from(2);
-        }
+        Err(message) => return refuse(&message),
     };
     let parsed = Cli::command().try_get_matches_from(args).and_then(|matches| {
         let cli = Cli::from_arg_matches(&matches)?;
@@ -82,15 +133,19 @@ pub fn main() -> ExitCode {
     let cli = match parsed {
         Ok((cli, matches)) => {
             if let Err(message) = scope::check_flag_scope(&matches) {
-                eprintln!("taskmeter: {message}");
-                return ExitCode::from(2);
+                return refuse(&message);
             }
             cli
         }
         Err(e) if !e.use_stderr() => {
             // --help and --version
-            let _ = e.print();
-            return ExitCode::SUCCESS;
+            return match e.print() {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    crate::errln!("taskmeter: cannot write to standard output: {e}");
+                    ExitCode::from(crate::session::exit::OUTPUT)
+                }
+                _ => ExitCode::SUCCESS,
+            };
         }
         Err(e) => {
             let rendered = e.render().to_string();
@@ -100,20 +155,15 @@ pub fn main() -> ExitCode {
             if first.ends_with(':') {
                 first = format!("{first} {}", lines.next().unwrap_or_default());
             }
-            eprintln!("taskmeter: {first}");
-            return ExitCode::from(2);
+            return refuse(&first);
         }
     };
-    if matches!(cli.command, Command::List | Command::Report { .. } | Command::Compare { .. } | Command::Selftest { .. }) {
-        crate::process::quiet_on_closed_stdout();
+    match cli.command {
+        Command::Worker => return taskmeter_worker::worker::main(),
+        Command::Guard => return crate::process::guard::main(),
+        _ => {}
     }
-    if let Command::Worker = cli.command {
-        return taskmeter_worker::worker::main();
-    }
-    dispatch(cli.command).unwrap_or_else(|error| {
-        eprintln!("taskmeter: {error}");
-        ExitCode::from(2)
-    })
+    dispatch(cli.command).unwrap_or_else(|error| refuse(&error.to_string()))
 }
 
 fn dispatch(command: Command) -> Result<ExitCode, CliError> {
@@ -144,6 +194,6 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
             compare::run(compare::CompareOptions { old, new, metric, threshold, alpha })?
         }
         Command::Selftest { duration, repeat } => selftest::run(duration, repeat)?,
-        Command::Worker => unreachable!("handled before dispatch"),
+        Command::Worker | Command::Guard => unreachable!("handled before dispatch"),
     })
 }

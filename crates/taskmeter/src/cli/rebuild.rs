@@ -1,25 +1,27 @@
 //! `taskmeter report RESULTS`: rebuilds the charts and report.html of a results folder from its
 //! record alone (run.json, net.json, bench.json or granularity.json, by the schema its header names); with
 //! `--samples-csv FILE`, also writes the samples a `--raw` run kept as plain CSV; with
-//! `--table LAYOUT`, also prints a run's console report in that layout.
+//! `--table LAYOUT`, also prints a run's console report in that layout. A record that does not
+//! hold together (`model::consistency`) is refused, one line per problem, and nothing is written.
 
 use super::CliError;
-use crate::model::any::{load_any, AnyRecord};
+use crate::model::any::AnyRecord;
+use crate::model::consistency::load_checked;
 use std::path::Path;
 use std::process::ExitCode;
 
 pub fn rebuild(path: &Path, samples_csv: Option<&Path>, table: Option<crate::report::tables::Layout>) -> Result<ExitCode, CliError> {
-    let (file, record) = load_any(path)?;
+    let (file, record) = load_checked(path)?;
     let folder = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if let Some(out) = samples_csv {
         let (source, mut reader) = crate::model::samples::open(folder)?
             .ok_or_else(|| format!("{} holds no samples (a run keeps them with --raw)", folder.display()))?;
         let mut file = std::fs::File::create(out).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
         std::io::copy(&mut reader, &mut file).map_err(|e| format!("cannot copy {} to {}: {e}", source.display(), out.display()))?;
-        println!("{}", out.display());
+        crate::outln!("{}", out.display());
     }
     match (&record, table) {
-        (AnyRecord::Run(r), Some(layout)) => print!("{}", crate::report::console::report(r, Some(layout))),
+        (AnyRecord::Run(r), Some(layout)) => crate::out!("{}", crate::report::console::report(r, Some(layout))),
         (_, Some(_)) => return Err(format!("--table applies to a run's record ({} is not one)", file.display()).into()),
         _ => {}
     }
@@ -29,6 +31,6 @@ pub fn rebuild(path: &Path, samples_csv: Option<&Path>, table: Option<crate::rep
         AnyRecord::Bench(r) => crate::report::bench::write_report(folder, r)?,
         AnyRecord::Granularity(r) => crate::report::granularity::write_report(folder, r)?,
     }
-    println!("{}", folder.join("report.html").display());
+    crate::outln!("{}", folder.join("report.html").display());
     Ok(ExitCode::SUCCESS)
 }

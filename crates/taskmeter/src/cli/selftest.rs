@@ -27,15 +27,15 @@ pub fn run(duration_ns: u64, repeat: u32) -> Result<ExitCode, String> {
     if duration_ns == 0 {
         return Err("--duration must be longer than 0".into());
     }
-    println!(
+    crate::outln!(
         "taskmeter selftest: the work loop's cost per sample beyond the sleep call (1 unit, no busy work); median of {repeat} runs of {}",
         crate::report::format::format_ns(duration_ns as f64)
     );
     let pairs: Vec<f64> = (0..repeat).map(|_| clock_pair_ns(duration_ns)).collect();
     let pair = median(&pairs);
-    println!("two clock reads (clock_gettime CLOCK_MONOTONIC): {:.1} ns (range {:.1}..{:.1})", pair, min(&pairs), max(&pairs));
-    println!();
-    println!("{:<10} {:>16} {:>26} {:>18}", "runtime", "loop overhead", "overhead / 2 clock reads", "with a zero sleep");
+    crate::outln!("two clock reads (clock_gettime CLOCK_MONOTONIC): {:.1} ns (range {:.1}..{:.1})", pair, min(&pairs), max(&pairs));
+    crate::outln!();
+    crate::outln!("{:<10} {:>16} {:>26} {:>18}", "runtime", "loop overhead", "overhead / 2 clock reads", "with a zero sleep");
     let mut all_met = true;
     for info in runtimes::all().iter().filter(|r| r.launch.in_process()) {
         let mut overheads = Vec::new();
@@ -49,7 +49,7 @@ pub fn run(duration_ns: u64, repeat: u32) -> Result<ExitCode, String> {
         }
         let ratio = median(&ratios);
         all_met &= ratio <= TARGET_RATIO;
-        println!(
+        crate::outln!(
             "{:<10} {:>13.1} ns {:>14.2} ({:.2}..{:.2}) {:>18}",
             info.id,
             median(&overheads),
@@ -59,8 +59,8 @@ pub fn run(duration_ns: u64, repeat: u32) -> Result<ExitCode, String> {
             crate::report::format::format_ns(median(&with_sleep))
         );
     }
-    println!();
-    println!(
+    crate::outln!();
+    crate::outln!(
         "target: loop overhead <= {TARGET_RATIO:.1} x two clock reads: {}",
         if all_met { "met by every runtime" } else { "NOT met by every runtime" }
     );

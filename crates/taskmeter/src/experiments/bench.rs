@@ -3,16 +3,15 @@
 //! clients (clients/README.md). Statistics and the console report are taskmeter-record's.
 
 use crate::model::bench::{BenchRecord, NamedText};
-use crate::process::interrupt::interrupted;
-use crate::process::watchdog::Watchdog;
-use crate::process::{describe, in_own_group, last_line};
+use crate::process::child::{Ask, Limits, Spawned, Stop};
+use crate::process::{describe, last_line, signals};
 use crate::report::export::RecordRef;
 use crate::session::{Output, Session};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use taskmeter_record::analysis::analyze;
 use taskmeter_record::clock::now_ns;
 use taskmeter_record::collector::Collector;
@@ -37,18 +36,18 @@ pub fn run(options: BenchOptions) -> Result<ExitCode, super::ExperimentError> {
     let sockets = SocketDir::create()?;
     let line = crate::report::console::env_line(&session.environment, None, Ok(None));
     let without_workers: Vec<&str> = line.split(" | ").filter(|part| !part.starts_with("workers")).collect();
-    eprintln!("{}", without_workers.join(" | "));
-    eprintln!("{}", console::preamble(&options.config, options.scenarios.len()));
+    crate::errln!("{}", without_workers.join(" | "));
+    crate::errln!("{}", console::preamble(&options.config, options.scenarios.len()));
 
     let inputs: Vec<Option<&(String, String)>> =
         if options.inputs.is_empty() { vec![None] } else { options.inputs.iter().map(Some).collect() };
     let mut results = Vec::new();
     'jobs: for (name, command) in &options.scenarios {
         for input in &inputs {
-            if interrupted() {
+            if session.stop_reason().is_some() {
                 break 'jobs;
             }
-            eprintln!("{}", console::progress(name, input.map(|i| i.0.as_str())));
+            crate::errln!("{}", console::progress(name, input.map(|i| i.0.as_str())));
             let job = Job { name, command, input: *input, config: &options.config, show_output: options.show_output };
             results.push(job.run(&sockets.path, results.len()).map_err(super::ExperimentError::Setup)?);
         }
@@ -58,7 +57,7 @@ pub fn run(options: BenchOptions) -> Result<ExitCode, super::ExperimentError> {
         tool: format!("taskmeter {}", env!("CARGO_PKG_VERSION")),
         config: options.config.clone(),
         results,
-        complete: !interrupted(),
+        complete: session.stop_reason().is_none(),
     };
     let record = BenchRecord {
         header: session.header::<BenchRecord>(),
@@ -67,7 +66,7 @@ pub fn run(options: BenchOptions) -> Result<ExitCode, super::ExperimentError> {
         report,
     };
     let failed = record.report.results.iter().any(|r| r.error.is_some());
-    Ok(session.finish(record, |r| RecordRef::Bench(r), crate::report::bench::write_folder, |r| console::render(&r.report), failed)?)
+    Ok(session.finish(record, |r| RecordRef::Bench(r), crate::report::bench::write_folder, |r| console::render(&r.report), failed))
 }
 
 /// A private folder for the collectors' sockets, removed at the end.
@@ -106,13 +105,17 @@ impl Job<'_> {
         let start_ns = now_ns();
         let warmup_end_ns = start_ns + self.config.warmup_ns;
         let window = Window { start_ns, warmup_end_ns, end_ns: warmup_end_ns + self.config.time_ns };
-        let watchdog = Watchdog::start(window.end_ns + self.config.drain_ns, TERM_GRACE);
+        // At the end of the drain a body still running is asked to stop (SIGTERM to its group),
+        // and killed a grace later.
+        let drain_end = instant_at(window.end_ns + self.config.drain_ns);
+        let limits = Limits { deadline: drain_end + TERM_GRACE + Duration::from_secs(1), ask: Ask::Signal(libc::SIGTERM), grace: TERM_GRACE, stop_at: Some(drain_end) };
 
         let mut invocations = 0;
         let mut error = None;
-        while now_ns() < window.end_ns && !interrupted() {
+        let mut stopped = None;
+        while now_ns() < window.end_ns && !signals::interrupted() {
             let mut command = Command::new("sh");
-            in_own_group(command.arg("-c").arg(self.command).envs(collector.env())).stdin(Stdio::null());
+            command.arg("-c").arg(self.command).envs(collector.env()).stdin(Stdio::null());
             command.env(taskmeter_record::UNTIL_VAR, window.end_ns.to_string()).env("TASKMETER_SCENARIO", self.name);
             if let Some((input_name, value)) = self.input {
                 command.env("TASKMETER_INPUT_NAME", input_name).env("TASKMETER_INPUT", value);
@@ -123,21 +126,27 @@ impl Job<'_> {
             } else {
                 command.stdout(Stdio::null()).stderr(log);
             }
-            let mut child = command.spawn().map_err(|e| format!("cannot run sh: {e}"))?;
-            watchdog.watch(child.id() as i32);
-            let status = child.wait().map_err(|e| format!("cannot wait for the scenario: {e}"))?;
-            watchdog.watch(0);
+            let body = match Spawned::start(command, "scenario") {
+                Ok(body) => body,
+                Err(_) if signals::interrupted() => break,
+                Err(failure) => return Err(failure.to_string()),
+            };
+            // What the body leaves running when its shell exits is stopped with it.
+            let ended = body.wait(limits, |_| {});
             invocations += 1;
-            if watchdog.stopped() {
+            if ended.stopped.is_some() {
+                stopped = ended.stopped;
                 break;
             }
-            if !status.success() {
-                error = Some(failure(self.command, status, &stderr_log));
-                break;
+            match ended.exit {
+                Ok(exit) if exit.status.success() => {}
+                Ok(exit) => {
+                    error = Some(failure(self.command, exit.status, &stderr_log));
+                    break;
+                }
+                Err(e) => return Err(format!("cannot wait for the scenario: {e}")),
             }
         }
-        let stopped = watchdog.stopped();
-        watchdog.finish();
         let (events, delivery) = collector.finish(STREAM_GRACE);
         let analysis = analyze(events, window, 0, None);
         let mut result = result_of(self.name, self.input.map(|i| i.0.clone()), window, invocations, &analysis);
@@ -150,13 +159,14 @@ impl Job<'_> {
         }
         result.error = error;
         result.delivery = Some(delivery);
-        if stopped && interrupted() {
+        if let Some(Stop::Signal(signal)) = stopped {
             result.notes.push(format!(
-                "interrupted (Ctrl-C) {} into the {} window: the body was stopped, and what it had not flushed is lost",
+                "interrupted by {} {} into the {} window: the body was stopped, and what it had not flushed is lost",
+                signals::name(signal),
                 taskmeter_record::format::duration(now_ns().saturating_sub(window.warmup_end_ns).min(self.config.time_ns) as f64),
                 taskmeter_record::format::duration(self.config.time_ns as f64)
             ));
-        } else if stopped {
+        } else if stopped.is_some() {
             result.notes.push(format!(
                 "the body's last run was still going at the end of the drain and was stopped (SIGTERM, SIGKILL after {} s); \
                  events it had not flushed are lost: loop `while running()` to end on time",
@@ -165,6 +175,12 @@ impl Job<'_> {
         }
         Ok(result)
     }
+}
+
+/// The Instant of a CLOCK_MONOTONIC time (both read the same clock on Linux).
+fn instant_at(ns: u64) -> Instant {
+    let now = now_ns();
+    if ns >= now { Instant::now() + Duration::from_nanos(ns - now) } else { Instant::now() }
 }
 
 /// Why a run of the body failed: how it ended and the last line it wrote to stderr.

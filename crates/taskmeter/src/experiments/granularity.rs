@@ -6,7 +6,6 @@ use crate::analysis::granularity::{derive, metg, summarise};
 use crate::machine::idle::LatencyRequest;
 use crate::machine::sched::SchedSettings;
 use crate::model::granularity::{GrainRecord, GrainRun, GrainSettings, SkippedRuntime};
-use crate::process::interrupt::interrupted;
 use crate::process::worker::{run_worker, Outcome};
 use crate::report::export::RecordRef;
 use crate::runtimes::{self, RuntimeInfo};
@@ -54,38 +53,40 @@ pub fn run(options: GrainOptions) -> Result<ExitCode, super::ExperimentError> {
     let mut skipped = Vec::new();
     for (info, available) in &availability {
         if let Err(reason) = available {
-            eprintln!("taskmeter: skipping {}: {reason}", info.id);
+            crate::errln!("taskmeter: skipping {}: {reason}", info.id);
             skipped.push(SkippedRuntime { runtime: info.id.to_string(), reason: reason.clone() });
         }
     }
     runtimes::prepare_drivers(&availability);
     let available: Vec<&'static RuntimeInfo> = availability.iter().filter(|(_, a)| a.is_ok()).map(|(info, _)| *info).collect();
-    let per_worker = plan_for(s, "estimate").planned_ns() as f64 / 1e9;
-    eprintln!(
-        "granularity: {} runtimes x {} repetitions, {} task sizes each (about {:.0} s)",
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let per_worker = plan_for(s, "estimate").planned_ns_on(cpus) as f64 / 1e9;
+    let estimate = Duration::from_secs_f64((per_worker * (available.len() as u32 * s.repeat) as f64 * 1.2).round().min(1e12));
+    crate::errln!(
+        "granularity: {} runtimes x {} repetitions, {} task sizes each (about {})",
         available.len(),
         s.repeat,
         s.grains_ns.len(),
-        per_worker * (available.len() as u32 * s.repeat) as f64 * 1.2
+        humantime::format_duration(estimate.max(Duration::from_secs(1)))
     );
     let mut runs = Vec::new();
     'repetitions: for repetition in 1..=s.repeat {
         // Each repetition starts one runtime later, so that no runtime always runs first.
         let order = available.iter().cycle().skip((repetition as usize - 1) % available.len().max(1)).take(available.len());
         for info in order {
-            if interrupted() {
+            if session.stop_reason().is_some() {
                 break 'repetitions;
             }
             session.environment.toolchains.insert(info.id.to_string(), runtimes::toolchain(info));
             let run = run_one(info, s, repetition, &sched, grace);
-            eprintln!("{}", crate::report::granularity::progress_line(&run, s.repeat));
+            crate::errln!("{}", crate::report::granularity::progress_line(&run, s.repeat));
             runs.push(run);
         }
     }
     let summaries = summarise(&runs, &s.runtimes, s.grains_ns.len());
     let record = GrainRecord { header: session.header::<GrainRecord>(), settings: s.clone(), runs, summaries, skipped };
     let failed = record.runs.iter().any(|r| r.error.is_some() && !r.interrupted);
-    Ok(session.finish(record, |r| RecordRef::Granularity(r), crate::report::granularity::write_folder, crate::report::granularity::console, failed)?)
+    Ok(session.finish(record, |r| RecordRef::Granularity(r), crate::report::granularity::write_folder, crate::report::granularity::console, failed))
 }
 
 /// One worker: every task size for one runtime.
@@ -106,16 +107,19 @@ fn run_one(info: &'static RuntimeInfo, s: &GrainSettings, repetition: u32, sched
     };
     match worker.outcome {
         Outcome::Completed(d) => keep(d),
-        Outcome::Interrupted(d) => {
+        Outcome::Interrupted(d, why) => {
             keep(d);
             run.interrupted = true;
-            run.error = Some("interrupted".into());
+            run.error = Some(why);
         }
         Outcome::Cut(d, why) => {
             keep(d);
-            run.error = Some(why);
+            run.error = Some(format!("cut short before its D frame: {why}"));
         }
-        Outcome::Failed(failure) => run.error = Some(failure.to_string()),
+        Outcome::Failed(failure) => {
+            run.interrupted = matches!(failure, crate::process::Failure::Interrupted { .. });
+            run.error = Some(failure.to_string());
+        }
     }
     if run.error.is_none() {
         run.metg = metg(&run.points);

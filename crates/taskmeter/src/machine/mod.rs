@@ -4,3 +4,4 @@ pub mod counters;
 pub mod env;
 pub mod idle;
 pub mod sched;
+pub mod streams;

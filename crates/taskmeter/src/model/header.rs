@@ -14,8 +14,11 @@ pub struct Header {
     pub schema: String,
     pub schema_version: u32,
     pub taskmeter_version: String,
-    /// False when the command was interrupted: the record holds what was measured until then.
+    /// False when the command was stopped early: the record holds what was measured until then.
     pub complete: bool,
+    /// Why it was stopped early: "interrupted by SIGTERM", or the results folder became unusable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete_reason: Option<String>,
     pub command_line: Vec<String>,
     pub started_at: String,
     pub finished_at: String,
@@ -39,6 +42,7 @@ pub trait Record: Serialize + DeserializeOwned {
             schema_version: *Self::VERSIONS.end(),
             taskmeter_version: env!("CARGO_PKG_VERSION").into(),
             complete: true,
+            incomplete_reason: None,
             command_line,
             started_at,
             finished_at: String::new(),
@@ -58,7 +62,13 @@ pub enum LoadError {
     NoVersion(PathBuf),
     Version { path: PathBuf, found: u64, oldest: u32, newest: u32 },
     Shape(PathBuf, &'static str, serde_json::Error),
+    /// The record reads, but does not hold together (`consistency`): every problem, one
+    /// sentence each.
+    Inconsistent { path: PathBuf, problems: Vec<String> },
 }
+
+/// Problems of an inconsistent record shown one by one; the rest are counted.
+pub const SHOWN_PROBLEMS: usize = 10;
 
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -71,10 +81,24 @@ impl fmt::Display for LoadError {
                 write!(f, "{} is a {found} record, not a {expected} record", path.display())
             }
             LoadError::NoVersion(p) => write!(f, "{} has no schema_version", p.display()),
-            LoadError::Version { path, found, oldest, newest } => {
-                write!(f, "{} has schema version {found}; this taskmeter reads versions {oldest} to {newest}", path.display())
-            }
+            LoadError::Version { path, found, oldest, newest } if *found > *newest as u64 => write!(
+                f,
+                "{} has schema version {found}: it was written by a newer taskmeter than this one (which reads versions {oldest} to {newest}); upgrade taskmeter to read it",
+                path.display()
+            ),
+            LoadError::Version { path, found, oldest, newest } => write!(
+                f,
+                "{} has schema version {found}: it is older than this taskmeter reads (versions {oldest} to {newest}); read it with the taskmeter that wrote it, or measure again",
+                path.display()
+            ),
             LoadError::Shape(p, schema, e) => write!(f, "{} does not match the {schema} schema: {e}", p.display()),
+            // One line per problem, each naming the file; the printer puts `taskmeter: ` before each.
+            LoadError::Inconsistent { path, problems } => {
+                let lines = problems.iter().take(SHOWN_PROBLEMS).map(|problem| format!("{}: {problem}", path.display()));
+                let more = problems.len().saturating_sub(SHOWN_PROBLEMS);
+                let more = (more > 0).then(|| format!("... and {more} more"));
+                f.write_str(&lines.chain(more).collect::<Vec<_>>().join("\n"))
+            }
         }
     }
 }

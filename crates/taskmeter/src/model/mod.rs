@@ -1,8 +1,10 @@
-//! What a run is and what it wrote: settings and sweeps, the records of `run`, `net` and `bench`
-//! (`run.json`, `net.json`, `bench.json`) and the header they share, and the samples file.
+//! What a run is and what it wrote: settings and sweeps, the records of `run`, `net`, `granularity` and
+//! `bench` (`run.json`, `net.json`, `bench.json`, `granularity.json`) and the header they share, whether
+//! a record read back holds together (`consistency`), and the samples file.
 
 pub mod any;
 pub mod bench;
+pub mod consistency;
 pub mod granularity;
 pub mod header;
 pub mod net;

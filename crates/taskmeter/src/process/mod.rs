@@ -1,16 +1,17 @@
-//! One supervisor for every child process taskmeter starts (workers, receivers, bench bodies):
-//! each leads its own process group, so one kill reaches everything it started and the
-//! terminal's Ctrl-C reaches only taskmeter; its stderr is kept (the tail) for the reason;
-//! it is reaped with wait4 for its resources; how it ended is said the same way everywhere;
-//! and whatever went wrong is a typed [`Failure`].
+//! One supervisor for every child process taskmeter starts (workers, receivers, bench bodies,
+//! builds), written once: `child` starts, stops and reaps one; `pipe` reads its output without
+//! ever waiting forever; `signals` turns SIGINT, SIGTERM and SIGHUP into an orderly stop;
+//! `guard` cleans up after a taskmeter that was killed outright; `worker` speaks the worker
+//! protocol on top. Whatever went wrong is a typed [`Failure`], said the same way everywhere.
 
-pub mod interrupt;
-pub mod watchdog;
+pub mod child;
+pub mod guard;
+pub mod pipe;
+pub mod signals;
 pub mod worker;
 
-use std::io::Read;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, ExitStatus};
 use std::time::Duration;
 
 /// Why a child's run is not a result.
@@ -26,6 +27,8 @@ pub enum Failure {
     Refused { message: String, how: Option<String> },
     /// What it printed breaks its protocol.
     Invalid(String),
+    /// taskmeter received a signal and stopped it (`who`: "the worker").
+    Interrupted { signal: String, who: String, killed: Option<Killed> },
 }
 
 impl std::fmt::Display for Failure {
@@ -40,21 +43,40 @@ impl std::fmt::Display for Failure {
             Failure::Refused { message, how: Some(how) } => write!(f, "worker error: {message} ({how})"),
             Failure::Refused { message, how: None } => write!(f, "worker error: {message}"),
             Failure::Invalid(why) => write!(f, "protocol violation: {why}"),
+            Failure::Interrupted { signal, who, killed: Some(killed) } => write!(f, "interrupted by {signal}; {who} {killed}"),
+            Failure::Interrupted { signal, .. } => write!(f, "interrupted by {signal}"),
         }
     }
 }
 
 impl std::error::Error for Failure {}
 
-/// Prepares `command` to lead its own process group, its three streams piped.
-pub fn in_own_group(command: &mut Command) -> &mut Command {
-    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0)
+/// How a child asked to stop came to be killed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Killed {
+    /// It did not stop within its grace.
+    AfterGrace(Duration),
+    /// A second signal came.
+    SecondSignal,
+    /// Its deadline came first.
+    AtDeadline,
 }
+
+impl std::fmt::Display for Killed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Killed::AfterGrace(grace) => write!(f, "did not stop within {:.1} s and was killed", grace.as_secs_f64()),
+            Killed::SecondSignal => f.write_str("was killed at a second signal"),
+            Killed::AtDeadline => f.write_str("did not stop before its deadline and was killed"),
+        }
+    }
+}
+
 
 /// Kills a child's whole process group with `signal`.
 pub fn kill_group(pid: i32, signal: i32) {
-    // SAFETY: the child leads its own process group (see [`in_own_group`]), so this reaches it
-    // and anything it started, and nothing else.
+    // SAFETY: the child leads its own process group (see [`child::Spawned::start`]), so this
+    // reaches it and anything it started, and nothing else.
     unsafe { libc::kill(-pid, signal) };
 }
 
@@ -62,22 +84,8 @@ pub fn kill_group(pid: i32, signal: i32) {
 pub fn describe(status: ExitStatus) -> String {
     match (status.code(), status.signal()) {
         (Some(code), _) => format!("exited with status {code}"),
-        (None, Some(signal)) => format!("was killed by signal {signal} ({})", signal_name(signal)),
+        (None, Some(signal)) => format!("was killed by signal {signal} ({})", signals::name(signal)),
         _ => "ended abnormally".into(),
-    }
-}
-
-fn signal_name(signal: i32) -> &'static str {
-    match signal {
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGINT => "SIGINT",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGILL => "SIGILL",
-        libc::SIGFPE => "SIGFPE",
-        _ => "signal",
     }
 }
 
@@ -86,15 +94,8 @@ pub fn last_line(stderr: &str) -> Option<String> {
     stderr.lines().rev().find(|l| !l.trim().is_empty()).map(|l| l.trim().to_string())
 }
 
-/// From here on, a closed stdout (`taskmeter list | head`) ends taskmeter quietly, as it does
-/// any Unix filter, instead of a panic. Only once no child is running: while workers run, a
-/// worker that exits early must not take taskmeter down through its stdin pipe.
-pub fn quiet_on_closed_stdout() {
-    // SAFETY: restores the default action of one signal; no handler is involved.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-}
-
 /// How a child ended, and the resources it used (from wait4).
+#[derive(Debug)]
 pub struct Exit {
     pub status: ExitStatus,
     pub peak_rss_kb: u64,
@@ -134,27 +135,4 @@ pub fn wait_with_usage(child: Child) -> std::io::Result<Exit> {
     drop(child);
     let cpu_ns = timeval_ns(usage.ru_utime) + timeval_ns(usage.ru_stime);
     Ok(Exit { status: ExitStatus::from_raw(status), peak_rss_kb: usage.ru_maxrss as u64, cpu_ns })
-}
-
-/// Reads a pipe to its end on a thread (so a full pipe never blocks the child), keeping at
-/// most the last `keep` bytes.
-pub fn collect<R: Read + Send + 'static>(pipe: Option<R>, keep: usize) -> std::thread::JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut kept = Vec::new();
-        let Some(mut pipe) = pipe else { return kept };
-        let mut buffer = vec![0u8; 64 * 1024];
-        while let Ok(n) = pipe.read(&mut buffer) {
-            if n == 0 {
-                break;
-            }
-            kept.extend_from_slice(&buffer[..n]);
-            if kept.len() > keep.saturating_mul(2) {
-                kept.drain(..kept.len() - keep);
-            }
-        }
-        if kept.len() > keep {
-            kept.drain(..kept.len() - keep);
-        }
-        kept
-    })
 }

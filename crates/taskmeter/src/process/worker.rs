@@ -1,34 +1,29 @@
 //! A worker process: sends its plan, reads and checks its frames as they arrive (handing each
-//! checked sample on at once), waits within a deadline, passes Ctrl-C on (end of file on its
-//! stdin), reads back the scheduling it really had, and turns whatever happened into a
-//! checked result, a partial one (the stream was cut after the gate), or a [`Failure`].
+//! checked sample on at once), under the supervisor (`child`): a deadline, a signal to
+//! taskmeter passed on as end of file on its stdin, then SIGKILL after a grace. It reads back
+//! the scheduling the worker really had, and turns whatever happened into a checked result, a
+//! partial one (the stream was cut after the gate), or a [`Failure`].
 
-use super::interrupt::{self, Listener};
-use super::{collect, describe, in_own_group, kill_group, last_line, wait_with_usage, Exit, Failure};
+use super::child::{Ask, Ended, Limits, Moment, Spawned, Stop};
+use super::{describe, last_line, Failure};
 use crate::machine::counters::{self, Counters};
 use crate::machine::sched::{SchedInfo, SchedSettings};
-use std::io::Write;
 use std::os::unix::process::CommandExt;
-use std::process::{Command, ExitStatus};
+use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use taskmeter_protocol::frames::{decode, Frame, FrameReader, ReadError};
 use taskmeter_protocol::{Checker, Delivered, Ending, OutputError, Plan, SampleView};
 
-enum Event {
-    Exited(std::io::Result<Exit>),
-    Interrupt,
-}
-
 #[derive(Debug)]
 pub enum Outcome {
     Completed(Delivered),
-    /// Stopped early by Ctrl-C; what was measured until then.
-    Interrupted(Delivered),
+    /// Stopped early by a signal to taskmeter; what was measured until then, and the reason.
+    Interrupted(Delivered, String),
     /// The stream was cut after the gate opened (the worker crashed, was killed or timed
     /// out): what it delivered until then, and why it ended.
-    Cut(Delivered, String),
+    Cut(Delivered, Failure),
     Failed(Failure),
 }
 
@@ -63,21 +58,19 @@ pub fn deadline(plan: &Plan, grace: Duration) -> Duration {
     // Starting the units may take the start limit, and ending as many (joining 30,000 threads)
     // about as long again.
     let planned = plan.start_limit_ns.saturating_mul(2).saturating_add(plan.planned_ns());
-    Duration::from_nanos(planned) + grace
+    Duration::from_nanos(planned).saturating_add(grace)
 }
 
 /// What happened to a worker process, before its output is judged.
 pub struct RawRun {
-    pub status: std::io::Result<ExitStatus>,
+    pub ended: Ended,
     /// The worker's peak resident set size, kB.
     pub peak_rss_kb: Option<u64>,
     /// The worker's CPU time (user + system), from wait4.
     pub cpu_ns: Option<u64>,
-    pub timed_out: bool,
     pub stream: Stream,
     pub stderr: String,
     pub sched: SchedInfo,
-    pub wall_ns: u64,
     pub counters: Result<Counters, String>,
 }
 
@@ -89,8 +82,8 @@ pub struct StopPolicy {
     pub grace: Duration,
 }
 
-/// Starts `command`, sends `input` (one line) and keeps stdin open until the worker exits, the
-/// user presses Ctrl-C, or `stop.after` passes; kills the worker's process group at `limit`.
+/// Starts `command`, sends `input` (one line) and keeps stdin open until the worker exits,
+/// taskmeter gets a signal, or `stop.after` passes; kills the worker's process group at `limit`.
 /// Its frames are checked against `plan` as they arrive, the samples handed to `sink`.
 pub fn spawn_and_wait(
     mut command: Command,
@@ -102,19 +95,11 @@ pub fn spawn_and_wait(
     sink: SampleSink,
     mut tick: impl FnMut(),
 ) -> Result<RawRun, Failure> {
-    in_own_group(&mut command);
+    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     if !sched.is_default() {
         let (settings, cpu_set) = (sched.clone(), sched.cpu_set());
         // SAFETY: the closure only makes system calls (no allocation, no locks) between fork and exec.
         unsafe { command.pre_exec(move || settings.apply_in_child(cpu_set.as_ref())) };
-    }
-    let (tx, rx) = mpsc::channel();
-    let interrupts = tx.clone();
-    let listener = Listener::new(move || {
-        let _ = interrupts.send(Event::Interrupt);
-    });
-    if interrupt::interrupted() {
-        return Err(Failure::Spawn("not started: the run was interrupted".into()));
     }
     // A forked child's ru_maxrss starts from its parent's peak RSS and keeps it across exec, so
     // a worker smaller than taskmeter's peak would report taskmeter's: give memory back, reset
@@ -124,82 +109,53 @@ pub fn spawn_and_wait(
     unsafe { libc::malloc_trim(0) };
     let _ = std::fs::write("/proc/self/clear_refs", "5");
     let parent_rss_kb = status_kb("self", "VmRSS:").unwrap_or(u64::MAX);
-    // The deadline and the read-back count from the spawn, after any preparation above.
-    let started = Instant::now();
-    let mut child = command.spawn().map_err(|e| {
-        Failure::Spawn(if sched.is_default() {
-            format!("could not start the worker: {e}")
-        } else {
-            format!("could not give the worker {}: {e}", sched.describe())
-        })
+    let mut child = Spawned::start(command, "worker").map_err(|failure| match failure {
+        Failure::Spawn(why) if !sched.is_default() => {
+            Failure::Spawn(why.replacen("could not start the worker", &format!("could not give the worker {}", sched.describe()), 1))
+        }
+        other => other,
     })?;
-    let pid = child.id() as i32;
+    let pid = child.pid();
     // Policy, slack and affinity are set before exec and are read now; what the worker does
     // while starting (a preloaded mlockall, a runtime's own threads) is read again shortly after.
     let mut readback = SchedInfo::of(pid);
     let mut read_again = true;
-    let read_at = started + Duration::from_millis(50);
-    let mut stdin = child.stdin.take();
-    if let Some(pipe) = stdin.as_mut() {
-        // A worker that exits at once closes the pipe; its output will say why.
-        let _ = pipe.write_all(format!("{}\n", input.trim_end()).as_bytes()).and_then(|_| pipe.flush());
-    }
+    let read_at = child.started() + Duration::from_millis(50);
+    child.tick_early(read_at);
+    child.send(&format!("{}\n", input.trim_end()));
     let (gate_tx, gate_rx) = mpsc::channel();
-    let stdout = read_frames(child.stdout.take(), pid, plan.clone(), sink, gate_tx);
+    let stdout = read_frames(child.stdout(), pid, plan.clone(), sink, gate_tx);
     let (stop_counting, stop_rx) = mpsc::channel();
     let counters = std::thread::spawn(move || {
         let times: counters::ReadingTimes = gate_rx.recv().map_err(|_| "the worker never opened its start gate".to_string())?;
         counters::over_window(pid, &times, &stop_rx)
     });
-    let stderr = collect(child.stderr.take(), 16 * 1024);
-    std::thread::spawn(move || {
-        let _ = tx.send(Event::Exited(wait_with_usage(child)));
-    });
+    let stderr = child.stderr_tail(16 * 1024);
 
     let mut high_water_kb = 0;
-    let mut deadline = started + limit;
-    let mut stop_at = stop.after.map(|after| started + after);
-    let mut timed_out = false;
-    let status = loop {
-        let now = Instant::now();
-        let mut next = stop_at.map_or(deadline, |s| s.min(deadline));
-        if read_again {
-            next = next.min(read_at);
-        }
-        let wait = next.saturating_duration_since(now).min(Duration::from_millis(250));
-        let event = rx.recv_timeout(wait);
-        let ask_to_stop = matches!(event, Ok(Event::Interrupt)) || stop_at.is_some_and(|s| Instant::now() >= s);
-        match event {
-            Ok(Event::Exited(status)) => break status,
-            Ok(Event::Interrupt) if stdin.is_none() => kill_group(pid, libc::SIGKILL),
-            Err(RecvTimeoutError::Timeout) if Instant::now() >= deadline && !timed_out => {
-                timed_out = true;
-                kill_group(pid, libc::SIGKILL);
-            }
-            Err(RecvTimeoutError::Disconnected) => unreachable!("the waiter thread holds a sender"),
-            _ if ask_to_stop && stdin.is_some() => {
-                // End of file on stdin: the worker finishes its current iteration and writes.
-                stdin = None;
-                let _ = stop_counting.send(());
-                stop_at = None;
-                deadline = deadline.min(Instant::now() + stop.grace);
-            }
-            _ => {
-                // Read the attributes again once the worker has exec'd and started its runtime.
-                if read_again && Instant::now() >= read_at {
-                    read_again = false;
-                    let now = SchedInfo::of(pid);
-                    if !now.policy.starts_with("policy -") {
-                        readback = now;
-                    }
-                }
-                high_water_kb = high_water_kb.max(status_kb(&pid.to_string(), "VmHWM:").unwrap_or(0));
-                tick()
-            }
-        }
+    let limits = Limits {
+        deadline: child.started() + limit,
+        ask: Ask::CloseStdin,
+        grace: stop.grace,
+        stop_at: stop.after.map(|after| child.started() + after),
     };
-    drop(listener);
-    drop(stdin);
+    let ended = child.wait(limits, |moment| {
+        if moment == Moment::Asking {
+            // Asked to stop, the worker closes its window early: read the counters now.
+            let _ = stop_counting.send(());
+            return;
+        }
+        // Read the attributes again once the worker has exec'd and started its runtime.
+        if read_again && Instant::now() >= read_at {
+            read_again = false;
+            let now = SchedInfo::of(pid);
+            if !now.policy.starts_with("policy -") {
+                readback = now;
+            }
+        }
+        high_water_kb = high_water_kb.max(status_kb(&pid.to_string(), "VmHWM:").unwrap_or(0));
+        tick()
+    });
     drop(stop_counting);
     let mut counters = counters.join().unwrap_or_else(|_| Err("the reader of the counters failed".into()));
     let stream = stdout.join().unwrap_or_else(|_| Stream { ending: Err(OutputError::Invalid("the reader of the output failed".into())), first_samples_ns: None, wakeups_counted: 0 });
@@ -207,16 +163,16 @@ pub fn spawn_and_wait(
         c.wakeups = stream.wakeups_counted;
     }
     let stderr = String::from_utf8_lossy(&stderr.join().unwrap_or_default()).into_owned();
-    let cpu_ns = status.as_ref().ok().map(|exit| exit.cpu_ns);
-    let (status, peak_rss_kb) = match status {
-        // Clearly above taskmeter's size at the fork (1 MiB for what taskmeter allocated since),
-        // ru_maxrss is the worker's; below, it may be taskmeter's, and the last VmHWM read
-        // (every 250 ms at most) is the worker's.
-        Ok(exit) if exit.peak_rss_kb > parent_rss_kb + 1024 => (Ok(exit.status), Some(exit.peak_rss_kb)),
-        Ok(exit) => (Ok(exit.status), Some(high_water_kb).filter(|kb| *kb > 0)),
-        Err(e) => (Err(e), None),
+    let cpu_ns = ended.exit.as_ref().ok().map(|exit| exit.cpu_ns);
+    // Clearly above taskmeter's size at the fork (1 MiB for what taskmeter allocated since),
+    // ru_maxrss is the worker's; below, it may be taskmeter's, and the last VmHWM read (every
+    // 250 ms at most) is the worker's.
+    let peak_rss_kb = match &ended.exit {
+        Ok(exit) if exit.peak_rss_kb > parent_rss_kb + 1024 => Some(exit.peak_rss_kb),
+        Ok(_) => Some(high_water_kb).filter(|kb| *kb > 0),
+        Err(_) => None,
     };
-    Ok(RawRun { status, peak_rss_kb, cpu_ns, timed_out, stream, stderr, sched: readback, wall_ns: started.elapsed().as_nanos() as u64, counters })
+    Ok(RawRun { ended, peak_rss_kb, cpu_ns, stream, stderr, sched: readback, counters })
 }
 
 /// Reads, checks and hands on the worker's frames, on a thread of its own, until the stream
@@ -225,7 +181,7 @@ pub fn spawn_and_wait(
 /// As soon as the gate is read, when to read the counters of process `pid` goes to `counters`,
 /// and the samples that wake between the two readings' starts (as planned, then as they
 /// really began) are counted.
-fn read_frames(stdout: Option<std::process::ChildStdout>, pid: i32, plan: Plan, mut sink: SampleSink, counters: mpsc::Sender<counters::ReadingTimes>) -> std::thread::JoinHandle<Stream> {
+fn read_frames(stdout: Option<super::pipe::Pipe>, pid: i32, plan: Plan, mut sink: SampleSink, counters: mpsc::Sender<counters::ReadingTimes>) -> std::thread::JoinHandle<Stream> {
     std::thread::spawn(move || {
         let (warmup_ns, duration_ns) = (plan.warmup_ns, plan.duration_ns);
         // The granularity experiment has no window to count over: its grains are timed apart.
@@ -268,9 +224,11 @@ fn read_frames(stdout: Option<std::process::ChildStdout>, pid: i32, plan: Plan, 
                 sink(&views);
             }
         };
-        // Whatever follows a violation is not read: the worker may still be writing, and its
-        // pipe must not fill, so drain it.
-        let _ = std::io::copy(&mut reader.into_inner(), &mut std::io::sink());
+        if ending.is_err() {
+            // Nothing it sends after a violation can count: stop it now rather than at its
+            // deadline (a worker that floods its pipe would never end).
+            super::kill_group(pid, libc::SIGKILL);
+        }
         Stream { ending, first_samples_ns, wakeups_counted }
     })
 }
@@ -289,40 +247,49 @@ pub fn run_worker(command: Command, plan: &Plan, sched: &SchedSettings, grace: D
     match spawn_and_wait(command, plan, &plan.to_json(), sched, limit, stop, sink, tick) {
         Err(reason) => WorkerRun { outcome: Outcome::Failed(reason), sched: None, peak_rss_kb: None, cpu_ns: None, wall_ns: 0, counters: Err("the worker did not start".into()), stderr: String::new() },
         Ok(raw) => {
-            let outcome = classify(&raw, limit);
-            WorkerRun { outcome, sched: Some(raw.sched), peak_rss_kb: raw.peak_rss_kb, cpu_ns: raw.cpu_ns, wall_ns: raw.wall_ns, counters: raw.counters, stderr: raw.stderr }
+            let outcome = classify(&raw);
+            let wall_ns = raw.ended.wall.as_nanos() as u64;
+            WorkerRun { outcome, sched: Some(raw.sched), peak_rss_kb: raw.peak_rss_kb, cpu_ns: raw.cpu_ns, wall_ns, counters: raw.counters, stderr: raw.stderr }
         }
     }
 }
 
-pub fn classify(raw: &RawRun, limit: Duration) -> Outcome {
+/// Judges a worker's run: its stream first (a violation or a refusal is the answer whatever
+/// else happened), then how it ended: on its own, at its deadline, or stopped by a signal.
+pub fn classify(raw: &RawRun) -> Outcome {
     let stderr = last_line(&raw.stderr);
     let ending = match &raw.stream.ending {
         Err(OutputError::Invalid(why)) => return Outcome::Failed(Failure::Invalid(why.clone())),
         Err(OutputError::Refused(message)) => return Outcome::Failed(Failure::Refused { message: message.clone(), how: None }),
         Ok(ending) => ending.clone(),
     };
-    let why_it_ended = if raw.timed_out {
-        Failure::TimedOut { after: limit, hint: "; raise --grace if its busy work is long".into(), stderr: stderr.clone() }
-    } else {
-        match &raw.status {
-            Ok(status) if status.success() => Failure::Ended { who: "the worker".into(), how: "exited with status 0".into(), stderr: stderr.clone() },
-            Ok(status) => Failure::Ended { who: "the worker".into(), how: describe(*status), stderr: stderr.clone() },
-            Err(e) => Failure::Spawn(format!("could not wait for the worker: {e}")),
-        }
+    let ended = &raw.ended;
+    let why_it_ended = match ended.stopped {
+        Some(Stop::Deadline) => Failure::TimedOut { after: ended.limit, hint: "; raise --grace if its busy work is long".into(), stderr: stderr.clone() },
+        Some(Stop::Signal(_)) | Some(Stop::Asked) if ended.killed.is_some() => ended.stop_failure("worker", stderr.clone()).expect("stopped"),
+        _ => match ended.status() {
+            Some(status) => Failure::Ended { who: "the worker".into(), how: describe(status), stderr: stderr.clone() },
+            None => Failure::Spawn(format!("could not wait for the worker: {}", ended.exit.as_ref().err().map(|e| e.to_string()).unwrap_or_default())),
+        },
     };
-    let clean_exit = !raw.timed_out && raw.status.as_ref().is_ok_and(|s| s.success());
+    let by_signal = matches!(ended.stopped, Some(Stop::Signal(_)));
+    let interrupted = || match ended.stop_failure("worker", None) {
+        Some(failure @ Failure::Interrupted { .. }) => failure,
+        _ => Failure::Interrupted { signal: "a request to stop".into(), who: "the worker".into(), killed: None },
+    };
     match ending {
-        Ending::Refused(message) => {
-            let how = raw.status.as_ref().ok().filter(|s| !s.success()).map(|s| describe(*s));
-            Outcome::Failed(Failure::Refused { message, how })
+        Ending::Refused(message) => Outcome::Failed(Failure::Refused { message, how: ended.status().filter(|s| !s.success()).map(describe) }),
+        Ending::Complete(delivered) if ended.clean() && delivered.done.as_ref().is_some_and(|d| d.interrupted) => {
+            let reason = if ended.stopped == Some(Stop::Asked) { "stopped early, as asked".to_string() } else { interrupted().to_string() };
+            Outcome::Interrupted(delivered, reason)
         }
-        Ending::Complete(delivered) if clean_exit && delivered.done.as_ref().is_some_and(|d| d.interrupted) => Outcome::Interrupted(delivered),
-        Ending::Complete(delivered) if clean_exit => Outcome::Completed(delivered),
+        Ending::Complete(delivered) if ended.clean() => Outcome::Completed(delivered),
         Ending::Complete(_) => Outcome::Failed(Failure::Invalid(format!("the worker sent D but then {why_it_ended}"))),
-        Ending::Cut(delivered) => Outcome::Cut(delivered, format!("{why_it_ended} before its D frame")),
-        Ending::Empty { hello: None } if clean_exit => Outcome::Failed(Failure::Invalid("the worker sent nothing".into())),
-        Ending::Empty { .. } if clean_exit => Outcome::Failed(Failure::Invalid("the output ends before the G frame".into())),
+        Ending::Cut(delivered) if by_signal => Outcome::Interrupted(delivered, why_it_ended.to_string()),
+        Ending::Cut(delivered) => Outcome::Cut(delivered, why_it_ended),
+        Ending::Empty { .. } if by_signal => Outcome::Failed(interrupted()),
+        Ending::Empty { hello: None } if ended.clean() => Outcome::Failed(Failure::Invalid("the worker sent nothing".into())),
+        Ending::Empty { .. } if ended.clean() => Outcome::Failed(Failure::Invalid("the output ends before the G frame".into())),
         Ending::Empty { .. } => Outcome::Failed(why_it_ended),
     }
 }

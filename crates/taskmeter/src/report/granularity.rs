@@ -18,6 +18,7 @@ pub fn progress_line(run: &GrainRun, repeat: u32) -> String {
     let repetition = if repeat > 1 { format!(" #{}", run.repetition) } else { String::new() };
     let took = format!("{:.1} s", run.wall_ns as f64 / 1e9);
     match (&run.error, run.metg) {
+        (Some(e), _) if run.interrupted => format!("granularity: {:<14}{repetition}  interrupted after {} task sizes: {e}", run.runtime, run.points.len()),
         (Some(e), _) => format!("granularity: {:<14}{repetition}  FAILED after {} task sizes: {e}", run.runtime, run.points.len()),
         (None, Some(m)) => format!("granularity: {:<14}{repetition}  METG(50 %) {}  ({} task sizes, {took})", run.runtime, metg_text(m), run.points.len()),
         (None, None) => format!("granularity: {:<14}{repetition}  no task size measured ({took})", run.runtime),
@@ -130,7 +131,8 @@ pub fn console(record: &GrainRecord) -> String {
         let _ = writeln!(out, "{} (repetition {}) failed after {} task sizes: {}", run.runtime, run.repetition, run.points.len(), run.error.as_deref().unwrap_or_default());
     }
     if !record.header.complete {
-        out.push_str("\nThe run was interrupted: these results hold what was measured before it.\n");
+        let why = record.header.incomplete_reason.as_deref().unwrap_or("interrupted");
+        let _ = writeln!(out, "\nThe run stopped early ({why}): these results hold what was measured before it.");
     }
     out
 }

@@ -14,6 +14,7 @@ use crate::report::tables::Layout;
 use crate::report::tables::Table;
 use crate::model::run::{RowStatus, RunRecord};
 use crate::machine::env::Environment;
+use crate::model::header::Header;
 use std::fmt::Write as _;
 
 const STYLE: &str = "
@@ -69,7 +70,7 @@ fn html_table(out: &mut String, t: &Table) {
 
 pub fn render(record: &RunRecord, charts: &[Chart]) -> String {
     let title = format!("taskmeter {} run of {}", record.experiment, record.header.started_at);
-    let mut out = page_head(&title, record.header.complete, &format!("{} to {}", record.header.started_at, record.header.finished_at), &record.header.command_line);
+    let mut out = page_head(&title, &record.header, &format!("{} to {}", record.header.started_at, record.header.finished_at));
     let _ = writeln!(out, "<p>{}</p>", escape(&settings_line(record)));
     if record.order.shuffled {
         let seed = record.order.seed.map(|s| s.to_string()).unwrap_or_default();
@@ -183,15 +184,19 @@ pub fn render(record: &RunRecord, charts: &[Chart]) -> String {
 }
 
 /// The document's start: title, status, when, and the command line.
-fn page_head(title: &str, complete: bool, when: &str, command_line: &[String]) -> String {
+fn page_head(title: &str, header: &Header, when: &str) -> String {
+    let command_line = &header.command_line;
     let mut out = String::new();
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>\n",
         escape(title)
     );
-    let (class, status) = if complete { ("complete", "complete") } else { ("incomplete", "INCOMPLETE: interrupted") };
-    let _ = writeln!(out, "<h1>{}</h1><p><span class=\"status {class}\">{status}</span> {}</p>", escape(title), escape(when));
+    let (class, status) = match header.complete {
+        true => ("complete", "complete".to_string()),
+        false => ("incomplete", format!("INCOMPLETE: {}", header.incomplete_reason.as_deref().unwrap_or("interrupted"))),
+    };
+    let _ = writeln!(out, "<h1>{}</h1><p><span class=\"status {class}\">{}</span> {}</p>", escape(title), escape(&status), escape(when));
     let _ = writeln!(out, "<pre class=\"command\">{}</pre>", escape(&command_line.join(" ")));
     out
 }
@@ -225,7 +230,7 @@ pub fn render_bench(record: &crate::model::bench::BenchRecord) -> String {
     use taskmeter_record::format::duration;
     let report = &record.report;
     let title = format!("taskmeter bench of {}", record.header.started_at);
-    let mut out = page_head(&title, report.complete, &record.header.started_at, &record.header.command_line);
+    let mut out = page_head(&title, &record.header, &record.header.started_at);
     let c = &report.config;
     let _ = writeln!(
         out,
@@ -311,7 +316,7 @@ pub fn render_bench(record: &crate::model::bench::BenchRecord) -> String {
 /// `report.html` of `run net`: the console's tables, the charts, the failures and the environment.
 pub fn render_net(record: &crate::model::net::NetRecord, charts: &[Chart], console: &str) -> String {
     let title = format!("taskmeter net run of {}", record.header.started_at);
-    let mut out = page_head(&title, record.header.complete, &format!("{} to {}", record.header.started_at, record.header.finished_at), &record.header.command_line);
+    let mut out = page_head(&title, &record.header, &format!("{} to {}", record.header.started_at, record.header.finished_at));
     for p in record.points.iter().filter(|p| p.error.is_some()) {
         let _ = writeln!(
             out,
@@ -341,7 +346,7 @@ pub fn render_net(record: &crate::model::net::NetRecord, charts: &[Chart], conso
 /// read them and the environment.
 pub fn render_granularity(record: &crate::model::granularity::GrainRecord, charts: &[Chart], console: &str) -> String {
     let title = format!("taskmeter granularity run of {}", record.header.started_at);
-    let mut out = page_head(&title, record.header.complete, &format!("{} to {}", record.header.started_at, record.header.finished_at), &record.header.command_line);
+    let mut out = page_head(&title, &record.header, &format!("{} to {}", record.header.started_at, record.header.finished_at));
     for run in record.runs.iter().filter(|r| r.error.is_some() && !r.interrupted) {
         let _ = writeln!(
             out,

@@ -56,7 +56,8 @@ pub fn console(record: &NetRecord) -> String {
         let _ = writeln!(out, "{} with {} senders failed: {}", p.receiver, p.senders, p.error.as_deref().unwrap_or_default());
     }
     if !record.header.complete {
-        out.push_str("\nThe run was interrupted: these results hold what was measured before it.\n");
+        let why = record.header.incomplete_reason.as_deref().unwrap_or("interrupted");
+        let _ = writeln!(out, "\nThe run stopped early ({why}): these results hold what was measured before it.");
     }
     out
 }

@@ -85,7 +85,11 @@ fn unmeasured_lines(record: &RunRecord, cell: &Cell) -> Vec<(String, String)> {
     cell.unmeasured
         .iter()
         .map(|r| {
-            let what = if r.status == RowStatus::Skipped { "skipped" } else { "FAILED" };
+            let what = match r.status {
+                RowStatus::Skipped => "skipped",
+                RowStatus::Interrupted => "interrupted",
+                _ => "FAILED",
+            };
             let repetition = if record.settings.repeat > 1 { format!(" repetition {}", r.repetition) } else { String::new() };
             let at = at_point(record, r);
             (r.runtime.clone(), format!("{what}{repetition}{at}: {}", r.reason.as_deref().unwrap_or("")))

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
+use crate::process::child::{output, BUILD_LIMIT, PROBE_LIMIT};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
@@ -93,7 +94,7 @@ pub fn programs() -> &'static [Program] {
             let files: Vec<(String, String)> = compiled.files.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect();
             match parse(compiled.root, compiled.folder, files) {
                 Ok(program) => programs.push(program),
-                Err(e) => eprintln!("taskmeter: {e}"),
+                Err(e) => crate::errln!("taskmeter: {e}"),
             }
         }
         programs
@@ -107,7 +108,7 @@ pub fn program(root: &str, folder: &str) -> Option<&'static Program> {
 
 fn read_folders(dir: &Path) -> Vec<Program> {
     let Ok(entries) = std::fs::read_dir(dir) else {
-        eprintln!("taskmeter: TASKMETER_DRIVERS_DIR {} cannot be read", dir.display());
+        crate::errln!("taskmeter: TASKMETER_DRIVERS_DIR {} cannot be read", dir.display());
         return Vec::new();
     };
     let mut folders: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.join("driver.toml").is_file()).collect();
@@ -124,7 +125,7 @@ fn read_folders(dir: &Path) -> Vec<Program> {
                 .filter_map(|p| Some((p.file_name()?.to_string_lossy().into_owned(), std::fs::read_to_string(&p).ok()?)))
                 .collect();
             let name = folder.file_name()?.to_string_lossy().into_owned();
-            parse("drivers", &name, files).map_err(|e| eprintln!("taskmeter: {e}")).ok()
+            parse("drivers", &name, files).map_err(|e| crate::errln!("taskmeter: {e}")).ok()
         })
         .collect()
 }
@@ -156,10 +157,9 @@ pub fn toolchain(spec: &ToolchainSpec) -> Result<Toolchain, String> {
 }
 
 fn first_line(program: &Path, args: &[String]) -> Result<String, String> {
-    let output = Command::new(program)
-        .args(args)
-        .output()
-        .map_err(|e| format!("'{}' cannot be run ({e})", program.display()))?;
+    let mut command = Command::new(program);
+    command.args(args);
+    let output = output(command, "toolchain", PROBE_LIMIT).map_err(|e| format!("'{}' cannot be run ({e})", program.display()))?;
     if !output.status.success() {
         return Err(format!("'{} {}' failed", program.display(), args.join(" ")));
     }
@@ -284,7 +284,7 @@ impl Program {
                 if std::env::var_os("GOCACHE").is_none() && std::env::var_os("HOME").is_none() {
                     command.env("GOCACHE", partial.join(".gocache")); // go build needs a cache folder
                 }
-                let output = command.output().map_err(|e| format!("cannot run {program}: {e}"))?;
+                let output = output(command, "build", BUILD_LIMIT).map_err(|e| format!("cannot run {program}: {e}"))?;
                 if !output.status.success() {
                     let stderr = String::from_utf8_lossy(&output.stderr);
                     let first = stderr.lines().find(|l| l.contains("error")).or(stderr.lines().next()).unwrap_or("").trim();

@@ -46,7 +46,7 @@ pub fn all() -> &'static [RuntimeInfo] {
         for program in drivers::programs().iter().filter(|p| p.root == "drivers") {
             for runtime in &program.manifest.runtime {
                 if all.iter().any(|r| r.id == runtime.id) {
-                    eprintln!("taskmeter: drivers/{}/driver.toml serves {}, which is already known", program.folder, runtime.id);
+                    crate::errln!("taskmeter: drivers/{}/driver.toml serves {}, which is already known", program.folder, runtime.id);
                     continue;
                 }
                 all.push(RuntimeInfo {

@@ -1,7 +1,7 @@
-//! What every command that measures shares (`run`, `run net`, `bench`), written once: the
-//! results folder and the checks before measuring, the interrupt handler, the environment, the
-//! record's header, writing the folder and the exports, printing JSON or the console report,
-//! and the exit status (0; 1 when a row failed; 130 when interrupted).
+//! What every command that measures shares (`run` of every experiment, `bench`), written once:
+//! the results folder and its checks (before measuring and between rows), the signal handler,
+//! the environment, the record's header, writing the folder (or a fallback) and the exports,
+//! printing JSON or the console report, and the exit status ([`ExitStatus`]).
 
 pub mod folder;
 
@@ -10,8 +10,22 @@ use crate::model::header::{Header, Record};
 use crate::report::export::{exporter, Export, RecordRef};
 use crate::report::ReportError;
 use std::fmt;
-use std::path::PathBuf;
+use crate::process::signals;
+use folder::{Prepared, Written};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::process::ExitCode;
+
+/// The exit statuses of a command that measures (README: "When things go wrong").
+pub mod exit {
+    /// A row, point or scenario failed; the others are kept.
+    pub const FAILED: u8 = 1;
+    /// Bad input, or an output that cannot be used: nothing was measured.
+    pub const USAGE: u8 = 2;
+    /// The results could not be written where asked (they are in the fallback folder named on
+    /// stderr), an export failed, or stdout could not be written.
+    pub const OUTPUT: u8 = 3;
+}
 
 /// Why a session could not start or write its results.
 #[derive(Debug)]
@@ -19,10 +33,16 @@ pub enum SessionError {
     FolderNotEmpty(PathBuf),
     /// An export file (first) whose folder (second) does not exist.
     NoExportFolder(PathBuf, PathBuf),
+    /// A path the results cannot go to, and why.
+    Unusable(PathBuf, String),
     Io(PathBuf, std::io::Error),
     Report(ReportError),
     /// Something the machine refused before measuring (e.g. a PM QoS request).
     Refused(String),
+    /// The results could be written neither where asked nor to a fallback.
+    Lost(String),
+    /// A default folder name another taskmeter took first (the next is tried).
+    Taken,
 }
 
 impl fmt::Display for SessionError {
@@ -32,9 +52,12 @@ impl fmt::Display for SessionError {
             SessionError::NoExportFolder(p, parent) => {
                 write!(f, "cannot export to {}: folder {} does not exist", p.display(), parent.display())
             }
+            SessionError::Unusable(p, why) => write!(f, "cannot write results to {}: {why}", p.display()),
             SessionError::Io(p, e) => write!(f, "cannot write {}: {e}", p.display()),
             SessionError::Report(e) => e.fmt(f),
             SessionError::Refused(why) => f.write_str(why),
+            SessionError::Lost(why) => write!(f, "the results could not be written: {why}"),
+            SessionError::Taken => f.write_str("the folder was taken by another taskmeter"),
         }
     }
 }
@@ -68,31 +91,48 @@ pub struct Session {
     pub started_at: String,
     pub environment: Environment,
     output: Output,
-    /// The hidden folder next to `folder` that files written while measuring go to, once one is
-    /// asked for (see [`Session::staging`]); the results are written into it at the end.
-    staging: Option<PathBuf>,
+    /// The folder, reserved, and the hidden folder beside it that files go to until the end.
+    prepared: Option<Prepared>,
+    /// Why the folder can no longer take the results, once found out.
+    unusable: Mutex<Option<String>>,
 }
 
 impl Session {
-    /// Checks the folder and exports, installs the interrupt handler, captures the environment.
+    /// Catches the signals, checks the exports, reserves and tries the folder (so a folder that
+    /// cannot be used is found out now), captures the environment.
     pub fn start(kind: &str, output: Output) -> Result<Session, SessionError> {
+        signals::install();
         let started_at = now();
-        let folder = output.folder.clone().unwrap_or_else(|| folder::default_folder(kind, &started_at));
-        folder::check_writable(&folder)?;
         for export in &output.exports {
             folder::check_export_path(&export.path)?;
         }
-        crate::process::interrupt::install_handler();
-        Ok(Session { folder, started_at, environment: Environment::capture(), output, staging: None })
+        let prepared = match &output.folder {
+            Some(folder) => folder::prepare(folder)?,
+            None => folder::prepare_default(kind, &started_at)?,
+        };
+        Ok(Session { folder: prepared.folder.clone(), started_at, environment: Environment::capture(), output, prepared: Some(prepared), unusable: Mutex::new(None) })
     }
 
-    /// A folder for files written while measuring (`--raw`'s samples): it becomes the results
-    /// folder when the session finishes.
-    pub fn staging(&mut self) -> Result<PathBuf, SessionError> {
-        if self.staging.is_none() {
-            self.staging = Some(folder::create_staging(&self.folder)?);
+    /// The folder files written while measuring go to (`--raw`'s samples): it becomes the
+    /// results folder when the session finishes.
+    pub fn staging(&self) -> &Path {
+        &self.prepared.as_ref().expect("a session holds its folder until it finishes").staging
+    }
+
+    /// Whether to start no more rows, and why: a signal came, or the results folder can no
+    /// longer take the results (checked now; said once on stderr).
+    pub fn stop_reason(&self) -> Option<String> {
+        if let Some(reason) = signals::reason() {
+            return Some(reason);
         }
-        Ok(self.staging.clone().expect("just set"))
+        let mut unusable = self.unusable.lock().unwrap_or_else(|e| e.into_inner());
+        if unusable.is_none() {
+            if let Err(why) = self.prepared.as_ref().map_or(Ok(()), |p| p.health()) {
+                crate::errln!("taskmeter: {why}: no further rows are started, and the results will go to a fallback folder");
+                *unusable = Some(format!("the results folder became unusable: {why}"));
+            }
+        }
+        unusable.clone()
     }
 
     /// The header of this session's record, as of now; [`Session::finish`] completes it.
@@ -100,41 +140,73 @@ impl Session {
         R::new_header(self.output.command_line.clone(), self.started_at.clone(), self.environment.clone())
     }
 
-    /// Completes the header, writes the folder (with `write`) and the exports, prints the
-    /// record (JSON or `console`), and gives the exit status.
+    /// Completes the header, writes the folder (with `write`; to a fallback folder when it
+    /// cannot be written) and the exports, prints the record (JSON or `console`), and gives
+    /// the exit status: 128 + the signal that stopped it; [`exit::OUTPUT`] when results did not
+    /// go where asked; [`exit::FAILED`] when `failed`; else 0.
     pub fn finish<R: Record>(
-        self,
+        mut self,
         mut record: R,
         as_ref: fn(&R) -> RecordRef<'_>,
-        write: impl FnOnce(&std::path::Path, &R) -> Result<(), ReportError>,
+        write: impl Fn(&Path, &R) -> Result<(), ReportError>,
         console: impl FnOnce(&R) -> String,
         failed: bool,
-    ) -> Result<ExitCode, SessionError> {
-        let complete = !crate::process::interrupt::interrupted();
+    ) -> ExitCode {
+        let signal = signals::reason();
+        let reason = signal.clone().or_else(|| self.unusable.lock().unwrap_or_else(|e| e.into_inner()).clone());
         let header = record.header_mut();
         header.finished_at = now();
-        header.complete = complete;
+        header.complete = reason.is_none();
+        header.incomplete_reason = reason.clone();
         header.environment.load_average_after = crate::machine::env::load_average();
-        folder::write_atomically(&self.folder, self.staging.as_deref(), |dir| write(dir, &record))?;
+        let prepared = self.prepared.take().expect("finished once");
+        let mut trouble = reason.is_some() && signal.is_none();
+        let written = match prepared.finish(|dir| write(dir, &record)) {
+            Ok(Written::AsAsked(at)) => Some(at),
+            Ok(Written::Fallback { at, why }) => {
+                crate::errln!("taskmeter: {why}; the results are in {} instead", at.display());
+                trouble = true;
+                Some(at)
+            }
+            Err(e) => {
+                crate::errln!("taskmeter: {e}");
+                trouble = true;
+                None
+            }
+        };
         for export in &self.output.exports {
             let text = exporter(export.format).render(as_ref(&record));
-            std::fs::write(&export.path, text).map_err(|e| SessionError::Io(export.path.clone(), e))?;
+            if let Err(e) = std::fs::write(&export.path, text) {
+                crate::errln!("taskmeter: {}", SessionError::Io(export.path.clone(), e));
+                trouble = true;
+            }
         }
-        crate::process::quiet_on_closed_stdout();
         if self.output.json {
-            print!("{}", crate::report::json(&record));
+            crate::out!("{}", crate::report::json(&record));
         } else {
-            print!("{}", console(&record));
-            println!("results: {} (report: {})", self.folder.display(), self.folder.join("report.html").display());
+            crate::out!("{}", console(&record));
+            if let Some(at) = &written {
+                crate::outln!("results: {} (report: {})", at.display(), at.join("report.html").display());
+            }
         }
-        Ok(if !complete {
-            eprintln!("taskmeter: interrupted; the results folder holds what was measured and is marked incomplete");
-            ExitCode::from(130)
-        } else if failed {
-            ExitCode::from(1)
-        } else {
-            ExitCode::SUCCESS
-        })
+        if let Some(reason) = &reason {
+            crate::errln!("taskmeter: {reason}; the results hold what was measured and are marked incomplete");
+        }
+        match (signals::exit_status(), trouble, failed) {
+            (Some(status), _, _) => ExitCode::from(status),
+            (None, true, _) => ExitCode::from(exit::OUTPUT),
+            (None, false, true) => ExitCode::from(exit::FAILED),
+            _ => ExitCode::SUCCESS,
+        }
+    }
+}
+
+impl Drop for Session {
+    /// A session that ends before it finishes (a refusal after it started) leaves nothing.
+    fn drop(&mut self) {
+        if let Some(prepared) = self.prepared.take() {
+            prepared.abandon();
+        }
     }
 }
 

@@ -10,17 +10,17 @@ pub mod sender;
 
 use crate::machine::idle::LatencyRequest;
 use crate::model::net::{ConnectionReport, NetPlan, NetPoint, NetRecord, NetSettings, SkippedReceiver};
-use crate::process::interrupt::interrupted;
-use crate::process::{collect, describe, in_own_group, kill_group, last_line};
+use crate::process::child::{Ask, Ended, Limits, Spawned, Stop};
+use crate::process::{describe, last_line, signals};
 use crate::report::export::RecordRef;
 use crate::session::{Output, Session};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::AsRawFd;
-use std::os::unix::process::CommandExt;
-use std::process::{Child, ExitCode};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{ExitCode, Stdio};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use taskmeter_record::clock::now_ns;
 use taskmeter_record::stats::Summary;
 
@@ -41,7 +41,7 @@ pub fn run(options: NetOptions) -> Result<ExitCode, super::ExperimentError> {
     let mut commands = Vec::new();
     for id in &s.receivers {
         if let Err(reason) = registry::availability(id) {
-            eprintln!("taskmeter: skipping {id}: {reason}");
+            crate::errln!("taskmeter: skipping {id}: {reason}");
             skipped.push(SkippedReceiver { receiver: id.clone(), reason });
             continue;
         }
@@ -54,7 +54,7 @@ pub fn run(options: NetOptions) -> Result<ExitCode, super::ExperimentError> {
     'repetitions: for repetition in 1..=s.repeat {
         for (id, command) in &commands {
             for &senders in &s.senders {
-                if interrupted() {
+                if session.stop_reason().is_some() {
                     break 'repetitions;
                 }
                 let planned: u64 = s.shares(senders).iter().sum();
@@ -63,7 +63,7 @@ pub fn run(options: NetOptions) -> Result<ExitCode, super::ExperimentError> {
                     Err(reason) => NetPoint { error: Some(reason.clone()), ..Default::default() },
                 };
                 (point.receiver, point.senders, point.repetition, point.messages_planned) = ((*id).clone(), senders, repetition, planned);
-                eprintln!("{}", crate::report::net::progress_line(&point, s.repeat));
+                crate::errln!("{}", crate::report::net::progress_line(&point, s.repeat));
                 points.push(point);
             }
         }
@@ -71,7 +71,7 @@ pub fn run(options: NetOptions) -> Result<ExitCode, super::ExperimentError> {
     let summaries = crate::analysis::net::summarise(&mut points);
     let record = NetRecord { header: session.header::<NetRecord>(), settings: options.settings.clone(), points, summaries, skipped };
     let failed = record.points.iter().any(|p| p.error.is_some());
-    Ok(session.finish(record, |r| RecordRef::Net(r), crate::report::net::write_folder, crate::report::net::console, failed)?)
+    Ok(session.finish(record, |r| RecordRef::Net(r), crate::report::net::write_folder, crate::report::net::console, failed))
 }
 
 /// One receiver process, `senders` connections, every message checked.
@@ -130,19 +130,25 @@ fn receive_window(reports: &[ConnectionReport]) -> Option<u64> {
 
 /// A receiver process, its listener on fd 3, its protocol lines read by a thread.
 struct Receiver {
-    child: Child,
+    process: Spawned,
     lines: mpsc::Receiver<String>,
-    stdin: Option<std::process::ChildStdin>,
-    /// Collects stderr until the receiver ends; taken once for the error message.
-    stderr: Option<std::thread::JoinHandle<Vec<u8>>>,
+    /// Collects stderr until the receiver ends.
+    stderr: std::thread::JoinHandle<Vec<u8>>,
     version: Option<String>,
+}
+
+/// What waiting for a receiver's line gave instead of a line.
+enum NoLine {
+    Ended,
+    TimedOut,
+    Interrupted(String),
 }
 
 impl Receiver {
     fn start(command: &std::process::Command, listener: &TcpListener, plan: NetPlan, grace: Duration) -> Result<Receiver, String> {
         let mut command = clone_command(command);
         let fd = listener.as_raw_fd();
-        in_own_group(&mut command);
+        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         // SAFETY: only async-signal-safe calls between fork and exec: dup2 and fcntl on fd 3.
         unsafe {
             command.pre_exec(move || {
@@ -155,12 +161,9 @@ impl Receiver {
                 Ok(())
             });
         }
-        let mut child = command.spawn().map_err(|e| format!("cannot start the receiver: {e}"))?;
-        let mut stdin = child.stdin.take();
-        if let Some(stdin) = stdin.as_mut() {
-            let _ = writeln!(stdin, "{}", serde_json::to_string(&plan).expect("a plan serialises"));
-        }
-        let stdout = child.stdout.take().expect("piped");
+        let mut process = Spawned::start(command, "receiver").map_err(|e| e.to_string())?;
+        process.send(&format!("{}\n", serde_json::to_string(&plan).expect("a plan serialises")));
+        let stdout = process.stdout().expect("piped");
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -169,39 +172,53 @@ impl Receiver {
                 }
             }
         });
-        let stderr = collect(child.stderr.take(), 16 * 1024);
-        let mut receiver = Receiver { child, lines, stdin, stderr: Some(stderr), version: None };
-        match receiver.lines.recv_timeout(grace) {
+        let stderr = process.stderr_tail(16 * 1024);
+        let mut receiver = Receiver { process, lines, stderr, version: None };
+        match receiver.next_line(Instant::now() + grace) {
             Ok(line) => {
                 let hello: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
                 if hello["type"] != "hello" {
                     let reason = hello["message"].as_str().map(str::to_string).unwrap_or_else(|| format!("expected a hello line, got {line:?}"));
-                    receiver.kill();
+                    receiver.end(false);
                     return Err(format!("the receiver did not start: {reason}"));
                 }
                 receiver.version = hello["runtime_version"].as_str().map(str::to_string);
                 Ok(receiver)
             }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                std::thread::sleep(Duration::from_millis(50)); // let it finish exiting
-                let why = receiver.kill();
-                Err(format!("the receiver ended before its hello{why}"))
+            Err(NoLine::Ended) => Err(format!("the receiver ended before its hello{}", receiver.end(false))),
+            Err(NoLine::TimedOut) => Err(format!("the receiver did not say hello within {} s{}", grace.as_secs(), receiver.end(false))),
+            Err(NoLine::Interrupted(why)) => {
+                receiver.end(false);
+                Err(why)
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                let why = receiver.kill();
-                Err(format!("the receiver did not say hello within {} s{why}", grace.as_secs()))
+        }
+    }
+
+    /// The receiver's next line, by `deadline`; a signal to taskmeter ends the wait.
+    fn next_line(&self, deadline: Instant) -> Result<String, NoLine> {
+        loop {
+            if let Some(reason) = signals::reason() {
+                return Err(NoLine::Interrupted(reason));
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(NoLine::TimedOut);
+            }
+            match self.lines.recv_timeout(deadline.saturating_duration_since(now).min(Duration::from_millis(100))) {
+                Ok(line) => return Ok(line),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(NoLine::Ended),
             }
         }
     }
 
     /// Reads the connection reports and `done` (waiting at most `grace`), then reaps the
     /// process; a receiver that is late or dies is killed, and said so.
-    fn finish(mut self, grace: Duration) -> (Vec<ConnectionReport>, Option<String>) {
-        let deadline = now_ns() + grace.as_nanos() as u64;
+    fn finish(self, grace: Duration) -> (Vec<ConnectionReport>, Option<String>) {
+        let deadline = Instant::now() + grace;
         let mut reports = Vec::new();
         let failure = loop {
-            let left = Duration::from_nanos(deadline.saturating_sub(now_ns()));
-            match self.lines.recv_timeout(left) {
+            match self.next_line(deadline) {
                 Ok(line) => {
                     let value: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
                     match value["type"].as_str() {
@@ -214,49 +231,33 @@ impl Receiver {
                         _ => break Some(format!("the receiver printed an unexpected line: {line:?}")),
                     }
                 }
-                Err(mpsc::RecvTimeoutError::Timeout) => break Some(format!("the receiver did not finish within {} s", grace.as_secs())),
-                Err(mpsc::RecvTimeoutError::Disconnected) => break Some("the receiver ended without its report".to_string()),
+                Err(NoLine::TimedOut) => break Some(format!("the receiver did not finish within {} s", grace.as_secs())),
+                Err(NoLine::Ended) => break Some("the receiver ended without its report".to_string()),
+                Err(NoLine::Interrupted(why)) => break Some(why),
             }
         };
-        let why = match failure {
-            Some(_) => self.kill(),
-            None => self.reap(grace),
-        };
+        let why = self.end(failure.is_none());
         (reports, failure.map(|f| format!("{f}{why}")).or_else(|| (!why.is_empty()).then(|| why.trim_start_matches("; ").to_string())))
     }
 
-    /// Waits for the exit; "" for status 0, else a reason with the stderr tail.
-    fn reap(&mut self, grace: Duration) -> String {
-        drop(self.stdin.take());
-        let deadline = now_ns() + grace.as_nanos() as u64;
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(status)) if status.success() => return String::new(),
-                Ok(Some(status)) => return format!("; the receiver {}{}", describe(status), self.stderr_tail()),
-                Ok(None) if now_ns() < deadline => std::thread::sleep(Duration::from_millis(5)),
-                _ => return self.kill(),
-            }
-        }
-    }
-
-    /// Kills the receiver's process group and says how it had ended, if it had.
-    fn kill(&mut self) -> String {
-        drop(self.stdin.take());
-        let ended = self.child.try_wait().ok().flatten();
-        kill_group(self.child.id() as i32, libc::SIGKILL);
-        let _ = self.child.wait();
-        match ended {
-            Some(status) => format!("; the receiver {}{}", describe(status), self.stderr_tail()),
+    /// Ends the process: after its report, end of file on its stdin and a grace to exit;
+    /// otherwise at once. "" when it ended well or was killed by us, else how it ended.
+    fn end(self, reported: bool) -> String {
+        let now = Instant::now();
+        let limits = match reported {
+            true => Limits { deadline: now + Duration::from_secs(5), ask: Ask::CloseStdin, grace: Duration::from_secs(4), stop_at: Some(now) },
+            false => Limits { deadline: now, ask: Ask::CloseStdin, grace: Duration::ZERO, stop_at: None },
+        };
+        let ended: Ended = self.process.wait(limits, |_| {});
+        let stderr = last_line(&String::from_utf8_lossy(&self.stderr.join().unwrap_or_default())).map(|l| format!(": {l}")).unwrap_or_default();
+        match ended.status() {
+            Some(status) if status.success() => String::new(),
+            Some(status) if ended.stopped == Some(Stop::Deadline) && status.signal() == Some(libc::SIGKILL) => String::new(),
+            Some(status) => format!("; the receiver {}{stderr}", describe(status)),
             None => String::new(),
         }
     }
-
-    fn stderr_tail(&mut self) -> String {
-        let text = self.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default();
-        last_line(&String::from_utf8_lossy(&text)).map(|l| format!(": {l}")).unwrap_or_default()
-    }
 }
-
 
 /// `Command` is not Clone: rebuild it from its parts.
 fn clone_command(command: &std::process::Command) -> std::process::Command {
@@ -276,7 +277,11 @@ fn clone_command(command: &std::process::Command) -> std::process::Command {
 
 /// `net send`: the senders alone against a receiver somewhere else.
 pub fn send_only(to: SocketAddr, settings: &NetSettings) -> Result<ExitCode, super::ExperimentError> {
+    signals::install();
     for &senders in &settings.senders {
+        if let Some(status) = signals::exit_status() {
+            return Ok(ExitCode::from(status));
+        }
         let shares = settings.shares(senders);
         let started = now_ns();
         let results = sender::send_all(to, &shares, settings.message_size, Duration::from_secs(10));
@@ -284,14 +289,17 @@ pub fn send_only(to: SocketAddr, settings: &NetSettings) -> Result<ExitCode, sup
         let acked: u64 = results.iter().map(|r| r.acked).sum();
         let planned: u64 = shares.iter().sum();
         let summary = round_trips(&results);
-        println!(
+        crate::outln!(
             "{senders:>3} senders: {acked} of {planned} messages acknowledged in {seconds:.3} s = {:.0} msg/s at the senders; round trip p50 {} p99 {}",
             acked as f64 / seconds,
             summary.as_ref().and_then(|s| s.p50).map_or("-".into(), |v| crate::report::format::format_ns(v as f64)),
             summary.as_ref().and_then(|s| s.p99).map_or("-".into(), |v| crate::report::format::format_ns(v as f64)),
         );
         for error in results.iter().filter_map(|r| r.error.as_ref()) {
-            println!("    {error}");
+            crate::outln!("    {error}");
+        }
+        if let Some(status) = signals::exit_status() {
+            return Ok(ExitCode::from(status));
         }
         if acked != planned {
             return Ok(ExitCode::from(1));
@@ -303,29 +311,37 @@ pub fn send_only(to: SocketAddr, settings: &NetSettings) -> Result<ExitCode, sup
 /// `net serve`: per sender count, one receiver on ADDR for that many connections, then its
 /// throughput; `net send` on the other machine must be given the same sender counts.
 pub fn serve_only(receiver: &str, listen: &str, settings: &NetSettings) -> Result<ExitCode, super::ExperimentError> {
+    signals::install();
     let command = registry::command(receiver)?;
     let mut status = ExitCode::SUCCESS;
     for &connections in &settings.senders {
+        if let Some(signal) = signals::exit_status() {
+            return Ok(ExitCode::from(signal));
+        }
         let listener = TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         let address = listener.local_addr().map_err(|e| e.to_string())?;
         let plan = NetPlan { protocol: 1, connections, message_size: settings.message_size };
-        let process = Receiver::start(&command, &listener, plan, Duration::from_secs(30))?;
+        let process = match Receiver::start(&command, &listener, plan, Duration::from_secs(30)) {
+            Ok(process) => process,
+            Err(_) if signals::interrupted() => return Ok(ExitCode::from(signals::exit_status().unwrap_or(130))),
+            Err(e) => return Err(e.into()),
+        };
         drop(listener);
-        eprintln!("{receiver} receiver on {address}: waiting for {connections} sender(s) of {}-byte messages", settings.message_size);
+        crate::errln!("{receiver} receiver on {address}: waiting for {connections} sender(s) of {}-byte messages", settings.message_size);
         let (reports, failure) = process.finish(Duration::from_secs(24 * 3600));
         let received: u64 = reports.iter().map(|r| r.messages).sum();
         match receive_window(&reports).filter(|w| *w > 0) {
-            Some(w) => println!(
+            Some(w) => crate::outln!(
                 "{connections:>3} senders: {received} messages in {:.3} s = {:.0} msg/s at the receiver",
                 w as f64 / 1e9,
                 received as f64 * 1e9 / w as f64
             ),
-            _ => println!("{connections:>3} senders: {received} messages"),
+            _ => crate::outln!("{connections:>3} senders: {received} messages"),
         }
         for problem in reports.iter().filter_map(|r| r.error.as_ref().map(|e| format!("connection {}: {e}", r.index))).chain(failure) {
-            println!("    {problem}");
+            crate::outln!("    {problem}");
             status = ExitCode::from(1);
         }
     }
-    Ok(status)
+    Ok(signals::exit_status().map_or(status, ExitCode::from))
 }

@@ -2,6 +2,7 @@
 
 use crate::runtimes::drivers;
 use std::path::{Path, PathBuf};
+use crate::process::child::{output, BUILD_LIMIT, PROBE_LIMIT};
 use std::process::Command;
 
 /// (id, what it is), in the default order.
@@ -88,10 +89,9 @@ const WASM_THREAD_TARGET: &str = "wasm32-wasip1-threads";
 /// that adds it.
 fn rust_target_installed(target: &str) -> Result<(), String> {
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let output = Command::new(&rustc)
-        .args(["--print", "sysroot"])
-        .output()
-        .map_err(|e| format!("no Rust toolchain to build the guest ('{rustc}' cannot be run: {e})"))?;
+    let mut command = Command::new(&rustc);
+    command.args(["--print", "sysroot"]);
+    let output = output(command, "toolchain", PROBE_LIMIT).map_err(|e| format!("no Rust toolchain to build the guest ('{rustc}' cannot be run: {e})"))?;
     let sysroot = String::from_utf8_lossy(&output.stdout).trim().to_string();
     if output.status.success() && Path::new(&sysroot).join("lib/rustlib").join(target).join("lib").is_dir() {
         Ok(())
@@ -116,14 +116,10 @@ fn source_dir() -> Result<PathBuf, String> {
 
 /// Runs `cargo build` once per taskmeter process; the build itself is incremental.
 fn cargo_build(dir: &Path, args: &[&str], target_dir: &Path, what: &str) -> Result<(), String> {
-    eprintln!("building {what} (the first time takes minutes) ...");
-    let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--release", "--quiet"])
-        .args(args)
-        .env("CARGO_TARGET_DIR", target_dir)
-        .current_dir(dir)
-        .output()
-        .map_err(|e| format!("cannot run cargo to build {what}: {e}"))?;
+    crate::errln!("building {what} (the first time takes minutes) ...");
+    let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    command.args(["build", "--release", "--quiet"]).args(args).env("CARGO_TARGET_DIR", target_dir).current_dir(dir);
+    let output = output(command, "build", BUILD_LIMIT).map_err(|e| format!("cannot run cargo to build {what}: {e}"))?;
     if output.status.success() {
         return Ok(());
     }
@@ -167,15 +163,9 @@ fn wasm_go() -> Result<Command, String> {
 
 fn go_build(dir: &Path, output: &Path, env: &[(&str, &str)], what: &str) -> Result<(), String> {
     program_toolchain("go")?;
-    let built = Command::new("go")
-        .args(["build", "-o"])
-        .arg(output)
-        .arg(".")
-        .envs(env.iter().copied())
-        .env("GOFLAGS", "-mod=mod")
-        .current_dir(dir)
-        .output()
-        .map_err(|e| format!("cannot run go to build {what}: {e}"))?;
+    let mut command = Command::new("go");
+    command.args(["build", "-o"]).arg(output).arg(".").envs(env.iter().copied()).env("GOFLAGS", "-mod=mod").current_dir(dir);
+    let built = crate::process::child::output(command, "build", BUILD_LIMIT).map_err(|e| format!("cannot run go to build {what}: {e}"))?;
     if built.status.success() {
         return Ok(());
     }

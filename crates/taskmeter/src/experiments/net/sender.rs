@@ -6,7 +6,11 @@ use taskmeter_record::clock::now_ns;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Barrier};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+use crate::process::signals;
+
+/// How often a sender waiting for an ack looks whether a signal asked taskmeter to stop.
+const POLL: Duration = Duration::from_millis(100);
 
 /// What one sender did.
 #[derive(Debug, Default)]
@@ -50,7 +54,7 @@ fn connect(to: SocketAddr, timeout: Duration) -> std::io::Result<TcpStream> {
     let deadline = std::time::Instant::now() + timeout;
     loop {
         match TcpStream::connect_timeout(&to, timeout) {
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused && std::time::Instant::now() < deadline => {
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused && std::time::Instant::now() < deadline && !signals::interrupted() => {
                 std::thread::sleep(Duration::from_millis(20));
             }
             result => return result,
@@ -61,11 +65,15 @@ fn connect(to: SocketAddr, timeout: Duration) -> std::io::Result<TcpStream> {
 fn send(mut stream: TcpStream, index: usize, planned: u64, message_size: usize, timeout: Duration) -> SenderResult {
     let mut result = SenderResult { planned, round_trips_ns: Vec::with_capacity(planned as usize), ..Default::default() };
     let _ = stream.set_nodelay(true);
-    let _ = stream.set_read_timeout(Some(timeout));
+    let _ = stream.set_read_timeout(Some(timeout.min(POLL)));
     let _ = stream.set_write_timeout(Some(timeout));
     let mut message = vec![0u8; message_size];
     let mut ack = vec![0u8; message_size];
     for seq in 0..planned {
+        if let Some(reason) = signals::reason() {
+            result.error = Some(format!("sender {index}: {reason} after {seq} messages"));
+            break;
+        }
         // A pattern that differs per sender and message, so an ack from the wrong place shows.
         let stamp = (index as u64) << 32 | seq;
         for (i, byte) in message.iter_mut().enumerate() {
@@ -77,7 +85,7 @@ fn send(mut stream: TcpStream, index: usize, planned: u64, message_size: usize, 
             break;
         }
         result.sent += 1;
-        if let Err(e) = stream.read_exact(&mut ack) {
+        if let Err(e) = read_ack(&mut stream, &mut ack, Instant::now() + timeout) {
             let why = match e.kind() {
                 std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => format!("none within {} s", timeout.as_secs_f64()),
                 _ => e.to_string(),
@@ -94,4 +102,25 @@ fn send(mut stream: TcpStream, index: usize, planned: u64, message_size: usize, 
     }
     let _ = stream.shutdown(std::net::Shutdown::Write);
     result
+}
+
+/// Reads a whole ack by `deadline`, in short waits so that a signal is seen within [`POLL`].
+fn read_ack(stream: &mut TcpStream, ack: &mut [u8], deadline: Instant) -> std::io::Result<()> {
+    let mut got = 0;
+    while got < ack.len() {
+        match stream.read(&mut ack[got..]) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted) => {
+                if let Some(reason) = signals::reason() {
+                    return Err(std::io::Error::other(reason));
+                }
+                if Instant::now() >= deadline {
+                    return Err(e);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }

@@ -13,7 +13,6 @@ pub use rows::plan_for;
 use crate::machine::idle::{cpu_dma_latency_us, LatencyRequest};
 use crate::model::run::{Metric, Order, Row, RowStatus, RunRecord, Settings};
 use crate::model::sweep::{self, Sweep};
-use crate::process::interrupt::interrupted;
 use crate::report::export::RecordRef;
 use crate::report::tables::Layout;
 use crate::runtimes;
@@ -69,7 +68,7 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
         .collect();
     for (info, available) in &availability {
         if let Err(reason) = available {
-            eprintln!("taskmeter: skipping {}: {reason}", info.id);
+            crate::errln!("taskmeter: skipping {}: {reason}", info.id);
         }
     }
     let seed = options.shuffle.then(|| options.seed.unwrap_or_else(|| fastrand::u64(..)));
@@ -78,13 +77,13 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
     runtimes::prepare_drivers(&availability);
     let progress = Progress::new(jobs::expected_time(&batches, base.together));
     let samples = match options.raw {
-        true => Some(Arc::new(SamplesFile::create(&session.staging()?).map_err(|e| super::ExperimentError::Settings(format!("cannot write the samples file: {e}")))?)),
+        true => Some(Arc::new(SamplesFile::create(session.staging()).map_err(|e| super::ExperimentError::Settings(format!("cannot write the samples file: {e}")))?)),
         false => None,
     };
     let rows = run_batches(&batches, &mut session, &progress, (points.len(), base.repeat), samples.clone(), options.exact_samples)?;
     progress.clear();
     if let Some(Err(e)) = samples.as_ref().map(|s| s.finish()) {
-        eprintln!("taskmeter: {e}");
+        crate::errln!("taskmeter: {e}");
     }
 
     let record = RunRecord {
@@ -106,7 +105,7 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
         |dir, record| crate::report::run::write_folder(dir, record),
         |record| crate::report::console::report(record, layout),
         failed,
-    )?)
+    ))
 }
 
 /// Runs the batches in order, each holding its point's PM QoS request: the rows.
@@ -128,11 +127,12 @@ fn run_batches(
         }
         let latency_in_force = cpu_dma_latency_us();
         let mut to_run = Vec::new();
+        let stop = session.stop_reason();
         for job in batch {
-            let skipped = match job.available {
-                Err(reason) => Some(reason.clone()),
-                Ok(()) if interrupted() => Some("not run: the run was interrupted before it".into()),
-                Ok(()) => None,
+            let skipped = match (job.available, &stop) {
+                (Err(reason), _) => Some(reason.clone()),
+                (Ok(()), Some(stop)) => Some(format!("not run: {stop}")),
+                (Ok(()), None) => None,
             };
             match skipped {
                 Some(reason) => {

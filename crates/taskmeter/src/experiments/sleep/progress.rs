@@ -97,6 +97,7 @@ impl Progress {
         let line = match (&row.status, &row.counts) {
             (RowStatus::Failed, _) => format!("{label}: FAILED after {elapsed:.1} s: {}", row.reason.as_deref().unwrap_or("")),
             (RowStatus::Partial, Some(_)) => format!("{label}: PARTIAL: {}", row.reason.as_deref().unwrap_or("")),
+            (RowStatus::Interrupted, None) => format!("{label}: interrupted after {elapsed:.1} s: {}", row.reason.as_deref().unwrap_or("")),
             (_, Some(c)) if c.samples_total == 0 => {
                 format!("{label}: {} iterations in {elapsed:.1} s", c.iterations_measured)
             }
@@ -108,7 +109,7 @@ impl Progress {
         };
         match &self.bar {
             Some(bar) => bar.println(line),
-            None => eprintln!("taskmeter: {line}"),
+            None => crate::errln!("taskmeter: {line}"),
         }
     }
 

@@ -7,6 +7,7 @@ use crate::analysis::accumulate::{Finished, RowStats};
 use crate::machine::env::Environment;
 use crate::model::run::{ClassResult, Counts, Row, RowStatus, Settings, WorkerInfo};
 use crate::process::worker::{self, Outcome, WorkerRun};
+use crate::process::Failure;
 use crate::report::samples::{RowKey, SamplesFile};
 use crate::runtimes;
 use std::sync::{Arc, Mutex};
@@ -93,34 +94,49 @@ fn row_from(runtime: &str, plan: Plan, worker: WorkerRun, toolchain: String, fin
         cpu_dma_latency_us: None,
         stderr: None,
     };
-    let (status, delivered, cut) = match worker.outcome {
+    let (status, delivered, stopped) = match worker.outcome {
         Outcome::Completed(d) => (RowStatus::Ok, d, None),
-        Outcome::Interrupted(d) => (RowStatus::Interrupted, d, None),
-        Outcome::Cut(d, why) => (RowStatus::Partial, d, Some(why)),
+        Outcome::Interrupted(d, why) => (RowStatus::Interrupted, d, Some(why)),
+        Outcome::Cut(_, why) if finished.counts.measured == 0 => {
+            // A row is a result only with measured samples: a worker that died in its warm-up
+            // fails its row, with the real reason.
+            info.stderr = Some(worker.stderr).filter(|s| !s.is_empty());
+            let warmup = match finished.counts.warmup {
+                0 => String::new(),
+                n => format!(" (it sent {} warm-up samples)", crate::report::format::format_count(n)),
+            };
+            return failed_row(runtime, &plan, format!("no measured sample{warmup}: {why}"), Some(info));
+        }
+        Outcome::Cut(d, why) => (RowStatus::Partial, d, Some(format!("cut short before its D frame: {why}"))),
         Outcome::Failed(failure) => {
             info.stderr = Some(worker.stderr).filter(|s| !s.is_empty());
-            return failed_row(runtime, &plan, failure.to_string(), Some(info));
+            let interrupted = matches!(failure, Failure::Interrupted { .. });
+            let row = failed_row(runtime, &plan, failure.to_string(), Some(info));
+            return if interrupted { Row { status: RowStatus::Interrupted, ..row } } else { row };
         }
     };
     info.runtime_version = Some(delivered.hello.runtime_version.clone());
     info.pid = Some(delivered.hello.pid);
     info.priority = Some(delivered.hello.priority.clone());
     (info.measure_start_ns, info.end_ns) = (Some(delivered.window.measure_start_ns), Some(delivered.window.end_ns));
-    if cut.is_some() {
+    // Without its D frame the stream has no U frames: the counts come from the samples.
+    let cut = delivered.done.is_none();
+    if cut {
         info.stderr = Some(worker.stderr).filter(|s| !s.is_empty());
     }
-    let counts = counts(&plan, &delivered, &finished, cut.is_some());
+    let counts = counts(&plan, &delivered, &finished, cut);
     let mut reasons = Vec::new();
-    if status == RowStatus::Interrupted {
-        reasons.push("stopped early by Ctrl-C".to_string());
-    }
-    if let Some(why) = &cut {
-        let covered = counts.covered_ns.unwrap_or(0) as f64 / 1e9;
-        reasons.push(format!(
-            "cut short: {why}; the row keeps the {} samples it sent, covering {covered:.1} s of the {:.1} s measured",
-            crate::report::format::format_count(delivered.samples),
-            plan.duration_ns as f64 / 1e9
-        ));
+    if let Some(why) = stopped {
+        if cut {
+            let covered = counts.covered_ns.unwrap_or(0) as f64 / 1e9;
+            reasons.push(format!(
+                "{why}; the row keeps the {} samples it sent, covering {covered:.1} s of the {:.1} s measured",
+                crate::report::format::format_count(delivered.samples),
+                plan.duration_ns as f64 / 1e9
+            ));
+        } else {
+            reasons.push(why);
+        }
     }
     if let Some(e) = &delivered.gate.start_error {
         reasons.push(format!("partial: {} of {} units started ({e})", delivered.gate.units, plan.units));

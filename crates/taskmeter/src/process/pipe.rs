@@ -1,0 +1,101 @@
+//! The read ends of a child's stdout and stderr. A reader never blocks for good: once the child
+//! has exited, the supervisor sees (with poll's POLLHUP) whether anything else still holds the
+//! write end (a helper process the child started), kills the child's process group, and, if a
+//! writer escaped the group, abandons the pipe: the reader then sees end of file.
+
+use std::io::{ErrorKind, Read};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// What the reader and the supervisor share: the descriptor (closed when both are done with
+/// it, so the supervisor can poll it safely) and whether to give up on it.
+pub struct PipeState {
+    fd: OwnedFd,
+    abandoned: AtomicBool,
+}
+
+impl PipeState {
+    /// Whether every writer has closed its end (data may still be buffered).
+    pub fn writers_gone(&self) -> bool {
+        let mut poll = libc::pollfd { fd: self.fd.as_raw_fd(), events: 0, revents: 0 };
+        // SAFETY: one valid pollfd; the descriptor is owned by self and open.
+        let ready = unsafe { libc::poll(&mut poll, 1, 0) };
+        ready < 0 || poll.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
+    }
+
+    /// Makes the reader see end of file at its next read.
+    pub fn abandon(&self) {
+        self.abandoned.store(true, Ordering::SeqCst);
+    }
+}
+
+/// A pipe's read end that gives up when abandoned.
+pub struct Pipe {
+    state: Arc<PipeState>,
+}
+
+impl Pipe {
+    /// Takes over a child's stdout or stderr; the state goes to the supervisor.
+    pub fn new(end: impl Into<OwnedFd>) -> (Pipe, Arc<PipeState>) {
+        let fd: OwnedFd = end.into();
+        // Non-blocking, so that a read that would wait can look at `abandoned` first (a poll
+        // with a timeout does the waiting).
+        // SAFETY: fcntl on a descriptor we own.
+        unsafe {
+            let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+            libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+        let state = Arc::new(PipeState { fd, abandoned: AtomicBool::new(false) });
+        (Pipe { state: state.clone() }, state)
+    }
+}
+
+impl Read for Pipe {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        let fd = self.state.fd.as_raw_fd();
+        loop {
+            if self.state.abandoned.load(Ordering::SeqCst) {
+                return Ok(0);
+            }
+            // SAFETY: reads into the caller's buffer, within its length.
+            let n = unsafe { libc::read(fd, buffer.as_mut_ptr().cast(), buffer.len()) };
+            if n >= 0 {
+                return Ok(n as usize);
+            }
+            let error = std::io::Error::last_os_error();
+            match error.kind() {
+                ErrorKind::Interrupted => continue,
+                ErrorKind::WouldBlock => {
+                    let mut poll = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+                    // SAFETY: one valid pollfd. 100 ms bounds how long an abandon goes unseen.
+                    unsafe { libc::poll(&mut poll, 1, 100) };
+                }
+                _ => return Err(error),
+            }
+        }
+    }
+}
+
+/// Reads a pipe to its end on a thread (so a full pipe never blocks the child), keeping at
+/// most the last `keep` bytes.
+pub fn collect(pipe: Option<Pipe>, keep: usize) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        let Some(mut pipe) = pipe else { return kept };
+        let mut buffer = vec![0u8; 64 * 1024];
+        while let Ok(n) = pipe.read(&mut buffer) {
+            if n == 0 {
+                break;
+            }
+            kept.extend_from_slice(&buffer[..n]);
+            if kept.len() > keep.saturating_mul(2) {
+                kept.drain(..kept.len() - keep);
+            }
+        }
+        if kept.len() > keep {
+            kept.drain(..kept.len() - keep);
+        }
+        kept
+    })
+}
