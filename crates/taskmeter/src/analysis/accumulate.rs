@@ -195,14 +195,12 @@ pub struct RowStats {
     /// Measured samples this row may keep for exact percentiles.
     budget: u64,
     basis: Basis,
-    /// For the live view only (None without one): every 4th measured lateness at 3 significant
-    /// digits, cheap to record and to query while running.
-    live: Option<Histogram<u64>>,
+    /// For the live view only (None without one): every measured lateness, in the histogram the
+    /// statistics use past their budget (exact below 262 us, 5 significant digits above), so the
+    /// live line ends where the table starts.
+    live: Option<SignedHistogram>,
     live_max: Option<i64>,
 }
-
-/// The live view's percentiles use one measured sample in this many.
-const LIVE_EVERY: u64 = 4;
 
 /// What a row's statistics came to.
 pub struct Finished {
@@ -224,7 +222,7 @@ impl RowStats {
             counts: SampleCounts::default(),
             budget,
             basis: Basis::Exact,
-            live: live.then(|| Histogram::new(3).expect("3 significant digits are valid")),
+            live: live.then(SignedHistogram::default),
             live_max: None,
         }
     }
@@ -249,9 +247,7 @@ impl RowStats {
             }
             if let Some(live) = self.live.as_mut() {
                 let lateness = s.wake_ns as i64 - s.intended_ns as i64;
-                if c.measured % LIVE_EVERY == 0 {
-                    live.saturating_record(lateness.max(0) as u64);
-                }
+                live.record(lateness);
                 self.live_max = self.live_max.max(Some(lateness));
             }
         }
@@ -262,9 +258,24 @@ impl RowStats {
         }
     }
 
-    pub fn live(&self) -> Live {
-        let at = |q: f64| self.live.as_ref().filter(|h| !h.is_empty()).map(|h| h.value_at_quantile(q) as i64);
-        Live { samples: self.counts.measured, p50: at(0.5), p99: at(0.99), max: self.live_max }
+    /// The measured samples so far and their lateness p50, p99 (nearest rank, as the table's)
+    /// and max.
+    pub fn live(&mut self) -> Live {
+        let samples = self.counts.measured;
+        let (p50, p99) = match self.live.as_mut().filter(|h| !h.is_empty()) {
+            Some(live) => {
+                live.settle();
+                let n = live.len() as usize;
+                // Never beyond what was measured, as the table's (the max is exact).
+                let most = self.live_max.unwrap_or(i64::MAX);
+                match live.at_ranks(&[nearest_rank(50_000, n) as u64, nearest_rank(99_000, n) as u64])[..] {
+                    [p50, p99] => (Some(p50.min(most)), Some(p99.min(most))),
+                    _ => (None, None),
+                }
+            }
+            None => (None, None),
+        };
+        Live { samples, p50, p99, max: self.live_max }
     }
 
     pub fn finish(mut self) -> Finished {
@@ -350,8 +361,7 @@ mod tests {
             exact.add(chunk);
             bounded.add(chunk);
         });
-        let live = bounded.live();
-        assert_eq!(live.samples, 1900);
+        assert_eq!(bounded.live().samples, 1900);
         let (exact, bounded) = (exact.finish(), bounded.finish());
         assert_eq!(bounded.basis, Basis::Histogram);
         for metric in METRICS {
@@ -365,3 +375,55 @@ mod tests {
     }
 }
 
+
+#[cfg(test)]
+mod live_tests {
+    use super::*;
+    use taskmeter_protocol::Sample;
+
+    /// A measured sample of unit 1 that woke `late` ns after its deadline.
+    fn late(late: i64) -> SampleView {
+        let intended = 1_000_000_000u64;
+        SampleView {
+            unit: 1,
+            class: 0,
+            sample: Sample { period: 0, start_ns: intended - 1000, busy_end_ns: intended - 500, intended_ns: intended, wake_ns: (intended as i64 + late) as u64, missed: 0 },
+            expected_ns: 500,
+            previous_wake_ns: None,
+            measured: true,
+        }
+    }
+
+    #[test]
+    fn the_live_line_ends_where_the_table_starts() {
+        // Early wake-ups, the exact range, and values past 262 us where 5 digits apply.
+        let values: Vec<i64> = (0..20_000i64).map(|i| (i * 7919) % 3_000_000 - 2_000).collect();
+        let views: Vec<SampleView> = values.iter().map(|v| late(*v)).collect();
+        let mut row = RowStats::new(1, u64::MAX, true);
+        for chunk in views.chunks(97) {
+            row.add(chunk);
+            let live = row.live();
+            assert!(live.p50 <= live.p99 && live.p99 <= live.max, "{live:?}");
+        }
+        let live = row.live();
+        let table = row.finish().statistics.lateness;
+        assert_eq!(live.samples, table.count);
+        assert_eq!(live.max, table.max);
+        for (shown, exact) in [(live.p50, table.p50), (live.p99, table.p99)] {
+            let (shown, exact) = (shown.unwrap(), exact.unwrap());
+            // The bucket's far end: never below the value, within 5 significant digits of it.
+            assert!(shown >= exact && (shown - exact) as f64 <= exact.abs() as f64 * 1e-4, "{shown} vs {exact}");
+        }
+        assert!(table.p50.unwrap() > 1_000_000, "the test reaches the 5-digit range");
+    }
+
+    #[test]
+    fn below_262_us_the_live_percentiles_are_the_tables_exactly() {
+        let mut row = RowStats::new(1, u64::MAX, true);
+        let views: Vec<SampleView> = (0..5000i64).map(|i| late((i * 31) % 200_000 - 100)).collect();
+        row.add(&views);
+        let live = row.live();
+        let table = row.finish().statistics.lateness;
+        assert_eq!((live.p50, live.p99, live.max), (table.p50, table.p99, table.max));
+    }
+}

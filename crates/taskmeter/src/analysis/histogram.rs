@@ -76,6 +76,13 @@ impl SignedHistogram {
         self.pending = pending;
     }
 
+    /// Records what is pending now (so that questions need no copy).
+    pub fn settle(&mut self) {
+        if !self.pending.is_empty() {
+            self.flush();
+        }
+    }
+
     /// Records what is pending: before any question is asked.
     fn settled(&self) -> std::borrow::Cow<'_, SignedHistogram> {
         if self.pending.is_empty() {
