@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"io"
+	"net"
 	"os"
 	"runtime"
 )
@@ -21,4 +22,17 @@ func watchStdin(stdin *bufio.Reader) {
 		io.Copy(io.Discard, stdin)
 		os.Exit(0)
 	}()
+}
+
+// peerOf names a connection's peer in a stranger line.
+func peerOf(conn net.Conn) string {
+	if addr := conn.RemoteAddr(); addr != nil {
+		return addr.String()
+	}
+	return "unknown"
+}
+
+// hangUp closes a connection.
+func hangUp(conn net.Conn) {
+	conn.Close()
 }

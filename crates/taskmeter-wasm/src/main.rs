@@ -1,6 +1,6 @@
 //! `taskmeter-wasm GUEST.wasm [ARGS...]`: runs a WASI preview 1 guest with threads
 //! (wasi-threads) on wasmtime, with the host's stdin, stdout and stderr, and the listening TCP
-//! socket that taskmeter passes as fd 3 preopened as the guest's fd 3 (net protocol 1,
+//! socket that taskmeter passes as fd 3 preopened as the guest's fd 3 (net protocol 2,
 //! receivers/README.md). A failure of the host (fd 3 is not a listening TCP socket, the guest
 //! does not load or traps) is the protocol's error line on stdout, the same on stderr, and exit
 //! status 1; the guest's own exit status is passed on.
@@ -25,7 +25,7 @@ fn main() -> ExitCode {
     match run() {
         Ok(code) => code,
         Err(e) => {
-            // One line: net protocol 1's error line on stdout (taskmeter shows its message),
+            // One line: net protocol 2's error line on stdout (taskmeter shows its message),
             // and the same for a person on stderr.
             let message = e.split_whitespace().collect::<Vec<_>>().join(" ");
             println!("{{\"type\":\"error\",\"message\":{}}}", json_string(&message));

@@ -154,6 +154,13 @@ impl Running {
         }
     }
 
+    /// The session cookie `net serve` printed.
+    fn cookie(&self) -> String {
+        self.wait_for_stderr("--cookie ");
+        let text = self.stderr.lock().unwrap().clone();
+        text.split("--cookie ").nth(1).unwrap().chars().take(32).collect()
+    }
+
     fn signal(&self, signal: i32) {
         // SAFETY: a signal to the child we started.
         unsafe { libc::kill(self.child.id() as i32, signal) };
@@ -312,7 +319,8 @@ fn a_signal_stops_every_command_that_starts_processes() {
     // net send, in the middle of its messages.
     let receiver = Running::start(&["net", "serve", "--runtime", "thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "1", "--messages", "100000000"], &[]);
     receiver.wait_for_stderr("waiting for");
-    let send = Running::start(&["net", "send", "--to", &format!("127.0.0.1:{port}"), "--senders", "1", "--messages", "100000000"], &[]);
+    let cookie = receiver.cookie();
+    let send = Running::start(&["net", "send", "--to", &format!("127.0.0.1:{port}"), "--cookie", &cookie, "--senders", "1", "--messages", "100000000"], &[]);
     std::thread::sleep(Duration::from_millis(1500));
     send.signal(libc::SIGTERM);
     let sent = send.finish();

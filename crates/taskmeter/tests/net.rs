@@ -110,7 +110,7 @@ fn a_receiver_that_crashes_or_stops_acknowledging_fails_its_point_only() {
     let crashed = points(&record, "go")[0]["error"].as_str().unwrap().to_string();
     assert!(crashed.contains("exited with status 3") || crashed.contains("cannot connect") || crashed.contains("no ack"), "{crashed}");
     let silent_error = points(&record, "c-thread")[0]["error"].as_str().unwrap().to_string();
-    assert!(silent_error.contains("no ack for message 0"), "{silent_error}");
+    assert!(silent_error.contains("sent no taskmeter challenge"), "{silent_error}");
     assert_eq!(points(&record, "thread")[0]["error"], serde_json::Value::Null, "the other receivers are kept");
     let leftover = std::process::Command::new("pgrep").args(["-f", silent.to_str().unwrap()]).output().unwrap();
     assert!(leftover.stdout.is_empty(), "no receiver process is left behind");
@@ -132,24 +132,235 @@ fn a_receiver_that_cannot_start_says_why() {
     assert!(error.contains("the receiver did not start: fd 3 is not a socket"), "{error}");
 }
 
+/// A free port on loopback (bound, then released for `net serve` to take).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// `net serve` in the background, its stderr read as it comes (for the cookie it prints).
+struct Serve {
+    child: std::process::Child,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    stdout: Option<std::thread::JoinHandle<String>>,
+}
+
+impl Serve {
+    fn start(args: &[&str], env: &[(&str, &Path)]) -> Serve {
+        use std::io::{BufRead, Read};
+        let mut command = taskmeter();
+        command.args(["net", "serve"]).args(args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().unwrap();
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let (pipe, text) = (child.stderr.take().unwrap(), stderr.clone());
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+                text.lock().unwrap().push_str(&(line + "\n"));
+            }
+        });
+        let mut out = child.stdout.take().unwrap();
+        let stdout = Some(std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = out.read_to_string(&mut text);
+            text
+        }));
+        Serve { child, stderr, stdout }
+    }
+
+    /// Waits (a minute at most) for stderr to hold `needle`.
+    fn wait_for(&self, needle: &str) {
+        let since = Instant::now();
+        while !self.stderr.lock().unwrap().contains(needle) {
+            assert!(since.elapsed() < Duration::from_secs(60), "net serve never said '{needle}':\n{}", self.stderr.lock().unwrap());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The session cookie it printed.
+    fn cookie(&self) -> String {
+        self.wait_for("--cookie ");
+        let text = self.stderr.lock().unwrap().clone();
+        text.split("--cookie ").nth(1).unwrap().chars().take(32).collect()
+    }
+
+    /// Waits (two minutes at most) for it to end: its status, stdout and stderr.
+    fn finish(mut self) -> (std::process::ExitStatus, String, String) {
+        let since = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if since.elapsed() > Duration::from_secs(120) {
+                let _ = self.child.kill();
+                panic!("net serve did not end:\n{}", self.stderr.lock().unwrap());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let stdout = self.stdout.take().unwrap().join().unwrap();
+        std::thread::sleep(Duration::from_millis(100)); // the stderr reader's last line
+        let stderr = self.stderr.lock().unwrap().clone();
+        (status, stdout, stderr)
+    }
+}
+
+fn send(port: u16, credentials: &[&str], load: &[&str]) -> std::process::Output {
+    taskmeter().args(["net", "send", "--to", &format!("127.0.0.1:{port}")]).args(credentials).args(load).output().unwrap()
+}
+
 #[test]
 fn serve_and_send_on_two_sides() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let address = format!("127.0.0.1:{port}");
-    let serve = taskmeter()
-        .args(["net", "serve", "--runtime", "c-thread", "--listen", &address, "--senders", "1,2", "--messages", "50"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let port = free_port();
+    let serve = Serve::start(&["--runtime", "c-thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "1,2", "--messages", "50"], &[]);
     // The senders wait for the receiver to listen, at each point.
-    let sent = taskmeter().args(["net", "send", "--to", &address, "--senders", "1,2", "--messages", "50"]).output().unwrap();
+    let sent = send(port, &["--cookie", &serve.cookie()], &["--senders", "1,2", "--messages", "50"]);
     assert!(sent.status.success(), "{}{}", stdout(&sent), stderr(&sent));
     let text = stdout(&sent);
     assert!(text.contains("1 senders: 50 of 50 messages acknowledged") && text.contains("2 senders: 50 of 50"), "{text}");
-    let served = serve.wait_with_output().unwrap();
-    assert!(served.status.success(), "{}", String::from_utf8_lossy(&served.stderr));
-    assert!(String::from_utf8_lossy(&served.stdout).contains("2 senders: 50 messages in"));
+    let (status, out, err) = serve.finish();
+    assert!(status.success(), "{err}");
+    assert!(out.contains("2 senders: 50 messages in"), "{out}");
+    assert!(err.contains(&format!("listening on 127.0.0.1:{port}; no key: the session cookie admits senders")), "{err}");
+}
+
+/// The connections a stray client makes: an HTTP request, random bytes, one that sends
+/// nothing, a hello with the right magic and a wrong token, and `crowd` at once.
+fn strangers(port: u16, crowd: usize) -> std::thread::JoinHandle<()> {
+    use std::io::Write;
+    std::thread::spawn(move || {
+        let address: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let connect = || std::net::TcpStream::connect_timeout(&address, Duration::from_secs(5)).ok();
+        let mut held = Vec::new();
+        for bytes in [&b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"[..], &[0x5au8; 100][..], &[][..]] {
+            if let Some(mut stream) = connect() {
+                let _ = stream.write_all(bytes);
+                held.push(stream);
+            }
+        }
+        let mut wrong = b"TMNET2H\0".to_vec();
+        wrong.extend_from_slice(&0u32.to_le_bytes());
+        wrong.extend_from_slice(&[0u8; 32]);
+        if let Some(mut stream) = connect() {
+            let _ = stream.write_all(&wrong);
+            held.push(stream);
+        }
+        held.extend((0..crowd).filter_map(|_| connect()));
+        // Held open past the handshake's 2 s: the receiver must not wait for them.
+        std::thread::sleep(Duration::from_secs(3));
+    })
+}
+
+/// Lets the test hold a thousand sockets.
+fn raise_open_files() {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit on a struct we own.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+        limit.rlim_cur = limit.rlim_max.min(65536);
+        libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+    }
+}
+
+#[test]
+fn strangers_never_join_and_every_message_of_the_senders_is_acknowledged() {
+    raise_open_files();
+    let receivers = common::available_receivers(&["thread", "tokio-mt", "c-thread", "go", "wasm-thread", "wasm-go"]);
+    for receiver in receivers {
+        // The built-in receiver takes the full crowd of the issue; the others a smaller one.
+        let crowd = if receiver == "thread" { 1000 } else { 100 };
+        let port = free_port();
+        let serve = Serve::start(&["--runtime", receiver, "--listen", &format!("127.0.0.1:{port}"), "--senders", "2", "--messages", "20000"], &[]);
+        let cookie = serve.cookie();
+        serve.wait_for("waiting for 2 sender(s)");
+        let strays = strangers(port, crowd);
+        std::thread::sleep(Duration::from_millis(300)); // the strays first
+        let sent = send(port, &["--cookie", &cookie], &["--senders", "2", "--messages", "20000"]);
+        assert!(sent.status.success(), "{receiver}: {}{}", stdout(&sent), stderr(&sent));
+        assert!(stdout(&sent).contains("20000 of 20000 messages acknowledged"), "{receiver}: {}", stdout(&sent));
+        strays.join().unwrap();
+        let (status, out, err) = serve.finish();
+        assert!(status.success(), "{receiver}: {out}{err}");
+        assert!(out.contains("2 senders: 20000 messages in"), "{receiver}: {out}");
+        let refused = err.lines().filter(|l| l.starts_with("taskmeter: refused a connection from ")).count();
+        assert!(refused >= 4, "{receiver}: every stranger is said, with its peer:\n{err}");
+        assert!(err.contains("wrong token for sender 0"), "{receiver}: {err}");
+        assert!(out.contains("connection(s) refused"), "{receiver}: {out}");
+    }
+}
+
+#[test]
+fn a_connection_during_a_point_never_joins_and_the_point_is_measured_in_full() {
+    use std::io::Read;
+    let port = free_port();
+    let serve = Serve::start(&["--runtime", "thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "2", "--messages", "300000"], &[]);
+    let cookie = serve.cookie();
+    serve.wait_for("waiting for 2 sender(s)");
+    let sender = std::thread::spawn(move || send(port, &["--cookie", &cookie], &["--senders", "2", "--messages", "300000"]));
+    std::thread::sleep(Duration::from_millis(500));
+    // Refused by the kernel once every sender has joined (the receiver stopped listening), or
+    // by the handshake before: either way it is closed, never served.
+    for _ in 0..10 {
+        if let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+            let mut rest = Vec::new();
+            let _ = stream.read_to_end(&mut rest);
+            assert!(rest.len() <= 48, "at most a challenge reaches a stranger");
+        }
+    }
+    let sent = sender.join().unwrap();
+    assert!(sent.status.success() && stdout(&sent).contains("300000 of 300000 messages acknowledged"), "{}", stdout(&sent));
+    let (status, out, _) = serve.finish();
+    assert!(status.success() && out.contains("2 senders: 300000 messages in"), "{out}");
+}
+
+#[test]
+fn a_sender_with_the_wrong_key_or_cookie_and_a_port_that_is_not_a_receiver_get_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, other) = (dir.path().join("key"), dir.path().join("other"));
+    std::fs::write(&key, [7u8; 32]).unwrap();
+    std::fs::write(&other, [8u8; 32]).unwrap();
+    let port = free_port();
+    let serve = Serve::start(&["--runtime", "thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "1", "--messages", "100", "--key-file", key.to_str().unwrap()], &[]);
+    serve.wait_for("waiting for 1 sender(s)");
+    assert!(serve.stderr.lock().unwrap().contains("a key is required"));
+    let load = ["--senders", "1", "--messages", "100"];
+    for credentials in [vec!["--key-file", other.to_str().unwrap()], vec!["--cookie", "0123456789abcdef0123456789abcdef"]] {
+        let refused = send(port, &credentials, &load);
+        assert_eq!(refused.status.code(), Some(1), "{credentials:?}");
+        assert!(stdout(&refused).contains("refused sender 0: wrong cookie or key"), "{credentials:?}: {}", stdout(&refused));
+    }
+    let sent = send(port, &["--key-file", key.to_str().unwrap()], &load);
+    assert!(sent.status.success(), "{}", stdout(&sent));
+    let (status, _, err) = serve.finish();
+    assert!(status.success(), "{err}");
+    assert_eq!(err.matches("wrong token for sender 0").count(), 2, "{err}");
+
+    // Not a taskmeter receiver: one that answers something else, one that says nothing.
+    for (answer, expected) in [(Some("HTTP/1.1 400 Bad Request\r\n\r\n"), "is not a taskmeter receiver: it answered \"HTTP/1.1 400 Bad Request"), (None, "sent no taskmeter challenge")] {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut held = Vec::new();
+            for mut stream in listener.incoming().flatten() {
+                if let Some(text) = answer {
+                    let _ = stream.write_all(text.as_bytes());
+                }
+                held.push(stream);
+            }
+        });
+        let started = Instant::now();
+        let output = send(port, &["--cookie", "0123456789abcdef0123456789abcdef"], &load);
+        assert_eq!(output.status.code(), Some(1));
+        assert!(stdout(&output).contains(expected), "{}", stdout(&output));
+        assert!(started.elapsed() < Duration::from_secs(60), "bounded");
+    }
+    assert_refused(&[
+        (vec!["net", "send", "--to", "127.0.0.1:1", "--cookie", "xyz"], "--cookie 'xyz' is not the 32 hexadecimal digits"),
+        (vec!["net", "send", "--to", "127.0.0.1:1"], "--cookie"),
+        (vec!["net", "serve", "--key-file", "/nonexistent/key"], "cannot read the key file /nonexistent/key"),
+    ]);
 }
 
 #[test]

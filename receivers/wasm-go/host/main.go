@@ -1,4 +1,4 @@
-// wasm-go-host GUEST.wasm [ARGS...]: the wazero host of the wasm-go receiver (net protocol 1,
+// wasm-go-host GUEST.wasm [ARGS...]: the wazero host of the wasm-go receiver (net protocol 2,
 // receivers/README.md). It runs a GOOS=wasip1 guest with the listening TCP socket that
 // taskmeter passes as fd 3 as the guest's fd 3, owns the real stdin (the plan line becomes the
 // guest's whole stdin; EOF after it ends the process, as the contract says) and passes its pid
@@ -142,6 +142,10 @@ func main() {
 	if err := syscall.Dup3(3, placeholder, syscall.O_CLOEXEC); err != nil {
 		fail("cannot put fd 3 in place of wazero's listener: " + err.Error())
 	}
+	// The guest's fd 3 is now the only hold on the socket: when the guest closes it (every
+	// sender has joined), the socket stops listening, and a sender meant for the next point is
+	// refused rather than left in the backlog of a socket nobody accepts on.
+	syscall.Close(3)
 
 	_, err = mod.ExportedFunction("_start").Call(ctx)
 	var exit *sys.ExitError

@@ -39,7 +39,7 @@ pub(super) enum Command {
         #[command(subcommand)]
         action: NetAction,
     },
-    /// Serve one built-in receiver (net protocol 1); used by `run net`
+    /// Serve one built-in receiver (net protocol 2); used by `run net`
     #[command(hide = true)]
     NetReceiver { runtime: String },
     /// Check a runtime's worker against the protocol vectors
@@ -109,9 +109,14 @@ pub(super) enum NetAction {
         /// The receiver (see `taskmeter run net --help`)
         #[arg(long, default_value = "thread", value_parser = crate::experiments::net::registry::check_id)]
         runtime: String,
-        /// Address and port to listen on
+        /// Address and port to listen on (every interface by default, as iperf3: only senders
+        /// with the session cookie it prints, or the key, can join)
         #[arg(long, default_value = "0.0.0.0:7878")]
         listen: String,
+        /// Admit only senders holding this key (a file of at least 16 bytes, the same on both
+        /// sides) instead of the session cookie
+        #[arg(long, value_name = "FILE")]
+        key_file: Option<PathBuf>,
         #[command(flatten)]
         load: NetLoad,
     },
@@ -120,6 +125,12 @@ pub(super) enum NetAction {
         /// The receiver's address and port
         #[arg(long)]
         to: std::net::SocketAddr,
+        /// The session cookie `net serve` printed
+        #[arg(long, required_unless_present = "key_file", conflicts_with = "key_file")]
+        cookie: Option<String>,
+        /// The key file `net serve` was given
+        #[arg(long, value_name = "FILE")]
+        key_file: Option<PathBuf>,
         #[command(flatten)]
         load: NetLoad,
     },

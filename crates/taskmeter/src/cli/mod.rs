@@ -177,10 +177,18 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
             crate::experiments::granularity::run(options::granularity_options(&args)?)?
         }
         Command::Run(args) => crate::experiments::sleep::run(options::run_options(&args)?)?,
-        Command::Net { action: NetAction::Serve { runtime, listen, load } } => {
-            crate::experiments::net::serve_only(&runtime, &listen, &load.settings(vec![runtime.clone()], 1))?
+        Command::Net { action: NetAction::Serve { runtime, listen, key_file, load } } => {
+            crate::experiments::net::serve_only(&runtime, &listen, &load.settings(vec![runtime.clone()], 1), key_file.as_deref())?
         }
-        Command::Net { action: NetAction::Send { to, load } } => crate::experiments::net::send_only(to, &load.settings(Vec::new(), 1))?,
+        Command::Net { action: NetAction::Send { to, cookie, key_file, load } } => {
+            use crate::experiments::net::handshake::Secret;
+            let secret = match (&key_file, &cookie) {
+                (Some(path), _) => Secret::key_file(path)?,
+                (None, Some(cookie)) => Secret::cookie(cookie)?,
+                (None, None) => unreachable!("clap requires one"),
+            };
+            crate::experiments::net::send_only(to, &load.settings(Vec::new(), 1), &secret)?
+        }
         Command::NetReceiver { runtime } => ExitCode::from(crate::experiments::net::native::main(&runtime)),
         Command::Bench(args) => crate::experiments::bench::run(options::bench_options(*args)?)?,
         Command::CheckDriver { runtime } => check_driver::check_driver(&runtime)?,

@@ -1,16 +1,31 @@
-//! The record of `taskmeter run net` (`net.json`), and the lines of net protocol 1
+//! The record of `taskmeter run net` (`net.json`), and the lines of net protocol 2
 //! (receivers/README.md) that a receiver speaks.
 
 use super::header::{Header, Record};
 use serde::{Deserialize, Serialize};
 use taskmeter_record::stats::{Interval, Summary};
 
-/// The plan line a receiver reads on stdin (net protocol 1).
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+/// The plan line a receiver reads on stdin (net protocol 2).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct NetPlan {
     pub protocol: u32,
     pub connections: u32,
     pub message_size: usize,
+    /// How long a connection has, from its accept, to send its hello.
+    pub handshake_ms: u64,
+    /// How many handshakes may be pending at once.
+    pub max_pending: u32,
+    /// The point's nonce, 64 hexadecimal digits (sent raw in the challenge).
+    pub nonce: String,
+    /// Per sender index, the token its hello must carry (64 hexadecimal digits each).
+    pub tokens: Vec<String>,
+}
+
+/// A connection a receiver refused, as it reports it.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct Stranger {
+    pub peer: String,
+    pub reason: String,
 }
 
 /// What one connection carried, as the receiver reports it.
@@ -114,7 +129,16 @@ pub struct NetPoint {
     /// Per message, at the senders: write start to ack end, ns.
     pub round_trip: Option<Summary>,
     pub connections: Vec<ConnectionReport>,
+    /// Connections the receiver refused during the point (no handshake, a wrong token, ...):
+    /// how many, and the first [`STRANGERS_KEPT`] of them.
+    #[serde(default)]
+    pub strangers: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stranger_reports: Vec<Stranger>,
 }
+
+/// How many refused connections a point keeps the details of.
+pub const STRANGERS_KEPT: usize = 20;
 
 impl Record for NetRecord {
     const SCHEMA: &'static str = "taskmeter.net";

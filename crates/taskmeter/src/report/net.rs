@@ -55,6 +55,10 @@ pub fn console(record: &NetRecord) -> String {
     for p in record.points.iter().filter(|p| p.error.is_some()) {
         let _ = writeln!(out, "{} with {} senders failed: {}", p.receiver, p.senders, p.error.as_deref().unwrap_or_default());
     }
+    for p in record.points.iter().filter(|p| p.strangers > 0) {
+        let first = p.stranger_reports.first().map(|s| format!(" (the first from {}: {})", s.peer, s.reason)).unwrap_or_default();
+        let _ = writeln!(out, "{} with {} senders refused {} connection(s) that were not its senders{first}", p.receiver, p.senders, p.strangers);
+    }
     if !record.header.complete {
         let why = record.header.incomplete_reason.as_deref().unwrap_or("interrupted");
         let _ = writeln!(out, "\nThe run stopped early ({why}): these results hold what was measured before it.");

@@ -75,6 +75,27 @@ pub fn available<'a>(runtimes: &[&'a str]) -> Vec<&'a str> {
         .collect()
 }
 
+/// Of `receivers` (of `run net`), those available here; each unavailable one is skipped with
+/// `taskmeter list`'s reason.
+pub fn available_receivers<'a>(receivers: &[&'a str]) -> Vec<&'a str> {
+    let list = stdout(&run(&["list"]));
+    let section = list.split("receivers of `taskmeter run net`:").nth(1).expect("list names the receivers");
+    receivers
+        .iter()
+        .copied()
+        .filter(|id| {
+            let line = section.lines().find(|l| l.split_whitespace().next() == Some(id)).unwrap_or_default();
+            match line.split_once("unavailable: ") {
+                Some((_, reason)) => {
+                    skip(&format!("{id}: {reason}"));
+                    false
+                }
+                None => true,
+            }
+        })
+        .collect()
+}
+
 /// True when running as root; otherwise the test is skipped with the reason.
 pub fn root(why: &str) -> bool {
     // SAFETY: geteuid has no preconditions.

@@ -1,21 +1,25 @@
 //! `taskmeter run net`: TCP message throughput with 1..N senders against each receiver (the TCP
-//! study, seed 003). A receiver is a process behind net protocol 1 (receivers/README.md), run
+//! study, seed 003). A receiver is a process behind net protocol 2 (receivers/README.md), run
 //! under the process supervisor; the senders are threads of taskmeter (`sender`). `net serve` /
 //! `net send` split the two across machines with the same code. The receivers: `registry`
-//! (which exist and how each starts), `native` (the Rust ones, `taskmeter net-receiver`).
+//! (which exist and how each starts), `handshake` (who may join a point), `native` (the Rust
+//! ones, `taskmeter net-receiver`).
 
+pub mod handshake;
 pub mod native;
 pub mod registry;
 pub mod sender;
 
 use crate::machine::idle::LatencyRequest;
-use crate::model::net::{ConnectionReport, NetPlan, NetPoint, NetRecord, NetSettings, SkippedReceiver};
+use crate::model::net::{ConnectionReport, NetPlan, NetPoint, NetRecord, NetSettings, SkippedReceiver, Stranger, STRANGERS_KEPT};
+use handshake::Secret;
 use crate::process::child::{Ask, Ended, Limits, Spawned, Stop};
 use crate::process::{describe, last_line, signals};
 use crate::report::export::RecordRef;
 use crate::session::{Output, Session};
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
 use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{ExitCode, Stdio};
@@ -35,6 +39,8 @@ pub struct NetOptions {
 pub fn run(options: NetOptions) -> Result<ExitCode, super::ExperimentError> {
     let _latency_request = options.cpu_dma_latency_us.map(LatencyRequest::hold).transpose()?;
     let mut session = Session::start("net", options.output)?;
+    // The senders are taskmeter's own threads: a secret of this run admits them.
+    let (secret, _) = Secret::new_cookie()?;
     let s = &options.settings;
     let mut points = Vec::new();
     let mut skipped = Vec::new();
@@ -59,7 +65,7 @@ pub fn run(options: NetOptions) -> Result<ExitCode, super::ExperimentError> {
                 }
                 let planned: u64 = s.shares(senders).iter().sum();
                 let mut point = match command {
-                    Ok(command) => run_point(command, s, senders, options.grace),
+                    Ok(command) => run_point(command, s, senders, options.grace, &secret),
                     Err(reason) => NetPoint { error: Some(reason.clone()), ..Default::default() },
                 };
                 (point.receiver, point.senders, point.repetition, point.messages_planned) = ((*id).clone(), senders, repetition, planned);
@@ -75,21 +81,22 @@ pub fn run(options: NetOptions) -> Result<ExitCode, super::ExperimentError> {
 }
 
 /// One receiver process, `senders` connections, every message checked.
-fn run_point(command: &std::process::Command, s: &NetSettings, senders: u32, grace: Duration) -> NetPoint {
+fn run_point(command: &std::process::Command, s: &NetSettings, senders: u32, grace: Duration, secret: &Secret) -> NetPoint {
     let mut point = NetPoint::default();
     let listener = match TcpListener::bind("127.0.0.1:0") {
-        Ok(listener) => listener,
+        Ok(listener) => deep_backlog(listener),
         Err(e) => return NetPoint { error: Some(format!("cannot listen on 127.0.0.1: {e}")), ..point },
     };
     let address = listener.local_addr().expect("a bound listener has an address");
-    let receiver = match Receiver::start(command, &listener, NetPlan { protocol: 1, connections: senders, message_size: s.message_size }, grace) {
+    let receiver = match handshake::plan(secret, senders, s.message_size).and_then(|plan| Receiver::start(command, &listener, plan, grace)) {
         Ok(receiver) => receiver,
         Err(e) => return NetPoint { error: Some(e), ..point },
     };
     drop(listener); // the receiver holds it now
     point.receiver_version = receiver.version.clone();
-    let results = sender::send_all(address, &s.shares(senders), s.message_size, grace);
-    let (reports, failure) = receiver.finish(grace);
+    let results = sender::send_all(address, &s.shares(senders), s.message_size, grace, secret);
+    let (reports, strangers, failure) = receiver.finish(grace, |_| {});
+    (point.strangers, point.stranger_reports) = (strangers.count, strangers.kept);
     point.messages_sent = results.iter().map(|r| r.sent).sum();
     point.messages_acked = results.iter().map(|r| r.acked).sum();
     point.messages_received = reports.iter().map(|r| r.messages).sum();
@@ -115,6 +122,14 @@ fn run_point(command: &std::process::Command, s: &NetSettings, senders: u32, gra
     point
 }
 
+/// The listener with room in its accept queue for a thousand senders arriving at once (std
+/// listens with 128; the kernel caps this at net.core.somaxconn).
+fn deep_backlog(listener: TcpListener) -> TcpListener {
+    // SAFETY: listen() again on a listening socket we own only changes its backlog.
+    unsafe { libc::listen(listener.as_raw_fd(), 4096) };
+    listener
+}
+
 /// Every message's round trip, over all senders.
 fn round_trips(results: &[sender::SenderResult]) -> Option<Summary> {
     let all: Vec<i64> = results.iter().flat_map(|r| r.round_trips_ns.iter().copied()).collect();
@@ -135,6 +150,22 @@ struct Receiver {
     /// Collects stderr until the receiver ends.
     stderr: std::thread::JoinHandle<Vec<u8>>,
     version: Option<String>,
+}
+
+/// The connections a receiver refused during a point: how many, and the first few.
+#[derive(Default)]
+struct Strangers {
+    count: u64,
+    kept: Vec<Stranger>,
+}
+
+impl Strangers {
+    fn add(&mut self, stranger: Stranger) {
+        self.count += 1;
+        if self.kept.len() < STRANGERS_KEPT {
+            self.kept.push(stranger);
+        }
+    }
 }
 
 /// What waiting for a receiver's line gave instead of a line.
@@ -212,11 +243,13 @@ impl Receiver {
         }
     }
 
-    /// Reads the connection reports and `done` (waiting at most `grace`), then reaps the
-    /// process; a receiver that is late or dies is killed, and said so.
-    fn finish(self, grace: Duration) -> (Vec<ConnectionReport>, Option<String>) {
+    /// Reads the connection reports and `done` (waiting at most `grace`), and the strangers it
+    /// refused (each handed to `refused` as it comes), then reaps the process; a receiver that
+    /// is late or dies is killed, and said so.
+    fn finish(self, grace: Duration, mut refused: impl FnMut(&Stranger)) -> (Vec<ConnectionReport>, Strangers, Option<String>) {
         let deadline = Instant::now() + grace;
         let mut reports = Vec::new();
+        let mut strangers = Strangers::default();
         let failure = loop {
             match self.next_line(deadline) {
                 Ok(line) => {
@@ -225,6 +258,13 @@ impl Receiver {
                         Some("connection") => match serde_json::from_value::<ConnectionReport>(value) {
                             Ok(report) => reports.push(report),
                             Err(e) => break Some(format!("the receiver printed a bad connection line: {e}")),
+                        },
+                        Some("stranger") => match serde_json::from_value::<Stranger>(value) {
+                            Ok(stranger) => {
+                                refused(&stranger);
+                                strangers.add(stranger);
+                            }
+                            Err(e) => break Some(format!("the receiver printed a bad stranger line: {e}")),
                         },
                         Some("done") => break None,
                         Some("error") => break Some(format!("the receiver failed: {}", value["message"].as_str().unwrap_or("?"))),
@@ -237,7 +277,7 @@ impl Receiver {
             }
         };
         let why = self.end(failure.is_none());
-        (reports, failure.map(|f| format!("{f}{why}")).or_else(|| (!why.is_empty()).then(|| why.trim_start_matches("; ").to_string())))
+        (reports, strangers, failure.map(|f| format!("{f}{why}")).or_else(|| (!why.is_empty()).then(|| why.trim_start_matches("; ").to_string())))
     }
 
     /// Ends the process: after its report, end of file on its stdin and a grace to exit;
@@ -275,8 +315,9 @@ fn clone_command(command: &std::process::Command) -> std::process::Command {
     copy
 }
 
-/// `net send`: the senders alone against a receiver somewhere else.
-pub fn send_only(to: SocketAddr, settings: &NetSettings) -> Result<ExitCode, super::ExperimentError> {
+/// `net send`: the senders alone against a receiver somewhere else, admitted by the cookie
+/// `net serve` printed or by a key both sides hold.
+pub fn send_only(to: SocketAddr, settings: &NetSettings, secret: &Secret) -> Result<ExitCode, super::ExperimentError> {
     signals::install();
     for &senders in &settings.senders {
         if let Some(status) = signals::exit_status() {
@@ -284,7 +325,7 @@ pub fn send_only(to: SocketAddr, settings: &NetSettings) -> Result<ExitCode, sup
         }
         let shares = settings.shares(senders);
         let started = now_ns();
-        let results = sender::send_all(to, &shares, settings.message_size, Duration::from_secs(10));
+        let results = sender::send_all(to, &shares, settings.message_size, Duration::from_secs(10), secret);
         let seconds = (now_ns() - started) as f64 / 1e9;
         let acked: u64 = results.iter().map(|r| r.acked).sum();
         let planned: u64 = shares.iter().sum();
@@ -295,8 +336,13 @@ pub fn send_only(to: SocketAddr, settings: &NetSettings) -> Result<ExitCode, sup
             summary.as_ref().and_then(|s| s.p50).map_or("-".into(), |v| crate::report::format::format_ns(v as f64)),
             summary.as_ref().and_then(|s| s.p99).map_or("-".into(), |v| crate::report::format::format_ns(v as f64)),
         );
+        // One line per distinct problem: every sender refused for the same reason says it once.
+        let mut said: Vec<&String> = Vec::new();
         for error in results.iter().filter_map(|r| r.error.as_ref()) {
-            crate::outln!("    {error}");
+            if !said.contains(&error) {
+                crate::outln!("    {error}");
+                said.push(error);
+            }
         }
         if let Some(status) = signals::exit_status() {
             return Ok(ExitCode::from(status));
@@ -308,35 +354,62 @@ pub fn send_only(to: SocketAddr, settings: &NetSettings) -> Result<ExitCode, sup
     Ok(ExitCode::SUCCESS)
 }
 
-/// `net serve`: per sender count, one receiver on ADDR for that many connections, then its
-/// throughput; `net send` on the other machine must be given the same sender counts.
-pub fn serve_only(receiver: &str, listen: &str, settings: &NetSettings) -> Result<ExitCode, super::ExperimentError> {
+/// `net serve`: per sender count, one receiver on ADDR for that many senders, then its
+/// throughput; `net send` on the other machine must be given the same sender counts and the
+/// cookie printed here (or the same key). Every connection refused is said, with its peer.
+pub fn serve_only(receiver: &str, listen: &str, settings: &NetSettings, key_file: Option<&Path>) -> Result<ExitCode, super::ExperimentError> {
     signals::install();
     let command = registry::command(receiver)?;
+    let (secret, admission) = match key_file {
+        Some(path) => (Secret::key_file(path)?, format!("--key-file {}", path.display())),
+        None => {
+            let (secret, cookie) = Secret::new_cookie()?;
+            (secret, format!("--cookie {cookie}"))
+        }
+    };
     let mut status = ExitCode::SUCCESS;
-    for &connections in &settings.senders {
+    for (n, &connections) in settings.senders.iter().enumerate() {
         if let Some(signal) = signals::exit_status() {
             return Ok(ExitCode::from(signal));
         }
-        let listener = TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        let listener = deep_backlog(TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?);
         let address = listener.local_addr().map_err(|e| e.to_string())?;
-        let plan = NetPlan { protocol: 1, connections, message_size: settings.message_size };
-        let process = match Receiver::start(&command, &listener, plan, Duration::from_secs(30)) {
+        if n == 0 {
+            let everywhere = if address.ip().is_unspecified() { " (every interface)" } else { "" };
+            let key = if key_file.is_some() { "a key is required" } else { "no key: the session cookie admits senders" };
+            crate::errln!("taskmeter net serve: listening on {address}{everywhere}; {key}");
+            let senders: Vec<String> = settings.senders.iter().map(u32::to_string).collect();
+            crate::errln!(
+                "on the sending machine: taskmeter net send --to THIS-HOST:{} {admission} --senders {} --messages {}{} --message-size {}",
+                address.port(),
+                senders.join(","),
+                settings.messages,
+                if settings.per_sender { " --per-sender" } else { "" },
+                settings.message_size
+            );
+        }
+        let process = match handshake::plan(&secret, connections, settings.message_size).and_then(|plan| Receiver::start(&command, &listener, plan, Duration::from_secs(30))) {
             Ok(process) => process,
             Err(_) if signals::interrupted() => return Ok(ExitCode::from(signals::exit_status().unwrap_or(130))),
             Err(e) => return Err(e.into()),
         };
         drop(listener);
         crate::errln!("{receiver} receiver on {address}: waiting for {connections} sender(s) of {}-byte messages", settings.message_size);
-        let (reports, failure) = process.finish(Duration::from_secs(24 * 3600));
+        let (reports, strangers, failure) = process.finish(Duration::from_secs(24 * 3600), |s| {
+            crate::errln!("taskmeter: refused a connection from {}: {}", s.peer, s.reason);
+        });
         let received: u64 = reports.iter().map(|r| r.messages).sum();
+        let refused = match strangers.count {
+            0 => String::new(),
+            n => format!("; {n} connection(s) refused"),
+        };
         match receive_window(&reports).filter(|w| *w > 0) {
             Some(w) => crate::outln!(
-                "{connections:>3} senders: {received} messages in {:.3} s = {:.0} msg/s at the receiver",
+                "{connections:>3} senders: {received} messages in {:.3} s = {:.0} msg/s at the receiver{refused}",
                 w as f64 / 1e9,
                 received as f64 * 1e9 / w as f64
             ),
-            _ => crate::outln!("{connections:>3} senders: {received} messages"),
+            _ => crate::outln!("{connections:>3} senders: {received} messages{refused}"),
         }
         for problem in reports.iter().filter_map(|r| r.error.as_ref().map(|e| format!("connection {}: {e}", r.index))).chain(failure) {
             crate::outln!("    {problem}");

@@ -7,6 +7,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
+use super::handshake::{self, JoinError, Secret};
 use crate::process::signals;
 
 /// How often a sender waiting for an ack looks whether a signal asked taskmeter to stop.
@@ -23,29 +24,47 @@ pub struct SenderResult {
 }
 
 
-/// Connects every sender first, then starts them together, and returns when all are done.
-/// A sender that cannot connect or loses its connection reports why; the others go on.
-pub fn send_all(to: SocketAddr, counts: &[u64], message_size: usize, timeout: Duration) -> Vec<SenderResult> {
+/// Connects every sender and has it join the point (the handshake: `secret` admits it), then
+/// starts them together once the receiver says all have joined. A sender that cannot connect or
+/// join, or loses its connection, reports why; the others go on.
+pub fn send_all(to: SocketAddr, counts: &[u64], message_size: usize, timeout: Duration, secret: &Secret) -> Vec<SenderResult> {
     let start = Arc::new(Barrier::new(counts.len()));
+    let connections = counts.len() as u32;
     let threads: Vec<_> = counts
         .iter()
         .enumerate()
         .map(|(i, &planned)| {
-            let start = start.clone();
+            let (start, secret) = (start.clone(), secret.clone());
             std::thread::Builder::new()
                 .name(format!("sender-{i}"))
                 .spawn(move || {
-                    let connection = connect(to, timeout);
+                    let joined = join(to, &secret, i as u32, connections, message_size, timeout);
                     start.wait();
-                    match connection {
+                    match joined {
                         Ok(stream) => send(stream, i, planned, message_size, timeout),
-                        Err(e) => SenderResult { planned, error: Some(format!("sender {i} cannot connect to {to}: {e}")), ..Default::default() },
+                        Err(error) => SenderResult { planned, error: Some(error), ..Default::default() },
                     }
                 })
                 .expect("a sender thread starts")
         })
         .collect();
     threads.into_iter().map(|t| t.join().unwrap_or_else(|_| SenderResult { error: Some("a sender panicked".into()), ..Default::default() })).collect()
+}
+
+/// Connects and joins, connecting again while the receiver is not there yet (refused) or closes
+/// before its challenge (busy with strangers, or a receiver of the previous point), until
+/// `timeout`.
+fn join(to: SocketAddr, secret: &Secret, index: u32, connections: u32, message_size: usize, timeout: Duration) -> Result<TcpStream, String> {
+    let deadline = Instant::now() + timeout;
+    let size = u32::try_from(message_size).map_err(|_| "a message size above 4 GiB".to_string())?;
+    loop {
+        let mut stream = connect(to, timeout).map_err(|e| format!("sender {index} cannot connect to {to}: {e}"))?;
+        match handshake::join(&mut stream, secret, index, connections, size, deadline) {
+            Ok(()) => return Ok(stream),
+            Err(JoinError::Again(_)) if Instant::now() < deadline && !signals::interrupted() => std::thread::sleep(Duration::from_millis(20)),
+            Err(JoinError::Again(why) | JoinError::Refused(why)) => return Err(why),
+        }
+    }
 }
 
 /// Connects, retrying a refused connection until `timeout`: a receiver on another machine
