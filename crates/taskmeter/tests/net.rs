@@ -171,16 +171,21 @@ impl Serve {
 
     /// Waits (a minute at most) for stderr to hold `needle`.
     fn wait_for(&self, needle: &str) {
+        self.wait_up_to(needle, Duration::from_secs(60));
+    }
+
+    fn wait_up_to(&self, needle: &str, limit: Duration) {
         let since = Instant::now();
         while !self.stderr.lock().unwrap().contains(needle) {
-            assert!(since.elapsed() < Duration::from_secs(60), "net serve never said '{needle}':\n{}", self.stderr.lock().unwrap());
+            assert!(since.elapsed() < limit, "net serve never said '{needle}':\n{}", self.stderr.lock().unwrap());
             std::thread::sleep(Duration::from_millis(20));
         }
     }
 
-    /// The session cookie it printed.
+    /// The session cookie it printed: once its receiver is built, which takes minutes the first
+    /// time for the WebAssembly hosts.
     fn cookie(&self) -> String {
-        self.wait_for("--cookie ");
+        self.wait_up_to("--cookie ", Duration::from_secs(30 * 60));
         let text = self.stderr.lock().unwrap().clone();
         text.split("--cookie ").nth(1).unwrap().chars().take(32).collect()
     }
