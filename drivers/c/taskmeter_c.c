@@ -434,6 +434,17 @@ static double ns_per_iter(void) {
     return (double)(shortest ? shortest : 1) / (double)n;
 }
 
+/* Serial: busy(iters) one call after another, the clock read only between batches, so it is
+   not counted as work, until calibrate_ns has passed. Returns the calls, their time in *ns. */
+static uint64_t serial(uint64_t *ns) {
+    uint64_t batch = 10000 / G.iters ? 10000 / G.iters : 1, calls = 0, start = now_ns();
+    do {
+        for (uint64_t i = 0; i < batch; i++) check(busy(G.iters, false));
+        calls += batch;
+    } while ((*ns = now_ns() - start) < G.calibrate);
+    return calls;
+}
+
 static int granularity(uint64_t plan_read) {
     G.pattern = is("pattern", "chain") ? CHAIN : is("pattern", "stencil") ? STENCIL : TRIVIAL;
     G.width = num("width"), G.steps = num("steps"), G.calibrate = num("calibrate_ns");
@@ -459,12 +470,7 @@ static int granularity(uint64_t plan_read) {
         G.iters = (uint64_t)((double)grain / per_iter + 0.5);
         if (G.iters == 0) G.iters = 1;
         G.expected = busy(G.iters, false);
-        /* Serial: the clock read only between batches, so it is not counted as work. */
-        uint64_t batch = 10000 / G.iters ? 10000 / G.iters : 1, calls = 0, serial_start = now_ns(), serial_ns;
-        do {
-            for (uint64_t i = 0; i < batch; i++) check(busy(G.iters, false));
-            calls += batch;
-        } while ((serial_ns = now_ns() - serial_start) < G.calibrate);
+        uint64_t serial_ns, calls = serial(&serial_ns);
         uint64_t warm_start = now_ns();
         do {
             run_round(threads, links);
@@ -478,10 +484,14 @@ static int granularity(uint64_t plan_read) {
             stopped = atomic_load(&stop_requested);
         } while ((wall = now_ns() - start) < P.duration && !stopped);
         if (stopped) break;
+        uint64_t counts[3] = { tasks_started, tasks_completed, tasks_wrong };
+        /* The task alone again, after its rounds: one of the two may have been disturbed. */
+        uint64_t serial_after_ns, calls_after = serial(&serial_after_ns);
         json('P', "{\"grain_ns\":%" PRIu64 ",\"iters\":%" PRIu64 ",\"busy_result\":\"%" PRIu64 "\",\"serial_tasks\":%" PRIu64
-             ",\"serial_ns\":%" PRIu64 ",\"rounds\":%" PRIu64 ",\"tasks\":%" PRIu64 ",\"completed\":%" PRIu64 ",\"wrong\":%"
-             PRIu64 ",\"wall_ns\":%" PRIu64 ",\"cores\":%" PRIu64 "}", grain, G.iters, G.expected, calls, serial_ns, rounds,
-             tasks_started - before[0], tasks_completed - before[1], tasks_wrong - before[2], wall, cores);
+             ",\"serial_ns\":%" PRIu64 ",\"serial_after_tasks\":%" PRIu64 ",\"serial_after_ns\":%" PRIu64 ",\"rounds\":%"
+             PRIu64 ",\"tasks\":%" PRIu64 ",\"completed\":%" PRIu64 ",\"wrong\":%" PRIu64 ",\"wall_ns\":%" PRIu64
+             ",\"cores\":%" PRIu64 "}", grain, G.iters, G.expected, calls, serial_ns, calls_after, serial_after_ns, rounds,
+             counts[0] - before[0], counts[1] - before[1], counts[2] - before[2], wall, cores);
         flush_out();
     }
     json('D', "{\"interrupted\":%s,\"busy_result\":\"0\"}", stopped ? "true" : "false");

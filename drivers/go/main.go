@@ -465,6 +465,20 @@ func (t *tasks) round() {
 	}
 }
 
+// serial: busy(iters) one call after another until calibrate_ns has passed, the clock read only
+// between batches, so it is not counted as work; the calls and their time.
+func (t *tasks) serial() (calls, ns uint64) {
+	batch, start := max(10000/t.iters, 1), now()
+	for ns < t.p.Calibrate {
+		for i := uint64(0); i < batch; i++ {
+			t.check(busy(t.iters, false))
+		}
+		calls += batch
+		ns = now() - start
+	}
+	return calls, ns
+}
+
 // nsPerIter: the shortest of three calls of busy(n), for the first n (1024, doubling) whose call
 // takes a quarter of calibrate_ns.
 func nsPerIter(calibrate uint64) float64 {
@@ -487,15 +501,7 @@ func (w *worker) grains(planRead uint64) {
 		grain, _ := strconv.ParseUint(text, 10, 64)
 		t.iters = max(uint64(math.Round(float64(grain)/perIter)), 1)
 		t.expected = busy(t.iters, false)
-		// Serial: the clock read only between batches, so it is not counted as work.
-		batch, calls, serialStart, serial := max(10000/t.iters, 1), uint64(0), now(), uint64(0)
-		for serial < p.Calibrate {
-			for i := uint64(0); i < batch; i++ {
-				t.check(busy(t.iters, false))
-			}
-			calls += batch
-			serial = now() - serialStart
-		}
+		calls, serial := t.serial()
 		for warmStart := now(); ; {
 			t.round()
 			if w.stop.Load() {
@@ -520,9 +526,12 @@ func (w *worker) grains(planRead uint64) {
 			w.interrupted.Store(true)
 			break
 		}
+		started, completed, wrong = t.started.Load()-started, t.completed.Load()-completed, t.wrong.Load()-wrong
+		// The task alone again, after its rounds: one of the two may have been disturbed.
+		callsAfter, serialAfter := t.serial()
 		emit(appendFrame(nil, 'P', map[string]any{"grain_ns": grain, "iters": t.iters, "busy_result": strconv.FormatUint(t.expected, 10),
-			"serial_tasks": calls, "serial_ns": serial, "rounds": rounds, "tasks": t.started.Load() - started,
-			"completed": t.completed.Load() - completed, "wrong": t.wrong.Load() - wrong, "wall_ns": wall, "cores": cores}), 0)
+			"serial_tasks": calls, "serial_ns": serial, "serial_after_tasks": callsAfter, "serial_after_ns": serialAfter,
+			"rounds": rounds, "tasks": started, "completed": completed, "wrong": wrong, "wall_ns": wall, "cores": cores}), 0)
 	}
 	emit(appendFrame(nil, 'D', map[string]any{"interrupted": w.interrupted.Load(), "busy_result": "0"}), 0)
 }

@@ -500,6 +500,18 @@ public final class TaskmeterDriver {
             return result;
         }
 
+        /** Serial: busy(iters) one call after another until calibrate has passed, the clock read
+            only between batches, so it is not counted as work: {calls, ns}. */
+        long[] serial(long calibrate) {
+            long batch = Math.max(10000 / iters, 1), calls = 0, ns = 0, start = System.nanoTime();
+            while (ns < calibrate) {
+                for (long i = 0; i < batch; i++) check(busy(iters, false));
+                calls += batch;
+                ns = System.nanoTime() - start;
+            }
+            return new long[] {calls, ns};
+        }
+
         Thread start(Runnable body) {
             started.incrementAndGet();
             return builder.start(body);
@@ -574,13 +586,7 @@ public final class TaskmeterDriver {
             long grain = Long.parseLong(text);
             t.iters = Math.max(Math.round(grain / perIter), 1);
             t.expected = busy(t.iters, false);
-            // Serial: the clock read only between batches, so it is not counted as work.
-            long batch = Math.max(10000 / t.iters, 1), calls = 0, serial = 0, serialStart = System.nanoTime();
-            while (serial < calibrate) {
-                for (long i = 0; i < batch; i++) t.check(busy(t.iters, false));
-                calls += batch;
-                serial = System.nanoTime() - serialStart;
-            }
+            long[] serial = t.serial(calibrate);
             long warmStart = System.nanoTime();
             do {
                 t.round();
@@ -594,11 +600,17 @@ public final class TaskmeterDriver {
                 wall = System.nanoTime() - start;
                 if (stop) return;
             }
+            started = t.started.get() - started;
+            completed = t.completed.get() - completed;
+            wrong = t.wrong.get() - wrong;
+            // The task alone again, after its rounds: one of the two may have been disturbed.
+            long[] after = t.serial(calibrate);
             sendFrame('P', new StringBuilder("{\"grain_ns\":").append(grain).append(",\"iters\":").append(t.iters)
-                .append(",\"busy_result\":\"").append(Long.toUnsignedString(t.expected)).append("\",\"serial_tasks\":").append(calls)
-                .append(",\"serial_ns\":").append(serial).append(",\"rounds\":").append(rounds)
-                .append(",\"tasks\":").append(t.started.get() - started).append(",\"completed\":").append(t.completed.get() - completed)
-                .append(",\"wrong\":").append(t.wrong.get() - wrong).append(",\"wall_ns\":").append(wall)
+                .append(",\"busy_result\":\"").append(Long.toUnsignedString(t.expected)).append("\",\"serial_tasks\":").append(serial[0])
+                .append(",\"serial_ns\":").append(serial[1]).append(",\"serial_after_tasks\":").append(after[0])
+                .append(",\"serial_after_ns\":").append(after[1]).append(",\"rounds\":").append(rounds)
+                .append(",\"tasks\":").append(started).append(",\"completed\":").append(completed)
+                .append(",\"wrong\":").append(wrong).append(",\"wall_ns\":").append(wall)
                 .append(",\"cores\":").append(cores).append('}').toString());
         }
     }

@@ -496,6 +496,12 @@ function granularity(raw, ctl, readAt) {
     }
     return Atomics.load(ctl, STOP) !== 0n;
   };
+  // node-worker: the serial work is timed in a pool Worker, where the tasks run.
+  const timeSerial = async (calibrate) => {
+    const [calls, ns, wrong] = pool ? await pool.serial(t.iters, calibrate) : serial(t.iters, calibrate);
+    t.wrong += wrong;
+    return [calls, ns];
+  };
   const measure = async () => {
     const calibrate = BigInt(raw.calibrate_ns);
     const perIter = compiledRate(calibrate);
@@ -503,9 +509,7 @@ function granularity(raw, ctl, readAt) {
     for (const grain of raw.grains_ns.split(',').map(Number)) {
       t.iters = BigInt(Math.max(Math.round(grain / perIter), 1));
       t.expected = busy(t.iters);
-      // node-worker: the serial work is timed in a pool Worker, where the tasks run.
-      const [calls, serialNs, serialWrong] = pool ? await pool.serial(t.iters, calibrate) : serial(t.iters, calibrate);
-      t.wrong += serialWrong;
+      const [calls, serialNs] = await timeSerial(calibrate);
       const warmStart = now();
       do {
         await round();
@@ -521,10 +525,13 @@ function granularity(raw, ctl, readAt) {
         wall = now() - measureStart;
         if (await stopped()) return true;
       }
+      const counts = { tasks: t.started - started, completed: t.completed - completed, wrong: t.wrong - wrong };
+      // The task alone again, after its rounds: one of the two may have been disturbed.
+      const [callsAfter, serialAfterNs] = await timeSerial(calibrate);
       writeAll(frame('P', JSON.stringify({
         grain_ns: grain, iters: Number(t.iters), busy_result: String(t.expected), serial_tasks: calls,
-        serial_ns: Number(serialNs), rounds, tasks: t.started - started, completed: t.completed - completed,
-        wrong: t.wrong - wrong, wall_ns: Number(wall), cores,
+        serial_ns: Number(serialNs), serial_after_tasks: callsAfter, serial_after_ns: Number(serialAfterNs), rounds,
+        ...counts, wall_ns: Number(wall), cores,
       })));
     }
     return false;

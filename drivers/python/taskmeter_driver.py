@@ -510,6 +510,17 @@ class Tasks:
             self.completed += 1
         return result
 
+    def serial(self):
+        """busy(iters) one call after another until calibrate_ns has passed, the clock read only
+        between batches, so it is not counted as work: the calls and their time."""
+        batch, calls, start, elapsed = max(10000 // self.iters, 1), 0, now(), 0
+        while elapsed < self.plan.calibrate_ns:
+            for _ in range(batch):
+                self.check(busy(self.iters))
+            calls += batch
+            elapsed = now() - start
+        return calls, elapsed
+
 
 def thread_round(t):
     """A new threading.Thread per task, joined; a chain's next thread is started by its
@@ -630,13 +641,7 @@ def granularity(plan, read_at, stop):
     for grain in map(int, plan.grains_ns.split(",")):
         t.iters = max(round(grain / per_iter), 1)
         t.expected = busy(t.iters)
-        # Serial: the clock read only between batches, so it is not counted as work.
-        batch, calls, serial_start, serial = max(10000 // t.iters, 1), 0, now(), 0
-        while serial < plan.calibrate_ns:
-            for _ in range(batch):
-                t.check(busy(t.iters))
-            calls += batch
-            serial = now() - serial_start
+        calls, serial = t.serial()
         warm_start = now()
         while True:
             run_round()
@@ -654,9 +659,12 @@ def granularity(plan, read_at, stop):
         if interrupted:
             break
         started, completed, wrong = (after - was for after, was in zip(t.counts(), before))
+        # The task alone again, after its rounds: one of the two may have been disturbed.
+        calls_after, serial_after = t.serial()
         write([frame(b"P", {"grain_ns": grain, "iters": t.iters, "busy_result": str(t.expected), "serial_tasks": calls,
-                            "serial_ns": serial, "rounds": rounds, "tasks": started, "completed": completed,
-                            "wrong": wrong, "wall_ns": wall, "cores": 1})])
+                            "serial_ns": serial, "serial_after_tasks": calls_after, "serial_after_ns": serial_after,
+                            "rounds": rounds, "tasks": started, "completed": completed, "wrong": wrong, "wall_ns": wall,
+                            "cores": 1})])
     write([frame(b"D", {"interrupted": interrupted, "busy_result": "0"})])
 
 

@@ -390,6 +390,10 @@ impl Checker {
         if p.serial_tasks == 0 || p.serial_ns == 0 {
             return invalid(format!("{at}: serial_tasks and serial_ns must be at least 1"));
         }
+        match (p.serial_after_tasks, p.serial_after_ns) {
+            (None, None) | (Some(1..), Some(1..)) => {}
+            _ => return invalid(format!("{at}: serial_after_tasks and serial_after_ns come together, each at least 1")),
+        }
         if p.rounds == 0 || p.wall_ns == 0 {
             return invalid(format!("{at}: rounds and wall_ns must be at least 1"));
         }
@@ -679,6 +683,8 @@ mod tests {
             ("granularity", Box::new(|f| f[2][1]["completed"] = json!(11)), "11 tasks completed of 12 started"),
             ("granularity", Box::new(|f| f[2][1]["wrong"] = json!(1)), "1 tasks returned a wrong busy result"),
             ("granularity", Box::new(|f| f[2][1]["serial_tasks"] = json!(0)), "serial_tasks and serial_ns"),
+            ("granularity", Box::new(|f| { f[2][1].as_object_mut().unwrap().remove("serial_after_ns"); }), "serial_after_tasks and serial_after_ns come together"),
+            ("granularity", Box::new(|f| { f[2][1]["serial_after_tasks"] = json!(0); f[2][1]["serial_after_ns"] = json!(9); }), "each at least 1"),
             ("granularity", Box::new(|f| f[2][1]["cores"] = json!(0)), "cores is 0"),
             ("granularity", Box::new(|f| f[2][1]["extra"] = json!(0)), "unknown field"),
             ("granularity", Box::new(|f| { f.as_array_mut().unwrap().remove(3); }), "D after 1 P frames"),

@@ -130,6 +130,11 @@ pub struct Point {
     /// Calls of `busy(iters)` made one after another, alone, and how long they took.
     pub serial_tasks: u64,
     pub serial_ns: u64,
+    /// The same, measured again after the measured rounds (absent from older drivers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial_after_tasks: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial_after_ns: Option<u64>,
     /// Measured rounds, the tasks they started and completed, and the results that differed.
     pub rounds: u64,
     pub tasks: u64,

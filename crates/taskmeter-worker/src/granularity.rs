@@ -98,12 +98,16 @@ pub async fn measure(grain: &GrainPlan, warmup_ns: u64, duration_ns: u64, rounds
             }
         };
         let after = COUNTS.snapshot();
+        // The task alone again, after its rounds: one of the two may have been disturbed.
+        let (serial_after_tasks, serial_after_ns) = serial(iters, expected, grain.calibrate_ns);
         send(&Point {
             grain_ns,
             iters,
             busy_result: expected.to_string(),
             serial_tasks,
             serial_ns,
+            serial_after_tasks: Some(serial_after_tasks),
+            serial_after_ns: Some(serial_after_ns),
             rounds: done,
             tasks: after[0] - before[0],
             completed: after[1] - before[1],

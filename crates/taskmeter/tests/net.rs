@@ -29,7 +29,7 @@ fn every_native_receiver_acknowledges_every_message() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let output = taskmeter()
-        .args(["run", "net", "--receivers", "thread,tokio-mt,c-thread,go", "--senders", "1,3", "--messages", "301", "--message-size", "100", "-o"])
+        .args(["run", "net", "--repeat", "1", "--receivers", "thread,tokio-mt,c-thread,go", "--senders", "1,3", "--messages", "301", "--message-size", "100", "-o"])
         .arg(&out)
         .output()
         .unwrap();
@@ -79,7 +79,7 @@ fn per_sender_mode_sends_the_count_from_every_sender() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let output = taskmeter()
-        .args(["run", "net", "--receivers", "thread", "--senders", "4", "--messages", "25", "--per-sender", "-o"])
+        .args(["run", "net", "--repeat", "1", "--receivers", "thread", "--senders", "4", "--messages", "25", "--per-sender", "-o"])
         .arg(&out)
         .output()
         .unwrap();
@@ -100,7 +100,7 @@ fn a_receiver_that_crashes_or_stops_acknowledging_fails_its_point_only() {
     let output = taskmeter()
         .env("TASKMETER_RECEIVER_GO", &crash)
         .env("TASKMETER_RECEIVER_C_THREAD", &silent)
-        .args(["run", "net", "--receivers", "go,c-thread,thread", "--senders", "2", "--messages", "20", "--grace", "1s", "-o"])
+        .args(["run", "net", "--repeat", "1", "--receivers", "go,c-thread,thread", "--senders", "2", "--messages", "20", "--grace", "1s", "-o"])
         .arg(&out)
         .output()
         .unwrap();
@@ -123,7 +123,7 @@ fn a_receiver_that_cannot_start_says_why() {
     let out = dir.path().join("out");
     let output = taskmeter()
         .env("TASKMETER_RECEIVER_GO", &broken)
-        .args(["run", "net", "--receivers", "go", "--senders", "1", "--messages", "5", "-o"])
+        .args(["run", "net", "--repeat", "1", "--receivers", "go", "--senders", "1", "--messages", "5", "-o"])
         .arg(&out)
         .output()
         .unwrap();
@@ -391,7 +391,7 @@ fn the_webassembly_receiver_acknowledges_every_message() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let output = taskmeter()
-        .args(["run", "net", "--receivers", "wasm-thread,wasm-go", "--senders", "1,4", "--messages", "400", "--message-size", "512", "-o"])
+        .args(["run", "net", "--repeat", "1", "--receivers", "wasm-thread,wasm-go", "--senders", "1,4", "--messages", "400", "--message-size", "512", "-o"])
         .arg(&out)
         .output()
         .unwrap();
@@ -408,7 +408,7 @@ fn the_webassembly_receiver_acknowledges_every_message() {
     std::fs::write(dir.path().join("garbage.wasm"), "not wasm").unwrap();
     let bad = fake_receiver(dir.path(), "bad-guest", &format!("exec {} {}", host.display(), dir.path().join("garbage.wasm").display()));
     let out = dir.path().join("bad");
-    let output = taskmeter().env("TASKMETER_RECEIVER_WASM_THREAD", &bad).args(["run", "net", "--receivers", "wasm-thread", "--senders", "1", "-o"]).arg(&out).output().unwrap();
+    let output = taskmeter().env("TASKMETER_RECEIVER_WASM_THREAD", &bad).args(["run", "net", "--repeat", "1", "--receivers", "wasm-thread", "--senders", "1", "-o"]).arg(&out).output().unwrap();
     assert_eq!(output.status.code(), Some(1));
     let error = points(&net_json(&out), "wasm-thread")[0]["error"].as_str().unwrap().to_string();
     assert!(error.contains("cannot load the guest") && error.contains("garbage.wasm"), "{error}");
@@ -427,7 +427,7 @@ fn a_missing_rust_target_makes_the_wasm_receiver_unavailable_and_skipped() {
     let out = dir.path().join("out");
     let output = taskmeter()
         .env("RUSTC", &rustc)
-        .args(["run", "net", "--receivers", "wasm-thread,thread", "--senders", "1", "--messages", "50", "-o"])
+        .args(["run", "net", "--repeat", "1", "--receivers", "wasm-thread,thread", "--senders", "1", "--messages", "50", "-o"])
         .arg(&out)
         .output()
         .unwrap();

@@ -110,7 +110,8 @@ fn compare_says_no_change_against_itself_and_reports_a_real_change() {
     let dir = tempfile::tempdir().unwrap();
     let default_slack = dir.path().join("slack-default");
     let tiny_slack = dir.path().join("slack-1ns");
-    let flags = ["--sleep", "fixed:500us", "--busy", "0", "--duration", "1s", "--warmup", "100ms"];
+    // Three runs a side: a verdict rests on the variation between runs.
+    let flags = ["--sleep", "fixed:500us", "--busy", "0", "--duration", "300ms", "--warmup", "100ms", "--repeat", "3"];
     measure(&default_slack, "thread,c-thread", &flags);
     // The same run with a timer slack of 1 ns, which the workers inherit from taskmeter.
     let mut command = taskmeter();
@@ -130,23 +131,24 @@ fn compare_says_no_change_against_itself_and_reports_a_real_change() {
     let same = run(&["compare", a, a, "--metric", "all"]);
     assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
     let table = stdout(&same);
-    assert_eq!(table.matches("no change").count(), 2 * 4, "every runtime and metric: {table}");
-    assert!(!table.contains("regressed") && !table.contains("improved"));
+    assert_eq!(table.lines().filter(|l| l.ends_with("no change")).count(), 2 * 4, "every runtime and metric: {table}");
+    assert!(table.contains("0 regressed, 0 improved, 8 no change, 0 inconclusive"), "{table}");
 
     let better = run(&["compare", a, b]);
     assert_eq!(better.status.code(), Some(0), "{}", stdout(&better));
-    assert_eq!(stdout(&better).matches("improved").count(), 2, "{}", stdout(&better));
+    assert_eq!(stdout(&better).lines().filter(|l| l.ends_with("improved")).count(), 2, "{}", stdout(&better));
 
     let worse = run(&["compare", b, a]);
     assert_eq!(worse.status.code(), Some(1), "a regression exits 1:\n{}", stdout(&worse));
     let table = stdout(&worse);
-    assert_eq!(table.matches("regressed").count(), 2, "{table}");
-    assert!(table.contains("2 regression(s) beyond the threshold"));
+    assert_eq!(table.lines().filter(|l| l.ends_with("regressed")).count(), 2, "{table}");
+    assert!(table.contains("2 regressed, 0 improved"), "{table}");
+    assert!(table.contains("differs (machine): environment.timer_slack_ns"), "the slack taskmeter ran with is named: {table}");
 
     // A huge threshold turns the same change into "no change".
     let tolerant = run(&["compare", b, a, "--threshold", "100000%"]);
     assert_eq!(tolerant.status.code(), Some(0));
-    assert!(!stdout(&tolerant).contains("regressed"));
+    assert!(stdout(&tolerant).contains("0 regressed"));
 }
 
 #[test]
@@ -174,7 +176,7 @@ fn bad_results_and_comparisons_get_one_line_and_exit_2() {
         (vec!["report", not_ours.to_str().unwrap()], "is not a taskmeter record"),
         (vec!["compare", g, missing.to_str().unwrap()], "does not exist"),
         (vec!["compare", g, future.to_str().unwrap()], "schema version 6"),
-        (vec!["compare", g, other.to_str().unwrap()], "cannot compare a 'sleep' run with a 'volume' run"),
+        (vec!["compare", g, other.to_str().unwrap()], "the two runs measured different things (experiment sleep -> volume): compare them anyway with --force"),
         (vec!["compare", g, g, "--threshold", "lots"], "is not a percentage"),
         (vec!["compare", g, g, "--metric", "speed"], "unknown metric 'speed'"),
         (vec!["compare", g, g, "--alpha", "2"], "not a probability"),
@@ -222,7 +224,7 @@ fn repetitions_are_interleaved_workers_and_give_intervals_between_them() {
     // compare tests repetitions against repetitions; against itself nothing changes.
     let f = folder.to_str().unwrap();
     let same = run_compare(&["compare", f, f]);
-    assert!(same.contains(" reps ") && same.contains("no change") && !same.contains("regressed"), "{same}");
+    assert!(same.contains("3 vs 3") && same.contains("no change") && same.contains("0 regressed"), "{same}");
 }
 
 fn run_compare(args: &[&str]) -> String {
@@ -232,11 +234,13 @@ fn run_compare(args: &[&str]) -> String {
 }
 
 #[test]
-fn one_repetition_says_its_intervals_are_too_narrow() {
+fn one_repetition_prints_no_interval_and_says_why() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("once");
-    let output = measure(&folder, "thread", &[]);
-    assert!(stdout(&output).contains("samples are taken as independent: too narrow"), "{}", stdout(&output));
+    let output = measure(&folder, "thread,smol", &[]);
+    let table = stdout(&output);
+    assert!(table.contains("one repetition: no interval"), "{table}");
+    assert!(!table.contains("95 % CI") && !table.contains(" ± 0."), "no within-run ± anywhere: {table}");
     let run = record(&folder);
     assert_eq!((run["settings"]["repeat"].as_u64(), run["rows"][0]["repetition"].as_u64()), (Some(1), Some(1)));
 }
@@ -433,4 +437,75 @@ fn net_granularity_and_bench_records_with_a_duplicated_entry_are_refused() {
             assert_refused_lines(&args, &bad, &lines);
         }
     }
+}
+
+#[test]
+fn compare_needs_runs_to_judge_refuses_another_workload_and_speaks_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, c) = (dir.path().join("a"), dir.path().join("b"), dir.path().join("c"));
+    let flags = ["--duration", "200ms", "--warmup", "50ms"];
+    measure(&a, "thread", &flags);
+    measure(&b, "thread", &flags);
+    measure(&c, "thread", &[&flags[..], &["--busy", "1300"]].concat());
+    let (a, b, c) = (a.to_str().unwrap(), b.to_str().unwrap(), c.to_str().unwrap());
+    // One run a side: nothing says how much two runs differ when nothing changed.
+    let once = run(&["compare", a, b]);
+    assert_eq!(once.status.code(), Some(0), "{}", stderr(&once));
+    let table = stdout(&once);
+    assert!(table.contains("1 vs 1") && table.lines().any(|l| l.ends_with("inconclusive")), "{table}");
+    assert!(table.contains("run both with --repeat 3"), "{table}");
+    // Another busy work is another measurement: refused, unless forced.
+    assert_refused(&[(vec!["compare", a, c], "measured different things (settings.busy.iters 1000 -> 1300)")]);
+    let forced = run(&["compare", a, c, "--force"]);
+    assert_eq!(forced.status.code(), Some(0));
+    assert!(stdout(&forced).contains("differs (workload): settings.busy.iters 1000 -> 1300"), "{}", stdout(&forced));
+    // The same as JSON, in a stable schema.
+    let json = run(&["compare", a, b, "--format", "json"]);
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON and nothing else");
+    assert_eq!((value["schema"].as_str(), value["schema_version"].as_u64(), value["kind"].as_str()), (Some("taskmeter.compare"), Some(1), Some("run")));
+    let line = &value["lines"][0];
+    assert_eq!(line["subject"]["runtime"], "thread");
+    assert_eq!((line["verdict"].as_str(), line["old_runs"].as_u64(), line["p_value"].is_null()), (Some("inconclusive"), Some(1), true));
+    assert_eq!(value["counts"]["inconclusive"], 1);
+}
+
+#[test]
+fn compare_judges_net_granularity_and_bench_between_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name);
+    for side in ["net-a", "net-b"] {
+        let out = run(&["run", "net", "--receivers", "thread", "--senders", "1,2", "--messages", "400", "--repeat", "2", "-o", path(side).to_str().unwrap()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let net = run(&["compare", path("net-a").to_str().unwrap(), path("net-b").to_str().unwrap()]);
+    assert!(net.status.code().is_some_and(|c| c <= 1), "{}", stderr(&net));
+    let table = stdout(&net);
+    assert_eq!(table.lines().filter(|l| l.starts_with("thread ") && l.contains("msg/s") && l.contains("2 vs 2")).count(), 2, "{table}");
+
+    for side in ["grain-a", "grain-b"] {
+        let out = run(&["run", "granularity", "--runtimes", "smol", "--quick", "--repeat", "2", "-o", path(side).to_str().unwrap()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let grain = run(&["compare", path("grain-a").to_str().unwrap(), path("grain-b").to_str().unwrap()]);
+    let table = stdout(&grain);
+    assert!(grain.status.code().is_some_and(|c| c <= 1), "{}", stderr(&grain));
+    assert!(table.contains("METG(50 %)") || table.contains("not compared: smol: METG is a bound"), "{table}");
+
+    // bench has no repetitions: a folder of results folders is a set of runs.
+    for side in ["bench-a", "bench-b"] {
+        for n in 0..2 {
+            let out = taskmeter()
+                .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+                .args(["bench", "--scenario", "nap=python3 clients/python/examples/sleeper.py 20", "--warmup", "0", "--time", "400ms", "-o"])
+                .arg(path(side).join(format!("run-{n}")))
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", stderr(&out));
+        }
+    }
+    let bench = run(&["compare", path("bench-a").to_str().unwrap(), path("bench-b").to_str().unwrap()]);
+    let table = stdout(&bench);
+    assert!(bench.status.code().is_some_and(|c| c <= 1), "{}", stderr(&bench));
+    assert!(table.lines().any(|l| l.starts_with("nap ") && l.contains("mean gap") && l.contains("2 vs 2")), "{table}");
+    assert!(table.contains("2 results folders"), "{table}");
 }

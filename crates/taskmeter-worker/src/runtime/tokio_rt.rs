@@ -52,13 +52,17 @@ impl Rounds for TokioTasks {
     }
 }
 
-/// Measures the plan's grains with a tokio task per task; the grain loop runs in `block_on`,
-/// on the worker's main thread, as a unit's spawner would.
+/// Measures the plan's grains with a tokio task per task; the grain loop is itself a task on
+/// the runtime (as in every runtime: a coordinator in `block_on` would spawn from outside the
+/// workers, through tokio-mt's inject queue, and await from a thread that is not one of them).
 pub fn grains(multi_thread: bool, grain: &'static GrainPlan, warmup_ns: u64, duration_ns: u64, stop: &'static AtomicBool, send: fn(&Point)) -> Result<bool, String> {
     let runtime = if multi_thread { tokio::runtime::Builder::new_multi_thread().build() } else { tokio::runtime::Builder::new_current_thread().build() };
     let runtime = runtime.map_err(|e| format!("could not start tokio: {e}"))?;
     let cores = if multi_thread { runtime.metrics().num_workers() as u32 } else { 1 };
-    runtime.block_on(granularity::measure(grain, warmup_ns, duration_ns, &TokioTasks { cores }, stop, send))
+    runtime.block_on(async move {
+        let coordinator = tokio::spawn(async move { granularity::measure(grain, warmup_ns, duration_ns, &TokioTasks { cores }, stop, send).await });
+        coordinator.await.map_err(|e| format!("the grain loop's task failed: {e}"))?
+    })
 }
 
 /// Runs up to `units` tasks on a fresh runtime (current_thread, or multi_thread with one worker

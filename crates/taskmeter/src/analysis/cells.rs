@@ -1,11 +1,11 @@
 //! A runtime at a point over its repetitions (`--repeat`): what the tables, charts and
 //! `compare` show. With two or more repetitions an estimate is the mean of the repetitions'
 //! values and its interval is Student's t over them (the variation between whole worker
-//! processes); with one, the interval of a mean assumes its samples independent, which they are
-//! not (one process, one minute), and every table says so.
+//! processes); with one there is no interval: the samples of one process are not independent
+//! draws (they share its minute of machine state), and an interval from them would be false.
 
 use crate::model::run::{Metric, Row, RowStatus, RunRecord};
-use taskmeter_record::stats::{normal_interval, t_interval, Interval, Summary};
+use taskmeter_record::stats::{t_interval, Interval, Summary};
 
 /// The repetitions of one runtime at one point.
 pub struct Cell<'a> {
@@ -50,28 +50,20 @@ impl<'a> Cell<'a> {
     }
 
     /// A per-repetition value with its 95 % interval between repetitions; with one repetition,
-    /// `within` gives the interval from its samples (or None where there is none).
-    pub fn estimate(&self, value: impl Fn(&Row) -> Option<f64>, within: impl Fn(&Row) -> Option<Interval>) -> Option<Interval> {
+    /// its value and no interval (`degrees_of_freedom` None, no width).
+    pub fn estimate(&self, value: impl Fn(&Row) -> Option<f64>) -> Option<Interval> {
         let values: Option<Vec<f64>> = self.measured.iter().map(|r| value(r)).collect();
         match values?.as_slice() {
             [] => None,
-            [_] => within(self.measured[0]),
+            [one] => Some(Interval { value: *one, half_width: 0.0, standard_error: 0.0, degrees_of_freedom: None }),
             many => t_interval(many),
         }
     }
 
     /// The mean of `metric`'s `statistic` (e.g. the mean, the mean |value - expected|) with its
-    /// interval; with one repetition, the samples' standard error taken as independent.
+    /// interval between repetitions (none with one).
     pub fn mean_estimate(&self, metric: Metric, statistic: Statistic) -> Option<Interval> {
-        self.estimate(
-            |r| statistic.of(r.statistics.as_ref()?.get(metric)),
-            |r| {
-                let s = r.statistics.as_ref()?.get(metric);
-                let value = statistic.of(s)?;
-                let sd = statistic.spread(s).unwrap_or(0.0);
-                Some(normal_interval(value, sd, s.count))
-            },
-        )
+        self.estimate(|r| statistic.of(r.statistics.as_ref()?.get(metric)))
     }
 
     /// The pooled standard deviation of `metric` within the repetitions (the jitter), weighting
@@ -124,9 +116,9 @@ impl<'a> Cell<'a> {
 /// Which statistic of a summary an estimate is made of.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Statistic {
-    /// The mean of the values (spread: their standard deviation).
+    /// The mean of the values.
     Mean,
-    /// The mean |value - expected| (spread: the standard deviation of those distances).
+    /// The mean |value - expected|.
     MeanDeviation,
 }
 
@@ -137,19 +129,12 @@ impl Statistic {
             Statistic::MeanDeviation => s.mean_absolute_deviation,
         }
     }
-
-    fn spread(self, s: &Summary) -> Option<f64> {
-        match self {
-            Statistic::Mean => s.std,
-            Statistic::MeanDeviation => s.deviation_std,
-        }
-    }
 }
 
-/// What the intervals of a run rest on: its samples (one repetition) or its repetitions.
+/// What the intervals of a run rest on: its repetitions, or (one repetition) nothing.
 pub fn basis_note(record: &RunRecord) -> String {
     match record.settings.repeat {
-        0 | 1 => "one repetition, whose samples are taken as independent: too narrow (--repeat 3 or more gives intervals from whole repetitions)".into(),
+        0 | 1 => "one repetition: no interval, since the samples of one worker are not independent draws (--repeat 3 or more gives 95 % intervals between whole repetitions)".into(),
         n => format!("Student-t over {n} repetitions, each its own worker process"),
     }
 }
@@ -180,12 +165,10 @@ mod tests {
     }
 
     #[test]
-    fn one_repetition_takes_its_samples_as_independent() {
+    fn one_repetition_has_no_interval() {
         let rows = [row("a", 1, &[9, 11])];
         let cell = Cell { runtime: "a", point: 0, measured: rows.iter().collect(), unmeasured: Vec::new() };
         let i = cell.mean_estimate(Metric::Lateness, Statistic::Mean).unwrap();
-        // sd sqrt 2, n 2: se 1, half width 1.96.
-        assert_eq!(i.value, 10.0);
-        assert!((i.half_width - 1.96).abs() < 1e-3 && i.degrees_of_freedom.is_none());
+        assert_eq!((i.value, i.half_width, i.degrees_of_freedom), (10.0, 0.0, None));
     }
 }

@@ -3,30 +3,63 @@
 //! over the repetitions with Student-t intervals.
 //!
 //! - useful work of a task `t = serial_ns / serial_tasks` (the same busy loop, alone, in the
-//!   same worker);
+//!   same worker), measured before and after the task size's rounds: the faster of the two,
+//!   since a disturbance can only slow a measurement ([`baselines`]);
 //! - task granularity `g = wall_ns x cores / tasks` (the capacity one task took);
 //! - efficiency `e = t / g` (= tasks x t / (wall x cores));
 //! - overhead per task `g - t`;
 //! - METG(50 %): the task granularity at which efficiency falls to 50 %, interpolated linearly
 //!   in log(granularity) between the last grain at or above 50 % and the first below it
 //!   (grains taken from the largest); a bound when none or all are below.
+//!
+//! A point whose efficiency is above 100 % by more than [`EFFICIENCY_TOLERANCE`] is impossible:
+//! its serial baseline (the task measured alone) was slowed by a disturbance, which inflates the
+//! efficiency (a 1 ms task timed at 10 ms once gave 931 %). It is marked invalid, with the
+//! reason, and used nowhere: not in the means, METG, or the charts.
 
 use crate::model::granularity::{GrainPoint, GrainRun, GrainSummary, Metg};
 use taskmeter_protocol::Point;
+use taskmeter_record::format::ns as format_ns;
 use taskmeter_record::stats::{t_interval, Interval};
 
 /// The share of capacity METG is defined at.
 pub const THRESHOLD: f64 = 0.5;
 
-/// What taskmeter derives from one `P` frame.
-pub fn derive(measured: Point) -> GrainPoint {
-    let task_ns = measured.serial_ns as f64 / measured.serial_tasks as f64;
-    let granularity_ns = measured.wall_ns as f64 * measured.cores as f64 / measured.tasks as f64;
-    GrainPoint { task_ns, granularity_ns, efficiency: task_ns / granularity_ns, overhead_ns: granularity_ns - task_ns, measured }
+/// How far above 100 % an efficiency may be and still be noise (single runs here showed up to
+/// 115 % at the largest sizes, where the overhead is a small difference of two large times).
+pub const EFFICIENCY_TOLERANCE: f64 = 0.2;
+
+/// The useful work of one task as measured before its rounds and, when the worker sent it,
+/// after them, ns.
+pub fn baselines(p: &Point) -> (f64, Option<f64>) {
+    let after = p.serial_after_tasks.zip(p.serial_after_ns).map(|(tasks, ns)| ns as f64 / tasks as f64);
+    (p.serial_ns as f64 / p.serial_tasks as f64, after)
 }
 
-/// METG(50 %) of one worker's grains (largest first); None without grains.
+/// Two baselines further apart than this (relative to the faster) are said to disagree.
+pub const BASELINE_SPREAD: f64 = 0.25;
+
+/// What taskmeter derives from one `P` frame.
+pub fn derive(measured: Point) -> GrainPoint {
+    let (before, after) = baselines(&measured);
+    let task_ns = after.map_or(before, |after| before.min(after));
+    let granularity_ns = measured.wall_ns as f64 * measured.cores as f64 / measured.tasks as f64;
+    let efficiency = task_ns / granularity_ns;
+    let invalid = (efficiency > 1.0 + EFFICIENCY_TOLERANCE).then(|| {
+        format!(
+            "an efficiency of {:.0} % is impossible: the task measured alone took {} for {} of work asked (a disturbance during its serial baseline)",
+            100.0 * efficiency,
+            format_ns(task_ns),
+            format_ns(measured.grain_ns as f64)
+        )
+    });
+    GrainPoint { task_ns, granularity_ns, efficiency, overhead_ns: granularity_ns - task_ns, invalid, measured }
+}
+
+/// METG(50 %) of one worker's grains (largest first), from its valid ones; None without any.
 pub fn metg(points: &[GrainPoint]) -> Option<Metg> {
+    let valid: Vec<&GrainPoint> = points.iter().filter(|p| p.invalid.is_none()).collect();
+    let points = valid.as_slice();
     let first_below = points.iter().position(|p| p.efficiency < THRESHOLD);
     Some(match first_below {
         None => Metg::Below { ns: points.last()?.granularity_ns },
@@ -59,8 +92,11 @@ pub fn summarise(runs: &[GrainRun], runtimes: &[String], grains: usize) -> Vec<G
             let metgs: Vec<Metg> = whole.iter().filter_map(|r| r.metg).collect();
             let values: Vec<f64> = metgs.iter().filter_map(|m| if let Metg::Interpolated { ns } = m { Some(*ns) } else { None }).collect();
             let (metg_ns, metg_bound) = if !metgs.is_empty() && values.len() == metgs.len() { (mean_interval(&values), None) } else { (None, bound(&metgs)) };
+            // An invalid point counts in no mean.
             let per_grain = |value: fn(&GrainPoint) -> f64| -> Vec<Option<Interval>> {
-                (0..grains).map(|i| mean_interval(&whole.iter().map(|r| value(&r.points[i])).collect::<Vec<_>>())).collect()
+                (0..grains)
+                    .map(|i| mean_interval(&whole.iter().map(|r| &r.points[i]).filter(|p| p.invalid.is_none()).map(value).collect::<Vec<_>>()))
+                    .collect()
             };
             GrainSummary {
                 runtime: runtime.clone(),
@@ -118,6 +154,8 @@ mod tests {
             busy_result: "1".into(),
             serial_tasks: serial.0,
             serial_ns: serial.1,
+            serial_after_tasks: None,
+            serial_after_ns: None,
             rounds: 1,
             tasks,
             completed: tasks,
@@ -177,5 +215,46 @@ mod tests {
         assert_eq!(s[2].metg_bound, Some(Metg::Below { ns: 1000.0 }));
         assert_eq!(s[0].efficiency[0].map(|e| e.value), Some(1.0));
         assert_eq!(s[0].granularity_ns[0].map(|g| g.value), Some(1000.0), "10,000 ns x 1 core / 10 tasks");
+    }
+
+    #[test]
+    fn a_slow_serial_baseline_makes_its_point_invalid_and_unused() {
+        // A 1 ms task whose serial baseline was timed at 10.3 ms: 100 tasks in 110.6 ms on one
+        // core are 1.106 ms of capacity each, so an "efficiency" of 931 %.
+        let disturbed = derive(point(1_000_000, (1, 10_300_000), 100, 110_600_000, 1));
+        assert!((disturbed.efficiency - 9.313).abs() < 1e-3, "{}", disturbed.efficiency);
+        let why = disturbed.invalid.clone().expect("invalid");
+        assert!(why.contains("931 % is impossible") && why.contains("10.3 ms") && why.contains("1.00 ms"), "{why}");
+        // Up to the tolerance, an efficiency above 100 % is noise and is kept.
+        assert!(derive(point(1000, (1, 1150), 10, 10_000, 1)).invalid.is_none(), "115 % is kept");
+        assert!(derive(point(1000, (1, 1250), 10, 10_000, 1)).invalid.is_some(), "125 % is not");
+        // METG and the means skip it: the valid points alone decide.
+        let valid = [derive(point(800, (1, 800), 100, 100_000, 1)), derive(point(20, (1, 20), 100, 10_000, 1))];
+        let with_it = [disturbed.clone(), valid[0].clone(), valid[1].clone()];
+        assert_eq!(metg(&with_it), metg(&valid));
+        let run = |points: Vec<GrainPoint>| GrainRun {
+            runtime: "a".into(),
+            repetition: 1,
+            runtime_version: None,
+            metg: metg(&points),
+            points,
+            error: None,
+            interrupted: false,
+            wall_ns: 1,
+        };
+        let clean = derive(point(1_000_000, (1, 1_000_000), 100, 110_600_000, 1));
+        let s = summarise(&[run(vec![disturbed]), run(vec![clean.clone()])], &["a".to_string()], 1);
+        assert_eq!(s[0].efficiency[0].map(|e| (e.value, e.degrees_of_freedom)), Some((clean.efficiency, None)), "the mean of the valid repetition alone");
+    }
+
+    #[test]
+    fn the_faster_of_the_two_baselines_is_the_tasks_work() {
+        // Before its rounds the task was slowed 10 times; after them it took its 1,000 ns.
+        let mut p = point(1000, (10, 100_000), 100, 100_000, 1);
+        (p.serial_after_tasks, p.serial_after_ns) = (Some(10), Some(10_000));
+        assert_eq!(baselines(&p), (10_000.0, Some(1000.0)));
+        let derived = derive(p);
+        assert_eq!((derived.task_ns, derived.efficiency), (1000.0, 1.0));
+        assert!(derived.invalid.is_none(), "the disturbed baseline is not used");
     }
 }

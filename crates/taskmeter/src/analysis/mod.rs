@@ -4,6 +4,7 @@
 pub mod accumulate;
 pub mod cells;
 pub mod compare;
+pub mod differences;
 pub mod granularity;
 pub mod histogram;
 pub mod net;

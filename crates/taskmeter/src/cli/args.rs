@@ -48,12 +48,15 @@ pub(super) enum Command {
         /// Runtime id (see `taskmeter list`)
         runtime: String,
     },
-    /// Compare two runs: per runtime, point and metric, the change of median and p99 with a
-    /// verdict (exit status 1 when something regressed beyond the threshold)
+    /// Compare two sets of runs of any experiment: per runtime (receiver, scenario), point and
+    /// metric, a verdict from the variation between runs (exit status 1 when something regressed
+    /// beyond the threshold)
+    #[command(after_long_help = COMPARE_HELP)]
     Compare {
-        /// The baseline: a results folder or its run.json
+        /// The baseline: a results folder (its repetitions are its runs), its record file, or a
+        /// folder of results folders
         old: PathBuf,
-        /// The run to judge: a results folder or its run.json
+        /// The runs to judge, the same way
         new: PathBuf,
         /// The metric to compare, or `all` [default: the old run's metric]
         #[arg(long, value_parser = metric_or_all)]
@@ -61,9 +64,16 @@ pub(super) enum Command {
         /// Noise threshold in percent: smaller changes are never a verdict
         #[arg(long, default_value = "5%", value_parser = percent)]
         threshold: f64,
-        /// Significance level of the Mann-Whitney U test
+        /// Significance level of Welch's t-test between runs
         #[arg(long, default_value_t = 0.05, value_parser = probability)]
         alpha: f64,
+        /// Compare even when the two measured different things (another busy work, sleep,
+        /// duration, units...)
+        #[arg(long)]
+        force: bool,
+        /// `table` (default) or `json` (schema taskmeter.compare, see the README)
+        #[arg(long, value_enum, default_value = "table")]
+        format: CompareFormat,
     },
     /// Rebuild the charts and report.html of a results folder from its run.json (or bench.json, net.json)
     Report {
@@ -91,6 +101,18 @@ pub(super) enum Command {
     /// Kill, when taskmeter is gone, the process groups it was running; used by the orchestrator
     #[command(hide = true)]
     Guard,
+}
+
+pub(super) const COMPARE_HELP: &str = "A verdict needs two or more runs on each side: run both with --repeat 3 (or
+more), or give folders that each hold several results folders. With one run a side every line
+is `inconclusive`: nothing then says how much two runs differ when nothing changed. The two
+sides' settings and environments are compared first: a different workload is refused unless
+--force; other differences (timer slack, policy, kernel, versions) are printed above the table.";
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum CompareFormat {
+    Table,
+    Json,
 }
 
 pub(super) const BENCH_HELP: &str = "Example:
@@ -349,7 +371,7 @@ pub(super) struct RunArgs {
     pub(super) quick: bool,
     /// Workers per runtime and point (net: per receiver and sender count), each its own
     /// process, all interleaved; with 2 or more, every interval comes from the variation
-    /// between them (a 95 % Student-t interval) [default: 1; granularity: 3]
+    /// between them (a 95 % Student-t interval) [default: 1; net and granularity: 3]
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub(super) repeat: Option<u32>,
     /// Sweep a parameter: NAME=V1,V2,... or NAME=A..B:+STEP, A..B:*FACTOR, A..B:log10, A..B:log2.

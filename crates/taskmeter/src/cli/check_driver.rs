@@ -184,6 +184,9 @@ fn run_plan(info: &runtimes::RuntimeInfo, plan: &Plan, stop_after: Option<Durati
 /// What a complete run must show beyond the frames' own rules.
 fn judge(plan: &Plan, d: &Delivered, tally: &Tally, first_samples_ns: Option<u64>) -> (bool, String) {
     if plan.grain.is_some() {
+        if let Some(p) = d.points.iter().find(|p| p.serial_after_tasks.is_none()) {
+            return (false, format!("the P frame of {} ns has no serial_after_tasks and serial_after_ns (protocol, \"Per grain, exactly\", step 5)", p.grain_ns));
+        }
         // The checker has held every P frame to its plan; say what each grain found.
         let efficiency = |p: &taskmeter_protocol::Point| crate::analysis::granularity::derive(p.clone()).efficiency;
         let grains: Vec<String> = d.points.iter().map(|p| format!("{} ns: {} tasks, {:.0} %", p.grain_ns, p.tasks, 100.0 * efficiency(p))).collect();

@@ -1,193 +1,407 @@
-//! `taskmeter compare OLD NEW`: per runtime, point and metric, the change of the median and the
-//! p99, with a verdict from a significance test and a noise threshold, as criterion does.
+//! `taskmeter compare OLD NEW`: what changed between two sets of runs of any experiment, judged
+//! only on the variation between runs (`analysis::compare`). A side is a results folder (its
+//! `--repeat` repetitions are its runs) or a folder of results folders (each one run, or more).
 //!
-//! The verdict is about a score, lower being better: the median for `lateness` and `busy`, the
-//! mean distance from the expected sleep (the v1 study's mean absolute deviation) for `actual`
-//! and `full`; with repetitions, the mean of the repetitions' scores. A change is *improved* or
-//! *regressed* only when it is both significant (p < alpha) and larger than the noise threshold;
-//! otherwise *no change*. The test is always on the quantity the score is made of (see
-//! [`TESTS`]): Welch's t-test on the repetitions' scores when both runs have two or more;
-//! otherwise the two-sided Mann-Whitney U test (ties by mid-ranks, normal approximation with tie
-//! and continuity corrections) on every measured sample, exact from samples.csv or from the
-//! stored histograms, which cannot test values below 0 (they clamp them) and then give no verdict.
-//! Both records are checked first (`model::consistency`): one that does not hold together is
-//! refused, one line per problem.
+//! What is judged, lower being better unless said: a run's lateness and busy by each run's
+//! median, actual and full by each run's mean |value - expected| (the v1 study's deviation);
+//! net by each run's throughput (higher is better); granularity by each run's METG; bench by
+//! each run's mean gap between units (1 / ips). Before anything, the two sides' settings and
+//! environments are compared (`analysis::differences`): a different workload is refused unless
+//! `--force`; knobs and the machine are printed.
 
-use crate::analysis::cells::cells;
-use crate::analysis::compare::{compare_cells, verdict, RawSamples, Verdict, TESTS};
-use crate::analysis::histogram;
-use crate::model::bench::BenchRecord;
 use super::CliError;
+use crate::analysis::cells::cells;
+use crate::analysis::compare::{judge, Judgement, Rule, Verdict, METHOD};
+use crate::analysis::differences::{self, Difference, Kind};
 use crate::model::any::AnyRecord;
 use crate::model::consistency::load_checked;
-use crate::model::run::{Metric, METRICS};
+use crate::model::granularity::Metg;
+use crate::model::header::record_file;
+use crate::model::run::{Metric, Row, METRICS};
 use crate::report::format::format_ns;
+use serde::Serialize;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use taskmeter_record::stats::mann_whitney_counts;
 
 pub struct CompareOptions {
     pub old: PathBuf,
     pub new: PathBuf,
-    /// None: every metric.
+    /// None: every metric (runs only).
     pub metric: Option<Metric>,
-    /// Relative change of the median below which nothing is a change (0.05 = 5 %).
-    pub threshold: f64,
-    pub alpha: f64,
+    pub rule: Rule,
+    /// Compare even when the workloads differ.
+    pub force: bool,
+    pub json: bool,
 }
 
-/// The metric `compare` uses when none is given: the old run's (bench results have one).
+/// One side: its records, each from a results folder.
+struct Side {
+    path: PathBuf,
+    records: Vec<(PathBuf, AnyRecord)>,
+}
+
+/// A results folder (or its record file), or a folder of results folders.
+fn load_side(path: &Path) -> Result<Side, CliError> {
+    if record_file(path).is_ok() || !path.is_dir() {
+        return Ok(Side { path: path.to_path_buf(), records: vec![load_checked(path)?] });
+    }
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() && record_file(p).is_ok())
+        .collect();
+    folders.sort();
+    if folders.is_empty() {
+        return Err(load_checked(path).err().map(CliError::from).unwrap_or_else(|| format!("{} holds no results", path.display()).into()));
+    }
+    let records = folders.iter().map(|f| load_checked(f)).collect::<Result<Vec<_>, _>>()?;
+    Ok(Side { path: path.to_path_buf(), records })
+}
+
+fn kind_of(record: &AnyRecord) -> &'static str {
+    match record {
+        AnyRecord::Run(_) => "run",
+        AnyRecord::Net(_) => "net",
+        AnyRecord::Bench(_) => "bench",
+        AnyRecord::Granularity(_) => "granularity",
+    }
+}
+
+fn json_of(record: &AnyRecord) -> serde_json::Value {
+    let value = match record {
+        AnyRecord::Run(r) => serde_json::to_value(r),
+        AnyRecord::Net(r) => serde_json::to_value(r),
+        AnyRecord::Bench(r) => serde_json::to_value(r),
+        AnyRecord::Granularity(r) => serde_json::to_value(r),
+    };
+    value.expect("a record serialises")
+}
+
+/// The metric `compare` uses when none is given: the old run's (other experiments have one).
 pub fn default_metric(old: &Path) -> Result<Option<Metric>, CliError> {
-    Ok(match load_checked(old)?.1 {
+    let side = load_side(old)?;
+    Ok(match &side.records[0].1 {
         AnyRecord::Run(record) => Some(record.metric),
         _ => None,
     })
 }
 
+/// What one line of the comparison is about, and how its values read.
+#[derive(Serialize)]
+struct Line {
+    /// What the line is about, in column order (runtime, point, metric...).
+    #[serde(serialize_with = "in_order")]
+    subject: Vec<(&'static str, String)>,
+    /// `ns`, `msg/s`.
+    unit: &'static str,
+    #[serde(flatten)]
+    judgement: Judgement,
+}
+
+/// The comparison, as `--format json` prints it (schema `taskmeter.compare`, version 1).
+#[derive(Serialize)]
+struct Comparison {
+    schema: &'static str,
+    schema_version: u32,
+    kind: &'static str,
+    old: Vec<String>,
+    new: Vec<String>,
+    method: &'static str,
+    threshold: f64,
+    alpha: f64,
+    differences: Vec<Difference>,
+    lines: Vec<Line>,
+    not_compared: Vec<String>,
+    counts: BTreeMap<&'static str, usize>,
+}
+
 pub fn run(options: CompareOptions) -> Result<ExitCode, CliError> {
-    let kind = |r: &AnyRecord| match r {
-        AnyRecord::Run(_) => "run",
-        AnyRecord::Net(_) => "net",
-        AnyRecord::Bench(_) => "bench",
-        AnyRecord::Granularity(_) => "granularity",
-    };
-    let (old, new) = match (load_checked(&options.old)?.1, load_checked(&options.new)?.1) {
-        (AnyRecord::Run(old), AnyRecord::Run(new)) => (old, new),
-        (AnyRecord::Bench(old), AnyRecord::Bench(new)) => return compare_benches(&options, &old, &new),
-        (old, new) => return Err(format!("cannot compare a {} result with a {} result (compare takes two runs or two benches)", kind(&old), kind(&new)).into()),
-    };
-    if old.experiment != new.experiment {
-        return Err(format!("cannot compare a '{}' run with a '{}' run", old.experiment, new.experiment).into());
+    let (old, new) = (load_side(&options.old)?, load_side(&options.new)?);
+    let kinds: Vec<&str> = old.records.iter().chain(&new.records).map(|(_, r)| kind_of(r)).collect();
+    if kinds.iter().any(|k| *k != kinds[0]) {
+        return Err(format!("cannot compare a {} result with a {} result (compare takes results of one experiment)", kinds[0], kinds.iter().find(|k| **k != kinds[0]).unwrap_or(&"?")).into());
     }
-    let raw = (RawSamples::load(&options.old).map_err(CliError::Usage)?, RawSamples::load(&options.new).map_err(CliError::Usage)?);
-    let metrics: Vec<Metric> = options.metric.map(|m| vec![m]).unwrap_or_else(|| METRICS.to_vec());
-    crate::outln!(
-        "compare {} ({}) -> {} ({})",
-        options.old.display(),
-        old.header.started_at,
-        options.new.display(),
-        new.header.started_at
-    );
-    crate::outln!("verdict: alpha {}, noise threshold {:.1} %, on the median (lateness, busy) or the mean |value - expected| (actual, full)", options.alpha, options.threshold * 100.0);
-    crate::outln!("test: {}", TESTS);
-    crate::outln!();
-    let mut lines = vec![["runtime", "point", "metric", "median old -> new", "change", "p99 old -> new", "change", "score change", "test", "p", "verdict"]
-        .map(str::to_string)
-        .to_vec()];
-    let mut regressions = 0;
-    let mut unmatched = Vec::new();
-    for point in &old.points {
-        let label = point.label();
-        let new_point = new.points.iter().find(|p| p.label() == label);
-        for old_cell in cells(&old, point.index).into_iter().filter(|c| c.repetitions() > 0) {
-            let new_cell = new_point.and_then(|p| cells(&new, p.index).into_iter().find(|c| c.runtime == old_cell.runtime));
-            let Some(new_cell) = new_cell.filter(|c| c.repetitions() > 0) else {
-                unmatched.push(format!("{} at {label}: no statistics in the new run", old_cell.runtime));
-                continue;
-            };
-            let samples = (raw.0.as_ref().map(|r| (r, point.index)), raw.1.as_ref().zip(new_point).map(|(r, p)| (r, p.index)));
-            for metric in &metrics {
-                let c = compare_cells(&old_cell, &new_cell, *metric, samples, options.threshold, options.alpha)?;
-                regressions += usize::from(c.verdict == Verdict::Regressed);
-                lines.push(vec![
-                    old_cell.runtime.to_string(),
-                    label.clone(),
-                    metric.name().into(),
-                    format!("{} -> {}", format_ns(c.old_median), format_ns(c.new_median)),
-                    percent(c.median_change),
-                    format!("{} -> {}", format_ns(c.old_p99), format_ns(c.new_p99)),
-                    percent(c.p99_change),
-                    percent(c.score_change),
-                    c.test.name().into(),
-                    c.p_value.map_or("-".into(), |p| format!("{p:.3}")),
-                    c.verdict.as_str().into(),
-                ]);
+    // Within a side every run must have measured the same thing, as across the sides.
+    for side in [&old, &new] {
+        let first = json_of(&side.records[0].1);
+        for (path, record) in &side.records[1..] {
+            let workload: Vec<String> = differences::between(&first, &json_of(record)).into_iter().filter(|d| d.kind == Kind::Workload).map(said).collect();
+            if !workload.is_empty() && !options.force {
+                return Err(format!("the runs of {} measured different things ({} in {}): compare them anyway with --force", side.path.display(), workload.join("; "), path.display()).into());
             }
         }
     }
-    for point in &new.points {
-        for cell in cells(&new, point.index).into_iter().filter(|c| c.repetitions() > 0) {
-            let in_old = old.points.iter().find(|p| p.label() == point.label()).is_some_and(|p| cells(&old, p.index).iter().any(|c| c.runtime == cell.runtime && c.repetitions() > 0));
-            if !in_old {
-                unmatched.push(format!("{} at {}: only in the new run", cell.runtime, point.label()));
-            }
-        }
+    let found = differences::between(&json_of(&old.records[0].1), &json_of(&new.records[0].1));
+    let workload: Vec<String> = found.iter().filter(|d| d.kind == Kind::Workload).cloned().map(said).collect();
+    if !workload.is_empty() && !options.force {
+        return Err(format!("the two runs measured different things ({}): compare them anyway with --force", workload.join("; ")).into());
     }
-    if lines.len() == 1 {
-        return Err(CliError::Usage("the two runs have no runtime and point in common".into()));
+    let (lines, not_compared) = match kinds[0] {
+        "run" => run_lines(&old, &new, &options)?,
+        "net" => net_lines(&old, &new, options.rule),
+        "granularity" => grain_lines(&old, &new, options.rule),
+        _ => bench_lines(&old, &new, options.rule),
+    };
+    if lines.is_empty() {
+        return Err(format!("the two {} results have nothing measured in common", kinds[0]).into());
     }
-    Ok(print_verdicts(&lines, &unmatched, regressions))
-}
-
-/// The table, what was not compared, and the exit status: 1 when something regressed.
-fn print_verdicts(lines: &[Vec<String>], unmatched: &[String], regressions: usize) -> ExitCode {
-    crate::out!("{}", crate::report::console::render_table(lines));
-    for line in unmatched {
-        crate::outln!("not compared: {line}");
+    let mut counts: BTreeMap<&'static str, usize> = [Verdict::Improved, Verdict::Regressed, Verdict::NoChange, Verdict::Inconclusive].map(|v| (v.as_str(), 0)).into();
+    for line in &lines {
+        *counts.entry(line.judgement.verdict.as_str()).or_default() += 1;
     }
-    crate::outln!();
-    if regressions > 0 {
-        crate::outln!("{regressions} regression(s) beyond the threshold");
-        ExitCode::from(1)
+    let regressed = counts["regressed"];
+    let comparison = Comparison {
+        schema: "taskmeter.compare",
+        schema_version: 1,
+        kind: kinds[0],
+        old: old.records.iter().map(|(p, _)| p.display().to_string()).collect(),
+        new: new.records.iter().map(|(p, _)| p.display().to_string()).collect(),
+        method: METHOD,
+        threshold: options.rule.threshold,
+        alpha: options.rule.alpha,
+        differences: found,
+        lines,
+        not_compared,
+        counts,
+    };
+    if options.json {
+        crate::outln!("{}", serde_json::to_string_pretty(&comparison).expect("a comparison serialises"));
     } else {
-        crate::outln!("no regression beyond the threshold");
-        ExitCode::SUCCESS
+        crate::out!("{}", console(&comparison, &old, &new));
     }
+    Ok(if regressed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
-fn percent(change: Option<f64>) -> String {
-    change.map(|c| format!("{:+.1} %", c * 100.0)).unwrap_or_else(|| "n/a".into())
+/// Pairs as a JSON object, keys in their order.
+fn in_order<S: serde::Serializer>(pairs: &[(&'static str, String)], serializer: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut map = serializer.serialize_map(Some(pairs.len()))?;
+    for (key, value) in pairs {
+        map.serialize_entry(key, value)?;
+    }
+    map.end()
 }
 
-/// `compare` of two `taskmeter bench` results, per scenario and input: the mean gap (1 / ips)
-/// decides, tested on the gap distributions.
-fn compare_benches(options: &CompareOptions, old: &BenchRecord, new: &BenchRecord) -> Result<ExitCode, CliError> {
-    crate::outln!("compare {} ({}) -> {} ({})", options.old.display(), old.header.started_at, options.new.display(), new.header.started_at);
-    crate::outln!(
-        "verdict on the mean gap (1 / ips): two-sided Mann-Whitney U on the gaps, alpha {}, noise threshold {:.1} %\n",
-        options.alpha,
-        options.threshold * 100.0
-    );
-    let mut lines = vec![["scenario", "input", "ips old -> new", "change", "median gap old -> new", "p99 gap old -> new", "p", "verdict"]
-        .map(str::to_string)
-        .to_vec()];
-    let (mut regressions, mut unmatched) = (0, Vec::new());
-    let label = |r: &taskmeter_record::report::ScenarioResult| match &r.input {
-        Some(input) => format!("{} with input {input}", r.scenario),
-        None => r.scenario.clone(),
+fn said(d: Difference) -> String {
+    format!("{} {} -> {}", d.what, d.old, d.new)
+}
+
+fn console(c: &Comparison, old: &Side, new: &Side) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let runs = |side: &Side| match side.records.len() {
+        1 => String::new(),
+        n => format!(", {n} results folders"),
     };
-    for o in &old.report.results {
-        let Some(n) = new.report.results.iter().find(|n| n.scenario == o.scenario && n.input == o.input) else {
-            unmatched.push(format!("{}: only in the old run", label(o)));
-            continue;
-        };
-        let (Some((og, oh)), Some((ng, nh))) = (o.measured.gap.as_ref().zip(o.histograms.as_ref()), n.measured.gap.as_ref().zip(n.histograms.as_ref())) else {
-            unmatched.push(format!("{}: no measured units in one of the runs", label(o)));
-            continue;
-        };
-        let p_value = mann_whitney_counts(&histogram::counts(&histogram::decode(&oh.gap)?), &histogram::counts(&histogram::decode(&nh.gap)?));
-        let v = verdict(p_value, options.alpha, og.mean, ng.mean, options.threshold);
-        regressions += usize::from(v == Verdict::Regressed);
-        let ips = |r: &taskmeter_record::report::ScenarioResult| taskmeter_record::console::ips(r.measured.ips);
-        lines.push(vec![
-            o.scenario.clone(),
-            o.input.clone().unwrap_or_else(|| "-".into()),
-            format!("{} -> {}", ips(o), ips(n)),
-            percent(o.measured.ips.zip(n.measured.ips).map(|(a, b)| (b - a) / a)),
-            format!("{} -> {}", format_ns(og.median as f64), format_ns(ng.median as f64)),
-            format!("{} -> {}", format_ns(og.p99 as f64), format_ns(ng.p99 as f64)),
-            format!("{p_value:.3}"),
-            v.as_str().into(),
-        ]);
+    let _ = writeln!(out, "compare {} ({}) -> {} ({})", old.path.display(), runs(old).trim_start_matches(", ").to_string() + &started(old), new.path.display(), runs(new).trim_start_matches(", ").to_string() + &started(new));
+    for d in &c.differences {
+        let _ = writeln!(out, "differs ({}): {} {} -> {}", d.kind.as_str(), d.what, d.old, d.new);
     }
-    for n in &new.report.results {
-        if !old.report.results.iter().any(|o| o.scenario == n.scenario && o.input == n.input) {
-            unmatched.push(format!("{}: only in the new run", label(n)));
+    let _ = writeln!(out, "method: {METHOD}; alpha {}, noise threshold {:.1} %", c.alpha, c.threshold * 100.0);
+    out.push('\n');
+    let subject_names: Vec<&str> = c.lines.first().map(|l| l.subject.iter().map(|(k, _)| *k).collect()).unwrap_or_default();
+    let mut table: Vec<Vec<String>> = vec![subject_names.iter().map(|s| s.to_string()).chain(["old", "new", "change", "runs", "p", "verdict"].map(str::to_string)).collect()];
+    for line in &c.lines {
+        let value = |v: f64| match line.unit {
+            "ns" => format_ns(v),
+            unit => format!("{v:.0} {unit}"),
+        };
+        let j = &line.judgement;
+        let mut row: Vec<String> = line.subject.iter().map(|(_, v)| v.clone()).collect();
+        row.extend([
+            value(j.old),
+            value(j.new),
+            j.change.map_or("n/a".into(), |c| format!("{:+.1} %", c * 100.0)),
+            format!("{} vs {}", j.old_runs, j.new_runs),
+            j.p_value.map_or("-".into(), |p| format!("{p:.3}")),
+            j.verdict.as_str().into(),
+        ]);
+        table.push(row);
+    }
+    out.push_str(&crate::report::console::render_table(&table));
+    for line in &c.not_compared {
+        let _ = writeln!(out, "not compared: {line}");
+    }
+    out.push('\n');
+    let n = |v: &str| c.counts.get(v).copied().unwrap_or(0);
+    let _ = writeln!(out, "{} regressed, {} improved, {} no change, {} inconclusive", n("regressed"), n("improved"), n("no change"), n("inconclusive"));
+    if n("inconclusive") > 0 {
+        let _ = writeln!(out, "inconclusive: one run a side says nothing of how much two runs differ when nothing changed; run both with --repeat 3 (or more), or compare folders of results folders");
+    }
+    out
+}
+
+fn started(side: &Side) -> String {
+    let header = |r: &AnyRecord| match r {
+        AnyRecord::Run(r) => r.header.started_at.clone(),
+        AnyRecord::Net(r) => r.header.started_at.clone(),
+        AnyRecord::Bench(r) => r.header.started_at.clone(),
+        AnyRecord::Granularity(r) => r.header.started_at.clone(),
+    };
+    let prefix = if side.records.len() > 1 { ", from " } else { "" };
+    format!("{prefix}{}", header(&side.records[0].1))
+}
+
+/// The score of one run: its median (lateness, busy) or its mean |value - expected| (actual,
+/// full); lower is better.
+fn score(row: &Row, metric: Metric) -> Option<f64> {
+    let s = row.statistics.as_ref()?.get(metric);
+    match metric {
+        Metric::Lateness | Metric::Busy => s.p50.map(|v| v as f64),
+        Metric::Actual | Metric::Full => s.mean_absolute_deviation,
+    }
+}
+
+fn run_lines(old: &Side, new: &Side, options: &CompareOptions) -> Result<(Vec<Line>, Vec<String>), CliError> {
+    fn runs(side: &Side) -> Vec<&crate::model::run::RunRecord> {
+        side.records.iter().filter_map(|(_, r)| if let AnyRecord::Run(r) = r { Some(r) } else { None }).collect()
+    }
+    let (old_runs, new_runs) = (runs(old), runs(new));
+    let metrics: Vec<Metric> = options.metric.map(|m| vec![m]).unwrap_or_else(|| METRICS.to_vec());
+    // Every (point label, runtime) a side measured, with each run's rows.
+    let measured = |records: &[&crate::model::run::RunRecord]| {
+        let mut found: BTreeMap<(String, String), Vec<Row>> = BTreeMap::new();
+        for record in records {
+            for point in &record.points {
+                for cell in cells(record, point.index).into_iter().filter(|c| c.repetitions() > 0) {
+                    found.entry((point.label(), cell.runtime.to_string())).or_default().extend(cell.measured.into_iter().cloned());
+                }
+            }
+        }
+        found
+    };
+    let (a, b) = (measured(&old_runs), measured(&new_runs));
+    let mut lines = Vec::new();
+    let mut not_compared = Vec::new();
+    // In the old run's order of runtimes.
+    let order: Vec<&String> = old_runs[0].settings.runtimes.iter().collect();
+    let mut keys: Vec<&(String, String)> = a.keys().collect();
+    keys.sort_by_key(|(point, runtime)| (order.iter().position(|r| *r == runtime).unwrap_or(usize::MAX), point.clone()));
+    for key in keys {
+        let (point, runtime) = key;
+        let Some(new_rows) = b.get(key) else {
+            not_compared.push(format!("{runtime} at {point}: no statistics in {}", new.path.display()));
+            continue;
+        };
+        for metric in &metrics {
+            let values = |rows: &[Row]| rows.iter().filter_map(|r| score(r, *metric)).collect::<Vec<f64>>();
+            let (x, y) = (values(&a[key]), values(new_rows));
+            if x.is_empty() || y.is_empty() {
+                continue;
+            }
+            let subject = vec![("runtime", runtime.clone()), ("point", point.clone()), ("metric", metric.name().to_string())];
+            lines.push(Line { subject, unit: "ns", judgement: judge(&x, &y, false, options.rule) });
         }
     }
-    if lines.len() == 1 {
-        return Err(CliError::Usage("the two benchmarks have no measured scenario in common".into()));
+    for key in b.keys().filter(|k| !a.contains_key(*k)) {
+        not_compared.push(format!("{} at {}: only in {}", key.1, key.0, new.path.display()));
     }
-    Ok(print_verdicts(&lines, &unmatched, regressions))
+    Ok((lines, not_compared))
 }
 
+fn net_lines(old: &Side, new: &Side, rule: Rule) -> (Vec<Line>, Vec<String>) {
+    let throughputs = |side: &Side| {
+        let mut found: BTreeMap<(String, u32), Vec<f64>> = BTreeMap::new();
+        for (_, record) in &side.records {
+            if let AnyRecord::Net(r) = record {
+                for p in r.points.iter().filter(|p| p.error.is_none()) {
+                    if let Some(t) = p.throughput {
+                        found.entry((p.receiver.clone(), p.senders)).or_default().push(t);
+                    }
+                }
+            }
+        }
+        found
+    };
+    let (a, b) = (throughputs(old), throughputs(new));
+    let mut lines = Vec::new();
+    let mut not_compared = Vec::new();
+    for (key, x) in &a {
+        match b.get(key) {
+            Some(y) => lines.push(Line { subject: vec![("receiver", key.0.clone()), ("senders", key.1.to_string())], unit: "msg/s", judgement: judge(x, y, true, rule) }),
+            None => not_compared.push(format!("{} with {} senders: only in {}", key.0, key.1, old.path.display())),
+        }
+    }
+    for key in b.keys().filter(|k| !a.contains_key(*k)) {
+        not_compared.push(format!("{} with {} senders: only in {}", key.0, key.1, new.path.display()));
+    }
+    (lines, not_compared)
+}
+
+fn grain_lines(old: &Side, new: &Side, rule: Rule) -> (Vec<Line>, Vec<String>) {
+    // Each run's METG; a bound (every or no task size efficient) cannot be averaged.
+    let metgs = |side: &Side| {
+        let mut found: BTreeMap<String, (Vec<f64>, Vec<String>)> = BTreeMap::new();
+        for (_, record) in &side.records {
+            if let AnyRecord::Granularity(r) = record {
+                for run in r.runs.iter().filter(|run| run.error.is_none()) {
+                    let entry = found.entry(run.runtime.clone()).or_default();
+                    match run.metg {
+                        Some(Metg::Interpolated { ns }) => entry.0.push(ns),
+                        Some(Metg::Below { ns }) => entry.1.push(format!("< {}", format_ns(ns))),
+                        Some(Metg::Above { ns }) => entry.1.push(format!("> {}", format_ns(ns))),
+                        None => {}
+                    }
+                }
+            }
+        }
+        found
+    };
+    let (a, b) = (metgs(old), metgs(new));
+    let mut lines = Vec::new();
+    let mut not_compared = Vec::new();
+    for (runtime, (x, x_bounds)) in &a {
+        let Some((y, y_bounds)) = b.get(runtime) else {
+            not_compared.push(format!("{runtime}: only in {}", old.path.display()));
+            continue;
+        };
+        if !x_bounds.is_empty() || !y_bounds.is_empty() {
+            let bounds: Vec<&String> = x_bounds.iter().chain(y_bounds).collect();
+            not_compared.push(format!("{runtime}: METG is a bound in some runs ({}): widen --task-busy", bounds.iter().map(|b| b.as_str()).collect::<Vec<_>>().join(", ")));
+            continue;
+        }
+        if x.is_empty() || y.is_empty() {
+            continue;
+        }
+        lines.push(Line { subject: vec![("runtime", runtime.clone()), ("figure", "METG(50 %)".to_string())], unit: "ns", judgement: judge(x, y, false, rule) });
+    }
+    for runtime in b.keys().filter(|k| !a.contains_key(*k)) {
+        not_compared.push(format!("{runtime}: only in {}", new.path.display()));
+    }
+    (lines, not_compared)
+}
+
+fn bench_lines(old: &Side, new: &Side, rule: Rule) -> (Vec<Line>, Vec<String>) {
+    let gaps = |side: &Side| {
+        let mut found: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
+        for (_, record) in &side.records {
+            if let AnyRecord::Bench(r) = record {
+                for result in &r.report.results {
+                    if let Some(gap) = &result.measured.gap {
+                        found.entry((result.scenario.clone(), result.input.clone().unwrap_or_else(|| "-".into()))).or_default().push(gap.mean);
+                    }
+                }
+            }
+        }
+        found
+    };
+    let (a, b) = (gaps(old), gaps(new));
+    let mut lines = Vec::new();
+    let mut not_compared = Vec::new();
+    for (key, x) in &a {
+        match b.get(key) {
+            Some(y) => lines.push(Line {
+                subject: vec![("scenario", key.0.clone()), ("input", key.1.clone()), ("figure", "mean gap".to_string())],
+                unit: "ns",
+                judgement: judge(x, y, false, rule),
+            }),
+            None => not_compared.push(format!("{} ({}): only in {}", key.0, key.1, old.path.display())),
+        }
+    }
+    for key in b.keys().filter(|k| !a.contains_key(*k)) {
+        not_compared.push(format!("{} ({}): only in {}", key.0, key.1, new.path.display()));
+    }
+    (lines, not_compared)
+}

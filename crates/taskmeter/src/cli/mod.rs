@@ -193,13 +193,14 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
         Command::Bench(args) => crate::experiments::bench::run(options::bench_options(*args)?)?,
         Command::CheckDriver { runtime } => check_driver::check_driver(&runtime)?,
         Command::Report { results, samples_csv, table } => rebuild::rebuild(&results, samples_csv.as_deref(), table)?,
-        Command::Compare { old, new, metric, threshold, alpha } => {
+        Command::Compare { old, new, metric, threshold, alpha, force, format } => {
             let metric = match metric {
                 Some(MetricChoice::All) => None,
                 Some(MetricChoice::One(m)) => Some(m),
                 None => compare::default_metric(&old)?,
             };
-            compare::run(compare::CompareOptions { old, new, metric, threshold, alpha })?
+            let rule = crate::analysis::compare::Rule { threshold, alpha };
+            compare::run(compare::CompareOptions { old, new, metric, rule, force, json: format == args::CompareFormat::Json })?
         }
         Command::Selftest { duration, repeat } => selftest::run(duration, repeat)?,
         Command::Worker | Command::Guard => unreachable!("handled before dispatch"),

@@ -39,6 +39,10 @@ pub struct GrainPoint {
     pub efficiency: f64,
     /// `granularity_ns - task_ns`: what starting and awaiting one task cost beyond its work.
     pub overhead_ns: f64,
+    /// Why the point is not used (an efficiency no runtime can reach: its serial baseline was
+    /// disturbed); absent when it is valid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid: Option<String>,
 }
 
 /// METG(50 %) of one repetition: interpolated between the two grains around 50 %, or a bound

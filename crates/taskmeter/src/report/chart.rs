@@ -192,7 +192,7 @@ fn legend(chart: &mut Plot, position: SeriesLabelPosition) -> Result<(), String>
 /// One line per series, with its error bars; with `categories`, x is a position in that list
 /// and labelled by it. The value axis is logarithmic when the values span two decades.
 pub fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series], categories: Option<&[String]>) -> Result<String, String> {
-    lines(title, x_desc, y_desc, series, categories, None, SeriesLabelPosition::UpperLeft)
+    lines(title, x_desc, y_desc, series, categories, None, SeriesLabelPosition::UpperLeft, None)
 }
 
 /// The same with a linear value axis from 0, for shares such as an efficiency, and the legend
@@ -205,7 +205,27 @@ pub fn share_chart(
     categories: Option<&[String]>,
     legend_at: SeriesLabelPosition,
 ) -> Result<String, String> {
-    lines(title, x_desc, y_desc, series, categories, Some(Axis::LINEAR), legend_at)
+    lines(title, x_desc, y_desc, series, categories, Some(Axis::LINEAR), legend_at, None)
+}
+
+/// A level a chart marks across its width, and where each line crosses it.
+pub struct Level {
+    pub y: f64,
+    pub label: String,
+    /// (x, colour): a mark on the level, e.g. each runtime's METG.
+    pub marks: Vec<(f64, RGBColor)>,
+}
+
+/// [`share_chart`] with a level drawn across it and marked where each line crosses.
+pub fn share_chart_at_level(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    legend_at: SeriesLabelPosition,
+    level: &Level,
+) -> Result<String, String> {
+    lines(title, x_desc, y_desc, series, None, Some(Axis::LINEAR), legend_at, Some(level))
 }
 
 fn lines(
@@ -216,6 +236,7 @@ fn lines(
     categories: Option<&[String]>,
     value_axis: Option<Axis>,
     legend_at: SeriesLabelPosition,
+    level: Option<&Level>,
 ) -> Result<String, String> {
     let all = || series.iter().flat_map(|s| s.points.iter().copied());
     let xa = if categories.is_some() { Axis::LINEAR } else { Axis::for_values(all().map(|p| p.0)) };
@@ -237,6 +258,7 @@ fn lines(
     let extents = || series.iter().flat_map(|s| s.extents().flat_map(move |(_, lo, hi)| [clamp(lo), hi]));
     let x_ticks = categories.map_or(10, |c| c.len() * 4 + 1);
     let x_span = x_range.end - x_range.start;
+    let (x_from, x_to) = (x_range.start, x_range.end);
     svg_chart(title, x_range, ya.range(all().map(|p| p.1).chain(extents())), |chart| {
         chart
             .configure_mesh()
@@ -264,9 +286,21 @@ fn lines(
             });
             chart.draw_series(bars).map_err(err)?;
         }
+        if let Some(level) = level {
+            let y = ya.to(level.y);
+            let grey = RGBColor(110, 110, 110);
+            chart
+                .draw_series(std::iter::once(PathElement::new(vec![(x_from, y), (x_to, y)], grey.stroke_width(1))))
+                .map_err(err)?
+                .label(level.label.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], grey.stroke_width(1)));
+            let marks = level.marks.iter().map(|(x, colour)| TriangleMarker::new((xa.to(*x), y), 7, colour.filled()));
+            chart.draw_series(marks).map_err(err)?;
+        }
         legend(chart, legend_at)
     })
 }
+
 
 fn err<E: std::fmt::Debug>(e: E) -> String {
     format!("cannot draw a chart: {e:?}")
@@ -443,7 +477,7 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
                 .iter()
                 .filter_map(|p| {
                     let cell = cells(record, p.index).into_iter().find(|c| c.runtime == runtime)?;
-                    let estimate = cell.estimate(get, |r| get(r).map(|v| Interval { value: v, half_width: 0.0, standard_error: 0.0, degrees_of_freedom: None }))?;
+                    let estimate = cell.estimate(get)?;
                     Some(((x_of(p.value(param)?), estimate.value), Some(estimate)))
                 })
                 .unzip()

@@ -127,9 +127,19 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
             dedup(&estimated).join(", ")
         ));
     }
-    let early: u64 = record.rows.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.early_wakeups).sum();
-    if early > 0 {
-        out.push_str(&format!("warning: {early} samples woke before their intended time (negative lateness)\n"));
+    // Per runtime, in the order of --runtimes: who woke early, and how often.
+    let early: Vec<String> = record
+        .settings
+        .runtimes
+        .iter()
+        .filter_map(|runtime| {
+            let rows = record.rows.iter().filter(|r| &r.runtime == runtime).filter_map(|r| r.counts.as_ref());
+            let (early, measured) = rows.fold((0, 0), |(e, m), c| (e + c.early_wakeups, m + c.samples_measured));
+            (early > 0).then(|| format!("{runtime} {} of {}", super::format::format_count(early), super::format::format_count(measured)))
+        })
+        .collect();
+    if !early.is_empty() {
+        out.push_str(&format!("warning: samples woke before their intended time (negative lateness): {}\n", early.join(", ")));
     }
     out
 }

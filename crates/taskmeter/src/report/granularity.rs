@@ -2,11 +2,11 @@
 //! runtime at every task size, `granularity.json`, `summary.csv`, the efficiency and overhead
 //! charts and `report.html`.
 
-use super::chart::{line_chart, palette, share_chart, Chart, Series};
+use super::chart::{line_chart, palette, share_chart, share_chart_at_level, Chart, Level, Series};
 use plotters::prelude::SeriesLabelPosition;
 use super::console::render_table;
 use super::{write, write_charts_and_page, ReportError};
-use crate::analysis::granularity::THRESHOLD;
+use crate::analysis::granularity::{baselines, BASELINE_SPREAD, THRESHOLD};
 use crate::model::granularity::{GrainRecord, GrainRun, GrainSummary, Metg};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -87,7 +87,12 @@ fn efficiency_matrix(record: &GrainRecord) -> Vec<Vec<String>> {
     let mut lines = vec![header];
     for (i, size) in record.settings.grains_ns.iter().enumerate() {
         let mut line = vec![format_ns(*size as f64)];
-        line.extend(record.summaries.iter().map(|s| s.efficiency.get(i).map_or("-".into(), |e| e.map_or("-".into(), |e| format!("{:.0}", 100.0 * e.value)))));
+        line.extend(record.summaries.iter().map(|s| match s.efficiency.get(i).copied().flatten() {
+            Some(e) => format!("{:.0}", 100.0 * e.value),
+            // No valid repetition there: say why rather than leave a gap.
+            None if record.runs.iter().any(|r| r.runtime == s.runtime && r.points.get(i).is_some_and(|p| p.invalid.is_some())) => "invalid".into(),
+            None => "-".into(),
+        }));
         lines.push(line);
     }
     lines
@@ -124,6 +129,7 @@ pub fn console(record: &GrainRecord) -> String {
     } else {
         "one repetition: no interval; --repeat 3 gives intervals\n"
     });
+    out.push_str(&warnings(record));
     for skip in &record.skipped {
         let _ = writeln!(out, "skipped: {}: {}", skip.runtime, skip.reason);
     }
@@ -136,6 +142,56 @@ pub fn console(record: &GrainRecord) -> String {
     }
     out
 }
+
+/// What a reader must know before quoting a figure: points not used, and runtimes whose
+/// repetitions disagree on METG by more than [`DISAGREEMENT`] times.
+fn warnings(record: &GrainRecord) -> String {
+    let mut out = String::new();
+    for run in &record.runs {
+        for p in run.points.iter().filter(|p| p.invalid.is_some()) {
+            let why = p.invalid.as_deref().unwrap_or_default();
+            let _ = writeln!(out, "warning: {} repetition {} at {}: {why}; the point is not used", run.runtime, run.repetition, format_ns(p.measured.grain_ns as f64));
+        }
+    }
+    for s in &record.summaries {
+        let points = record.runs.iter().filter(|r| r.runtime == s.runtime).flat_map(|r| &r.points);
+        let (apart, total) = points.fold((0, 0), |(apart, total), p| match baselines(&p.measured) {
+            (before, Some(after)) => (apart + usize::from((before - after).abs() > BASELINE_SPREAD * before.min(after)), total + 1),
+            _ => (apart, total),
+        });
+        if apart > 0 {
+            let _ = writeln!(
+                out,
+                "note: {}: at {apart} of {total} task sizes its two serial baselines (before and after the rounds) differ by more than {:.0} %; the faster is the task's work",
+                s.runtime,
+                100.0 * BASELINE_SPREAD
+            );
+        }
+    }
+    for s in &record.summaries {
+        let metgs: Vec<f64> = record
+            .runs
+            .iter()
+            .filter(|r| r.runtime == s.runtime)
+            .filter_map(|r| if let Some(Metg::Interpolated { ns }) = r.metg { Some(ns) } else { None })
+            .collect();
+        let (low, high) = (metgs.iter().copied().fold(f64::INFINITY, f64::min), metgs.iter().copied().fold(0.0, f64::max));
+        if metgs.len() >= 2 && high > DISAGREEMENT * low {
+            let _ = writeln!(
+                out,
+                "warning: {}: its {} repetitions disagree, METG from {} to {}: its interval is wide for a reason (more --repeat narrows it)",
+                s.runtime,
+                metgs.len(),
+                format_ns(low),
+                format_ns(high)
+            );
+        }
+    }
+    out
+}
+
+/// Repetitions whose METGs differ by more than this factor are said to disagree.
+const DISAGREEMENT: f64 = 2.0;
 
 /// Efficiency and overhead per task against the task's work, one line per runtime.
 pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
@@ -192,7 +248,7 @@ pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
         Chart {
             file: "efficiency.svg".into(),
             title: by_granularity.clone(),
-            svg: share_chart(&by_granularity, granularity_axis, "efficiency (%)", &against_granularity, None, SeriesLabelPosition::UpperLeft)?,
+            svg: share_chart_at_level(&by_granularity, granularity_axis, "efficiency (%)", &against_granularity, SeriesLabelPosition::UpperLeft, &metg_level(record))?,
         },
         Chart {
             file: "efficiency-by-size.svg".into(),
@@ -205,6 +261,12 @@ pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
             svg: line_chart(overhead_title, "busy work per task", "overhead per task (ns)", &series(|s| &s.overhead_ns, 1.0), Some(&sizes))?,
         },
     ])
+}
+
+/// The 50 % line, with each runtime's METG marked on it in its colour.
+fn metg_level(record: &GrainRecord) -> Level {
+    let marks = record.summaries.iter().enumerate().filter_map(|(i, s)| Some((s.metg_ns.as_ref()?.value, palette(i)))).collect();
+    Level { y: 100.0 * THRESHOLD, label: format!("{:.0} %: METG marked where each line crosses", 100.0 * THRESHOLD), marks }
 }
 
 /// One line per runtime, repetition and task size.
@@ -221,6 +283,7 @@ pub fn summary_csv(record: &GrainRecord) -> String {
         let s = &record.settings;
         for p in &run.points {
             let m = &p.measured;
+            let status = if p.invalid.is_some() { "invalid" } else { status };
             let _ = writeln!(
                 out,
                 "{},{},{},{},{},{},{},{:.3},{},{},{},{},{:.3},{:.5},{:.3},{metg_ns},{kind},{status}",

@@ -17,9 +17,9 @@ pub fn ranked(record: &RunRecord, point: usize) -> Vec<Cell<'_>> {
     ranked
 }
 
-/// "± 1.2 µs": half the width of a 95 % interval.
+/// "± 1.2 µs": half the width of a 95 % interval; "-" where there is none (one repetition).
 fn plus_minus_ns(interval: Option<Interval>) -> String {
-    interval.map_or_else(|| "-".into(), |i| format!("± {}", format_ns(i.half_width)))
+    interval.filter(|i| i.degrees_of_freedom.is_some()).map_or_else(|| "-".into(), |i| format!("± {}", format_ns(i.half_width)))
 }
 
 /// "1.00", or "14.2 ± 0.3": the cell's ranking statistic over the best cell's, with a 95 %
@@ -28,9 +28,14 @@ fn ratio_to_best(metric: Metric, cell: &Cell, best: &Cell) -> String {
     let estimate = |c: &Cell| c.mean_estimate(metric, Statistic::MeanDeviation);
     match (estimate(cell), estimate(best)) {
         _ if cell.runtime == best.runtime => "1.00".into(),
-        (Some(a), Some(b)) if b.value > 0.0 => {
+        (Some(a), Some(b)) if b.value > 0.0 && a.degrees_of_freedom.is_some() && b.degrees_of_freedom.is_some() => {
             let r = ratio_interval(&a, &b);
             if r.value >= 10.0 { format!("{:.1} ± {:.1}", r.value, r.half_width) } else { format!("{:.2} ± {:.2}", r.value, r.half_width) }
+        }
+        // One repetition: the ratio, with no interval to give it.
+        (Some(a), Some(b)) if b.value > 0.0 => {
+            let r = a.value / b.value;
+            if r >= 10.0 { format!("{r:.1}") } else { format!("{r:.2}") }
         }
         _ => "n/a".into(),
     }
@@ -164,7 +169,7 @@ pub fn volume_table_of(record: &RunRecord) -> Table {
                 ns(cell.mean_percentile(Metric::Lateness, |s| s.p99)),
                 count(&|c| c.iterations_measured as f64 / c.units.max(1) as f64).map_or("-".into(), |v| format!("{v:.1}")),
             ]);
-            let rate = cell.estimate(|r| r.counts.as_ref().map(|c| c.iterations_per_s), |_| None);
+            let rate = cell.estimate(|r| r.counts.as_ref().map(|c| c.iterations_per_s));
             line.push(count(&|c| c.iterations_per_s).map_or("-".into(), format_rate));
             if repeated {
                 line.push(rate.map_or("-".into(), |r| format!("± {}", format_rate(r.half_width))));
@@ -258,9 +263,13 @@ pub struct Table {
 pub fn table_of(record: &RunRecord, point: usize) -> Table {
     let metric = record.metric;
     let mean_header = format!("{} mean ± sd", metric.name());
-    let header = ["runtime", "samples", mean_header.as_str(), "95 % CI", "p50", "p99", "max", "missed", "vs best"]
+    // One repetition has no interval: no column for it.
+    let repeated = record.settings.repeat > 1;
+    let header: Vec<String> = ["runtime", "samples", mean_header.as_str(), "95 % CI", "p50", "p99", "max", "missed", "vs best"]
+        .into_iter()
+        .filter(|h| repeated || *h != "95 % CI")
         .map(str::to_string)
-        .to_vec();
+        .collect();
     let ranked = ranked(record, point);
     let lines = ranked
         .iter()
@@ -272,17 +281,18 @@ pub fn table_of(record: &RunRecord, point: usize) -> Table {
                 (Some(m), None) => format_ns(m.value),
                 _ => "-".into(),
             };
-            vec![
-                cell_name(cell),
-                format_count(cell.samples(metric)),
-                mean_sd,
-                plus_minus_ns(mean),
+            let mut line = vec![cell_name(cell), format_count(cell.samples(metric)), mean_sd];
+            if repeated {
+                line.push(plus_minus_ns(mean));
+            }
+            line.extend([
                 ns(cell.mean_percentile(metric, |s| s.p50)),
                 ns(cell.mean_percentile(metric, |s| s.p99)),
                 ns(cell.max(metric).map(|v| v as f64)),
                 format_count(cell.sum(|r| r.counts.as_ref().map(|c| c.missed_periods))),
                 ratio_to_best(metric, cell, &ranked[0]),
-            ]
+            ]);
+            line
         })
         .collect();
     let without_statistics = cells(record, point).iter().flat_map(|c| unmeasured_lines(record, c)).collect();
@@ -394,6 +404,9 @@ pub fn explain(record: &RunRecord) -> String {
         Metric::Full => "full = iteration end - previous end; ranked by mean |full - expected|; vs best = ratio of those",
         Metric::Busy => "busy = time of the busy phase; ranked by mean; vs best = ratio of the ranking means",
     };
-    format!("{metric}; sd = standard deviation within a repetition; 95 % CI and vs best's ± are 95 % intervals from {}", crate::analysis::cells::basis_note(record))
+    match record.settings.repeat {
+        0 | 1 => format!("{metric}; sd = standard deviation within the repetition; {}", crate::analysis::cells::basis_note(record)),
+        _ => format!("{metric}; sd = standard deviation within a repetition; 95 % CI and vs best's ± are 95 % intervals from {}", crate::analysis::cells::basis_note(record)),
+    }
 }
 
