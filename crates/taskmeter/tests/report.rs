@@ -399,7 +399,7 @@ fn net_granularity_and_bench_records_with_a_duplicated_entry_are_refused() {
     let folder = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
     let (net, grain, bench) = (folder("net"), folder("granularity"), folder("bench"));
     for args in [
-        vec!["run", "net", "--receivers", "thread", "--senders", "1", "--messages", "100", "-o", &net],
+        vec!["run", "net", "--receivers", "thread", "--senders", "1", "--messages", "100", "--repeat", "1", "-o", &net],
         vec!["run", "granularity", "--runtimes", "smol", "--quick", "--task-busy", "100us,10us", "--steps", "2", "--repeat", "1", "-o", &grain],
         vec!["bench", "--scenario", "a=true", "--warmup", "0", "--time", "100ms", "-o", &bench],
     ] {
