@@ -142,3 +142,23 @@ fn bad_volume_input_gets_one_line_and_exit_2() {
         (vec!["run", "--sleep", "never"], "invalid sleep schedule"),
     ]);
 }
+
+#[test]
+fn busy_as_a_time_is_each_runtimes_own_iterations() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("timed");
+    let output = run(&["run", "--runtimes", "thread,python-thread", "--busy", "50us", "--duration", "300ms", "--warmup", "50ms", "-o", folder.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stderr(&output).contains("busy work of 50.0 µs a loop, in iterations each runtime measured for itself: thread "), "{}", stderr(&output));
+    let record = run_json(&folder);
+    assert_eq!(record["settings"]["busy_ns"], 50_000);
+    let iterations = |runtime: &str| rows(&record).iter().find(|r| r["runtime"] == runtime).unwrap()["plan"]["busy"]["iters"].as_u64().unwrap();
+    // The same time is far fewer iterations of Python's arithmetic than of Rust's.
+    assert!(iterations("python-thread") > 0 && iterations("thread") > 5 * iterations("python-thread"), "{} vs {}", iterations("thread"), iterations("python-thread"));
+    assert!(stdout(&output).contains("busy phase per loop (median): thread "), "{}", stdout(&output));
+    assert_refused(&[
+        (vec!["run", "--busy", "0us"], "a busy time must be longer than 0"),
+        (vec!["run", "--busy", "soon"], "invalid duration 'soon'"),
+        (vec!["run", "--busy", "2us", "--sweep", "busy=1,2"], "--sweep busy takes iterations"),
+    ]);
+}

@@ -105,6 +105,20 @@ impl MetricStats {
     }
 
     /// The distribution of the (sorted) values or deviations, as run.json stores it.
+    /// How early the values below 0 were (their magnitudes), encoded; None without any.
+    fn early(&self) -> Option<String> {
+        let h = match (&self.values, &self.histogram) {
+            (Some(values), _) => {
+                let mut magnitudes: Vec<i64> = values.iter().filter(|v| **v < 0).map(|v| -v).collect();
+                magnitudes.sort_unstable();
+                (!magnitudes.is_empty()).then(|| histogram::of(&magnitudes))
+            }
+            (None, Some(h)) => h.negatives(),
+            (None, None) => None,
+        }?;
+        Some(histogram::encode(&h))
+    }
+
     fn encoded(values: &Option<Vec<i64>>, histogram: &Option<SignedHistogram>) -> String {
         let h: Histogram<u64> = match (values, histogram) {
             (Some(values), _) => histogram::of(values),
@@ -205,6 +219,8 @@ pub struct RowStats {
 /// What a row's statistics came to.
 pub struct Finished {
     pub statistics: Statistics,
+    /// The histograms hold lateness below 0 as 0: how early those wake-ups were is kept here.
+    pub lateness_early: Option<String>,
     pub histograms: Histograms,
     pub deviation_histograms: DeviationHistograms,
     /// Per class (empty with one class).
@@ -293,6 +309,7 @@ impl RowStats {
             full: MetricStats::encoded(&m.full.deviation_values, &m.full.deviation_histogram),
         };
         Finished {
+            lateness_early: m.lateness.early(),
             statistics: self.all.statistics(),
             histograms,
             deviation_histograms,
@@ -350,6 +367,10 @@ mod tests {
         assert_eq!(done.classes[1].busy, Summary::of(&class_1, &vec![0; class_1.len()]));
         let stored = histogram::decode(&done.histograms.lateness).unwrap();
         assert_eq!(stored.len(), 1900);
+        // How early the early ones were is kept beside the histogram, which holds them as 0.
+        let early = histogram::decode(done.lateness_early.as_ref().expect("early wake-ups")).unwrap();
+        assert_eq!(early.len(), done.counts.early);
+        assert_eq!(early.max() as i64, -lateness.iter().min().unwrap());
     }
 
     #[test]
@@ -372,6 +393,7 @@ mod tests {
             assert_eq!((a.p50, a.p99, a.p99_99), (b.p50, b.p99, b.p99_99), "{metric:?}");
         }
         assert_eq!(histogram::decode(&bounded.deviation_histograms.actual).unwrap().len(), 1900);
+        assert_eq!(bounded.lateness_early, exact.lateness_early, "the same magnitudes, exact below 262 us, from the values or the histogram");
     }
 }
 

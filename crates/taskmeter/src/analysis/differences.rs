@@ -48,6 +48,7 @@ fn workload(schema: &str) -> &'static [&'static str] {
             "settings.warmup_ns",
             "settings.sleep",
             "settings.busy",
+            "settings.busy_ns",
         ],
         "taskmeter.net" => &["settings.messages", "settings.per_sender", "settings.message_size"],
         "taskmeter.granularity" => &[

@@ -53,7 +53,7 @@ pub fn derive(measured: Point) -> GrainPoint {
             format_ns(measured.grain_ns as f64)
         )
     });
-    GrainPoint { task_ns, granularity_ns, efficiency, overhead_ns: granularity_ns - task_ns, invalid, measured }
+    GrainPoint { task_ns, granularity_ns, efficiency, overhead_ns: granularity_ns - task_ns, invalid, cores_reported: None, measured }
 }
 
 /// METG(50 %) of one worker's grains (largest first), from its valid ones; None without any.

@@ -135,6 +135,11 @@ impl SignedHistogram {
         values
     }
 
+    /// The magnitudes of the negative values (how early each wake-up was), if any.
+    pub fn negatives(&self) -> Option<Histogram<u64>> {
+        self.settled().negative.clone().filter(|n| !n.is_empty())
+    }
+
     /// The histogram as stored in run.json: negative values recorded as 0.
     pub fn clamped(&self) -> Histogram<u64> {
         let settled = self.settled();

@@ -74,6 +74,9 @@ fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
         if swept.contains(&sweep.param) {
             return Err(format!("'{}' is swept twice", sweep.param.name()));
         }
+        if sweep.param == Param::Busy && matches!(args.busy, BusyArg::Time(_)) {
+            return Err("--sweep busy takes iterations; it cannot be combined with --busy as a time".into());
+        }
         if sweep.param == Param::Modulo && !matches!(schedule, Schedule::Modulo { .. }) {
             return Err("sweeping modulo needs a modulo schedule (--sleep modulo:M:D)".into());
         }
@@ -95,7 +98,8 @@ fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
         warmup_ns: args.warmup.unwrap_or(if args.quick { 100_000_000 } else { 500_000_000 }),
         sleep: SleepPlan { mode, schedule },
         sleep_spec: schedule.to_string(),
-        busy: BusyPlan { iters: args.busy, yield_each_step: args.yield_each_step },
+        busy: BusyPlan { iters: if let BusyArg::Iterations(n) = args.busy { n } else { 0 }, yield_each_step: args.yield_each_step },
+        busy_ns: if let BusyArg::Time(ns) = args.busy { Some(ns) } else { None },
         grace_ns: args.grace,
         sched: SchedSettings {
             policy: args.policy,

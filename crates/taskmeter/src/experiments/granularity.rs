@@ -89,6 +89,18 @@ pub fn run(options: GrainOptions) -> Result<ExitCode, super::ExperimentError> {
     Ok(session.finish(record, |r| RecordRef::Granularity(r), crate::report::granularity::write_folder, crate::report::granularity::console, failed))
 }
 
+/// The point's figures, its cores those taskmeter counted when the runtime runs tasks in parallel
+/// (a one-threaded runtime reports 1 and keeps it); what the runtime reported is kept beside.
+fn derive_with_cores(mut measured: taskmeter_protocol::Point, usable: Option<u32>) -> crate::model::granularity::GrainPoint {
+    let reported = measured.cores;
+    if let Some(cores) = usable.filter(|c| reported > 1 && *c != reported) {
+        measured.cores = cores;
+    }
+    let mut point = derive(measured);
+    point.cores_reported = (point.measured.cores != reported).then_some(reported);
+    point
+}
+
 /// One worker: every task size for one runtime.
 fn run_one(info: &'static RuntimeInfo, s: &GrainSettings, repetition: u32, sched: &SchedSettings, grace: Duration) -> GrainRun {
     let mut run = GrainRun { runtime: info.id.into(), repetition, runtime_version: None, points: Vec::new(), metg: None, error: None, interrupted: false, wall_ns: 0 };
@@ -101,9 +113,12 @@ fn run_one(info: &'static RuntimeInfo, s: &GrainSettings, repetition: u32, sched
     };
     let worker = run_worker(command, &plan_for(s, info.id), sched, grace, Box::new(|_| {}), || {});
     run.wall_ns = worker.wall_ns;
+    // The CPUs are counted one way for every runtime that runs tasks in parallel: the worker's
+    // affinity, read back, capped by a cgroup quota (each runtime counts its own otherwise).
+    let usable = worker.sched.as_ref().and_then(|s| s.cpus.as_deref()).and_then(crate::machine::sched::usable_cpus);
     let mut keep = |delivered: Delivered| {
         run.runtime_version = Some(delivered.hello.runtime_version);
-        run.points = delivered.points.into_iter().map(derive).collect();
+        run.points = delivered.points.into_iter().map(|p| derive_with_cores(p, usable)).collect();
     };
     match worker.outcome {
         Outcome::Completed(d) => keep(d),

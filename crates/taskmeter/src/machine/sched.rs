@@ -161,6 +161,44 @@ pub fn online_cpus() -> Vec<usize> {
         .unwrap_or_else(|| (0..std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).collect())
 }
 
+/// The CPUs a process may use at once: its affinity list (`Cpus_allowed_list`, as read back),
+/// capped by a cgroup CPU quota (cgroup v2 `cpu.max`, or v1 `cpu.cfs_quota_us`), rounded up.
+/// The one count the granularity experiment divides by, whatever each runtime counts itself.
+pub fn usable_cpus(affinity: &str) -> Option<u32> {
+    let allowed = parse_cpu_list(affinity.trim()).ok()?.len() as u32;
+    Some(match cgroup_quota() {
+        Some(quota) => allowed.min(quota.ceil().max(1.0) as u32),
+        None => allowed,
+    })
+}
+
+/// The CPU quota of this process's cgroup, in CPUs, if it has one.
+fn cgroup_quota() -> Option<f64> {
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    for line in cgroups.lines() {
+        let mut fields = line.splitn(3, ':');
+        let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+        let quota = if controllers.is_empty() {
+            let text = std::fs::read_to_string(format!("/sys/fs/cgroup{path}/cpu.max")).ok()?;
+            let mut parts = text.split_whitespace();
+            match (parts.next()?, parts.next()?.parse::<f64>().ok()?) {
+                ("max", _) => None,
+                (quota, period) => Some(quota.parse::<f64>().ok()? / period),
+            }
+        } else if controllers.split(',').any(|c| c == "cpu") {
+            let read = |name: &str| std::fs::read_to_string(format!("/sys/fs/cgroup/cpu,cpuacct{path}/{name}")).or_else(|_| std::fs::read_to_string(format!("/sys/fs/cgroup/cpu{path}/{name}"))).ok()?.trim().parse::<f64>().ok();
+            match (read("cpu.cfs_quota_us"), read("cpu.cfs_period_us")) {
+                (Some(quota), Some(period)) if quota > 0.0 && period > 0.0 => Some(quota / period),
+                _ => None,
+            }
+        } else {
+            continue;
+        };
+        return quota;
+    }
+    None
+}
+
 fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
     let mut cpus = Vec::new();
     for part in text.split(',').map(str::trim) {
@@ -238,6 +276,15 @@ mod tests {
         let json = serde_json::to_string(&Policy::Fifo(99)).unwrap();
         assert_eq!(json, "\"fifo:99\"");
         assert_eq!(serde_json::from_str::<Policy>(&json).unwrap(), Policy::Fifo(99));
+    }
+
+    #[test]
+    fn usable_cpus_count_the_affinity_list() {
+        // No cgroup quota on the test machine beyond what the affinity allows (a quota can only
+        // lower the count).
+        assert!(usable_cpus("0").is_some_and(|n| n == 1));
+        assert!(usable_cpus("0-3,8").is_some_and(|n| (1..=5).contains(&n)));
+        assert_eq!(usable_cpus("nonsense"), None);
     }
 
     #[test]

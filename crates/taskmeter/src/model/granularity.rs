@@ -43,6 +43,10 @@ pub struct GrainPoint {
     /// disturbed); absent when it is valid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invalid: Option<String>,
+    /// The cores the runtime reported when taskmeter counted others (its `cores` above are
+    /// taskmeter's: the worker's affinity capped by a cgroup quota).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores_reported: Option<u32>,
 }
 
 /// METG(50 %) of one repetition: interpolated between the two grains around 50 %, or a bound

@@ -114,6 +114,10 @@ pub struct Row {
     pub statistics: Option<Statistics>,
     /// The same samples' distributions, for charts and `compare` (see `histogram.rs`).
     pub histograms: Option<Histograms>,
+    /// The magnitudes of the lateness values below 0 (wake-ups before their intended time),
+    /// which `histograms` holds as 0; absent when there were none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lateness_early: Option<String>,
     /// The distributions of |value - expected| of `actual` and `full`: what their ranking and
     /// `compare`'s verdict are about.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -149,6 +153,7 @@ impl Row {
             counts: None,
             statistics: None,
             histograms: None,
+            lateness_early: None,
             deviation_histograms: None,
             classes: Vec::new(),
             counters: None,

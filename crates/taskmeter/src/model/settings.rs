@@ -28,6 +28,10 @@ pub struct Settings {
     pub sleep: taskmeter_protocol::SleepPlan,
     pub sleep_spec: String,
     pub busy: taskmeter_protocol::BusyPlan,
+    /// `--busy` as a time: each runtime's busy iterations were calibrated to it (its rows' plans
+    /// hold the counts), and `busy.iters` is 0 here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_ns: Option<u64>,
     pub grace_ns: u64,
     /// Scheduling settings applied to every worker before exec.
     #[serde(default)]

@@ -317,7 +317,14 @@ fn cdf_chart(record: &RunRecord, point: &Point) -> Result<Option<Chart>, String>
             continue;
         }
         let points: Vec<(f64, f64)> = histogram::cdf(&h).into_iter().map(|(v, f)| (v as f64 / 1e3, f)).collect();
-        series.push(Series::new(cell.runtime, colour(record, cell.runtime), thin(points, 400)));
+        // Early wake-ups sit at the left edge with those on time: the legend says how many.
+        let early = cell.sum(|r| r.counts.as_ref().map(|c| c.early_wakeups));
+        let name = match early {
+            0 => cell.runtime.to_string(),
+            n if metric == Metric::Lateness => format!("{} ({} early)", cell.runtime, crate::report::format::format_count(n)),
+            _ => cell.runtime.to_string(),
+        };
+        series.push(Series::new(&name, colour(record, cell.runtime), thin(points, 400)));
     }
     // Values in µs on a log axis; values <= 0 (a wake-up at or before its deadline) sit at the
     // axis' left end, half the smallest positive value.

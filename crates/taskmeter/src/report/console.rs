@@ -49,6 +49,9 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
                 }
                 out.push_str(&table(record, point.index));
             }
+            if let Some(line) = busy_line(record) {
+                out.push_str(&line);
+            }
         }
         Layout::Study => {
             out.push('\n');
@@ -142,6 +145,29 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
         out.push_str(&format!("warning: samples woke before their intended time (negative lateness): {}\n", early.join(", ")));
     }
     out
+}
+
+/// Each runtime's busy phase (the median over its rows), when the loops have one: on
+/// one-threaded runtimes and under the GIL a unit's lateness includes the other units' busy
+/// work, so how long it takes matters to read the table.
+fn busy_line(record: &RunRecord) -> Option<String> {
+    if record.settings.busy.iters == 0 && record.settings.busy_ns.is_none() && !record.sweeps.iter().any(|s| s.param == crate::model::sweep::Param::Busy) {
+        return None;
+    }
+    let times: Vec<String> = record
+        .settings
+        .runtimes
+        .iter()
+        .filter_map(|runtime| {
+            let medians: Vec<f64> = record.rows.iter().filter(|r| &r.runtime == runtime).filter_map(|r| Some(r.statistics.as_ref()?.busy.p50? as f64)).collect();
+            (!medians.is_empty()).then(|| format!("{runtime} {}", format_ns(medians.iter().sum::<f64>() / medians.len() as f64)))
+        })
+        .collect();
+    let what = match record.settings.busy_ns {
+        Some(_) => "the same time in every runtime, each in its own iterations",
+        None => "--busy counts iterations, and the same arithmetic takes each runtime its own time; --busy 2us would give all the same time",
+    };
+    (!times.is_empty()).then(|| format!("busy phase per loop (median): {}; {what}\n", times.join(", ")))
 }
 
 /// The names once each, in their first order.

@@ -360,6 +360,9 @@ pub fn settings_line(record: &RunRecord) -> String {
     let units = swept(Param::Units).unwrap_or_else(|| format!("{} unit{}", s.units, if s.units == 1 { "" } else { "s" }));
     let sleep = swept(Param::Sleep).or_else(|| swept(Param::Modulo)).map(|w| format!("{} ({w})", s.sleep_spec)).unwrap_or_else(|| s.sleep_spec.clone());
     let busy = swept(Param::Busy).unwrap_or_else(|| match (s.busy.iters, s.busy.yield_each_step) {
+        (_, yielding) if s.busy_ns.is_some() => {
+            format!("busy {} in each runtime's iterations{}", format_ns(s.busy_ns.unwrap_or(0) as f64), if yielding { " + yield" } else { "" })
+        }
         (0, _) => "no busy work".to_string(),
         (n, true) => format!("busy {n} + yield"),
         (n, false) => format!("busy {n}"),

@@ -2,6 +2,7 @@
 //! one row per worker, one results folder. Workers run one after another, in a shuffled order,
 //! or each point's side by side with `--together`.
 
+mod calibrate;
 mod check;
 mod jobs;
 mod progress;
@@ -58,7 +59,7 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
     let mut session = Session::start(options.experiment, options.output)?;
     let cpu_at_start = crate::process::own_cpu_ns();
 
-    let availability: Vec<_> = base
+    let mut availability: Vec<_> = base
         .runtimes
         .iter()
         .map(|id| {
@@ -66,15 +67,24 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
             (info, runtimes::availability(info))
         })
         .collect();
+    runtimes::prepare_drivers(&availability);
+    let busy_iterations = match base.busy_ns {
+        Some(ns) => busy_iterations(&mut availability, ns, base),
+        None => Default::default(),
+    };
     for (info, available) in &availability {
         if let Err(reason) = available {
             crate::errln!("taskmeter: skipping {}: {reason}", info.id);
         }
     }
     let seed = options.shuffle.then(|| options.seed.unwrap_or_else(|| fastrand::u64(..)));
-    let jobs = jobs::jobs(&points, &point_settings, &availability, base.repeat, seed);
+    let mut jobs = jobs::jobs(&points, &point_settings, &availability, base.repeat, seed);
+    for job in &mut jobs {
+        if let Some(iterations) = busy_iterations.get(job.info.id) {
+            job.settings.busy.iters = *iterations;
+        }
+    }
     let batches = jobs::batches(&jobs, base.together);
-    runtimes::prepare_drivers(&availability);
     let progress = Progress::new(jobs::expected_time(&batches, base.together));
     let samples = match options.raw {
         true => Some(Arc::new(SamplesFile::create(session.staging()).map_err(|e| super::ExperimentError::Settings(format!("cannot write the samples file: {e}")))?)),
@@ -106,6 +116,24 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
         |record| crate::report::console::report(record, layout),
         failed,
     ))
+}
+
+/// `--busy` as a time, turned into each available runtime's own iteration count by its worker;
+/// a runtime whose worker cannot say is not run, with the reason.
+fn busy_iterations(availability: &mut [(&'static runtimes::RuntimeInfo, Result<(), String>)], busy_ns: u64, s: &Settings) -> std::collections::HashMap<&'static str, u64> {
+    let mut found = std::collections::HashMap::new();
+    let mut said = Vec::new();
+    for (info, available) in availability.iter_mut().filter(|(_, a)| a.is_ok()) {
+        match calibrate::iterations(info, busy_ns, &s.sched, std::time::Duration::from_nanos(s.grace_ns)) {
+            Ok(iterations) => {
+                found.insert(info.id, iterations);
+                said.push(format!("{} {}", info.id, crate::report::format::format_count(iterations)));
+            }
+            Err(why) => *available = Err(format!("could not turn --busy {} into iterations: {why}", crate::report::format::format_ns(busy_ns as f64))),
+        }
+    }
+    crate::errln!("busy work of {} a loop, in iterations each runtime measured for itself: {}", crate::report::format::format_ns(busy_ns as f64), said.join(", "));
+    found
 }
 
 /// Runs the batches in order, each holding its point's PM QoS request: the rows.
