@@ -153,20 +153,25 @@ fn warnings(record: &GrainRecord) -> String {
             let _ = writeln!(out, "warning: {} repetition {} at {}: {why}; the point is not used", run.runtime, run.repetition, format_ns(p.measured.grain_ns as f64));
         }
     }
-    for s in &record.summaries {
-        let points = record.runs.iter().filter(|r| r.runtime == s.runtime).flat_map(|r| &r.points);
-        let (apart, total) = points.fold((0, 0), |(apart, total), p| match baselines(&p.measured) {
-            (before, Some(after)) => (apart + usize::from((before - after).abs() > BASELINE_SPREAD * before.min(after)), total + 1),
-            _ => (apart, total),
-        });
-        if apart > 0 {
-            let _ = writeln!(
-                out,
-                "note: {}: at {apart} of {total} task sizes its two serial baselines (before and after the rounds) differ by more than {:.0} %; the faster is the task's work",
-                s.runtime,
-                100.0 * BASELINE_SPREAD
-            );
-        }
+    let apart: Vec<String> = record
+        .summaries
+        .iter()
+        .filter_map(|s| {
+            let points = record.runs.iter().filter(|r| r.runtime == s.runtime).flat_map(|r| &r.points);
+            let (apart, total) = points.fold((0, 0), |(apart, total), p| match baselines(&p.measured) {
+                (before, Some(after)) => (apart + usize::from((before - after).abs() > BASELINE_SPREAD * before.min(after)), total + 1),
+                _ => (apart, total),
+            });
+            (apart > 0).then(|| format!("{} {apart} of {total}", s.runtime))
+        })
+        .collect();
+    if !apart.is_empty() {
+        let _ = writeln!(
+            out,
+            "note: a task's two serial baselines (before and after its rounds) differed by more than {:.0} % at: {} task sizes; the faster is its work",
+            100.0 * BASELINE_SPREAD,
+            apart.join(", ")
+        );
     }
     for s in &record.summaries {
         let metgs: Vec<f64> = record
