@@ -5,15 +5,13 @@
 //! [`CONTRACT`] names the test that checks each of its sentences, and a test holds the two
 //! together. No timing is asserted beyond bounds no loaded machine reaches.
 
-use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{run_json, taskmeter};
+use common::{run_json, taskmeter, Background, Finished};
 
 /// Each sentence of README's "When things go wrong" (its first words) and the tests that check it.
 const CONTRACT: &[(&str, &[&str])] = &[
@@ -40,152 +38,6 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
-}
-
-/// A mark every process of one test inherits (in its environment), to find what is left.
-fn new_token() -> String {
-    format!("fault-{}-{}", std::process::id(), fastish_id())
-}
-
-fn fastish_id() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    NEXT.fetch_add(1, Ordering::SeqCst)
-}
-
-/// The processes that carry `token` in their environment.
-fn marked(token: &str) -> Vec<(i32, String)> {
-    let needle = format!("TASKMETER_FAULT_TOKEN={token}");
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else { continue };
-        if environ.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
-            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-            // A zombie is gone for our purpose (its parent will reap it).
-            if stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')) {
-                continue;
-            }
-            found.push((pid, String::from_utf8_lossy(&cmdline).replace('\0', " ")));
-        }
-    }
-    found
-}
-
-/// No process of the test is left (those being killed get a generous while to go).
-fn assert_nothing_left(token: &str) {
-    let since = Instant::now();
-    loop {
-        let left = marked(token);
-        if left.is_empty() {
-            return;
-        }
-        assert!(since.elapsed() < Duration::from_secs(30), "processes left behind: {left:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// A taskmeter command running in the background, its output read as it comes.
-struct Running {
-    child: Child,
-    token: String,
-    stderr: Arc<Mutex<String>>,
-    stdout: Option<std::thread::JoinHandle<String>>,
-    stderr_reader: Option<std::thread::JoinHandle<()>>,
-}
-
-struct Finished {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
-impl Running {
-    fn start(args: &[&str], env: &[(&str, &Path)]) -> Running {
-        let token = new_token();
-        let mut command = taskmeter();
-        command.args(args).env("TASKMETER_FAULT_TOKEN", &token).stdout(Stdio::piped()).stderr(Stdio::piped());
-        for (key, value) in env {
-            command.env(key, value);
-        }
-        let mut child = command.spawn().unwrap();
-        let mut out = child.stdout.take().unwrap();
-        let stdout = std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = out.read_to_string(&mut text);
-            text
-        });
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let (err, collected) = (child.stderr.take().unwrap(), stderr.clone());
-        let stderr_reader = std::thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                let mut text = collected.lock().unwrap();
-                text.push_str(&line);
-                text.push('\n');
-            }
-        });
-        Running { child, token, stderr, stdout: Some(stdout), stderr_reader: Some(stderr_reader) }
-    }
-
-    /// Waits (a minute at most) until stderr holds `needle`.
-    fn wait_for_stderr(&self, needle: &str) {
-        let since = Instant::now();
-        while !self.stderr.lock().unwrap().contains(needle) {
-            assert!(since.elapsed() < Duration::from_secs(60), "never saw '{needle}' on stderr:\n{}", self.stderr.lock().unwrap());
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Waits until a child of taskmeter's runs a program whose command line holds `needle`.
-    fn wait_for_child(&self, needle: &str) -> i32 {
-        let parent = self.child.id();
-        let since = Instant::now();
-        loop {
-            let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children")).unwrap_or_default();
-            for pid in children.split_whitespace() {
-                let cmdline = String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default()).replace('\0', " ");
-                if cmdline.contains(needle) {
-                    return pid.parse().unwrap();
-                }
-            }
-            assert!(since.elapsed() < Duration::from_secs(60), "no child running '{needle}'");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// The session cookie `net serve` printed.
-    fn cookie(&self) -> String {
-        self.wait_for_stderr("--cookie ");
-        let text = self.stderr.lock().unwrap().clone();
-        text.split("--cookie ").nth(1).unwrap().chars().take(32).collect()
-    }
-
-    fn signal(&self, signal: i32) {
-        // SAFETY: a signal to the child we started.
-        unsafe { libc::kill(self.child.id() as i32, signal) };
-    }
-
-    /// Waits for the exit (two minutes at most), then checks nothing is left.
-    fn finish(mut self) -> Finished {
-        let since = Instant::now();
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            if since.elapsed() > Duration::from_secs(120) {
-                let _ = self.child.kill();
-                panic!("taskmeter did not end within 2 minutes:\n{}", self.stderr.lock().unwrap());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let stdout = self.stdout.take().unwrap().join().unwrap();
-        self.stderr_reader.take().unwrap().join().unwrap();
-        assert_nothing_left(&self.token);
-        let stderr = self.stderr.lock().unwrap().clone();
-        assert!(!stderr.contains("panicked") && !stdout.contains("panicked"), "a panic:\n{stderr}");
-        Finished { status, stdout, stderr }
-    }
 }
 
 fn row<'a>(record: &'a serde_json::Value, runtime: &str) -> &'a serde_json::Value {
@@ -227,7 +79,7 @@ fn each_signal_keeps_what_was_measured_and_exits_128_plus_its_number() {
     for (signal, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP")] {
         let dir = tempfile::tempdir().unwrap();
         let folder = dir.path().join("run");
-        let run = Running::start(&["run", "--runtimes", "thread,smol", "--order", "given", "--duration", "30s", "--warmup", "0", "-o", folder.to_str().unwrap()], &[]);
+        let run = Background::start(&["run", "--runtimes", "thread,smol", "--order", "given", "--duration", "30s", "--warmup", "0", "-o", folder.to_str().unwrap()], &[]);
         run.wait_for_child("worker");
         // However loaded the machine, units sleeping 1 ms make samples within seconds.
         std::thread::sleep(Duration::from_millis(2000));
@@ -257,7 +109,7 @@ fn a_worker_that_ignores_the_stop_is_killed_after_its_grace_or_at_a_second_signa
     for (second, expected) in [(false, "did not stop within 2.0 s and was killed"), (true, "was killed at a second signal")] {
         let _ = std::fs::remove_file(&asked);
         let folder = dir.path().join(format!("run-{second}"));
-        let run = Running::start(&["run", "--runtimes", "thread", "--duration", "1s", "-o", folder.to_str().unwrap()], &[("TASKMETER_DRIVER_THREAD", &deaf)]);
+        let run = Background::start(&["run", "--runtimes", "thread", "--duration", "1s", "-o", folder.to_str().unwrap()], &[("TASKMETER_DRIVER_THREAD", &deaf)]);
         run.wait_for_child("deaf");
         run.signal(libc::SIGINT);
         if second {
@@ -285,7 +137,7 @@ fn a_signal_stops_every_command_that_starts_processes() {
     let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
     // granularity: its worker stops after the round it is in; the task sizes done are kept.
     let (granularity, net, bench) = (path("granularity"), path("net"), path("bench"));
-    let run = Running::start(&["run", "granularity", "--runtimes", "thread", "--task-busy", "10ms..1us:10", "--duration", "2s", "-o", &granularity], &[]);
+    let run = Background::start(&["run", "granularity", "--runtimes", "thread", "--task-busy", "10ms..1us:10", "--duration", "2s", "-o", &granularity], &[]);
     run.wait_for_child("worker");
     std::thread::sleep(Duration::from_millis(1000));
     run.signal(libc::SIGTERM);
@@ -297,7 +149,7 @@ fn a_signal_stops_every_command_that_starts_processes() {
     assert!(record["runs"][0]["error"].as_str().unwrap().contains("interrupted by SIGTERM"));
 
     // run net: a long point stops within a message.
-    let run = Running::start(&["run", "net", "--receivers", "thread", "--senders", "2", "--messages", "100000000", "-o", &net], &[]);
+    let run = Background::start(&["run", "net", "--receivers", "thread", "--senders", "2", "--messages", "100000000", "-o", &net], &[]);
     run.wait_for_child("net-receiver");
     std::thread::sleep(Duration::from_millis(1000));
     run.signal(libc::SIGTERM);
@@ -311,16 +163,16 @@ fn a_signal_stops_every_command_that_starts_processes() {
 
     // net serve, waiting for senders that never come.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
-    let serve = Running::start(&["net", "serve", "--runtime", "thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "1"], &[]);
+    let serve = Background::start(&["net", "serve", "--runtime", "thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "1"], &[]);
     serve.wait_for_stderr("waiting for");
     serve.signal(libc::SIGINT);
     assert_eq!(serve.finish().status.code(), Some(130));
 
     // net send, in the middle of its messages.
-    let receiver = Running::start(&["net", "serve", "--runtime", "thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "1", "--messages", "100000000"], &[]);
+    let receiver = Background::start(&["net", "serve", "--runtime", "thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "1", "--messages", "100000000"], &[]);
     receiver.wait_for_stderr("waiting for");
     let cookie = receiver.cookie();
-    let send = Running::start(&["net", "send", "--to", &format!("127.0.0.1:{port}"), "--cookie", &cookie, "--senders", "1", "--messages", "100000000"], &[]);
+    let send = Background::start(&["net", "send", "--to", &format!("127.0.0.1:{port}"), "--cookie", &cookie, "--senders", "1", "--messages", "100000000"], &[]);
     std::thread::sleep(Duration::from_millis(1500));
     send.signal(libc::SIGTERM);
     let sent = send.finish();
@@ -331,7 +183,7 @@ fn a_signal_stops_every_command_that_starts_processes() {
     assert!(served.stdout.contains("1 senders: "), "{}{}", served.stdout, served.stderr);
 
     // bench: the body's processes are stopped, the scenario kept with a note.
-    let run = Running::start(&["bench", "--scenario", "long=sleep 600", "--warmup", "0", "--time", "60s", "-o", &bench], &[]);
+    let run = Background::start(&["bench", "--scenario", "long=sleep 600", "--warmup", "0", "--time", "60s", "-o", &bench], &[]);
     run.wait_for_child("sh -c sleep 600");
     run.signal(libc::SIGTERM);
     let done = run.finish();
@@ -341,7 +193,7 @@ fn a_signal_stops_every_command_that_starts_processes() {
     assert!(record["report"]["results"][0]["notes"][0].as_str().unwrap().contains("interrupted by SIGTERM"), "{record}");
 
     // check-driver: the check in progress stops, the others are not run.
-    let run = Running::start(&["check-driver", "thread"], &[]);
+    let run = Background::start(&["check-driver", "thread"], &[]);
     run.wait_for_child("worker");
     run.signal(libc::SIGTERM);
     let done = run.finish();
@@ -355,7 +207,7 @@ fn kill_9_leaves_no_process_behind() {
     // A driver that starts a helper (its own grandchild, in its process group) and hangs.
     let driver = script(dir.path(), "forks", "sleep 600 &\nread plan\nexec sleep 600");
     let folder = dir.path().join("run");
-    let run = Running::start(&["run", "--runtimes", "thread", "--duration", "30s", "-o", folder.to_str().unwrap()], &[("TASKMETER_DRIVER_THREAD", &driver)]);
+    let run = Background::start(&["run", "--runtimes", "thread", "--duration", "30s", "-o", folder.to_str().unwrap()], &[("TASKMETER_DRIVER_THREAD", &driver)]);
     run.wait_for_child("sleep 600");
     run.signal(libc::SIGKILL);
     let done = run.finish(); // checks that nothing with the test's mark is left
@@ -366,7 +218,7 @@ fn kill_9_leaves_no_process_behind() {
 fn a_worker_killed_in_its_warm_up_fails_its_row() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("run");
-    let run = Running::start(&["run", "--runtimes", "thread,smol", "--order", "given", "--duration", "300ms", "--warmup", "30s", "-o", folder.to_str().unwrap()], &[]);
+    let run = Background::start(&["run", "--runtimes", "thread,smol", "--order", "given", "--duration", "300ms", "--warmup", "30s", "-o", folder.to_str().unwrap()], &[]);
     let worker = run.wait_for_child("worker");
     std::thread::sleep(Duration::from_millis(1000));
     // SAFETY: a signal to the worker this test's taskmeter started.
@@ -387,7 +239,7 @@ fn a_worker_killed_in_its_warm_up_fails_its_row() {
 fn a_worker_stopped_for_good_fails_its_row_at_its_deadline() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("run");
-    let run = Running::start(&["run", "--runtimes", "thread", "--duration", "1s", "--warmup", "1s", "--grace", "1s", "--start-limit", "1s", "-o", folder.to_str().unwrap()], &[]);
+    let run = Background::start(&["run", "--runtimes", "thread", "--duration", "1s", "--warmup", "1s", "--grace", "1s", "--start-limit", "1s", "-o", folder.to_str().unwrap()], &[]);
     let worker = run.wait_for_child("worker");
     // SAFETY: a signal to the worker this test's taskmeter started.
     unsafe { libc::kill(worker, libc::SIGSTOP) };
@@ -404,7 +256,7 @@ fn a_worker_that_floods_is_stopped_at_once() {
     let folder = dir.path().join("run");
     // Its deadline is minutes away: the violation, not the deadline, ends it.
     let started = Instant::now();
-    let done = Running::start(&["run", "--runtimes", "thread", "--duration", "1s", "--grace", "600s", "-o", folder.to_str().unwrap()], &[("TASKMETER_DRIVER_THREAD", &flood)]).finish();
+    let done = Background::start(&["run", "--runtimes", "thread", "--duration", "1s", "--grace", "600s", "-o", folder.to_str().unwrap()], &[("TASKMETER_DRIVER_THREAD", &flood)]).finish();
     assert!(started.elapsed() < Duration::from_secs(100), "stopped long before its deadline of over 600 s");
     assert_eq!(done.status.code(), Some(1));
     assert!(row(&run_json(&folder), "thread")["reason"].as_str().unwrap().starts_with("protocol violation"));
@@ -416,7 +268,7 @@ fn a_helper_holding_the_workers_output_does_not_hold_the_run() {
     let exe = env!("CARGO_BIN_EXE_taskmeter");
     let held = script(dir.path(), "held", &format!("sleep 600 &\nexec {exe} worker"));
     let folder = dir.path().join("run");
-    let done = Running::start(&["run", "--runtimes", "thread", "--duration", "500ms", "--warmup", "0", "-o", folder.to_str().unwrap()], &[("TASKMETER_DRIVER_THREAD", &held)]).finish();
+    let done = Background::start(&["run", "--runtimes", "thread", "--duration", "500ms", "--warmup", "0", "-o", folder.to_str().unwrap()], &[("TASKMETER_DRIVER_THREAD", &held)]).finish();
     assert_eq!(done.status.code(), Some(0), "{}", done.stderr);
     assert_eq!(row(&run_json(&folder), "thread")["status"], "ok");
 }
@@ -434,7 +286,7 @@ fn check_driver_fails_every_abuse_within_its_bound() {
     for (name, body, verdict) in abuses {
         let driver = script(dir.path(), name, &body);
         let started = Instant::now();
-        let done = Running::start(&["check-driver", "thread"], &[("TASKMETER_DRIVER_THREAD", &driver)]).finish();
+        let done = Background::start(&["check-driver", "thread"], &[("TASKMETER_DRIVER_THREAD", &driver)]).finish();
         // The bound --help states for one check, times the checks, is far above what any run takes.
         assert!(started.elapsed() < Duration::from_secs(600), "{name}: bounded");
         assert_eq!(done.status.code(), Some(1), "{name}: {}", done.stdout);
@@ -474,7 +326,7 @@ fn an_unusable_output_folder_is_refused_before_anything_runs() {
     }
     for (folder, message) in &cases {
         let started = Instant::now();
-        let done = Running::start(&["run", "--runtimes", "thread", "--duration", "20s", "-o", folder.to_str().unwrap()], &[]).finish();
+        let done = Background::start(&["run", "--runtimes", "thread", "--duration", "20s", "-o", folder.to_str().unwrap()], &[]).finish();
         assert_eq!(done.status.code(), Some(2), "{folder:?}: {}", done.stderr);
         assert_eq!(done.stderr.lines().count(), 1, "{folder:?}: one line: {}", done.stderr);
         assert!(done.stderr.starts_with("taskmeter: ") && done.stderr.contains(message), "{folder:?}: {}", done.stderr);
@@ -491,7 +343,7 @@ fn an_unusable_output_folder_is_refused_before_anything_runs() {
 /// A run of three runtimes, one after another, during which `spoil` is done to its folder
 /// after the first has started: the first row is kept, the others are not started.
 fn spoiled_run(folder: &Path, spoil: impl FnOnce()) -> Finished {
-    let run = Running::start(&["run", "--runtimes", "thread,smol,tokio-ct", "--order", "given", "--duration", "2s", "--warmup", "0", "-o", folder.to_str().unwrap()], &[]);
+    let run = Background::start(&["run", "--runtimes", "thread,smol,tokio-ct", "--order", "given", "--duration", "2s", "--warmup", "0", "-o", folder.to_str().unwrap()], &[]);
     run.wait_for_child("worker");
     spoil();
     let done = run.finish();
@@ -597,7 +449,7 @@ fn bad_input_is_one_line_even_for_a_huge_value() {
     assert!(stderr.contains("(52428800 bytes)"), "{}", &stderr[..stderr.len().min(500)]);
     // A task of 1000 s: the estimate says so before anything long starts.
     let folder = dir.path().join("long-tasks");
-    let run = Running::start(&["run", "granularity", "--runtimes", "thread", "--task-busy", "1000s", "--repeat", "1", "-o", folder.to_str().unwrap()], &[]);
+    let run = Background::start(&["run", "granularity", "--runtimes", "thread", "--task-busy", "1000s", "--repeat", "1", "-o", folder.to_str().unwrap()], &[]);
     run.wait_for_stderr("(about ");
     run.signal(libc::SIGTERM);
     let done = run.finish();

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{assert_refused, stderr, stdout, taskmeter};
+use common::{assert_refused, stderr, stdout, taskmeter, Background, Finished};
 
 fn net_json(folder: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(folder.join("net.json")).unwrap()).unwrap()
@@ -137,77 +137,9 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-/// `net serve` in the background, its stderr read as it comes (for the cookie it prints).
-struct Serve {
-    child: std::process::Child,
-    stderr: std::sync::Arc<std::sync::Mutex<String>>,
-    stdout: Option<std::thread::JoinHandle<String>>,
-}
-
-impl Serve {
-    fn start(args: &[&str], env: &[(&str, &Path)]) -> Serve {
-        use std::io::{BufRead, Read};
-        let mut command = taskmeter();
-        command.args(["net", "serve"]).args(args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
-        for (key, value) in env {
-            command.env(key, value);
-        }
-        let mut child = command.spawn().unwrap();
-        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let (pipe, text) = (child.stderr.take().unwrap(), stderr.clone());
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
-                text.lock().unwrap().push_str(&(line + "\n"));
-            }
-        });
-        let mut out = child.stdout.take().unwrap();
-        let stdout = Some(std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = out.read_to_string(&mut text);
-            text
-        }));
-        Serve { child, stderr, stdout }
-    }
-
-    /// Waits (a minute at most) for stderr to hold `needle`.
-    fn wait_for(&self, needle: &str) {
-        self.wait_up_to(needle, Duration::from_secs(60));
-    }
-
-    fn wait_up_to(&self, needle: &str, limit: Duration) {
-        let since = Instant::now();
-        while !self.stderr.lock().unwrap().contains(needle) {
-            assert!(since.elapsed() < limit, "net serve never said '{needle}':\n{}", self.stderr.lock().unwrap());
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// The session cookie it printed: once its receiver is built, which takes minutes the first
-    /// time for the WebAssembly hosts.
-    fn cookie(&self) -> String {
-        self.wait_up_to("--cookie ", Duration::from_secs(30 * 60));
-        let text = self.stderr.lock().unwrap().clone();
-        text.split("--cookie ").nth(1).unwrap().chars().take(32).collect()
-    }
-
-    /// Waits (two minutes at most) for it to end: its status, stdout and stderr.
-    fn finish(mut self) -> (std::process::ExitStatus, String, String) {
-        let since = Instant::now();
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            if since.elapsed() > Duration::from_secs(120) {
-                let _ = self.child.kill();
-                panic!("net serve did not end:\n{}", self.stderr.lock().unwrap());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let stdout = self.stdout.take().unwrap().join().unwrap();
-        std::thread::sleep(Duration::from_millis(100)); // the stderr reader's last line
-        let stderr = self.stderr.lock().unwrap().clone();
-        (status, stdout, stderr)
-    }
+/// `net serve ARGS` in the background.
+fn start_serve(args: &[&str], env: &[(&str, &Path)]) -> Background {
+    Background::start(&[&["net", "serve"], args].concat(), env)
 }
 
 fn send(port: u16, credentials: &[&str], load: &[&str]) -> std::process::Output {
@@ -217,13 +149,13 @@ fn send(port: u16, credentials: &[&str], load: &[&str]) -> std::process::Output 
 #[test]
 fn serve_and_send_on_two_sides() {
     let port = free_port();
-    let serve = Serve::start(&["--runtime", "c-thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "1,2", "--messages", "50"], &[]);
+    let serve = start_serve(&["--runtime", "c-thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "1,2", "--messages", "50"], &[]);
     // The senders wait for the receiver to listen, at each point.
     let sent = send(port, &["--cookie", &serve.cookie()], &["--senders", "1,2", "--messages", "50"]);
     assert!(sent.status.success(), "{}{}", stdout(&sent), stderr(&sent));
     let text = stdout(&sent);
     assert!(text.contains("1 senders: 50 of 50 messages acknowledged") && text.contains("2 senders: 50 of 50"), "{text}");
-    let (status, out, err) = serve.finish();
+    let Finished { status, stdout: out, stderr: err } = serve.finish();
     assert!(status.success(), "{err}");
     assert!(out.contains("2 senders: 50 messages in"), "{out}");
     assert!(err.contains(&format!("listening on 127.0.0.1:{port}; no key: the session cookie admits senders")), "{err}");
@@ -275,16 +207,16 @@ fn strangers_never_join_and_every_message_of_the_senders_is_acknowledged() {
         // The built-in receiver takes the full crowd of the issue; the others a smaller one.
         let crowd = if receiver == "thread" { 1000 } else { 100 };
         let port = free_port();
-        let serve = Serve::start(&["--runtime", receiver, "--listen", &format!("127.0.0.1:{port}"), "--senders", "2", "--messages", "20000"], &[]);
+        let serve = start_serve(&["--runtime", receiver, "--listen", &format!("127.0.0.1:{port}"), "--senders", "2", "--messages", "20000"], &[]);
         let cookie = serve.cookie();
-        serve.wait_for("waiting for 2 sender(s)");
+        serve.wait_for_stderr("waiting for 2 sender(s)");
         let strays = strangers(port, crowd);
         std::thread::sleep(Duration::from_millis(300)); // the strays first
         let sent = send(port, &["--cookie", &cookie], &["--senders", "2", "--messages", "20000"]);
         assert!(sent.status.success(), "{receiver}: {}{}", stdout(&sent), stderr(&sent));
         assert!(stdout(&sent).contains("20000 of 20000 messages acknowledged"), "{receiver}: {}", stdout(&sent));
         strays.join().unwrap();
-        let (status, out, err) = serve.finish();
+        let Finished { status, stdout: out, stderr: err } = serve.finish();
         assert!(status.success(), "{receiver}: {out}{err}");
         assert!(out.contains("2 senders: 20000 messages in"), "{receiver}: {out}");
         let refused = err.lines().filter(|l| l.starts_with("taskmeter: refused a connection from ")).count();
@@ -298,9 +230,9 @@ fn strangers_never_join_and_every_message_of_the_senders_is_acknowledged() {
 fn a_connection_during_a_point_never_joins_and_the_point_is_measured_in_full() {
     use std::io::Read;
     let port = free_port();
-    let serve = Serve::start(&["--runtime", "thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "2", "--messages", "300000"], &[]);
+    let serve = start_serve(&["--runtime", "thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "2", "--messages", "300000"], &[]);
     let cookie = serve.cookie();
-    serve.wait_for("waiting for 2 sender(s)");
+    serve.wait_for_stderr("waiting for 2 sender(s)");
     let sender = std::thread::spawn(move || send(port, &["--cookie", &cookie], &["--senders", "2", "--messages", "300000"]));
     std::thread::sleep(Duration::from_millis(500));
     // Refused by the kernel once every sender has joined (the receiver stopped listening), or
@@ -315,7 +247,7 @@ fn a_connection_during_a_point_never_joins_and_the_point_is_measured_in_full() {
     }
     let sent = sender.join().unwrap();
     assert!(sent.status.success() && stdout(&sent).contains("300000 of 300000 messages acknowledged"), "{}", stdout(&sent));
-    let (status, out, _) = serve.finish();
+    let Finished { status, stdout: out, .. } = serve.finish();
     assert!(status.success() && out.contains("2 senders: 300000 messages in"), "{out}");
 }
 
@@ -326,9 +258,9 @@ fn a_sender_with_the_wrong_key_or_cookie_and_a_port_that_is_not_a_receiver_get_o
     std::fs::write(&key, [7u8; 32]).unwrap();
     std::fs::write(&other, [8u8; 32]).unwrap();
     let port = free_port();
-    let serve = Serve::start(&["--runtime", "thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "1", "--messages", "100", "--key-file", key.to_str().unwrap()], &[]);
-    serve.wait_for("waiting for 1 sender(s)");
-    assert!(serve.stderr.lock().unwrap().contains("a key is required"));
+    let serve = start_serve(&["--runtime", "thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "1", "--messages", "100", "--key-file", key.to_str().unwrap()], &[]);
+    serve.wait_for_stderr("waiting for 1 sender(s)");
+    assert!(serve.stderr().contains("a key is required"));
     let load = ["--senders", "1", "--messages", "100"];
     for credentials in [vec!["--key-file", other.to_str().unwrap()], vec!["--cookie", "0123456789abcdef0123456789abcdef"]] {
         let refused = send(port, &credentials, &load);
@@ -337,7 +269,7 @@ fn a_sender_with_the_wrong_key_or_cookie_and_a_port_that_is_not_a_receiver_get_o
     }
     let sent = send(port, &["--key-file", key.to_str().unwrap()], &load);
     assert!(sent.status.success(), "{}", stdout(&sent));
-    let (status, _, err) = serve.finish();
+    let Finished { status, stderr: err, .. } = serve.finish();
     assert!(status.success(), "{err}");
     assert_eq!(err.matches("wrong token for sender 0").count(), 2, "{err}");
 

@@ -254,154 +254,124 @@ fn score(row: &Row, metric: Metric) -> Option<f64> {
     }
 }
 
-fn run_lines(old: &Side, new: &Side, options: &CompareOptions) -> Result<(Vec<Line>, Vec<String>), CliError> {
-    fn runs(side: &Side) -> Vec<&crate::model::run::RunRecord> {
-        side.records.iter().filter_map(|(_, r)| if let AnyRecord::Run(r) = r { Some(r) } else { None }).collect()
-    }
-    let (old_runs, new_runs) = (runs(old), runs(new));
-    let metrics: Vec<Metric> = options.metric.map(|m| vec![m]).unwrap_or_else(|| METRICS.to_vec());
-    // Every (point label, runtime) a side measured, with each run's rows.
-    let measured = |records: &[&crate::model::run::RunRecord]| {
-        let mut found: BTreeMap<(String, String), Vec<Row>> = BTreeMap::new();
-        for record in records {
-            for point in &record.points {
-                for cell in cells(record, point.index).into_iter().filter(|c| c.repetitions() > 0) {
-                    found.entry((point.label(), cell.runtime.to_string())).or_default().extend(cell.measured.into_iter().cloned());
-                }
-            }
-        }
-        found
-    };
-    let (a, b) = (measured(&old_runs), measured(&new_runs));
+/// What a line is about: its columns and their values (runtime, point, metric...).
+type Subject = Vec<(&'static str, String)>;
+
+/// What one side measured of each subject, in the order to show: its runs' values, or why
+/// they cannot be compared.
+type Measured = Vec<(Subject, Result<Vec<f64>, String>)>;
+
+/// One line per subject both sides measured; the rest said in `not compared`.
+fn pair_up(a: Measured, b: Measured, unit: &'static str, higher_is_better: bool, (old, new): (&Side, &Side), rule: Rule) -> (Vec<Line>, Vec<String>) {
+    let label = |s: &Subject| s.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>().join(" ");
     let mut lines = Vec::new();
     let mut not_compared = Vec::new();
-    // In the old run's order of runtimes.
-    let order: Vec<&String> = old_runs[0].settings.runtimes.iter().collect();
-    let mut keys: Vec<&(String, String)> = a.keys().collect();
-    keys.sort_by_key(|(point, runtime)| (order.iter().position(|r| *r == runtime).unwrap_or(usize::MAX), point.clone()));
-    for key in keys {
-        let (point, runtime) = key;
-        let Some(new_rows) = b.get(key) else {
-            not_compared.push(format!("{runtime} at {point}: no statistics in {}", new.path.display()));
+    for (subject, x) in &a {
+        let Some((_, y)) = b.iter().find(|(s, _)| s == subject) else {
+            not_compared.push(format!("{}: only in {}", label(subject), old.path.display()));
             continue;
         };
-        for metric in &metrics {
-            let values = |rows: &[Row]| rows.iter().filter_map(|r| score(r, *metric)).collect::<Vec<f64>>();
-            let (x, y) = (values(&a[key]), values(new_rows));
-            if x.is_empty() || y.is_empty() {
-                continue;
-            }
-            let subject = vec![("runtime", runtime.clone()), ("point", point.clone()), ("metric", metric.name().to_string())];
-            lines.push(Line { subject, unit: "ns", judgement: judge(&x, &y, false, options.rule) });
+        match (x, y) {
+            (Err(why), _) | (_, Err(why)) => not_compared.push(format!("{}: {why}", label(subject))),
+            (Ok(x), Ok(y)) if !x.is_empty() && !y.is_empty() => lines.push(Line { subject: subject.clone(), unit, judgement: judge(x, y, higher_is_better, rule) }),
+            _ => {}
         }
     }
-    for key in b.keys().filter(|k| !a.contains_key(*k)) {
-        not_compared.push(format!("{} at {}: only in {}", key.1, key.0, new.path.display()));
+    for (subject, _) in b.iter().filter(|(s, _)| !a.iter().any(|(t, _)| t == s)) {
+        not_compared.push(format!("{}: only in {}", label(subject), new.path.display()));
     }
-    Ok((lines, not_compared))
+    (lines, not_compared)
 }
 
-fn net_lines(old: &Side, new: &Side, rule: Rule) -> (Vec<Line>, Vec<String>) {
-    let throughputs = |side: &Side| {
-        let mut found: BTreeMap<(String, u32), Vec<f64>> = BTreeMap::new();
+fn run_lines(old: &Side, new: &Side, options: &CompareOptions) -> Result<(Vec<Line>, Vec<String>), CliError> {
+    let metrics: Vec<Metric> = options.metric.map(|m| vec![m]).unwrap_or_else(|| METRICS.to_vec());
+    // In the old run's order of runtimes, then points.
+    let order: Vec<String> = match &old.records[0].1 {
+        AnyRecord::Run(r) => r.settings.runtimes.clone(),
+        _ => Vec::new(),
+    };
+    let measured = |side: &Side| -> Measured {
+        let mut rows: Vec<((String, String), Vec<Row>)> = Vec::new();
         for (_, record) in &side.records {
-            if let AnyRecord::Net(r) = record {
-                for p in r.points.iter().filter(|p| p.error.is_none()) {
-                    if let Some(t) = p.throughput {
-                        found.entry((p.receiver.clone(), p.senders)).or_default().push(t);
+            let AnyRecord::Run(record) = record else { continue };
+            for point in &record.points {
+                for cell in cells(record, point.index).into_iter().filter(|c| c.repetitions() > 0) {
+                    let key = (cell.runtime.to_string(), point.label());
+                    match rows.iter_mut().find(|(k, _)| *k == key) {
+                        Some((_, found)) => found.extend(cell.measured.into_iter().cloned()),
+                        None => rows.push((key, cell.measured.into_iter().cloned().collect())),
                     }
                 }
             }
         }
-        found
+        rows.sort_by_key(|((runtime, point), _)| (order.iter().position(|r| r == runtime).unwrap_or(usize::MAX), point.clone()));
+        rows.iter()
+            .flat_map(|((runtime, point), rows)| {
+                metrics.iter().map(move |metric| {
+                    let subject = vec![("runtime", runtime.clone()), ("point", point.clone()), ("metric", metric.name().to_string())];
+                    (subject, Ok(rows.iter().filter_map(|r| score(r, *metric)).collect()))
+                })
+            })
+            .collect()
     };
-    let (a, b) = (throughputs(old), throughputs(new));
-    let mut lines = Vec::new();
-    let mut not_compared = Vec::new();
-    for (key, x) in &a {
-        match b.get(key) {
-            Some(y) => lines.push(Line { subject: vec![("receiver", key.0.clone()), ("senders", key.1.to_string())], unit: "msg/s", judgement: judge(x, y, true, rule) }),
-            None => not_compared.push(format!("{} with {} senders: only in {}", key.0, key.1, old.path.display())),
+    Ok(pair_up(measured(old), measured(new), "ns", false, (old, new), options.rule))
+}
+
+fn net_lines(old: &Side, new: &Side, rule: Rule) -> (Vec<Line>, Vec<String>) {
+    let throughputs = |side: &Side| -> Measured {
+        let mut found: BTreeMap<(String, u32), Vec<f64>> = BTreeMap::new();
+        for (_, record) in &side.records {
+            let AnyRecord::Net(r) = record else { continue };
+            for p in r.points.iter().filter(|p| p.error.is_none()) {
+                if let Some(t) = p.throughput {
+                    found.entry((p.receiver.clone(), p.senders)).or_default().push(t);
+                }
+            }
         }
-    }
-    for key in b.keys().filter(|k| !a.contains_key(*k)) {
-        not_compared.push(format!("{} with {} senders: only in {}", key.0, key.1, new.path.display()));
-    }
-    (lines, not_compared)
+        found.into_iter().map(|((receiver, senders), v)| (vec![("receiver", receiver), ("senders", senders.to_string())], Ok(v))).collect()
+    };
+    pair_up(throughputs(old), throughputs(new), "msg/s", true, (old, new), rule)
 }
 
 fn grain_lines(old: &Side, new: &Side, rule: Rule) -> (Vec<Line>, Vec<String>) {
     // Each run's METG; a bound (every or no task size efficient) cannot be averaged.
-    let metgs = |side: &Side| {
+    let metgs = |side: &Side| -> Measured {
         let mut found: BTreeMap<String, (Vec<f64>, Vec<String>)> = BTreeMap::new();
         for (_, record) in &side.records {
-            if let AnyRecord::Granularity(r) = record {
-                for run in r.runs.iter().filter(|run| run.error.is_none()) {
-                    let entry = found.entry(run.runtime.clone()).or_default();
-                    match run.metg {
-                        Some(Metg::Interpolated { ns }) => entry.0.push(ns),
-                        Some(Metg::Below { ns }) => entry.1.push(format!("< {}", format_ns(ns))),
-                        Some(Metg::Above { ns }) => entry.1.push(format!("> {}", format_ns(ns))),
-                        None => {}
-                    }
+            let AnyRecord::Granularity(r) = record else { continue };
+            for run in r.runs.iter().filter(|run| run.error.is_none()) {
+                let entry = found.entry(run.runtime.clone()).or_default();
+                match run.metg {
+                    Some(Metg::Interpolated { ns }) => entry.0.push(ns),
+                    Some(Metg::Below { ns }) => entry.1.push(format!("< {}", format_ns(ns))),
+                    Some(Metg::Above { ns }) => entry.1.push(format!("> {}", format_ns(ns))),
+                    None => {}
                 }
             }
         }
         found
+            .into_iter()
+            .map(|(runtime, (values, bounds))| {
+                let values = if bounds.is_empty() { Ok(values) } else { Err(format!("METG is a bound in some runs ({}): widen --task-busy", bounds.join(", "))) };
+                (vec![("runtime", runtime), ("figure", "METG(50 %)".to_string())], values)
+            })
+            .collect()
     };
-    let (a, b) = (metgs(old), metgs(new));
-    let mut lines = Vec::new();
-    let mut not_compared = Vec::new();
-    for (runtime, (x, x_bounds)) in &a {
-        let Some((y, y_bounds)) = b.get(runtime) else {
-            not_compared.push(format!("{runtime}: only in {}", old.path.display()));
-            continue;
-        };
-        if !x_bounds.is_empty() || !y_bounds.is_empty() {
-            let bounds: Vec<&String> = x_bounds.iter().chain(y_bounds).collect();
-            not_compared.push(format!("{runtime}: METG is a bound in some runs ({}): widen --task-busy", bounds.iter().map(|b| b.as_str()).collect::<Vec<_>>().join(", ")));
-            continue;
-        }
-        if x.is_empty() || y.is_empty() {
-            continue;
-        }
-        lines.push(Line { subject: vec![("runtime", runtime.clone()), ("figure", "METG(50 %)".to_string())], unit: "ns", judgement: judge(x, y, false, rule) });
-    }
-    for runtime in b.keys().filter(|k| !a.contains_key(*k)) {
-        not_compared.push(format!("{runtime}: only in {}", new.path.display()));
-    }
-    (lines, not_compared)
+    pair_up(metgs(old), metgs(new), "ns", false, (old, new), rule)
 }
 
 fn bench_lines(old: &Side, new: &Side, rule: Rule) -> (Vec<Line>, Vec<String>) {
-    let gaps = |side: &Side| {
+    let gaps = |side: &Side| -> Measured {
         let mut found: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
         for (_, record) in &side.records {
-            if let AnyRecord::Bench(r) = record {
-                for result in &r.report.results {
-                    if let Some(gap) = &result.measured.gap {
-                        found.entry((result.scenario.clone(), result.input.clone().unwrap_or_else(|| "-".into()))).or_default().push(gap.mean);
-                    }
+            let AnyRecord::Bench(r) = record else { continue };
+            for result in &r.report.results {
+                if let Some(gap) = &result.measured.gap {
+                    found.entry((result.scenario.clone(), result.input.clone().unwrap_or_else(|| "-".into()))).or_default().push(gap.mean);
                 }
             }
         }
-        found
+        found.into_iter().map(|((scenario, input), v)| (vec![("scenario", scenario), ("input", input), ("figure", "mean gap".to_string())], Ok(v))).collect()
     };
-    let (a, b) = (gaps(old), gaps(new));
-    let mut lines = Vec::new();
-    let mut not_compared = Vec::new();
-    for (key, x) in &a {
-        match b.get(key) {
-            Some(y) => lines.push(Line {
-                subject: vec![("scenario", key.0.clone()), ("input", key.1.clone()), ("figure", "mean gap".to_string())],
-                unit: "ns",
-                judgement: judge(x, y, false, rule),
-            }),
-            None => not_compared.push(format!("{} ({}): only in {}", key.0, key.1, old.path.display())),
-        }
-    }
-    for key in b.keys().filter(|k| !a.contains_key(*k)) {
-        not_compared.push(format!("{} ({}): only in {}", key.0, key.1, new.path.display()));
-    }
-    (lines, not_compared)
+    pair_up(gaps(old), gaps(new), "ns", false, (old, new), rule)
 }

@@ -1,8 +1,10 @@
 //! What the integration tests share: the binary, run the way a user runs it.
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The taskmeter binary, with stdin closed and one C-driver cache for all tests.
@@ -59,29 +61,21 @@ pub fn skip(reason: &str) {
 /// Of `runtimes`, those available here; each unavailable one is skipped with `taskmeter list`'s reason.
 pub fn available<'a>(runtimes: &[&'a str]) -> Vec<&'a str> {
     let list = stdout(&run(&["list"]));
-    runtimes
-        .iter()
-        .copied()
-        .filter(|id| {
-            let line = list.lines().find(|l| l.split_whitespace().next() == Some(id)).unwrap_or_default();
-            match line.split_once("unavailable: ") {
-                Some((_, reason)) => {
-                    skip(&format!("{id}: {reason}"));
-                    false
-                }
-                None => true,
-            }
-        })
-        .collect()
+    let section = list.split("receivers of `taskmeter run net`:").next().unwrap_or_default().to_string();
+    available_in(&section, runtimes)
 }
 
-/// Of `receivers` (of `run net`), those available here; each unavailable one is skipped with
-/// `taskmeter list`'s reason.
+/// Of `receivers` (of `run net`), those available here, the same way.
 pub fn available_receivers<'a>(receivers: &[&'a str]) -> Vec<&'a str> {
     let list = stdout(&run(&["list"]));
-    let section = list.split("receivers of `taskmeter run net`:").nth(1).expect("list names the receivers");
-    receivers
-        .iter()
+    let section = list.split("receivers of `taskmeter run net`:").nth(1).expect("list names the receivers").to_string();
+    available_in(&section, receivers)
+}
+
+/// Of `ids`, those `section` of `taskmeter list` does not call unavailable (the others are
+/// skipped with its reason).
+fn available_in<'a>(section: &str, ids: &[&'a str]) -> Vec<&'a str> {
+    ids.iter()
         .copied()
         .filter(|id| {
             let line = section.lines().find(|l| l.split_whitespace().next() == Some(id)).unwrap_or_default();
@@ -132,5 +126,162 @@ pub fn worker_of(parent: u32) -> i32 {
         }
         assert!(waited.elapsed() < Duration::from_secs(60), "no worker started");
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A mark every process of one test inherits (in its environment), to find what is left.
+fn new_token() -> String {
+    format!("fault-{}-{}", std::process::id(), fastish_id())
+}
+
+fn fastish_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::SeqCst)
+}
+
+/// The processes that carry `token` in their environment.
+fn marked(token: &str) -> Vec<(i32, String)> {
+    let needle = format!("TASKMETER_FAULT_TOKEN={token}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else { continue };
+        if environ.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            // A zombie is gone for our purpose (its parent will reap it).
+            if stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')) {
+                continue;
+            }
+            found.push((pid, String::from_utf8_lossy(&cmdline).replace('\0', " ")));
+        }
+    }
+    found
+}
+
+/// No process of the test is left (those being killed get a generous while to go).
+fn assert_nothing_left(token: &str) {
+    let since = Instant::now();
+    loop {
+        let left = marked(token);
+        if left.is_empty() {
+            return;
+        }
+        assert!(since.elapsed() < Duration::from_secs(30), "processes left behind: {left:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A taskmeter command running in the background, its output read as it comes, every process
+/// it starts marked (in its environment) so that `finish` can check none is left.
+pub struct Background {
+    child: Child,
+    token: String,
+    stderr: Arc<Mutex<String>>,
+    stdout: Option<std::thread::JoinHandle<String>>,
+    stderr_reader: Option<std::thread::JoinHandle<()>>,
+}
+
+pub struct Finished {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Background {
+    pub fn start(args: &[&str], env: &[(&str, &Path)]) -> Background {
+        let token = new_token();
+        let mut command = taskmeter();
+        command.args(args).env("TASKMETER_FAULT_TOKEN", &token).stdout(Stdio::piped()).stderr(Stdio::piped());
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().unwrap();
+        let mut out = child.stdout.take().unwrap();
+        let stdout = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = out.read_to_string(&mut text);
+            text
+        });
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (err, collected) = (child.stderr.take().unwrap(), stderr.clone());
+        let stderr_reader = std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                let mut text = collected.lock().unwrap();
+                text.push_str(&line);
+                text.push('\n');
+            }
+        });
+        Background { child, token, stderr, stdout: Some(stdout), stderr_reader: Some(stderr_reader) }
+    }
+
+    /// Waits (a minute at most) until stderr holds `needle`.
+    pub fn wait_for_stderr(&self, needle: &str) {
+        self.wait_for_stderr_up_to(needle, Duration::from_secs(60));
+    }
+
+    pub fn wait_for_stderr_up_to(&self, needle: &str, limit: Duration) {
+        let since = Instant::now();
+        while !self.stderr.lock().unwrap().contains(needle) {
+            assert!(since.elapsed() < limit, "never saw '{needle}' on stderr:\n{}", self.stderr.lock().unwrap());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// What it has written on stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Waits until a child of taskmeter's runs a program whose command line holds `needle`.
+    pub fn wait_for_child(&self, needle: &str) -> i32 {
+        let parent = self.child.id();
+        let since = Instant::now();
+        loop {
+            let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children")).unwrap_or_default();
+            for pid in children.split_whitespace() {
+                let cmdline = String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default()).replace('\0', " ");
+                if cmdline.contains(needle) {
+                    return pid.parse().unwrap();
+                }
+            }
+            assert!(since.elapsed() < Duration::from_secs(60), "no child running '{needle}'");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The session cookie `net serve` printed: once its receiver is built, which takes minutes
+    /// the first time for the WebAssembly hosts.
+    pub fn cookie(&self) -> String {
+        self.wait_for_stderr_up_to("--cookie ", Duration::from_secs(30 * 60));
+        let text = self.stderr.lock().unwrap().clone();
+        text.split("--cookie ").nth(1).unwrap().chars().take(32).collect()
+    }
+
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: a signal to the child we started.
+        unsafe { libc::kill(self.child.id() as i32, signal) };
+    }
+
+    /// Waits for the exit (two minutes at most), then checks nothing is left.
+    pub fn finish(mut self) -> Finished {
+        let since = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if since.elapsed() > Duration::from_secs(120) {
+                let _ = self.child.kill();
+                panic!("taskmeter did not end within 2 minutes:\n{}", self.stderr.lock().unwrap());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let stdout = self.stdout.take().unwrap().join().unwrap();
+        self.stderr_reader.take().unwrap().join().unwrap();
+        assert_nothing_left(&self.token);
+        let stderr = self.stderr.lock().unwrap().clone();
+        assert!(!stderr.contains("panicked") && !stdout.contains("panicked"), "a panic:\n{stderr}");
+        Finished { status, stdout, stderr }
     }
 }
