@@ -10,10 +10,12 @@ fn main() {
     let mut table = String::from("pub static COMPILED_IN: &[CompiledIn] = &[\n");
     for parent in ["drivers", "receivers"] {
         println!("cargo:rerun-if-changed={}", root.join(parent).display());
-        let mut folders: Vec<_> = std::fs::read_dir(root.join(parent)).expect("the program folders").flatten().map(|e| e.path()).collect();
+        let mut folders: Vec<_> =
+            std::fs::read_dir(root.join(parent)).expect("the program folders").flatten().map(|e| e.path()).collect();
         folders.sort();
         for folder in folders.into_iter().filter(|f| f.join("driver.toml").is_file()) {
-            let mut files: Vec<_> = std::fs::read_dir(&folder).expect("a program folder").flatten().map(|e| e.path()).collect();
+            let mut files: Vec<_> =
+                std::fs::read_dir(&folder).expect("a program folder").flatten().map(|e| e.path()).collect();
             files.sort();
             let name = folder.file_name().unwrap().to_string_lossy().into_owned();
             write!(table, "    CompiledIn {{ root: {parent:?}, folder: {name:?}, files: &[").unwrap();

@@ -257,24 +257,37 @@ impl Checker {
             return invalid(format!("H says protocol {} (expected {PROTOCOL})", hello.protocol));
         }
         if hello.runtime != self.plan.runtime {
-            return invalid(format!("H names runtime '{}' but the plan asked for '{}'", hello.runtime, self.plan.runtime));
+            return invalid(format!(
+                "H names runtime '{}' but the plan asked for '{}'",
+                hello.runtime, self.plan.runtime
+            ));
         }
         if hello.clock != CLOCK {
             return invalid(format!("H names clock '{}' (expected {CLOCK})", hello.clock));
         }
         let mechanism = hello.priority_mechanism();
         if !PRIORITY_MECHANISMS.contains(&mechanism) {
-            return invalid(format!("H names priority '{}': it must start with one of {}", hello.priority, PRIORITY_MECHANISMS.join(", ")));
+            return invalid(format!(
+                "H names priority '{}': it must start with one of {}",
+                hello.priority,
+                PRIORITY_MECHANISMS.join(", ")
+            ));
         }
         if self.plan.priority_classes == 1 && mechanism != "none" {
-            return invalid(format!("H names priority '{}' but the plan has one class (expected none)", hello.priority));
+            return invalid(format!(
+                "H names priority '{}' but the plan has one class (expected none)",
+                hello.priority
+            ));
         }
         Ok(())
     }
 
     fn check_gate(&self, g: &Gate) -> Result<Window, OutputError> {
         if g.create_start_ns > g.run_start_ns {
-            return invalid(format!("G: create_start_ns {} is after run_start_ns {}", g.create_start_ns, g.run_start_ns));
+            return invalid(format!(
+                "G: create_start_ns {} is after run_start_ns {}",
+                g.create_start_ns, g.run_start_ns
+            ));
         }
         if g.units == 0 || g.units > self.plan.units {
             return invalid(format!("G: units is {} (the plan has {})", g.units, self.plan.units));
@@ -288,9 +301,12 @@ impl Checker {
         let measure_start_ns = g.run_start_ns.checked_add(self.plan.warmup_ns);
         let end_ns = measure_start_ns.and_then(|m| m.checked_add(self.plan.duration_ns));
         match (measure_start_ns, end_ns) {
-            (Some(measure_start_ns), Some(end_ns)) => {
-                Ok(Window { create_start_ns: g.create_start_ns, run_start_ns: g.run_start_ns, measure_start_ns, end_ns })
-            }
+            (Some(measure_start_ns), Some(end_ns)) => Ok(Window {
+                create_start_ns: g.create_start_ns,
+                run_start_ns: g.run_start_ns,
+                measure_start_ns,
+                end_ns,
+            }),
             _ => invalid(format!("G: run_start_ns {} leaves no room for the plan's window", g.run_start_ns)),
         }
     }
@@ -307,7 +323,10 @@ impl Checker {
         let state = &mut self.units[unit as usize - 1];
         match state.origin_ns {
             None if chunk.origin_ns < window.run_start_ns => {
-                return invalid(format!("unit {unit}: origin {} is before run_start_ns {}", chunk.origin_ns, window.run_start_ns));
+                return invalid(format!(
+                    "unit {unit}: origin {} is before run_start_ns {}",
+                    chunk.origin_ns, window.run_start_ns
+                ));
             }
             None => state.origin_ns = Some(chunk.origin_ns),
             Some(origin) if origin != chunk.origin_ns => {
@@ -318,7 +337,11 @@ impl Checker {
         let context = SampleContext { plan: &self.plan, window, unit, origin_ns: chunk.origin_ns };
         for sample in chunk.samples() {
             let view = context.check(state, sample).map_err(|why| {
-                OutputError::Invalid(format!("unit {unit}, sample {} (period {}): {why}", state.samples + 1, sample.period))
+                OutputError::Invalid(format!(
+                    "unit {unit}, sample {} (period {}): {why}",
+                    state.samples + 1,
+                    sample.period
+                ))
             })?;
             self.last_wake_ns = self.last_wake_ns.max(Some(sample.wake_ns));
             each(&view);
@@ -337,10 +360,17 @@ impl Checker {
             return invalid(format!("a second U frame for unit {name}"));
         }
         if state.origin_ns.is_some_and(|o| o != u.origin_ns) {
-            return invalid(format!("U of unit {name}: origin_ns {} differs from its S frames' {}", u.origin_ns, state.origin_ns.unwrap_or(0)));
+            return invalid(format!(
+                "U of unit {name}: origin_ns {} differs from its S frames' {}",
+                u.origin_ns,
+                state.origin_ns.unwrap_or(0)
+            ));
         }
         if u.origin_ns < window.run_start_ns {
-            return invalid(format!("U of unit {name}: origin_ns {} is before run_start_ns {}", u.origin_ns, window.run_start_ns));
+            return invalid(format!(
+                "U of unit {name}: origin_ns {} is before run_start_ns {}",
+                u.origin_ns, window.run_start_ns
+            ));
         }
         if state.samples.checked_add(u.lost) != Some(u.iterations) && self.plan.sleep.schedule.sleeps() {
             return invalid(format!(
@@ -354,7 +384,8 @@ impl Checker {
         if u.lost == 0 && state.gap {
             return invalid(format!("U of unit {name}: its samples skip periods, yet it lost none"));
         }
-        let measured = if self.plan.sleep.schedule.sleeps() { state.measured..=state.measured + u.lost } else { 0..=u.iterations };
+        let measured =
+            if self.plan.sleep.schedule.sleeps() { state.measured..=state.measured + u.lost } else { 0..=u.iterations };
         if !measured.contains(&u.measured_iterations) {
             return invalid(format!(
                 "U of unit {name}: measured_iterations {} is outside {}..={} (its measured samples, plus lost)",
@@ -392,14 +423,19 @@ impl Checker {
         }
         match (p.serial_after_tasks, p.serial_after_ns) {
             (None, None) | (Some(1..), Some(1..)) => {}
-            _ => return invalid(format!("{at}: serial_after_tasks and serial_after_ns come together, each at least 1")),
+            _ => {
+                return invalid(format!("{at}: serial_after_tasks and serial_after_ns come together, each at least 1"))
+            }
         }
         if p.rounds == 0 || p.wall_ns == 0 {
             return invalid(format!("{at}: rounds and wall_ns must be at least 1"));
         }
         let planned = p.rounds.checked_mul(grain.tasks_per_round());
         if planned != Some(p.tasks) {
-            return invalid(format!("{at}: tasks {} is not rounds {} x width {} x steps {}", p.tasks, p.rounds, grain.width, grain.steps));
+            return invalid(format!(
+                "{at}: tasks {} is not rounds {} x width {} x steps {}",
+                p.tasks, p.rounds, grain.width, grain.steps
+            ));
         }
         if p.completed != p.tasks {
             return invalid(format!("{at}: {} tasks completed of {} started (tasks lost)", p.completed, p.tasks));
@@ -420,7 +456,11 @@ impl Checker {
                 return invalid("D has an atomic_sum in the granularity experiment".into());
             }
             if self.points.len() < grain.grains_ns.len() && !d.interrupted {
-                return invalid(format!("D after {} P frames (the plan has {} grains) and not interrupted", self.points.len(), grain.grains_ns.len()));
+                return invalid(format!(
+                    "D after {} P frames (the plan has {} grains) and not interrupted",
+                    self.points.len(),
+                    grain.grains_ns.len()
+                ));
             }
             if d.busy_result != "0" {
                 return invalid(format!("D: busy_result {} is not busy(0) = 0", d.busy_result));
@@ -434,14 +474,21 @@ impl Checker {
         match (self.plan.experiment, d.atomic_sum) {
             (Experiment::AtomicSum, None) => return invalid("D has no atomic_sum in the atomic-sum experiment".into()),
             (Experiment::AtomicSum, Some(sum)) if sum != iterations => {
-                return invalid(format!("D: atomic_sum {sum} differs from the {iterations} iterations (increments lost)"));
+                return invalid(format!(
+                    "D: atomic_sum {sum} differs from the {iterations} iterations (increments lost)"
+                ));
             }
-            (Experiment::Sleep | Experiment::Granularity, Some(_)) => return invalid("D has an atomic_sum in the sleep experiment".into()),
+            (Experiment::Sleep | Experiment::Granularity, Some(_)) => {
+                return invalid("D has an atomic_sum in the sleep experiment".into())
+            }
             _ => {}
         }
         let reference = busy_reference(self.plan.busy.iters).to_string();
         if d.busy_result != reference {
-            return invalid(format!("D: busy_result {} is not busy({}) = {reference}", d.busy_result, self.plan.busy.iters));
+            return invalid(format!(
+                "D: busy_result {} is not busy({}) = {reference}",
+                d.busy_result, self.plan.busy.iters
+            ));
         }
         Ok(())
     }
@@ -484,7 +531,10 @@ impl SampleContext<'_> {
         match self.plan.sleep.mode {
             Mode::Relative => {
                 if s.intended_ns as u128 != s.busy_end_ns as u128 + expected_ns as u128 {
-                    return Err(format!("intended {} is not busy_end {} + expected {expected_ns}", s.intended_ns, s.busy_end_ns));
+                    return Err(format!(
+                        "intended {} is not busy_end {} + expected {expected_ns}",
+                        s.intended_ns, s.busy_end_ns
+                    ));
                 }
                 if s.missed != 0 {
                     return Err(format!("missed {} in relative mode", s.missed));
@@ -492,12 +542,21 @@ impl SampleContext<'_> {
             }
             Mode::Absolute => {
                 if s.intended_ns as u128 != self.deadline(s.period) {
-                    return Err(format!("intended {} is not the deadline of period {}: {}", s.intended_ns, s.period, self.deadline(s.period)));
+                    return Err(format!(
+                        "intended {} is not the deadline of period {}: {}",
+                        s.intended_ns,
+                        s.period,
+                        self.deadline(s.period)
+                    ));
                 }
-                let last = s.period.checked_add(s.missed).filter(|l| *l < u64::MAX).ok_or("missed overflows the period")?;
+                let last =
+                    s.period.checked_add(s.missed).filter(|l| *l < u64::MAX).ok_or("missed overflows the period")?;
                 let wake = s.wake_ns as u128;
                 if wake > self.deadline(last + 1) || (s.missed > 0 && wake <= self.deadline(last)) {
-                    return Err(format!("missed {} does not match the deadlines that wake {} passed", s.missed, s.wake_ns));
+                    return Err(format!(
+                        "missed {} does not match the deadlines that wake {} passed",
+                        s.missed, s.wake_ns
+                    ));
                 }
             }
         }
@@ -509,7 +568,14 @@ impl SampleContext<'_> {
         state.samples += 1;
         let measured = s.start_ns >= self.window.measure_start_ns;
         state.measured += u64::from(measured);
-        Ok(SampleView { unit: self.unit, class: self.plan.class_of(self.unit), sample: s, expected_ns, previous_wake_ns, measured })
+        Ok(SampleView {
+            unit: self.unit,
+            class: self.plan.class_of(self.unit),
+            sample: s,
+            expected_ns,
+            previous_wake_ns,
+            measured,
+        })
     }
 }
 
@@ -540,7 +606,10 @@ pub fn check_output(plan: &Plan, mut stdout: &[u8]) -> (Result<Ending, OutputErr
 fn check_view(v: &RuntimeView) -> Result<(), OutputError> {
     if let Some(d) = v.delay.filter(|d| d.count > 0) {
         if !(d.p50_ns <= d.p99_ns && d.p99_ns <= d.max_ns && d.mean_ns <= d.max_ns) {
-            return invalid(format!("the V frame's delay is out of order: p50 {} p99 {} max {} mean {}", d.p50_ns, d.p99_ns, d.max_ns, d.mean_ns));
+            return invalid(format!(
+                "the V frame's delay is out of order: p50 {} p99 {} max {} mean {}",
+                d.p50_ns, d.p99_ns, d.max_ns, d.mean_ns
+            ));
         }
     }
     match v.busy_ratio {
@@ -607,7 +676,11 @@ mod tests {
         let (ending, views) = run(&plan, &vector);
         let Ok(Ending::Complete(delivered)) = ending else { panic!("{ending:?}") };
         assert_eq!(delivered.lost(), 2);
-        assert_eq!(delivered.view.as_ref().and_then(|v| v.delay).map(|d| (d.count, d.p99_ns)), Some((3, 90)), "the runtime's view is delivered");
+        assert_eq!(
+            delivered.view.as_ref().and_then(|v| v.delay).map(|d| (d.count, d.p99_ns)),
+            Some((3, 90)),
+            "the runtime's view is delivered"
+        );
         assert_eq!(views.iter().map(|v| v.previous_wake_ns).collect::<Vec<_>>(), [Some(110), Some(1150), None]);
 
         let (plan, vector) = stream("granularity");
@@ -617,7 +690,9 @@ mod tests {
         let mut frames = vector["frames"].clone();
         frames.as_array_mut().unwrap().remove(3);
         frames[3][1]["interrupted"] = serde_json::json!(true);
-        let Ok(Ending::Complete(delivered)) = check_output(&plan, &encode_stream(&frames)).0 else { panic!("interrupted is complete") };
+        let Ok(Ending::Complete(delivered)) = check_output(&plan, &encode_stream(&frames)).0 else {
+            panic!("interrupted is complete")
+        };
         assert_eq!(delivered.points.len(), 1);
 
         let (plan, vector) = stream("killed");
@@ -634,8 +709,20 @@ mod tests {
             ("relative", Box::new(|f| f[0][1]["clock"] = json!("CLOCK_REALTIME")), "clock"),
             ("relative", Box::new(|f| f[0][1]["priority"] = json!("nice")), "one class"),
             ("relative", Box::new(|f| f[0][1]["extra"] = json!(1)), "unknown field"),
-            ("relative", Box::new(|f| { f.as_array_mut().unwrap().remove(0); }), "the first frame is G"),
-            ("relative", Box::new(|f| { f.as_array_mut().unwrap().remove(1); }), "before G"),
+            (
+                "relative",
+                Box::new(|f| {
+                    f.as_array_mut().unwrap().remove(0);
+                }),
+                "the first frame is G",
+            ),
+            (
+                "relative",
+                Box::new(|f| {
+                    f.as_array_mut().unwrap().remove(1);
+                }),
+                "before G",
+            ),
             ("relative", Box::new(|f| f[1][1]["create_start_ns"] = json!(101)), "create_start_ns 101 is after"),
             ("relative", Box::new(|f| f[1][1]["units"] = json!(2)), "units is 2"),
             ("relative", Box::new(|f| f[1][1]["start_error"] = json!("why")), "start_error must be present exactly"),
@@ -647,34 +734,110 @@ mod tests {
             ("relative", Box::new(|f| f[2][1]["samples"][0][2] = json!(121)), "no busy work"),
             ("relative", Box::new(|f| f[2][1]["samples"][0][5] = json!(1)), "missed 1 in relative mode"),
             ("relative", Box::new(|f| f[2][1]["samples"][1][0] = json!(0)), "period 0 where at least 1"),
-            ("relative", Box::new(|f| f[3][1]["samples"][0] = json!([2, 10110, 10110, 11110, 11200, 0])), "at or after end"),
+            (
+                "relative",
+                Box::new(|f| f[3][1]["samples"][0] = json!([2, 10110, 10110, 11110, 11200, 0])),
+                "at or after end",
+            ),
             ("relative", Box::new(|f| f[2][1]["samples"][0][3] = json!(1121)), "intended 1121"),
             ("relative", Box::new(|f| f[4][1]["iterations"] = json!(4)), "not its 3 samples plus 0 lost"),
             ("relative", Box::new(|f| f[4][1]["measured_iterations"] = json!(2)), "outside 3..=3"),
             ("relative", Box::new(|f| f[4][1]["origin_ns"] = json!(111)), "differs from its S frames"),
             ("relative", Box::new(|f| f[4][1]["unit"] = json!(3)), "names unit 3"),
-            ("relative", Box::new(|f| { let u = f[4].clone(); f.as_array_mut().unwrap().insert(4, u); }), "a second U frame"),
-            ("relative", Box::new(|f| { f.as_array_mut().unwrap().remove(4); }), "D after 0 U frames"),
+            (
+                "relative",
+                Box::new(|f| {
+                    let u = f[4].clone();
+                    f.as_array_mut().unwrap().insert(4, u);
+                }),
+                "a second U frame",
+            ),
+            (
+                "relative",
+                Box::new(|f| {
+                    f.as_array_mut().unwrap().remove(4);
+                }),
+                "D after 0 U frames",
+            ),
             ("relative", Box::new(|f| f[5][1]["busy_result"] = json!("1")), "busy_result 1 is not busy(0)"),
             ("relative", Box::new(|f| f[5][1]["atomic_sum"] = json!(3)), "atomic_sum in the sleep experiment"),
-            ("relative", Box::new(|f| { let s = f[3].clone(); f.as_array_mut().unwrap().insert(5, s); }), "comes after a U frame"),
-            ("relative", Box::new(|f| { let d = f[5].clone(); f.as_array_mut().unwrap().push(d); }), "comes after D"),
-            ("relative", Box::new(|f| f.as_array_mut().unwrap().insert(2, json!(["E", {"message": "late"}]))), "E frame after the gate"),
+            (
+                "relative",
+                Box::new(|f| {
+                    let s = f[3].clone();
+                    f.as_array_mut().unwrap().insert(5, s);
+                }),
+                "comes after a U frame",
+            ),
+            (
+                "relative",
+                Box::new(|f| {
+                    let d = f[5].clone();
+                    f.as_array_mut().unwrap().push(d);
+                }),
+                "comes after D",
+            ),
+            (
+                "relative",
+                Box::new(|f| f.as_array_mut().unwrap().insert(2, json!(["E", {"message": "late"}]))),
+                "E frame after the gate",
+            ),
             ("absolute", Box::new(|f| f[3][1]["samples"][1][5] = json!(1)), "missed 1 does not match"),
             ("absolute", Box::new(|f| f[3][1]["samples"][1][5] = json!(3)), "missed 3 does not match"),
             ("absolute", Box::new(|f| f[3][1]["samples"][0][3] = json!(1101)), "not the deadline of period 0: 1100"),
             ("absolute", Box::new(|f| f[5][1]["samples"][0][0] = json!(3)), "period 3 where at least 4"),
             ("lost", Box::new(|f| f[4][1]["lost"] = json!(0)), "not its 3 samples plus 0 lost"),
-            ("lost", Box::new(|f| { f[4][1]["lost"] = json!(0); f[4][1]["iterations"] = json!(3); f[4][1]["measured_iterations"] = json!(3); }), "skip periods, yet it lost none"),
-            ("lost", Box::new(|f| { let v = f[5].clone(); f.as_array_mut().unwrap().insert(5, v); }), "a second V frame"),
+            (
+                "lost",
+                Box::new(|f| {
+                    f[4][1]["lost"] = json!(0);
+                    f[4][1]["iterations"] = json!(3);
+                    f[4][1]["measured_iterations"] = json!(3);
+                }),
+                "skip periods, yet it lost none",
+            ),
+            (
+                "lost",
+                Box::new(|f| {
+                    let v = f[5].clone();
+                    f.as_array_mut().unwrap().insert(5, v);
+                }),
+                "a second V frame",
+            ),
             ("lost", Box::new(|f| f[5][1]["delay"]["p50_ns"] = json!(91)), "delay is out of order"),
             ("lost", Box::new(|f| f[5][1]["busy_ratio"] = json!(2.0)), "is not a share"),
             ("lost", Box::new(|f| f[5][1]["seen"] = json!(1)), "unknown field"),
-            ("lost", Box::new(|f| { let v = f.as_array_mut().unwrap().remove(5); f.as_array_mut().unwrap().insert(1, v); }), "V (the runtime's view) comes before G"),
-            ("lost", Box::new(|f| { let v = f.as_array_mut().unwrap().remove(5); f.as_array_mut().unwrap().push(v); }), "comes after D"),
+            (
+                "lost",
+                Box::new(|f| {
+                    let v = f.as_array_mut().unwrap().remove(5);
+                    f.as_array_mut().unwrap().insert(1, v);
+                }),
+                "V (the runtime's view) comes before G",
+            ),
+            (
+                "lost",
+                Box::new(|f| {
+                    let v = f.as_array_mut().unwrap().remove(5);
+                    f.as_array_mut().unwrap().push(v);
+                }),
+                "comes after D",
+            ),
             ("atomic-partial", Box::new(|f| f[4][1]["atomic_sum"] = json!(8)), "atomic_sum 8 differs from the 9"),
-            ("atomic-partial", Box::new(|f| { f[4][1].as_object_mut().unwrap().remove("atomic_sum"); }), "no atomic_sum"),
-            ("atomic-partial", Box::new(|f| { f[1][1].as_object_mut().unwrap().remove("start_error"); }), "start_error must be present"),
+            (
+                "atomic-partial",
+                Box::new(|f| {
+                    f[4][1].as_object_mut().unwrap().remove("atomic_sum");
+                }),
+                "no atomic_sum",
+            ),
+            (
+                "atomic-partial",
+                Box::new(|f| {
+                    f[1][1].as_object_mut().unwrap().remove("start_error");
+                }),
+                "start_error must be present",
+            ),
             ("atomic-partial", Box::new(|f| f[2][1]["measured_iterations"] = json!(5)), "outside 0..=4"),
             ("granularity", Box::new(|f| f[2][1]["grain_ns"] = json!(999)), "grain_ns is 999"),
             ("granularity", Box::new(|f| f[2][1]["iters"] = json!(0)), "iters is 0"),
@@ -683,16 +846,62 @@ mod tests {
             ("granularity", Box::new(|f| f[2][1]["completed"] = json!(11)), "11 tasks completed of 12 started"),
             ("granularity", Box::new(|f| f[2][1]["wrong"] = json!(1)), "1 tasks returned a wrong busy result"),
             ("granularity", Box::new(|f| f[2][1]["serial_tasks"] = json!(0)), "serial_tasks and serial_ns"),
-            ("granularity", Box::new(|f| { f[2][1].as_object_mut().unwrap().remove("serial_after_ns"); }), "serial_after_tasks and serial_after_ns come together"),
-            ("granularity", Box::new(|f| { f[2][1]["serial_after_tasks"] = json!(0); f[2][1]["serial_after_ns"] = json!(9); }), "each at least 1"),
+            (
+                "granularity",
+                Box::new(|f| {
+                    f[2][1].as_object_mut().unwrap().remove("serial_after_ns");
+                }),
+                "serial_after_tasks and serial_after_ns come together",
+            ),
+            (
+                "granularity",
+                Box::new(|f| {
+                    f[2][1]["serial_after_tasks"] = json!(0);
+                    f[2][1]["serial_after_ns"] = json!(9);
+                }),
+                "each at least 1",
+            ),
             ("granularity", Box::new(|f| f[2][1]["cores"] = json!(0)), "cores is 0"),
             ("granularity", Box::new(|f| f[2][1]["extra"] = json!(0)), "unknown field"),
-            ("granularity", Box::new(|f| { f.as_array_mut().unwrap().remove(3); }), "D after 1 P frames"),
-            ("granularity", Box::new(|f| { let p = f[3].clone(); f.as_array_mut().unwrap().insert(4, p); }), "P frame 3 for a plan of 2 grains"),
-            ("granularity", Box::new(|f| f.as_array_mut().unwrap().insert(4, json!(["U", {"unit": 1, "origin_ns": 90, "iterations": 0, "measured_iterations": 0, "lost": 0}]))), "in the granularity experiment"),
+            (
+                "granularity",
+                Box::new(|f| {
+                    f.as_array_mut().unwrap().remove(3);
+                }),
+                "D after 1 P frames",
+            ),
+            (
+                "granularity",
+                Box::new(|f| {
+                    let p = f[3].clone();
+                    f.as_array_mut().unwrap().insert(4, p);
+                }),
+                "P frame 3 for a plan of 2 grains",
+            ),
+            (
+                "granularity",
+                Box::new(|f| {
+                    f.as_array_mut().unwrap().insert(4, json!(["U", {"unit": 1, "origin_ns": 90, "iterations": 0, "measured_iterations": 0, "lost": 0}]))
+                }),
+                "in the granularity experiment",
+            ),
             ("granularity", Box::new(|f| f[4][1]["atomic_sum"] = json!(0)), "atomic_sum in the granularity"),
-            ("relative", Box::new(|f| f.as_array_mut().unwrap().insert(2, json!(["P", {"grain_ns": 1, "iters": 1, "busy_result": "1", "serial_tasks": 1, "serial_ns": 1, "rounds": 1, "tasks": 1, "completed": 1, "wrong": 0, "wall_ns": 1, "cores": 1}]))), "outside the granularity experiment"),
-            ("atomic-partial", Box::new(|f| f.as_array_mut().unwrap().insert(2, json!(["S", {"unit": 1, "origin": 110, "samples": [[0, 120, 120, 120, 120, 0]]}]))), "schedule none"),
+            (
+                "relative",
+                Box::new(|f| {
+                    f.as_array_mut().unwrap().insert(2, json!(["P", {"grain_ns": 1, "iters": 1, "busy_result": "1", "serial_tasks": 1, "serial_ns": 1, "rounds": 1, "tasks": 1, "completed": 1, "wrong": 0, "wall_ns": 1, "cores": 1}]))
+                }),
+                "outside the granularity experiment",
+            ),
+            (
+                "atomic-partial",
+                Box::new(|f| {
+                    f.as_array_mut()
+                        .unwrap()
+                        .insert(2, json!(["S", {"unit": 1, "origin": 110, "samples": [[0, 120, 120, 120, 120, 0]]}]))
+                }),
+                "schedule none",
+            ),
         ];
         for (name, mutate, reason) in cases {
             let why = rejection(name, mutate);
@@ -714,6 +923,8 @@ mod tests {
         assert!(matches!(check_output(&plan, b"").0, Ok(Ending::Empty { hello: None })));
         let mut garbage = bytes.clone();
         garbage[0] = b'Z';
-        assert!(matches!(check_output(&plan, &garbage).0, Err(OutputError::Invalid(why)) if why.contains("unknown frame kind 'Z'")));
+        assert!(
+            matches!(check_output(&plan, &garbage).0, Err(OutputError::Invalid(why)) if why.contains("unknown frame kind 'Z'"))
+        );
     }
 }

@@ -277,8 +277,14 @@ pub struct FrameReader<R> {
 #[derive(Debug)]
 pub enum ReadError {
     /// The stream ended inside a frame (the worker died while writing it).
-    Cut { kind: u8, missing: usize },
-    TooLong { kind: u8, len: usize },
+    Cut {
+        kind: u8,
+        missing: usize,
+    },
+    TooLong {
+        kind: u8,
+        len: usize,
+    },
     Io(io::Error),
 }
 

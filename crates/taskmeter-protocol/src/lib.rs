@@ -10,5 +10,10 @@ pub mod plan;
 pub mod vectors;
 
 pub use check::{check_output, Checker, Delivered, Ending, OutputError, SampleView, Window};
-pub use frames::{Done, ErrorFrame, Frame, FrameReader, Gate, Hello, Point, Sample, UnitEnd, CLOCK, PRIORITY_MECHANISMS};
-pub use plan::{format_duration_spec, parse_duration_ns, BusyPlan, Experiment, GrainPlan, Mode, Pattern, Plan, PlanError, Schedule, SleepPlan, PROTOCOL};
+pub use frames::{
+    Done, ErrorFrame, Frame, FrameReader, Gate, Hello, Point, Sample, UnitEnd, CLOCK, PRIORITY_MECHANISMS,
+};
+pub use plan::{
+    format_duration_spec, parse_duration_ns, BusyPlan, Experiment, GrainPlan, Mode, Pattern, Plan, PlanError, Schedule,
+    SleepPlan, PROTOCOL,
+};

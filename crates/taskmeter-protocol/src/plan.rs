@@ -98,9 +98,7 @@ impl Schedule {
             ["fixed", d] => Schedule::Fixed { ns: parse_duration_ns(d)? },
             ["by-unit", d] => Schedule::ByUnit { ns: parse_duration_ns(d)? },
             ["modulo", m, d] => {
-                let m: u64 = m
-                    .parse()
-                    .map_err(|_| format!("modulo M must be a whole number >= 1, got '{m}'"))?;
+                let m: u64 = m.parse().map_err(|_| format!("modulo M must be a whole number >= 1, got '{m}'"))?;
                 if m == 0 {
                     return Err("modulo M must be >= 1".into());
                 }
@@ -439,15 +437,8 @@ impl Plan {
             Schedule::Modulo { m, ns } => (ns, m),
             Schedule::None => (0, 1),
         };
-        let integers = [
-            self.start_limit_ns,
-            self.warmup_ns,
-            self.duration_ns,
-            sleep_ns,
-            modulo,
-            self.busy.iters,
-            self.flush_ns,
-        ];
+        let integers =
+            [self.start_limit_ns, self.warmup_ns, self.duration_ns, sleep_ns, modulo, self.busy.iters, self.flush_ns];
         if integers.iter().any(|v| *v >= MAX_INTEGER) {
             return Err("every integer of a plan must be below 2^53".into());
         }
@@ -473,8 +464,14 @@ impl Plan {
                     return Err("the grains' total time must be below 2^53 ns".into());
                 }
             }
-            (None, Experiment::Granularity) => return Err("a granularity plan needs pattern, width, steps, grains_ns and calibrate_ns".into()),
-            (Some(_), _) => return Err("pattern, width, steps, grains_ns and calibrate_ns belong to the granularity experiment".into()),
+            (None, Experiment::Granularity) => {
+                return Err("a granularity plan needs pattern, width, steps, grains_ns and calibrate_ns".into())
+            }
+            (Some(_), _) => {
+                return Err(
+                    "pattern, width, steps, grains_ns and calibrate_ns belong to the granularity experiment".into()
+                )
+            }
             (None, _) => {}
         }
         Ok(())
@@ -500,7 +497,10 @@ impl Plan {
                 let per_grain = |grain: u64| {
                     let tasks = (g.width as u64 * g.steps as u64).div_ceil(cores.clamp(1, g.width.max(1)) as u64);
                     let round = grain.saturating_mul(tasks);
-                    g.calibrate_ns.max(grain).saturating_add(self.warmup_ns.max(round)).saturating_add(self.duration_ns.max(round))
+                    g.calibrate_ns
+                        .max(grain)
+                        .saturating_add(self.warmup_ns.max(round))
+                        .saturating_add(self.duration_ns.max(round))
                 };
                 g.grains_ns.iter().fold(g.calibrate_ns, |total, grain| total.saturating_add(per_grain(*grain)))
             }
@@ -554,9 +554,7 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, String> {
         "h" => 3600e9,
         other => return Err(format!("invalid duration '{text}': unknown unit '{other}' (use ns, us, ms, s, m or h)")),
     };
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("invalid duration '{text}': '{number}' is not a number"))?;
+    let value: f64 = number.parse().map_err(|_| format!("invalid duration '{text}': '{number}' is not a number"))?;
     let ns = (value * scale).round();
     if !ns.is_finite() || ns >= u64::MAX as f64 {
         return Err(format!("invalid duration '{text}': too long"));
@@ -566,12 +564,18 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, String> {
 
 /// The shortest exact spelling of a duration in the form [`parse_duration_ns`] reads.
 pub fn format_duration_spec(ns: u64) -> String {
-    for (unit, scale) in [("h", 3_600_000_000_000u64), ("m", 60_000_000_000), ("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
+    for (unit, scale) in
+        [("h", 3_600_000_000_000u64), ("m", 60_000_000_000), ("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)]
+    {
         if ns != 0 && ns % scale == 0 {
             return format!("{}{unit}", ns / scale);
         }
     }
-    if ns == 0 { "0".into() } else { format!("{ns}ns") }
+    if ns == 0 {
+        "0".into()
+    } else {
+        format!("{ns}ns")
+    }
 }
 
 #[cfg(test)]
@@ -700,7 +704,8 @@ mod tests {
         ];
         assert_eq!(expected.len(), crate::vectors::INVALID_PLANS.len(), "one expectation per vector");
         for (name, text) in crate::vectors::INVALID_PLANS {
-            let (_, why) = expected.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no expectation for {name}"));
+            let (_, why) =
+                expected.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no expectation for {name}"));
             let error = Plan::from_json(&text.replace("RUNTIME", "thread")).expect_err(name).0;
             assert!(error.contains(why), "{name}: '{error}' does not say '{why}'");
         }

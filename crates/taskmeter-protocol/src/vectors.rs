@@ -23,7 +23,8 @@ pub const INVALID_PLANS: &[(&str, &str)] = vectors!("invalid-plans":
     "granularity-two-units", "granularity-missing-pattern", "granularity-zero-width", "granularity-short-calibration",
     "grain-keys-in-sleep", "granularity-unknown-pattern", "granularity-hex-grain");
 
-pub const STREAMS: &[(&str, &str)] = vectors!("streams": "relative", "absolute", "atomic-partial", "lost", "killed", "refused", "granularity");
+pub const STREAMS: &[(&str, &str)] =
+    vectors!("streams": "relative", "absolute", "atomic-partial", "lost", "killed", "refused", "granularity");
 
 /// The bytes of a stream vector's `frames`: `[kind, payload]` pairs, the `S` payloads written as
 /// `{"unit", "origin", "samples": [[period, start, busy_end, intended, wake, missed], ...]}`.
@@ -43,7 +44,12 @@ pub fn encode_stream(frames: &serde_json::Value) -> Vec<u8> {
                     crate::frames::Sample::from_words(w.try_into().expect("six integers"))
                 })
                 .collect();
-            crate::frames::put_samples(&mut bytes, word(&payload["unit"]) as u32, word(&payload["origin"]), samples.into_iter());
+            crate::frames::put_samples(
+                &mut bytes,
+                word(&payload["unit"]) as u32,
+                word(&payload["origin"]),
+                samples.into_iter(),
+            );
         } else {
             crate::frames::put_json(&mut bytes, kind, payload);
         }

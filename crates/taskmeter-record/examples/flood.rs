@@ -4,10 +4,12 @@ use taskmeter_record::Recorder;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let parse = |i: usize, default: u64| args.get(i).map_or(Ok(default), |a| a.parse::<u64>()).unwrap_or_else(|_| {
-        eprintln!("usage: flood EVENTS [THREADS]");
-        std::process::exit(2)
-    });
+    let parse = |i: usize, default: u64| {
+        args.get(i).map_or(Ok(default), |a| a.parse::<u64>()).unwrap_or_else(|_| {
+            eprintln!("usage: flood EVENTS [THREADS]");
+            std::process::exit(2)
+        })
+    };
     let (events, threads) = (parse(1, 1_000_000), parse(2, 1).max(1));
     let started = Instant::now();
     std::thread::scope(|s| {

@@ -15,7 +15,11 @@ fn main() {
             tokio.block_on(task).unwrap();
         }
     };
-    Bench::new().warmup(Duration::from_secs(1)).time(Duration::from_secs(5)).extended_statistics(true)
-        .scenario("case_100_ms", unit_of(100)).scenario("case_1000_ms", unit_of(1000))
+    Bench::new()
+        .warmup(Duration::from_secs(1))
+        .time(Duration::from_secs(5))
+        .extended_statistics(true)
+        .scenario("case_100_ms", unit_of(100))
+        .scenario("case_1000_ms", unit_of(1000))
         .run();
 }

@@ -100,11 +100,7 @@ pub fn analyze(mut events: Vec<Event>, window: Window, warmup_units: u64, last_w
         outside,
         ids,
     };
-    Analysis {
-        measured,
-        gaps,
-        latencies,
-    }
+    Analysis { measured, gaps, latencies }
 }
 
 /// Statistics of durations (ns); None when empty. Sorts `values`.
@@ -137,11 +133,11 @@ mod tests {
     #[test]
     fn gaps_span_the_warmup_boundary_and_exclude_outside_units() {
         let events = vec![
-            Event::record(500, 1),   // warm-up
-            Event::record(900, 2),   // warm-up: the first measured gap starts here
-            Event::record(1_100, 1), // gap 200
-            Event::record(1_400, 3), // gaps 300, 0, 0
-            Event::record(2_000, 1), // gap 600
+            Event::record(500, 1),    // warm-up
+            Event::record(900, 2),    // warm-up: the first measured gap starts here
+            Event::record(1_100, 1),  // gap 200
+            Event::record(1_400, 3),  // gaps 300, 0, 0
+            Event::record(2_000, 1),  // gap 600
             Event::record(10_000, 1), // after the window
         ];
         let a = analyze(events, W, 0, None).measured;
@@ -178,14 +174,14 @@ mod tests {
         let events = vec![
             Event::start(1_000, 1),
             Event::start(1_100, 2),
-            Event::complete(1_500, 2), // latency 400
-            Event::complete(1_600, 1), // latency 600
+            Event::complete(1_500, 2),  // latency 400
+            Event::complete(1_600, 1),  // latency 600
             Event::complete(1_700, 99), // never started
-            Event::complete(1_800, 1), // twice
-            Event::start(1_900, 3),    // never completed
+            Event::complete(1_800, 1),  // twice
+            Event::start(1_900, 3),     // never completed
             Event::start(2_000, 4),
-            Event::start(2_000, 4),      // started twice
-            Event::start(9_000, 5),      // in flight at the end, completed in the drain
+            Event::start(2_000, 4), // started twice
+            Event::start(9_000, 5), // in flight at the end, completed in the drain
             Event::complete(11_000, 5),
             Event::record(1_200, 3),
         ];

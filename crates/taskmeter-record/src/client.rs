@@ -62,7 +62,9 @@ impl Batch {
             self.stream = self.client.next_stream.fetch_add(1, Ordering::Relaxed);
             self.seq = 0;
             self.send(FLAG_FINAL, Instant::now() + FINAL_PATIENCE);
-        } else if self.events.len() >= CLIENT_BATCH_EVENTS || event.t_ns.saturating_sub(self.events[0].t_ns) > MAX_BATCH_AGE_NS {
+        } else if self.events.len() >= CLIENT_BATCH_EVENTS
+            || event.t_ns.saturating_sub(self.events[0].t_ns) > MAX_BATCH_AGE_NS
+        {
             self.send(0, Instant::now());
         }
     }

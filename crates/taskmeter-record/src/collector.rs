@@ -133,7 +133,9 @@ fn spawn_datagram_reader(socket: UnixDatagram, state: Arc<Mutex<State>>, stop: A
                         return;
                     }
                 }
-                Err(e) => return refuse(&state, Refusal::new("datagram socket error", format!("datagram socket: {e}"))),
+                Err(e) => {
+                    return refuse(&state, Refusal::new("datagram socket error", format!("datagram socket: {e}")))
+                }
             }
         }
     })
@@ -180,7 +182,9 @@ fn read_stream(connection: UnixStream, state: &Mutex<State>) {
         };
         batch.resize(header.batch_len(), 0);
         match read_full(&mut reader, &mut batch[HEADER_LEN..]) {
-            Ok(n) if n == header.batch_len() - HEADER_LEN => state.lock().unwrap_or_else(|e| e.into_inner()).accept(&batch),
+            Ok(n) if n == header.batch_len() - HEADER_LEN => {
+                state.lock().unwrap_or_else(|e| e.into_inner()).accept(&batch)
+            }
             Ok(_) => return refuse(state, cut()),
             Err(e) => return refuse(state, read_error(e)),
         }

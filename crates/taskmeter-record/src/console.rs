@@ -58,7 +58,11 @@ pub fn render(report: &Report) -> String {
 fn render_group(out: &mut String, rows: &[&ScenarioResult], extended: bool) {
     let w = rows.iter().map(|r| r.scenario.chars().count()).max().unwrap_or(0).max(4) + 2;
     let ok: Vec<&&ScenarioResult> = rows.iter().filter(|r| r.measured.gap.is_some()).collect();
-    let _ = writeln!(out, "\n{:<w$}{:>10}{:>15}{:>11}{:>15}{:>15}", "Name", "ips", "average", "deviation", "median", "99th %");
+    let _ = writeln!(
+        out,
+        "\n{:<w$}{:>10}{:>15}{:>11}{:>15}{:>15}",
+        "Name", "ips", "average", "deviation", "median", "99th %"
+    );
     for r in &ok {
         let g = r.measured.gap.as_ref().unwrap();
         let _ = writeln!(
@@ -84,15 +88,27 @@ fn render_group(out: &mut String, rows: &[&ScenarioResult], extended: bool) {
         let _ = writeln!(out, "\nComparison:\n{:<w$}{:>10}", best.scenario, ips(best.measured.ips));
         for r in &ranked[1..] {
             let (factor, slower) = match (best.measured.ips, r.measured.ips) {
-                (Some(b), Some(x)) if x > 0.0 => (b / x, r.measured.gap.as_ref().unwrap().mean - best.measured.gap.as_ref().unwrap().mean),
+                (Some(b), Some(x)) if x > 0.0 => {
+                    (b / x, r.measured.gap.as_ref().unwrap().mean - best.measured.gap.as_ref().unwrap().mean)
+                }
                 _ => (f64::INFINITY, 0.0),
             };
-            let _ = writeln!(out, "{:<w$}{:>10} - {factor:.2}x slower +{}", r.scenario, ips(r.measured.ips), duration(slower));
+            let _ = writeln!(
+                out,
+                "{:<w$}{:>10} - {factor:.2}x slower +{}",
+                r.scenario,
+                ips(r.measured.ips),
+                duration(slower)
+            );
         }
     }
 
     if ok.iter().any(|r| r.measured.latency.is_some()) {
-        let _ = writeln!(out, "\nLatency (start -> complete):\n{:<w$}{:>10}{:>15}{:>15}{:>15}{:>15}", "Name", "units", "average", "median", "99th %", "maximum");
+        let _ = writeln!(
+            out,
+            "\nLatency (start -> complete):\n{:<w$}{:>10}{:>15}{:>15}{:>15}{:>15}",
+            "Name", "units", "average", "median", "99th %", "maximum"
+        );
         for r in ok.iter().filter(|r| r.measured.latency.is_some()) {
             let l = r.measured.latency.as_ref().unwrap();
             let _ = writeln!(
@@ -109,7 +125,11 @@ fn render_group(out: &mut String, rows: &[&ScenarioResult], extended: bool) {
     }
 
     if extended {
-        let _ = writeln!(out, "\nExtended statistics:\n{:<w$}{:>15}{:>15}{:>15}{:>25}", "Name", "minimum", "maximum", "sample size", "mode");
+        let _ = writeln!(
+            out,
+            "\nExtended statistics:\n{:<w$}{:>15}{:>15}{:>15}{:>25}",
+            "Name", "minimum", "maximum", "sample size", "mode"
+        );
         for r in &ok {
             let g: &Stats = r.measured.gap.as_ref().unwrap();
             let mode = if g.mode.is_empty() {
@@ -117,16 +137,31 @@ fn render_group(out: &mut String, rows: &[&ScenarioResult], extended: bool) {
             } else {
                 g.mode.iter().map(|m| duration(*m as f64)).collect::<Vec<_>>().join(", ")
             };
-            let _ = writeln!(out, "{:<w$}{:>15}{:>15}{:>15}{mode:>25}", r.scenario, duration(g.min as f64), duration(g.max as f64), g.count);
+            let _ = writeln!(
+                out,
+                "{:<w$}{:>15}{:>15}{:>15}{mode:>25}",
+                r.scenario,
+                duration(g.min as f64),
+                duration(g.max as f64),
+                g.count
+            );
         }
     }
 
-    let _ = writeln!(out, "\nUnits:\n{:<w$}{:>10}{:>10}{:>10}{:>13}", "Name", "measured", "warm-up", "after", "invocations");
+    let _ = writeln!(
+        out,
+        "\nUnits:\n{:<w$}{:>10}{:>10}{:>10}{:>13}",
+        "Name", "measured", "warm-up", "after", "invocations"
+    );
     for r in rows {
         let _ = writeln!(
             out,
             "{:<w$}{:>10}{:>10}{:>10}{:>13}",
-            r.scenario, r.measured.units, r.measured.outside.warmup_units, r.measured.outside.after_units, r.invocations
+            r.scenario,
+            r.measured.units,
+            r.measured.outside.warmup_units,
+            r.measured.outside.after_units,
+            r.invocations
         );
     }
     for r in rows {
@@ -187,7 +222,6 @@ pub fn ips(ips: Option<f64>) -> String {
         Some(x) => format!("{x:.2}"),
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -120,8 +120,14 @@ pub fn decode_header(bytes: &[u8]) -> Result<BatchHeader, Refusal> {
         return Err(Refusal::new("bad magic", detail));
     }
     let field = |i: usize| u32::from_le_bytes(bytes[4 + 4 * i..8 + 4 * i].try_into().unwrap());
-    let header =
-        BatchHeader { flags: field(0), pid: field(1), stream: field(2), seq: field(3), dropped: field(4), count: field(5) };
+    let header = BatchHeader {
+        flags: field(0),
+        pid: field(1),
+        stream: field(2),
+        seq: field(3),
+        dropped: field(4),
+        count: field(5),
+    };
     if header.count as usize > MAX_BATCH_EVENTS {
         let detail = format!("a batch of {} events exceeds the limit of {MAX_BATCH_EVENTS}", header.count);
         return Err(Refusal::new("too many events", detail));
@@ -133,7 +139,8 @@ pub fn decode_header(bytes: &[u8]) -> Result<BatchHeader, Refusal> {
 pub fn decode_batch(bytes: &[u8]) -> Result<(BatchHeader, Vec<Event>), Refusal> {
     let header = decode_header(bytes)?;
     if bytes.len() != header.batch_len() {
-        let detail = format!("a batch of {} events must be {} bytes, got {}", header.count, header.batch_len(), bytes.len());
+        let detail =
+            format!("a batch of {} events must be {} bytes, got {}", header.count, header.batch_len(), bytes.len());
         return Err(Refusal::new("wrong length", detail));
     }
     let mut events = Vec::with_capacity(header.count as usize);
@@ -144,7 +151,9 @@ pub fn decode_batch(bytes: &[u8]) -> Result<(BatchHeader, Vec<Event>), Refusal> 
         };
         match event.kind() {
             None => return Err(Refusal::new("reserved kind 3", "an event of the reserved kind 3")),
-            Some(Kind::Record) if event.value() == 0 => return Err(Refusal::new("record of 0 units", "a record event of 0 units")),
+            Some(Kind::Record) if event.value() == 0 => {
+                return Err(Refusal::new("record of 0 units", "a record event of 0 units"))
+            }
             _ => events.push(event),
         }
     }

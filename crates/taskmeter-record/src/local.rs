@@ -94,7 +94,12 @@ impl ThreadLog {
 
     /// Events written so far.
     fn len(&self) -> usize {
-        self.chunks.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|chunk| chunk.len.load(Ordering::Acquire)).sum()
+        self.chunks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|chunk| chunk.len.load(Ordering::Acquire))
+            .sum()
     }
 }
 
@@ -176,8 +181,12 @@ impl Job {
                 log.last_warmup_t.store(event.t_ns, Ordering::Relaxed);
                 return;
             }
-            Some(Kind::Start) => log.open_ids.store(log.open_ids.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed),
-            Some(Kind::Complete) => log.open_ids.store(log.open_ids.load(Ordering::Relaxed).wrapping_sub(1), Ordering::Relaxed),
+            Some(Kind::Start) => {
+                log.open_ids.store(log.open_ids.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed)
+            }
+            Some(Kind::Complete) => {
+                log.open_ids.store(log.open_ids.load(Ordering::Relaxed).wrapping_sub(1), Ordering::Relaxed)
+            }
             _ => {}
         }
         // SAFETY: this thread owns `log` (found by its ThreadId).
@@ -226,7 +235,8 @@ impl Job {
     /// has not written yet is not seen.
     pub fn after_close(&self) -> u64 {
         let logs = self.logs.lock().unwrap_or_else(|e| e.into_inner());
-        let written_late: usize = logs.iter().map(|(_, log)| log.len() - log.copied_by_close.load(Ordering::Relaxed)).sum();
+        let written_late: usize =
+            logs.iter().map(|(_, log)| log.len() - log.copied_by_close.load(Ordering::Relaxed)).sum();
         self.after_close.load(Ordering::Relaxed) + written_late as u64
     }
 }

@@ -14,7 +14,6 @@
 
 use serde::{Deserialize, Serialize};
 
-
 /// Percentiles reported, in parts per 100,000 so ranks are computed in exact integer arithmetic.
 pub const PERCENTILES: [(&str, u64); 5] =
     [("p50", 50_000), ("p90", 90_000), ("p99", 99_000), ("p99_9", 99_900), ("p99_99", 99_990)];
@@ -92,7 +91,6 @@ impl Summary {
     }
 }
 
-
 /// `a / b` and its standard uncertainty from the standard errors of both (first-order
 /// propagation of independent errors): `r * sqrt((sa/a)^2 + (sb/b)^2)`.
 pub fn ratio_with_uncertainty(a: f64, a_err: f64, b: f64, b_err: f64) -> (f64, f64) {
@@ -136,7 +134,12 @@ pub fn t_interval(values: &[f64]) -> Option<Interval> {
     let sd = float_sample_std(values)?;
     let df = (n - 1) as f64;
     let standard_error = sd / (n as f64).sqrt();
-    Some(Interval { value: values.iter().sum::<f64>() / n as f64, half_width: t_975(df) * standard_error, standard_error, degrees_of_freedom: Some(df) })
+    Some(Interval {
+        value: values.iter().sum::<f64>() / n as f64,
+        half_width: t_975(df) * standard_error,
+        standard_error,
+        degrees_of_freedom: Some(df),
+    })
 }
 
 /// A mean from one repetition, its samples taken as independent: `mean ± 1.96 · sd / √n`.
@@ -144,7 +147,12 @@ pub fn t_interval(values: &[f64]) -> Option<Interval> {
 /// every table that shows it says so.
 pub fn normal_interval(mean: f64, sd: f64, count: u64) -> Interval {
     let standard_error = sd / (count as f64).sqrt();
-    Interval { value: mean, half_width: 1.959_963_984_540_054 * standard_error, standard_error, degrees_of_freedom: None }
+    Interval {
+        value: mean,
+        half_width: 1.959_963_984_540_054 * standard_error,
+        standard_error,
+        degrees_of_freedom: None,
+    }
 }
 
 /// `a / b` with a 95 % interval, the standard error propagated to first order from both
@@ -200,7 +208,6 @@ pub fn linear_fit(points: &[(f64, f64)]) -> Option<(f64, f64)> {
     let slope = sxy / sxx;
     Some((slope, mean_y - slope * mean_x))
 }
-
 
 /// The [`PERCENTILES`] of sorted values (None when there are none).
 pub fn percentiles_of_sorted(sorted: &[i64]) -> Option<[i64; 5]> {
@@ -265,7 +272,8 @@ impl Moments {
             return None;
         }
         let n = self.count as i128;
-        let numerator = n.checked_mul(self.sum_squares).zip(self.sum.checked_mul(self.sum)).and_then(|(a, b)| a.checked_sub(b));
+        let numerator =
+            n.checked_mul(self.sum_squares).zip(self.sum.checked_mul(self.sum)).and_then(|(a, b)| a.checked_sub(b));
         let variance = match numerator {
             Some(numerator) => numerator as f64 / (n as f64 * (n - 1) as f64),
             // Beyond i128 (sums of 10^38): the same formula in floating point.
@@ -322,8 +330,18 @@ pub fn mann_whitney_counts(ca: &[(i64, u64)], cb: &[(i64, u64)]) -> f64 {
             (None, Some(y)) => y.0,
             (None, None) => unreachable!(),
         };
-        let ka = if ca.get(i).is_some_and(|x| x.0 == value) { i += 1; ca[i - 1].1 as f64 } else { 0.0 };
-        let kb = if cb.get(j).is_some_and(|y| y.0 == value) { j += 1; cb[j - 1].1 as f64 } else { 0.0 };
+        let ka = if ca.get(i).is_some_and(|x| x.0 == value) {
+            i += 1;
+            ca[i - 1].1 as f64
+        } else {
+            0.0
+        };
+        let kb = if cb.get(j).is_some_and(|y| y.0 == value) {
+            j += 1;
+            cb[j - 1].1 as f64
+        } else {
+            0.0
+        };
         let t = ka + kb;
         let mid_rank = seen + (t + 1.0) / 2.0;
         rank_sum_a += ka * mid_rank;
@@ -360,7 +378,6 @@ pub fn value_counts(values: &[i64]) -> Vec<(i64, u64)> {
 mod tests {
     use super::*;
 
-
     #[test]
     fn hand_computed_values() {
         // 2, 4, 4, 4, 5, 5, 7, 9: mean 5, squares sum 32, sample variance 32/7.
@@ -376,7 +393,6 @@ mod tests {
         assert_eq!(modes(&[1, 1, 2, 2, 3]), vec![1, 2]);
         assert!(modes(&[1, 2, 3]).is_empty());
     }
-
 
     fn close(a: Option<f64>, b: f64) -> bool {
         a.is_some_and(|a| (a - b).abs() < 1e-9 * b.abs().max(1.0))

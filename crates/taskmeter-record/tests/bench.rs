@@ -37,7 +37,10 @@ fn every_recorded_unit_is_measured_warmup_or_after() {
     let r = &report.results[0];
     assert!(r.invocations >= 1);
     assert_eq!(recorded.load(Ordering::Relaxed), r.invocations * 4 * 120);
-    assert_eq!(r.measured.units + r.measured.outside.warmup_units + r.measured.outside.after_units, r.invocations * 4 * 120);
+    assert_eq!(
+        r.measured.units + r.measured.outside.warmup_units + r.measured.outside.after_units,
+        r.invocations * 4 * 120
+    );
     let gap = r.measured.gap.as_ref().unwrap();
     assert_eq!(gap.count, r.measured.units);
     assert_eq!(gap.min, 0, "record_n(3) gives gaps of 0");
@@ -111,7 +114,8 @@ fn units_with_ids_have_latencies_and_the_drain_waits_for_them() {
 
 #[test]
 fn a_scenario_that_records_nothing_says_so() {
-    let report = Bench::new().warmup(Duration::ZERO).time(Duration::from_millis(20)).quiet().scenario("idle", |_, _| {}).run();
+    let report =
+        Bench::new().warmup(Duration::ZERO).time(Duration::from_millis(20)).quiet().scenario("idle", |_, _| {}).run();
     let r = &report.results[0];
     assert_eq!((r.measured.units, r.measured.ips, r.measured.gap.is_none()), (0, None, true));
     assert!(taskmeter_record::console::render(&report).contains("no unit completed in the measurement window"));
@@ -119,7 +123,12 @@ fn a_scenario_that_records_nothing_says_so() {
 
 #[test]
 fn the_report_is_json() {
-    let report = Bench::new().warmup(Duration::ZERO).time(Duration::from_millis(20)).quiet().scenario("one", |rec, _| rec.record()).run();
+    let report = Bench::new()
+        .warmup(Duration::ZERO)
+        .time(Duration::from_millis(20))
+        .quiet()
+        .scenario("one", |rec, _| rec.record())
+        .run();
     let json = serde_json::to_value(&report).unwrap();
     assert_eq!(json["schema"], 1);
     assert_eq!(json["results"][0]["scenario"], "one");

@@ -18,7 +18,6 @@ fn temp_dir(name: &str) -> std::path::PathBuf {
     dir
 }
 
-
 /// Reads batches (skipping the filler) until `finals` final batches came; waits up to 10 s for
 /// each datagram.
 fn read_batches(socket: &UnixDatagram, finals: usize) -> Vec<Vec<u8>> {
@@ -87,7 +86,10 @@ fn the_client_contract() {
     .unwrap();
     let (events, delivery) = collector.finish(Duration::from_secs(1));
     assert_eq!((delivery.events_received, delivery.batches, delivery.streams, delivery.processes), (11, 1, 1, 1));
-    assert_eq!((delivery.streams_without_final, delivery.malformed_batches, delivery.events_dropped_by_clients), (0, 0, 0));
+    assert_eq!(
+        (delivery.streams_without_final, delivery.malformed_batches, delivery.events_dropped_by_clients),
+        (0, 0, 0)
+    );
     let a = analyze(events, Window { start_ns: 0, warmup_end_ns: 0, end_ns: u64::MAX }, 0, None).measured;
     assert_eq!(a.units, 10);
     assert_eq!(a.latency.unwrap().count, 2);

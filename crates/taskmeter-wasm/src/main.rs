@@ -94,14 +94,18 @@ fn run() -> Result<ExitCode, String> {
     // WASI has no getpid: the guest's hello reports the host's pid and runtime from these.
     wasi.env("TASKMETER_HOST_PID", &std::process::id().to_string()).map_err(context("guest environment"))?;
     wasi.env("TASKMETER_HOST_RUNTIME", WASMTIME).map_err(context("guest environment"))?;
-    wasi.preopened_socket(3, wasi_common::sync::TcpListener::from_std(listener)).map_err(context("cannot preopen fd 3"))?;
+    wasi.preopened_socket(3, wasi_common::sync::TcpListener::from_std(listener))
+        .map_err(context("cannot preopen fd 3"))?;
 
     let mut linker: Linker<Host> = Linker::new(&engine);
     wasi_common::sync::add_to_linker(&mut linker, |host: &mut Host| &mut host.wasi).map_err(context("WASI"))?;
     let mut store = Store::new(&engine, Host { wasi: wasi.build(), threads: None });
-    wasmtime_wasi_threads::add_to_linker(&mut linker, &store, &module, |host: &mut Host| host.threads.as_ref().unwrap())
-        .map_err(context("wasi-threads"))?;
-    let threads = WasiThreadsCtx::new(module.clone(), Arc::new(linker.clone()), false).map_err(context("wasi-threads"))?;
+    wasmtime_wasi_threads::add_to_linker(&mut linker, &store, &module, |host: &mut Host| {
+        host.threads.as_ref().unwrap()
+    })
+    .map_err(context("wasi-threads"))?;
+    let threads =
+        WasiThreadsCtx::new(module.clone(), Arc::new(linker.clone()), false).map_err(context("wasi-threads"))?;
     store.data_mut().threads = Some(Arc::new(threads));
 
     let instance = linker.instantiate(&mut store, &module).map_err(context("cannot instantiate the guest"))?;

@@ -66,7 +66,14 @@ pub fn cpus() -> u32 {
 
 /// Measures every grain of `grain` with `rounds`, handing each `P` to `send`. True when a stop
 /// request ended it early (the grain in progress is not reported).
-pub async fn measure(grain: &GrainPlan, warmup_ns: u64, duration_ns: u64, rounds: &impl Rounds, stop: &AtomicBool, mut send: impl FnMut(&Point)) -> Result<bool, String> {
+pub async fn measure(
+    grain: &GrainPlan,
+    warmup_ns: u64,
+    duration_ns: u64,
+    rounds: &impl Rounds,
+    stop: &AtomicBool,
+    mut send: impl FnMut(&Point),
+) -> Result<bool, String> {
     let ns_per_iter = rate(grain.calibrate_ns);
     for &grain_ns in &grain.grains_ns {
         let iters = ((grain_ns as f64 / ns_per_iter).round() as u64).max(1);
@@ -171,12 +178,20 @@ pub fn thread_round(r: Round) -> Result<(), String> {
     };
     match r.pattern {
         Pattern::Trivial => {
-            let handles = (0..r.width * r.steps).map(|_| start(Box::new(move || task(r)))).collect::<Result<Vec<_>, _>>();
+            let handles =
+                (0..r.width * r.steps).map(|_| start(Box::new(move || task(r)))).collect::<Result<Vec<_>, _>>();
             join_all(handles?)
         }
-        Pattern::Stencil => (0..r.steps).try_for_each(|_| join_all((0..r.width).map(|_| start(Box::new(move || task(r)))).collect::<Result<_, _>>()?)),
+        Pattern::Stencil => (0..r.steps).try_for_each(|_| {
+            join_all((0..r.width).map(|_| start(Box::new(move || task(r)))).collect::<Result<_, _>>()?)
+        }),
         Pattern::Chain => {
-            fn link(r: Round, index: u32, handed: Option<u64>, done: mpsc::Sender<Result<(), String>>) -> Box<dyn FnOnce() -> u64 + Send> {
+            fn link(
+                r: Round,
+                index: u32,
+                handed: Option<u64>,
+                done: mpsc::Sender<Result<(), String>>,
+            ) -> Box<dyn FnOnce() -> u64 + Send> {
                 Box::new(move || {
                     if let Some(previous) = handed {
                         COUNTS.check(previous, r.expected);
@@ -201,7 +216,8 @@ pub fn thread_round(r: Round) -> Result<(), String> {
                 start(link(r, 1, None, done.clone()))?;
             }
             drop(done);
-            (0..r.width).try_for_each(|_| ended.recv().map_err(|_| "a chain ended without its last task".to_string())?)
+            (0..r.width)
+                .try_for_each(|_| ended.recv().map_err(|_| "a chain ended without its last task".to_string())?)
         }
     }
 }
@@ -271,7 +287,13 @@ impl<S: Spawn> Future for Link<S> {
             link.latch.count_down();
         } else {
             COUNTS.started.fetch_add(1, Relaxed);
-            let next = Link { spawn: link.spawn.clone(), r: link.r, index: link.index + 1, handed: Some(result), latch: link.latch.clone() };
+            let next = Link {
+                spawn: link.spawn.clone(),
+                r: link.r,
+                index: link.index + 1,
+                handed: Some(result),
+                latch: link.latch.clone(),
+            };
             link.spawn.detach(next);
         }
         Poll::Ready(())

@@ -56,7 +56,8 @@ impl Ring {
         let len = self.slots.len() as u64;
         // SAFETY: the slots between tail and head are published and not rewritten until the
         // tail moves past them below.
-        let samples = (0..(head - tail) as usize).map(|i| unsafe { *self.slots[((tail + i as u64) % len) as usize].get() });
+        let samples =
+            (0..(head - tail) as usize).map(|i| unsafe { *self.slots[((tail + i as u64) % len) as usize].get() });
         put_samples(out, unit, origin_ns, samples);
         self.tail.store(head, Ordering::Release);
         head - tail

@@ -91,7 +91,11 @@ pub fn main() -> ExitCode {
     }
     let done = Done {
         interrupted: STOP.load(Ordering::Relaxed) && crate::clock::now_ns() < window.end_ns,
-        busy_result: runs.iter().find_map(|r| r.busy_result).unwrap_or_else(|| busy(plan.busy.iters, false)).to_string(),
+        busy_result: runs
+            .iter()
+            .find_map(|r| r.busy_result)
+            .unwrap_or_else(|| busy(plan.busy.iters, false))
+            .to_string(),
         atomic_sum: (plan.experiment == Experiment::AtomicSum).then(|| ctx.counter.load(Ordering::SeqCst)),
     };
     if let Some(view) = ctx.view.get() {
@@ -112,7 +116,11 @@ fn write_samples(ctx: &LoopContext, ended: mpsc::Receiver<()>) -> std::io::Resul
 }
 
 /// The writer's loop, writing its frames with `write` (in pieces of at most a few megabytes).
-pub fn pump(ctx: &LoopContext, ended: mpsc::Receiver<()>, mut write: impl FnMut(&[u8]) -> std::io::Result<()>) -> std::io::Result<bool> {
+pub fn pump(
+    ctx: &LoopContext,
+    ended: mpsc::Receiver<()>,
+    mut write: impl FnMut(&[u8]) -> std::io::Result<()>,
+) -> std::io::Result<bool> {
     let Some(window) = ctx.gate.wait_open() else { return Ok(false) };
     let (units, start_error) = ctx.gate.started();
     let gate = Gate { create_start_ns: window.create_start_ns, run_start_ns: window.run_start_ns, units, start_error };
@@ -149,7 +157,8 @@ fn measure_grains(served: &runtime::InProcess, grain: &'static GrainPlan, plan: 
             grain.pattern.name()
         ));
     }
-    let gate = Gate { create_start_ns: plan_read_ns, run_start_ns: crate::clock::now_ns(), units: 1, start_error: None };
+    let gate =
+        Gate { create_start_ns: plan_read_ns, run_start_ns: crate::clock::now_ns(), units: 1, start_error: None };
     if write_json(&mut *stdout(), kind::GATE, &gate).is_err() {
         return ExitCode::FAILURE;
     }

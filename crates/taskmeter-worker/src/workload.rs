@@ -229,7 +229,15 @@ impl UnitSlot {
 impl LoopContext {
     pub fn new(plan: Plan, plan_read_ns: u64, stop: &'static AtomicBool) -> LoopContext {
         let slots = (0..plan.units).map(|_| OnceLock::new()).collect();
-        LoopContext { gate: StartGate::new(&plan), plan, stop, plan_read_ns, counter: AtomicU64::new(0), slots, view: OnceLock::new() }
+        LoopContext {
+            gate: StartGate::new(&plan),
+            plan,
+            stop,
+            plan_read_ns,
+            counter: AtomicU64::new(0),
+            slots,
+            view: OnceLock::new(),
+        }
     }
 
     /// Why unit `unit` must not be started, if the start limit has passed (unit 1 always starts).
@@ -284,7 +292,8 @@ impl<'a> UnitLoop<'a> {
     /// Makes the unit's ring (before the start gate: nothing here is measured).
     pub fn new(ctx: &'a LoopContext, unit: u32) -> UnitLoop<'a> {
         let ring = if ctx.plan.sleep.schedule.sleeps() { ctx.plan.ring } else { 1 };
-        let slot = ctx.slots[unit as usize - 1].get_or_init(|| UnitSlot { ring: Ring::new(ring), origin_ns: AtomicU64::new(0) });
+        let slot = ctx.slots[unit as usize - 1]
+            .get_or_init(|| UnitSlot { ring: Ring::new(ring), origin_ns: AtomicU64::new(0) });
         UnitLoop {
             ctx,
             unit,
@@ -379,7 +388,8 @@ impl<'a> UnitLoop<'a> {
         }
         self.count(start);
         self.last_wake_ns = wake;
-        let sample = Sample { period, start_ns: start, busy_end_ns: busy_end, intended_ns: intended, wake_ns: wake, missed };
+        let sample =
+            Sample { period, start_ns: start, busy_end_ns: busy_end, intended_ns: intended, wake_ns: wake, missed };
         if !self.slot.ring.push(sample) {
             self.end.lost += 1;
         }

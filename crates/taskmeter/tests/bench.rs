@@ -28,8 +28,18 @@ fn build_clients() -> (PathBuf, PathBuf) {
     let repo = repo();
     build(Command::new("make").arg("-s").arg("-C").arg(repo.join("clients/c")));
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("clients");
-    build(Command::new("go").args(["build", "-o"]).arg(out.join("go-conformance")).arg("./cmd/conformance").current_dir(repo.join("clients/go")));
-    build(Command::new(env!("CARGO")).args(["build", "--quiet", "-p", "taskmeter-record", "--example", "conformance"]).current_dir(&repo));
+    build(
+        Command::new("go")
+            .args(["build", "-o"])
+            .arg(out.join("go-conformance"))
+            .arg("./cmd/conformance")
+            .current_dir(repo.join("clients/go")),
+    );
+    build(
+        Command::new(env!("CARGO"))
+            .args(["build", "--quiet", "-p", "taskmeter-record", "--example", "conformance"])
+            .current_dir(&repo),
+    );
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap().to_path_buf();
     (out.join("go-conformance"), target.join("debug/examples/conformance"))
 }
@@ -41,7 +51,12 @@ fn bench(args: &[&str], out: &Path) -> (std::process::Output, serde_json::Value)
 }
 
 fn result<'a>(record: &'a serde_json::Value, scenario: &str) -> &'a serde_json::Value {
-    record["report"]["results"].as_array().unwrap().iter().find(|r| r["scenario"] == scenario).expect("scenario present")
+    record["report"]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["scenario"] == scenario)
+        .expect("scenario present")
 }
 
 #[test]
@@ -56,7 +71,8 @@ fn every_client_passes_the_contract() {
     ];
     let dir = tempfile::tempdir().unwrap();
     // A window that a loaded machine's slowest start (Python, Node) fits in with room to spare.
-    let mut args = vec!["--warmup".to_string(), "0".into(), "--time".into(), "3s".into(), "--drain".into(), "100ms".into()];
+    let mut args =
+        vec!["--warmup".to_string(), "0".into(), "--time".into(), "3s".into(), "--drain".into(), "100ms".into()];
     for (name, program) in &programs {
         // One run each: the program ends, then the shell outlasts the window and is stopped.
         args.extend(["--scenario".into(), format!("{name}={program} && sleep 60")]);
@@ -71,13 +87,25 @@ fn every_client_passes_the_contract() {
         assert_eq!(r["units"], 10, "{name}: 3 records + record_n(5) + 2 completions");
         assert_eq!(r["latency"]["count"], 2, "{name}");
         let ids = &r["ids"];
-        assert_eq!((ids["unknown_ids"].as_u64(), ids["duplicate_completions"].as_u64(), ids["never_completed"].as_u64()), (Some(1), Some(1), Some(1)), "{name}: {ids}");
+        assert_eq!(
+            (ids["unknown_ids"].as_u64(), ids["duplicate_completions"].as_u64(), ids["never_completed"].as_u64()),
+            (Some(1), Some(1), Some(1)),
+            "{name}: {ids}"
+        );
         let d = &r["delivery"];
         assert_eq!(d["events_received"], 11, "{name}: {d}");
-        assert_eq!((d["events_dropped_by_clients"].as_u64(), d["malformed_batches"].as_u64(), d["batches_missing"].as_u64()), (Some(0), Some(0), Some(0)), "{name}: {d}");
+        assert_eq!(
+            (d["events_dropped_by_clients"].as_u64(), d["malformed_batches"].as_u64(), d["batches_missing"].as_u64()),
+            (Some(0), Some(0), Some(0)),
+            "{name}: {d}"
+        );
         assert_eq!(d["processes"], 1, "{name}");
         // Every timestamp fell inside the job: none before its start, none after the window.
-        assert_eq!((r["outside"]["warmup_units"].as_u64(), r["outside"]["after_units"].as_u64()), (Some(0), Some(0)), "{name}");
+        assert_eq!(
+            (r["outside"]["warmup_units"].as_u64(), r["outside"]["after_units"].as_u64()),
+            (Some(0), Some(0)),
+            "{name}"
+        );
     }
     let report = std::fs::read_to_string(dir.path().join("out/report.txt")).unwrap();
     assert!(report.contains("1 completed with an id never started"), "{report}");
@@ -95,7 +123,13 @@ fn without_a_collector_the_clients_do_nothing() {
         vec!["node".into(), "clients/node/conformance.js".into()],
     ];
     for command in commands {
-        let output = Command::new(&command[0]).args(&command[1..]).current_dir(&repo).env_remove("TASKMETER_RECORD").env_remove("TASKMETER_RECORD_STREAM").output().unwrap();
+        let output = Command::new(&command[0])
+            .args(&command[1..])
+            .current_dir(&repo)
+            .env_remove("TASKMETER_RECORD")
+            .env_remove("TASKMETER_RECORD_STREAM")
+            .output()
+            .unwrap();
         assert!(output.status.success(), "{command:?}: {}", String::from_utf8_lossy(&output.stderr));
         assert!(output.stderr.is_empty() && output.stdout.is_empty(), "{command:?} is silent");
     }
@@ -106,8 +140,19 @@ fn a_gap_is_never_shorter_than_the_work_and_inputs_group_the_rows() {
     build_clients();
     let dir = tempfile::tempdir().unwrap();
     let (output, record) = bench(
-        &["--scenario", "sleeper=clients/c/build/sleeper $TASKMETER_INPUT", "--input", "short=20", "--input", "long=60",
-          "--warmup", "100ms", "--time", "700ms", "--extended-statistics"],
+        &[
+            "--scenario",
+            "sleeper=clients/c/build/sleeper $TASKMETER_INPUT",
+            "--input",
+            "short=20",
+            "--input",
+            "long=60",
+            "--warmup",
+            "100ms",
+            "--time",
+            "700ms",
+            "--extended-statistics",
+        ],
         &dir.path().join("out"),
     );
     assert!(output.status.success(), "{}", stderr(&output));
@@ -129,8 +174,18 @@ fn a_gap_is_never_shorter_than_the_work_and_inputs_group_the_rows() {
 fn a_failing_or_missing_command_fails_its_own_row() {
     let dir = tempfile::tempdir().unwrap();
     let (output, record) = bench(
-        &["--scenario", "missing=no-such-command-taskmeter", "--scenario", "fails=echo boom >&2; exit 3",
-          "--scenario", "ok=true", "--warmup", "0", "--time", "200ms"],
+        &[
+            "--scenario",
+            "missing=no-such-command-taskmeter",
+            "--scenario",
+            "fails=echo boom >&2; exit 3",
+            "--scenario",
+            "ok=true",
+            "--warmup",
+            "0",
+            "--time",
+            "200ms",
+        ],
         &dir.path().join("out"),
     );
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
@@ -156,14 +211,19 @@ s.connect(os.environ['TASKMETER_RECORD_STREAM'])
 s.sendall(b'TMR1' + struct.pack('<7I', 0, os.getpid(), 0, 0, 0, 4, 0) + bytes(20))
 s.close()
 " && sleep 0.5"#;
-    let (output, record) = bench(&["--scenario", &format!("bad={bad}"), "--warmup", "0", "--time", "200ms"], &dir.path().join("out"));
+    let (output, record) =
+        bench(&["--scenario", &format!("bad={bad}"), "--warmup", "0", "--time", "200ms"], &dir.path().join("out"));
     assert!(output.status.success(), "{}", stderr(&output));
     let d = &result(&record, "bad")["delivery"];
     assert_eq!(d["malformed_batches"], 2, "{d}");
     // Which of the two sockets the collector reads first is a race: count both, per reason.
     assert_eq!(d["refusals"], serde_json::json!({"bad magic": 1, "stream cut mid-batch": 1}), "{d}");
     assert!(d["first_error"].is_string(), "{d}");
-    assert!(stdout(&output).contains("2 malformed batches refused (bad magic: 1, stream cut mid-batch: 1)"), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("2 malformed batches refused (bad magic: 1, stream cut mid-batch: 1)"),
+        "{}",
+        stdout(&output)
+    );
 }
 
 #[test]
@@ -172,15 +232,16 @@ fn a_thread_still_running_at_exit_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
     // A thread records 1000 events and blocks while main returns; 3 more after the exit flush.
     let scenario = "c=clients/c/build/live_thread_at_exit 1000 3 && sleep 0.5";
-    let (output, record) = bench(&["--scenario", scenario, "--warmup", "0", "--time", "300ms"], &dir.path().join("out"));
+    let (output, record) =
+        bench(&["--scenario", scenario, "--warmup", "0", "--time", "300ms"], &dir.path().join("out"));
     assert!(output.status.success(), "{}", stderr(&output));
     let d = &result(&record, "c")["delivery"];
     assert_eq!(d["events_received"], 1003, "{d}");
     // The thread's stream, ended at exit, and one new stream per event after it.
-    let counts = ["streams", "streams_without_final", "events_dropped_by_clients", "batches_missing"].map(|k| d[k].as_u64());
+    let counts =
+        ["streams", "streams_without_final", "events_dropped_by_clients", "batches_missing"].map(|k| d[k].as_u64());
     assert_eq!(counts, [Some(4), Some(0), Some(0), Some(0)], "{d}");
 }
-
 
 #[test]
 fn a_final_batch_waits_for_a_collector_whose_queue_is_full() {
@@ -228,8 +289,10 @@ fn a_final_batch_waits_for_a_collector_whose_queue_is_full() {
 #[test]
 fn a_body_still_running_after_the_drain_is_stopped_and_said_so() {
     let dir = tempfile::tempdir().unwrap();
-    let (output, record) =
-        bench(&["--scenario", "endless=sleep 60", "--warmup", "0", "--time", "100ms", "--drain", "100ms"], &dir.path().join("out"));
+    let (output, record) = bench(
+        &["--scenario", "endless=sleep 60", "--warmup", "0", "--time", "100ms", "--drain", "100ms"],
+        &dir.path().join("out"),
+    );
     assert!(output.status.success(), "{}", stderr(&output));
     let r = result(&record, "endless");
     assert_eq!(r["invocations"], 1);
@@ -258,11 +321,22 @@ fn the_readme_python_example_runs_as_written() {
     let output = taskmeter()
         .current_dir(dir.path())
         .env("PYTHONPATH", repo().join("clients/python"))
-        .args(["bench", "--scenario", "case_100_ms=python3 work.py 0.1", "--warmup", "100ms", "--time", "700ms", "-o", "out"])
+        .args([
+            "bench",
+            "--scenario",
+            "case_100_ms=python3 work.py 0.1",
+            "--warmup",
+            "100ms",
+            "--time",
+            "700ms",
+            "-o",
+            "out",
+        ])
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
-    let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/bench.json")).unwrap()).unwrap();
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/bench.json")).unwrap()).unwrap();
     let r = result(&record, "case_100_ms");
     assert_eq!(r["invocations"], 1, "the program loops while running() and ends on its own");
     assert!(r["units"].as_u64().unwrap() >= 1);

@@ -24,8 +24,21 @@ fn fake_worker(dir: &Path, name: &str, body: &str) -> PathBuf {
 const SHORT: &[&str] = &["--duration", "300ms", "--warmup", "100ms"];
 
 const ALL_RUNTIMES: [&str; 15] = [
-    "thread", "tokio-ct", "tokio-mt", "smol", "embassy", "c-thread", "go", "go-locked", "python-thread",
-    "python-asyncio", "python-abs", "node", "node-worker", "java-thread", "java-virtual",
+    "thread",
+    "tokio-ct",
+    "tokio-mt",
+    "smol",
+    "embassy",
+    "c-thread",
+    "go",
+    "go-locked",
+    "python-thread",
+    "python-asyncio",
+    "python-abs",
+    "node",
+    "node-worker",
+    "java-thread",
+    "java-virtual",
 ];
 
 #[test]
@@ -43,11 +56,28 @@ fn all_runtimes_compare_in_one_table() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("all");
     // Generous limits: on a loaded 2-core machine a JVM or a Python thread may take seconds to start.
-    let output = run(&["run", "--runtimes", "all", "--quick", "--busy", "0", "--start-limit", "60s", "--grace", "60s", "-o", folder.to_str().unwrap()]);
+    let output = run(&[
+        "run",
+        "--runtimes",
+        "all",
+        "--quick",
+        "--busy",
+        "0",
+        "--start-limit",
+        "60s",
+        "--grace",
+        "60s",
+        "-o",
+        folder.to_str().unwrap(),
+    ]);
     assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
     let table = stdout(&output);
     for runtime in common::available(&ALL_RUNTIMES) {
-        assert_eq!(table.lines().filter(|l| l.starts_with(&format!("{runtime} "))).count(), 1, "{runtime} has one row:\n{table}");
+        assert_eq!(
+            table.lines().filter(|l| l.starts_with(&format!("{runtime} "))).count(),
+            1,
+            "{runtime} has one row:\n{table}"
+        );
     }
     let record = run_json(&folder);
     assert!(record["rows"].as_array().unwrap().iter().all(|r| r["status"] == "ok" || r["status"] == "skipped"));
@@ -58,7 +88,10 @@ fn list_names_every_runtime_and_its_availability() {
     let output = run(&["list"]);
     assert!(output.status.success());
     for runtime in common::available(&ALL_RUNTIMES) {
-        assert!(stdout(&output).lines().any(|l| l.starts_with(&format!("{runtime} ")) && l.ends_with(" available")), "{runtime}");
+        assert!(
+            stdout(&output).lines().any(|l| l.starts_with(&format!("{runtime} ")) && l.ends_with(" available")),
+            "{runtime}"
+        );
     }
     for runtime in ALL_RUNTIMES {
         assert!(stdout(&output).lines().any(|l| l.starts_with(&format!("{runtime} "))), "{runtime} is listed");
@@ -82,7 +115,8 @@ fn samples_csv(folder: &Path) -> String {
 fn summary_agrees_with_statistics_recomputed_from_the_raw_samples() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("run");
-    let mut args = vec!["run", "--runtimes", "thread,c-thread,smol", "--sleep", "modulo:3:1ms", "--busy", "200", "--raw"];
+    let mut args =
+        vec!["run", "--runtimes", "thread,c-thread,smol", "--sleep", "modulo:3:1ms", "--busy", "200", "--raw"];
     args.extend_from_slice(SHORT);
     args.extend_from_slice(&["-o", folder.to_str().unwrap()]);
     let output = run(&args);
@@ -117,7 +151,16 @@ fn summary_agrees_with_statistics_recomputed_from_the_raw_samples() {
     let header: Vec<&str> = rows.next().unwrap().split(',').collect();
     assert_eq!(
         &header[..8],
-        ["timestamp", "log_type", "metric_name", "count", "mean_absolute_deviation", "std_deviation", "min_deviation", "max_deviation"]
+        [
+            "timestamp",
+            "log_type",
+            "metric_name",
+            "count",
+            "mean_absolute_deviation",
+            "std_deviation",
+            "min_deviation",
+            "max_deviation"
+        ]
     );
     let mut checked = 0;
     for line in rows {
@@ -135,7 +178,10 @@ fn summary_agrees_with_statistics_recomputed_from_the_raw_samples() {
         let values_f: Vec<f64> = values.iter().map(|v| *v as f64).collect();
         let close = |field: &str, expected: f64| {
             let got: f64 = f[field].parse().unwrap();
-            assert!((got - expected).abs() <= 0.006 + 1e-9 * expected.abs(), "{field}: summary {got}, recomputed {expected}");
+            assert!(
+                (got - expected).abs() <= 0.006 + 1e-9 * expected.abs(),
+                "{field}: summary {got}, recomputed {expected}"
+            );
         };
         close("mean_absolute_deviation", mean(&deviations));
         close("std_deviation", sd(&deviations));
@@ -159,7 +205,15 @@ fn summary_agrees_with_statistics_recomputed_from_the_raw_samples() {
     assert_eq!(record["schema"], "taskmeter.run");
     assert_eq!(record["schema_version"], 5);
     assert_eq!(record["complete"], true);
-    for key in ["kernel", "cpu_model", "cores_online", "clocksource", "timer_slack_ns", "load_average_before", "load_average_after"] {
+    for key in [
+        "kernel",
+        "cpu_model",
+        "cores_online",
+        "clocksource",
+        "timer_slack_ns",
+        "load_average_before",
+        "load_average_after",
+    ] {
         assert!(!record["environment"][key].is_null(), "environment.{key}");
     }
     assert!(record["environment"]["toolchains"]["c-thread"].as_str().unwrap().len() > 2);
@@ -210,7 +264,11 @@ fn a_worker_that_breaks_the_protocol_or_hangs_fails_with_the_reason() {
         ("garbage", "read plan; echo 'hello world'", "protocol violation: a frame 'h' says it holds 1869376613 bytes"),
         ("unknown", "read plan; printf 'X\\002\\000\\000\\000{}'", "protocol violation: unknown frame kind 'X'"),
         // An E frame: kind, a 26-byte payload (u32 little-endian), the JSON.
-        ("refuses", "read plan; printf 'E\\032\\000\\000\\000{\"message\":\"no such luck\"}'; exit 2", "worker error: no such luck (exited with status 2)"),
+        (
+            "refuses",
+            "read plan; printf 'E\\032\\000\\000\\000{\"message\":\"no such luck\"}'; exit 2",
+            "worker error: no such luck (exited with status 2)",
+        ),
         ("crashes", "read plan; echo 'segfault-ish' >&2; exit 3", "the worker exited with status 3 (segfault-ish)"),
         ("hangs", "exec sleep 60", "did not finish within"),
     ];
@@ -271,7 +329,10 @@ fn bad_input_gets_one_clear_line_and_exit_status_2() {
         (vec!["check-driver", "fibers"], "unknown runtime 'fibers'"),
         (vec!["frobnicate"], "unrecognized subcommand"),
         // A flag for another experiment is refused, naming the experiments it applies to.
-        (vec!["run", "net", "--busy", "5"], "--busy does not apply to `run net` (it applies to sleep, volume and atomic-sum)"),
+        (
+            vec!["run", "net", "--busy", "5"],
+            "--busy does not apply to `run net` (it applies to sleep, volume and atomic-sum)",
+        ),
         (vec!["run", "net", "--policy", "fifo:9"], "--policy does not apply to `run net`"),
         (vec!["run", "net", "--together"], "--together does not apply to `run net`"),
         (vec!["run", "net", "--raw"], "--raw does not apply to `run net`"),
@@ -342,7 +403,10 @@ fn a_worker_killed_mid_run_leaves_a_partial_row_with_its_samples() {
     assert_eq!(thread["statistics"]["lateness"]["count"].as_u64(), Some(kept));
     let in_file = samples_csv(&folder).lines().filter(|l| l.starts_with("thread,")).count() as u64;
     assert_eq!(in_file, kept, "--raw has the same samples");
-    assert_eq!(thread["counters_missing"], "the worker ended before its measured window closed", "no counters are guessed");
+    assert_eq!(
+        thread["counters_missing"], "the worker ended before its measured window closed",
+        "no counters are guessed"
+    );
     assert_eq!(row(&record, "smol")["status"], "ok", "the rest of the run goes on");
 }
 
@@ -354,8 +418,25 @@ fn the_kernels_counters_explain_a_row_per_wake_up() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("run");
     let output = run(&[
-        "run", "--runtimes", "thread", "--units", "1", "--sleep", "fixed:1ms", "--mode", "relative", "--busy", "100000",
-        "--duration", "1s", "--warmup", "200ms", "--table", "why", "-o", folder.to_str().unwrap(),
+        "run",
+        "--runtimes",
+        "thread",
+        "--units",
+        "1",
+        "--sleep",
+        "fixed:1ms",
+        "--mode",
+        "relative",
+        "--busy",
+        "100000",
+        "--duration",
+        "1s",
+        "--warmup",
+        "200ms",
+        "--table",
+        "why",
+        "-o",
+        folder.to_str().unwrap(),
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
     let table = stdout(&output);
@@ -373,7 +454,10 @@ fn the_kernels_counters_explain_a_row_per_wake_up() {
     // The first reading is timed to end as the window begins, so it starts in the 200 ms warm-up
     // at the earliest; the last is timed for the window's second half, before its end (a loaded
     // machine may run either late: no upper bound holds by construction).
-    assert!(number("start_ns") + 200_000_000 >= measure_start && number("end_ns") > measure_start.max(number("start_ns")), "{c}");
+    assert!(
+        number("start_ns") + 200_000_000 >= measure_start && number("end_ns") > measure_start.max(number("start_ns")),
+        "{c}"
+    );
     let voluntary = number("voluntary_switches") as f64 / wakeups;
     assert!((0.95..1.5).contains(&voluntary), "one blocking sleep per wake-up, plus the writer's few: {voluntary}");
     // Each wake-up does the busy work: at least about as much CPU as the fastest busy phase
@@ -381,7 +465,10 @@ fn the_kernels_counters_explain_a_row_per_wake_up() {
     let cpu = number("cpu_ns") as f64 / wakeups;
     let fastest_busy = thread["statistics"]["busy"]["min"].as_f64().unwrap();
     let window_per_wakeup = (number("end_ns") - number("start_ns")) as f64 / wakeups;
-    assert!(cpu >= 0.5 * fastest_busy && cpu <= 2.0 * window_per_wakeup, "cpu {cpu} ns per wake-up, busy min {fastest_busy}");
+    assert!(
+        cpu >= 0.5 * fastest_busy && cpu <= 2.0 * window_per_wakeup,
+        "cpu {cpu} ns per wake-up, busy min {fastest_busy}"
+    );
     assert!(number("threads") >= 2, "the unit and the writer at least: {c}");
     if Path::new("/proc/self/schedstat").exists() {
         assert!(c["runqueue_wait_ns"].is_u64(), "{c}");
@@ -403,7 +490,21 @@ fn runtimes_that_report_their_own_view_show_it_beside_ours() {
     let folder = dir.path().join("run");
     let runtimes = common::available(&["go", "node", "tokio-ct"]);
     let list = runtimes.join(",");
-    let output = run(&["run", "--runtimes", &list, "--units", "2", "--duration", "600ms", "--warmup", "100ms", "--table", "why", "-o", folder.to_str().unwrap()]);
+    let output = run(&[
+        "run",
+        "--runtimes",
+        &list,
+        "--units",
+        "2",
+        "--duration",
+        "600ms",
+        "--warmup",
+        "100ms",
+        "--table",
+        "why",
+        "-o",
+        folder.to_str().unwrap(),
+    ]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stdout(&output).contains("the runtime's own view of the same window"), "{}", stdout(&output));
     let record = run_json(&folder);

@@ -17,19 +17,59 @@ use common::{run_json, taskmeter, Background, Finished};
 const CONTRACT: &[(&str, &[&str])] = &[
     ("Bad flags or values", &["bad_input_is_one_line_even_for_a_huge_value"]),
     ("An output folder that cannot be used", &["an_unusable_output_folder_is_refused_before_anything_runs"]),
-    ("A results folder that stops being usable", &["a_results_folder_removed_during_the_run_goes_to_a_fallback", "a_results_folder_filled_during_the_run_goes_to_a_fallback_beside_it", "a_full_disk_during_the_run_goes_to_a_fallback"]),
+    (
+        "A results folder that stops being usable",
+        &[
+            "a_results_folder_removed_during_the_run_goes_to_a_fallback",
+            "a_results_folder_filled_during_the_run_goes_to_a_fallback_beside_it",
+            "a_full_disk_during_the_run_goes_to_a_fallback",
+        ],
+    ),
     ("A broken stdout", &["a_full_or_closed_stdout_never_panics_and_the_folder_is_written"]),
-    ("A worker that breaks the protocol", &["a_worker_that_floods_is_stopped_at_once", "a_worker_that_breaks_the_protocol_or_hangs_fails_with_the_reason"]),
-    ("A worker that dies, is killed or hangs before", &["a_worker_killed_in_its_warm_up_fails_its_row", "a_worker_stopped_for_good_fails_its_row_at_its_deadline"]),
+    (
+        "A worker that breaks the protocol",
+        &[
+            "a_worker_that_floods_is_stopped_at_once",
+            "a_worker_that_breaks_the_protocol_or_hangs_fails_with_the_reason",
+        ],
+    ),
+    (
+        "A worker that dies, is killed or hangs before",
+        &["a_worker_killed_in_its_warm_up_fails_its_row", "a_worker_stopped_for_good_fails_its_row_at_its_deadline"],
+    ),
     ("A worker that crashes or is killed *while*", &["a_worker_killed_mid_run_leaves_a_partial_row_with_its_samples"]),
-    ("A worker that leaves a process holding its output", &["a_helper_holding_the_workers_output_does_not_hold_the_run"]),
-    ("SIGINT (Ctrl-C), SIGTERM", &["each_signal_keeps_what_was_measured_and_exits_128_plus_its_number", "a_signal_stops_every_command_that_starts_processes"]),
-    ("A worker that does not stop when asked", &["a_worker_that_ignores_the_stop_is_killed_after_its_grace_or_at_a_second_signal"]),
+    (
+        "A worker that leaves a process holding its output",
+        &["a_helper_holding_the_workers_output_does_not_hold_the_run"],
+    ),
+    (
+        "SIGINT (Ctrl-C), SIGTERM",
+        &[
+            "each_signal_keeps_what_was_measured_and_exits_128_plus_its_number",
+            "a_signal_stops_every_command_that_starts_processes",
+        ],
+    ),
+    (
+        "A worker that does not stop when asked",
+        &["a_worker_that_ignores_the_stop_is_killed_after_its_grace_or_at_a_second_signal"],
+    ),
     ("`kill -9 taskmeter`", &["kill_9_leaves_no_process_behind"]),
     ("`check-driver`", &["check_driver_fails_every_abuse_within_its_bound"]),
-    ("`report` and `compare`", &["a_run_record_that_does_not_hold_together_is_refused_one_line_per_problem", "net_granularity_and_bench_records_with_a_duplicated_entry_are_refused"]),
+    (
+        "`report` and `compare`",
+        &[
+            "a_run_record_that_does_not_hold_together_is_refused_one_line_per_problem",
+            "net_granularity_and_bench_records_with_a_duplicated_entry_are_refused",
+        ],
+    ),
     ("A runtime whose toolchain is missing", &["an_unavailable_runtime_is_skipped_with_a_warning"]),
-    ("More units than the machine", &["a_thread_limit_makes_a_partial_row_with_the_reason", "every_os_thread_runtime_stops_at_the_machines_limit_with_a_partial_row"]),
+    (
+        "More units than the machine",
+        &[
+            "a_thread_limit_makes_a_partial_row_with_the_reason",
+            "every_os_thread_runtime_stops_at_the_machines_limit_with_a_partial_row",
+        ],
+    ),
 ];
 
 /// A shell script standing in for a worker, driver or receiver.
@@ -41,11 +81,21 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
 }
 
 fn row<'a>(record: &'a serde_json::Value, runtime: &str) -> &'a serde_json::Value {
-    record["rows"].as_array().unwrap().iter().find(|r| r["runtime"] == runtime).unwrap_or_else(|| panic!("no row for {runtime}"))
+    record["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["runtime"] == runtime)
+        .unwrap_or_else(|| panic!("no row for {runtime}"))
 }
 
 fn no_partial_folder_in(dir: &Path) {
-    let partial: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.contains(".partial-")).collect();
+    let partial: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".partial-"))
+        .collect();
     assert!(partial.is_empty(), "a half-written folder is left: {partial:?}");
 }
 
@@ -57,10 +107,16 @@ fn readme_when_things_go_wrong_is_the_contract_of_this_suite() {
     let sentences: Vec<&str> = section.lines().filter_map(|l| l.strip_prefix("- ")).collect();
     assert!(!sentences.is_empty());
     for sentence in &sentences {
-        assert!(CONTRACT.iter().any(|(start, _)| sentence.starts_with(start)), "README sentence without a test in CONTRACT: {sentence}");
+        assert!(
+            CONTRACT.iter().any(|(start, _)| sentence.starts_with(start)),
+            "README sentence without a test in CONTRACT: {sentence}"
+        );
     }
     for (start, _) in CONTRACT {
-        assert!(sentences.iter().any(|s| s.starts_with(start)), "CONTRACT names a sentence the README does not have: {start}");
+        assert!(
+            sentences.iter().any(|s| s.starts_with(start)),
+            "CONTRACT names a sentence the README does not have: {start}"
+        );
     }
     // Every test named exists among the integration tests.
     let tests: String = std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"))
@@ -79,7 +135,22 @@ fn each_signal_keeps_what_was_measured_and_exits_128_plus_its_number() {
     for (signal, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP")] {
         let dir = tempfile::tempdir().unwrap();
         let folder = dir.path().join("run");
-        let run = Background::start(&["run", "--runtimes", "thread,smol", "--order", "given", "--duration", "30s", "--warmup", "0", "-o", folder.to_str().unwrap()], &[]);
+        let run = Background::start(
+            &[
+                "run",
+                "--runtimes",
+                "thread,smol",
+                "--order",
+                "given",
+                "--duration",
+                "30s",
+                "--warmup",
+                "0",
+                "-o",
+                folder.to_str().unwrap(),
+            ],
+            &[],
+        );
         run.wait_for_child("worker");
         // However loaded the machine, units sleeping 1 ms make samples within seconds.
         std::thread::sleep(Duration::from_millis(2000));
@@ -93,7 +164,10 @@ fn each_signal_keeps_what_was_measured_and_exits_128_plus_its_number() {
         let thread = row(&record, "thread");
         assert_eq!(thread["status"], "interrupted", "{name}: {thread}");
         assert!(thread["reason"].as_str().unwrap().contains(&format!("interrupted by {name}")));
-        assert!(thread["counts"]["samples_measured"].as_u64().unwrap() > 0, "{name}: the samples before the signal are kept");
+        assert!(
+            thread["counts"]["samples_measured"].as_u64().unwrap() > 0,
+            "{name}: the samples before the signal are kept"
+        );
         assert_eq!(row(&record, "smol")["status"], "skipped");
         assert_eq!(row(&record, "smol")["reason"], format!("not run: interrupted by {name}"));
         no_partial_folder_in(dir.path());
@@ -105,11 +179,17 @@ fn a_worker_that_ignores_the_stop_is_killed_after_its_grace_or_at_a_second_signa
     let dir = tempfile::tempdir().unwrap();
     let asked = dir.path().join("asked");
     // It notes the request to stop (end of file on its stdin), then goes on as if nothing came.
-    let deaf = script(dir.path(), "deaf", &format!("read plan; cat >/dev/null; touch {}; exec sleep 600", asked.display()));
-    for (second, expected) in [(false, "did not stop within 2.0 s and was killed"), (true, "was killed at a second signal")] {
+    let deaf =
+        script(dir.path(), "deaf", &format!("read plan; cat >/dev/null; touch {}; exec sleep 600", asked.display()));
+    for (second, expected) in
+        [(false, "did not stop within 2.0 s and was killed"), (true, "was killed at a second signal")]
+    {
         let _ = std::fs::remove_file(&asked);
         let folder = dir.path().join(format!("run-{second}"));
-        let run = Background::start(&["run", "--runtimes", "thread", "--duration", "1s", "-o", folder.to_str().unwrap()], &[("TASKMETER_DRIVER_THREAD", &deaf)]);
+        let run = Background::start(
+            &["run", "--runtimes", "thread", "--duration", "1s", "-o", folder.to_str().unwrap()],
+            &[("TASKMETER_DRIVER_THREAD", &deaf)],
+        );
         run.wait_for_child("deaf");
         run.signal(libc::SIGINT);
         if second {
@@ -137,25 +217,45 @@ fn a_signal_stops_every_command_that_starts_processes() {
     let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
     // granularity: its worker stops after the round it is in; the task sizes done are kept.
     let (granularity, net, bench) = (path("granularity"), path("net"), path("bench"));
-    let run = Background::start(&["run", "granularity", "--runtimes", "thread", "--task-busy", "10ms..1us:10", "--duration", "2s", "-o", &granularity], &[]);
+    let run = Background::start(
+        &[
+            "run",
+            "granularity",
+            "--runtimes",
+            "thread",
+            "--task-busy",
+            "10ms..1us:10",
+            "--duration",
+            "2s",
+            "-o",
+            &granularity,
+        ],
+        &[],
+    );
     run.wait_for_child("worker");
     std::thread::sleep(Duration::from_millis(1000));
     run.signal(libc::SIGTERM);
     let done = run.finish();
     assert_eq!(done.status.code(), Some(143), "{}", done.stderr);
-    let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(Path::new(&granularity).join("granularity.json")).unwrap()).unwrap();
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(Path::new(&granularity).join("granularity.json")).unwrap())
+            .unwrap();
     assert_eq!(record["complete"], false);
     assert_eq!(record["runs"][0]["interrupted"], true);
     assert!(record["runs"][0]["error"].as_str().unwrap().contains("interrupted by SIGTERM"));
 
     // run net: a long point stops within a message.
-    let run = Background::start(&["run", "net", "--receivers", "thread", "--senders", "2", "--messages", "100000000", "-o", &net], &[]);
+    let run = Background::start(
+        &["run", "net", "--receivers", "thread", "--senders", "2", "--messages", "100000000", "-o", &net],
+        &[],
+    );
     run.wait_for_child("net-receiver");
     std::thread::sleep(Duration::from_millis(1000));
     run.signal(libc::SIGTERM);
     let done = run.finish();
     assert_eq!(done.status.code(), Some(143), "{}", done.stderr);
-    let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(Path::new(&net).join("net.json")).unwrap()).unwrap();
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(Path::new(&net).join("net.json")).unwrap()).unwrap();
     assert_eq!(record["complete"], false);
     let point = &record["points"][0];
     assert!(point["messages_acked"].as_u64().unwrap() > 0, "the messages before the signal are counted: {point}");
@@ -163,16 +263,47 @@ fn a_signal_stops_every_command_that_starts_processes() {
 
     // net serve, waiting for senders that never come.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
-    let serve = Background::start(&["net", "serve", "--runtime", "thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "1"], &[]);
+    let serve = Background::start(
+        &["net", "serve", "--runtime", "thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "1"],
+        &[],
+    );
     serve.wait_for_stderr("waiting for");
     serve.signal(libc::SIGINT);
     assert_eq!(serve.finish().status.code(), Some(130));
 
     // net send, in the middle of its messages.
-    let receiver = Background::start(&["net", "serve", "--runtime", "thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "1", "--messages", "100000000"], &[]);
+    let receiver = Background::start(
+        &[
+            "net",
+            "serve",
+            "--runtime",
+            "thread",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--senders",
+            "1",
+            "--messages",
+            "100000000",
+        ],
+        &[],
+    );
     receiver.wait_for_stderr("waiting for");
     let cookie = receiver.cookie();
-    let send = Background::start(&["net", "send", "--to", &format!("127.0.0.1:{port}"), "--cookie", &cookie, "--senders", "1", "--messages", "100000000"], &[]);
+    let send = Background::start(
+        &[
+            "net",
+            "send",
+            "--to",
+            &format!("127.0.0.1:{port}"),
+            "--cookie",
+            &cookie,
+            "--senders",
+            "1",
+            "--messages",
+            "100000000",
+        ],
+        &[],
+    );
     std::thread::sleep(Duration::from_millis(1500));
     send.signal(libc::SIGTERM);
     let sent = send.finish();
@@ -183,14 +314,21 @@ fn a_signal_stops_every_command_that_starts_processes() {
     assert!(served.stdout.contains("1 senders: "), "{}{}", served.stdout, served.stderr);
 
     // bench: the body's processes are stopped, the scenario kept with a note.
-    let run = Background::start(&["bench", "--scenario", "long=sleep 600", "--warmup", "0", "--time", "60s", "-o", &bench], &[]);
+    let run = Background::start(
+        &["bench", "--scenario", "long=sleep 600", "--warmup", "0", "--time", "60s", "-o", &bench],
+        &[],
+    );
     run.wait_for_child("sh -c sleep 600");
     run.signal(libc::SIGTERM);
     let done = run.finish();
     assert_eq!(done.status.code(), Some(143), "{}", done.stderr);
-    let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(Path::new(&bench).join("bench.json")).unwrap()).unwrap();
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(Path::new(&bench).join("bench.json")).unwrap()).unwrap();
     assert_eq!(record["complete"], false);
-    assert!(record["report"]["results"][0]["notes"][0].as_str().unwrap().contains("interrupted by SIGTERM"), "{record}");
+    assert!(
+        record["report"]["results"][0]["notes"][0].as_str().unwrap().contains("interrupted by SIGTERM"),
+        "{record}"
+    );
 
     // check-driver: the check in progress stops, the others are not run.
     let run = Background::start(&["check-driver", "thread"], &[]);
@@ -207,7 +345,10 @@ fn kill_9_leaves_no_process_behind() {
     // A driver that starts a helper (its own grandchild, in its process group) and hangs.
     let driver = script(dir.path(), "forks", "sleep 600 &\nread plan\nexec sleep 600");
     let folder = dir.path().join("run");
-    let run = Background::start(&["run", "--runtimes", "thread", "--duration", "30s", "-o", folder.to_str().unwrap()], &[("TASKMETER_DRIVER_THREAD", &driver)]);
+    let run = Background::start(
+        &["run", "--runtimes", "thread", "--duration", "30s", "-o", folder.to_str().unwrap()],
+        &[("TASKMETER_DRIVER_THREAD", &driver)],
+    );
     run.wait_for_child("sleep 600");
     run.signal(libc::SIGKILL);
     let done = run.finish(); // checks that nothing with the test's mark is left
@@ -218,7 +359,22 @@ fn kill_9_leaves_no_process_behind() {
 fn a_worker_killed_in_its_warm_up_fails_its_row() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("run");
-    let run = Background::start(&["run", "--runtimes", "thread,smol", "--order", "given", "--duration", "300ms", "--warmup", "30s", "-o", folder.to_str().unwrap()], &[]);
+    let run = Background::start(
+        &[
+            "run",
+            "--runtimes",
+            "thread,smol",
+            "--order",
+            "given",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "30s",
+            "-o",
+            folder.to_str().unwrap(),
+        ],
+        &[],
+    );
     let worker = run.wait_for_child("worker");
     std::thread::sleep(Duration::from_millis(1000));
     // SAFETY: a signal to the worker this test's taskmeter started.
@@ -239,7 +395,24 @@ fn a_worker_killed_in_its_warm_up_fails_its_row() {
 fn a_worker_stopped_for_good_fails_its_row_at_its_deadline() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("run");
-    let run = Background::start(&["run", "--runtimes", "thread", "--duration", "1s", "--warmup", "1s", "--grace", "1s", "--start-limit", "1s", "-o", folder.to_str().unwrap()], &[]);
+    let run = Background::start(
+        &[
+            "run",
+            "--runtimes",
+            "thread",
+            "--duration",
+            "1s",
+            "--warmup",
+            "1s",
+            "--grace",
+            "1s",
+            "--start-limit",
+            "1s",
+            "-o",
+            folder.to_str().unwrap(),
+        ],
+        &[],
+    );
     let worker = run.wait_for_child("worker");
     // SAFETY: a signal to the worker this test's taskmeter started.
     unsafe { libc::kill(worker, libc::SIGSTOP) };
@@ -256,7 +429,11 @@ fn a_worker_that_floods_is_stopped_at_once() {
     let folder = dir.path().join("run");
     // Its deadline is minutes away: the violation, not the deadline, ends it.
     let started = Instant::now();
-    let done = Background::start(&["run", "--runtimes", "thread", "--duration", "1s", "--grace", "600s", "-o", folder.to_str().unwrap()], &[("TASKMETER_DRIVER_THREAD", &flood)]).finish();
+    let done = Background::start(
+        &["run", "--runtimes", "thread", "--duration", "1s", "--grace", "600s", "-o", folder.to_str().unwrap()],
+        &[("TASKMETER_DRIVER_THREAD", &flood)],
+    )
+    .finish();
     assert!(started.elapsed() < Duration::from_secs(100), "stopped long before its deadline of over 600 s");
     assert_eq!(done.status.code(), Some(1));
     assert!(row(&run_json(&folder), "thread")["reason"].as_str().unwrap().starts_with("protocol violation"));
@@ -268,7 +445,11 @@ fn a_helper_holding_the_workers_output_does_not_hold_the_run() {
     let exe = env!("CARGO_BIN_EXE_taskmeter");
     let held = script(dir.path(), "held", &format!("sleep 600 &\nexec {exe} worker"));
     let folder = dir.path().join("run");
-    let done = Background::start(&["run", "--runtimes", "thread", "--duration", "500ms", "--warmup", "0", "-o", folder.to_str().unwrap()], &[("TASKMETER_DRIVER_THREAD", &held)]).finish();
+    let done = Background::start(
+        &["run", "--runtimes", "thread", "--duration", "500ms", "--warmup", "0", "-o", folder.to_str().unwrap()],
+        &[("TASKMETER_DRIVER_THREAD", &held)],
+    )
+    .finish();
     assert_eq!(done.status.code(), Some(0), "{}", done.stderr);
     assert_eq!(row(&run_json(&folder), "thread")["status"], "ok");
 }
@@ -320,13 +501,23 @@ fn an_unusable_output_folder_is_refused_before_anything_runs() {
     ];
     let mount = dir.path().join("mount");
     std::fs::create_dir(&mount).unwrap();
-    let mounted = common::root("mounting a file system") && Command::new("mount").args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"]).arg(&mount).status().unwrap().success();
+    let mounted = common::root("mounting a file system")
+        && Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+            .arg(&mount)
+            .status()
+            .unwrap()
+            .success();
     if mounted {
         cases.push((mount.clone(), "is a mount point"));
     }
     for (folder, message) in &cases {
         let started = Instant::now();
-        let done = Background::start(&["run", "--runtimes", "thread", "--duration", "20s", "-o", folder.to_str().unwrap()], &[]).finish();
+        let done = Background::start(
+            &["run", "--runtimes", "thread", "--duration", "20s", "-o", folder.to_str().unwrap()],
+            &[],
+        )
+        .finish();
         assert_eq!(done.status.code(), Some(2), "{folder:?}: {}", done.stderr);
         assert_eq!(done.stderr.lines().count(), 1, "{folder:?}: one line: {}", done.stderr);
         assert!(done.stderr.starts_with("taskmeter: ") && done.stderr.contains(message), "{folder:?}: {}", done.stderr);
@@ -343,7 +534,22 @@ fn an_unusable_output_folder_is_refused_before_anything_runs() {
 /// A run of three runtimes, one after another, during which `spoil` is done to its folder
 /// after the first has started: the first row is kept, the others are not started.
 fn spoiled_run(folder: &Path, spoil: impl FnOnce()) -> Finished {
-    let run = Background::start(&["run", "--runtimes", "thread,smol,tokio-ct", "--order", "given", "--duration", "2s", "--warmup", "0", "-o", folder.to_str().unwrap()], &[]);
+    let run = Background::start(
+        &[
+            "run",
+            "--runtimes",
+            "thread,smol,tokio-ct",
+            "--order",
+            "given",
+            "--duration",
+            "2s",
+            "--warmup",
+            "0",
+            "-o",
+            folder.to_str().unwrap(),
+        ],
+        &[],
+    );
     run.wait_for_child("worker");
     spoil();
     let done = run.finish();
@@ -353,14 +559,24 @@ fn spoiled_run(folder: &Path, spoil: impl FnOnce()) -> Finished {
 
 /// The fallback folder stderr names, and its record.
 fn fallback(done: &Finished) -> (PathBuf, serde_json::Value) {
-    let line = done.stderr.lines().find(|l| l.contains("the results are in ")).unwrap_or_else(|| panic!("no fallback named: {}", done.stderr));
+    let line = done
+        .stderr
+        .lines()
+        .find(|l| l.contains("the results are in "))
+        .unwrap_or_else(|| panic!("no fallback named: {}", done.stderr));
     let at = PathBuf::from(line.rsplit("the results are in ").next().unwrap().trim_end_matches(" instead"));
     let record = run_json(&at);
     assert_eq!(record["complete"], false);
-    assert!(record["incomplete_reason"].as_str().unwrap().starts_with("the results folder became unusable"), "{record}");
+    assert!(
+        record["incomplete_reason"].as_str().unwrap().starts_with("the results folder became unusable"),
+        "{record}"
+    );
     assert_eq!(row(&record, "thread")["status"], "ok", "the row measured before is kept");
     for runtime in ["smol", "tokio-ct"] {
-        assert!(row(&record, runtime)["reason"].as_str().unwrap().starts_with("not run: the results folder became unusable"));
+        assert!(row(&record, runtime)["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("not run: the results folder became unusable"));
     }
     (at, record)
 }
@@ -394,9 +610,18 @@ fn a_full_disk_during_the_run_goes_to_a_fallback() {
     let dir = tempfile::tempdir().unwrap();
     let mount = dir.path().join("small");
     std::fs::create_dir(&mount).unwrap();
-    assert!(Command::new("mount").args(["-t", "tmpfs", "-o", "size=2m", "tmpfs"]).arg(&mount).status().unwrap().success());
+    assert!(Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=2m", "tmpfs"])
+        .arg(&mount)
+        .status()
+        .unwrap()
+        .success());
     let done = spoiled_run(&mount.join("run"), || {
-        let _ = Command::new("dd").args(["if=/dev/zero", "bs=64k"]).arg(format!("of={}", mount.join("filler").display())).stderr(Stdio::null()).status();
+        let _ = Command::new("dd")
+            .args(["if=/dev/zero", "bs=64k"])
+            .arg(format!("of={}", mount.join("filler").display()))
+            .stderr(Stdio::null())
+            .status();
     });
     let (at, _) = fallback(&done);
     std::fs::remove_dir_all(at).unwrap();
@@ -408,10 +633,18 @@ fn a_full_or_closed_stdout_never_panics_and_the_folder_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("run");
     let full = || std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
-    let output = taskmeter().args(["run", "--runtimes", "thread", "--duration", "200ms", "--warmup", "0", "-o", folder.to_str().unwrap()]).stdout(full()).output().unwrap();
+    let output = taskmeter()
+        .args(["run", "--runtimes", "thread", "--duration", "200ms", "--warmup", "0", "-o", folder.to_str().unwrap()])
+        .stdout(full())
+        .output()
+        .unwrap();
     let stderr = common::stderr(&output);
     assert_eq!(output.status.code(), Some(3), "{stderr}");
-    assert!(stderr.contains("taskmeter: cannot write to standard output: No space left on device") && !stderr.contains("panicked"), "{stderr}");
+    assert!(
+        stderr.contains("taskmeter: cannot write to standard output: No space left on device")
+            && !stderr.contains("panicked"),
+        "{stderr}"
+    );
     assert_eq!(run_json(&folder)["complete"], true, "the folder is written either way");
     for args in [vec!["list"], vec!["report", folder.to_str().unwrap()], vec!["--help"]] {
         let output = taskmeter().args(&args).stdout(full()).output().unwrap();
@@ -420,7 +653,20 @@ fn a_full_or_closed_stdout_never_panics_and_the_folder_is_written() {
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
     }
     // A closed pipe (`| head -c 0`): quiet, and the status is the command's own.
-    for args in [vec!["list"], vec!["run", "--runtimes", "thread", "--duration", "200ms", "--warmup", "0", "-o", dir.path().join("piped").to_str().unwrap()]] {
+    for args in [
+        vec!["list"],
+        vec![
+            "run",
+            "--runtimes",
+            "thread",
+            "--duration",
+            "200ms",
+            "--warmup",
+            "0",
+            "-o",
+            dir.path().join("piped").to_str().unwrap(),
+        ],
+    ] {
         let mut child = taskmeter().args(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         drop(child.stdout.take());
         let output = child.wait_with_output().unwrap();
@@ -430,7 +676,11 @@ fn a_full_or_closed_stdout_never_panics_and_the_folder_is_written() {
     assert_eq!(run_json(&dir.path().join("piped"))["complete"], true);
     // A full stderr: nothing can be said, the run is measured and written all the same.
     let quiet = dir.path().join("quiet");
-    let output = taskmeter().args(["run", "--runtimes", "thread", "--duration", "200ms", "--warmup", "0", "-o", quiet.to_str().unwrap()]).stderr(full()).output().unwrap();
+    let output = taskmeter()
+        .args(["run", "--runtimes", "thread", "--duration", "200ms", "--warmup", "0", "-o", quiet.to_str().unwrap()])
+        .stderr(full())
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(run_json(&quiet)["complete"], true);
 }
@@ -449,7 +699,21 @@ fn bad_input_is_one_line_even_for_a_huge_value() {
     assert!(stderr.contains("(52428800 bytes)"), "{}", &stderr[..stderr.len().min(500)]);
     // A task of 1000 s: the estimate says so before anything long starts.
     let folder = dir.path().join("long-tasks");
-    let run = Background::start(&["run", "granularity", "--runtimes", "thread", "--task-busy", "1000s", "--repeat", "1", "-o", folder.to_str().unwrap()], &[]);
+    let run = Background::start(
+        &[
+            "run",
+            "granularity",
+            "--runtimes",
+            "thread",
+            "--task-busy",
+            "1000s",
+            "--repeat",
+            "1",
+            "-o",
+            folder.to_str().unwrap(),
+        ],
+        &[],
+    );
     run.wait_for_stderr("(about ");
     run.signal(libc::SIGTERM);
     let done = run.finish();

@@ -10,7 +10,18 @@ mod common;
 use common::{assert_refused, run, stderr, stdout, taskmeter, worker_of};
 
 /// Small and quick: four task sizes, 40 ms each.
-const QUICK: &[&str] = &["--task-busy", "100us,10us,1us,100ns", "--duration", "40ms", "--warmup", "5ms", "--calibrate", "2ms", "--steps", "10"];
+const QUICK: &[&str] = &[
+    "--task-busy",
+    "100us,10us,1us,100ns",
+    "--duration",
+    "40ms",
+    "--warmup",
+    "5ms",
+    "--calibrate",
+    "2ms",
+    "--steps",
+    "10",
+];
 
 fn record(folder: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(folder.join("granularity.json")).unwrap()).unwrap()
@@ -24,7 +35,11 @@ fn f(v: &serde_json::Value) -> f64 {
 fn runtimes_are_ranked_by_metg_from_checked_tasks() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("g");
-    let output = run(&[&["run", "granularity", "--runtimes", "thread,tokio-ct,smol", "--repeat", "2", "-o", folder.to_str().unwrap()], QUICK].concat());
+    let output = run(&[
+        &["run", "granularity", "--runtimes", "thread,tokio-ct,smol", "--repeat", "2", "-o", folder.to_str().unwrap()],
+        QUICK,
+    ]
+    .concat());
     assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
     let table = stdout(&output);
     assert!(table.contains("METG(50 %)") && table.contains("efficiency (%) at each task size"), "{table}");
@@ -37,7 +52,10 @@ fn runtimes_are_ranked_by_metg_from_checked_tasks() {
     for run in runs {
         assert!(run["error"].is_null(), "{run}");
         let points = run["points"].as_array().unwrap();
-        assert_eq!(points.iter().map(|p| p["grain_ns"].as_u64().unwrap()).collect::<Vec<_>>(), [100_000, 10_000, 1_000, 100]);
+        assert_eq!(
+            points.iter().map(|p| p["grain_ns"].as_u64().unwrap()).collect::<Vec<_>>(),
+            [100_000, 10_000, 1_000, 100]
+        );
         for p in points {
             // Every task started was completed and returned the right result.
             let tasks = p["tasks"].as_u64().unwrap();
@@ -45,7 +63,8 @@ fn runtimes_are_ranked_by_metg_from_checked_tasks() {
             assert_eq!((p["completed"].as_u64().unwrap(), p["wrong"].as_u64().unwrap()), (tasks, 0));
             // The figures follow their definitions from the worker's raw counts.
             // The task's work: the faster of its two serial baselines, before and after its rounds.
-            let task_ns = (f(&p["serial_ns"]) / f(&p["serial_tasks"])).min(f(&p["serial_after_ns"]) / f(&p["serial_after_tasks"]));
+            let task_ns = (f(&p["serial_ns"]) / f(&p["serial_tasks"]))
+                .min(f(&p["serial_after_ns"]) / f(&p["serial_after_tasks"]));
             let granularity = f(&p["wall_ns"]) * f(&p["cores"]) / tasks as f64;
             assert!((f(&p["task_ns"]) - task_ns).abs() < 1e-6 * task_ns);
             assert!((f(&p["granularity_ns"]) - granularity).abs() < 1e-6 * granularity);
@@ -63,9 +82,19 @@ fn runtimes_are_ranked_by_metg_from_checked_tasks() {
             assert_eq!(s["cores"], cores, "one-threaded runtimes divide by one core");
         }
         // Two repetitions: a Student-t interval with one degree of freedom, or a bound.
-        assert!(s["metg_ns"]["degrees_of_freedom"] == 1.0 || !s["metg_bound"].is_null() || s["metg_ns"].is_null(), "{s}");
+        assert!(
+            s["metg_ns"]["degrees_of_freedom"] == 1.0 || !s["metg_bound"].is_null() || s["metg_ns"].is_null(),
+            "{s}"
+        );
         assert_eq!(s["efficiency"].as_array().unwrap().len(), 4);
-        assert_eq!(table.lines().filter(|l| !l.starts_with("warning:") && l.split_whitespace().nth(1) == s["runtime"].as_str()).count(), 1, "{table}");
+        assert_eq!(
+            table
+                .lines()
+                .filter(|l| !l.starts_with("warning:") && l.split_whitespace().nth(1) == s["runtime"].as_str())
+                .count(),
+            1,
+            "{table}"
+        );
     }
     let csv = std::fs::read_to_string(folder.join("summary.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 6 * 4, "a line per runtime, repetition and task size");
@@ -85,11 +114,30 @@ fn every_pattern_runs_in_every_rust_runtime() {
     for pattern in ["chain", "stencil"] {
         let dir = tempfile::tempdir().unwrap();
         let folder = dir.path().join(pattern);
-        let output = run(&[&["run", "granularity", "--pattern", pattern, "--runtimes", "thread,tokio-ct,tokio-mt,smol,embassy", "--repeat", "1", "-o", folder.to_str().unwrap()], QUICK].concat());
+        let output = run(&[
+            &[
+                "run",
+                "granularity",
+                "--pattern",
+                pattern,
+                "--runtimes",
+                "thread,tokio-ct,tokio-mt,smol,embassy",
+                "--repeat",
+                "1",
+                "-o",
+                folder.to_str().unwrap(),
+            ],
+            QUICK,
+        ]
+        .concat());
         assert!(output.status.success(), "{pattern}: {}{}", stdout(&output), stderr(&output));
         let record = record(&folder);
         assert_eq!(record["settings"]["pattern"], pattern);
-        assert!(record["runs"].as_array().unwrap().iter().all(|r| r["error"].is_null() && r["points"].as_array().unwrap().len() == 4));
+        assert!(record["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["error"].is_null() && r["points"].as_array().unwrap().len() == 4));
     }
 }
 
@@ -98,8 +146,25 @@ fn a_runtime_that_cannot_hold_the_tasks_fails_its_own_row_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("pool");
     // embassy's static pool holds 4,096 tasks; trivial starts width x steps at once.
-    let args = ["run", "granularity", "--runtimes", "embassy,tokio-ct", "--width", "100", "--steps", "41", "--task-busy", "1us,100ns", "--repeat", "1"];
-    let output = run(&[&args[..], &["--duration", "20ms", "--warmup", "0", "--calibrate", "2ms", "-o", folder.to_str().unwrap()]].concat());
+    let args = [
+        "run",
+        "granularity",
+        "--runtimes",
+        "embassy,tokio-ct",
+        "--width",
+        "100",
+        "--steps",
+        "41",
+        "--task-busy",
+        "1us,100ns",
+        "--repeat",
+        "1",
+    ];
+    let output = run(&[
+        &args[..],
+        &["--duration", "20ms", "--warmup", "0", "--calibrate", "2ms", "-o", folder.to_str().unwrap()],
+    ]
+    .concat());
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let record = record(&folder);
     let runs = record["runs"].as_array().unwrap();
@@ -115,7 +180,20 @@ fn ctrl_c_keeps_the_task_sizes_measured() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("g");
     let child = taskmeter()
-        .args(["run", "granularity", "--runtimes", "tokio-ct,smol", "--task-busy", "10us,1us", "--duration", "300ms", "--warmup", "0", "--calibrate", "2ms"])
+        .args([
+            "run",
+            "granularity",
+            "--runtimes",
+            "tokio-ct,smol",
+            "--task-busy",
+            "10us,1us",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "0",
+            "--calibrate",
+            "2ms",
+        ])
         .args(["--repeat", "50", "-o", folder.to_str().unwrap()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -130,7 +208,10 @@ fn ctrl_c_keeps_the_task_sizes_measured() {
     assert_eq!(record["complete"], false);
     let runs = record["runs"].as_array().unwrap();
     assert!(runs.len() < 100, "stopped early");
-    assert!(runs.iter().any(|r| r["error"].is_null() && r["points"].as_array().unwrap().len() == 2), "workers that ended before Ctrl-C are kept");
+    assert!(
+        runs.iter().any(|r| r["error"].is_null() && r["points"].as_array().unwrap().len() == 2),
+        "workers that ended before Ctrl-C are kept"
+    );
 }
 
 #[test]
@@ -145,7 +226,10 @@ fn bad_granularity_input_gets_one_clear_line() {
         (vec!["run", "granularity", "--calibrate", "10us"], "calibrate_ns must be at least 1 ms"),
         (vec!["run", "granularity", "--units", "5"], "--units does not apply to `run granularity`"),
         (vec!["run", "granularity", "--sleep", "fixed:1ms"], "--sleep does not apply to `run granularity`"),
-        (vec!["run", "sleep", "--pattern", "chain"], "--pattern does not apply to `run sleep` (it applies to granularity)"),
+        (
+            vec!["run", "sleep", "--pattern", "chain"],
+            "--pattern does not apply to `run sleep` (it applies to granularity)",
+        ),
         (vec!["run", "net", "--task-busy", "1ms"], "--task-busy does not apply to `run net`"),
     ]);
 }
@@ -156,7 +240,12 @@ fn every_runtime_runs_the_preset_in_one_table() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("all");
     let preset = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/granularity-metg.toml");
-    let output = run(&[&["run", preset.to_str().unwrap()], QUICK, &["--repeat", "1", "--runtimes", "all", "--grace", "60s", "-o", folder.to_str().unwrap()]].concat());
+    let output = run(&[
+        &["run", preset.to_str().unwrap()],
+        QUICK,
+        &["--repeat", "1", "--runtimes", "all", "--grace", "60s", "-o", folder.to_str().unwrap()],
+    ]
+    .concat());
     assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
     let record = record(&folder);
     let runs = record["runs"].as_array().unwrap();
@@ -172,7 +261,22 @@ fn every_runtime_runs_the_preset_in_one_table() {
 fn three_workers_per_runtime_give_intervals_by_default() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("default");
-    let output = run(&["run", "granularity", "--runtimes", "tokio-ct", "--task-busy", "10us,100ns", "--duration", "10ms", "--warmup", "0", "--calibrate", "1ms", "-o", folder.to_str().unwrap()]);
+    let output = run(&[
+        "run",
+        "granularity",
+        "--runtimes",
+        "tokio-ct",
+        "--task-busy",
+        "10us,100ns",
+        "--duration",
+        "10ms",
+        "--warmup",
+        "0",
+        "--calibrate",
+        "1ms",
+        "-o",
+        folder.to_str().unwrap(),
+    ]);
     assert!(output.status.success(), "{}", stderr(&output));
     let record = record(&folder);
     assert_eq!(record["settings"]["repeat"], 3);

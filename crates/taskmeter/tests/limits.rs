@@ -6,7 +6,8 @@
 mod common;
 use common::*;
 
-const OS_THREAD_RUNTIMES: [&str; 7] = ["thread", "c-thread", "go-locked", "python-thread", "python-abs", "java-thread", "node-worker"];
+const OS_THREAD_RUNTIMES: [&str; 7] =
+    ["thread", "c-thread", "go-locked", "python-thread", "python-abs", "java-thread", "node-worker"];
 
 #[test]
 fn every_os_thread_runtime_stops_at_the_machines_limit_with_a_partial_row() {
@@ -14,10 +15,28 @@ fn every_os_thread_runtime_stops_at_the_machines_limit_with_a_partial_row() {
     for runtime in available(&OS_THREAD_RUNTIMES) {
         let folder = dir.path().join(runtime);
         let output = run(&[
-            "run", "volume", "--runtimes", runtime, "--units", "100000", "--duration", "500ms", "--warmup", "100ms",
-            "--grace", "120s", "-o", folder.to_str().unwrap(),
+            "run",
+            "volume",
+            "--runtimes",
+            runtime,
+            "--units",
+            "100000",
+            "--duration",
+            "500ms",
+            "--warmup",
+            "100ms",
+            "--grace",
+            "120s",
+            "-o",
+            folder.to_str().unwrap(),
         ]);
-        assert_eq!(output.status.code(), Some(0), "{runtime}: a partial row is a result:\n{}{}", stdout(&output), stderr(&output));
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{runtime}: a partial row is a result:\n{}{}",
+            stdout(&output),
+            stderr(&output)
+        );
         let record = run_json(&folder);
         let row = &record["rows"][0];
         assert_eq!(row["status"], "partial", "{runtime}: {row}");

@@ -29,7 +29,21 @@ fn every_native_receiver_acknowledges_every_message() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let output = taskmeter()
-        .args(["run", "net", "--repeat", "1", "--receivers", "thread,tokio-mt,c-thread,go", "--senders", "1,3", "--messages", "301", "--message-size", "100", "-o"])
+        .args([
+            "run",
+            "net",
+            "--repeat",
+            "1",
+            "--receivers",
+            "thread,tokio-mt,c-thread,go",
+            "--senders",
+            "1,3",
+            "--messages",
+            "301",
+            "--message-size",
+            "100",
+            "-o",
+        ])
         .arg(&out)
         .output()
         .unwrap();
@@ -56,7 +70,8 @@ fn every_native_receiver_acknowledges_every_message() {
         }
         assert_eq!(points_ratio(&record, receiver, 1), 1.0, "the 1-sender point is its own base");
     }
-    for file in ["summary.csv", "report.html", "charts/ratio.svg", "charts/throughput.svg", "charts/round-trip-p99.svg"] {
+    for file in ["summary.csv", "report.html", "charts/ratio.svg", "charts/throughput.svg", "charts/round-trip-p99.svg"]
+    {
         assert!(out.join(file).is_file(), "{file}");
     }
     assert_eq!(std::fs::read_to_string(out.join("summary.csv")).unwrap().lines().count(), 1 + 8);
@@ -79,7 +94,20 @@ fn per_sender_mode_sends_the_count_from_every_sender() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let output = taskmeter()
-        .args(["run", "net", "--repeat", "1", "--receivers", "thread", "--senders", "4", "--messages", "25", "--per-sender", "-o"])
+        .args([
+            "run",
+            "net",
+            "--repeat",
+            "1",
+            "--receivers",
+            "thread",
+            "--senders",
+            "4",
+            "--messages",
+            "25",
+            "--per-sender",
+            "-o",
+        ])
         .arg(&out)
         .output()
         .unwrap();
@@ -100,7 +128,21 @@ fn a_receiver_that_crashes_or_stops_acknowledging_fails_its_point_only() {
     let output = taskmeter()
         .env("TASKMETER_RECEIVER_GO", &crash)
         .env("TASKMETER_RECEIVER_C_THREAD", &silent)
-        .args(["run", "net", "--repeat", "1", "--receivers", "go,c-thread,thread", "--senders", "2", "--messages", "20", "--grace", "1s", "-o"])
+        .args([
+            "run",
+            "net",
+            "--repeat",
+            "1",
+            "--receivers",
+            "go,c-thread,thread",
+            "--senders",
+            "2",
+            "--messages",
+            "20",
+            "--grace",
+            "1s",
+            "-o",
+        ])
         .arg(&out)
         .output()
         .unwrap();
@@ -108,7 +150,10 @@ fn a_receiver_that_crashes_or_stops_acknowledging_fails_its_point_only() {
     assert!(started.elapsed() < Duration::from_secs(50), "a bounded wait, not the fake receiver's 60 s");
     let record = net_json(&out);
     let crashed = points(&record, "go")[0]["error"].as_str().unwrap().to_string();
-    assert!(crashed.contains("exited with status 3") || crashed.contains("cannot connect") || crashed.contains("no ack"), "{crashed}");
+    assert!(
+        crashed.contains("exited with status 3") || crashed.contains("cannot connect") || crashed.contains("no ack"),
+        "{crashed}"
+    );
     let silent_error = points(&record, "c-thread")[0]["error"].as_str().unwrap().to_string();
     assert!(silent_error.contains("sent no taskmeter challenge"), "{silent_error}");
     assert_eq!(points(&record, "thread")[0]["error"], serde_json::Value::Null, "the other receivers are kept");
@@ -119,7 +164,11 @@ fn a_receiver_that_crashes_or_stops_acknowledging_fails_its_point_only() {
 #[test]
 fn a_receiver_that_cannot_start_says_why() {
     let dir = tempfile::tempdir().unwrap();
-    let broken = fake_receiver(dir.path(), "broken", r#"read plan; echo '{"type":"error","message":"fd 3 is not a socket"}'; exit 1"#);
+    let broken = fake_receiver(
+        dir.path(),
+        "broken",
+        r#"read plan; echo '{"type":"error","message":"fd 3 is not a socket"}'; exit 1"#,
+    );
     let out = dir.path().join("out");
     let output = taskmeter()
         .env("TASKMETER_RECEIVER_GO", &broken)
@@ -143,22 +192,36 @@ fn start_serve(args: &[&str], env: &[(&str, &Path)]) -> Background {
 }
 
 fn send(port: u16, credentials: &[&str], load: &[&str]) -> std::process::Output {
-    taskmeter().args(["net", "send", "--to", &format!("127.0.0.1:{port}")]).args(credentials).args(load).output().unwrap()
+    taskmeter()
+        .args(["net", "send", "--to", &format!("127.0.0.1:{port}")])
+        .args(credentials)
+        .args(load)
+        .output()
+        .unwrap()
 }
 
 #[test]
 fn serve_and_send_on_two_sides() {
     let port = free_port();
-    let serve = start_serve(&["--runtime", "c-thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "1,2", "--messages", "50"], &[]);
+    let serve = start_serve(
+        &["--runtime", "c-thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "1,2", "--messages", "50"],
+        &[],
+    );
     // The senders wait for the receiver to listen, at each point.
     let sent = send(port, &["--cookie", &serve.cookie()], &["--senders", "1,2", "--messages", "50"]);
     assert!(sent.status.success(), "{}{}", stdout(&sent), stderr(&sent));
     let text = stdout(&sent);
-    assert!(text.contains("1 senders: 50 of 50 messages acknowledged") && text.contains("2 senders: 50 of 50"), "{text}");
+    assert!(
+        text.contains("1 senders: 50 of 50 messages acknowledged") && text.contains("2 senders: 50 of 50"),
+        "{text}"
+    );
     let Finished { status, stdout: out, stderr: err } = serve.finish();
     assert!(status.success(), "{err}");
     assert!(out.contains("2 senders: 50 messages in"), "{out}");
-    assert!(err.contains(&format!("listening on 127.0.0.1:{port}; no key: the session cookie admits senders")), "{err}");
+    assert!(
+        err.contains(&format!("listening on 127.0.0.1:{port}; no key: the session cookie admits senders")),
+        "{err}"
+    );
 }
 
 /// The connections a stray client makes: an HTTP request, random bytes, one that sends
@@ -207,7 +270,10 @@ fn strangers_never_join_and_every_message_of_the_senders_is_acknowledged() {
         // The built-in receiver takes the full crowd of the issue; the others a smaller one.
         let crowd = if receiver == "thread" { 1000 } else { 100 };
         let port = free_port();
-        let serve = start_serve(&["--runtime", receiver, "--listen", &format!("127.0.0.1:{port}"), "--senders", "2", "--messages", "20000"], &[]);
+        let serve = start_serve(
+            &["--runtime", receiver, "--listen", &format!("127.0.0.1:{port}"), "--senders", "2", "--messages", "20000"],
+            &[],
+        );
         let cookie = serve.cookie();
         serve.wait_for_stderr("waiting for 2 sender(s)");
         let strays = strangers(port, crowd);
@@ -230,10 +296,14 @@ fn strangers_never_join_and_every_message_of_the_senders_is_acknowledged() {
 fn a_connection_during_a_point_never_joins_and_the_point_is_measured_in_full() {
     use std::io::Read;
     let port = free_port();
-    let serve = start_serve(&["--runtime", "thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "2", "--messages", "300000"], &[]);
+    let serve = start_serve(
+        &["--runtime", "thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "2", "--messages", "300000"],
+        &[],
+    );
     let cookie = serve.cookie();
     serve.wait_for_stderr("waiting for 2 sender(s)");
-    let sender = std::thread::spawn(move || send(port, &["--cookie", &cookie], &["--senders", "2", "--messages", "300000"]));
+    let sender =
+        std::thread::spawn(move || send(port, &["--cookie", &cookie], &["--senders", "2", "--messages", "300000"]));
     std::thread::sleep(Duration::from_millis(500));
     // Refused by the kernel once every sender has joined (the receiver stopped listening), or
     // by the handshake before: either way it is closed, never served.
@@ -246,7 +316,11 @@ fn a_connection_during_a_point_never_joins_and_the_point_is_measured_in_full() {
         }
     }
     let sent = sender.join().unwrap();
-    assert!(sent.status.success() && stdout(&sent).contains("300000 of 300000 messages acknowledged"), "{}", stdout(&sent));
+    assert!(
+        sent.status.success() && stdout(&sent).contains("300000 of 300000 messages acknowledged"),
+        "{}",
+        stdout(&sent)
+    );
     let Finished { status, stdout: out, .. } = serve.finish();
     assert!(status.success() && out.contains("2 senders: 300000 messages in"), "{out}");
 }
@@ -258,14 +332,34 @@ fn a_sender_with_the_wrong_key_or_cookie_and_a_port_that_is_not_a_receiver_get_o
     std::fs::write(&key, [7u8; 32]).unwrap();
     std::fs::write(&other, [8u8; 32]).unwrap();
     let port = free_port();
-    let serve = start_serve(&["--runtime", "thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "1", "--messages", "100", "--key-file", key.to_str().unwrap()], &[]);
+    let serve = start_serve(
+        &[
+            "--runtime",
+            "thread",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--senders",
+            "1",
+            "--messages",
+            "100",
+            "--key-file",
+            key.to_str().unwrap(),
+        ],
+        &[],
+    );
     serve.wait_for_stderr("waiting for 1 sender(s)");
     assert!(serve.stderr().contains("a key is required"));
     let load = ["--senders", "1", "--messages", "100"];
-    for credentials in [vec!["--key-file", other.to_str().unwrap()], vec!["--cookie", "0123456789abcdef0123456789abcdef"]] {
+    for credentials in
+        [vec!["--key-file", other.to_str().unwrap()], vec!["--cookie", "0123456789abcdef0123456789abcdef"]]
+    {
         let refused = send(port, &credentials, &load);
         assert_eq!(refused.status.code(), Some(1), "{credentials:?}");
-        assert!(stdout(&refused).contains("refused sender 0: wrong cookie or key"), "{credentials:?}: {}", stdout(&refused));
+        assert!(
+            stdout(&refused).contains("refused sender 0: wrong cookie or key"),
+            "{credentials:?}: {}",
+            stdout(&refused)
+        );
     }
     let sent = send(port, &["--key-file", key.to_str().unwrap()], &load);
     assert!(sent.status.success(), "{}", stdout(&sent));
@@ -274,7 +368,13 @@ fn a_sender_with_the_wrong_key_or_cookie_and_a_port_that_is_not_a_receiver_get_o
     assert_eq!(err.matches("wrong token for sender 0").count(), 2, "{err}");
 
     // Not a taskmeter receiver: one that answers something else, one that says nothing.
-    for (answer, expected) in [(Some("HTTP/1.1 400 Bad Request\r\n\r\n"), "is not a taskmeter receiver: it answered \"HTTP/1.1 400 Bad Request"), (None, "sent no taskmeter challenge")] {
+    for (answer, expected) in [
+        (
+            Some("HTTP/1.1 400 Bad Request\r\n\r\n"),
+            "is not a taskmeter receiver: it answered \"HTTP/1.1 400 Bad Request",
+        ),
+        (None, "sent no taskmeter challenge"),
+    ] {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         std::thread::spawn(move || {
@@ -294,7 +394,10 @@ fn a_sender_with_the_wrong_key_or_cookie_and_a_port_that_is_not_a_receiver_get_o
         assert!(started.elapsed() < Duration::from_secs(60), "bounded");
     }
     assert_refused(&[
-        (vec!["net", "send", "--to", "127.0.0.1:1", "--cookie", "xyz"], "--cookie 'xyz' is not the 32 hexadecimal digits"),
+        (
+            vec!["net", "send", "--to", "127.0.0.1:1", "--cookie", "xyz"],
+            "--cookie 'xyz' is not the 32 hexadecimal digits",
+        ),
         (vec!["net", "send", "--to", "127.0.0.1:1"], "--cookie"),
         (vec!["net", "serve", "--key-file", "/nonexistent/key"], "cannot read the key file /nonexistent/key"),
     ]);
@@ -304,9 +407,16 @@ fn a_sender_with_the_wrong_key_or_cookie_and_a_port_that_is_not_a_receiver_get_o
 fn a_port_in_use_and_bad_flags_are_one_line() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = taken.local_addr().unwrap().to_string();
-    let output = taskmeter().args(["net", "serve", "--runtime", "thread", "--listen", &address, "--senders", "1"]).output().unwrap();
+    let output = taskmeter()
+        .args(["net", "serve", "--runtime", "thread", "--listen", &address, "--senders", "1"])
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).starts_with("taskmeter: cannot listen on") && stderr(&output).lines().count() == 1, "{}", stderr(&output));
+    assert!(
+        stderr(&output).starts_with("taskmeter: cannot listen on") && stderr(&output).lines().count() == 1,
+        "{}",
+        stderr(&output)
+    );
     assert_refused(&[
         (vec!["run", "net", "--senders", "0"], "invalid sender count '0'"),
         (vec!["run", "net", "--senders", "5..1"], "starts above its end"),
@@ -323,7 +433,21 @@ fn the_webassembly_receiver_acknowledges_every_message() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let output = taskmeter()
-        .args(["run", "net", "--repeat", "1", "--receivers", "wasm-thread,wasm-go", "--senders", "1,4", "--messages", "400", "--message-size", "512", "-o"])
+        .args([
+            "run",
+            "net",
+            "--repeat",
+            "1",
+            "--receivers",
+            "wasm-thread,wasm-go",
+            "--senders",
+            "1,4",
+            "--messages",
+            "400",
+            "--message-size",
+            "512",
+            "-o",
+        ])
         .arg(&out)
         .output()
         .unwrap();
@@ -338,9 +462,18 @@ fn the_webassembly_receiver_acknowledges_every_message() {
     // A guest that is not WebAssembly fails its point, with wasmtime's reason.
     let host = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/wasm-host/release/taskmeter-wasm");
     std::fs::write(dir.path().join("garbage.wasm"), "not wasm").unwrap();
-    let bad = fake_receiver(dir.path(), "bad-guest", &format!("exec {} {}", host.display(), dir.path().join("garbage.wasm").display()));
+    let bad = fake_receiver(
+        dir.path(),
+        "bad-guest",
+        &format!("exec {} {}", host.display(), dir.path().join("garbage.wasm").display()),
+    );
     let out = dir.path().join("bad");
-    let output = taskmeter().env("TASKMETER_RECEIVER_WASM_THREAD", &bad).args(["run", "net", "--repeat", "1", "--receivers", "wasm-thread", "--senders", "1", "-o"]).arg(&out).output().unwrap();
+    let output = taskmeter()
+        .env("TASKMETER_RECEIVER_WASM_THREAD", &bad)
+        .args(["run", "net", "--repeat", "1", "--receivers", "wasm-thread", "--senders", "1", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(1));
     let error = points(&net_json(&out), "wasm-thread")[0]["error"].as_str().unwrap().to_string();
     assert!(error.contains("cannot load the guest") && error.contains("garbage.wasm"), "{error}");
@@ -359,7 +492,19 @@ fn a_missing_rust_target_makes_the_wasm_receiver_unavailable_and_skipped() {
     let out = dir.path().join("out");
     let output = taskmeter()
         .env("RUSTC", &rustc)
-        .args(["run", "net", "--repeat", "1", "--receivers", "wasm-thread,thread", "--senders", "1", "--messages", "50", "-o"])
+        .args([
+            "run",
+            "net",
+            "--repeat",
+            "1",
+            "--receivers",
+            "wasm-thread,thread",
+            "--senders",
+            "1",
+            "--messages",
+            "50",
+            "-o",
+        ])
         .arg(&out)
         .output()
         .unwrap();

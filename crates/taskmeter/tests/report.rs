@@ -33,7 +33,16 @@ fn a_sweep_draws_every_chart_and_a_self_contained_report() {
     let output = measure(
         &folder,
         "thread,smol",
-        &["--sweep", "busy=0,1000,1000000", "--export-markdown", out.to_str().unwrap(), "--export-csv", csv.to_str().unwrap(), "--export-json", json.to_str().unwrap()],
+        &[
+            "--sweep",
+            "busy=0,1000,1000000",
+            "--export-markdown",
+            out.to_str().unwrap(),
+            "--export-csv",
+            csv.to_str().unwrap(),
+            "--export-json",
+            json.to_str().unwrap(),
+        ],
     );
     let console = stdout(&output);
     for label in ["point 1/3: busy=0", "point 2/3: busy=1000", "point 3/3: busy=1000000"] {
@@ -41,9 +50,13 @@ fn a_sweep_draws_every_chart_and_a_self_contained_report() {
     }
     assert!(console.contains("busy swept: 0, 1000, 1000000"));
 
-    let mut charts: Vec<String> = std::fs::read_dir(folder.join("charts")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut charts: Vec<String> = std::fs::read_dir(folder.join("charts"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     charts.sort();
-    let mut expected: Vec<String> = ["mean", "p99", "samples", "ratio"].iter().map(|s| format!("sweep-busy-{s}.svg")).collect();
+    let mut expected: Vec<String> =
+        ["mean", "p99", "samples", "ratio"].iter().map(|s| format!("sweep-busy-{s}.svg")).collect();
     for point in 1..=3 {
         expected.push(format!("point-{point}-lateness-cdf.svg"));
         expected.push(format!("point-{point}-deviation-bars.svg"));
@@ -59,7 +72,10 @@ fn a_sweep_draws_every_chart_and_a_self_contained_report() {
         assert!(svg.contains("thread") && svg.contains("smol"), "{chart} has a legend or labels for both runtimes");
         assert!(report.contains(&svg), "{chart} is inlined in report.html");
     }
-    assert!(!report.contains("src=\"http") && !report.contains("href=\"http") && !report.contains("<link"), "nothing is fetched");
+    assert!(
+        !report.contains("src=\"http") && !report.contains("href=\"http") && !report.contains("<link"),
+        "nothing is fetched"
+    );
     assert_eq!(report.matches("<table class=\"results\">").count(), 3 + 1, "one per point, and why the rows differ");
     assert!(report.contains(&format!("{}", record(&folder)["order"]["seed"])));
 
@@ -92,10 +108,19 @@ fn a_seed_repeats_the_order_and_the_order_interleaves() {
     let dir = tempfile::tempdir().unwrap();
     let order = |name: &str| -> Vec<(String, u64)> {
         let folder = dir.path().join(name);
-        measure(&folder, "thread,smol,tokio-ct", &["--sweep", "units=1,2", "--seed", "7", "--duration", "60ms", "--warmup", "0"]);
+        measure(
+            &folder,
+            "thread,smol,tokio-ct",
+            &["--sweep", "units=1,2", "--seed", "7", "--duration", "60ms", "--warmup", "0"],
+        );
         let rec = record(&folder);
         assert_eq!(rec["order"]["seed"], 7);
-        rec["rows"].as_array().unwrap().iter().map(|r| (r["runtime"].as_str().unwrap().to_string(), r["point"].as_u64().unwrap())).collect()
+        rec["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["runtime"].as_str().unwrap().to_string(), r["point"].as_u64().unwrap()))
+            .collect()
     };
     let first = order("a");
     assert_eq!(first, order("b"));
@@ -113,7 +138,8 @@ fn compare_says_no_change_against_itself_and_reports_a_real_change() {
     // change: 100 times the arithmetic, whose direction no load on the machine can hide (a
     // sleep's lateness can swing between runs more than any knob moves it). The verdicts
     // themselves are checked against hand-computed tests in analysis::compare.
-    let flags = ["--sleep", "fixed:500us", "--duration", "300ms", "--warmup", "100ms", "--repeat", "3", "--metric", "busy"];
+    let flags =
+        ["--sleep", "fixed:500us", "--duration", "300ms", "--warmup", "100ms", "--repeat", "3", "--metric", "busy"];
     measure(&light, "thread,c-thread", &[&flags[..], &["--busy", "1000"]].concat());
     measure(&heavy, "thread,c-thread", &[&flags[..], &["--busy", "100000"]].concat());
     let (a, b) = (light.to_str().unwrap(), heavy.to_str().unwrap());
@@ -135,11 +161,18 @@ fn compare_says_no_change_against_itself_and_reports_a_real_change() {
     assert!(busy_lines.iter().all(|l| l.contains(" +") && !l.ends_with("improved")), "{table}");
     let regressed = busy_lines.iter().filter(|l| l.ends_with("regressed")).count();
     assert!(table.contains(&format!("{regressed} regressed, 0 improved")), "{table}");
-    assert_eq!(worse.status.code(), Some(if regressed > 0 { 1 } else { 0 }), "exit 1 exactly when something regressed:\n{table}");
+    assert_eq!(
+        worse.status.code(),
+        Some(if regressed > 0 { 1 } else { 0 }),
+        "exit 1 exactly when something regressed:\n{table}"
+    );
 
     let better = run(&["compare", b, a, "--force"]);
     assert_eq!(better.status.code(), Some(0), "an improvement never fails: {}", stdout(&better));
-    assert!(stdout(&better).lines().filter(|l| l.contains(" busy ")).all(|l| l.contains(" -") && !l.ends_with("regressed")));
+    assert!(stdout(&better)
+        .lines()
+        .filter(|l| l.contains(" busy "))
+        .all(|l| l.contains(" -") && !l.ends_with("regressed")));
 
     // A huge threshold turns the same change into "no change".
     let tolerant = run(&["compare", a, b, "--force", "--threshold", "1000000%"]);
@@ -199,14 +232,18 @@ fn repetitions_are_interleaved_workers_and_give_intervals_between_them() {
     assert_eq!(rows.len(), 2 * 2 * 3, "one worker per runtime, point and repetition");
     for runtime in ["thread", "smol"] {
         for point in 0..2 {
-            let mut repetitions: Vec<u64> =
-                rows.iter().filter(|r| r["runtime"] == runtime && r["point"] == point).map(|r| r["repetition"].as_u64().unwrap()).collect();
+            let mut repetitions: Vec<u64> = rows
+                .iter()
+                .filter(|r| r["runtime"] == runtime && r["point"] == point)
+                .map(|r| r["repetition"].as_u64().unwrap())
+                .collect();
             repetitions.sort();
             assert_eq!(repetitions, [1, 2, 3], "{runtime} at point {point}");
         }
     }
     // Shuffled: a runtime's three repetitions of a point do not all run back to back.
-    let order: Vec<(String, u64)> = rows.iter().map(|r| (r["runtime"].as_str().unwrap().to_string(), r["point"].as_u64().unwrap())).collect();
+    let order: Vec<(String, u64)> =
+        rows.iter().map(|r| (r["runtime"].as_str().unwrap().to_string(), r["point"].as_u64().unwrap())).collect();
     assert!(order.windows(3).any(|w| w[0] != w[1] || w[1] != w[2]));
     let table = stdout(&output);
     assert!(table.contains("| 3 repetitions"), "{table}");
@@ -246,22 +283,55 @@ fn every_record_kind_loads_through_one_versioned_header() {
     let dir = tempfile::tempdir().unwrap();
     let (bench, net) = (dir.path().join("bench"), dir.path().join("net"));
     let file = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
-    let ran = run(&["bench", "--scenario", "a=true", "--warmup", "0", "--time", "100ms", "-o", bench.to_str().unwrap(),
-        "--export-csv", &file("bench.csv"), "--export-markdown", &file("bench.md")]);
+    let ran = run(&[
+        "bench",
+        "--scenario",
+        "a=true",
+        "--warmup",
+        "0",
+        "--time",
+        "100ms",
+        "-o",
+        bench.to_str().unwrap(),
+        "--export-csv",
+        &file("bench.csv"),
+        "--export-markdown",
+        &file("bench.md"),
+    ]);
     assert!(ran.status.success(), "{}", stderr(&ran));
-    let ran = run(&["run", "net", "--receivers", "thread", "--senders", "1", "--messages", "20", "-o", net.to_str().unwrap(),
-        "--export-csv", &file("net.csv"), "--export-markdown", &file("net.md")]);
+    let ran = run(&[
+        "run",
+        "net",
+        "--receivers",
+        "thread",
+        "--senders",
+        "1",
+        "--messages",
+        "20",
+        "-o",
+        net.to_str().unwrap(),
+        "--export-csv",
+        &file("net.csv"),
+        "--export-markdown",
+        &file("net.md"),
+    ]);
     assert!(ran.status.success(), "{}", stderr(&ran));
     // Every exporter works for every record kind.
     let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
-    assert!(read("bench.csv").starts_with("scenario,input,ips,") && read("bench.csv").lines().nth(1).unwrap().starts_with("a,"));
+    assert!(
+        read("bench.csv").starts_with("scenario,input,ips,")
+            && read("bench.csv").lines().nth(1).unwrap().starts_with("a,")
+    );
     assert!(read("bench.md").contains("| scenario | input | ips |") && read("bench.md").contains("| a |"));
     assert!(read("net.csv").starts_with("receiver,senders,repetition,") && read("net.csv").contains("\nthread,1,1,"));
     assert!(read("net.md").contains("| receiver | senders |") && read("net.md").contains("| thread | 1 |"));
     for (folder, file, schema) in [(&bench, "bench.json", "taskmeter.bench"), (&net, "net.json", "taskmeter.net")] {
         let text = std::fs::read_to_string(folder.join(file)).unwrap();
         let json: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!((json["schema"].as_str(), json["schema_version"].as_u64(), json["complete"].as_bool()), (Some(schema), Some(2), Some(true)));
+        assert_eq!(
+            (json["schema"].as_str(), json["schema_version"].as_u64(), json["complete"].as_bool()),
+            (Some(schema), Some(2), Some(true))
+        );
         for key in ["taskmeter_version", "command_line", "started_at", "finished_at", "environment"] {
             assert!(!json[key].is_null(), "{file}: {key}");
         }
@@ -272,7 +342,10 @@ fn every_record_kind_loads_through_one_versioned_header() {
         std::fs::write(folder.join(file), text.replacen("\"schema_version\": 2", "\"schema_version\": 9", 1)).unwrap();
     }
     assert_refused(&[
-        (vec!["report", bench.to_str().unwrap()], "has schema version 9: it was written by a newer taskmeter than this one (which reads versions 2 to 2)"),
+        (
+            vec!["report", bench.to_str().unwrap()],
+            "has schema version 9: it was written by a newer taskmeter than this one (which reads versions 2 to 2)",
+        ),
         (vec!["report", net.to_str().unwrap()], "has schema version 9"),
     ]);
 }
@@ -302,7 +375,10 @@ fn assert_refused_lines(args: &[&str], folder: &Path, lines: &[String]) {
 /// count of those not shown.
 fn in_file(folder: &Path, file: &str, problems: &[String]) -> Vec<String> {
     let path = folder.join(file);
-    problems.iter().map(|p| if p.starts_with("... and ") { p.clone() } else { format!("{}: {p}", path.display()) }).collect()
+    problems
+        .iter()
+        .map(|p| if p.starts_with("... and ") { p.clone() } else { format!("{}: {p}", path.display()) })
+        .collect()
 }
 
 #[test]
@@ -332,7 +408,11 @@ fn a_run_record_that_does_not_hold_together_is_refused_one_line_per_problem() {
         record["rows"].as_array_mut().unwrap()
     }
     // A file that claims a billion repetitions: the first ten missing rows, and a count.
-    let mut billion: Vec<String> = (2..=6).flat_map(|repetition| ["thread", "smol"].map(|r| format!("{r} at point 0, repetition {repetition} has no row"))).collect();
+    let mut billion: Vec<String> = (2..=6)
+        .flat_map(|repetition| {
+            ["thread", "smol"].map(|r| format!("{r} at point 0, repetition {repetition} has no row"))
+        })
+        .collect();
     billion.push("... and 91 more".into());
     let cases: Vec<(&str, Value, Vec<String>)> = vec![
         (
@@ -396,21 +476,46 @@ fn net_granularity_and_bench_records_with_a_duplicated_entry_are_refused() {
     let (net, grain, bench) = (folder("net"), folder("granularity"), folder("bench"));
     for args in [
         vec!["run", "net", "--receivers", "thread", "--senders", "1", "--messages", "100", "--repeat", "1", "-o", &net],
-        vec!["run", "granularity", "--runtimes", "smol", "--quick", "--task-busy", "100us,10us", "--steps", "2", "--repeat", "1", "-o", &grain],
+        vec![
+            "run",
+            "granularity",
+            "--runtimes",
+            "smol",
+            "--quick",
+            "--task-busy",
+            "100us,10us",
+            "--steps",
+            "2",
+            "--repeat",
+            "1",
+            "-o",
+            &grain,
+        ],
         vec!["bench", "--scenario", "a=true", "--warmup", "0", "--time", "100ms", "-o", &bench],
     ] {
         let ran = run(&args);
         assert_eq!(ran.status.code(), Some(0), "{args:?}: {}", stderr(&ran));
     }
     let cases = [
-        (&net, "net.json", "points", vec![
-            "thread with 1 sender, repetition 1 has 2 points (points 0 and 1)".to_string(),
-            "the summary of thread with 1 sender: repetitions is 1, but 2 of its points measured a throughput".to_string(),
-        ]),
-        (&grain, "granularity.json", "runs", vec![
-            "smol repetition 1 has 2 runs (runs 0 and 1)".to_string(),
-            "the summary of smol: repetitions is 1, but 2 of its runs measured every grain".to_string(),
-        ]),
+        (
+            &net,
+            "net.json",
+            "points",
+            vec![
+                "thread with 1 sender, repetition 1 has 2 points (points 0 and 1)".to_string(),
+                "the summary of thread with 1 sender: repetitions is 1, but 2 of its points measured a throughput"
+                    .to_string(),
+            ],
+        ),
+        (
+            &grain,
+            "granularity.json",
+            "runs",
+            vec![
+                "smol repetition 1 has 2 runs (runs 0 and 1)".to_string(),
+                "the summary of smol: repetitions is 1, but 2 of its runs measured every grain".to_string(),
+            ],
+        ),
         (&bench, "bench.json", "results", vec!["scenario a has 2 results (results 0 and 1)".to_string()]),
     ];
     for (good, file, entries, problems) in cases {
@@ -458,10 +563,16 @@ fn compare_needs_runs_to_judge_refuses_another_workload_and_speaks_json() {
     // The same as JSON, in a stable schema.
     let json = run(&["compare", a, b, "--format", "json"]);
     let value: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON and nothing else");
-    assert_eq!((value["schema"].as_str(), value["schema_version"].as_u64(), value["kind"].as_str()), (Some("taskmeter.compare"), Some(1), Some("run")));
+    assert_eq!(
+        (value["schema"].as_str(), value["schema_version"].as_u64(), value["kind"].as_str()),
+        (Some("taskmeter.compare"), Some(1), Some("run"))
+    );
     let line = &value["lines"][0];
     assert_eq!(line["subject"]["runtime"], "thread");
-    assert_eq!((line["verdict"].as_str(), line["old_runs"].as_u64(), line["p_value"].is_null()), (Some("inconclusive"), Some(1), true));
+    assert_eq!(
+        (line["verdict"].as_str(), line["old_runs"].as_u64(), line["p_value"].is_null()),
+        (Some("inconclusive"), Some(1), true)
+    );
     assert_eq!(value["counts"]["inconclusive"], 1);
 }
 
@@ -470,29 +581,68 @@ fn compare_judges_net_granularity_and_bench_between_runs() {
     let dir = tempfile::tempdir().unwrap();
     let path = |name: &str| dir.path().join(name);
     for side in ["net-a", "net-b"] {
-        let out = run(&["run", "net", "--receivers", "thread", "--senders", "1,2", "--messages", "400", "--repeat", "2", "-o", path(side).to_str().unwrap()]);
+        let out = run(&[
+            "run",
+            "net",
+            "--receivers",
+            "thread",
+            "--senders",
+            "1,2",
+            "--messages",
+            "400",
+            "--repeat",
+            "2",
+            "-o",
+            path(side).to_str().unwrap(),
+        ]);
         assert!(out.status.success(), "{}", stderr(&out));
     }
     let net = run(&["compare", path("net-a").to_str().unwrap(), path("net-b").to_str().unwrap()]);
     assert!(net.status.code().is_some_and(|c| c <= 1), "{}", stderr(&net));
     let table = stdout(&net);
-    assert_eq!(table.lines().filter(|l| l.starts_with("thread ") && l.contains("msg/s") && l.contains("2 vs 2")).count(), 2, "{table}");
+    assert_eq!(
+        table.lines().filter(|l| l.starts_with("thread ") && l.contains("msg/s") && l.contains("2 vs 2")).count(),
+        2,
+        "{table}"
+    );
 
     for side in ["grain-a", "grain-b"] {
-        let out = run(&["run", "granularity", "--runtimes", "smol", "--quick", "--repeat", "2", "-o", path(side).to_str().unwrap()]);
+        let out = run(&[
+            "run",
+            "granularity",
+            "--runtimes",
+            "smol",
+            "--quick",
+            "--repeat",
+            "2",
+            "-o",
+            path(side).to_str().unwrap(),
+        ]);
         assert!(out.status.success(), "{}", stderr(&out));
     }
     let grain = run(&["compare", path("grain-a").to_str().unwrap(), path("grain-b").to_str().unwrap()]);
     let table = stdout(&grain);
     assert!(grain.status.code().is_some_and(|c| c <= 1), "{}", stderr(&grain));
-    assert!(table.contains("METG(50 %)") || table.contains("not compared: smol METG(50 %): METG is a bound"), "{table}");
+    assert!(
+        table.contains("METG(50 %)") || table.contains("not compared: smol METG(50 %): METG is a bound"),
+        "{table}"
+    );
 
     // bench has no repetitions: a folder of results folders is a set of runs.
     for side in ["bench-a", "bench-b"] {
         for n in 0..2 {
             let out = taskmeter()
                 .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
-                .args(["bench", "--scenario", "nap=python3 clients/python/examples/sleeper.py 20", "--warmup", "0", "--time", "400ms", "-o"])
+                .args([
+                    "bench",
+                    "--scenario",
+                    "nap=python3 clients/python/examples/sleeper.py 20",
+                    "--warmup",
+                    "0",
+                    "--time",
+                    "400ms",
+                    "-o",
+                ])
                 .arg(path(side).join(format!("run-{n}")))
                 .output()
                 .unwrap();

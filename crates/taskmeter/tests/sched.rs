@@ -5,7 +5,8 @@ use common::{assert_refused, run, run_json, stderr, stdout, taskmeter};
 use std::path::Path;
 
 fn sched_of<'a>(record: &'a serde_json::Value, runtime: &str, point: u64) -> &'a serde_json::Value {
-    let row = record["rows"].as_array().unwrap().iter().find(|r| r["runtime"] == runtime && r["point"] == point).unwrap();
+    let row =
+        record["rows"].as_array().unwrap().iter().find(|r| r["runtime"] == runtime && r["point"] == point).unwrap();
     assert_eq!(row["status"], "ok", "{row}");
     &row["worker"]["sched"]
 }
@@ -18,9 +19,23 @@ fn policies_are_applied_before_exec_and_read_back() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("policies");
     let output = run(&[
-        "run", "--runtimes", "thread,c-thread", "--busy", "0", "--sleep", "fixed:250us", "--mode", "relative",
-        "--sweep", "policy=other,fifo:99,rr:50,batch,idle", "--duration", "200ms", "--warmup", "0",
-        "-o", folder.to_str().unwrap(),
+        "run",
+        "--runtimes",
+        "thread,c-thread",
+        "--busy",
+        "0",
+        "--sleep",
+        "fixed:250us",
+        "--mode",
+        "relative",
+        "--sweep",
+        "policy=other,fifo:99,rr:50,batch,idle",
+        "--duration",
+        "200ms",
+        "--warmup",
+        "0",
+        "-o",
+        folder.to_str().unwrap(),
     ]);
     assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
     let record = run_json(&folder);
@@ -34,7 +49,9 @@ fn policies_are_applied_before_exec_and_read_back() {
     }
     // Real-time threads get no timer slack from the kernel: the read-back says so.
     assert_eq!(sched_of(&record, "thread", 1)["timerslack_ns"], 0);
-    assert!(std::fs::read_dir(folder.join("charts")).unwrap().any(|e| e.unwrap().file_name() == "sweep-policy-mean.svg"));
+    assert!(std::fs::read_dir(folder.join("charts"))
+        .unwrap()
+        .any(|e| e.unwrap().file_name() == "sweep-policy-mean.svg"));
 }
 
 #[test]
@@ -45,8 +62,20 @@ fn slack_affinity_and_memory_locking_are_read_back() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("knobs");
     let output = run(&[
-        "run", "--runtimes", "thread,c-thread", "--timer-slack", "1", "--cpus", "0", "--mlock",
-        "--duration", "200ms", "--warmup", "0", "-o", folder.to_str().unwrap(),
+        "run",
+        "--runtimes",
+        "thread,c-thread",
+        "--timer-slack",
+        "1",
+        "--cpus",
+        "0",
+        "--mlock",
+        "--duration",
+        "200ms",
+        "--warmup",
+        "0",
+        "-o",
+        folder.to_str().unwrap(),
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
     let record = run_json(&folder);
@@ -78,7 +107,11 @@ fn a_policy_the_kernel_refuses_fails_its_rows_with_the_reason() {
         .output()
         .expect("setpriv (util-linux) runs");
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    assert!(stdout(&output).contains("FAILED: could not give the worker policy fifo:10: Operation not permitted"), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("FAILED: could not give the worker policy fifo:10: Operation not permitted"),
+        "{}",
+        stdout(&output)
+    );
     let record = run_json(&folder);
     assert_eq!(record["rows"].as_array().unwrap().len(), 2, "both rows kept, with their reason");
 }
@@ -89,14 +122,26 @@ fn the_nanosleep_preset_prints_the_study_table() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("study");
     let output = taskmeter()
-        .args(["run", preset.to_str().unwrap(), "--runtimes", "c-thread", "--duration", "150ms", "-o", folder.to_str().unwrap()])
+        .args([
+            "run",
+            preset.to_str().unwrap(),
+            "--runtimes",
+            "c-thread",
+            "--duration",
+            "150ms",
+            "-o",
+            folder.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     let table = stdout(&output);
     assert!(table.contains("runtime    policy  samples  min (µs)  mean (µs)  max (µs)  p50 (µs)  p99 (µs)"), "{table}");
     for policy in ["other", "fifo:99", "rr:99", "batch", "idle"] {
-        assert!(table.lines().any(|l| l.starts_with("c-thread") && l.contains(&format!(" {policy} "))), "{policy}: {table}");
+        assert!(
+            table.lines().any(|l| l.starts_with("c-thread") && l.contains(&format!(" {policy} "))),
+            "{policy}: {table}"
+        );
     }
     let record = run_json(&folder);
     assert_eq!(record["metric"], "actual");
@@ -134,8 +179,17 @@ fn a_cpu_latency_request_is_held_while_measuring_and_recorded() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("held");
     let output = run(&[
-        "run", "--runtimes", "thread", "--sweep", "cpu-dma-latency=0,none", "--duration", "200ms", "--warmup", "0",
-        "-o", folder.to_str().unwrap(),
+        "run",
+        "--runtimes",
+        "thread",
+        "--sweep",
+        "cpu-dma-latency=0,none",
+        "--duration",
+        "200ms",
+        "--warmup",
+        "0",
+        "-o",
+        folder.to_str().unwrap(),
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
     let record = run_json(&folder);
@@ -149,7 +203,19 @@ fn a_cpu_latency_request_is_held_while_measuring_and_recorded() {
     assert_eq!(in_force(1), before, "released for the point that holds none");
     assert!(stdout(&output).contains("cpu_dma_latency per point"), "{}", stdout(&output));
     let folder = dir.path().join("once");
-    let output = run(&["run", "--runtimes", "thread", "--cpu-dma-latency", "0", "--duration", "200ms", "--warmup", "0", "-o", folder.to_str().unwrap()]);
+    let output = run(&[
+        "run",
+        "--runtimes",
+        "thread",
+        "--cpu-dma-latency",
+        "0",
+        "--duration",
+        "200ms",
+        "--warmup",
+        "0",
+        "-o",
+        folder.to_str().unwrap(),
+    ]);
     assert!(stdout(&output).contains("cpu_dma_latency 0 µs held by taskmeter"), "{}", stdout(&output));
     assert_eq!(run_json(&folder)["settings"]["cpu_dma_latency_us"], 0);
 }
@@ -163,14 +229,43 @@ fn no_runtime_but_node_wakes_before_its_deadline() {
         return;
     }
     let runtimes: Vec<&str> = common::available(&[
-        "thread", "tokio-ct", "tokio-mt", "smol", "embassy", "c-thread", "go", "go-locked", "python-thread",
-        "python-asyncio", "python-abs", "node-worker", "java-thread", "java-virtual",
+        "thread",
+        "tokio-ct",
+        "tokio-mt",
+        "smol",
+        "embassy",
+        "c-thread",
+        "go",
+        "go-locked",
+        "python-thread",
+        "python-asyncio",
+        "python-abs",
+        "node-worker",
+        "java-thread",
+        "java-virtual",
     ]);
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("early");
     let output = run(&[
-        "run", "--runtimes", &runtimes.join(","), "--policy", "fifo:99", "--timer-slack", "1", "--busy", "0",
-        "--units", "2", "--sleep", "fixed:200us", "--duration", "1s", "--warmup", "100ms", "-o", folder.to_str().unwrap(),
+        "run",
+        "--runtimes",
+        &runtimes.join(","),
+        "--policy",
+        "fifo:99",
+        "--timer-slack",
+        "1",
+        "--busy",
+        "0",
+        "--units",
+        "2",
+        "--sleep",
+        "fixed:200us",
+        "--duration",
+        "1s",
+        "--warmup",
+        "100ms",
+        "-o",
+        folder.to_str().unwrap(),
     ]);
     assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
     for row in run_json(&folder)["rows"].as_array().unwrap() {

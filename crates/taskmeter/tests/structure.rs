@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The layers, lowest first (lib.rs documents each).
-const LAYERS: [&str; 9] = ["machine", "model", "analysis", "report", "process", "runtimes", "session", "experiments", "cli"];
+const LAYERS: [&str; 9] =
+    ["machine", "model", "analysis", "report", "process", "runtimes", "session", "experiments", "cli"];
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
@@ -22,7 +23,11 @@ fn modules() -> BTreeMap<Vec<String>, PathBuf> {
             if path.is_dir() {
                 walk(&path, &[prefix, &[name]].concat(), out);
             } else if path.extension().is_some_and(|e| e == "rs") {
-                let module = if name == "mod" || (prefix.is_empty() && (name == "lib" || name == "main")) { prefix.to_vec() } else { [prefix, &[name]].concat() };
+                let module = if name == "mod" || (prefix.is_empty() && (name == "lib" || name == "main")) {
+                    prefix.to_vec()
+                } else {
+                    [prefix, &[name]].concat()
+                };
                 out.insert(module, path);
             }
         }
@@ -37,7 +42,10 @@ fn modules() -> BTreeMap<Vec<String>, PathBuf> {
 fn referenced_paths(text: &str, module: &[String]) -> Vec<Vec<String>> {
     let code: String = text.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
     let mut paths = Vec::new();
-    for (start, root) in code.match_indices("crate::").map(|(i, _)| (i + 7, None)).chain(code.match_indices("super::").map(|(i, _)| (i + 7, Some(()))))
+    for (start, root) in code
+        .match_indices("crate::")
+        .map(|(i, _)| (i + 7, None))
+        .chain(code.match_indices("super::").map(|(i, _)| (i + 7, Some(()))))
     {
         let before = code[..start - 7].chars().last();
         if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
@@ -138,8 +146,12 @@ fn layer(module: &[String]) -> Option<usize> {
 
 #[test]
 fn every_folder_is_a_layer_of_the_crate() {
-    let mut folders: Vec<String> =
-        std::fs::read_dir(src()).unwrap().flatten().filter(|e| e.path().is_dir()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    let mut folders: Vec<String> = std::fs::read_dir(src())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
     folders.sort();
     let mut layers: Vec<String> = LAYERS.iter().map(|l| l.to_string()).collect();
     layers.sort();
@@ -179,7 +191,8 @@ fn no_modules_use_each_other_in_a_circle() {
                 0 => visit(next, arrows, state, stack, cycles),
                 1 => {
                     let from = stack.iter().position(|n| n == next).unwrap();
-                    let circle: Vec<String> = stack[from..].iter().chain(std::iter::once(next)).map(|m| m.join("::")).collect();
+                    let circle: Vec<String> =
+                        stack[from..].iter().chain(std::iter::once(next)).map(|m| m.join("::")).collect();
                     cycles.push(circle.join(" -> "));
                 }
                 _ => {}
@@ -203,6 +216,9 @@ fn the_reader_sees_paths_in_groups_and_relative_ones() {
     collect("analysis::{cells::{cells, Cell}, histogram};", Vec::new(), &mut out);
     let joined: Vec<String> = out.iter().map(|p| p.join("::")).collect();
     assert_eq!(joined, ["analysis::cells::cells", "analysis::cells::Cell", "analysis::histogram"]);
-    let paths = referenced_paths("use super::format::format_ns;\nlet x = crate::model::run::Row::default();", &["report".into(), "console".into()]);
+    let paths = referenced_paths(
+        "use super::format::format_ns;\nlet x = crate::model::run::Row::default();",
+        &["report".into(), "console".into()],
+    );
     assert_eq!(paths, [vec!["model", "run", "Row", "default"], vec!["report", "format", "format_ns"]]);
 }

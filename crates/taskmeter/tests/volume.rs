@@ -13,12 +13,33 @@ fn volume_reports_delay_iterations_classes_and_memory_per_unit() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("volume");
     let output = run(&[
-        "run", "volume", "--runtimes", "thread,smol,embassy", "--units", "1,4,16", "--priority-classes", "2",
-        "--duration", "200ms", "--warmup", "50ms", "-o", folder.to_str().unwrap(),
+        "run",
+        "volume",
+        "--runtimes",
+        "thread,smol,embassy",
+        "--units",
+        "1,4,16",
+        "--priority-classes",
+        "2",
+        "--duration",
+        "200ms",
+        "--warmup",
+        "50ms",
+        "-o",
+        folder.to_str().unwrap(),
     ]);
     let out = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{out}{}", stderr(&output));
-    for wanted in ["delay", "iter/unit", "memory per unit:", "by priority class:", "priority classes as applied:", "nice: high", "embassy: priority 1 high", "none: smol"] {
+    for wanted in [
+        "delay",
+        "iter/unit",
+        "memory per unit:",
+        "by priority class:",
+        "priority classes as applied:",
+        "nice: high",
+        "embassy: priority 1 high",
+        "none: smol",
+    ] {
         assert!(out.contains(wanted), "the report has '{wanted}':\n{out}");
     }
     let record = run_json(&folder);
@@ -42,7 +63,9 @@ fn volume_reports_delay_iterations_classes_and_memory_per_unit() {
         assert_eq!(by_class, counts["iterations_measured"].as_u64().unwrap());
         assert!(row["worker"]["peak_rss_kb"].as_u64().unwrap() > 0);
     }
-    for chart in ["sweep-units-delay.svg", "sweep-units-count.svg", "sweep-units-rss.svg", "sweep-units-class-delay.svg"] {
+    for chart in
+        ["sweep-units-delay.svg", "sweep-units-count.svg", "sweep-units-rss.svg", "sweep-units-class-delay.svg"]
+    {
         assert!(folder.join("charts").join(chart).is_file(), "{chart}");
     }
 }
@@ -52,8 +75,22 @@ fn atomic_sum_counts_every_increment_and_sleep_none_keeps_no_samples() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("atomic");
     let output = run(&[
-        "run", "atomic-sum", "--runtimes", "thread,tokio-mt", "--units", "1,8", "--sleep", "none", "--busy", "0",
-        "--duration", "150ms", "--warmup", "50ms", "-o", folder.to_str().unwrap(),
+        "run",
+        "atomic-sum",
+        "--runtimes",
+        "thread,tokio-mt",
+        "--units",
+        "1,8",
+        "--sleep",
+        "none",
+        "--busy",
+        "0",
+        "--duration",
+        "150ms",
+        "--warmup",
+        "50ms",
+        "-o",
+        folder.to_str().unwrap(),
     ]);
     assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
     assert!(stdout(&output).contains("increments"), "{}", stdout(&output));
@@ -110,8 +147,18 @@ fn together_runs_the_runtimes_of_a_point_at_the_same_time() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("together");
     let output = run(&[
-        "run", "--runtimes", "thread,smol,c-thread", "--units", "2", "--together", "--duration", "4s",
-        "--warmup", "100ms", "-o", folder.to_str().unwrap(),
+        "run",
+        "--runtimes",
+        "thread,smol,c-thread",
+        "--units",
+        "2",
+        "--together",
+        "--duration",
+        "4s",
+        "--warmup",
+        "100ms",
+        "-o",
+        folder.to_str().unwrap(),
     ]);
     assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
     assert!(stdout(&output).contains("runtimes together"));
@@ -147,14 +194,38 @@ fn bad_volume_input_gets_one_line_and_exit_2() {
 fn busy_as_a_time_is_each_runtimes_own_iterations() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("timed");
-    let output = run(&["run", "--runtimes", "thread,python-thread", "--busy", "50us", "--duration", "300ms", "--warmup", "50ms", "-o", folder.to_str().unwrap()]);
+    let output = run(&[
+        "run",
+        "--runtimes",
+        "thread,python-thread",
+        "--busy",
+        "50us",
+        "--duration",
+        "300ms",
+        "--warmup",
+        "50ms",
+        "-o",
+        folder.to_str().unwrap(),
+    ]);
     assert!(output.status.success(), "{}", stderr(&output));
-    assert!(stderr(&output).contains("busy work of 50.0 µs a loop, in iterations each runtime measured for itself: thread "), "{}", stderr(&output));
+    assert!(
+        stderr(&output)
+            .contains("busy work of 50.0 µs a loop, in iterations each runtime measured for itself: thread "),
+        "{}",
+        stderr(&output)
+    );
     let record = run_json(&folder);
     assert_eq!(record["settings"]["busy_ns"], 50_000);
-    let iterations = |runtime: &str| rows(&record).iter().find(|r| r["runtime"] == runtime).unwrap()["plan"]["busy"]["iters"].as_u64().unwrap();
+    let iterations = |runtime: &str| {
+        rows(&record).iter().find(|r| r["runtime"] == runtime).unwrap()["plan"]["busy"]["iters"].as_u64().unwrap()
+    };
     // The same time is far fewer iterations of Python's arithmetic than of Rust's.
-    assert!(iterations("python-thread") > 0 && iterations("thread") > 5 * iterations("python-thread"), "{} vs {}", iterations("thread"), iterations("python-thread"));
+    assert!(
+        iterations("python-thread") > 0 && iterations("thread") > 5 * iterations("python-thread"),
+        "{} vs {}",
+        iterations("thread"),
+        iterations("python-thread")
+    );
     assert!(stdout(&output).contains("busy phase per loop (median): thread "), "{}", stdout(&output));
     assert_refused(&[
         (vec!["run", "--busy", "0us"], "a busy time must be longer than 0"),

@@ -4,17 +4,17 @@
 use super::Started;
 use crate::clock::now_ns;
 use crate::granularity::{self, async_round, Round, Rounds, Slot, Spawn};
-use embassy_executor::SendSpawner;
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, OnceLock};
-use taskmeter_protocol::{GrainPlan, Point};
 use crate::workload::{AsyncTimer, LoopContext};
+use embassy_executor::SendSpawner;
 use embassy_executor::{Executor, Spawner};
 use embassy_time::{Duration, Instant, Timer};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
+use std::sync::{Arc, OnceLock};
+use taskmeter_protocol::{GrainPlan, Point};
 
 /// Tasks are statically allocated in embassy: this is the size of the pool, the most units one
 /// worker can run. A slot holds only a pointer to the unit's future, so the pool stays small.
@@ -66,7 +66,11 @@ async fn unit_task(body: UnitFuture) {
 
 /// Runs up to `units` tasks on a new executor on this thread and returns their results in
 /// order; beyond the pool's size the start is partial.
-pub fn run<Out, Fut>(ctx: &LoopContext, units: u32, make: impl Fn(u32) -> Fut) -> Result<Started<Out>, crate::WorkerError>
+pub fn run<Out, Fut>(
+    ctx: &LoopContext,
+    units: u32,
+    make: impl Fn(u32) -> Fut,
+) -> Result<Started<Out>, crate::WorkerError>
 where
     Out: Send + 'static,
     Fut: Future<Output = Out> + Send + 'static,
@@ -90,7 +94,11 @@ where
                         spawned.set(spawned.get() + 1);
                     }
                     Err(e) => {
-                        let pool = if unit > MAX_UNITS { format!(" (the task pool holds {MAX_UNITS})") } else { String::new() };
+                        let pool = if unit > MAX_UNITS {
+                            format!(" (the task pool holds {MAX_UNITS})")
+                        } else {
+                            String::new()
+                        };
                         start_error = Some(format!("could not spawn the task of unit {unit}: {e:?}{pool}"));
                         break;
                     }
@@ -163,13 +171,21 @@ struct Measuring {
 
 #[embassy_executor::task]
 async fn measure_task(spawner: SendSpawner, m: &'static Measuring) {
-    let measured = granularity::measure(m.grain, m.warmup_ns, m.duration_ns, &EmbassyTasks(spawner), m.stop, m.send).await;
+    let measured =
+        granularity::measure(m.grain, m.warmup_ns, m.duration_ns, &EmbassyTasks(spawner), m.stop, m.send).await;
     let _ = m.result.set(measured);
 }
 
 /// Measures the plan's grains with an embassy task per task, on one executor thread.
-pub fn grains(grain: &'static GrainPlan, warmup_ns: u64, duration_ns: u64, stop: &'static AtomicBool, send: fn(&Point)) -> Result<bool, String> {
-    let m: &'static Measuring = Box::leak(Box::new(Measuring { grain, warmup_ns, duration_ns, stop, send, result: OnceLock::new() }));
+pub fn grains(
+    grain: &'static GrainPlan,
+    warmup_ns: u64,
+    duration_ns: u64,
+    stop: &'static AtomicBool,
+    send: fn(&Point),
+) -> Result<bool, String> {
+    let m: &'static Measuring =
+        Box::leak(Box::new(Measuring { grain, warmup_ns, duration_ns, stop, send, result: OnceLock::new() }));
     let executor: &'static mut Executor = Box::leak(Box::new(Executor::new()));
     executor.run_until(
         |spawner: Spawner| match measure_task(spawner.make_send(), m) {

@@ -155,5 +155,9 @@ pub fn find(id: &str) -> Option<&'static InProcess> {
 
 /// The `H.priority` of an in-process runtime for this plan.
 pub fn hello_priority(runtime: &InProcess, plan: &Plan) -> String {
-    if plan.priority_classes < 2 { "none".into() } else { (runtime.classes)(plan) }
+    if plan.priority_classes < 2 {
+        "none".into()
+    } else {
+        (runtime.classes)(plan)
+    }
 }

@@ -4,11 +4,11 @@
 use super::Started;
 use crate::clock::instant_at;
 use crate::granularity::{self, async_round, Round, Rounds, Spawn};
-use std::sync::atomic::AtomicBool;
-use taskmeter_protocol::{GrainPlan, Point};
 use crate::workload::{AsyncTimer, LoopContext};
 use std::future::Future;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
+use taskmeter_protocol::{GrainPlan, Point};
 
 pub struct Smol;
 
@@ -25,7 +25,11 @@ impl AsyncTimer for Smol {
 }
 
 /// Runs up to `units` tasks and returns their results in order.
-pub fn run<Out, Fut>(ctx: &LoopContext, units: u32, make: impl Fn(u32) -> Fut) -> Result<Started<Out>, crate::WorkerError>
+pub fn run<Out, Fut>(
+    ctx: &LoopContext,
+    units: u32,
+    make: impl Fn(u32) -> Fut,
+) -> Result<Started<Out>, crate::WorkerError>
 where
     Out: Send + 'static,
     Fut: Future<Output = Out> + Send + 'static,
@@ -69,7 +73,13 @@ impl Rounds for SmolTasks {
 }
 
 /// Measures the plan's grains with a smol task per task, on one thread.
-pub fn grains(grain: &'static GrainPlan, warmup_ns: u64, duration_ns: u64, stop: &'static AtomicBool, send: fn(&Point)) -> Result<bool, String> {
+pub fn grains(
+    grain: &'static GrainPlan,
+    warmup_ns: u64,
+    duration_ns: u64,
+    stop: &'static AtomicBool,
+    send: fn(&Point),
+) -> Result<bool, String> {
     let executor: &'static smol::Executor<'static> = Box::leak(Box::new(smol::Executor::new()));
     smol::block_on(executor.run(granularity::measure(grain, warmup_ns, duration_ns, &SmolTasks(executor), stop, send)))
 }

@@ -19,7 +19,13 @@ impl Rounds for Threads {
 }
 
 /// Measures the plan's grains with a thread per task.
-pub fn grains(grain: &'static GrainPlan, warmup_ns: u64, duration_ns: u64, stop: &'static AtomicBool, send: fn(&Point)) -> Result<bool, String> {
+pub fn grains(
+    grain: &'static GrainPlan,
+    warmup_ns: u64,
+    duration_ns: u64,
+    stop: &'static AtomicBool,
+    send: fn(&Point),
+) -> Result<bool, String> {
     embassy_futures::block_on(granularity::measure(grain, warmup_ns, duration_ns, &Threads, stop, send))
 }
 
@@ -27,7 +33,11 @@ pub fn grains(grain: &'static GrainPlan, warmup_ns: u64, duration_ns: u64, stop:
 /// order. Every unit parks at the start gate, so all threads exist before the run starts. A
 /// thread the OS refuses, the memory maps, or the start limit end the start: the units already
 /// started still run, and the reason is returned with them.
-pub fn run<Out, Body>(ctx: &'static LoopContext, units: u32, make: impl Fn(u32) -> Body) -> Result<Started<Out>, crate::WorkerError>
+pub fn run<Out, Body>(
+    ctx: &'static LoopContext,
+    units: u32,
+    make: impl Fn(u32) -> Body,
+) -> Result<Started<Out>, crate::WorkerError>
 where
     Out: Send + 'static,
     Body: FnOnce() -> Out + Send + 'static,
@@ -206,7 +216,11 @@ impl ThreadPriority {
                     let param = libc::sched_param { sched_priority: if class == 0 { high } else { low } };
                     match libc::pthread_setschedparam(libc::pthread_self(), policy, &param) {
                         0 => Ok(()),
-                        e => Err(format!("pthread_setschedparam({}): {}", param.sched_priority, std::io::Error::from_raw_os_error(e))),
+                        e => Err(format!(
+                            "pthread_setschedparam({}): {}",
+                            param.sched_priority,
+                            std::io::Error::from_raw_os_error(e)
+                        )),
                     }
                 }
             }

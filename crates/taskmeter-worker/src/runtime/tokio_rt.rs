@@ -3,13 +3,13 @@
 use super::Started;
 use crate::clock::instant_at;
 use crate::granularity::{self, async_round, Round, Rounds, Spawn};
-use std::sync::atomic::AtomicBool;
-use taskmeter_protocol::{GrainPlan, Point};
 use crate::workload::{AsyncTimer, LoopContext};
 use std::future::Future;
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::Duration;
 use taskmeter_protocol::frames::RuntimeView;
+use taskmeter_protocol::{GrainPlan, Point};
 
 pub struct Tokio;
 
@@ -55,12 +55,25 @@ impl Rounds for TokioTasks {
 /// Measures the plan's grains with a tokio task per task; the grain loop is itself a task on
 /// the runtime (as in every runtime: a coordinator in `block_on` would spawn from outside the
 /// workers, through tokio-mt's inject queue, and await from a thread that is not one of them).
-pub fn grains(multi_thread: bool, grain: &'static GrainPlan, warmup_ns: u64, duration_ns: u64, stop: &'static AtomicBool, send: fn(&Point)) -> Result<bool, String> {
-    let runtime = if multi_thread { tokio::runtime::Builder::new_multi_thread().build() } else { tokio::runtime::Builder::new_current_thread().build() };
+pub fn grains(
+    multi_thread: bool,
+    grain: &'static GrainPlan,
+    warmup_ns: u64,
+    duration_ns: u64,
+    stop: &'static AtomicBool,
+    send: fn(&Point),
+) -> Result<bool, String> {
+    let runtime = if multi_thread {
+        tokio::runtime::Builder::new_multi_thread().build()
+    } else {
+        tokio::runtime::Builder::new_current_thread().build()
+    };
     let runtime = runtime.map_err(|e| format!("could not start tokio: {e}"))?;
     let cores = if multi_thread { runtime.metrics().num_workers() as u32 } else { 1 };
     runtime.block_on(async move {
-        let coordinator = tokio::spawn(async move { granularity::measure(grain, warmup_ns, duration_ns, &TokioTasks { cores }, stop, send).await });
+        let coordinator = tokio::spawn(async move {
+            granularity::measure(grain, warmup_ns, duration_ns, &TokioTasks { cores }, stop, send).await
+        });
         coordinator.await.map_err(|e| format!("the grain loop's task failed: {e}"))?
     })
 }
@@ -121,7 +134,11 @@ fn view(ctx: &LoopContext, metrics: &tokio::runtime::RuntimeMetrics, ended: &Rec
     }
     let read = || {
         let workers = 0..metrics.num_workers();
-        (crate::clock::now_ns(), workers.clone().map(|w| metrics.worker_total_busy_duration(w)).sum::<Duration>(), workers.map(|w| metrics.worker_park_count(w)).sum::<u64>())
+        (
+            crate::clock::now_ns(),
+            workers.clone().map(|w| metrics.worker_total_busy_duration(w)).sum::<Duration>(),
+            workers.map(|w| metrics.worker_park_count(w)).sum::<u64>(),
+        )
     };
     let (start_ns, busy_before, parks_before) = read();
     let _ = ended.recv_timeout(until(window.end_ns));
@@ -129,7 +146,9 @@ fn view(ctx: &LoopContext, metrics: &tokio::runtime::RuntimeMetrics, ended: &Rec
     let capacity_ns = (end_ns - start_ns) as f64 * metrics.num_workers() as f64;
     Some(RuntimeView {
         source: "tokio RuntimeMetrics (stable)".into(),
-        what: "no scheduling delay in the stable metrics: worker_total_busy_duration over the window, worker_park_count".into(),
+        what:
+            "no scheduling delay in the stable metrics: worker_total_busy_duration over the window, worker_park_count"
+                .into(),
         delay: None,
         busy_ratio: Some(((busy_after - busy_before).as_nanos() as f64 / capacity_ns.max(1.0)).min(1.5)),
         parks: Some(parks_after - parks_before),

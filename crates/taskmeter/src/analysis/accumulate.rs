@@ -326,14 +326,29 @@ mod tests {
     use crate::model::run::METRICS;
     use taskmeter_protocol::Sample;
 
-    fn view(unit: u32, start: u64, busy: u64, expected: u64, late: i64, previous: Option<u64>, measured: bool) -> SampleView {
+    fn view(
+        unit: u32,
+        start: u64,
+        busy: u64,
+        expected: u64,
+        late: i64,
+        previous: Option<u64>,
+        measured: bool,
+    ) -> SampleView {
         let busy_end = start + busy;
         let intended = busy_end + expected;
         let wake = (intended as i64 + late) as u64;
         SampleView {
             unit,
             class: (unit - 1) % 2,
-            sample: Sample { period: 0, start_ns: start, busy_end_ns: busy_end, intended_ns: intended, wake_ns: wake, missed: 0 },
+            sample: Sample {
+                period: 0,
+                start_ns: start,
+                busy_end_ns: busy_end,
+                intended_ns: intended,
+                wake_ns: wake,
+                missed: 0,
+            },
             expected_ns: expected,
             previous_wake_ns: previous,
             measured,
@@ -342,7 +357,17 @@ mod tests {
 
     fn samples() -> Vec<SampleView> {
         (0..2000u64)
-            .map(|i| view(1 + (i % 2) as u32, 10_000 * i, i % 7, 1000, (i as i64 * 37) % 900 - 50, (i % 10 != 0).then(|| 10_000 * i - 5), i >= 100))
+            .map(|i| {
+                view(
+                    1 + (i % 2) as u32,
+                    10_000 * i,
+                    i % 7,
+                    1000,
+                    (i as i64 * 37) % 900 - 50,
+                    (i % 10 != 0).then(|| 10_000 * i - 5),
+                    i >= 100,
+                )
+            })
             .collect()
     }
 
@@ -354,16 +379,23 @@ mod tests {
         let done = row.finish();
         assert_eq!(done.basis, Basis::Exact);
         let measured: Vec<&SampleView> = views.iter().filter(|v| v.measured).collect();
-        let lateness: Vec<i64> = measured.iter().map(|v| v.sample.wake_ns as i64 - v.sample.intended_ns as i64).collect();
+        let lateness: Vec<i64> =
+            measured.iter().map(|v| v.sample.wake_ns as i64 - v.sample.intended_ns as i64).collect();
         assert_eq!(done.statistics.lateness, Summary::of(&lateness, &vec![0; lateness.len()]));
-        let full: Vec<(i64, i64)> =
-            measured.iter().filter_map(|v| Some((v.sample.wake_ns as i64 - v.previous_wake_ns? as i64, v.expected_ns as i64))).collect();
+        let full: Vec<(i64, i64)> = measured
+            .iter()
+            .filter_map(|v| Some((v.sample.wake_ns as i64 - v.previous_wake_ns? as i64, v.expected_ns as i64)))
+            .collect();
         let (values, references): (Vec<i64>, Vec<i64>) = full.into_iter().unzip();
         assert_eq!(done.statistics.full, Summary::of(&values, &references));
         assert_eq!(done.counts.measured, 1900);
         assert_eq!(done.counts.after_gap, 190);
         assert_eq!(done.counts.early, lateness.iter().filter(|l| **l < 0).count() as u64);
-        let class_1: Vec<i64> = measured.iter().filter(|v| v.class == 1).map(|v| v.sample.busy_end_ns as i64 - v.sample.start_ns as i64).collect();
+        let class_1: Vec<i64> = measured
+            .iter()
+            .filter(|v| v.class == 1)
+            .map(|v| v.sample.busy_end_ns as i64 - v.sample.start_ns as i64)
+            .collect();
         assert_eq!(done.classes[1].busy, Summary::of(&class_1, &vec![0; class_1.len()]));
         let stored = histogram::decode(&done.histograms.lateness).unwrap();
         assert_eq!(stored.len(), 1900);
@@ -393,10 +425,12 @@ mod tests {
             assert_eq!((a.p50, a.p99, a.p99_99), (b.p50, b.p99, b.p99_99), "{metric:?}");
         }
         assert_eq!(histogram::decode(&bounded.deviation_histograms.actual).unwrap().len(), 1900);
-        assert_eq!(bounded.lateness_early, exact.lateness_early, "the same magnitudes, exact below 262 us, from the values or the histogram");
+        assert_eq!(
+            bounded.lateness_early, exact.lateness_early,
+            "the same magnitudes, exact below 262 us, from the values or the histogram"
+        );
     }
 }
-
 
 #[cfg(test)]
 mod live_tests {
@@ -409,7 +443,14 @@ mod live_tests {
         SampleView {
             unit: 1,
             class: 0,
-            sample: Sample { period: 0, start_ns: intended - 1000, busy_end_ns: intended - 500, intended_ns: intended, wake_ns: (intended as i64 + late) as u64, missed: 0 },
+            sample: Sample {
+                period: 0,
+                start_ns: intended - 1000,
+                busy_end_ns: intended - 500,
+                intended_ns: intended,
+                wake_ns: (intended as i64 + late) as u64,
+                missed: 0,
+            },
             expected_ns: 500,
             previous_wake_ns: None,
             measured: true,

@@ -24,7 +24,8 @@ pub fn cells(record: &RunRecord, point: usize) -> Vec<Cell<'_>> {
         .runtimes
         .iter()
         .filter_map(|runtime| {
-            let mut rows: Vec<&Row> = record.rows.iter().filter(|r| r.point == point && &r.runtime == runtime).collect();
+            let mut rows: Vec<&Row> =
+                record.rows.iter().filter(|r| r.point == point && &r.runtime == runtime).collect();
             rows.sort_by_key(|r| r.repetition);
             let (measured, unmeasured): (Vec<&Row>, Vec<&Row>) = rows.into_iter().partition(|r| r.statistics.is_some());
             (!measured.is_empty() || !unmeasured.is_empty()).then_some(Cell { runtime, point, measured, unmeasured })
@@ -146,7 +147,11 @@ mod tests {
 
     fn row(runtime: &str, repetition: u32, values: &[i64]) -> Row {
         let summary = Summary::of(values, &vec![0; values.len()]);
-        Row { repetition, statistics: Some(PerMetric::from_fn(|_| summary.clone())), ..Row::new(runtime, RowStatus::Ok) }
+        Row {
+            repetition,
+            statistics: Some(PerMetric::from_fn(|_| summary.clone())),
+            ..Row::new(runtime, RowStatus::Ok)
+        }
     }
 
     #[test]

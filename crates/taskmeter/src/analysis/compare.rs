@@ -66,7 +66,11 @@ pub fn judge(old: &[f64], new: &[f64], higher_is_better: bool, rule: Rule) -> Ju
     let verdict = match (p_value, change) {
         (None, _) => Verdict::Inconclusive,
         (Some(p), Some(c)) if p < rule.alpha && c.abs() > rule.threshold => {
-            if (c > 0.0) == higher_is_better { Verdict::Improved } else { Verdict::Regressed }
+            if (c > 0.0) == higher_is_better {
+                Verdict::Improved
+            } else {
+                Verdict::Regressed
+            }
         }
         _ => Verdict::NoChange,
     };

@@ -65,7 +65,8 @@ fn workload(schema: &str) -> &'static [&'static str] {
 }
 
 /// What is never a difference worth a line: the moment's load, and what another key says.
-const IGNORED: [&str; 4] = ["environment.load_average_before", "environment.load_average_after", "settings.sleep_spec", "settings.grace_ns"];
+const IGNORED: [&str; 4] =
+    ["environment.load_average_before", "environment.load_average_after", "settings.sleep_spec", "settings.grace_ns"];
 
 /// The differences between two records of the same kind (their JSON), workload first.
 pub fn between(old: &Value, new: &Value) -> Vec<Difference> {
@@ -142,7 +143,8 @@ mod tests {
             "settings": {"units": 5, "busy": {"iters": 1300, "yield_each_step": false}, "sched": {"timer_slack_ns": 1}, "runtimes": ["thread", "go"], "grace_ns": 9},
             "environment": {"kernel": "6.18", "load_average_before": [3.0, 1.0, 1.0], "toolchains": {"go": "go1.27"}}});
         let found = between(&old, &new);
-        let named: Vec<(Kind, &str, &str, &str)> = found.iter().map(|d| (d.kind, d.what.as_str(), d.old.as_str(), d.new.as_str())).collect();
+        let named: Vec<(Kind, &str, &str, &str)> =
+            found.iter().map(|d| (d.kind, d.what.as_str(), d.old.as_str(), d.new.as_str())).collect();
         assert_eq!(
             named,
             vec![

@@ -53,7 +53,15 @@ pub fn derive(measured: Point) -> GrainPoint {
             format_ns(measured.grain_ns as f64)
         )
     });
-    GrainPoint { task_ns, granularity_ns, efficiency, overhead_ns: granularity_ns - task_ns, invalid, cores_reported: None, measured }
+    GrainPoint {
+        task_ns,
+        granularity_ns,
+        efficiency,
+        overhead_ns: granularity_ns - task_ns,
+        invalid,
+        cores_reported: None,
+        measured,
+    }
 }
 
 /// METG(50 %) of one worker's grains (largest first), from its valid ones; None without any.
@@ -88,14 +96,31 @@ pub fn summarise(runs: &[GrainRun], runtimes: &[String], grains: usize) -> Vec<G
         .iter()
         .filter(|r| runs.iter().any(|run| &run.runtime == *r))
         .map(|runtime| {
-            let whole: Vec<&GrainRun> = runs.iter().filter(|r| &r.runtime == runtime && r.error.is_none() && r.points.len() == grains).collect();
+            let whole: Vec<&GrainRun> = runs
+                .iter()
+                .filter(|r| &r.runtime == runtime && r.error.is_none() && r.points.len() == grains)
+                .collect();
             let metgs: Vec<Metg> = whole.iter().filter_map(|r| r.metg).collect();
-            let values: Vec<f64> = metgs.iter().filter_map(|m| if let Metg::Interpolated { ns } = m { Some(*ns) } else { None }).collect();
-            let (metg_ns, metg_bound) = if !metgs.is_empty() && values.len() == metgs.len() { (mean_interval(&values), None) } else { (None, bound(&metgs)) };
+            let values: Vec<f64> =
+                metgs.iter().filter_map(|m| if let Metg::Interpolated { ns } = m { Some(*ns) } else { None }).collect();
+            let (metg_ns, metg_bound) = if !metgs.is_empty() && values.len() == metgs.len() {
+                (mean_interval(&values), None)
+            } else {
+                (None, bound(&metgs))
+            };
             // An invalid point counts in no mean.
             let per_grain = |value: fn(&GrainPoint) -> f64| -> Vec<Option<Interval>> {
                 (0..grains)
-                    .map(|i| mean_interval(&whole.iter().map(|r| &r.points[i]).filter(|p| p.invalid.is_none()).map(value).collect::<Vec<_>>()))
+                    .map(|i| {
+                        mean_interval(
+                            &whole
+                                .iter()
+                                .map(|r| &r.points[i])
+                                .filter(|p| p.invalid.is_none())
+                                .map(value)
+                                .collect::<Vec<_>>(),
+                        )
+                    })
                     .collect()
             };
             GrainSummary {
@@ -177,10 +202,7 @@ mod tests {
     fn metg_is_interpolated_in_log_granularity_between_the_grains_around_half() {
         // Efficiencies 0.8 at g = 1,000 ns and 0.2 at g = 100 ns: half-way in efficiency, so
         // half-way in log g: sqrt(1,000 x 100) = 316.23 ns.
-        let points = [
-            derive(point(800, (1, 800), 100, 100_000, 1)),
-            derive(point(20, (1, 20), 100, 10_000, 1)),
-        ];
+        let points = [derive(point(800, (1, 800), 100, 100_000, 1)), derive(point(20, (1, 20), 100, 10_000, 1))];
         assert_eq!((points[0].efficiency, points[1].efficiency), (0.8, 0.2));
         let Some(Metg::Interpolated { ns }) = metg(&points) else { panic!("interpolated") };
         assert!((ns - 316.227766).abs() < 1e-3, "{ns}");
@@ -244,7 +266,11 @@ mod tests {
         };
         let clean = derive(point(1_000_000, (1, 1_000_000), 100, 110_600_000, 1));
         let s = summarise(&[run(vec![disturbed]), run(vec![clean.clone()])], &["a".to_string()], 1);
-        assert_eq!(s[0].efficiency[0].map(|e| (e.value, e.degrees_of_freedom)), Some((clean.efficiency, None)), "the mean of the valid repetition alone");
+        assert_eq!(
+            s[0].efficiency[0].map(|e| (e.value, e.degrees_of_freedom)),
+            Some((clean.efficiency, None)),
+            "the mean of the valid repetition alone"
+        );
     }
 
     #[test]

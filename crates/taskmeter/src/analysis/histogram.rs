@@ -4,8 +4,8 @@
 
 use base64::Engine;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
-use std::io::Write;
 use hdrhistogram::Histogram;
+use std::io::Write;
 
 pub const SIGNIFICANT_DIGITS: u8 = 5;
 
@@ -109,14 +109,19 @@ impl SignedHistogram {
         let this = settled.as_ref();
         let mut buckets: Vec<(i64, u64)> = Vec::new();
         if let Some(negative) = &this.negative {
-            let mut magnitudes: Vec<(i64, u64)> =
-                negative.iter_recorded().map(|v| (-(negative.lowest_equivalent(v.value_iterated_to()) as i64), v.count_at_value())).collect();
+            let mut magnitudes: Vec<(i64, u64)> = negative
+                .iter_recorded()
+                .map(|v| (-(negative.lowest_equivalent(v.value_iterated_to()) as i64), v.count_at_value()))
+                .collect();
             magnitudes.reverse();
             buckets.extend(magnitudes);
         }
         buckets.extend(this.low.iter().enumerate().filter(|(_, c)| **c > 0).map(|(v, c)| (v as i64, *c)));
         if let Some(high) = &this.high {
-            buckets.extend(high.iter_recorded().map(|v| (high.highest_equivalent(v.value_iterated_to()) as i64, v.count_at_value())));
+            buckets.extend(
+                high.iter_recorded()
+                    .map(|v| (high.highest_equivalent(v.value_iterated_to()) as i64, v.count_at_value())),
+            );
         }
         buckets
     }
@@ -178,9 +183,7 @@ pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text)
         .map_err(|e| format!("a histogram is not valid base64: {e}"))?;
-    Deserializer::new()
-        .deserialize(&mut bytes.as_slice())
-        .map_err(|e| format!("a histogram cannot be read: {e:?}"))
+    Deserializer::new().deserialize(&mut bytes.as_slice()).map_err(|e| format!("a histogram cannot be read: {e:?}"))
 }
 
 /// Several stored histograms as one (e.g. the repetitions of a runtime at a point).

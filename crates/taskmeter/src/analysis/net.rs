@@ -33,10 +33,10 @@ pub fn summarise(points: &mut [NetPoint]) -> Vec<NetSummary> {
         let base = throughput(points, &receiver, 1).1;
         let ratio = mean.zip(base).filter(|(_, b)| b.value > 0.0).map(|(m, b)| ratio_interval(&m, &b));
         for p in points.iter_mut().filter(|p| p.receiver == receiver && p.senders == senders) {
-            p.ratio = p.throughput.zip(base).filter(|(_, b)| p.error.is_none() && b.value > 0.0).map(|(t, b)| t / b.value);
+            p.ratio =
+                p.throughput.zip(base).filter(|(_, b)| p.error.is_none() && b.value > 0.0).map(|(t, b)| t / b.value);
         }
         summaries.push(NetSummary { receiver, senders, repetitions, throughput: mean, ratio });
     }
     summaries
 }
-

@@ -25,7 +25,9 @@ pub fn memory_per_unit(record: &RunRecord) -> Vec<MemoryPerUnit> {
                 .rows
                 .iter()
                 .filter(|r| &r.runtime == runtime && matches!(r.status, RowStatus::Ok | RowStatus::Partial))
-                .filter_map(|r| Some((r.counts.as_ref()?.units as f64, r.worker.as_ref()?.peak_rss_kb? as f64 * 1024.0)))
+                .filter_map(|r| {
+                    Some((r.counts.as_ref()?.units as f64, r.worker.as_ref()?.peak_rss_kb? as f64 * 1024.0))
+                })
                 .collect();
             if points.is_empty() {
                 return None;

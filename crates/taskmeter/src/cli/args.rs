@@ -457,7 +457,14 @@ pub(super) fn task_sizes(text: &str) -> Result<TaskSizes, String> {
         None => text.split(',').map(|t| size(t.trim())).collect::<Result<_, _>>()?,
         Some((from, rest)) => {
             let (to, per_decade) = match rest.split_once(':') {
-                Some((to, k)) => (to, k.trim().parse::<u32>().ok().filter(|k| (1..=10).contains(k)).ok_or_else(|| format!("invalid '{text}': {usage}"))?),
+                Some((to, k)) => (
+                    to,
+                    k.trim()
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|k| (1..=10).contains(k))
+                        .ok_or_else(|| format!("invalid '{text}': {usage}"))?,
+                ),
                 None => (rest, 2),
             };
             let (from, to) = (size(from.trim())?, size(to.trim())?);
@@ -544,9 +551,9 @@ pub(super) fn metric_or_all(text: &str) -> Result<MetricChoice, String> {
     if text == "all" {
         return Ok(MetricChoice::All);
     }
-    Metric::from_str(text, false).map(MetricChoice::One).map_err(|_| {
-        format!("unknown metric '{text}' (use lateness, actual, full, busy or all)")
-    })
+    Metric::from_str(text, false)
+        .map(MetricChoice::One)
+        .map_err(|_| format!("unknown metric '{text}' (use lateness, actual, full, busy or all)"))
 }
 
 pub(super) fn percent(text: &str) -> Result<f64, String> {

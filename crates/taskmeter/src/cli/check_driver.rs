@@ -48,7 +48,8 @@ const NO_ITERATION: &str = "made no iteration in a plan every unit has time for"
 
 pub fn check_driver(id: &str) -> Result<ExitCode, String> {
     signals::install();
-    let info = runtimes::find(id).ok_or_else(|| format!("unknown runtime '{}' (known: {})", super::shorten(id), runtimes::ids().join(", ")))?;
+    let info = runtimes::find(id)
+        .ok_or_else(|| format!("unknown runtime '{}' (known: {})", super::shorten(id), runtimes::ids().join(", ")))?;
     if let Err(reason) = runtimes::availability(info) {
         crate::outln!("FAIL {id} is unavailable: {reason}");
         return Ok(ExitCode::FAILURE);
@@ -59,46 +60,68 @@ pub fn check_driver(id: &str) -> Result<ExitCode, String> {
     };
     let mut checks: Vec<(String, Box<dyn Fn() -> Verdict + '_>)> = Vec::new();
     for (name, _) in PLANS {
-        checks.push((name.to_string(), Box::new(move || {
-            let mut plan = vector(name);
-            let mut run = run_plan(info, &plan, None);
-            if !run.ok && run.line.contains(NO_ITERATION) {
-                // A loaded machine may keep a unit off the CPU for a whole short plan: ten times
-                // as long tells that from a unit that never runs.
-                plan.duration_ns *= 10;
-                run = run_plan(info, &plan, None);
-                run.line = format!("{} (run again 10 times as long)", run.line);
-            }
-            run
-        })));
+        checks.push((
+            name.to_string(),
+            Box::new(move || {
+                let mut plan = vector(name);
+                let mut run = run_plan(info, &plan, None);
+                if !run.ok && run.line.contains(NO_ITERATION) {
+                    // A loaded machine may keep a unit off the CPU for a whole short plan: ten times
+                    // as long tells that from a unit that never runs.
+                    plan.duration_ns *= 10;
+                    run = run_plan(info, &plan, None);
+                    run.line = format!("{} (run again 10 times as long)", run.line);
+                }
+                run
+            }),
+        ));
     }
     // The granularity experiment stops after the round it is in.
-    checks.push(("stops a granularity plan early when stdin closes".into(), Box::new(move || {
-        let mut plan = vector("granularity-stencil");
-        plan.duration_ns = 30_000_000_000;
-        run_plan(info, &plan, Some(Duration::from_millis(300)))
-    })));
+    checks.push((
+        "stops a granularity plan early when stdin closes".into(),
+        Box::new(move || {
+            let mut plan = vector("granularity-stencil");
+            plan.duration_ns = 30_000_000_000;
+            run_plan(info, &plan, Some(Duration::from_millis(300)))
+        }),
+    ));
     // Stopping early: end of file on stdin ends a long plan within about one iteration.
-    checks.push(("stops early when stdin closes".into(), Box::new(move || {
-        let mut plan = vector("relative-fixed");
-        plan.duration_ns = 30_000_000_000;
-        run_plan(info, &plan, Some(Duration::from_millis(300)))
-    })));
+    checks.push((
+        "stops early when stdin closes".into(),
+        Box::new(move || {
+            let mut plan = vector("relative-fixed");
+            plan.duration_ns = 30_000_000_000;
+            run_plan(info, &plan, Some(Duration::from_millis(300)))
+        }),
+    ));
     // A start limit already passed: unit 1 starts, no other does, and the worker says why.
-    checks.push(("starts one unit when the start limit has passed".into(), Box::new(move || {
-        let mut plan = vector("relative-fixed");
-        (plan.units, plan.start_limit_ns, plan.priority_classes) = (40, 1, 2);
-        run_plan(info, &plan, None)
-    })));
+    checks.push((
+        "starts one unit when the start limit has passed".into(),
+        Box::new(move || {
+            let mut plan = vector("relative-fixed");
+            (plan.units, plan.start_limit_ns, plan.priority_classes) = (40, 1, 2);
+            run_plan(info, &plan, None)
+        }),
+    ));
     // Samples stream while the worker measures.
-    checks.push(("sends samples while it measures".into(), Box::new(move || {
-        let mut plan = vector("relative-fixed");
-        (plan.duration_ns, plan.flush_ns) = (3_000_000_000, 100_000_000);
-        run_plan(info, &plan, None)
-    })));
+    checks.push((
+        "sends samples while it measures".into(),
+        Box::new(move || {
+            let mut plan = vector("relative-fixed");
+            (plan.duration_ns, plan.flush_ns) = (3_000_000_000, 100_000_000);
+            run_plan(info, &plan, None)
+        }),
+    ));
     let refusals = [
         ("a plan of protocol 2", vector("relative-fixed").to_json().replacen("\"protocol\":3", "\"protocol\":2", 1)),
-        ("a runtime it does not serve", vector("relative-fixed").to_json().replacen(&format!("\"runtime\":\"{id}\""), "\"runtime\":\"no-such-runtime\"", 1)),
+        (
+            "a runtime it does not serve",
+            vector("relative-fixed").to_json().replacen(
+                &format!("\"runtime\":\"{id}\""),
+                "\"runtime\":\"no-such-runtime\"",
+                1,
+            ),
+        ),
     ];
     for (name, input) in refusals {
         checks.push((format!("refuses {name}"), Box::new(move || refuse(info, &vector("relative-fixed"), &input))));
@@ -110,7 +133,9 @@ pub fn check_driver(id: &str) -> Result<ExitCode, String> {
     for (name, check) in &checks {
         let verdict = match (signals::reason(), &hung) {
             (Some(reason), _) => Verdict::new(false, format!("not run: {reason}")),
-            (None, Some(earlier)) => Verdict::new(false, format!("not run: the worker hung in an earlier check ({earlier})")),
+            (None, Some(earlier)) => {
+                Verdict::new(false, format!("not run: the worker hung in an earlier check ({earlier})"))
+            }
             (None, None) => check(),
         };
         if verdict.hung && hung.is_none() {
@@ -135,9 +160,18 @@ fn misbehaved(raw: &RawRun) -> Option<Verdict> {
     }
     if raw.ended.stopped == Some(Stop::Deadline) {
         let after = raw.ended.limit.as_secs_f64();
-        return Some(Verdict { ok: false, line: format!("hung: did not finish within {after:.1} s and was killed"), hung: true });
+        return Some(Verdict {
+            ok: false,
+            line: format!("hung: did not finish within {after:.1} s and was killed"),
+            hung: true,
+        });
     }
-    raw.ended.pipes_held.then(|| Verdict::new(false, "the worker exited, but a process it started kept its stdout or stderr open (and was killed)".into()))
+    raw.ended.pipes_held.then(|| {
+        Verdict::new(
+            false,
+            "the worker exited, but a process it started kept its stdout or stderr open (and was killed)".into(),
+        )
+    })
 }
 
 /// Samples and missed periods, counted as they arrive.
@@ -161,10 +195,11 @@ fn run_plan(info: &runtimes::RuntimeInfo, plan: &Plan, stop_after: Option<Durati
         t.samples += views.len() as u64;
         t.missed += views.iter().map(|v| v.sample.missed).sum::<u64>();
     });
-    let raw = match worker::spawn_and_wait(command, plan, &plan.to_json(), &Default::default(), limit, stop, sink, || {}) {
-        Ok(raw) => raw,
-        Err(failure) => return Verdict::new(false, failure.to_string()),
-    };
+    let raw =
+        match worker::spawn_and_wait(command, plan, &plan.to_json(), &Default::default(), limit, stop, sink, || {}) {
+            Ok(raw) => raw,
+            Err(failure) => return Verdict::new(false, failure.to_string()),
+        };
     if let Some(verdict) = misbehaved(&raw) {
         return verdict;
     }
@@ -172,10 +207,21 @@ fn run_plan(info: &runtimes::RuntimeInfo, plan: &Plan, stop_after: Option<Durati
     let tally = tally.lock().unwrap_or_else(|e| e.into_inner());
     Verdict::from(match (classify(&raw), stop_after) {
         (Outcome::Completed(d), None) => judge(plan, &d, &tally, raw.stream.first_samples_ns),
-        (Outcome::Interrupted(d, _), Some(_)) if plan.grain.is_some() => (true, format!("stopped after {wall:.2} s with {} of {} grains", d.points.len(), plan.grain.as_ref().map_or(0, |g| g.grains_ns.len()))),
-        (Outcome::Interrupted(..), Some(_)) => (true, format!("stopped after {wall:.2} s with {} samples", tally.samples)),
+        (Outcome::Interrupted(d, _), Some(_)) if plan.grain.is_some() => (
+            true,
+            format!(
+                "stopped after {wall:.2} s with {} of {} grains",
+                d.points.len(),
+                plan.grain.as_ref().map_or(0, |g| g.grains_ns.len())
+            ),
+        ),
+        (Outcome::Interrupted(..), Some(_)) => {
+            (true, format!("stopped after {wall:.2} s with {} samples", tally.samples))
+        }
         (Outcome::Completed(_), Some(_)) => (false, "ran to its end although stdin was closed".into()),
-        (Outcome::Interrupted(_, why), None) => (false, format!("reported interrupted although stdin stayed open ({why})")),
+        (Outcome::Interrupted(_, why), None) => {
+            (false, format!("reported interrupted although stdin stayed open ({why})"))
+        }
         (Outcome::Cut(_, why), _) => (false, format!("the stream was cut before its D frame: {why}")),
         (Outcome::Failed(failure), _) => (false, failure.to_string()),
     })
@@ -189,8 +235,20 @@ fn judge(plan: &Plan, d: &Delivered, tally: &Tally, first_samples_ns: Option<u64
         }
         // The checker has held every P frame to its plan; say what each grain found.
         let efficiency = |p: &taskmeter_protocol::Point| crate::analysis::granularity::derive(p.clone()).efficiency;
-        let grains: Vec<String> = d.points.iter().map(|p| format!("{} ns: {} tasks, {:.0} %", p.grain_ns, p.tasks, 100.0 * efficiency(p))).collect();
-        return (true, format!("{} grains on {} cores ({})", d.points.len(), d.points.first().map_or(0, |p| p.cores), grains.join("; ")));
+        let grains: Vec<String> = d
+            .points
+            .iter()
+            .map(|p| format!("{} ns: {} tasks, {:.0} %", p.grain_ns, p.tasks, 100.0 * efficiency(p)))
+            .collect();
+        return (
+            true,
+            format!(
+                "{} grains on {} cores ({})",
+                d.points.len(),
+                d.points.first().map_or(0, |p| p.cores),
+                grains.join("; ")
+            ),
+        );
     }
     let iterations: u64 = d.units.iter().map(|u| u.iterations).sum();
     let summary = format!(
@@ -215,10 +273,22 @@ fn judge(plan: &Plan, d: &Delivered, tally: &Tally, first_samples_ns: Option<u64
     if plan.flush_ns > plan.warmup_ns + plan.duration_ns {
         // The writer never woke before the units ended: each ring kept its first `ring` samples.
         if let Some(u) = d.units.iter().find(|u| u.iterations - u.lost != u.iterations.min(plan.ring as u64)) {
-            return (false, format!("unit {} kept {} of {} samples in a ring of {}", u.unit, u.iterations - u.lost, u.iterations, plan.ring));
+            return (
+                false,
+                format!(
+                    "unit {} kept {} of {} samples in a ring of {}",
+                    u.unit,
+                    u.iterations - u.lost,
+                    u.iterations,
+                    plan.ring
+                ),
+            );
         }
         if d.lost() == 0 {
-            return (false, format!("no sample lost in rings of {} although no flush came before the end ({summary})", plan.ring));
+            return (
+                false,
+                format!("no sample lost in rings of {} although no flush came before the end ({summary})", plan.ring),
+            );
         }
     }
     if plan.duration_ns >= 3_000_000_000 {
@@ -242,10 +312,11 @@ fn refuse(info: &runtimes::RuntimeInfo, plan: &Plan, input: &str) -> Verdict {
         Err(reason) => return Verdict::new(false, reason),
     };
     let stop = StopPolicy { after: None, grace: GRACE };
-    let raw = match worker::spawn_and_wait(command, plan, input, &Default::default(), GRACE, stop, Box::new(|_| {}), || {}) {
-        Ok(raw) => raw,
-        Err(failure) => return Verdict::new(false, failure.to_string()),
-    };
+    let raw =
+        match worker::spawn_and_wait(command, plan, input, &Default::default(), GRACE, stop, Box::new(|_| {}), || {}) {
+            Ok(raw) => raw,
+            Err(failure) => return Verdict::new(false, failure.to_string()),
+        };
     if let Some(verdict) = misbehaved(&raw) {
         return Verdict { line: format!("{} instead of refusing the plan", verdict.line), ..verdict };
     }

@@ -54,7 +54,10 @@ fn load_side(path: &Path) -> Result<Side, CliError> {
         .collect();
     folders.sort();
     if folders.is_empty() {
-        return Err(load_checked(path).err().map(CliError::from).unwrap_or_else(|| format!("{} holds no results", path.display()).into()));
+        return Err(load_checked(path)
+            .err()
+            .map(CliError::from)
+            .unwrap_or_else(|| format!("{} holds no results", path.display()).into()));
     }
     let records = folders.iter().map(|f| load_checked(f)).collect::<Result<Vec<_>, _>>()?;
     Ok(Side { path: path.to_path_buf(), records })
@@ -121,22 +124,41 @@ pub fn run(options: CompareOptions) -> Result<ExitCode, CliError> {
     let (old, new) = (load_side(&options.old)?, load_side(&options.new)?);
     let kinds: Vec<&str> = old.records.iter().chain(&new.records).map(|(_, r)| kind_of(r)).collect();
     if kinds.iter().any(|k| *k != kinds[0]) {
-        return Err(format!("cannot compare a {} result with a {} result (compare takes results of one experiment)", kinds[0], kinds.iter().find(|k| **k != kinds[0]).unwrap_or(&"?")).into());
+        return Err(format!(
+            "cannot compare a {} result with a {} result (compare takes results of one experiment)",
+            kinds[0],
+            kinds.iter().find(|k| **k != kinds[0]).unwrap_or(&"?")
+        )
+        .into());
     }
     // Within a side every run must have measured the same thing, as across the sides.
     for side in [&old, &new] {
         let first = json_of(&side.records[0].1);
         for (path, record) in &side.records[1..] {
-            let workload: Vec<String> = differences::between(&first, &json_of(record)).into_iter().filter(|d| d.kind == Kind::Workload).map(said).collect();
+            let workload: Vec<String> = differences::between(&first, &json_of(record))
+                .into_iter()
+                .filter(|d| d.kind == Kind::Workload)
+                .map(said)
+                .collect();
             if !workload.is_empty() && !options.force {
-                return Err(format!("the runs of {} measured different things ({} in {}): compare them anyway with --force", side.path.display(), workload.join("; "), path.display()).into());
+                return Err(format!(
+                    "the runs of {} measured different things ({} in {}): compare them anyway with --force",
+                    side.path.display(),
+                    workload.join("; "),
+                    path.display()
+                )
+                .into());
             }
         }
     }
     let found = differences::between(&json_of(&old.records[0].1), &json_of(&new.records[0].1));
     let workload: Vec<String> = found.iter().filter(|d| d.kind == Kind::Workload).cloned().map(said).collect();
     if !workload.is_empty() && !options.force {
-        return Err(format!("the two runs measured different things ({}): compare them anyway with --force", workload.join("; ")).into());
+        return Err(format!(
+            "the two runs measured different things ({}): compare them anyway with --force",
+            workload.join("; ")
+        )
+        .into());
     }
     let (lines, not_compared) = match kinds[0] {
         "run" => run_lines(&old, &new, &options)?,
@@ -147,7 +169,10 @@ pub fn run(options: CompareOptions) -> Result<ExitCode, CliError> {
     if lines.is_empty() {
         return Err(format!("the two {} results have nothing measured in common", kinds[0]).into());
     }
-    let mut counts: BTreeMap<&'static str, usize> = [Verdict::Improved, Verdict::Regressed, Verdict::NoChange, Verdict::Inconclusive].map(|v| (v.as_str(), 0)).into();
+    let mut counts: BTreeMap<&'static str, usize> =
+        [Verdict::Improved, Verdict::Regressed, Verdict::NoChange, Verdict::Inconclusive]
+            .map(|v| (v.as_str(), 0))
+            .into();
     for line in &lines {
         *counts.entry(line.judgement.verdict.as_str()).or_default() += 1;
     }
@@ -195,14 +220,26 @@ fn console(c: &Comparison, old: &Side, new: &Side) -> String {
         1 => String::new(),
         n => format!(", {n} results folders"),
     };
-    let _ = writeln!(out, "compare {} ({}) -> {} ({})", old.path.display(), runs(old).trim_start_matches(", ").to_string() + &started(old), new.path.display(), runs(new).trim_start_matches(", ").to_string() + &started(new));
+    let _ = writeln!(
+        out,
+        "compare {} ({}) -> {} ({})",
+        old.path.display(),
+        runs(old).trim_start_matches(", ").to_string() + &started(old),
+        new.path.display(),
+        runs(new).trim_start_matches(", ").to_string() + &started(new)
+    );
     for d in &c.differences {
         let _ = writeln!(out, "differs ({}): {} {} -> {}", d.kind.as_str(), d.what, d.old, d.new);
     }
     let _ = writeln!(out, "method: {METHOD}; alpha {}, noise threshold {:.1} %", c.alpha, c.threshold * 100.0);
     out.push('\n');
-    let subject_names: Vec<&str> = c.lines.first().map(|l| l.subject.iter().map(|(k, _)| *k).collect()).unwrap_or_default();
-    let mut table: Vec<Vec<String>> = vec![subject_names.iter().map(|s| s.to_string()).chain(["old", "new", "change", "runs", "p", "verdict"].map(str::to_string)).collect()];
+    let subject_names: Vec<&str> =
+        c.lines.first().map(|l| l.subject.iter().map(|(k, _)| *k).collect()).unwrap_or_default();
+    let mut table: Vec<Vec<String>> = vec![subject_names
+        .iter()
+        .map(|s| s.to_string())
+        .chain(["old", "new", "change", "runs", "p", "verdict"].map(str::to_string))
+        .collect()];
     for line in &c.lines {
         let value = |v: f64| match line.unit {
             "ns" => format_ns(v),
@@ -226,7 +263,14 @@ fn console(c: &Comparison, old: &Side, new: &Side) -> String {
     }
     out.push('\n');
     let n = |v: &str| c.counts.get(v).copied().unwrap_or(0);
-    let _ = writeln!(out, "{} regressed, {} improved, {} no change, {} inconclusive", n("regressed"), n("improved"), n("no change"), n("inconclusive"));
+    let _ = writeln!(
+        out,
+        "{} regressed, {} improved, {} no change, {} inconclusive",
+        n("regressed"),
+        n("improved"),
+        n("no change"),
+        n("inconclusive")
+    );
     if n("inconclusive") > 0 {
         let _ = writeln!(out, "inconclusive: one run a side says nothing of how much two runs differ when nothing changed; run both with --repeat 3 (or more), or compare folders of results folders");
     }
@@ -262,7 +306,14 @@ type Subject = Vec<(&'static str, String)>;
 type Measured = Vec<(Subject, Result<Vec<f64>, String>)>;
 
 /// One line per subject both sides measured; the rest said in `not compared`.
-fn pair_up(a: Measured, b: Measured, unit: &'static str, higher_is_better: bool, (old, new): (&Side, &Side), rule: Rule) -> (Vec<Line>, Vec<String>) {
+fn pair_up(
+    a: Measured,
+    b: Measured,
+    unit: &'static str,
+    higher_is_better: bool,
+    (old, new): (&Side, &Side),
+    rule: Rule,
+) -> (Vec<Line>, Vec<String>) {
     let label = |s: &Subject| s.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>().join(" ");
     let mut lines = Vec::new();
     let mut not_compared = Vec::new();
@@ -273,7 +324,9 @@ fn pair_up(a: Measured, b: Measured, unit: &'static str, higher_is_better: bool,
         };
         match (x, y) {
             (Err(why), _) | (_, Err(why)) => not_compared.push(format!("{}: {why}", label(subject))),
-            (Ok(x), Ok(y)) if !x.is_empty() && !y.is_empty() => lines.push(Line { subject: subject.clone(), unit, judgement: judge(x, y, higher_is_better, rule) }),
+            (Ok(x), Ok(y)) if !x.is_empty() && !y.is_empty() => {
+                lines.push(Line { subject: subject.clone(), unit, judgement: judge(x, y, higher_is_better, rule) })
+            }
             _ => {}
         }
     }
@@ -304,11 +357,17 @@ fn run_lines(old: &Side, new: &Side, options: &CompareOptions) -> Result<(Vec<Li
                 }
             }
         }
-        rows.sort_by_key(|((runtime, point), _)| (order.iter().position(|r| r == runtime).unwrap_or(usize::MAX), point.clone()));
+        rows.sort_by_key(|((runtime, point), _)| {
+            (order.iter().position(|r| r == runtime).unwrap_or(usize::MAX), point.clone())
+        });
         rows.iter()
             .flat_map(|((runtime, point), rows)| {
                 metrics.iter().map(move |metric| {
-                    let subject = vec![("runtime", runtime.clone()), ("point", point.clone()), ("metric", metric.name().to_string())];
+                    let subject = vec![
+                        ("runtime", runtime.clone()),
+                        ("point", point.clone()),
+                        ("metric", metric.name().to_string()),
+                    ];
                     (subject, Ok(rows.iter().filter_map(|r| score(r, *metric)).collect()))
                 })
             })
@@ -328,7 +387,10 @@ fn net_lines(old: &Side, new: &Side, rule: Rule) -> (Vec<Line>, Vec<String>) {
                 }
             }
         }
-        found.into_iter().map(|((receiver, senders), v)| (vec![("receiver", receiver), ("senders", senders.to_string())], Ok(v))).collect()
+        found
+            .into_iter()
+            .map(|((receiver, senders), v)| (vec![("receiver", receiver), ("senders", senders.to_string())], Ok(v)))
+            .collect()
     };
     pair_up(throughputs(old), throughputs(new), "msg/s", true, (old, new), rule)
 }
@@ -352,7 +414,11 @@ fn grain_lines(old: &Side, new: &Side, rule: Rule) -> (Vec<Line>, Vec<String>) {
         found
             .into_iter()
             .map(|(runtime, (values, bounds))| {
-                let values = if bounds.is_empty() { Ok(values) } else { Err(format!("METG is a bound in some runs ({}): widen --task-busy", bounds.join(", "))) };
+                let values = if bounds.is_empty() {
+                    Ok(values)
+                } else {
+                    Err(format!("METG is a bound in some runs ({}): widen --task-busy", bounds.join(", ")))
+                };
                 (vec![("runtime", runtime), ("figure", "METG(50 %)".to_string())], values)
             })
             .collect()
@@ -367,11 +433,19 @@ fn bench_lines(old: &Side, new: &Side, rule: Rule) -> (Vec<Line>, Vec<String>) {
             let AnyRecord::Bench(r) = record else { continue };
             for result in &r.report.results {
                 if let Some(gap) = &result.measured.gap {
-                    found.entry((result.scenario.clone(), result.input.clone().unwrap_or_else(|| "-".into()))).or_default().push(gap.mean);
+                    found
+                        .entry((result.scenario.clone(), result.input.clone().unwrap_or_else(|| "-".into())))
+                        .or_default()
+                        .push(gap.mean);
                 }
             }
         }
-        found.into_iter().map(|((scenario, input), v)| (vec![("scenario", scenario), ("input", input), ("figure", "mean gap".to_string())], Ok(v))).collect()
+        found
+            .into_iter()
+            .map(|((scenario, input), v)| {
+                (vec![("scenario", scenario), ("input", input), ("figure", "mean gap".to_string())], Ok(v))
+            })
+            .collect()
     };
     pair_up(gaps(old), gaps(new), "ns", false, (old, new), rule)
 }

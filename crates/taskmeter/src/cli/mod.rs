@@ -150,7 +150,8 @@ fn run_command() -> ExitCode {
         Err(e) => {
             let rendered = e.render().to_string();
             let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
-            let mut first = lines.next().unwrap_or("error: invalid arguments").trim_start_matches("error: ").to_string();
+            let mut first =
+                lines.next().unwrap_or("error: invalid arguments").trim_start_matches("error: ").to_string();
             // "the following required arguments were not provided:" names them on the next line.
             if first.ends_with(':') {
                 first = format!("{first} {}", lines.next().unwrap_or_default());
@@ -172,13 +173,20 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
             list::print();
             ExitCode::SUCCESS
         }
-        Command::Run(args) if args.experiment == ExperimentArg::Net => crate::experiments::net::run(options::net_options(&args)?)?,
+        Command::Run(args) if args.experiment == ExperimentArg::Net => {
+            crate::experiments::net::run(options::net_options(&args)?)?
+        }
         Command::Run(args) if args.experiment == ExperimentArg::Granularity => {
             crate::experiments::granularity::run(options::granularity_options(&args)?)?
         }
         Command::Run(args) => crate::experiments::sleep::run(options::run_options(&args)?)?,
         Command::Net { action: NetAction::Serve { runtime, listen, key_file, load } } => {
-            crate::experiments::net::serve_only(&runtime, &listen, &load.settings(vec![runtime.clone()], 1), key_file.as_deref())?
+            crate::experiments::net::serve_only(
+                &runtime,
+                &listen,
+                &load.settings(vec![runtime.clone()], 1),
+                key_file.as_deref(),
+            )?
         }
         Command::Net { action: NetAction::Send { to, cookie, key_file, load } } => {
             use crate::experiments::net::handshake::Secret;
@@ -200,7 +208,14 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
                 None => compare::default_metric(&old)?,
             };
             let rule = crate::analysis::compare::Rule { threshold, alpha };
-            compare::run(compare::CompareOptions { old, new, metric, rule, force, json: format == args::CompareFormat::Json })?
+            compare::run(compare::CompareOptions {
+                old,
+                new,
+                metric,
+                rule,
+                force,
+                json: format == args::CompareFormat::Json,
+            })?
         }
         Command::Selftest { duration, repeat } => selftest::run(duration, repeat)?,
         Command::Worker | Command::Guard => unreachable!("handled before dispatch"),

@@ -4,10 +4,10 @@
 use super::args::*;
 use crate::experiments::bench::BenchOptions;
 use crate::experiments::granularity::GrainOptions;
-use crate::model::granularity::GrainSettings;
 use crate::experiments::net::NetOptions;
 use crate::experiments::sleep::RunOptions;
 use crate::machine::sched::SchedSettings;
+use crate::model::granularity::GrainSettings;
 use crate::model::run::Settings;
 use crate::model::sweep::{Param, Sweep};
 use crate::report::export::{Export, ExportFormat};
@@ -18,7 +18,11 @@ use taskmeter_protocol::{BusyPlan, Experiment, Mode, Pattern, Schedule, SleepPla
 
 /// Where a command's results go: its folder, the export files, JSON or the console.
 fn output(folder: &Option<PathBuf>, exports: &ExportArgs, format: Format) -> Output {
-    let files = [(ExportFormat::Json, &exports.export_json), (ExportFormat::Csv, &exports.export_csv), (ExportFormat::Markdown, &exports.export_markdown)];
+    let files = [
+        (ExportFormat::Json, &exports.export_json),
+        (ExportFormat::Csv, &exports.export_csv),
+        (ExportFormat::Markdown, &exports.export_markdown),
+    ];
     Output {
         folder: folder.clone(),
         exports: files.into_iter().filter_map(|(format, path)| Some(Export { format, path: path.clone()? })).collect(),
@@ -61,7 +65,11 @@ fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
             first
         }
     };
-    let schedule = args.sleep.unwrap_or(if study { Schedule::Modulo { m: 20, ns: 1_000_000 } } else { Schedule::Fixed { ns: 1_000_000 } });
+    let schedule = args.sleep.unwrap_or(if study {
+        Schedule::Modulo { m: 20, ns: 1_000_000 }
+    } else {
+        Schedule::Fixed { ns: 1_000_000 }
+    });
     let mode = match args.mode {
         Some(ModeArg::Relative) => Mode::Relative,
         Some(ModeArg::Absolute) => Mode::Absolute,
@@ -85,7 +93,8 @@ fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
     if args.seed.is_some() && args.order == OrderArg::Given {
         return Err("--seed only applies to --order shuffled".into());
     }
-    let experiment = if args.experiment == ExperimentArg::AtomicSum { Experiment::AtomicSum } else { Experiment::Sleep };
+    let experiment =
+        if args.experiment == ExperimentArg::AtomicSum { Experiment::AtomicSum } else { Experiment::Sleep };
     let settings = Settings {
         runtimes,
         experiment,
@@ -98,7 +107,10 @@ fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
         warmup_ns: args.warmup.unwrap_or(if args.quick { 100_000_000 } else { 500_000_000 }),
         sleep: SleepPlan { mode, schedule },
         sleep_spec: schedule.to_string(),
-        busy: BusyPlan { iters: if let BusyArg::Iterations(n) = args.busy { n } else { 0 }, yield_each_step: args.yield_each_step },
+        busy: BusyPlan {
+            iters: if let BusyArg::Iterations(n) = args.busy { n } else { 0 },
+            yield_each_step: args.yield_each_step,
+        },
         busy_ns: if let BusyArg::Time(ns) = args.busy { Some(ns) } else { None },
         grace_ns: args.grace,
         sched: SchedSettings {

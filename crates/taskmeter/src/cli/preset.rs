@@ -43,23 +43,62 @@ fn sweep_name(spec: &str) -> Option<String> {
 }
 
 const KEYS: [&str; 39] = [
-    "experiment", "runtimes", "receivers", "senders", "messages", "per-sender", "message-size", "units", "sleep", "mode", "busy", "yield", "duration", "warmup", "grace",
-    "priority-classes", "start-limit", "together", "repeat", "cpu-dma-latency",
-    "quick", "sweep", "order", "seed", "metric", "table", "policy", "timer-slack", "cpus", "mlock",
-    "allow-rt-spin", "output", "raw", "format", "pattern", "task-busy", "width", "steps", "calibrate",
+    "experiment",
+    "runtimes",
+    "receivers",
+    "senders",
+    "messages",
+    "per-sender",
+    "message-size",
+    "units",
+    "sleep",
+    "mode",
+    "busy",
+    "yield",
+    "duration",
+    "warmup",
+    "grace",
+    "priority-classes",
+    "start-limit",
+    "together",
+    "repeat",
+    "cpu-dma-latency",
+    "quick",
+    "sweep",
+    "order",
+    "seed",
+    "metric",
+    "table",
+    "policy",
+    "timer-slack",
+    "cpus",
+    "mlock",
+    "allow-rt-spin",
+    "output",
+    "raw",
+    "format",
+    "pattern",
+    "task-busy",
+    "width",
+    "steps",
+    "calibrate",
 ];
 
 fn flags_of(path: &Path) -> Result<Vec<String>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read preset {}: {e}", path.display()))?;
-    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-        format!("preset {} is not valid TOML: {}", path.display(), e.message())
-    })?;
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| format!("preset {} is not valid TOML: {}", path.display(), e.message()))?;
     let mut flags = Vec::new();
     let mut experiment = None;
     for (raw_key, value) in &table {
         let key = raw_key.replace('_', "-");
         if !KEYS.contains(&key.as_str()) {
-            return Err(format!("unknown key '{raw_key}' in preset {} (keys are run's flags: {})", path.display(), KEYS.join(", ")));
+            return Err(format!(
+                "unknown key '{raw_key}' in preset {} (keys are run's flags: {})",
+                path.display(),
+                KEYS.join(", ")
+            ));
         }
         let wrong = |what: &str| format!("key '{raw_key}' in preset {} must be {what}", path.display());
         let scalar = |v: &toml::Value| -> Result<String, String> {
@@ -71,12 +110,17 @@ fn flags_of(path: &Path) -> Result<Vec<String>, String> {
         };
         match (key.as_str(), value) {
             ("experiment", v) => experiment = Some(scalar(v)?),
-            ("yield" | "quick" | "mlock" | "allow-rt-spin" | "raw" | "together" | "per-sender", toml::Value::Boolean(b)) => {
+            (
+                "yield" | "quick" | "mlock" | "allow-rt-spin" | "raw" | "together" | "per-sender",
+                toml::Value::Boolean(b),
+            ) => {
                 if *b {
                     flags.push(format!("--{key}"));
                 }
             }
-            ("yield" | "quick" | "mlock" | "allow-rt-spin" | "raw" | "together" | "per-sender", _) => return Err(wrong("true or false")),
+            ("yield" | "quick" | "mlock" | "allow-rt-spin" | "raw" | "together" | "per-sender", _) => {
+                return Err(wrong("true or false"))
+            }
             ("sweep", toml::Value::Array(items)) => {
                 for item in items {
                     flags.push("--sweep".into());

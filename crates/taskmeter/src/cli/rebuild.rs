@@ -10,14 +10,19 @@ use crate::model::consistency::load_checked;
 use std::path::Path;
 use std::process::ExitCode;
 
-pub fn rebuild(path: &Path, samples_csv: Option<&Path>, table: Option<crate::report::tables::Layout>) -> Result<ExitCode, CliError> {
+pub fn rebuild(
+    path: &Path,
+    samples_csv: Option<&Path>,
+    table: Option<crate::report::tables::Layout>,
+) -> Result<ExitCode, CliError> {
     let (file, record) = load_checked(path)?;
     let folder = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if let Some(out) = samples_csv {
         let (source, mut reader) = crate::model::samples::open(folder)?
             .ok_or_else(|| format!("{} holds no samples (a run keeps them with --raw)", folder.display()))?;
         let mut file = std::fs::File::create(out).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
-        std::io::copy(&mut reader, &mut file).map_err(|e| format!("cannot copy {} to {}: {e}", source.display(), out.display()))?;
+        std::io::copy(&mut reader, &mut file)
+            .map_err(|e| format!("cannot copy {} to {}: {e}", source.display(), out.display()))?;
         crate::outln!("{}", out.display());
     }
     match (&record, table) {

@@ -15,15 +15,49 @@ pub(super) const FLAG_SCOPE: &[(&str, &[ExperimentArg])] = {
     const NET: &[ExperimentArg] = &[Net];
     const GRAIN: &[ExperimentArg] = &[Granularity];
     &[
-        ("experiment", EVERY), ("repeat", EVERY), ("cpu_dma_latency", EVERY), ("grace", EVERY), ("output", EVERY), ("format", EVERY),
-        ("export_json", EVERY), ("export_csv", EVERY), ("export_markdown", EVERY),
-        ("receivers", NET), ("senders", NET), ("messages", NET), ("per_sender", NET), ("message_size", NET),
-        ("pattern", GRAIN), ("task_busy", GRAIN), ("width", GRAIN), ("steps", GRAIN), ("calibrate", GRAIN),
-        ("runtimes", WORKERS), ("units", LOOP), ("sleep", LOOP), ("priority_classes", LOOP), ("start_limit", LOOP),
-        ("together", LOOP), ("mode", LOOP), ("busy", LOOP), ("yield_each_step", LOOP), ("duration", WORKERS),
-        ("warmup", WORKERS), ("quick", WORKERS), ("sweeps", LOOP), ("order", LOOP), ("seed", LOOP), ("metric", LOOP),
-        ("table", LOOP), ("policy", LOOP), ("timer_slack", LOOP), ("cpus", WORKERS), ("mlock", LOOP),
-        ("allow_rt_spin", LOOP), ("raw", LOOP), ("exact_samples", LOOP),
+        ("experiment", EVERY),
+        ("repeat", EVERY),
+        ("cpu_dma_latency", EVERY),
+        ("grace", EVERY),
+        ("output", EVERY),
+        ("format", EVERY),
+        ("export_json", EVERY),
+        ("export_csv", EVERY),
+        ("export_markdown", EVERY),
+        ("receivers", NET),
+        ("senders", NET),
+        ("messages", NET),
+        ("per_sender", NET),
+        ("message_size", NET),
+        ("pattern", GRAIN),
+        ("task_busy", GRAIN),
+        ("width", GRAIN),
+        ("steps", GRAIN),
+        ("calibrate", GRAIN),
+        ("runtimes", WORKERS),
+        ("units", LOOP),
+        ("sleep", LOOP),
+        ("priority_classes", LOOP),
+        ("start_limit", LOOP),
+        ("together", LOOP),
+        ("mode", LOOP),
+        ("busy", LOOP),
+        ("yield_each_step", LOOP),
+        ("duration", WORKERS),
+        ("warmup", WORKERS),
+        ("quick", WORKERS),
+        ("sweeps", LOOP),
+        ("order", LOOP),
+        ("seed", LOOP),
+        ("metric", LOOP),
+        ("table", LOOP),
+        ("policy", LOOP),
+        ("timer_slack", LOOP),
+        ("cpus", WORKERS),
+        ("mlock", LOOP),
+        ("allow_rt_spin", LOOP),
+        ("raw", LOOP),
+        ("exact_samples", LOOP),
     ]
 };
 
@@ -48,7 +82,10 @@ pub fn check_flag_scope(matches: &ArgMatches) -> Result<(), String> {
                 [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
             };
             let hint = if id == "runtimes" { "; `run net` takes --receivers" } else { "" };
-            return Err(format!("{flag} does not apply to `run {}` (it applies to {belongs}){hint}", experiment.name()));
+            return Err(format!(
+                "{flag} does not apply to `run {}` (it applies to {belongs}){hint}",
+                experiment.name()
+            ));
         }
     }
     Ok(())
@@ -71,4 +108,3 @@ mod tests {
         }
     }
 }
-

@@ -8,15 +8,15 @@
 //! rounds it up to its 1 ms tick). Measured in this process, on purpose: it benchmarks the
 //! harness code, not a runtime under comparison.
 
+use crate::runtimes;
+use taskmeter_protocol::{BusyPlan, Experiment, Mode, Plan, Schedule, SleepPlan, PROTOCOL};
 use taskmeter_record::clock::now_ns;
 use taskmeter_record::stats::median_f64 as median;
-use taskmeter_protocol::{BusyPlan, Experiment, Mode, Plan, Schedule, SleepPlan, PROTOCOL};
-use crate::runtimes;
 
-use taskmeter_worker::workload::LoopContext;
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
+use taskmeter_worker::workload::LoopContext;
 
 static NEVER: AtomicBool = AtomicBool::new(false);
 
@@ -33,9 +33,20 @@ pub fn run(duration_ns: u64, repeat: u32) -> Result<ExitCode, String> {
     );
     let pairs: Vec<f64> = (0..repeat).map(|_| clock_pair_ns(duration_ns)).collect();
     let pair = median(&pairs);
-    crate::outln!("two clock reads (clock_gettime CLOCK_MONOTONIC): {:.1} ns (range {:.1}..{:.1})", pair, min(&pairs), max(&pairs));
+    crate::outln!(
+        "two clock reads (clock_gettime CLOCK_MONOTONIC): {:.1} ns (range {:.1}..{:.1})",
+        pair,
+        min(&pairs),
+        max(&pairs)
+    );
     crate::outln!();
-    crate::outln!("{:<10} {:>16} {:>26} {:>18}", "runtime", "loop overhead", "overhead / 2 clock reads", "with a zero sleep");
+    crate::outln!(
+        "{:<10} {:>16} {:>26} {:>18}",
+        "runtime",
+        "loop overhead",
+        "overhead / 2 clock reads",
+        "with a zero sleep"
+    );
     let mut all_met = true;
     for info in runtimes::all().iter().filter(|r| r.launch.in_process()) {
         let mut overheads = Vec::new();
@@ -103,11 +114,14 @@ fn loop_ns_per_sample(runtime: &str, duration_ns: u64, sleeping: bool) -> Result
     };
     let ctx: &'static LoopContext = Box::leak(Box::new(LoopContext::new(plan, now_ns(), &NEVER)));
     let (units_ended, ended) = std::sync::mpsc::channel::<()>();
-    let writer = std::thread::spawn(move || taskmeter_worker::worker::pump(ctx, ended, |bytes| {
-        black_box(bytes);
-        Ok(())
-    }));
-    let served = taskmeter_worker::runtime::find(runtime).ok_or_else(|| format!("{runtime} does not run in process"))?;
+    let writer = std::thread::spawn(move || {
+        taskmeter_worker::worker::pump(ctx, ended, |bytes| {
+            black_box(bytes);
+            Ok(())
+        })
+    });
+    let served =
+        taskmeter_worker::runtime::find(runtime).ok_or_else(|| format!("{runtime} does not run in process"))?;
     let runs = (served.run)(ctx, sleeping);
     ctx.gate.abandon();
     drop(units_ended);

@@ -66,7 +66,13 @@ pub fn run(options: BenchOptions) -> Result<ExitCode, super::ExperimentError> {
         report,
     };
     let failed = record.report.results.iter().any(|r| r.error.is_some());
-    Ok(session.finish(record, |r| RecordRef::Bench(r), crate::report::bench::write_folder, |r| console::render(&r.report), failed))
+    Ok(session.finish(
+        record,
+        |r| RecordRef::Bench(r),
+        crate::report::bench::write_folder,
+        |r| console::render(&r.report),
+        failed,
+    ))
 }
 
 /// A private folder for the collectors' sockets, removed at the end.
@@ -78,7 +84,8 @@ impl SocketDir {
     fn create() -> Result<SocketDir, super::ExperimentError> {
         let path = std::env::temp_dir().join(format!("taskmeter-bench-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).map_err(|e| super::ExperimentError::Setup(format!("cannot create {}: {e}", path.display())))?;
+        std::fs::create_dir_all(&path)
+            .map_err(|e| super::ExperimentError::Setup(format!("cannot create {}: {e}", path.display())))?;
         Ok(SocketDir { path })
     }
 }
@@ -108,7 +115,12 @@ impl Job<'_> {
         // At the end of the drain a body still running is asked to stop (SIGTERM to its group),
         // and killed a grace later.
         let drain_end = instant_at(window.end_ns + self.config.drain_ns);
-        let limits = Limits { deadline: drain_end + TERM_GRACE + Duration::from_secs(1), ask: Ask::Signal(libc::SIGTERM), grace: TERM_GRACE, stop_at: Some(drain_end) };
+        let limits = Limits {
+            deadline: drain_end + TERM_GRACE + Duration::from_secs(1),
+            ask: Ask::Signal(libc::SIGTERM),
+            grace: TERM_GRACE,
+            stop_at: Some(drain_end),
+        };
 
         let mut invocations = 0;
         let mut error = None;
@@ -163,7 +175,9 @@ impl Job<'_> {
             result.notes.push(format!(
                 "interrupted by {} {} into the {} window: the body was stopped, and what it had not flushed is lost",
                 signals::name(signal),
-                taskmeter_record::format::duration(now_ns().saturating_sub(window.warmup_end_ns).min(self.config.time_ns) as f64),
+                taskmeter_record::format::duration(
+                    now_ns().saturating_sub(window.warmup_end_ns).min(self.config.time_ns) as f64
+                ),
                 taskmeter_record::format::duration(self.config.time_ns as f64)
             ));
         } else if stopped.is_some() {
@@ -180,7 +194,11 @@ impl Job<'_> {
 /// The Instant of a CLOCK_MONOTONIC time (both read the same clock on Linux).
 fn instant_at(ns: u64) -> Instant {
     let now = now_ns();
-    if ns >= now { Instant::now() + Duration::from_nanos(ns - now) } else { Instant::now() }
+    if ns >= now {
+        Instant::now() + Duration::from_nanos(ns - now)
+    } else {
+        Instant::now()
+    }
 }
 
 /// Why a run of the body failed: how it ended and the last line it wrote to stderr.

@@ -38,7 +38,13 @@ pub fn plan_for(s: &GrainSettings, runtime: &str) -> Plan {
         busy: BusyPlan { iters: 0, yield_each_step: false },
         ring: MIN_RING,
         flush_ns: FLUSH_NS,
-        grain: Some(GrainPlan { pattern: s.pattern, width: s.width, steps: s.steps, grains_ns: s.grains_ns.clone(), calibrate_ns: s.calibrate_ns }),
+        grain: Some(GrainPlan {
+            pattern: s.pattern,
+            width: s.width,
+            steps: s.steps,
+            grains_ns: s.grains_ns.clone(),
+            calibrate_ns: s.calibrate_ns,
+        }),
     }
 }
 
@@ -48,8 +54,12 @@ pub fn run(options: GrainOptions) -> Result<ExitCode, super::ExperimentError> {
     plan_for(s, "check").check().map_err(|e| super::ExperimentError::Settings(e.to_string()))?;
     let _latency_request = cpu_dma_latency_us.map(LatencyRequest::hold).transpose()?;
     let mut session = Session::start("granularity", output)?;
-    let availability: Vec<(&'static RuntimeInfo, Result<(), String>)> =
-        s.runtimes.iter().map(|id| runtimes::find(id).expect("runtimes are checked when parsed")).map(|info| (info, runtimes::availability(info))).collect();
+    let availability: Vec<(&'static RuntimeInfo, Result<(), String>)> = s
+        .runtimes
+        .iter()
+        .map(|id| runtimes::find(id).expect("runtimes are checked when parsed"))
+        .map(|info| (info, runtimes::availability(info)))
+        .collect();
     let mut skipped = Vec::new();
     for (info, available) in &availability {
         if let Err(reason) = available {
@@ -58,10 +68,12 @@ pub fn run(options: GrainOptions) -> Result<ExitCode, super::ExperimentError> {
         }
     }
     runtimes::prepare_drivers(&availability);
-    let available: Vec<&'static RuntimeInfo> = availability.iter().filter(|(_, a)| a.is_ok()).map(|(info, _)| *info).collect();
+    let available: Vec<&'static RuntimeInfo> =
+        availability.iter().filter(|(_, a)| a.is_ok()).map(|(info, _)| *info).collect();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let per_worker = plan_for(s, "estimate").planned_ns_on(cpus) as f64 / 1e9;
-    let estimate = Duration::from_secs_f64((per_worker * (available.len() as u32 * s.repeat) as f64 * 1.2).round().min(1e12));
+    let estimate =
+        Duration::from_secs_f64((per_worker * (available.len() as u32 * s.repeat) as f64 * 1.2).round().min(1e12));
     crate::errln!(
         "granularity: {} runtimes x {} repetitions, {} task sizes each (about {})",
         available.len(),
@@ -72,7 +84,8 @@ pub fn run(options: GrainOptions) -> Result<ExitCode, super::ExperimentError> {
     let mut runs = Vec::new();
     'repetitions: for repetition in 1..=s.repeat {
         // Each repetition starts one runtime later, so that no runtime always runs first.
-        let order = available.iter().cycle().skip((repetition as usize - 1) % available.len().max(1)).take(available.len());
+        let order =
+            available.iter().cycle().skip((repetition as usize - 1) % available.len().max(1)).take(available.len());
         for info in order {
             if session.stop_reason().is_some() {
                 break 'repetitions;
@@ -86,12 +99,21 @@ pub fn run(options: GrainOptions) -> Result<ExitCode, super::ExperimentError> {
     let summaries = summarise(&runs, &s.runtimes, s.grains_ns.len());
     let record = GrainRecord { header: session.header::<GrainRecord>(), settings: s.clone(), runs, summaries, skipped };
     let failed = record.runs.iter().any(|r| r.error.is_some() && !r.interrupted);
-    Ok(session.finish(record, |r| RecordRef::Granularity(r), crate::report::granularity::write_folder, crate::report::granularity::console, failed))
+    Ok(session.finish(
+        record,
+        |r| RecordRef::Granularity(r),
+        crate::report::granularity::write_folder,
+        crate::report::granularity::console,
+        failed,
+    ))
 }
 
 /// The point's figures, its cores those taskmeter counted when the runtime runs tasks in parallel
 /// (a one-threaded runtime reports 1 and keeps it); what the runtime reported is kept beside.
-fn derive_with_cores(mut measured: taskmeter_protocol::Point, usable: Option<u32>) -> crate::model::granularity::GrainPoint {
+fn derive_with_cores(
+    mut measured: taskmeter_protocol::Point,
+    usable: Option<u32>,
+) -> crate::model::granularity::GrainPoint {
     let reported = measured.cores;
     if let Some(cores) = usable.filter(|c| reported > 1 && *c != reported) {
         measured.cores = cores;
@@ -102,8 +124,23 @@ fn derive_with_cores(mut measured: taskmeter_protocol::Point, usable: Option<u32
 }
 
 /// One worker: every task size for one runtime.
-fn run_one(info: &'static RuntimeInfo, s: &GrainSettings, repetition: u32, sched: &SchedSettings, grace: Duration) -> GrainRun {
-    let mut run = GrainRun { runtime: info.id.into(), repetition, runtime_version: None, points: Vec::new(), metg: None, error: None, interrupted: false, wall_ns: 0 };
+fn run_one(
+    info: &'static RuntimeInfo,
+    s: &GrainSettings,
+    repetition: u32,
+    sched: &SchedSettings,
+    grace: Duration,
+) -> GrainRun {
+    let mut run = GrainRun {
+        runtime: info.id.into(),
+        repetition,
+        runtime_version: None,
+        points: Vec::new(),
+        metg: None,
+        error: None,
+        interrupted: false,
+        wall_ns: 0,
+    };
     let command = match runtimes::worker_command(info) {
         Ok(command) => command,
         Err(reason) => {

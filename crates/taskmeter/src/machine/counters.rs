@@ -75,8 +75,14 @@ pub fn snapshot(pid: i32) -> Result<Snapshot, String> {
     let gone = |e: std::io::Error| format!("could not read /proc/{pid}: {e}");
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_err(gone)?;
     // The fields after the command name, which may hold spaces and parentheses.
-    let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
-    let field = |n: usize| fields.get(n - 3).and_then(|v| v.parse::<u64>().ok()).ok_or_else(|| format!("/proc/{pid}/stat has no field {n}"));
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+    let field = |n: usize| {
+        fields
+            .get(n - 3)
+            .and_then(|v| v.parse::<u64>().ok())
+            .ok_or_else(|| format!("/proc/{pid}/stat has no field {n}"))
+    };
     let (minor_faults, major_faults, utime_ticks, stime_ticks) = (field(10)?, field(12)?, field(14)?, field(15)?);
     let mut threads = HashMap::new();
     for entry in std::fs::read_dir(format!("/proc/{pid}/task")).map_err(gone)?.flatten() {
@@ -86,7 +92,15 @@ pub fn snapshot(pid: i32) -> Result<Snapshot, String> {
             threads.insert(tid, thread);
         }
     }
-    Ok(Snapshot { start_ns, end_ns: taskmeter_record::clock::now_ns(), threads, utime_ticks, stime_ticks, minor_faults, major_faults })
+    Ok(Snapshot {
+        start_ns,
+        end_ns: taskmeter_record::clock::now_ns(),
+        threads,
+        utime_ticks,
+        stime_ticks,
+        minor_faults,
+        major_faults,
+    })
 }
 
 fn read_thread(dir: &std::path::Path) -> Option<Thread> {
@@ -146,7 +160,9 @@ pub fn between(start: &Snapshot, end: &Snapshot) -> Counters {
     c.runqueue_wait_ns = wait;
     c.migrations = migrations;
     if wait.is_none() {
-        c.unavailable.push("cpu and run-queue wait: no /proc/PID/task/TID/schedstat (CONFIG_SCHED_INFO); cpu from clock ticks".into());
+        c.unavailable.push(
+            "cpu and run-queue wait: no /proc/PID/task/TID/schedstat (CONFIG_SCHED_INFO); cpu from clock ticks".into(),
+        );
     }
     if migrations.is_none() {
         c.unavailable.push("migrations: no se.nr_migrations in /proc/PID/task/TID/sched (CONFIG_SCHED_DEBUG)".into());
@@ -157,7 +173,11 @@ pub fn between(start: &Snapshot, end: &Snapshot) -> Counters {
 fn clock_ticks_per_second() -> u64 {
     // SAFETY: sysconf has no preconditions.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if ticks > 0 { ticks as u64 } else { 100 }
+    if ticks > 0 {
+        ticks as u64
+    } else {
+        100
+    }
 }
 
 /// What reading one thread's two files costs here, about (measured: 14 to 20 µs per file).
@@ -220,7 +240,15 @@ mod tests {
     }
 
     fn snap(at: u64, threads: &[(u32, Thread)], ticks: (u64, u64), faults: u64) -> Snapshot {
-        Snapshot { start_ns: at, end_ns: at + 10, threads: threads.iter().copied().collect(), utime_ticks: ticks.0, stime_ticks: ticks.1, minor_faults: faults, major_faults: 0 }
+        Snapshot {
+            start_ns: at,
+            end_ns: at + 10,
+            threads: threads.iter().copied().collect(),
+            utime_ticks: ticks.0,
+            stime_ticks: ticks.1,
+            minor_faults: faults,
+            major_faults: 0,
+        }
     }
 
     #[test]
@@ -245,7 +273,10 @@ mod tests {
     #[test]
     fn a_missing_source_is_named_not_guessed() {
         let blind = Thread { on_cpu_ns: None, wait_ns: None, voluntary: 3, involuntary: 0, migrations: None };
-        let c = between(&snap(0, &[(1, blind)], (10, 0), 0), &snap(5, &[(1, Thread { voluntary: 7, ..blind })], (12, 1), 0));
+        let c = between(
+            &snap(0, &[(1, blind)], (10, 0), 0),
+            &snap(5, &[(1, Thread { voluntary: 7, ..blind })], (12, 1), 0),
+        );
         assert_eq!((c.runqueue_wait_ns, c.migrations), (None, None));
         let tick = 1_000_000_000 / clock_ticks_per_second();
         assert_eq!(c.cpu_ns, 3 * tick, "from the clock ticks");

@@ -41,10 +41,13 @@ impl Environment {
         let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
         let cpu_model = cpuinfo
             .lines()
-            .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, v)| v.trim().to_string()))
+            .find_map(|l| {
+                l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, v)| v.trim().to_string())
+            })
             .unwrap_or_else(|| "unknown".into());
         let has_hypervisor_flag = cpuinfo.lines().any(|l| l.starts_with("flags") && l.contains(" hypervisor"));
-        let virtualisation = detect_virt("--vm").or_else(|| has_hypervisor_flag.then(|| "yes (unknown hypervisor)".into()));
+        let virtualisation =
+            detect_virt("--vm").or_else(|| has_hypervisor_flag.then(|| "yes (unknown hypervisor)".into()));
         Environment {
             hostname: read("/proc/sys/kernel/hostname").unwrap_or_default(),
             kernel: uname(),
@@ -106,14 +109,20 @@ fn preemption(uname: &str, dynamic: bool, config: Option<&str>) -> Option<String
     // The mode in force: the boot command line overrides the configured default.
     let cmdline = read("/proc/cmdline").unwrap_or_default();
     let from_cmdline = cmdline.split_whitespace().find_map(|a| a.strip_prefix("preempt=")).map(str::to_string);
-    let from_debugfs = read("/sys/kernel/debug/sched/preempt")
-        .and_then(|s| s.split_whitespace().find(|w| w.starts_with('(')).map(|w| w.trim_matches(['(', ')']).to_string()));
+    let from_debugfs = read("/sys/kernel/debug/sched/preempt").and_then(|s| {
+        s.split_whitespace().find(|w| w.starts_with('(')).map(|w| w.trim_matches(['(', ')']).to_string())
+    });
     let configured = config.and_then(|c| {
-        [("CONFIG_PREEMPT_RT=y", "rt"), ("CONFIG_PREEMPT=y", "full"), ("CONFIG_PREEMPT_LAZY=y", "lazy"),
-         ("CONFIG_PREEMPT_VOLUNTARY=y", "voluntary"), ("CONFIG_PREEMPT_NONE=y", "none")]
-            .iter()
-            .find(|(k, _)| c.lines().any(|l| l == *k))
-            .map(|(_, v)| v.to_string())
+        [
+            ("CONFIG_PREEMPT_RT=y", "rt"),
+            ("CONFIG_PREEMPT=y", "full"),
+            ("CONFIG_PREEMPT_LAZY=y", "lazy"),
+            ("CONFIG_PREEMPT_VOLUNTARY=y", "voluntary"),
+            ("CONFIG_PREEMPT_NONE=y", "none"),
+        ]
+        .iter()
+        .find(|(k, _)| c.lines().any(|l| l == *k))
+        .map(|(_, v)| v.to_string())
     });
     let mode = from_debugfs.or(from_cmdline).or(configured);
     let model = if uname.contains("PREEMPT_RT") {

@@ -56,11 +56,13 @@ impl MachineSettings {
                 disabled: read(&format!("{state}/disable")).as_deref() == Some("1"),
             });
         }
-        let thp = read("/sys/kernel/mm/transparent_hugepage/enabled")
-            .and_then(|v| v.split_whitespace().find(|w| w.starts_with('[')).map(|w| w.trim_matches(['[', ']']).to_string()));
+        let thp = read("/sys/kernel/mm/transparent_hugepage/enabled").and_then(|v| {
+            v.split_whitespace().find(|w| w.starts_with('[')).map(|w| w.trim_matches(['[', ']']).to_string())
+        });
         MachineSettings {
             idle_driver: read(&format!("{cpu}/cpuidle/current_driver")),
-            idle_governor: read(&format!("{cpu}/cpuidle/current_governor")).or_else(|| read(&format!("{cpu}/cpuidle/current_governor_ro"))),
+            idle_governor: read(&format!("{cpu}/cpuidle/current_governor"))
+                .or_else(|| read(&format!("{cpu}/cpuidle/current_governor_ro"))),
             idle_states,
             cpu_dma_latency_us: cpu_dma_latency_us(),
             cpufreq_governor: read(&format!("{cpu}/cpu0/cpufreq/scaling_governor")),
@@ -149,7 +151,8 @@ impl LatencyRequest {
             .write(true)
             .open(PM_QOS_FILE)
             .map_err(|e| LatencyError(format!("--cpu-dma-latency needs to write {PM_QOS_FILE} (root): {e}")))?;
-        let value = i32::try_from(us).map_err(|_| LatencyError(format!("--cpu-dma-latency {us} is above {}", i32::MAX)))?;
+        let value =
+            i32::try_from(us).map_err(|_| LatencyError(format!("--cpu-dma-latency {us} is above {}", i32::MAX)))?;
         file.write_all(&value.to_ne_bytes()).map_err(|e| LatencyError(format!("cannot write {PM_QOS_FILE}: {e}")))?;
         Ok(LatencyRequest { _file: file, us })
     }

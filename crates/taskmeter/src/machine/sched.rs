@@ -186,7 +186,14 @@ fn cgroup_quota() -> Option<f64> {
                 (quota, period) => Some(quota.parse::<f64>().ok()? / period),
             }
         } else if controllers.split(',').any(|c| c == "cpu") {
-            let read = |name: &str| std::fs::read_to_string(format!("/sys/fs/cgroup/cpu,cpuacct{path}/{name}")).or_else(|_| std::fs::read_to_string(format!("/sys/fs/cgroup/cpu{path}/{name}"))).ok()?.trim().parse::<f64>().ok();
+            let read = |name: &str| {
+                std::fs::read_to_string(format!("/sys/fs/cgroup/cpu,cpuacct{path}/{name}"))
+                    .or_else(|_| std::fs::read_to_string(format!("/sys/fs/cgroup/cpu{path}/{name}")))
+                    .ok()?
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+            };
             match (read("cpu.cfs_quota_us"), read("cpu.cfs_period_us")) {
                 (Some(quota), Some(period)) if quota > 0.0 && period > 0.0 => Some(quota / period),
                 _ => None,
@@ -323,9 +330,8 @@ impl SchedInfo {
         let mut param = libc::sched_param { sched_priority: 0 };
         unsafe { libc::sched_getparam(pid, &mut param) };
         let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, pid as libc::id_t) };
-        let timerslack_ns = std::fs::read_to_string(format!("/proc/{pid}/timerslack_ns"))
-            .ok()
-            .and_then(|s| s.trim().parse().ok());
+        let timerslack_ns =
+            std::fs::read_to_string(format!("/proc/{pid}/timerslack_ns")).ok().and_then(|s| s.trim().parse().ok());
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
         let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_string());
         let cpus = field("Cpus_allowed_list:");

@@ -42,7 +42,8 @@ fn run_problems(record: &RunRecord) -> Vec<String> {
     let (points, repeat) = (record.points.len(), record.settings.repeat);
     for (position, point) in record.points.iter().enumerate() {
         if point.index != position {
-            problems.push(format!("points[{position}] has index {} (rows refer to points by their position)", point.index));
+            problems
+                .push(format!("points[{position}] has index {} (rows refer to points by their position)", point.index));
         }
     }
     let runtimes: Vec<&String> = unique(&record.settings.runtimes);
@@ -61,7 +62,12 @@ fn run_problems(record: &RunRecord) -> Vec<String> {
     }
     let keys = record.rows.iter().map(|r| (r.runtime.as_str(), r.point, r.repetition));
     for ((runtime, point, repetition), rows) in duplicates(keys) {
-        problems.push(format!("{} at point {point}, repetition {repetition} has {} rows (rows {})", shown(runtime), rows.len(), listed(&rows)));
+        problems.push(format!(
+            "{} at point {point}, repetition {repetition} has {} rows (rows {})",
+            shown(runtime),
+            rows.len(),
+            listed(&rows)
+        ));
     }
     problems.extend(missing_rows(record, &runtimes));
     problems
@@ -75,12 +81,15 @@ fn row_name(i: usize, row: &Row) -> String {
 /// Jobs without a row: taskmeter writes one for every runtime, point and repetition, even a
 /// skipped or failed one, even when interrupted.
 fn missing_rows(record: &RunRecord, runtimes: &[&String]) -> Vec<String> {
-    let present: BTreeSet<(&str, usize, u32)> = record.rows.iter().map(|r| (r.runtime.as_str(), r.point, r.repetition)).collect();
+    let present: BTreeSet<(&str, usize, u32)> =
+        record.rows.iter().map(|r| (r.runtime.as_str(), r.point, r.repetition)).collect();
     let expected = record.points.len() as u128 * record.settings.repeat as u128 * runtimes.len() as u128;
     let expected_present = present
         .iter()
         .filter(|(runtime, point, repetition)| {
-            runtimes.iter().any(|r| r == runtime) && *point < record.points.len() && (1..=record.settings.repeat).contains(repetition)
+            runtimes.iter().any(|r| r == runtime)
+                && *point < record.points.len()
+                && (1..=record.settings.repeat).contains(repetition)
         })
         .count() as u128;
     if expected == expected_present {
@@ -128,14 +137,20 @@ fn count_problems(row: &Row, schema_version: u32) -> Vec<String> {
     for metric in [Metric::Lateness, Metric::Actual, Metric::Busy] {
         let count = statistics.get(metric).count;
         if count != measured {
-            problems.push(format!("statistics.{}.count is {count}, but counts.samples_measured is {measured}", metric.name()));
+            problems.push(format!(
+                "statistics.{}.count is {count}, but counts.samples_measured is {measured}",
+                metric.name()
+            ));
         }
     }
     // Version 4 added lost samples; before it, no count says which samples have no `full`.
     if schema_version >= 4 {
         let full = statistics.full.count;
         match measured.checked_sub(counts.samples_after_gap) {
-            None => problems.push(format!("counts.samples_after_gap {} is more than samples_measured {measured}", counts.samples_after_gap)),
+            None => problems.push(format!(
+                "counts.samples_after_gap {} is more than samples_measured {measured}",
+                counts.samples_after_gap
+            )),
             Some(with_full) if with_full != full => problems.push(format!(
                 "statistics.full.count is {full}, but counts.samples_measured - samples_after_gap is {with_full}"
             )),
@@ -143,11 +158,14 @@ fn count_problems(row: &Row, schema_version: u32) -> Vec<String> {
         }
     }
     // Each measured sample is also in its unit's class (when there are classes and they sleep).
-    let class_counts: Option<Vec<u64>> = row.classes.iter().map(|c| c.statistics.as_ref().map(|s| s.lateness.count)).collect();
+    let class_counts: Option<Vec<u64>> =
+        row.classes.iter().map(|c| c.statistics.as_ref().map(|s| s.lateness.count)).collect();
     if let Some(class_counts) = class_counts.filter(|c| !c.is_empty()) {
         let in_classes: u128 = class_counts.iter().map(|c| *c as u128).sum();
         if in_classes != measured as u128 {
-            problems.push(format!("its priority classes hold {in_classes} samples, but counts.samples_measured is {measured}"));
+            problems.push(format!(
+                "its priority classes hold {in_classes} samples, but counts.samples_measured is {measured}"
+            ));
         }
     }
     problems
@@ -166,27 +184,44 @@ fn net_problems(record: &NetRecord) -> Vec<String> {
             problems.push(format!("{name}: its sender count is not in settings.senders"));
         }
         if !(1..=s.repeat).contains(&point.repetition) {
-            problems.push(format!("{name}: repetition {} is outside 1 to {} (settings.repeat)", point.repetition, s.repeat));
+            problems.push(format!(
+                "{name}: repetition {} is outside 1 to {} (settings.repeat)",
+                point.repetition, s.repeat
+            ));
         }
         problems.extend(message_problems(point, s).into_iter().map(|p| format!("{name}: {p}")));
     }
     let keys = record.points.iter().map(|p| (p.receiver.as_str(), p.senders, p.repetition));
     for ((receiver, senders, repetition), points) in duplicates(keys) {
-        problems.push(format!("{} has {} points (points {})", net_key(receiver, senders, Some(repetition)), points.len(), listed(&points)));
+        problems.push(format!(
+            "{} has {} points (points {})",
+            net_key(receiver, senders, Some(repetition)),
+            points.len(),
+            listed(&points)
+        ));
     }
     // One summary per receiver and sender count measured, of the points that measured a throughput.
     let summaries = record.summaries.iter().map(|s| (s.receiver.as_str(), s.senders));
     for ((receiver, senders), copies) in duplicates(summaries) {
-        problems.push(format!("{} has {} summaries (summaries {})", net_key(receiver, senders, None), copies.len(), listed(&copies)));
+        problems.push(format!(
+            "{} has {} summaries (summaries {})",
+            net_key(receiver, senders, None),
+            copies.len(),
+            listed(&copies)
+        ));
     }
     for summary in &record.summaries {
-        let of_key: Vec<&NetPoint> = record.points.iter().filter(|p| p.receiver == summary.receiver && p.senders == summary.senders).collect();
+        let of_key: Vec<&NetPoint> =
+            record.points.iter().filter(|p| p.receiver == summary.receiver && p.senders == summary.senders).collect();
         let key = net_key(&summary.receiver, summary.senders, None);
         let measured = of_key.iter().filter(|p| p.error.is_none() && p.throughput.is_some()).count();
         if of_key.is_empty() {
             problems.push(format!("the summary of {key} has no points"));
         } else if summary.repetitions as usize != measured {
-            problems.push(format!("the summary of {key}: repetitions is {}, but {measured} of its points measured a throughput", summary.repetitions));
+            problems.push(format!(
+                "the summary of {key}: repetitions is {}, but {measured} of its points measured a throughput",
+                summary.repetitions
+            ));
         }
     }
     let keys: Vec<(&str, u32)> = first_seen(record.points.iter().map(|p| (p.receiver.as_str(), p.senders)));
@@ -222,7 +257,10 @@ fn message_problems(point: &NetPoint, s: &NetSettings) -> Vec<String> {
     }
     let by_connections: u128 = point.connections.iter().map(|c| c.messages as u128).sum();
     if by_connections != point.messages_received as u128 {
-        problems.push(format!("messages_received is {}, but its connections received {by_connections}", point.messages_received));
+        problems.push(format!(
+            "messages_received is {}, but its connections received {by_connections}",
+            point.messages_received
+        ));
     }
     let all = point.messages_planned;
     if point.error.is_none() && (point.messages_acked != all || point.messages_received != all) {
@@ -245,7 +283,8 @@ fn granularity_problems(record: &GrainRecord) -> Vec<String> {
             problems.push(format!("{name}: its runtime is not in settings.runtimes"));
         }
         if !(1..=s.repeat).contains(&run.repetition) {
-            problems.push(format!("{name}: repetition {} is outside 1 to {} (settings.repeat)", run.repetition, s.repeat));
+            problems
+                .push(format!("{name}: repetition {} is outside 1 to {} (settings.repeat)", run.repetition, s.repeat));
         }
         // The worker sends the plan's grains in order, and no more (the protocol checks each).
         if run.points.len() > grains {
@@ -253,12 +292,20 @@ fn granularity_problems(record: &GrainRecord) -> Vec<String> {
         }
         let mismatch = run.points.iter().zip(&s.grains_ns).position(|(p, ns)| p.measured.grain_ns != *ns);
         if let Some(at) = mismatch {
-            problems.push(format!("{name}: grain {at} is {} ns, but settings.grains_ns[{at}] is {} ns", run.points[at].measured.grain_ns, s.grains_ns[at]));
+            problems.push(format!(
+                "{name}: grain {at} is {} ns, but settings.grains_ns[{at}] is {} ns",
+                run.points[at].measured.grain_ns, s.grains_ns[at]
+            ));
         }
     }
     let keys = record.runs.iter().map(|r| (r.runtime.as_str(), r.repetition));
     for ((runtime, repetition), runs) in duplicates(keys) {
-        problems.push(format!("{} repetition {repetition} has {} runs (runs {})", shown(runtime), runs.len(), listed(&runs)));
+        problems.push(format!(
+            "{} repetition {repetition} has {} runs (runs {})",
+            shown(runtime),
+            runs.len(),
+            listed(&runs)
+        ));
     }
     for (runtime, copies) in duplicates(record.summaries.iter().map(|s| s.runtime.as_str())) {
         problems.push(format!("{} has {} summaries (summaries {})", shown(runtime), copies.len(), listed(&copies)));
@@ -271,7 +318,10 @@ fn granularity_problems(record: &GrainRecord) -> Vec<String> {
         if runs.is_empty() {
             problems.push(format!("the summary of {runtime} has no runs"));
         } else if summary.repetitions as usize != whole {
-            problems.push(format!("the summary of {runtime}: repetitions is {}, but {whole} of its runs measured every grain", summary.repetitions));
+            problems.push(format!(
+                "the summary of {runtime}: repetitions is {}, but {whole} of its runs measured every grain",
+                summary.repetitions
+            ));
         }
         let per_grain = [
             ("efficiency", summary.efficiency.len()),
@@ -280,7 +330,9 @@ fn granularity_problems(record: &GrainRecord) -> Vec<String> {
             ("granularity_ns", if summary.granularity_ns.is_empty() { grains } else { summary.granularity_ns.len() }),
         ];
         for (field, len) in per_grain.into_iter().filter(|(_, len)| *len != grains) {
-            problems.push(format!("the summary of {runtime}: {field} has length {len}, but settings.grains_ns has length {grains}"));
+            problems.push(format!(
+                "the summary of {runtime}: {field} has length {len}, but settings.grains_ns has length {grains}"
+            ));
         }
     }
     for runtime in first_seen(record.runs.iter().map(|r| r.runtime.as_str())) {
@@ -306,7 +358,9 @@ fn bench_problems(record: &BenchRecord) -> Vec<String> {
             Some(input) if !record.inputs.iter().any(|i| i.name == *input) => {
                 problems.push(format!("{name}: its input is not in inputs"));
             }
-            None if !record.inputs.is_empty() => problems.push(format!("{name}: has no input, but the bench has inputs")),
+            None if !record.inputs.is_empty() => {
+                problems.push(format!("{name}: has no input, but the bench has inputs"))
+            }
             _ => {}
         }
         // Every unit completed in the window gives one gap (`taskmeter_record::analysis`).
@@ -317,7 +371,12 @@ fn bench_problems(record: &BenchRecord) -> Vec<String> {
     }
     let keys = record.report.results.iter().map(|r| (r.scenario.as_str(), r.input.as_deref()));
     for ((scenario, input), results) in duplicates(keys) {
-        problems.push(format!("{} has {} results (results {})", label(scenario, input), results.len(), listed(&results)));
+        problems.push(format!(
+            "{} has {} results (results {})",
+            label(scenario, input),
+            results.len(),
+            listed(&results)
+        ));
     }
     problems
 }
@@ -373,7 +432,9 @@ mod tests {
     use crate::model::net::{ConnectionReport, NetSummary};
 
     fn net_point(receiver: &str, senders: u32, messages: u64) -> NetPoint {
-        let connections = (0..senders).map(|index| ConnectionReport { index, messages: messages / senders as u64, ..Default::default() }).collect();
+        let connections = (0..senders)
+            .map(|index| ConnectionReport { index, messages: messages / senders as u64, ..Default::default() })
+            .collect();
         NetPoint {
             receiver: receiver.into(),
             senders,
@@ -394,7 +455,14 @@ mod tests {
 
     #[test]
     fn a_net_record_is_checked_against_its_settings_and_its_summaries() {
-        let settings = NetSettings { receivers: vec!["thread".into()], senders: vec![1, 2], messages: 100, per_sender: false, message_size: 8, repeat: 1 };
+        let settings = NetSettings {
+            receivers: vec!["thread".into()],
+            senders: vec![1, 2],
+            messages: 100,
+            per_sender: false,
+            message_size: 8,
+            repeat: 1,
+        };
         let header = NetRecord::new_header(Vec::new(), String::new(), Environment::default());
         let good = NetRecord {
             header,
@@ -425,7 +493,10 @@ mod tests {
         // With --per-sender, each sender sends --messages.
         let mut per_sender = good.clone();
         per_sender.settings.per_sender = true;
-        assert_eq!(net_problems(&per_sender), ["point 1 (thread with 2 senders, repetition 1): messages_planned is 100, but the settings plan 200"]);
+        assert_eq!(
+            net_problems(&per_sender),
+            ["point 1 (thread with 2 senders, repetition 1): messages_planned is 100, but the settings plan 200"]
+        );
     }
 
     #[test]
@@ -462,7 +533,13 @@ mod tests {
             overhead_ns: vec![None; grains],
         };
         let header = GrainRecord::new_header(Vec::new(), String::new(), Environment::default());
-        let good = GrainRecord { header, settings, runs: vec![run("smol")], summaries: vec![summary("smol", 2)], skipped: Vec::new() };
+        let good = GrainRecord {
+            header,
+            settings,
+            runs: vec![run("smol")],
+            summaries: vec![summary("smol", 2)],
+            skipped: Vec::new(),
+        };
         assert_eq!(granularity_problems(&good), Vec::<String>::new());
 
         let mut bad = good.clone();

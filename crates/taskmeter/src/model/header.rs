@@ -58,13 +58,25 @@ pub enum LoadError {
     Unreadable(PathBuf, std::io::Error),
     NotJson(PathBuf, serde_json::Error),
     NotARecord(PathBuf),
-    WrongKind { path: PathBuf, expected: String, found: String },
+    WrongKind {
+        path: PathBuf,
+        expected: String,
+        found: String,
+    },
     NoVersion(PathBuf),
-    Version { path: PathBuf, found: u64, oldest: u32, newest: u32 },
+    Version {
+        path: PathBuf,
+        found: u64,
+        oldest: u32,
+        newest: u32,
+    },
     Shape(PathBuf, &'static str, serde_json::Error),
     /// The record reads, but does not hold together (`consistency`): every problem, one
     /// sentence each.
-    Inconsistent { path: PathBuf, problems: Vec<String> },
+    Inconsistent {
+        path: PathBuf,
+        problems: Vec<String>,
+    },
 }
 
 /// Problems of an inconsistent record shown one by one; the rest are counted.
@@ -138,9 +150,15 @@ pub(super) fn from_value<R: Record>(file: PathBuf, schema: &str, value: serde_js
         let kind = |s: &str| s.trim_start_matches("taskmeter.").to_string();
         return Err(LoadError::WrongKind { path: file, expected: kind(R::SCHEMA), found: kind(schema) });
     }
-    let version = value.get("schema_version").and_then(|v| v.as_u64()).ok_or_else(|| LoadError::NoVersion(file.clone()))?;
+    let version =
+        value.get("schema_version").and_then(|v| v.as_u64()).ok_or_else(|| LoadError::NoVersion(file.clone()))?;
     if !R::VERSIONS.contains(&(version.min(u32::MAX as u64) as u32)) {
-        return Err(LoadError::Version { path: file, found: version, oldest: *R::VERSIONS.start(), newest: *R::VERSIONS.end() });
+        return Err(LoadError::Version {
+            path: file,
+            found: version,
+            oldest: *R::VERSIONS.start(),
+            newest: *R::VERSIONS.end(),
+        });
     }
     serde_json::from_value(value).map_err(|e| LoadError::Shape(file, R::SCHEMA, e))
 }

@@ -44,4 +44,3 @@ pub struct Settings {
     #[serde(default)]
     pub cpu_dma_latency_us: Option<u32>,
 }
-

@@ -1,10 +1,10 @@
 //! Parameter sweeps: `--sweep busy=0,1000,1000000`, `--sweep units=1..1000:*10`.
 //! Each combination of swept values is a *point*; the first `--sweep` varies slowest.
 
-use taskmeter_protocol::{format_duration_spec, parse_duration_ns, Schedule};
 use super::settings::Settings;
 use crate::machine::sched::Policy;
 use serde::{Deserialize, Serialize};
+use taskmeter_protocol::{format_duration_spec, parse_duration_ns, Schedule};
 
 /// A plan parameter that can be swept, and how its values are written.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,12 +171,17 @@ impl Sweep {
             format!("unknown sweep parameter '{}' (known: {})", name.trim(), names.join(", "))
         })?;
         let at = |e: String| format!("invalid sweep '{spec}': {e}");
-        let values = if let Some((range, step)) = list.split_once(':').filter(|(r, _)| r.contains("..") && !param.is_categorical()) {
+        let values = if let Some((range, step)) =
+            list.split_once(':').filter(|(r, _)| r.contains("..") && !param.is_categorical())
+        {
             let (from, to) = range.split_once("..").expect("checked");
             let (from, to) = (param.parse_value(from).map_err(at)?, param.parse_value(to).map_err(at)?);
             expand_range(from, to, step.trim()).map_err(at)?
         } else {
-            list.split(',').filter(|v| !v.trim().is_empty()).map(|v| param.parse_value(v).map_err(at)).collect::<Result<Vec<_>, _>>()?
+            list.split(',')
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| param.parse_value(v).map_err(at))
+                .collect::<Result<Vec<_>, _>>()?
         };
         if values.is_empty() {
             return Err(format!("sweep '{spec}' has no values"));
@@ -209,9 +214,10 @@ fn expand_range(from: u64, to: u64, step: &str) -> Result<Vec<u64>, String> {
         let factor: u64 = match step {
             "log10" => 10,
             "log2" => 2,
-            s => s.strip_prefix('*').and_then(|f| f.parse().ok()).ok_or_else(|| {
-                format!("step '{s}' is not +N, *N, log10 or log2")
-            })?,
+            s => s
+                .strip_prefix('*')
+                .and_then(|f| f.parse().ok())
+                .ok_or_else(|| format!("step '{s}' is not +N, *N, log10 or log2"))?,
         };
         if factor < 2 {
             return Err("a factor below 2 never grows".into());

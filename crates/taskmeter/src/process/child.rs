@@ -97,9 +97,17 @@ impl Ended {
     /// The failure its stop makes, when taskmeter stopped it: a signal, or its deadline.
     pub fn stop_failure(&self, what: &str, stderr: Option<String>) -> Option<Failure> {
         match self.stopped? {
-            Stop::Signal(signal) => Some(Failure::Interrupted { signal: signals::name(signal), who: format!("the {what}"), killed: self.killed }),
+            Stop::Signal(signal) => Some(Failure::Interrupted {
+                signal: signals::name(signal),
+                who: format!("the {what}"),
+                killed: self.killed,
+            }),
             Stop::Deadline => Some(Failure::TimedOut { after: self.limit, hint: String::new(), stderr }),
-            Stop::Asked => self.killed.map(|killed| Failure::Ended { who: format!("the {what}"), how: format!("was asked to stop but {killed}"), stderr }),
+            Stop::Asked => self.killed.map(|killed| Failure::Ended {
+                who: format!("the {what}"),
+                how: format!("was asked to stop but {killed}"),
+                stderr,
+            }),
         }
     }
 }
@@ -150,7 +158,17 @@ impl Spawned {
         let pid = child.id() as i32;
         guard::watch(pid);
         let stdin = child.stdin.take();
-        Ok(Spawned { pid, started, child: Some(child), stdin, pipes: Vec::new(), events, sender, early_tick: None, _signals: listener })
+        Ok(Spawned {
+            pid,
+            started,
+            child: Some(child),
+            stdin,
+            pipes: Vec::new(),
+            events,
+            sender,
+            early_tick: None,
+            _signals: listener,
+        })
     }
 
     pub fn pid(&self) -> i32 {
@@ -211,7 +229,12 @@ impl Spawned {
         let (mut stopped, mut killed, mut deadline_passed) = (None, None, false);
         let exit = loop {
             let now = Instant::now();
-            let next = [Some(limits.deadline), stop_at, kill_at, self.early_tick, Some(now + Duration::from_millis(250))].into_iter().flatten().min().expect("one");
+            let next =
+                [Some(limits.deadline), stop_at, kill_at, self.early_tick, Some(now + Duration::from_millis(250))]
+                    .into_iter()
+                    .flatten()
+                    .min()
+                    .expect("one");
             match self.events.recv_timeout(next.saturating_duration_since(now)) {
                 Ok(Event::Exited(exit)) => break exit,
                 Ok(Event::Signal(urgency)) => {
@@ -292,7 +315,10 @@ pub fn output(mut command: Command, what: &str, limit: Duration) -> Result<std::
     let stdout = super::pipe::collect(spawned.stdout(), 1 << 20);
     let stderr = spawned.stderr_tail(1 << 20);
     let deadline = spawned.started() + limit;
-    let ended = spawned.wait(Limits { deadline, ask: Ask::Signal(libc::SIGTERM), grace: Duration::from_secs(2), stop_at: None }, |_| {});
+    let ended = spawned.wait(
+        Limits { deadline, ask: Ask::Signal(libc::SIGTERM), grace: Duration::from_secs(2), stop_at: None },
+        |_| {},
+    );
     let (stdout, stderr) = (stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default());
     if let Some(failure) = ended.stop_failure(what, super::last_line(&String::from_utf8_lossy(&stderr))) {
         return Err(failure);

@@ -43,7 +43,9 @@ impl std::fmt::Display for Failure {
             Failure::Refused { message, how: Some(how) } => write!(f, "worker error: {message} ({how})"),
             Failure::Refused { message, how: None } => write!(f, "worker error: {message}"),
             Failure::Invalid(why) => write!(f, "protocol violation: {why}"),
-            Failure::Interrupted { signal, who, killed: Some(killed) } => write!(f, "interrupted by {signal}; {who} {killed}"),
+            Failure::Interrupted { signal, who, killed: Some(killed) } => {
+                write!(f, "interrupted by {signal}; {who} {killed}")
+            }
             Failure::Interrupted { signal, .. } => write!(f, "interrupted by {signal}"),
         }
     }
@@ -71,7 +73,6 @@ impl std::fmt::Display for Killed {
         }
     }
 }
-
 
 /// Kills a child's whole process group with `signal`.
 pub fn kill_group(pid: i32, signal: i32) {

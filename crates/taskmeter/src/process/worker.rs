@@ -110,9 +110,11 @@ pub fn spawn_and_wait(
     let _ = std::fs::write("/proc/self/clear_refs", "5");
     let parent_rss_kb = status_kb("self", "VmRSS:").unwrap_or(u64::MAX);
     let mut child = Spawned::start(command, "worker").map_err(|failure| match failure {
-        Failure::Spawn(why) if !sched.is_default() => {
-            Failure::Spawn(why.replacen("could not start the worker", &format!("could not give the worker {}", sched.describe()), 1))
-        }
+        Failure::Spawn(why) if !sched.is_default() => Failure::Spawn(why.replacen(
+            "could not start the worker",
+            &format!("could not give the worker {}", sched.describe()),
+            1,
+        )),
         other => other,
     })?;
     let pid = child.pid();
@@ -127,7 +129,8 @@ pub fn spawn_and_wait(
     let stdout = read_frames(child.stdout(), pid, plan.clone(), sink, gate_tx);
     let (stop_counting, stop_rx) = mpsc::channel();
     let counters = std::thread::spawn(move || {
-        let times: counters::ReadingTimes = gate_rx.recv().map_err(|_| "the worker never opened its start gate".to_string())?;
+        let times: counters::ReadingTimes =
+            gate_rx.recv().map_err(|_| "the worker never opened its start gate".to_string())?;
         counters::over_window(pid, &times, &stop_rx)
     });
     let stderr = child.stderr_tail(16 * 1024);
@@ -158,7 +161,11 @@ pub fn spawn_and_wait(
     });
     drop(stop_counting);
     let mut counters = counters.join().unwrap_or_else(|_| Err("the reader of the counters failed".into()));
-    let stream = stdout.join().unwrap_or_else(|_| Stream { ending: Err(OutputError::Invalid("the reader of the output failed".into())), first_samples_ns: None, wakeups_counted: 0 });
+    let stream = stdout.join().unwrap_or_else(|_| Stream {
+        ending: Err(OutputError::Invalid("the reader of the output failed".into())),
+        first_samples_ns: None,
+        wakeups_counted: 0,
+    });
     if let Ok(c) = counters.as_mut() {
         c.wakeups = stream.wakeups_counted;
     }
@@ -181,7 +188,13 @@ pub fn spawn_and_wait(
 /// As soon as the gate is read, when to read the counters of process `pid` goes to `counters`,
 /// and the samples that wake between the two readings' starts (as planned, then as they
 /// really began) are counted.
-fn read_frames(stdout: Option<super::pipe::Pipe>, pid: i32, plan: Plan, mut sink: SampleSink, counters: mpsc::Sender<counters::ReadingTimes>) -> std::thread::JoinHandle<Stream> {
+fn read_frames(
+    stdout: Option<super::pipe::Pipe>,
+    pid: i32,
+    plan: Plan,
+    mut sink: SampleSink,
+    counters: mpsc::Sender<counters::ReadingTimes>,
+) -> std::thread::JoinHandle<Stream> {
     std::thread::spawn(move || {
         let (warmup_ns, duration_ns) = (plan.warmup_ns, plan.duration_ns);
         // The granularity experiment has no window to count over: its grains are timed apart.
@@ -211,7 +224,12 @@ fn read_frames(stdout: Option<super::pipe::Pipe>, pid: i32, plan: Plan, mut sink
             if let (Frame::Gate(g), true) = (&frame, has_window) {
                 let measure_start_ns = g.run_start_ns + warmup_ns;
                 let threads = counters::threads_of(pid);
-                let times = counters::planned(counters::reading_times(g.run_start_ns, measure_start_ns, measure_start_ns + duration_ns, threads));
+                let times = counters::planned(counters::reading_times(
+                    g.run_start_ns,
+                    measure_start_ns,
+                    measure_start_ns + duration_ns,
+                    threads,
+                ));
                 let _ = counters.send(times.clone());
                 reading_times = Some(times);
             }
@@ -241,15 +259,38 @@ fn status_kb(pid: &str, field: &str) -> Option<u64> {
 }
 
 /// Runs a worker on a plan and judges what it did.
-pub fn run_worker(command: Command, plan: &Plan, sched: &SchedSettings, grace: Duration, sink: SampleSink, tick: impl FnMut()) -> WorkerRun {
+pub fn run_worker(
+    command: Command,
+    plan: &Plan,
+    sched: &SchedSettings,
+    grace: Duration,
+    sink: SampleSink,
+    tick: impl FnMut(),
+) -> WorkerRun {
     let limit = deadline(plan, grace);
     let stop = StopPolicy { after: None, grace: Duration::from_nanos(plan.max_expected_ns()) + Duration::from_secs(2) };
     match spawn_and_wait(command, plan, &plan.to_json(), sched, limit, stop, sink, tick) {
-        Err(reason) => WorkerRun { outcome: Outcome::Failed(reason), sched: None, peak_rss_kb: None, cpu_ns: None, wall_ns: 0, counters: Err("the worker did not start".into()), stderr: String::new() },
+        Err(reason) => WorkerRun {
+            outcome: Outcome::Failed(reason),
+            sched: None,
+            peak_rss_kb: None,
+            cpu_ns: None,
+            wall_ns: 0,
+            counters: Err("the worker did not start".into()),
+            stderr: String::new(),
+        },
         Ok(raw) => {
             let outcome = classify(&raw);
             let wall_ns = raw.ended.wall.as_nanos() as u64;
-            WorkerRun { outcome, sched: Some(raw.sched), peak_rss_kb: raw.peak_rss_kb, cpu_ns: raw.cpu_ns, wall_ns, counters: raw.counters, stderr: raw.stderr }
+            WorkerRun {
+                outcome,
+                sched: Some(raw.sched),
+                peak_rss_kb: raw.peak_rss_kb,
+                cpu_ns: raw.cpu_ns,
+                wall_ns,
+                counters: raw.counters,
+                stderr: raw.stderr,
+            }
         }
     }
 }
@@ -260,16 +301,27 @@ pub fn classify(raw: &RawRun) -> Outcome {
     let stderr = last_line(&raw.stderr);
     let ending = match &raw.stream.ending {
         Err(OutputError::Invalid(why)) => return Outcome::Failed(Failure::Invalid(why.clone())),
-        Err(OutputError::Refused(message)) => return Outcome::Failed(Failure::Refused { message: message.clone(), how: None }),
+        Err(OutputError::Refused(message)) => {
+            return Outcome::Failed(Failure::Refused { message: message.clone(), how: None })
+        }
         Ok(ending) => ending.clone(),
     };
     let ended = &raw.ended;
     let why_it_ended = match ended.stopped {
-        Some(Stop::Deadline) => Failure::TimedOut { after: ended.limit, hint: "; raise --grace if its busy work is long".into(), stderr: stderr.clone() },
-        Some(Stop::Signal(_)) | Some(Stop::Asked) if ended.killed.is_some() => ended.stop_failure("worker", stderr.clone()).expect("stopped"),
+        Some(Stop::Deadline) => Failure::TimedOut {
+            after: ended.limit,
+            hint: "; raise --grace if its busy work is long".into(),
+            stderr: stderr.clone(),
+        },
+        Some(Stop::Signal(_)) | Some(Stop::Asked) if ended.killed.is_some() => {
+            ended.stop_failure("worker", stderr.clone()).expect("stopped")
+        }
         _ => match ended.status() {
             Some(status) => Failure::Ended { who: "the worker".into(), how: describe(status), stderr: stderr.clone() },
-            None => Failure::Spawn(format!("could not wait for the worker: {}", ended.exit.as_ref().err().map(|e| e.to_string()).unwrap_or_default())),
+            None => Failure::Spawn(format!(
+                "could not wait for the worker: {}",
+                ended.exit.as_ref().err().map(|e| e.to_string()).unwrap_or_default()
+            )),
         },
     };
     let by_signal = matches!(ended.stopped, Some(Stop::Signal(_)));
@@ -278,9 +330,15 @@ pub fn classify(raw: &RawRun) -> Outcome {
         _ => Failure::Interrupted { signal: "a request to stop".into(), who: "the worker".into(), killed: None },
     };
     match ending {
-        Ending::Refused(message) => Outcome::Failed(Failure::Refused { message, how: ended.status().filter(|s| !s.success()).map(describe) }),
+        Ending::Refused(message) => {
+            Outcome::Failed(Failure::Refused { message, how: ended.status().filter(|s| !s.success()).map(describe) })
+        }
         Ending::Complete(delivered) if ended.clean() && delivered.done.as_ref().is_some_and(|d| d.interrupted) => {
-            let reason = if ended.stopped == Some(Stop::Asked) { "stopped early, as asked".to_string() } else { interrupted().to_string() };
+            let reason = if ended.stopped == Some(Stop::Asked) {
+                "stopped early, as asked".to_string()
+            } else {
+                interrupted().to_string()
+            };
             Outcome::Interrupted(delivered, reason)
         }
         Ending::Complete(delivered) if ended.clean() => Outcome::Completed(delivered),
@@ -288,8 +346,12 @@ pub fn classify(raw: &RawRun) -> Outcome {
         Ending::Cut(delivered) if by_signal => Outcome::Interrupted(delivered, why_it_ended.to_string()),
         Ending::Cut(delivered) => Outcome::Cut(delivered, why_it_ended),
         Ending::Empty { .. } if by_signal => Outcome::Failed(interrupted()),
-        Ending::Empty { hello: None } if ended.clean() => Outcome::Failed(Failure::Invalid("the worker sent nothing".into())),
-        Ending::Empty { .. } if ended.clean() => Outcome::Failed(Failure::Invalid("the output ends before the G frame".into())),
+        Ending::Empty { hello: None } if ended.clean() => {
+            Outcome::Failed(Failure::Invalid("the worker sent nothing".into()))
+        }
+        Ending::Empty { .. } if ended.clean() => {
+            Outcome::Failed(Failure::Invalid("the output ends before the G frame".into()))
+        }
         Ending::Empty { .. } => Outcome::Failed(why_it_ended),
     }
 }

@@ -21,8 +21,20 @@ pub fn write_report(dir: &Path, record: &BenchRecord) -> Result<(), ReportError>
     write(&dir.join("report.html"), super::html::render_bench(record))
 }
 
-const COLUMNS: [&str; 12] =
-    ["scenario", "input", "ips", "average_ns", "deviation_pct", "median_ns", "p99_ns", "units", "invocations", "events_dropped", "malformed_batches", "error"];
+const COLUMNS: [&str; 12] = [
+    "scenario",
+    "input",
+    "ips",
+    "average_ns",
+    "deviation_pct",
+    "median_ns",
+    "p99_ns",
+    "units",
+    "invocations",
+    "events_dropped",
+    "malformed_batches",
+    "error",
+];
 
 /// One line of figures per scenario and input (empty where there is none).
 fn cells(r: &ScenarioResult, format_duration: impl Fn(f64) -> String) -> Vec<String> {
@@ -47,7 +59,13 @@ fn cells(r: &ScenarioResult, format_duration: impl Fn(f64) -> String) -> Vec<Str
 
 /// `--export-csv`: durations in ns.
 pub fn summary_csv(record: &BenchRecord) -> String {
-    let quote = |field: &str| if field.contains([',', '"', '\n']) { format!("\"{}\"", field.replace('"', "\"\"")) } else { field.to_string() };
+    let quote = |field: &str| {
+        if field.contains([',', '"', '\n']) {
+            format!("\"{}\"", field.replace('"', "\"\""))
+        } else {
+            field.to_string()
+        }
+    };
     let mut out = format!("{}\n", COLUMNS.join(","));
     for r in &record.report.results {
         let line: Vec<String> = cells(r, |ns| format!("{ns:.1}")).iter().map(|c| quote(c)).collect();
@@ -58,8 +76,26 @@ pub fn summary_csv(record: &BenchRecord) -> String {
 
 /// `--export-markdown`: the results as one table.
 pub fn markdown(record: &BenchRecord) -> String {
-    let header = ["scenario", "input", "ips", "average", "deviation %", "median", "99th %", "units", "invocations", "dropped", "malformed", "error"];
-    let mut out = format!("**taskmeter bench** {}\n\n| {} |\n|:---|{}\n", record.header.started_at, header.join(" | "), "---:|".repeat(header.len() - 1));
+    let header = [
+        "scenario",
+        "input",
+        "ips",
+        "average",
+        "deviation %",
+        "median",
+        "99th %",
+        "units",
+        "invocations",
+        "dropped",
+        "malformed",
+        "error",
+    ];
+    let mut out = format!(
+        "**taskmeter bench** {}\n\n| {} |\n|:---|{}\n",
+        record.header.started_at,
+        header.join(" | "),
+        "---:|".repeat(header.len() - 1)
+    );
     for r in &record.report.results {
         let line: Vec<String> = cells(r, format_ns).iter().map(|c| c.replace('|', "\\|")).collect();
         out.push_str(&format!("| {} |\n", line.join(" | ")));

@@ -12,10 +12,10 @@
 use crate::analysis::cells::{cells, Statistic};
 use crate::analysis::histogram;
 use crate::model::run::{ClassResult, Metric, Row, RunRecord};
-use taskmeter_record::stats::{ratio_interval, Interval};
 use crate::model::sweep::{Param, Point};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
+use taskmeter_record::stats::{ratio_interval, Interval};
 
 pub struct Chart {
     /// File name under `charts/`.
@@ -85,7 +85,11 @@ impl Axis {
         match (self.log, self.zero_at) {
             (false, _) => short(v),
             (true, Some(zero)) if v < zero + 0.5 => {
-                if (v - zero).abs() < 0.05 { "0".into() } else { String::new() }
+                if (v - zero).abs() < 0.05 {
+                    "0".into()
+                } else {
+                    String::new()
+                }
             }
             (true, _) => short(10f64.powf(v)),
         }
@@ -188,10 +192,15 @@ fn legend(chart: &mut Plot, position: SeriesLabelPosition) -> Result<(), String>
         .map_err(err)
 }
 
-
 /// One line per series, with its error bars; with `categories`, x is a position in that list
 /// and labelled by it. The value axis is logarithmic when the values span two decades.
-pub fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series], categories: Option<&[String]>) -> Result<String, String> {
+pub fn line_chart(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    categories: Option<&[String]>,
+) -> Result<String, String> {
     lines(title, x_desc, y_desc, series, categories, None, SeriesLabelPosition::UpperLeft, None)
 }
 
@@ -247,7 +256,11 @@ fn lines(
     let x_label = |v: &f64| match categories {
         Some(c) => {
             let i = v.round();
-            if (v - i).abs() < 1e-6 && i >= 0.0 { c.get(i as usize).cloned().unwrap_or_default() } else { String::new() }
+            if (v - i).abs() < 1e-6 && i >= 0.0 {
+                c.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
         }
         None => xa.label(*v),
     };
@@ -282,7 +295,10 @@ fn lines(
             let cap = x_span * 0.008;
             let bars = line.extents().zip(&line.errors).filter(|(_, e)| e.is_some()).map(|((x, lo, hi), _)| {
                 let (x, lo, hi) = (xa.to(x), ya.to(clamp(lo)), ya.to(hi));
-                PathElement::new(vec![(x - cap, lo), (x + cap, lo), (x, lo), (x, hi), (x - cap, hi), (x + cap, hi)], line.colour.stroke_width(1))
+                PathElement::new(
+                    vec![(x - cap, lo), (x + cap, lo), (x, lo), (x, hi), (x - cap, hi), (x + cap, hi)],
+                    line.colour.stroke_width(1),
+                )
             });
             chart.draw_series(bars).map_err(err)?;
         }
@@ -300,7 +316,6 @@ fn lines(
         legend(chart, legend_at)
     })
 }
-
 
 fn err<E: std::fmt::Debug>(e: E) -> String {
     format!("cannot draw a chart: {e:?}")
@@ -321,14 +336,17 @@ fn cdf_chart(record: &RunRecord, point: &Point) -> Result<Option<Chart>, String>
         let early = cell.sum(|r| r.counts.as_ref().map(|c| c.early_wakeups));
         let name = match early {
             0 => cell.runtime.to_string(),
-            n if metric == Metric::Lateness => format!("{} ({} early)", cell.runtime, crate::report::format::format_count(n)),
+            n if metric == Metric::Lateness => {
+                format!("{} ({} early)", cell.runtime, crate::report::format::format_count(n))
+            }
             _ => cell.runtime.to_string(),
         };
         series.push(Series::new(&name, colour(record, cell.runtime), thin(points, 400)));
     }
     // Values in µs on a log axis; values <= 0 (a wake-up at or before its deadline) sit at the
     // axis' left end, half the smallest positive value.
-    let smallest = series.iter().flat_map(|s| s.points.iter().map(|q| q.0)).filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
+    let smallest =
+        series.iter().flat_map(|s| s.points.iter().map(|q| q.0)).filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
     let floor = if smallest.is_finite() { smallest / 2.0 } else { 0.001 };
     for line in &mut series {
         for p in line.points.iter_mut() {
@@ -401,12 +419,17 @@ fn deviation_bars(record: &RunRecord, point: &Point) -> Result<Option<Chart>, St
     let repeated = record.settings.repeat > 1;
     let error = |i: &Interval| if repeated { i.half_width } else { 0.0 };
     let title = format!("mean deviation from the expected sleep{}", at(record, point));
-    let top = bars.iter().flat_map(|b| [b.1, b.2]).flatten().map(|i| i.value + error(&i)).fold(0.0, f64::max) * 1.15 + 1e-9;
+    let top =
+        bars.iter().flat_map(|b| [b.1, b.2]).flatten().map(|i| i.value + error(&i)).fold(0.0, f64::max) * 1.15 + 1e-9;
     let names: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
     let svg = svg_chart(&title, -0.5f64..(bars.len() as f64 - 0.5), 0f64..top, |chart| {
         let x_fmt = |v: &f64| {
             let i = v.round();
-            if (v - i).abs() < 1e-6 && i >= 0.0 { names.get(i as usize).cloned().unwrap_or_default() } else { String::new() }
+            if (v - i).abs() < 1e-6 && i >= 0.0 {
+                names.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
         };
         chart
             .configure_mesh()
@@ -433,7 +456,10 @@ fn deviation_bars(record: &RunRecord, point: &Point) -> Result<Option<Chart>, St
                     .draw_series(bars.iter().enumerate().map(|(i, b)| {
                         let (x, v) = (i as f64 + offset, pick(b));
                         let (lo, hi) = ((v.value - v.half_width).max(0.0), v.value + v.half_width);
-                        PathElement::new(vec![(x - 0.06, lo), (x + 0.06, lo), (x, lo), (x, hi), (x - 0.06, hi), (x + 0.06, hi)], BLACK.stroke_width(1))
+                        PathElement::new(
+                            vec![(x - 0.06, lo), (x + 0.06, lo), (x, lo), (x, hi), (x - 0.06, hi), (x + 0.06, hi)],
+                            BLACK.stroke_width(1),
+                        )
                     }))
                     .map_err(err)?;
             }
@@ -445,11 +471,20 @@ fn deviation_bars(record: &RunRecord, point: &Point) -> Result<Option<Chart>, St
 
 /// An interval in other units.
 fn scaled(i: Interval, factor: f64) -> Interval {
-    Interval { value: i.value * factor, half_width: i.half_width * factor, standard_error: i.standard_error * factor, ..i }
+    Interval {
+        value: i.value * factor,
+        half_width: i.half_width * factor,
+        standard_error: i.standard_error * factor,
+        ..i
+    }
 }
 
 fn at(record: &RunRecord, point: &Point) -> String {
-    if record.points.len() > 1 { format!(" at {}", point.label()) } else { String::new() }
+    if record.points.len() > 1 {
+        format!(" at {}", point.label())
+    } else {
+        String::new()
+    }
 }
 
 /// Charts along one swept parameter, the other swept parameters held at each of their values.
@@ -465,32 +500,39 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
     let mut charts = Vec::new();
     for group in groups {
         let label: String = group.iter().map(|(p, v)| format!(" {}={}", p.name(), p.format_value(*v))).collect();
-        let slug: String = group.iter().map(|(p, v)| format!("-{}{}", p.name(), p.format_value(*v).replace(':', ""))).collect();
+        let slug: String =
+            group.iter().map(|(p, v)| format!("-{}{}", p.name(), p.format_value(*v).replace(':', ""))).collect();
         let points: Vec<&Point> = record.points.iter().filter(|p| others(p) == group).collect();
         if points.len() < 2 {
             continue;
         }
         // A categorical parameter (policy) is drawn at positions 0, 1, ... with its values as labels.
-        let categories: Option<Vec<String>> =
-            param.is_categorical().then(|| points.iter().filter_map(|p| p.value(param)).map(|v| param.format_value(v)).collect());
+        let categories: Option<Vec<String>> = param
+            .is_categorical()
+            .then(|| points.iter().filter_map(|p| p.value(param)).map(|v| param.format_value(v)).collect());
         let x_of = |v: u64| match &categories {
             Some(c) => c.iter().position(|label| *label == param.format_value(v)).unwrap_or(0) as f64,
             None => v as f64,
         };
         // A point's value: the mean over its repetitions, with their 95 % interval when there
         // are two or more.
-        let line_of = |runtime: &String, get: &dyn Fn(&Row) -> Option<f64>| -> (Vec<(f64, f64)>, Vec<Option<Interval>>) {
-            points
-                .iter()
-                .filter_map(|p| {
-                    let cell = cells(record, p.index).into_iter().find(|c| c.runtime == runtime)?;
-                    let estimate = cell.estimate(get)?;
-                    Some(((x_of(p.value(param)?), estimate.value), Some(estimate)))
-                })
-                .unzip()
-        };
-        let series_of = |name: String, colour: RGBColor, (line, estimates): (Vec<(f64, f64)>, Vec<Option<Interval>>)| -> Series {
-            let errors = estimates.iter().map(|e| e.filter(|e| e.degrees_of_freedom.is_some()).map(|e| e.half_width)).collect();
+        let line_of =
+            |runtime: &String, get: &dyn Fn(&Row) -> Option<f64>| -> (Vec<(f64, f64)>, Vec<Option<Interval>>) {
+                points
+                    .iter()
+                    .filter_map(|p| {
+                        let cell = cells(record, p.index).into_iter().find(|c| c.runtime == runtime)?;
+                        let estimate = cell.estimate(get)?;
+                        Some(((x_of(p.value(param)?), estimate.value), Some(estimate)))
+                    })
+                    .unzip()
+            };
+        let series_of = |name: String,
+                         colour: RGBColor,
+                         (line, estimates): (Vec<(f64, f64)>, Vec<Option<Interval>>)|
+         -> Series {
+            let errors =
+                estimates.iter().map(|e| e.filter(|e| e.degrees_of_freedom.is_some()).map(|e| e.half_width)).collect();
             Series { name, colour, points: line, errors }
         };
         let stat = |get: &dyn Fn(&Row) -> Option<f64>| -> Vec<Series> {
@@ -528,22 +570,46 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
         let mut wanted: Vec<(&str, String, Statistic<'_>)> = vec![
             ("mean", format!("mean {} (µs)", metric.name()), Box::new(move |r| micro(summary(r)?.mean))),
             ("p99", format!("p99 {} (µs)", metric.name()), Box::new(move |r| micro(summary(r)?.p99.map(|v| v as f64)))),
-            ("samples", "measured iterations (all units)".into(), Box::new(|r| r.counts.as_ref().map(|c| c.iterations_measured as f64))),
+            (
+                "samples",
+                "measured iterations (all units)".into(),
+                Box::new(|r| r.counts.as_ref().map(|c| c.iterations_measured as f64)),
+            ),
         ];
         if crate::report::tables::default_layout(record) == crate::report::tables::Layout::Volume {
             let rate = crate::report::tables::iteration_word(record);
             wanted.extend::<[(&str, String, Statistic<'_>); 4]>([
-                ("delay", "delay: mean |actual - expected| (µs)".into(), Box::new(move |r| micro(r.statistics.as_ref()?.actual.mean_absolute_deviation))),
-                ("count", "measured iterations per unit".into(), Box::new(|r| r.counts.as_ref().map(|c| c.iterations_measured as f64 / c.units.max(1) as f64))),
-                ("rate", format!("{rate} per second (all units)"), Box::new(|r| r.counts.as_ref().map(|c| c.iterations_per_s))),
-                ("rss", "peak RSS of the worker (MiB)".into(), Box::new(|r| r.worker.as_ref()?.peak_rss_kb.map(|kb| kb as f64 / 1024.0))),
+                (
+                    "delay",
+                    "delay: mean |actual - expected| (µs)".into(),
+                    Box::new(move |r| micro(r.statistics.as_ref()?.actual.mean_absolute_deviation)),
+                ),
+                (
+                    "count",
+                    "measured iterations per unit".into(),
+                    Box::new(|r| r.counts.as_ref().map(|c| c.iterations_measured as f64 / c.units.max(1) as f64)),
+                ),
+                (
+                    "rate",
+                    format!("{rate} per second (all units)"),
+                    Box::new(|r| r.counts.as_ref().map(|c| c.iterations_per_s)),
+                ),
+                (
+                    "rss",
+                    "peak RSS of the worker (MiB)".into(),
+                    Box::new(|r| r.worker.as_ref()?.peak_rss_kb.map(|kb| kb as f64 / 1024.0)),
+                ),
             ]);
         }
         if record.settings.priority_classes > 1 {
             let rate = crate::report::tables::iteration_word(record);
             type ClassStatistic = Box<dyn Fn(&ClassResult) -> Option<f64>>;
             let classes: [(&str, String, ClassStatistic); 2] = [
-                ("class-delay", "delay by class: mean |actual - expected| (µs)".into(), Box::new(move |c| micro(c.statistics.as_ref()?.actual.mean_absolute_deviation))),
+                (
+                    "class-delay",
+                    "delay by class: mean |actual - expected| (µs)".into(),
+                    Box::new(move |c| micro(c.statistics.as_ref()?.actual.mean_absolute_deviation)),
+                ),
                 ("class-rate", format!("{rate} per second by class"), Box::new(|c| Some(c.iterations_per_s))),
             ];
             for (name, y_desc, get) in &classes {
@@ -574,14 +640,19 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
                 let (line, estimates) = line_of(runtime, &|r: &Row| summary(r)?.mean);
                 let first = estimates.first().copied().flatten().filter(|f| f.value != 0.0)?;
                 let ratio = |e: Option<Interval>| e.map(|e| ratio_interval(&e, &first));
-                let points = line.iter().zip(&estimates).map(|((x, _), e)| (*x, ratio(*e).map_or(f64::NAN, |r| r.value))).collect();
+                let points = line
+                    .iter()
+                    .zip(&estimates)
+                    .map(|((x, _), e)| (*x, ratio(*e).map_or(f64::NAN, |r| r.value)))
+                    .collect();
                 let intervals = estimates.iter().map(|e| ratio(*e)).collect();
                 Some(series_of(runtime.clone(), colour(record, runtime), (points, intervals)))
             })
             .collect();
         if !ratios.is_empty() {
             let title = format!("mean {} relative to the first {}{label}", metric.name(), param.name());
-            let y_desc = format!("ratio to {}={}", param.name(), param.format_value(points[0].value(param).unwrap_or(0)));
+            let y_desc =
+                format!("ratio to {}={}", param.name(), param.format_value(points[0].value(param).unwrap_or(0)));
             let svg = line_chart(&title, param.axis_label(), &y_desc, &ratios, categories.as_deref())?;
             charts.push(Chart { file: format!("sweep-{}{slug}-ratio.svg", param.name()), title, svg });
         }
@@ -625,7 +696,9 @@ fn frontier_chart(record: &RunRecord, point: &Point) -> Result<Option<Chart>, St
                 .map_err(err)?
                 .label(r.runtime)
                 .legend(move |(x, y)| Circle::new((x + 8, y), 5, c.filled()));
-            chart.draw_series([Text::new(r.runtime.to_string(), (x, p50), ("sans-serif", 12).into_font().color(&c))]).map_err(err)?;
+            chart
+                .draw_series([Text::new(r.runtime.to_string(), (x, p50), ("sans-serif", 12).into_font().color(&c))])
+                .map_err(err)?;
         }
         legend(chart, SeriesLabelPosition::UpperRight)
     })?;

@@ -39,7 +39,8 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
     let sched = if swept_sched { None } else { record.rows.iter().find_map(|r| r.worker.as_ref()?.sched.as_ref()) };
     let swept_latency = record.sweeps.iter().any(|s| s.param == Param::CpuDmaLatency);
     let dma_latency = if swept_latency { Err(()) } else { Ok(record.settings.cpu_dma_latency_us) };
-    let mut out = format!("{}\nenv: {}\n", settings_line(record), env_line(&record.header.environment, sched, dma_latency));
+    let mut out =
+        format!("{}\nenv: {}\n", settings_line(record), env_line(&record.header.environment, sched, dma_latency));
     match layout {
         Layout::Ranked => {
             for point in &record.points {
@@ -95,10 +96,15 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
         _ => explain(record),
     });
     out.push('\n');
-    let partial: Vec<String> = record.rows_in_order().iter().filter(|r| r.status == RowStatus::Partial).map(|r| {
-        let at = at_point(record, r);
-        format!("{}{at}: {}", r.runtime, r.reason.as_deref().unwrap_or(""))
-    }).collect();
+    let partial: Vec<String> = record
+        .rows_in_order()
+        .iter()
+        .filter(|r| r.status == RowStatus::Partial)
+        .map(|r| {
+            let at = at_point(record, r);
+            format!("{}{at}: {}", r.runtime, r.reason.as_deref().unwrap_or(""))
+        })
+        .collect();
     for line in partial {
         out.push_str(&format!("partial: {line}\n"));
     }
@@ -113,7 +119,9 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
     }
     let starved: u64 = record.rows.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.units_starved as u64).sum();
     if starved > 0 {
-        out.push_str(&format!("warning: {starved} units made no measured iteration (starved, or started after the warm-up ended)\n"));
+        out.push_str(&format!(
+            "warning: {starved} units made no measured iteration (starved, or started after the warm-up ended)\n"
+        ));
     }
     let lost: u64 = record.rows.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.samples_lost).sum();
     if lost > 0 {
@@ -121,8 +129,12 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
             "warning: {lost} samples were lost: a unit's ring was full because its worker's writer fell behind (they are counted, not measured)\n"
         ));
     }
-    let estimated: Vec<&str> =
-        record.rows.iter().filter(|r| r.basis == crate::model::run::Basis::Histogram).map(|r| r.runtime.as_str()).collect();
+    let estimated: Vec<&str> = record
+        .rows
+        .iter()
+        .filter(|r| r.basis == crate::model::run::Basis::Histogram)
+        .map(|r| r.runtime.as_str())
+        .collect();
     if !estimated.is_empty() {
         out.push_str(&format!(
             "note: percentiles of {} come from HdrHistograms (5 significant digits: exact below 262 µs, within 0.001 % above); \
@@ -138,11 +150,16 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
         .filter_map(|runtime| {
             let rows = record.rows.iter().filter(|r| &r.runtime == runtime).filter_map(|r| r.counts.as_ref());
             let (early, measured) = rows.fold((0, 0), |(e, m), c| (e + c.early_wakeups, m + c.samples_measured));
-            (early > 0).then(|| format!("{runtime} {} of {}", super::format::format_count(early), super::format::format_count(measured)))
+            (early > 0).then(|| {
+                format!("{runtime} {} of {}", super::format::format_count(early), super::format::format_count(measured))
+            })
         })
         .collect();
     if !early.is_empty() {
-        out.push_str(&format!("warning: samples woke before their intended time (negative lateness): {}\n", early.join(", ")));
+        out.push_str(&format!(
+            "warning: samples woke before their intended time (negative lateness): {}\n",
+            early.join(", ")
+        ));
     }
     out
 }
@@ -151,7 +168,10 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
 /// one-threaded runtimes and under the GIL a unit's lateness includes the other units' busy
 /// work, so how long it takes matters to read the table.
 fn busy_line(record: &RunRecord) -> Option<String> {
-    if record.settings.busy.iters == 0 && record.settings.busy_ns.is_none() && !record.sweeps.iter().any(|s| s.param == crate::model::sweep::Param::Busy) {
+    if record.settings.busy.iters == 0
+        && record.settings.busy_ns.is_none()
+        && !record.sweeps.iter().any(|s| s.param == crate::model::sweep::Param::Busy)
+    {
         return None;
     }
     let times: Vec<String> = record
@@ -159,8 +179,14 @@ fn busy_line(record: &RunRecord) -> Option<String> {
         .runtimes
         .iter()
         .filter_map(|runtime| {
-            let medians: Vec<f64> = record.rows.iter().filter(|r| &r.runtime == runtime).filter_map(|r| Some(r.statistics.as_ref()?.busy.p50? as f64)).collect();
-            (!medians.is_empty()).then(|| format!("{runtime} {}", format_ns(medians.iter().sum::<f64>() / medians.len() as f64)))
+            let medians: Vec<f64> = record
+                .rows
+                .iter()
+                .filter(|r| &r.runtime == runtime)
+                .filter_map(|r| Some(r.statistics.as_ref()?.busy.p50? as f64))
+                .collect();
+            (!medians.is_empty())
+                .then(|| format!("{runtime} {}", format_ns(medians.iter().sum::<f64>() / medians.len() as f64)))
         })
         .collect();
     let what = match record.settings.busy_ns {
@@ -173,7 +199,16 @@ fn busy_line(record: &RunRecord) -> Option<String> {
 /// The names once each, in their first order.
 fn dedup<'a>(names: &[&'a str]) -> Vec<&'a str> {
     let mut seen = Vec::new();
-    names.iter().filter(|n| !seen.contains(*n) && { seen.push(**n); true }).copied().collect()
+    names
+        .iter()
+        .filter(|n| {
+            !seen.contains(*n) && {
+                seen.push(**n);
+                true
+            }
+        })
+        .copied()
+        .collect()
 }
 
 fn width(lines: &[Vec<String>], column: usize) -> usize {
@@ -195,7 +230,11 @@ fn render(lines: &[Vec<String>], right: &[bool]) -> String {
             .enumerate()
             .map(|(c, cell)| {
                 let pad = " ".repeat(widths[c] - cell.chars().count());
-                if right[c] { format!("{pad}{cell}") } else { format!("{cell}{pad}") }
+                if right[c] {
+                    format!("{pad}{cell}")
+                } else {
+                    format!("{cell}{pad}")
+                }
             })
             .collect();
         out.push_str(cells.join("  ").trim_end());
@@ -214,7 +253,13 @@ pub fn env_line(env: &Environment, worker_sched: Option<&SchedInfo>, dma_latency
     match worker_sched {
         Some(s) => {
             let slack = s.timerslack_ns.map(|n| format!(", slack {}", format_ns(n as f64)));
-            parts.push(format!("workers {} prio {} nice {}{}", s.policy, s.priority, s.nice, slack.unwrap_or_default()));
+            parts.push(format!(
+                "workers {} prio {} nice {}{}",
+                s.policy,
+                s.priority,
+                s.nice,
+                slack.unwrap_or_default()
+            ));
         }
         None => parts.push("workers: scheduling per point (see the report)".into()),
     }

@@ -39,7 +39,6 @@ pub fn format_bytes(bytes: f64) -> String {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,11 +3,11 @@
 //! charts and `report.html`.
 
 use super::chart::{line_chart, palette, share_chart, share_chart_at_level, Chart, Level, Series};
-use plotters::prelude::SeriesLabelPosition;
 use super::console::render_table;
 use super::{write, write_charts_and_page, ReportError};
 use crate::analysis::granularity::{baselines, BASELINE_SPREAD, THRESHOLD};
 use crate::model::granularity::{GrainRecord, GrainRun, GrainSummary, Metg};
+use plotters::prelude::SeriesLabelPosition;
 use std::fmt::Write as _;
 use std::path::Path;
 use taskmeter_record::format::ns as format_ns;
@@ -18,9 +18,20 @@ pub fn progress_line(run: &GrainRun, repeat: u32) -> String {
     let repetition = if repeat > 1 { format!(" #{}", run.repetition) } else { String::new() };
     let took = format!("{:.1} s", run.wall_ns as f64 / 1e9);
     match (&run.error, run.metg) {
-        (Some(e), _) if run.interrupted => format!("granularity: {:<14}{repetition}  interrupted after {} task sizes: {e}", run.runtime, run.points.len()),
-        (Some(e), _) => format!("granularity: {:<14}{repetition}  FAILED after {} task sizes: {e}", run.runtime, run.points.len()),
-        (None, Some(m)) => format!("granularity: {:<14}{repetition}  METG(50 %) {}  ({} task sizes, {took})", run.runtime, metg_text(m), run.points.len()),
+        (Some(e), _) if run.interrupted => format!(
+            "granularity: {:<14}{repetition}  interrupted after {} task sizes: {e}",
+            run.runtime,
+            run.points.len()
+        ),
+        (Some(e), _) => {
+            format!("granularity: {:<14}{repetition}  FAILED after {} task sizes: {e}", run.runtime, run.points.len())
+        }
+        (None, Some(m)) => format!(
+            "granularity: {:<14}{repetition}  METG(50 %) {}  ({} task sizes, {took})",
+            run.runtime,
+            metg_text(m),
+            run.points.len()
+        ),
         (None, None) => format!("granularity: {:<14}{repetition}  no task size measured ({took})", run.runtime),
     }
 }
@@ -63,7 +74,9 @@ fn percent(i: &Option<Interval>) -> String {
 fn ranked_table(record: &GrainRecord) -> Vec<Vec<String>> {
     let sizes = &record.settings.grains_ns;
     let smallest = sizes.len().saturating_sub(1);
-    let mut lines = vec![["#", "runtime", "cores", "METG(50 %)", "overhead per task", "efficiency at", "repetitions"].map(String::from).to_vec()];
+    let mut lines = vec![["#", "runtime", "cores", "METG(50 %)", "overhead per task", "efficiency at", "repetitions"]
+        .map(String::from)
+        .to_vec()];
     lines[0][4] = format!("overhead per task at {}", format_ns(sizes[smallest] as f64));
     lines[0][5] = format!("efficiency at {}", format_ns(sizes[0] as f64));
     for (rank, s) in record.summaries.iter().enumerate() {
@@ -87,11 +100,19 @@ fn efficiency_matrix(record: &GrainRecord) -> Vec<Vec<String>> {
     let mut lines = vec![header];
     for (i, size) in record.settings.grains_ns.iter().enumerate() {
         let mut line = vec![format_ns(*size as f64)];
-        line.extend(record.summaries.iter().map(|s| match s.efficiency.get(i).copied().flatten() {
-            Some(e) => format!("{:.0}", 100.0 * e.value),
-            // No valid repetition there: say why rather than leave a gap.
-            None if record.runs.iter().any(|r| r.runtime == s.runtime && r.points.get(i).is_some_and(|p| p.invalid.is_some())) => "invalid".into(),
-            None => "-".into(),
+        line.extend(record.summaries.iter().map(|s| {
+            match s.efficiency.get(i).copied().flatten() {
+                Some(e) => format!("{:.0}", 100.0 * e.value),
+                // No valid repetition there: say why rather than leave a gap.
+                None if record
+                    .runs
+                    .iter()
+                    .any(|r| r.runtime == s.runtime && r.points.get(i).is_some_and(|p| p.invalid.is_some())) =>
+                {
+                    "invalid".into()
+                }
+                None => "-".into(),
+            }
         }));
         lines.push(line);
     }
@@ -134,7 +155,14 @@ pub fn console(record: &GrainRecord) -> String {
         let _ = writeln!(out, "skipped: {}: {}", skip.runtime, skip.reason);
     }
     for run in record.runs.iter().filter(|r| r.error.is_some() && !r.interrupted) {
-        let _ = writeln!(out, "{} (repetition {}) failed after {} task sizes: {}", run.runtime, run.repetition, run.points.len(), run.error.as_deref().unwrap_or_default());
+        let _ = writeln!(
+            out,
+            "{} (repetition {}) failed after {} task sizes: {}",
+            run.runtime,
+            run.repetition,
+            run.points.len(),
+            run.error.as_deref().unwrap_or_default()
+        );
     }
     if !record.header.complete {
         let why = record.header.incomplete_reason.as_deref().unwrap_or("interrupted");
@@ -150,7 +178,13 @@ fn warnings(record: &GrainRecord) -> String {
     for run in &record.runs {
         for p in run.points.iter().filter(|p| p.invalid.is_some()) {
             let why = p.invalid.as_deref().unwrap_or_default();
-            let _ = writeln!(out, "warning: {} repetition {} at {}: {why}; the point is not used", run.runtime, run.repetition, format_ns(p.measured.grain_ns as f64));
+            let _ = writeln!(
+                out,
+                "warning: {} repetition {} at {}: {why}; the point is not used",
+                run.runtime,
+                run.repetition,
+                format_ns(p.measured.grain_ns as f64)
+            );
         }
     }
     let apart: Vec<String> = record
@@ -159,7 +193,9 @@ fn warnings(record: &GrainRecord) -> String {
         .filter_map(|s| {
             let points = record.runs.iter().filter(|r| r.runtime == s.runtime).flat_map(|r| &r.points);
             let (apart, total) = points.fold((0, 0), |(apart, total), p| match baselines(&p.measured) {
-                (before, Some(after)) => (apart + usize::from((before - after).abs() > BASELINE_SPREAD * before.min(after)), total + 1),
+                (before, Some(after)) => {
+                    (apart + usize::from((before - after).abs() > BASELINE_SPREAD * before.min(after)), total + 1)
+                }
                 _ => (apart, total),
             });
             (apart > 0).then(|| format!("{} {apart} of {total}", s.runtime))
@@ -180,7 +216,8 @@ fn warnings(record: &GrainRecord) -> String {
             .filter(|r| r.runtime == s.runtime)
             .filter_map(|r| if let Some(Metg::Interpolated { ns }) = r.metg { Some(ns) } else { None })
             .collect();
-        let (low, high) = (metgs.iter().copied().fold(f64::INFINITY, f64::min), metgs.iter().copied().fold(0.0, f64::max));
+        let (low, high) =
+            (metgs.iter().copied().fold(f64::INFINITY, f64::min), metgs.iter().copied().fold(0.0, f64::max));
         if metgs.len() >= 2 && high > DISAGREEMENT * low {
             let _ = writeln!(
                 out,
@@ -212,7 +249,10 @@ pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
                 let (points, errors) = value(s)
                     .iter()
                     .enumerate()
-                    .filter_map(|(x, v)| v.filter(|v| v.value > 0.0).map(|v| ((x as f64, v.value * scale), v.degrees_of_freedom.map(|_| v.half_width * scale))))
+                    .filter_map(|(x, v)| {
+                        v.filter(|v| v.value > 0.0)
+                            .map(|v| ((x as f64, v.value * scale), v.degrees_of_freedom.map(|_| v.half_width * scale)))
+                    })
                     .unzip();
                 Series { name: s.runtime.clone(), colour: palette(i), points, errors }
             })
@@ -245,7 +285,8 @@ pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
         .filter(|s| !s.points.is_empty())
         .collect();
     let pattern = record.settings.pattern.name();
-    let by_granularity = format!("Efficiency against task granularity ({pattern}): METG(50 %) where a line crosses 50 %");
+    let by_granularity =
+        format!("Efficiency against task granularity ({pattern}): METG(50 %) where a line crosses 50 %");
     let by_size = format!("Efficiency against the busy work asked of a task ({pattern})");
     let overhead_title = "Overhead per task: wall x cores / tasks - the task's work (where positive)";
     let granularity_axis = "task granularity: wall x cores / tasks (ns)";
@@ -253,25 +294,54 @@ pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
         Chart {
             file: "efficiency.svg".into(),
             title: by_granularity.clone(),
-            svg: share_chart_at_level(&by_granularity, granularity_axis, "efficiency (%)", &against_granularity, SeriesLabelPosition::UpperLeft, &metg_level(record))?,
+            svg: share_chart_at_level(
+                &by_granularity,
+                granularity_axis,
+                "efficiency (%)",
+                &against_granularity,
+                SeriesLabelPosition::UpperLeft,
+                &metg_level(record),
+            )?,
         },
         Chart {
             file: "efficiency-by-size.svg".into(),
             title: by_size.clone(),
-            svg: share_chart(&by_size, "busy work per task", "efficiency (%)", &efficiency, Some(&sizes), SeriesLabelPosition::UpperRight)?,
+            svg: share_chart(
+                &by_size,
+                "busy work per task",
+                "efficiency (%)",
+                &efficiency,
+                Some(&sizes),
+                SeriesLabelPosition::UpperRight,
+            )?,
         },
         Chart {
             file: "overhead.svg".into(),
             title: overhead_title.into(),
-            svg: line_chart(overhead_title, "busy work per task", "overhead per task (ns)", &series(|s| &s.overhead_ns, 1.0), Some(&sizes))?,
+            svg: line_chart(
+                overhead_title,
+                "busy work per task",
+                "overhead per task (ns)",
+                &series(|s| &s.overhead_ns, 1.0),
+                Some(&sizes),
+            )?,
         },
     ])
 }
 
 /// The 50 % line, with each runtime's METG marked on it in its colour.
 fn metg_level(record: &GrainRecord) -> Level {
-    let marks = record.summaries.iter().enumerate().filter_map(|(i, s)| Some((s.metg_ns.as_ref()?.value, palette(i)))).collect();
-    Level { y: 100.0 * THRESHOLD, label: format!("{:.0} %: METG marked where each line crosses", 100.0 * THRESHOLD), marks }
+    let marks = record
+        .summaries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| Some((s.metg_ns.as_ref()?.value, palette(i))))
+        .collect();
+    Level {
+        y: 100.0 * THRESHOLD,
+        label: format!("{:.0} %: METG marked where each line crosses", 100.0 * THRESHOLD),
+        marks,
+    }
 }
 
 /// One line per runtime, repetition and task size.
@@ -292,11 +362,33 @@ pub fn summary_csv(record: &GrainRecord) -> String {
             let _ = writeln!(
                 out,
                 "{},{},{},{},{},{},{},{:.3},{},{},{},{},{:.3},{:.5},{:.3},{metg_ns},{kind},{status}",
-                run.runtime, run.repetition, s.pattern.name(), s.width, s.steps, m.grain_ns, m.iters, p.task_ns, m.tasks, m.rounds, m.wall_ns, m.cores, p.granularity_ns, p.efficiency, p.overhead_ns,
+                run.runtime,
+                run.repetition,
+                s.pattern.name(),
+                s.width,
+                s.steps,
+                m.grain_ns,
+                m.iters,
+                p.task_ns,
+                m.tasks,
+                m.rounds,
+                m.wall_ns,
+                m.cores,
+                p.granularity_ns,
+                p.efficiency,
+                p.overhead_ns,
             );
         }
         if run.points.is_empty() {
-            let _ = writeln!(out, "{},{},{},{},{},,,,,,,,,,,,,{status}", run.runtime, run.repetition, s.pattern.name(), s.width, s.steps);
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},,,,,,,,,,,,,{status}",
+                run.runtime,
+                run.repetition,
+                s.pattern.name(),
+                s.width,
+                s.steps
+            );
         }
     }
     out
@@ -304,7 +396,8 @@ pub fn summary_csv(record: &GrainRecord) -> String {
 
 /// `--export-markdown`: the tables, ready to paste.
 pub fn markdown(record: &GrainRecord) -> String {
-    let mut out = format!("**taskmeter granularity** {}\n\n", settings_line(record).trim_start_matches("granularity: "));
+    let mut out =
+        format!("**taskmeter granularity** {}\n\n", settings_line(record).trim_start_matches("granularity: "));
     out.push_str(&super::markdown::table(&ranked_table(record)));
     out.push_str("\n_efficiency (%) at each task size_\n\n");
     out.push_str(&super::markdown::table(&efficiency_matrix(record)));

@@ -1,6 +1,9 @@
 //! `report.html`: one self-contained file per run (inline CSS and SVG, nothing fetched), with
 //! the command line, the environment, every table and chart, and failures shown plainly.
 
+use crate::machine::env::Environment;
+use crate::model::header::Header;
+use crate::model::run::{RowStatus, RunRecord};
 use crate::report::chart::Chart;
 use crate::report::tables::class_table_of;
 use crate::report::tables::default_layout;
@@ -12,9 +15,6 @@ use crate::report::tables::table_of;
 use crate::report::tables::volume_table_of;
 use crate::report::tables::Layout;
 use crate::report::tables::Table;
-use crate::model::run::{RowStatus, RunRecord};
-use crate::machine::env::Environment;
-use crate::model::header::Header;
 use std::fmt::Write as _;
 
 const STYLE: &str = "
@@ -63,21 +63,35 @@ fn html_table(out: &mut String, t: &Table) {
         out.push_str("</tr>\n");
     }
     for (runtime, reason) in &t.without_statistics {
-        let _ = writeln!(out, "<tr class=\"failure\"><td>{}</td><td colspan=\"{}\">{}</td></tr>", escape(runtime), t.header.len() - 1, escape(reason));
+        let _ = writeln!(
+            out,
+            "<tr class=\"failure\"><td>{}</td><td colspan=\"{}\">{}</td></tr>",
+            escape(runtime),
+            t.header.len() - 1,
+            escape(reason)
+        );
     }
     out.push_str("</tbody></table>\n");
 }
 
 pub fn render(record: &RunRecord, charts: &[Chart]) -> String {
     let title = format!("taskmeter {} run of {}", record.experiment, record.header.started_at);
-    let mut out = page_head(&title, &record.header, &format!("{} to {}", record.header.started_at, record.header.finished_at));
+    let mut out =
+        page_head(&title, &record.header, &format!("{} to {}", record.header.started_at, record.header.finished_at));
     let _ = writeln!(out, "<p>{}</p>", escape(&settings_line(record)));
     if record.order.shuffled {
         let seed = record.order.seed.map(|s| s.to_string()).unwrap_or_default();
-        let _ = writeln!(out, "<p>Runtimes and points ran in a shuffled order (seed {seed}; <code>--seed {seed}</code> repeats it).</p>");
+        let _ = writeln!(
+            out,
+            "<p>Runtimes and points ran in a shuffled order (seed {seed}; <code>--seed {seed}</code> repeats it).</p>"
+        );
     }
 
-    let failures: Vec<_> = record.rows_in_order().into_iter().filter(|r| matches!(r.status, RowStatus::Failed | RowStatus::Skipped | RowStatus::Partial)).collect();
+    let failures: Vec<_> = record
+        .rows_in_order()
+        .into_iter()
+        .filter(|r| matches!(r.status, RowStatus::Failed | RowStatus::Skipped | RowStatus::Partial))
+        .collect();
     if !failures.is_empty() {
         out.push_str("<h2 id=\"failures\">Failures, partial and skipped runtimes</h2>\n");
         for row in failures {
@@ -120,7 +134,8 @@ pub fn render(record: &RunRecord, charts: &[Chart]) -> String {
     }
     for point in record.points.iter().filter(|_| !volume) {
         if record.points.len() > 1 {
-            let _ = writeln!(out, "<h3>point {}/{}: {}</h3>", point.index + 1, record.points.len(), escape(&point.label()));
+            let _ =
+                writeln!(out, "<h3>point {}/{}: {}</h3>", point.index + 1, record.points.len(), escape(&point.label()));
         }
         html_table(&mut out, &table_of(record, point.index));
         let prefix = format!("point-{}-", point.index + 1);
@@ -179,7 +194,13 @@ pub fn render(record: &RunRecord, charts: &[Chart]) -> String {
         }
         out.push_str("</tbody></table>\n");
     }
-    let _ = write!(out, "<p><small>taskmeter {}, run.json schema {} v{}</small></p>\n</body></html>\n", escape(&record.header.taskmeter_version), record.header.schema, record.header.schema_version);
+    let _ = write!(
+        out,
+        "<p><small>taskmeter {}, run.json schema {} v{}</small></p>\n</body></html>\n",
+        escape(&record.header.taskmeter_version),
+        record.header.schema,
+        record.header.schema_version
+    );
     out
 }
 
@@ -194,9 +215,17 @@ fn page_head(title: &str, header: &Header, when: &str) -> String {
     );
     let (class, status) = match header.complete {
         true => ("complete", "complete".to_string()),
-        false => ("incomplete", format!("INCOMPLETE: {}", header.incomplete_reason.as_deref().unwrap_or("interrupted"))),
+        false => {
+            ("incomplete", format!("INCOMPLETE: {}", header.incomplete_reason.as_deref().unwrap_or("interrupted")))
+        }
     };
-    let _ = writeln!(out, "<h1>{}</h1><p><span class=\"status {class}\">{}</span> {}</p>", escape(title), escape(&status), escape(when));
+    let _ = writeln!(
+        out,
+        "<h1>{}</h1><p><span class=\"status {class}\">{}</span> {}</p>",
+        escape(title),
+        escape(&status),
+        escape(when)
+    );
     let _ = writeln!(out, "<pre class=\"command\">{}</pre>", escape(&command_line.join(" ")));
     out
 }
@@ -216,7 +245,8 @@ fn environment_table(out: &mut String, env: &Environment) {
         ("load average before", load(&env.load_average_before)),
         ("load average after", load(&env.load_average_after)),
     ];
-    let toolchains = env.toolchains.iter().map(|(runtime, version)| (format!("toolchain of {runtime}"), version.clone()));
+    let toolchains =
+        env.toolchains.iter().map(|(runtime, version)| (format!("toolchain of {runtime}"), version.clone()));
     for (k, v) in rows.into_iter().map(|(k, v)| (k.to_string(), v)).chain(toolchains) {
         let _ = writeln!(out, "<tr><td>{}</td><td>{}</td></tr>", escape(&k), escape(&v));
     }
@@ -246,12 +276,27 @@ pub fn render_bench(record: &crate::model::bench::BenchRecord) -> String {
     out.push_str("</tbody></table>\n");
     for group in taskmeter_record::console::input_groups(report) {
         let rows: Vec<_> = report.results.iter().filter(|r| r.input.as_deref() == group).collect();
-        let _ = writeln!(out, "<h2>{}</h2>", escape(&group.map_or("Results".to_string(), |i| format!("With input {i}"))));
+        let _ =
+            writeln!(out, "<h2>{}</h2>", escape(&group.map_or("Results".to_string(), |i| format!("With input {i}"))));
         let fastest = rows.iter().filter_map(|r| r.measured.ips).fold(f64::NAN, f64::max);
         let mut table = Table {
-            header: ["name", "ips", "average", "deviation", "median", "99th %", "min", "max", "vs fastest", "measured", "warm-up", "after", "invocations"]
-                .map(str::to_string)
-                .to_vec(),
+            header: [
+                "name",
+                "ips",
+                "average",
+                "deviation",
+                "median",
+                "99th %",
+                "min",
+                "max",
+                "vs fastest",
+                "measured",
+                "warm-up",
+                "after",
+                "invocations",
+            ]
+            .map(str::to_string)
+            .to_vec(),
             lines: Vec::new(),
             without_statistics: Vec::new(),
         };
@@ -261,7 +306,13 @@ pub fn render_bench(record: &crate::model::bench::BenchRecord) -> String {
                 table.without_statistics.push((r.scenario.clone(), why));
                 continue;
             };
-            let slower = r.measured.ips.map_or("-".into(), |x| if x >= fastest { "fastest".into() } else { format!("{:.2}x slower", fastest / x) });
+            let slower = r.measured.ips.map_or("-".into(), |x| {
+                if x >= fastest {
+                    "fastest".into()
+                } else {
+                    format!("{:.2}x slower", fastest / x)
+                }
+            });
             table.lines.push(vec![
                 r.scenario.clone(),
                 ips(r.measured.ips),
@@ -287,7 +338,14 @@ pub fn render_bench(record: &crate::model::bench::BenchRecord) -> String {
             };
             for r in &rows {
                 if let Some(l) = &r.measured.latency {
-                    latency.lines.push(vec![r.scenario.clone(), l.count.to_string(), duration(l.mean), duration(l.median as f64), duration(l.p99 as f64), duration(l.max as f64)]);
+                    latency.lines.push(vec![
+                        r.scenario.clone(),
+                        l.count.to_string(),
+                        duration(l.mean),
+                        duration(l.median as f64),
+                        duration(l.p99 as f64),
+                        duration(l.max as f64),
+                    ]);
                 }
             }
             out.push_str("<h3>Latency (start to complete)</h3>\n");
@@ -297,7 +355,12 @@ pub fn render_bench(record: &crate::model::bench::BenchRecord) -> String {
             let notes = notes(r);
             if !notes.is_empty() {
                 let class = if r.error.is_some() { "failure" } else { "note" };
-                let _ = writeln!(out, "<div class=\"{class}\"><b>{}</b>: {}</div>", escape(&r.scenario), escape(&notes.join("; ")));
+                let _ = writeln!(
+                    out,
+                    "<div class=\"{class}\"><b>{}</b>: {}</div>",
+                    escape(&r.scenario),
+                    escape(&notes.join("; "))
+                );
             }
         }
     }
@@ -309,14 +372,20 @@ pub fn render_bench(record: &crate::model::bench::BenchRecord) -> String {
          warm-up and after are counted apart.</p>\n",
     );
     environment_table(&mut out, &record.header.environment);
-    let _ = write!(out, "<p><small>{}, bench.json schema {}</small></p>\n</body></html>\n", escape(&report.tool), record.header.schema);
+    let _ = write!(
+        out,
+        "<p><small>{}, bench.json schema {}</small></p>\n</body></html>\n",
+        escape(&report.tool),
+        record.header.schema
+    );
     out
 }
 
 /// `report.html` of `run net`: the console's tables, the charts, the failures and the environment.
 pub fn render_net(record: &crate::model::net::NetRecord, charts: &[Chart], console: &str) -> String {
     let title = format!("taskmeter net run of {}", record.header.started_at);
-    let mut out = page_head(&title, &record.header, &format!("{} to {}", record.header.started_at, record.header.finished_at));
+    let mut out =
+        page_head(&title, &record.header, &format!("{} to {}", record.header.started_at, record.header.finished_at));
     for p in record.points.iter().filter(|p| p.error.is_some()) {
         let _ = writeln!(
             out,
@@ -338,7 +407,12 @@ pub fn render_net(record: &crate::model::net::NetRecord, charts: &[Chart], conso
          every message was sent, received and acknowledged with the same bytes.</p>\n",
     );
     environment_table(&mut out, &record.header.environment);
-    let _ = write!(out, "<p><small>taskmeter {}, net.json schema {}</small></p>\n</body></html>\n", escape(&record.header.taskmeter_version), record.header.schema);
+    let _ = write!(
+        out,
+        "<p><small>taskmeter {}, net.json schema {}</small></p>\n</body></html>\n",
+        escape(&record.header.taskmeter_version),
+        record.header.schema
+    );
     out
 }
 
@@ -346,7 +420,8 @@ pub fn render_net(record: &crate::model::net::NetRecord, charts: &[Chart], conso
 /// read them and the environment.
 pub fn render_granularity(record: &crate::model::granularity::GrainRecord, charts: &[Chart], console: &str) -> String {
     let title = format!("taskmeter granularity run of {}", record.header.started_at);
-    let mut out = page_head(&title, &record.header, &format!("{} to {}", record.header.started_at, record.header.finished_at));
+    let mut out =
+        page_head(&title, &record.header, &format!("{} to {}", record.header.started_at, record.header.finished_at));
     for run in record.runs.iter().filter(|r| r.error.is_some() && !r.interrupted) {
         let _ = writeln!(
             out,
@@ -372,6 +447,11 @@ pub fn render_granularity(record: &crate::model::granularity::GrainRecord, chart
          every started task must complete.</p>\n",
     );
     environment_table(&mut out, &record.header.environment);
-    let _ = write!(out, "<p><small>taskmeter {}, granularity.json schema {}</small></p>\n</body></html>\n", escape(&record.header.taskmeter_version), record.header.schema);
+    let _ = write!(
+        out,
+        "<p><small>taskmeter {}, granularity.json schema {}</small></p>\n</body></html>\n",
+        escape(&record.header.taskmeter_version),
+        record.header.schema
+    );
     out
 }

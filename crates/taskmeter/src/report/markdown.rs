@@ -9,7 +9,10 @@ pub fn markdown(record: &RunRecord) -> String {
     if default_layout(record) == Layout::Volume {
         let t = volume_table_of(record);
         markdown_table(&mut out, &t);
-        for line in memory_lines(record).iter().filter(|_| record.sweeps.iter().any(|s| s.param == crate::model::sweep::Param::Units)) {
+        for line in memory_lines(record)
+            .iter()
+            .filter(|_| record.sweeps.iter().any(|s| s.param == crate::model::sweep::Param::Units))
+        {
             out.push_str(&format!("- memory per unit, {line}\n"));
         }
         out.push_str(&format!("\n_{}_\n", explain_volume(record)));

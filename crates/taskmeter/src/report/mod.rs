@@ -23,7 +23,10 @@ use std::path::{Path, PathBuf};
 pub enum ReportError {
     /// plotters refused a chart.
     Chart(String),
-    Write { path: PathBuf, source: std::io::Error },
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 impl fmt::Display for ReportError {

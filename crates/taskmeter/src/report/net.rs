@@ -6,19 +6,23 @@ use super::console::render_table;
 use super::format::format_ns;
 use super::{write, write_charts_and_page, ReportError};
 use crate::model::net::{NetPoint, NetRecord, NetSummary};
-use taskmeter_record::stats::{t_interval, Interval};
 use std::fmt::Write as _;
 use std::path::Path;
+use taskmeter_record::stats::{t_interval, Interval};
 
 pub fn progress_line(p: &NetPoint, repeat: u32) -> String {
     let repetition = if repeat > 1 { format!(" #{}", p.repetition) } else { String::new() };
     match (&p.error, p.throughput) {
-        (None, Some(t)) => format!("net: {:<12} {:>3} senders{repetition}  {:>10.0} msg/s  {} of {} acknowledged", p.receiver, p.senders, t, p.messages_acked, p.messages_planned),
+        (None, Some(t)) => format!(
+            "net: {:<12} {:>3} senders{repetition}  {:>10.0} msg/s  {} of {} acknowledged",
+            p.receiver, p.senders, t, p.messages_acked, p.messages_planned
+        ),
         (Some(e), _) => format!("net: {:<12} {:>3} senders{repetition}  FAILED: {e}", p.receiver, p.senders),
-        (None, None) => format!("net: {:<12} {:>3} senders{repetition}  no throughput (too few messages)", p.receiver, p.senders),
+        (None, None) => {
+            format!("net: {:<12} {:>3} senders{repetition}  no throughput (too few messages)", p.receiver, p.senders)
+        }
     }
 }
-
 
 /// "12,345" or, with repetitions, "12,345 ± 678".
 fn with_interval(i: Option<Interval>, decimals: usize) -> String {
@@ -53,11 +57,25 @@ pub fn console(record: &NetRecord) -> String {
         let _ = writeln!(out, "skipped: {}: {}", skip.receiver, skip.reason);
     }
     for p in record.points.iter().filter(|p| p.error.is_some()) {
-        let _ = writeln!(out, "{} with {} senders failed: {}", p.receiver, p.senders, p.error.as_deref().unwrap_or_default());
+        let _ = writeln!(
+            out,
+            "{} with {} senders failed: {}",
+            p.receiver,
+            p.senders,
+            p.error.as_deref().unwrap_or_default()
+        );
     }
     for p in record.points.iter().filter(|p| p.strangers > 0) {
-        let first = p.stranger_reports.first().map(|s| format!(" (the first from {}: {})", s.peer, s.reason)).unwrap_or_default();
-        let _ = writeln!(out, "{} with {} senders refused {} connection(s) that were not its senders{first}", p.receiver, p.senders, p.strangers);
+        let first = p
+            .stranger_reports
+            .first()
+            .map(|s| format!(" (the first from {}: {})", s.peer, s.reason))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{} with {} senders refused {} connection(s) that were not its senders{first}",
+            p.receiver, p.senders, p.strangers
+        );
     }
     if !record.header.complete {
         let why = record.header.incomplete_reason.as_deref().unwrap_or("interrupted");
@@ -88,7 +106,9 @@ pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
                     .summaries
                     .iter()
                     .filter(|p| &p.receiver == r)
-                    .filter_map(|p| value(p).map(|v| ((p.senders as f64, v.value), v.degrees_of_freedom.map(|_| v.half_width))))
+                    .filter_map(|p| {
+                        value(p).map(|v| ((p.senders as f64, v.value), v.degrees_of_freedom.map(|_| v.half_width)))
+                    })
                     .unzip();
                 Series { name: r.clone(), colour: palette(i), points, errors }
             })
@@ -110,7 +130,9 @@ pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
     };
     type Value<'a> = &'a dyn Fn(&NetSummary) -> Option<Interval>;
     let specs: [(&str, &str, &str, Value); 3] = [
-        ("ratio.svg", "Throughput relative to 1 sender (the TCP study's ratio graph)", "ratio to 1 sender", &|p| p.ratio),
+        ("ratio.svg", "Throughput relative to 1 sender (the TCP study's ratio graph)", "ratio to 1 sender", &|p| {
+            p.ratio
+        }),
         ("throughput.svg", "Throughput at the receiver", "messages per second", &|p| p.throughput),
         ("round-trip-p99.svg", "Round trip p99 at the senders", "round trip p99 (ms)", &mean_rtt_p99),
     ];
@@ -118,7 +140,11 @@ pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
     for (file, title, y, value) in specs {
         let lines = series(value);
         if lines.iter().any(|s| s.points.len() > 1) {
-            charts.push(Chart { file: file.into(), title: title.into(), svg: line_chart(title, "senders", y, &lines, None)? });
+            charts.push(Chart {
+                file: file.into(),
+                title: title.into(),
+                svg: line_chart(title, "senders", y, &lines, None)?,
+            });
         }
     }
     Ok(charts)
@@ -127,7 +153,9 @@ pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
 pub fn summary_csv(record: &NetRecord) -> String {
     let mut out = String::from("receiver,senders,repetition,messages_planned,messages_sent,messages_acked,messages_received,throughput_msg_per_s,ratio_to_1_sender,window_ns,rtt_p50_ns,rtt_p99_ns,rtt_max_ns,status\n");
     for p in &record.points {
-        let rtt = |pick: fn(&taskmeter_record::stats::Summary) -> Option<i64>| p.round_trip.as_ref().and_then(pick).map_or(String::new(), |v| v.to_string());
+        let rtt = |pick: fn(&taskmeter_record::stats::Summary) -> Option<i64>| {
+            p.round_trip.as_ref().and_then(pick).map_or(String::new(), |v| v.to_string())
+        };
         let _ = writeln!(
             out,
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
@@ -164,14 +192,28 @@ pub fn write_report(dir: &Path, record: &NetRecord) -> Result<(), ReportError> {
 
 /// One line per receiver and sender count (the repetitions together), with a header.
 fn summary_table(record: &NetRecord) -> Vec<Vec<String>> {
-    let mut lines = vec![["receiver", "senders", "throughput msg/s", "ratio to 1 sender", "round trip p50", "p99", "acknowledged", "status"]
-        .map(str::to_string)
-        .to_vec()];
+    let mut lines = vec![[
+        "receiver",
+        "senders",
+        "throughput msg/s",
+        "ratio to 1 sender",
+        "round trip p50",
+        "p99",
+        "acknowledged",
+        "status",
+    ]
+    .map(str::to_string)
+    .to_vec()];
     for summary in &record.summaries {
         let of = || record.points.iter().filter(|p| p.receiver == summary.receiver && p.senders == summary.senders);
         let rtt = |pick: fn(&taskmeter_record::stats::Summary) -> Option<i64>| {
-            let values: Vec<f64> = of().filter_map(|p| p.round_trip.as_ref().and_then(pick)).map(|v| v as f64).collect();
-            if values.is_empty() { "-".into() } else { format_ns(values.iter().sum::<f64>() / values.len() as f64) }
+            let values: Vec<f64> =
+                of().filter_map(|p| p.round_trip.as_ref().and_then(pick)).map(|v| v as f64).collect();
+            if values.is_empty() {
+                "-".into()
+            } else {
+                format_ns(values.iter().sum::<f64>() / values.len() as f64)
+            }
         };
         let failed = of().filter(|p| p.error.is_some()).count();
         let total = of().count();
@@ -182,7 +224,11 @@ fn summary_table(record: &NetRecord) -> Vec<Vec<String>> {
             with_interval(summary.ratio, 2),
             rtt(|s| s.p50),
             rtt(|s| s.p99),
-            format!("{}/{}", of().map(|p| p.messages_acked).sum::<u64>(), of().map(|p| p.messages_planned).sum::<u64>()),
+            format!(
+                "{}/{}",
+                of().map(|p| p.messages_acked).sum::<u64>(),
+                of().map(|p| p.messages_planned).sum::<u64>()
+            ),
             match failed {
                 0 => "ok".into(),
                 n if n == total => "FAILED".into(),
@@ -216,7 +262,10 @@ fn ratio_matrix(record: &NetRecord) -> Option<Vec<Vec<String>>> {
 pub fn markdown(record: &NetRecord) -> String {
     let table = super::markdown::table;
     let s = &record.settings;
-    let mut out = format!("**taskmeter net** {} messages of {} bytes per point, {} repetition(s)\n\n", s.messages, s.message_size, s.repeat);
+    let mut out = format!(
+        "**taskmeter net** {} messages of {} bytes per point, {} repetition(s)\n\n",
+        s.messages, s.message_size, s.repeat
+    );
     out.push_str(&table(&summary_table(record)));
     if let Some(matrix) = ratio_matrix(record) {
         out.push_str("\n_throughput / the receiver's own 1-sender throughput_\n\n");

@@ -36,7 +36,8 @@ pub struct RowKey {
 impl SamplesFile {
     pub fn create(dir: &Path) -> std::io::Result<SamplesFile> {
         let path = dir.join(FILE);
-        let mut gzip = GzEncoder::new(BufWriter::with_capacity(1 << 20, File::create(&path)?), flate2::Compression::fast());
+        let mut gzip =
+            GzEncoder::new(BufWriter::with_capacity(1 << 20, File::create(&path)?), flate2::Compression::fast());
         writeln!(gzip, "{HEADER}")?;
         Ok(SamplesFile { path, out: Mutex::new(Writer { gzip: Some(gzip), error: None, line: String::new() }) })
     }

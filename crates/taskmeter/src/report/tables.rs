@@ -11,7 +11,8 @@ use taskmeter_record::stats::{ratio_interval, Interval};
 /// metric (for `lateness` and `busy` that is their mean; for `actual` and `full`, the mean
 /// distance from the expected sleep, as in the v1 study), lowest first.
 pub fn ranked(record: &RunRecord, point: usize) -> Vec<Cell<'_>> {
-    let key = |cell: &Cell| cell.mean_estimate(record.metric, Statistic::MeanDeviation).map_or(f64::INFINITY, |i| i.value);
+    let key =
+        |cell: &Cell| cell.mean_estimate(record.metric, Statistic::MeanDeviation).map_or(f64::INFINITY, |i| i.value);
     let mut ranked: Vec<Cell> = cells(record, point).into_iter().filter(|c| c.repetitions() > 0).collect();
     ranked.sort_by(|a, b| key(a).total_cmp(&key(b)));
     ranked
@@ -19,7 +20,9 @@ pub fn ranked(record: &RunRecord, point: usize) -> Vec<Cell<'_>> {
 
 /// "± 1.2 µs": half the width of a 95 % interval; "-" where there is none (one repetition).
 fn plus_minus_ns(interval: Option<Interval>) -> String {
-    interval.filter(|i| i.degrees_of_freedom.is_some()).map_or_else(|| "-".into(), |i| format!("± {}", format_ns(i.half_width)))
+    interval
+        .filter(|i| i.degrees_of_freedom.is_some())
+        .map_or_else(|| "-".into(), |i| format!("± {}", format_ns(i.half_width)))
 }
 
 /// "1.00", or "14.2 ± 0.3": the cell's ranking statistic over the best cell's, with a 95 %
@@ -30,12 +33,20 @@ fn ratio_to_best(metric: Metric, cell: &Cell, best: &Cell) -> String {
         _ if cell.runtime == best.runtime => "1.00".into(),
         (Some(a), Some(b)) if b.value > 0.0 && a.degrees_of_freedom.is_some() && b.degrees_of_freedom.is_some() => {
             let r = ratio_interval(&a, &b);
-            if r.value >= 10.0 { format!("{:.1} ± {:.1}", r.value, r.half_width) } else { format!("{:.2} ± {:.2}", r.value, r.half_width) }
+            if r.value >= 10.0 {
+                format!("{:.1} ± {:.1}", r.value, r.half_width)
+            } else {
+                format!("{:.2} ± {:.2}", r.value, r.half_width)
+            }
         }
         // One repetition: the ratio, with no interval to give it.
         (Some(a), Some(b)) if b.value > 0.0 => {
             let r = a.value / b.value;
-            if r >= 10.0 { format!("{r:.1}") } else { format!("{r:.2}") }
+            if r >= 10.0 {
+                format!("{r:.1}")
+            } else {
+                format!("{r:.2}")
+            }
         }
         _ => "n/a".into(),
     }
@@ -82,7 +93,11 @@ fn cell_name(cell: &Cell) -> String {
 /// "5" or, when repetitions differ, "4-5".
 fn span(values: &[u32]) -> String {
     let (lo, hi) = (values.iter().min().copied().unwrap_or(0), values.iter().max().copied().unwrap_or(0));
-    if lo == hi { format_count(lo as u64) } else { format!("{}-{}", format_count(lo as u64), format_count(hi as u64)) }
+    if lo == hi {
+        format_count(lo as u64)
+    } else {
+        format!("{}-{}", format_count(lo as u64), format_count(hi as u64))
+    }
 }
 
 /// The reasons of a cell's repetitions that have no statistics: ("runtime", "FAILED: why").
@@ -95,26 +110,39 @@ fn unmeasured_lines(record: &RunRecord, cell: &Cell) -> Vec<(String, String)> {
                 RowStatus::Interrupted => "interrupted",
                 _ => "FAILED",
             };
-            let repetition = if record.settings.repeat > 1 { format!(" repetition {}", r.repetition) } else { String::new() };
+            let repetition =
+                if record.settings.repeat > 1 { format!(" repetition {}", r.repetition) } else { String::new() };
             let at = at_point(record, r);
             (r.runtime.clone(), format!("{what}{repetition}{at}: {}", r.reason.as_deref().unwrap_or("")))
         })
         .collect()
 }
 
-
 pub fn class_name(class: u32) -> &'static str {
-    if class == 0 { "high" } else { "low" }
+    if class == 0 {
+        "high"
+    } else {
+        "low"
+    }
 }
 
 /// " at units=100" when the run has several points.
 pub fn at_point(record: &RunRecord, row: &Row) -> String {
-    record.points.get(row.point).filter(|_| record.points.len() > 1).map(|p| format!(" at {}", p.label())).unwrap_or_default()
+    record
+        .points
+        .get(row.point)
+        .filter(|_| record.points.len() > 1)
+        .map(|p| format!(" at {}", p.label()))
+        .unwrap_or_default()
 }
 
 /// What one iteration's count means: an increment of the shared counter in atomic-sum.
 pub fn iteration_word(record: &RunRecord) -> &'static str {
-    if record.settings.experiment == taskmeter_protocol::Experiment::AtomicSum { "increments" } else { "iterations" }
+    if record.settings.experiment == taskmeter_protocol::Experiment::AtomicSum {
+        "increments"
+    } else {
+        "iterations"
+    }
 }
 
 /// The volume study's table: every runtime at every point, in runtime then point order. With
@@ -123,7 +151,8 @@ pub fn volume_table_of(record: &RunRecord) -> Table {
     let classes = record.settings.priority_classes > 1;
     let repeated = record.settings.repeat > 1;
     // Units have their own column (with what started of them).
-    let swept: Vec<&str> = record.sweeps.iter().filter(|s| s.param != crate::model::sweep::Param::Units).map(|s| s.param.name()).collect();
+    let swept: Vec<&str> =
+        record.sweeps.iter().filter(|s| s.param != crate::model::sweep::Param::Units).map(|s| s.param.name()).collect();
     let mut header = vec!["runtime".to_string()];
     header.extend(swept.iter().map(|s| s.to_string()));
     header.extend(["units", "delay"].map(str::to_string));
@@ -151,10 +180,21 @@ pub fn volume_table_of(record: &RunRecord) -> Table {
             let ns = |v: Option<f64>| v.map(format_ns).unwrap_or_else(|| "-".into());
             let count = |f: &dyn Fn(&crate::model::run::Counts) -> f64| cell.mean_of(|r| r.counts.as_ref().map(f));
             let mut line = vec![cell_name(&cell)];
-            line.extend(point.values.iter().filter(|(p, _)| *p != crate::model::sweep::Param::Units).map(|(p, v)| p.format_value(*v)));
+            line.extend(
+                point
+                    .values
+                    .iter()
+                    .filter(|(p, _)| *p != crate::model::sweep::Param::Units)
+                    .map(|(p, v)| p.format_value(*v)),
+            );
             let started: Vec<u32> = cell.measured.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.units).collect();
-            let planned = cell.measured.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.units_planned).max().unwrap_or(0);
-            let mut units = if started.iter().any(|u| *u < planned) { format!("{}/{}", span(&started), format_count(planned as u64)) } else { span(&started) };
+            let planned =
+                cell.measured.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.units_planned).max().unwrap_or(0);
+            let mut units = if started.iter().any(|u| *u < planned) {
+                format!("{}/{}", span(&started), format_count(planned as u64))
+            } else {
+                span(&started)
+            };
             let starved = cell.sum(|r| r.counts.as_ref().map(|c| c.units_starved as u64));
             if starved > 0 {
                 units.push_str(&format!(" ({} starved)", format_count(starved)));
@@ -167,7 +207,8 @@ pub fn volume_table_of(record: &RunRecord) -> Table {
             line.extend([
                 ns(cell.mean_percentile(Metric::Lateness, |s| s.p50)),
                 ns(cell.mean_percentile(Metric::Lateness, |s| s.p99)),
-                count(&|c| c.iterations_measured as f64 / c.units.max(1) as f64).map_or("-".into(), |v| format!("{v:.1}")),
+                count(&|c| c.iterations_measured as f64 / c.units.max(1) as f64)
+                    .map_or("-".into(), |v| format!("{v:.1}")),
             ]);
             let rate = cell.estimate(|r| r.counts.as_ref().map(|c| c.iterations_per_s));
             line.push(count(&|c| c.iterations_per_s).map_or("-".into(), format_rate));
@@ -184,7 +225,11 @@ pub fn volume_table_of(record: &RunRecord) -> Table {
                 }
             }
             line.push(ns(count(&|c| c.create_per_unit_ns)));
-            line.push(cell.mean_of(|r| r.worker.as_ref()?.peak_rss_kb.map(|kb| kb as f64)).map(|kb| format_bytes(kb * 1024.0)).unwrap_or_else(|| "-".into()));
+            line.push(
+                cell.mean_of(|r| r.worker.as_ref()?.peak_rss_kb.map(|kb| kb as f64))
+                    .map(|kb| format_bytes(kb * 1024.0))
+                    .unwrap_or_else(|| "-".into()),
+            );
             lines.push(line);
         }
     }
@@ -195,7 +240,8 @@ pub fn volume_table_of(record: &RunRecord) -> Table {
 pub fn priority_lines(record: &RunRecord) -> Vec<String> {
     let mut lines = Vec::new();
     for runtime in &record.settings.runtimes {
-        let said = record.rows.iter().filter(|r| &r.runtime == runtime).find_map(|r| r.worker.as_ref()?.priority.clone());
+        let said =
+            record.rows.iter().filter(|r| &r.runtime == runtime).find_map(|r| r.worker.as_ref()?.priority.clone());
         if let Some(priority) = said {
             lines.push(format!("{runtime}: {priority}"));
         }
@@ -234,13 +280,16 @@ pub fn class_table_of(record: &RunRecord) -> Option<Table> {
         for cell in cells(record, point.index).iter().filter(|c| c.repetitions() > 0) {
             for class in 0..record.settings.priority_classes {
                 let of = |r: &Row| r.classes.iter().find(|k| k.class == class).cloned();
-                let statistic = |f: &dyn Fn(&taskmeter_record::stats::Summary) -> Option<f64>| cell.mean_of(|r| f(&of(r)?.statistics?.lateness));
+                let statistic = |f: &dyn Fn(&taskmeter_record::stats::Summary) -> Option<f64>| {
+                    cell.mean_of(|r| f(&of(r)?.statistics?.lateness))
+                };
                 let ns = |v: Option<f64>| v.map(format_ns).unwrap_or_else(|| "-".into());
                 lines.push(vec![
                     cell.runtime.to_string(),
                     point.label(),
                     class_name(class).into(),
-                    cell.mean_of(|r| of(r).map(|k| k.units as f64)).map_or("-".into(), |u| format_count(u.round() as u64)),
+                    cell.mean_of(|r| of(r).map(|k| k.units as f64))
+                        .map_or("-".into(), |u| format_count(u.round() as u64)),
                     cell.mean_of(|r| of(r).map(|k| k.iterations_per_s)).map_or("-".into(), format_rate),
                     ns(statistic(&|s| s.mean)),
                     ns(statistic(&|s| s.p99.map(|v| v as f64))),
@@ -265,11 +314,12 @@ pub fn table_of(record: &RunRecord, point: usize) -> Table {
     let mean_header = format!("{} mean ± sd", metric.name());
     // One repetition has no interval: no column for it.
     let repeated = record.settings.repeat > 1;
-    let header: Vec<String> = ["runtime", "samples", mean_header.as_str(), "95 % CI", "p50", "p99", "max", "missed", "vs best"]
-        .into_iter()
-        .filter(|h| repeated || *h != "95 % CI")
-        .map(str::to_string)
-        .collect();
+    let header: Vec<String> =
+        ["runtime", "samples", mean_header.as_str(), "95 % CI", "p50", "p99", "max", "missed", "vs best"]
+            .into_iter()
+            .filter(|h| repeated || *h != "95 % CI")
+            .map(str::to_string)
+            .collect();
     let ranked = ranked(record, point);
     let lines = ranked
         .iter()
@@ -326,7 +376,11 @@ pub fn study_table_of(record: &RunRecord) -> Table {
                 continue;
             }
             let mean = cell.mean_estimate(metric, Statistic::Mean);
-            line.extend([format_count(cell.samples(metric)), us(cell.min(metric).map(|v| v as f64)), us(mean.map(|m| m.value))]);
+            line.extend([
+                format_count(cell.samples(metric)),
+                us(cell.min(metric).map(|v| v as f64)),
+                us(mean.map(|m| m.value)),
+            ]);
             if repeated {
                 line.push(mean.map_or("-".into(), |m| format!("± {:.1}", m.half_width / 1e3)));
             }
@@ -357,11 +411,19 @@ pub fn settings_line(record: &RunRecord) -> String {
         taskmeter_protocol::Mode::Relative => "relative",
         taskmeter_protocol::Mode::Absolute => "absolute",
     };
-    let units = swept(Param::Units).unwrap_or_else(|| format!("{} unit{}", s.units, if s.units == 1 { "" } else { "s" }));
-    let sleep = swept(Param::Sleep).or_else(|| swept(Param::Modulo)).map(|w| format!("{} ({w})", s.sleep_spec)).unwrap_or_else(|| s.sleep_spec.clone());
+    let units =
+        swept(Param::Units).unwrap_or_else(|| format!("{} unit{}", s.units, if s.units == 1 { "" } else { "s" }));
+    let sleep = swept(Param::Sleep)
+        .or_else(|| swept(Param::Modulo))
+        .map(|w| format!("{} ({w})", s.sleep_spec))
+        .unwrap_or_else(|| s.sleep_spec.clone());
     let busy = swept(Param::Busy).unwrap_or_else(|| match (s.busy.iters, s.busy.yield_each_step) {
         (_, yielding) if s.busy_ns.is_some() => {
-            format!("busy {} in each runtime's iterations{}", format_ns(s.busy_ns.unwrap_or(0) as f64), if yielding { " + yield" } else { "" })
+            format!(
+                "busy {} in each runtime's iterations{}",
+                format_ns(s.busy_ns.unwrap_or(0) as f64),
+                if yielding { " + yield" } else { "" }
+            )
         }
         (0, _) => "no busy work".to_string(),
         (n, true) => format!("busy {n} + yield"),
@@ -395,7 +457,11 @@ pub fn explain_volume(record: &RunRecord) -> String {
          the start gate, per unit; peak RSS of the worker; memory per unit = least-squares \
          slope of peak RSS over units started (it includes each unit's samples){}",
         iteration_word(record),
-        if record.settings.repeat > 1 { format!("; ± = 95 % interval from {}", crate::analysis::cells::basis_note(record)) } else { String::new() }
+        if record.settings.repeat > 1 {
+            format!("; ± = 95 % interval from {}", crate::analysis::cells::basis_note(record))
+        } else {
+            String::new()
+        }
     )
 }
 
@@ -408,8 +474,13 @@ pub fn explain(record: &RunRecord) -> String {
         Metric::Busy => "busy = time of the busy phase; ranked by mean; vs best = ratio of the ranking means",
     };
     match record.settings.repeat {
-        0 | 1 => format!("{metric}; sd = standard deviation within the repetition; {}", crate::analysis::cells::basis_note(record)),
-        _ => format!("{metric}; sd = standard deviation within a repetition; 95 % CI and vs best's ± are 95 % intervals from {}", crate::analysis::cells::basis_note(record)),
+        0 | 1 => format!(
+            "{metric}; sd = standard deviation within the repetition; {}",
+            crate::analysis::cells::basis_note(record)
+        ),
+        _ => format!(
+            "{metric}; sd = standard deviation within a repetition; 95 % CI and vs best's ± are 95 % intervals from {}",
+            crate::analysis::cells::basis_note(record)
+        ),
     }
 }
-

@@ -60,8 +60,20 @@ pub fn why_table_of(record: &RunRecord) -> Table {
     let mut header = vec!["runtime".to_string()];
     header.extend(swept.iter().map(|s| s.to_string()));
     header.extend(
-        ["wake-ups", "lateness p50", "p99", "CPU/wake", "sys %", "vol cs/wake", "invol cs/wake", "migr/wake", "runq wait/wake", "threads", "faults"]
-            .map(str::to_string),
+        [
+            "wake-ups",
+            "lateness p50",
+            "p99",
+            "CPU/wake",
+            "sys %",
+            "vol cs/wake",
+            "invol cs/wake",
+            "migr/wake",
+            "runq wait/wake",
+            "threads",
+            "faults",
+        ]
+        .map(str::to_string),
     );
     let mut lines = Vec::new();
     let mut missing = Vec::new();
@@ -120,15 +132,27 @@ pub fn view_table_of(record: &RunRecord) -> Option<Table> {
     if points {
         header.push("point".into());
     }
-    header.extend(["its source", "its delay p50", "p99", "lateness p50", "p99", "p50 unseen", "busy", "parks/wake"].map(str::to_string));
+    header.extend(
+        ["its source", "its delay p50", "p99", "lateness p50", "p99", "p50 unseen", "busy", "parks/wake"]
+            .map(str::to_string),
+    );
     let ns = |v: Option<f64>| v.map_or_else(|| "-".into(), format_ns);
     let mut lines = Vec::new();
     for point in &record.points {
-        for cell in cells(record, point.index).into_iter().filter(|c| c.measured.iter().any(|r| r.runtime_view.is_some())) {
-            let view = |f: fn(&ViewDelay) -> u64| cell.mean_of(|r| r.runtime_view.as_ref()?.delay.filter(|d| d.count > 0).map(|d| f(&d) as f64));
+        for cell in
+            cells(record, point.index).into_iter().filter(|c| c.measured.iter().any(|r| r.runtime_view.is_some()))
+        {
+            let view = |f: fn(&ViewDelay) -> u64| {
+                cell.mean_of(|r| r.runtime_view.as_ref()?.delay.filter(|d| d.count > 0).map(|d| f(&d) as f64))
+            };
             let own_p50 = view(|d| d.p50_ns);
             let lateness_p50 = cell.mean_percentile(Metric::Lateness, |s| s.p50);
-            let source = cell.measured.iter().find_map(|r| r.runtime_view.as_ref()).map(|v| v.source.clone()).unwrap_or_default();
+            let source = cell
+                .measured
+                .iter()
+                .find_map(|r| r.runtime_view.as_ref())
+                .map(|v| v.source.clone())
+                .unwrap_or_default();
             let mut line = vec![cell.runtime.to_string()];
             if points {
                 line.push(point.label());
@@ -140,9 +164,15 @@ pub fn view_table_of(record: &RunRecord) -> Option<Table> {
                 ns(lateness_p50),
                 ns(cell.mean_percentile(Metric::Lateness, |s| s.p99)),
                 ns(own_p50.zip(lateness_p50).map(|(own, ours)| ours - own)),
-                cell.mean_of(|r| r.runtime_view.as_ref()?.busy_ratio).map_or_else(|| "-".into(), |b| format!("{:.1} %", b * 100.0)),
-                cell.mean_of(|r| Some(r.runtime_view.as_ref()?.parks? as f64 / r.counters.as_ref().filter(|c| c.wakeups > 0)?.wakeups as f64))
-                    .map_or_else(|| "-".into(), |p| format!("{p:.2}")),
+                cell.mean_of(|r| r.runtime_view.as_ref()?.busy_ratio)
+                    .map_or_else(|| "-".into(), |b| format!("{:.1} %", b * 100.0)),
+                cell.mean_of(|r| {
+                    Some(
+                        r.runtime_view.as_ref()?.parks? as f64
+                            / r.counters.as_ref().filter(|c| c.wakeups > 0)?.wakeups as f64,
+                    )
+                })
+                .map_or_else(|| "-".into(), |p| format!("{p:.2}")),
             ]);
             lines.push(line);
         }
@@ -187,7 +217,14 @@ mod tests {
         assert_eq!(per_wakeup(&row, |c| Some(c.cpu_ns)), None, "no counters");
         row.counters = Some(Counters { wakeups: 0, cpu_ns: 5, ..Counters::default() });
         assert_eq!(per_wakeup(&row, |c| Some(c.cpu_ns)), None, "no wake-up");
-        row.counters = Some(Counters { wakeups: 4, cpu_ns: 10_000, voluntary_switches: 6, user_ns: 30_000_000, system_ns: 90_000_000, ..Counters::default() });
+        row.counters = Some(Counters {
+            wakeups: 4,
+            cpu_ns: 10_000,
+            voluntary_switches: 6,
+            user_ns: 30_000_000,
+            system_ns: 90_000_000,
+            ..Counters::default()
+        });
         assert_eq!(per_wakeup(&row, |c| Some(c.cpu_ns)), Some(2_500.0));
         assert_eq!(per_wakeup(&row, |c| Some(c.voluntary_switches)), Some(1.5));
         assert_eq!(per_wakeup(&row, |c| c.migrations), None, "unavailable stays unavailable");

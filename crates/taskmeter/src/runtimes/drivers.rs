@@ -5,11 +5,11 @@
 //! only the toolchains; `TASKMETER_DRIVERS_DIR` reads `drivers/` from a folder instead (for
 //! driver authors: a new folder there is a new runtime, no rebuild of taskmeter needed).
 
+use crate::process::child::{output, BUILD_LIMIT, PROBE_LIMIT};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use crate::process::child::{output, BUILD_LIMIT, PROBE_LIMIT};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
@@ -91,7 +91,8 @@ pub fn programs() -> &'static [Program] {
             programs.extend(read_folders(dir));
         }
         for compiled in COMPILED_IN.iter().filter(|c| from_disk.is_none() || c.root != "drivers") {
-            let files: Vec<(String, String)> = compiled.files.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect();
+            let files: Vec<(String, String)> =
+                compiled.files.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect();
             match parse(compiled.root, compiled.folder, files) {
                 Ok(program) => programs.push(program),
                 Err(e) => crate::errln!("taskmeter: {e}"),
@@ -111,7 +112,8 @@ fn read_folders(dir: &Path) -> Vec<Program> {
         crate::errln!("taskmeter: TASKMETER_DRIVERS_DIR {} cannot be read", dir.display());
         return Vec::new();
     };
-    let mut folders: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.join("driver.toml").is_file()).collect();
+    let mut folders: Vec<PathBuf> =
+        entries.flatten().map(|e| e.path()).filter(|p| p.join("driver.toml").is_file()).collect();
     folders.sort();
     folders
         .into_iter()
@@ -122,7 +124,9 @@ fn read_folders(dir: &Path) -> Vec<Program> {
                 .flatten()
                 .map(|e| e.path())
                 .filter(|p| p.is_file() && p.extension().is_none_or(|e| e != "md"))
-                .filter_map(|p| Some((p.file_name()?.to_string_lossy().into_owned(), std::fs::read_to_string(&p).ok()?)))
+                .filter_map(|p| {
+                    Some((p.file_name()?.to_string_lossy().into_owned(), std::fs::read_to_string(&p).ok()?))
+                })
                 .collect();
             let name = folder.file_name()?.to_string_lossy().into_owned();
             parse("drivers", &name, files).map_err(|e| crate::errln!("taskmeter: {e}")).ok()
@@ -132,7 +136,8 @@ fn read_folders(dir: &Path) -> Vec<Program> {
 
 fn parse(root: &str, folder: &str, files: Vec<(String, String)>) -> Result<Program, String> {
     let text = files.iter().find(|(n, _)| n == "driver.toml").map(|(_, t)| t.as_str()).unwrap_or_default();
-    let manifest: Manifest = toml::from_str(text).map_err(|e| format!("{root}/{folder}/driver.toml: {}", e.message()))?;
+    let manifest: Manifest =
+        toml::from_str(text).map_err(|e| format!("{root}/{folder}/driver.toml: {}", e.message()))?;
     if let Some(missing) = manifest.sources.iter().find(|s| !files.iter().any(|(n, _)| n == *s)) {
         return Err(format!("{root}/{folder}/driver.toml names a source {missing} that is not in the folder"));
     }
@@ -159,7 +164,8 @@ pub fn toolchain(spec: &ToolchainSpec) -> Result<Toolchain, String> {
 fn first_line(program: &Path, args: &[String]) -> Result<String, String> {
     let mut command = Command::new(program);
     command.args(args);
-    let output = output(command, "toolchain", PROBE_LIMIT).map_err(|e| format!("'{}' cannot be run ({e})", program.display()))?;
+    let output = output(command, "toolchain", PROBE_LIMIT)
+        .map_err(|e| format!("'{}' cannot be run ({e})", program.display()))?;
     if !output.status.success() {
         return Err(format!("'{} {}' failed", program.display(), args.join(" ")));
     }
@@ -182,10 +188,15 @@ fn find_toolchain(spec: &ToolchainSpec) -> Result<Toolchain, String> {
     if spec.find.as_deref() == Some("jdk") {
         return find_jdk(spec);
     }
-    let program = PathBuf::from(spec.env.as_ref().and_then(std::env::var_os).unwrap_or_else(|| spec.program.clone().into()));
+    let program =
+        PathBuf::from(spec.env.as_ref().and_then(std::env::var_os).unwrap_or_else(|| spec.program.clone().into()));
     let line = first_line(&program, &spec.version).map_err(|e| format!("no {} toolchain: {e}", spec.program))?;
     if !at_least(&line, spec.minimum.as_deref()) {
-        return Err(format!("{line} is too old: the driver needs {} {} or newer", spec.program, spec.minimum.as_deref().unwrap_or("")));
+        return Err(format!(
+            "{line} is too old: the driver needs {} {} or newer",
+            spec.program,
+            spec.minimum.as_deref().unwrap_or("")
+        ));
     }
     let name = program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let version = if line.to_lowercase().contains(&name.to_lowercase()) { line } else { format!("{name} {line}") };
@@ -237,7 +248,11 @@ fn expand(words: &[String], tool: &Toolchain, dir: &Path) -> Vec<String> {
     let home = tool.home.as_deref().unwrap_or(Path::new("")).display().to_string();
     words
         .iter()
-        .map(|w| w.replace("{program}", &tool.program.display().to_string()).replace("{home}", &home).replace("{dir}", &dir.display().to_string()))
+        .map(|w| {
+            w.replace("{program}", &tool.program.display().to_string())
+                .replace("{home}", &home)
+                .replace("{dir}", &dir.display().to_string())
+        })
         .collect()
 }
 
@@ -249,7 +264,9 @@ impl Program {
         // SAFETY: geteuid only reads the process's credentials.
         let as_root = unsafe { libc::geteuid() } == 0 && !self.manifest.run_as_root.is_empty();
         let words = expand(if as_root { &self.manifest.run_as_root } else { &self.manifest.run }, &tool, &built);
-        let (program, args) = words.split_first().ok_or_else(|| format!("{}/{}/driver.toml has no run command", self.root, self.folder))?;
+        let (program, args) = words
+            .split_first()
+            .ok_or_else(|| format!("{}/{}/driver.toml has no run command", self.root, self.folder))?;
         let mut command = Command::new(program);
         command.args(args);
         Ok(command)
@@ -272,7 +289,8 @@ impl Program {
         if done.is_dir() {
             return Ok(done);
         }
-        let partial = root.join(format!(".{name}-{}-{}.partial", std::process::id(), taskmeter_record::clock::now_ns()));
+        let partial =
+            root.join(format!(".{name}-{}-{}.partial", std::process::id(), taskmeter_record::clock::now_ns()));
         std::fs::create_dir_all(&partial).map_err(|e| format!("cannot create {}: {e}", partial.display()))?;
         let result = (|| {
             for (file, text) in &self.files {
@@ -287,7 +305,8 @@ impl Program {
                 let output = output(command, "build", BUILD_LIMIT).map_err(|e| format!("cannot run {program}: {e}"))?;
                 if !output.status.success() {
                     let stderr = String::from_utf8_lossy(&output.stderr);
-                    let first = stderr.lines().find(|l| l.contains("error")).or(stderr.lines().next()).unwrap_or("").trim();
+                    let first =
+                        stderr.lines().find(|l| l.contains("error")).or(stderr.lines().next()).unwrap_or("").trim();
                     return Err(format!("the {} program did not build: {first}", self.folder));
                 }
             }

@@ -41,12 +41,23 @@ pub fn all() -> &'static [RuntimeInfo] {
     static ALL: OnceLock<Vec<RuntimeInfo>> = OnceLock::new();
     ALL.get_or_init(|| {
         let leak = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
-        let mut all: Vec<RuntimeInfo> =
-            IN_PROCESS.iter().map(|r| RuntimeInfo { id: r.id, launch: Launch::InProcess, description: r.description, priority: r.priority }).collect();
+        let mut all: Vec<RuntimeInfo> = IN_PROCESS
+            .iter()
+            .map(|r| RuntimeInfo {
+                id: r.id,
+                launch: Launch::InProcess,
+                description: r.description,
+                priority: r.priority,
+            })
+            .collect();
         for program in drivers::programs().iter().filter(|p| p.root == "drivers") {
             for runtime in &program.manifest.runtime {
                 if all.iter().any(|r| r.id == runtime.id) {
-                    crate::errln!("taskmeter: drivers/{}/driver.toml serves {}, which is already known", program.folder, runtime.id);
+                    crate::errln!(
+                        "taskmeter: drivers/{}/driver.toml serves {}, which is already known",
+                        program.folder,
+                        runtime.id
+                    );
                     continue;
                 }
                 all.push(RuntimeInfo {
@@ -88,7 +99,9 @@ pub fn availability(info: &RuntimeInfo) -> Result<(), String> {
 pub fn toolchain(info: &RuntimeInfo) -> String {
     match info.launch {
         Launch::InProcess => RUSTC_VERSION.to_string(),
-        Launch::Driver(program) => drivers::toolchain(&program.manifest.toolchain).map(|t| t.version).unwrap_or_else(|e| e),
+        Launch::Driver(program) => {
+            drivers::toolchain(&program.manifest.toolchain).map(|t| t.version).unwrap_or_else(|e| e)
+        }
     }
 }
 

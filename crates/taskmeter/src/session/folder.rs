@@ -73,7 +73,10 @@ fn prepare_as(folder: &Path, fresh: bool) -> Result<Prepared, SessionError> {
             // A folder on another device than its parent is a mount point: the rename at the
             // end cannot replace it.
             if parent.metadata().is_ok_and(|p| p.dev() != meta.dev()) {
-                return Err(unusable(folder, "is a mount point, which the finished folder cannot be renamed onto; give a folder inside it"));
+                return Err(unusable(
+                    folder,
+                    "is a mount point, which the finished folder cannot be renamed onto; give a folder inside it",
+                ));
             }
         }
         Err(_) => {}
@@ -142,10 +145,14 @@ impl Prepared {
 
     /// Has `write` fill the staging folder, then renames it to the folder. When that fails,
     /// writes to a fallback folder instead and says where and why.
-    pub fn finish<E: Into<SessionError>>(self, write: impl Fn(&Path) -> Result<(), E>) -> Result<Written, SessionError> {
+    pub fn finish<E: Into<SessionError>>(
+        self,
+        write: impl Fn(&Path) -> Result<(), E>,
+    ) -> Result<Written, SessionError> {
         let write = |dir: &Path| write(dir).map_err(Into::into);
         // Files written while measuring (--raw's samples) are not written again by `write`.
-        let measured_files = self.health_of_staging() && std::fs::read_dir(&self.staging).is_ok_and(|mut d| d.next().is_some());
+        let measured_files =
+            self.health_of_staging() && std::fs::read_dir(&self.staging).is_ok_and(|mut d| d.next().is_some());
         let written = self.health_of_staging().then(|| write(&self.staging));
         let why = match written {
             Some(Ok(())) => match std::fs::rename(&self.staging, &self.folder) {
@@ -153,7 +160,11 @@ impl Prepared {
                 Err(e) => {
                     let why = unusable(&self.folder, e).to_string();
                     // Written but not renamed: the staging folder becomes the fallback, beside it.
-                    let beside = parent_of(&self.folder).join(format!("{}-fallback-{}", name_of(&self.folder), std::process::id()));
+                    let beside = parent_of(&self.folder).join(format!(
+                        "{}-fallback-{}",
+                        name_of(&self.folder),
+                        std::process::id()
+                    ));
                     if std::fs::rename(&self.staging, &beside).is_ok() {
                         self.remove_reserved();
                         return Ok(Written::Fallback { at: beside, why });
@@ -161,7 +172,9 @@ impl Prepared {
                     why
                 }
             },
-            Some(Err(e)) if measured_files => format!("{e} (the files written while measuring stay in {})", self.staging.display()),
+            Some(Err(e)) if measured_files => {
+                format!("{e} (the files written while measuring stay in {})", self.staging.display())
+            }
             Some(Err(e)) => e.to_string(),
             None => format!("{} was removed or replaced during the run", self.staging.display()),
         };
@@ -169,7 +182,8 @@ impl Prepared {
         if !measured_files {
             let _ = std::fs::remove_dir_all(&self.staging);
         }
-        let elsewhere = std::env::temp_dir().join(format!("taskmeter-{}-{}", name_of(&self.folder), std::process::id()));
+        let elsewhere =
+            std::env::temp_dir().join(format!("taskmeter-{}-{}", name_of(&self.folder), std::process::id()));
         let _ = std::fs::remove_dir_all(&elsewhere);
         match std::fs::create_dir_all(&elsewhere).map_err(|e| unusable(&elsewhere, e)).and_then(|_| write(&elsewhere)) {
             Ok(()) => Ok(Written::Fallback { at: elsewhere, why }),
@@ -203,7 +217,10 @@ impl Prepared {
 pub enum Written {
     AsAsked(PathBuf),
     /// The folder asked for could not be written (`why`); the results are at `at`.
-    Fallback { at: PathBuf, why: String },
+    Fallback {
+        at: PathBuf,
+        why: String,
+    },
 }
 
 /// Refuses an export file whose folder does not exist.

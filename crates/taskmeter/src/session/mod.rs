@@ -7,14 +7,14 @@ pub mod folder;
 
 use crate::machine::env::Environment;
 use crate::model::header::{Header, Record};
+use crate::process::signals;
 use crate::report::export::{exporter, Export, RecordRef};
 use crate::report::ReportError;
-use std::fmt;
-use crate::process::signals;
 use folder::{Prepared, Written};
+use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::process::ExitCode;
+use std::sync::Mutex;
 
 /// The exit statuses of a command that measures (README: "When things go wrong").
 pub mod exit {
@@ -48,7 +48,9 @@ pub enum SessionError {
 impl fmt::Display for SessionError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SessionError::FolderNotEmpty(p) => write!(f, "output folder {} already exists and is not empty", p.display()),
+            SessionError::FolderNotEmpty(p) => {
+                write!(f, "output folder {} already exists and is not empty", p.display())
+            }
             SessionError::NoExportFolder(p, parent) => {
                 write!(f, "cannot export to {}: folder {} does not exist", p.display(), parent.display())
             }
@@ -110,7 +112,14 @@ impl Session {
             Some(folder) => folder::prepare(folder)?,
             None => folder::prepare_default(kind, &started_at)?,
         };
-        Ok(Session { folder: prepared.folder.clone(), started_at, environment: Environment::capture(), output, prepared: Some(prepared), unusable: Mutex::new(None) })
+        Ok(Session {
+            folder: prepared.folder.clone(),
+            started_at,
+            environment: Environment::capture(),
+            output,
+            prepared: Some(prepared),
+            unusable: Mutex::new(None),
+        })
     }
 
     /// The folder files written while measuring go to (`--raw`'s samples): it becomes the
@@ -128,7 +137,9 @@ impl Session {
         let mut unusable = self.unusable.lock().unwrap_or_else(|e| e.into_inner());
         if unusable.is_none() {
             if let Err(why) = self.prepared.as_ref().map_or(Ok(()), |p| p.health()) {
-                crate::errln!("taskmeter: {why}: no further rows are started, and the results will go to a fallback folder");
+                crate::errln!(
+                    "taskmeter: {why}: no further rows are started, and the results will go to a fallback folder"
+                );
                 *unusable = Some(format!("the results folder became unusable: {why}"));
             }
         }

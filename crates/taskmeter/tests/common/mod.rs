@@ -239,9 +239,12 @@ impl Background {
         let parent = self.child.id();
         let since = Instant::now();
         loop {
-            let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children")).unwrap_or_default();
+            let children =
+                std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children")).unwrap_or_default();
             for pid in children.split_whitespace() {
-                let cmdline = String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default()).replace('\0', " ");
+                let cmdline =
+                    String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default())
+                        .replace('\0', " ");
                 if cmdline.contains(needle) {
                     return pid.parse().unwrap();
                 }

@@ -230,8 +230,13 @@ fn read_plan(line: &str) -> Result<Plan, String> {
         Some(Json::Int(n)) => Some(*n),
         _ => None,
     };
-    let (Some(2), Some(connections @ 1..=0xffff_ffff), Some(size @ 1..=0xffff_ffff), Some(handshake_ms), Some(max_pending)) =
-        (int("protocol"), int("connections"), int("message_size"), int("handshake_ms"), int("max_pending"))
+    let (
+        Some(2),
+        Some(connections @ 1..=0xffff_ffff),
+        Some(size @ 1..=0xffff_ffff),
+        Some(handshake_ms),
+        Some(max_pending),
+    ) = (int("protocol"), int("connections"), int("message_size"), int("handshake_ms"), int("max_pending"))
     else {
         return Err(format!(
             "unsupported plan {shown:?}: protocol 2, connections and a message size above 0, handshake_ms and max_pending"
@@ -244,7 +249,9 @@ fn read_plan(line: &str) -> Result<Plan, String> {
     };
     let nonce = field("nonce").and_then(hex).ok_or_else(bad)?;
     let tokens: Vec<[u8; 32]> = match field("tokens") {
-        Some(Json::Array(tokens)) if tokens.len() as u64 == connections => tokens.iter().map(hex).collect::<Option<_>>().ok_or_else(bad)?,
+        Some(Json::Array(tokens)) if tokens.len() as u64 == connections => {
+            tokens.iter().map(hex).collect::<Option<_>>().ok_or_else(bad)?
+        }
         _ => return Err(bad()),
     };
     let mut challenge = [0u8; 48];
@@ -294,7 +301,9 @@ impl Gate {
         let mut joined = self.joined.lock().unwrap_or_else(|e| e.into_inner());
         match joined.get_mut(index as usize) {
             None => Err((INDEX_TAKEN, format!("sender {index} is not of this point"))),
-            Some(_) if hello[12..] != self.plan.tokens[index as usize] => Err((WRONG_TOKEN, format!("wrong token for sender {index}"))),
+            Some(_) if hello[12..] != self.plan.tokens[index as usize] => {
+                Err((WRONG_TOKEN, format!("wrong token for sender {index}")))
+            }
             Some(true) => Err((INDEX_TAKEN, format!("sender {index} had already joined"))),
             Some(slot) => {
                 *slot = true;
@@ -315,7 +324,10 @@ impl Gate {
         while got < HELLO_BYTES {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(format!("no hello within {} ms ({got} of {HELLO_BYTES} bytes)", self.plan.handshake.as_millis()));
+                return Err(format!(
+                    "no hello within {} ms ({got} of {HELLO_BYTES} bytes)",
+                    self.plan.handshake.as_millis()
+                ));
             }
             if !readable(stream, left).map_err(|e| format!("poll failed: {e}"))? {
                 continue; // the deadline (the poll rounds up), or an interrupted poll
@@ -394,7 +406,9 @@ fn serve(mut stream: TcpStream, index: u32, size: usize, clock: Instant) -> Conn
 fn run(listener: TcpListener, gate: &Gate, clock: Instant) -> Vec<Connection> {
     let plan = &gate.plan;
     let start = Barrier::new(plan.connections as usize);
-    let join = |thread: std::thread::ScopedJoinHandle<Option<Connection>>| thread.join().expect("a connection's thread panicked");
+    let join = |thread: std::thread::ScopedJoinHandle<Option<Connection>>| {
+        thread.join().expect("a connection's thread panicked")
+    };
     std::thread::scope(|scope| {
         let (mut threads, mut reports): (Vec<std::thread::ScopedJoinHandle<_>>, _) = (Vec::new(), Vec::new());
         while !gate.all_joined() {
@@ -445,7 +459,9 @@ fn run(listener: TcpListener, gate: &Gate, clock: Instant) -> Vec<Connection> {
                 start.wait();
                 Some(match stream.write_all(JOINED) {
                     Ok(()) => serve(stream, index, plan.message_size, clock),
-                    Err(e) => Connection { index, error: Some(format!("cannot start the sender: {e}")), ..Default::default() },
+                    Err(e) => {
+                        Connection { index, error: Some(format!("cannot start the sender: {e}")), ..Default::default() }
+                    }
                 })
             });
             match thread {
@@ -472,9 +488,12 @@ fn main() {
         fail(&format!("cannot read the plan: {e}"));
     }
     let gate = match read_plan(&line) {
-        Ok(plan) => {
-            Gate { joined: Mutex::new(vec![false; plan.connections as usize]), plan, pending: AtomicU32::new(0), count: AtomicU32::new(0) }
-        }
+        Ok(plan) => Gate {
+            joined: Mutex::new(vec![false; plan.connections as usize]),
+            plan,
+            pending: AtomicU32::new(0),
+            count: AtomicU32::new(0),
+        },
         Err(message) => fail(&message),
     };
     // SAFETY: fd 3 is the preopened listening socket, by the protocol.

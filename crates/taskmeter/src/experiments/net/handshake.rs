@@ -131,7 +131,14 @@ pub fn challenge(nonce: &[u8; 32], connections: u32, message_size: u32) -> [u8; 
 
 /// A sender's side: reads the challenge, checks it is a taskmeter receiver expecting this point,
 /// sends its hello and waits (until `deadline`) for the verdict that starts the point.
-pub fn join(stream: &mut TcpStream, secret: &Secret, index: u32, connections: u32, message_size: u32, deadline: Instant) -> Result<(), JoinError> {
+pub fn join(
+    stream: &mut TcpStream,
+    secret: &Secret,
+    index: u32,
+    connections: u32,
+    message_size: u32,
+    deadline: Instant,
+) -> Result<(), JoinError> {
     let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "the receiver".into());
     // A receiver sends its challenge at once: one that has not within two handshakes' time is
     // something else (an HTTP server waiting for a request).
@@ -157,7 +164,9 @@ pub fn join(stream: &mut TcpStream, secret: &Secret, index: u32, connections: u3
     hello[..8].copy_from_slice(HELLO_MAGIC);
     hello[8..12].copy_from_slice(&index.to_le_bytes());
     hello[12..44].copy_from_slice(&secret.token(&nonce, index, connections, message_size));
-    stream.write_all(&hello).map_err(|e| JoinError::Refused(format!("sender {index}: cannot send its hello to {peer}: {e}")))?;
+    stream
+        .write_all(&hello)
+        .map_err(|e| JoinError::Refused(format!("sender {index}: cannot send its hello to {peer}: {e}")))?;
     let mut verdict = [0u8; 8];
     match read_full(stream, &mut verdict, deadline) {
         Ok(()) if &verdict == JOINED => Ok(()),
@@ -176,7 +185,10 @@ fn not_a_receiver(peer: &str, got: &[u8], error: Option<std::io::Error>) -> Stri
         let why = error.map(|e| format!(" ({e})")).unwrap_or_default();
         return format!("{peer} sent no taskmeter challenge{why}: it is not a taskmeter receiver, or it hangs");
     }
-    let shown: String = String::from_utf8_lossy(&got[..got.len().min(24)]).chars().map(|c| if c.is_control() { '.' } else { c }).collect();
+    let shown: String = String::from_utf8_lossy(&got[..got.len().min(24)])
+        .chars()
+        .map(|c| if c.is_control() { '.' } else { c })
+        .collect();
     format!("{peer} is not a taskmeter receiver: it answered {shown:?}")
 }
 
@@ -192,7 +204,11 @@ fn read_full(stream: &mut TcpStream, buffer: &mut [u8], deadline: Instant) -> Re
         match stream.read(&mut buffer[got..]) {
             Ok(0) => return Err((got, std::io::ErrorKind::UnexpectedEof.into())),
             Ok(n) => got += n,
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted
+                ) => {}
             Err(e) => return Err((got, e)),
         }
     }
@@ -208,7 +224,10 @@ mod tests {
         // RFC 4231 test case 2: key "Jefe", data "what do ya want for nothing?".
         let mut mac = Hmac::<Sha256>::new_from_slice(b"Jefe").unwrap();
         mac.update(b"what do ya want for nothing?");
-        assert_eq!(hex(&mac.finalize().into_bytes()), "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+        assert_eq!(
+            hex(&mac.finalize().into_bytes()),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
         // The token is that HMAC over "taskmeter net 2", the nonce, then i, connections and
         // message size as u32 little-endian.
         let secret = Secret(b"Jefe".to_vec());

@@ -11,17 +11,19 @@ pub mod registry;
 pub mod sender;
 
 use crate::machine::idle::LatencyRequest;
-use crate::model::net::{ConnectionReport, NetPlan, NetPoint, NetRecord, NetSettings, SkippedReceiver, Stranger, STRANGERS_KEPT};
-use handshake::Secret;
+use crate::model::net::{
+    ConnectionReport, NetPlan, NetPoint, NetRecord, NetSettings, SkippedReceiver, Stranger, STRANGERS_KEPT,
+};
 use crate::process::child::{Ask, Ended, Limits, Spawned, Stop};
 use crate::process::{describe, last_line, signals};
 use crate::report::export::RecordRef;
 use crate::session::{Output, Session};
+use handshake::Secret;
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener};
-use std::path::Path;
 use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
 use std::process::{ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -68,27 +70,48 @@ pub fn run(options: NetOptions) -> Result<ExitCode, super::ExperimentError> {
                     Ok(command) => run_point(command, s, senders, options.grace, &secret),
                     Err(reason) => NetPoint { error: Some(reason.clone()), ..Default::default() },
                 };
-                (point.receiver, point.senders, point.repetition, point.messages_planned) = ((*id).clone(), senders, repetition, planned);
+                (point.receiver, point.senders, point.repetition, point.messages_planned) =
+                    ((*id).clone(), senders, repetition, planned);
                 crate::errln!("{}", crate::report::net::progress_line(&point, s.repeat));
                 points.push(point);
             }
         }
     }
     let summaries = crate::analysis::net::summarise(&mut points);
-    let record = NetRecord { header: session.header::<NetRecord>(), settings: options.settings.clone(), points, summaries, skipped };
+    let record = NetRecord {
+        header: session.header::<NetRecord>(),
+        settings: options.settings.clone(),
+        points,
+        summaries,
+        skipped,
+    };
     let failed = record.points.iter().any(|p| p.error.is_some());
-    Ok(session.finish(record, |r| RecordRef::Net(r), crate::report::net::write_folder, crate::report::net::console, failed))
+    Ok(session.finish(
+        record,
+        |r| RecordRef::Net(r),
+        crate::report::net::write_folder,
+        crate::report::net::console,
+        failed,
+    ))
 }
 
 /// One receiver process, `senders` connections, every message checked.
-fn run_point(command: &std::process::Command, s: &NetSettings, senders: u32, grace: Duration, secret: &Secret) -> NetPoint {
+fn run_point(
+    command: &std::process::Command,
+    s: &NetSettings,
+    senders: u32,
+    grace: Duration,
+    secret: &Secret,
+) -> NetPoint {
     let mut point = NetPoint::default();
     let listener = match TcpListener::bind("127.0.0.1:0") {
         Ok(listener) => deep_backlog(listener),
         Err(e) => return NetPoint { error: Some(format!("cannot listen on 127.0.0.1: {e}")), ..point },
     };
     let address = listener.local_addr().expect("a bound listener has an address");
-    let receiver = match handshake::plan(secret, senders, s.message_size).and_then(|plan| Receiver::start(command, &listener, plan, grace)) {
+    let receiver = match handshake::plan(secret, senders, s.message_size)
+        .and_then(|plan| Receiver::start(command, &listener, plan, grace))
+    {
         Ok(receiver) => receiver,
         Err(e) => return NetPoint { error: Some(e), ..point },
     };
@@ -106,7 +129,9 @@ fn run_point(command: &std::process::Command, s: &NetSettings, senders: u32, gra
     let planned: u64 = s.shares(senders).iter().sum();
     // The receiver's own failure first: it is usually why the senders failed.
     let mut problems: Vec<String> = failure.into_iter().collect();
-    problems.extend(reports.iter().filter_map(|r| r.error.as_ref().map(|e| format!("receiver connection {}: {e}", r.index))));
+    problems.extend(
+        reports.iter().filter_map(|r| r.error.as_ref().map(|e| format!("receiver connection {}: {e}", r.index))),
+    );
     problems.extend(results.iter().filter_map(|r| r.error.clone()));
     if problems.is_empty() && !(point.messages_acked == planned && point.messages_received == planned) {
         problems.push(format!(
@@ -116,7 +141,11 @@ fn run_point(command: &std::process::Command, s: &NetSettings, senders: u32, gra
     }
     if !problems.is_empty() {
         let more = if problems.len() > 3 { format!("; and {} more", problems.len() - 3) } else { String::new() };
-        point.error = Some(format!("{}{more}; {} of {planned} messages acknowledged", problems[..problems.len().min(3)].join("; "), point.messages_acked));
+        point.error = Some(format!(
+            "{}{more}; {} of {planned} messages acknowledged",
+            problems[..problems.len().min(3)].join("; "),
+            point.messages_acked
+        ));
     }
     point.connections = reports;
     point
@@ -176,7 +205,12 @@ enum NoLine {
 }
 
 impl Receiver {
-    fn start(command: &std::process::Command, listener: &TcpListener, plan: NetPlan, grace: Duration) -> Result<Receiver, String> {
+    fn start(
+        command: &std::process::Command,
+        listener: &TcpListener,
+        plan: NetPlan,
+        grace: Duration,
+    ) -> Result<Receiver, String> {
         let mut command = clone_command(command);
         let fd = listener.as_raw_fd();
         command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -209,7 +243,10 @@ impl Receiver {
             Ok(line) => {
                 let hello: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
                 if hello["type"] != "hello" {
-                    let reason = hello["message"].as_str().map(str::to_string).unwrap_or_else(|| format!("expected a hello line, got {line:?}"));
+                    let reason = hello["message"]
+                        .as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| format!("expected a hello line, got {line:?}"));
                     receiver.end(false);
                     return Err(format!("the receiver did not start: {reason}"));
                 }
@@ -217,7 +254,9 @@ impl Receiver {
                 Ok(receiver)
             }
             Err(NoLine::Ended) => Err(format!("the receiver ended before its hello{}", receiver.end(false))),
-            Err(NoLine::TimedOut) => Err(format!("the receiver did not say hello within {} s{}", grace.as_secs(), receiver.end(false))),
+            Err(NoLine::TimedOut) => {
+                Err(format!("the receiver did not say hello within {} s{}", grace.as_secs(), receiver.end(false)))
+            }
             Err(NoLine::Interrupted(why)) => {
                 receiver.end(false);
                 Err(why)
@@ -246,7 +285,11 @@ impl Receiver {
     /// Reads the connection reports and `done` (waiting at most `grace`), and the strangers it
     /// refused (each handed to `refused` as it comes), then reaps the process; a receiver that
     /// is late or dies is killed, and said so.
-    fn finish(self, grace: Duration, mut refused: impl FnMut(&Stranger)) -> (Vec<ConnectionReport>, Strangers, Option<String>) {
+    fn finish(
+        self,
+        grace: Duration,
+        mut refused: impl FnMut(&Stranger),
+    ) -> (Vec<ConnectionReport>, Strangers, Option<String>) {
         let deadline = Instant::now() + grace;
         let mut reports = Vec::new();
         let mut strangers = Strangers::default();
@@ -267,17 +310,27 @@ impl Receiver {
                             Err(e) => break Some(format!("the receiver printed a bad stranger line: {e}")),
                         },
                         Some("done") => break None,
-                        Some("error") => break Some(format!("the receiver failed: {}", value["message"].as_str().unwrap_or("?"))),
+                        Some("error") => {
+                            break Some(format!("the receiver failed: {}", value["message"].as_str().unwrap_or("?")))
+                        }
                         _ => break Some(format!("the receiver printed an unexpected line: {line:?}")),
                     }
                 }
-                Err(NoLine::TimedOut) => break Some(format!("the receiver did not finish within {} s", grace.as_secs())),
+                Err(NoLine::TimedOut) => {
+                    break Some(format!("the receiver did not finish within {} s", grace.as_secs()))
+                }
                 Err(NoLine::Ended) => break Some("the receiver ended without its report".to_string()),
                 Err(NoLine::Interrupted(why)) => break Some(why),
             }
         };
         let why = self.end(failure.is_none());
-        (reports, strangers, failure.map(|f| format!("{f}{why}")).or_else(|| (!why.is_empty()).then(|| why.trim_start_matches("; ").to_string())))
+        (
+            reports,
+            strangers,
+            failure
+                .map(|f| format!("{f}{why}"))
+                .or_else(|| (!why.is_empty()).then(|| why.trim_start_matches("; ").to_string())),
+        )
     }
 
     /// Ends the process: after its report, end of file on its stdin and a grace to exit;
@@ -285,14 +338,23 @@ impl Receiver {
     fn end(self, reported: bool) -> String {
         let now = Instant::now();
         let limits = match reported {
-            true => Limits { deadline: now + Duration::from_secs(5), ask: Ask::CloseStdin, grace: Duration::from_secs(4), stop_at: Some(now) },
+            true => Limits {
+                deadline: now + Duration::from_secs(5),
+                ask: Ask::CloseStdin,
+                grace: Duration::from_secs(4),
+                stop_at: Some(now),
+            },
             false => Limits { deadline: now, ask: Ask::CloseStdin, grace: Duration::ZERO, stop_at: None },
         };
         let ended: Ended = self.process.wait(limits, |_| {});
-        let stderr = last_line(&String::from_utf8_lossy(&self.stderr.join().unwrap_or_default())).map(|l| format!(": {l}")).unwrap_or_default();
+        let stderr = last_line(&String::from_utf8_lossy(&self.stderr.join().unwrap_or_default()))
+            .map(|l| format!(": {l}"))
+            .unwrap_or_default();
         match ended.status() {
             Some(status) if status.success() => String::new(),
-            Some(status) if ended.stopped == Some(Stop::Deadline) && status.signal() == Some(libc::SIGKILL) => String::new(),
+            Some(status) if ended.stopped == Some(Stop::Deadline) && status.signal() == Some(libc::SIGKILL) => {
+                String::new()
+            }
             Some(status) => format!("; the receiver {}{stderr}", describe(status)),
             None => String::new(),
         }
@@ -357,7 +419,12 @@ pub fn send_only(to: SocketAddr, settings: &NetSettings, secret: &Secret) -> Res
 /// `net serve`: per sender count, one receiver on ADDR for that many senders, then its
 /// throughput; `net send` on the other machine must be given the same sender counts and the
 /// cookie printed here (or the same key). Every connection refused is said, with its peer.
-pub fn serve_only(receiver: &str, listen: &str, settings: &NetSettings, key_file: Option<&Path>) -> Result<ExitCode, super::ExperimentError> {
+pub fn serve_only(
+    receiver: &str,
+    listen: &str,
+    settings: &NetSettings,
+    key_file: Option<&Path>,
+) -> Result<ExitCode, super::ExperimentError> {
     signals::install();
     let command = registry::command(receiver)?;
     let (secret, admission) = match key_file {
@@ -376,7 +443,8 @@ pub fn serve_only(receiver: &str, listen: &str, settings: &NetSettings, key_file
         let address = listener.local_addr().map_err(|e| e.to_string())?;
         if n == 0 {
             let everywhere = if address.ip().is_unspecified() { " (every interface)" } else { "" };
-            let key = if key_file.is_some() { "a key is required" } else { "no key: the session cookie admits senders" };
+            let key =
+                if key_file.is_some() { "a key is required" } else { "no key: the session cookie admits senders" };
             crate::errln!("taskmeter net serve: listening on {address}{everywhere}; {key}");
             let senders: Vec<String> = settings.senders.iter().map(u32::to_string).collect();
             crate::errln!(
@@ -388,13 +456,18 @@ pub fn serve_only(receiver: &str, listen: &str, settings: &NetSettings, key_file
                 settings.message_size
             );
         }
-        let process = match handshake::plan(&secret, connections, settings.message_size).and_then(|plan| Receiver::start(&command, &listener, plan, Duration::from_secs(30))) {
+        let process = match handshake::plan(&secret, connections, settings.message_size)
+            .and_then(|plan| Receiver::start(&command, &listener, plan, Duration::from_secs(30)))
+        {
             Ok(process) => process,
             Err(_) if signals::interrupted() => return Ok(ExitCode::from(signals::exit_status().unwrap_or(130))),
             Err(e) => return Err(e.into()),
         };
         drop(listener);
-        crate::errln!("{receiver} receiver on {address}: waiting for {connections} sender(s) of {}-byte messages", settings.message_size);
+        crate::errln!(
+            "{receiver} receiver on {address}: waiting for {connections} sender(s) of {}-byte messages",
+            settings.message_size
+        );
         let (reports, strangers, failure) = process.finish(Duration::from_secs(24 * 3600), |s| {
             crate::errln!("taskmeter: refused a connection from {}: {}", s.peer, s.reason);
         });
@@ -411,7 +484,11 @@ pub fn serve_only(receiver: &str, listen: &str, settings: &NetSettings, key_file
             ),
             _ => crate::outln!("{connections:>3} senders: {received} messages{refused}"),
         }
-        for problem in reports.iter().filter_map(|r| r.error.as_ref().map(|e| format!("connection {}: {e}", r.index))).chain(failure) {
+        for problem in reports
+            .iter()
+            .filter_map(|r| r.error.as_ref().map(|e| format!("connection {}: {e}", r.index)))
+            .chain(failure)
+        {
             crate::outln!("    {problem}");
             status = ExitCode::from(1);
         }

@@ -44,9 +44,11 @@ struct Gate {
 
 impl Gate {
     fn new(plan: &NetPlan) -> Result<Gate, String> {
-        let bad = || format!("bad plan: a nonce and {} tokens of 64 hexadecimal digits were expected", plan.connections);
+        let bad =
+            || format!("bad plan: a nonce and {} tokens of 64 hexadecimal digits were expected", plan.connections);
         let nonce = handshake::unhex(&plan.nonce).ok_or_else(bad)?;
-        let tokens: Vec<[u8; 32]> = plan.tokens.iter().map(|t| handshake::unhex(t)).collect::<Option<_>>().ok_or_else(bad)?;
+        let tokens: Vec<[u8; 32]> =
+            plan.tokens.iter().map(|t| handshake::unhex(t)).collect::<Option<_>>().ok_or_else(bad)?;
         if tokens.len() != plan.connections as usize {
             return Err(bad());
         }
@@ -77,7 +79,9 @@ impl Gate {
         let mut joined = self.joined.lock().unwrap_or_else(|e| e.into_inner());
         match joined.get_mut(index as usize) {
             None => Err((INDEX_TAKEN, format!("sender {index} is not of this point"))),
-            Some(_) if hello[12..] != self.tokens[index as usize] => Err((WRONG_TOKEN, format!("wrong token for sender {index}"))),
+            Some(_) if hello[12..] != self.tokens[index as usize] => {
+                Err((WRONG_TOKEN, format!("wrong token for sender {index}")))
+            }
             Some(true) => Err((INDEX_TAKEN, format!("sender {index} had already joined"))),
             Some(slot) => {
                 *slot = true;
@@ -108,7 +112,10 @@ fn serve(runtime: &str) -> Result<(), String> {
         std::process::exit(0);
     });
     let version = taskmeter_worker::runtime::find(runtime).map(|r| (r.version)()).unwrap_or_default();
-    println!("{}", serde_json::json!({"type": "hello", "receiver": runtime, "runtime_version": version, "pid": std::process::id()}));
+    println!(
+        "{}",
+        serde_json::json!({"type": "hello", "receiver": runtime, "runtime_version": version, "pid": std::process::id()})
+    );
     let reports = match runtime {
         "thread" => with_threads(listener, &plan, gate),
         "tokio-mt" => with_tokio(listener, &plan, gate)?,
@@ -156,7 +163,8 @@ fn with_threads(listener: std::net::TcpListener, plan: &NetPlan, gate: Gate) -> 
         }
         // Detached: a stranger's thread is gone (and its stack freed) when its handshake is,
         // however long `net serve` waits.
-        let (gate, start, done, joined, listener) = (gate.clone(), start.clone(), done.clone(), joined.clone(), listener.clone());
+        let (gate, start, done, joined, listener) =
+            (gate.clone(), start.clone(), done.clone(), joined.clone(), listener.clone());
         std::thread::spawn(move || {
             let verdict = handshake_blocking(&mut stream, &gate);
             gate.pending.fetch_sub(1, Ordering::SeqCst);
@@ -170,7 +178,11 @@ fn with_threads(listener: std::net::TcpListener, plan: &NetPlan, gate: Gate) -> 
             start.wait();
             let report = match stream.write_all(JOINED) {
                 Ok(()) => serve_blocking(stream, index, size),
-                Err(e) => ConnectionReport { index, error: Some(format!("cannot start the sender: {e}")), ..Default::default() },
+                Err(e) => ConnectionReport {
+                    index,
+                    error: Some(format!("cannot start the sender: {e}")),
+                    ..Default::default()
+                },
             };
             let _ = done.send(report);
         });
@@ -200,7 +212,11 @@ fn handshake_blocking(stream: &mut std::net::TcpStream, gate: &Gate) -> Result<u
         match stream.read(&mut hello[got..]) {
             Ok(0) => return Err(format!("closed after {got} of the {HELLO_BYTES} bytes of a hello")),
             Ok(n) => got += n,
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted
+                ) => {}
             Err(e) => return Err(format!("read failed: {e}")),
         }
     }
@@ -245,7 +261,11 @@ fn read_message(stream: &mut impl Read, buffer: &mut [u8]) -> Result<bool, Strin
 fn with_tokio(listener: std::net::TcpListener, plan: &NetPlan, gate: Gate) -> Result<Vec<ConnectionReport>, String> {
     use std::sync::Arc;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_io().enable_time().build().map_err(|e| format!("tokio: {e}"))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|e| format!("tokio: {e}"))?;
     listener.set_nonblocking(true).map_err(|e| format!("fd 3: {e}"))?;
     let (connections, size) = (plan.connections, plan.message_size);
     runtime.block_on(async move {
@@ -272,10 +292,14 @@ fn with_tokio(listener: std::net::TcpListener, plan: &NetPlan, gate: Gate) -> Re
                     stranger(&peer, "too many connections waiting for their handshake");
                     continue;
                 }
-                let (gate, start, all_joined, joined, done) = (gate.clone(), start.clone(), notify.clone(), joined.clone(), done.clone());
+                let (gate, start, all_joined, joined, done) =
+                    (gate.clone(), start.clone(), notify.clone(), joined.clone(), done.clone());
                 tokio::spawn(async move {
                     let verdict = tokio::time::timeout(gate.deadline, async {
-                        stream.write_all(&gate.challenge).await.map_err(|e| format!("cannot send the challenge: {e}"))?;
+                        stream
+                            .write_all(&gate.challenge)
+                            .await
+                            .map_err(|e| format!("cannot send the challenge: {e}"))?;
                         let mut hello = [0u8; HELLO_BYTES];
                         stream.read_exact(&mut hello).await.map_err(|e| format!("no whole hello: {e}"))?;
                         match gate.judge(&hello) {
@@ -299,7 +323,8 @@ fn with_tokio(listener: std::net::TcpListener, plan: &NetPlan, gate: Gate) -> Re
                     start.wait().await;
                     let mut report = ConnectionReport { index, ..Default::default() };
                     if let Err(e) = stream.write_all(JOINED).await {
-                        let _ = done.send(ConnectionReport { error: Some(format!("cannot start the sender: {e}")), ..report });
+                        let _ = done
+                            .send(ConnectionReport { error: Some(format!("cannot start the sender: {e}")), ..report });
                         return;
                     }
                     let _ = stream.set_nodelay(true);

@@ -1,8 +1,8 @@
 //! The receivers `run net` knows, and how to start each (receivers/README.md).
 
+use crate::process::child::{output, BUILD_LIMIT, PROBE_LIMIT};
 use crate::runtimes::drivers;
 use std::path::{Path, PathBuf};
-use crate::process::child::{output, BUILD_LIMIT, PROBE_LIMIT};
 use std::process::Command;
 
 /// (id, what it is), in the default order.
@@ -48,7 +48,8 @@ pub fn command(id: &str) -> Result<Command, String> {
 
 /// A receiver built from its folder's manifest (receivers/ID/driver.toml).
 fn receiver_program(id: &str) -> Result<&'static drivers::Program, String> {
-    drivers::program("receivers", id).ok_or_else(|| format!("the {id} receiver (receivers/{id}/driver.toml) is missing"))
+    drivers::program("receivers", id)
+        .ok_or_else(|| format!("the {id} receiver (receivers/{id}/driver.toml) is missing"))
 }
 
 fn program_toolchain(id: &str) -> Result<String, String> {
@@ -91,7 +92,8 @@ fn rust_target_installed(target: &str) -> Result<(), String> {
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     let mut command = Command::new(&rustc);
     command.args(["--print", "sysroot"]);
-    let output = output(command, "toolchain", PROBE_LIMIT).map_err(|e| format!("no Rust toolchain to build the guest ('{rustc}' cannot be run: {e})"))?;
+    let output = output(command, "toolchain", PROBE_LIMIT)
+        .map_err(|e| format!("no Rust toolchain to build the guest ('{rustc}' cannot be run: {e})"))?;
     let sysroot = String::from_utf8_lossy(&output.stdout).trim().to_string();
     if output.status.success() && Path::new(&sysroot).join("lib/rustlib").join(target).join("lib").is_dir() {
         Ok(())
@@ -135,8 +137,18 @@ fn wasm_thread() -> Result<Command, String> {
     static BUILT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
     BUILT
         .get_or_init(|| {
-            cargo_build(&source.join("receivers/wasm-thread/guest"), &["--target", WASM_THREAD_TARGET], &target.join("wasm-guest"), "the wasm-thread guest")?;
-            cargo_build(&source.join("crates/taskmeter-wasm"), &[], &target.join("wasm-host"), "the wasmtime host (taskmeter-wasm)")
+            cargo_build(
+                &source.join("receivers/wasm-thread/guest"),
+                &["--target", WASM_THREAD_TARGET],
+                &target.join("wasm-guest"),
+                "the wasm-thread guest",
+            )?;
+            cargo_build(
+                &source.join("crates/taskmeter-wasm"),
+                &[],
+                &target.join("wasm-host"),
+                "the wasmtime host (taskmeter-wasm)",
+            )
         })
         .clone()?;
     let guest = target.join("wasm-guest/wasm32-wasip1-threads/release/wasm-thread-receiver.wasm");
@@ -152,8 +164,18 @@ fn wasm_go() -> Result<Command, String> {
     BUILT
         .get_or_init(|| {
             // The guest is the go receiver itself, built for WASI.
-            go_build(&source.join("receivers/go"), &out.join("receiver.wasm"), &[("GOOS", "wasip1"), ("GOARCH", "wasm")], "the wasm-go guest")?;
-            go_build(&source.join("receivers/wasm-go/host"), &out.join("wasm-go-host"), &[], "the wazero host of wasm-go")
+            go_build(
+                &source.join("receivers/go"),
+                &out.join("receiver.wasm"),
+                &[("GOOS", "wasip1"), ("GOARCH", "wasm")],
+                "the wasm-go guest",
+            )?;
+            go_build(
+                &source.join("receivers/wasm-go/host"),
+                &out.join("wasm-go-host"),
+                &[],
+                "the wazero host of wasm-go",
+            )
         })
         .clone()?;
     let mut command = Command::new(out.join("wasm-go-host"));
@@ -164,8 +186,15 @@ fn wasm_go() -> Result<Command, String> {
 fn go_build(dir: &Path, output: &Path, env: &[(&str, &str)], what: &str) -> Result<(), String> {
     program_toolchain("go")?;
     let mut command = Command::new("go");
-    command.args(["build", "-o"]).arg(output).arg(".").envs(env.iter().copied()).env("GOFLAGS", "-mod=mod").current_dir(dir);
-    let built = crate::process::child::output(command, "build", BUILD_LIMIT).map_err(|e| format!("cannot run go to build {what}: {e}"))?;
+    command
+        .args(["build", "-o"])
+        .arg(output)
+        .arg(".")
+        .envs(env.iter().copied())
+        .env("GOFLAGS", "-mod=mod")
+        .current_dir(dir);
+    let built = crate::process::child::output(command, "build", BUILD_LIMIT)
+        .map_err(|e| format!("cannot run go to build {what}: {e}"))?;
     if built.status.success() {
         return Ok(());
     }

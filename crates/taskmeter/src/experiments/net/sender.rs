@@ -2,13 +2,13 @@
 //! and checks that it is the same bytes; the round trip is timed at the sender on
 //! CLOCK_MONOTONIC, from the start of the write to the end of the ack.
 
-use taskmeter_record::clock::now_ns;
+use super::handshake::{self, JoinError, Secret};
+use crate::process::signals;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
-use super::handshake::{self, JoinError, Secret};
-use crate::process::signals;
+use taskmeter_record::clock::now_ns;
 
 /// How often a sender waiting for an ack looks whether a signal asked taskmeter to stop.
 const POLL: Duration = Duration::from_millis(100);
@@ -23,11 +23,16 @@ pub struct SenderResult {
     pub error: Option<String>,
 }
 
-
 /// Connects every sender and has it join the point (the handshake: `secret` admits it), then
 /// starts them together once the receiver says all have joined. A sender that cannot connect or
 /// join, or loses its connection, reports why; the others go on.
-pub fn send_all(to: SocketAddr, counts: &[u64], message_size: usize, timeout: Duration, secret: &Secret) -> Vec<SenderResult> {
+pub fn send_all(
+    to: SocketAddr,
+    counts: &[u64],
+    message_size: usize,
+    timeout: Duration,
+    secret: &Secret,
+) -> Vec<SenderResult> {
     let start = Arc::new(Barrier::new(counts.len()));
     let connections = counts.len() as u32;
     let threads: Vec<_> = counts
@@ -48,20 +53,34 @@ pub fn send_all(to: SocketAddr, counts: &[u64], message_size: usize, timeout: Du
                 .expect("a sender thread starts")
         })
         .collect();
-    threads.into_iter().map(|t| t.join().unwrap_or_else(|_| SenderResult { error: Some("a sender panicked".into()), ..Default::default() })).collect()
+    threads
+        .into_iter()
+        .map(|t| {
+            t.join().unwrap_or_else(|_| SenderResult { error: Some("a sender panicked".into()), ..Default::default() })
+        })
+        .collect()
 }
 
 /// Connects and joins, connecting again while the receiver is not there yet (refused) or closes
 /// before its challenge (busy with strangers, or a receiver of the previous point), until
 /// `timeout`.
-fn join(to: SocketAddr, secret: &Secret, index: u32, connections: u32, message_size: usize, timeout: Duration) -> Result<TcpStream, String> {
+fn join(
+    to: SocketAddr,
+    secret: &Secret,
+    index: u32,
+    connections: u32,
+    message_size: usize,
+    timeout: Duration,
+) -> Result<TcpStream, String> {
     let deadline = Instant::now() + timeout;
     let size = u32::try_from(message_size).map_err(|_| "a message size above 4 GiB".to_string())?;
     loop {
         let mut stream = connect(to, timeout).map_err(|e| format!("sender {index} cannot connect to {to}: {e}"))?;
         match handshake::join(&mut stream, secret, index, connections, size, deadline) {
             Ok(()) => return Ok(stream),
-            Err(JoinError::Again(_)) if Instant::now() < deadline && !signals::interrupted() => std::thread::sleep(Duration::from_millis(20)),
+            Err(JoinError::Again(_)) if Instant::now() < deadline && !signals::interrupted() => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
             Err(JoinError::Again(why) | JoinError::Refused(why)) => return Err(why),
         }
     }
@@ -73,7 +92,11 @@ fn connect(to: SocketAddr, timeout: Duration) -> std::io::Result<TcpStream> {
     let deadline = std::time::Instant::now() + timeout;
     loop {
         match TcpStream::connect_timeout(&to, timeout) {
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused && std::time::Instant::now() < deadline && !signals::interrupted() => {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::ConnectionRefused
+                    && std::time::Instant::now() < deadline
+                    && !signals::interrupted() =>
+            {
                 std::thread::sleep(Duration::from_millis(20));
             }
             result => return result,
@@ -82,7 +105,8 @@ fn connect(to: SocketAddr, timeout: Duration) -> std::io::Result<TcpStream> {
 }
 
 fn send(mut stream: TcpStream, index: usize, planned: u64, message_size: usize, timeout: Duration) -> SenderResult {
-    let mut result = SenderResult { planned, round_trips_ns: Vec::with_capacity(planned as usize), ..Default::default() };
+    let mut result =
+        SenderResult { planned, round_trips_ns: Vec::with_capacity(planned as usize), ..Default::default() };
     let _ = stream.set_nodelay(true);
     let _ = stream.set_read_timeout(Some(timeout.min(POLL)));
     let _ = stream.set_write_timeout(Some(timeout));
@@ -106,7 +130,9 @@ fn send(mut stream: TcpStream, index: usize, planned: u64, message_size: usize, 
         result.sent += 1;
         if let Err(e) = read_ack(&mut stream, &mut ack, Instant::now() + timeout) {
             let why = match e.kind() {
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => format!("none within {} s", timeout.as_secs_f64()),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                    format!("none within {} s", timeout.as_secs_f64())
+                }
                 _ => e.to_string(),
             };
             result.error = Some(format!("sender {index}: no ack for message {seq}: {why}"));
@@ -130,7 +156,12 @@ fn read_ack(stream: &mut TcpStream, ack: &mut [u8], deadline: Instant) -> std::i
         match stream.read(&mut ack[got..]) {
             Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
             Ok(n) => got += n,
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted
+                ) =>
+            {
                 if let Some(reason) = signals::reason() {
                     return Err(std::io::Error::other(reason));
                 }

@@ -15,7 +15,12 @@ use taskmeter_protocol::{BusyPlan, Experiment, GrainPlan, Mode, Pattern, Plan, S
 const CALIBRATE_NS: u64 = 10_000_000;
 
 /// The busy iterations that take `busy_ns` in `runtime`, or why they could not be had.
-pub fn iterations(info: &'static RuntimeInfo, busy_ns: u64, sched: &SchedSettings, grace: Duration) -> Result<u64, String> {
+pub fn iterations(
+    info: &'static RuntimeInfo,
+    busy_ns: u64,
+    sched: &SchedSettings,
+    grace: Duration,
+) -> Result<u64, String> {
     let plan = Plan {
         protocol: PROTOCOL,
         experiment: Experiment::Granularity,
@@ -29,13 +34,21 @@ pub fn iterations(info: &'static RuntimeInfo, busy_ns: u64, sched: &SchedSetting
         busy: BusyPlan { iters: 0, yield_each_step: false },
         ring: MIN_RING,
         flush_ns: FLUSH_NS,
-        grain: Some(GrainPlan { pattern: Pattern::Trivial, width: 1, steps: 1, grains_ns: vec![busy_ns], calibrate_ns: CALIBRATE_NS }),
+        grain: Some(GrainPlan {
+            pattern: Pattern::Trivial,
+            width: 1,
+            steps: 1,
+            grains_ns: vec![busy_ns],
+            calibrate_ns: CALIBRATE_NS,
+        }),
     };
     plan.check().map_err(|e| e.to_string())?;
     let command = runtimes::worker_command(info)?;
     let worker = run_worker(command, &plan, sched, grace, Box::new(|_| {}), || {});
     match worker.outcome {
-        Outcome::Completed(d) => d.points.first().map(|p| p.iters).ok_or_else(|| "its worker measured no task size".into()),
+        Outcome::Completed(d) => {
+            d.points.first().map(|p| p.iters).ok_or_else(|| "its worker measured no task size".into())
+        }
         Outcome::Interrupted(_, why) => Err(why),
         Outcome::Cut(_, why) => Err(why.to_string()),
         Outcome::Failed(failure) => Err(failure.to_string()),

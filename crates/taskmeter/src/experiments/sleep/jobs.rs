@@ -76,11 +76,12 @@ pub fn expected_time(batches: &[Vec<&Job>], together: bool) -> Duration {
             batch
                 .iter()
                 .filter(|j| j.available.is_ok())
-                .map(|j| Duration::from_nanos(j.settings.warmup_ns + j.settings.duration_ns) + Duration::from_millis(300))
+                .map(|j| {
+                    Duration::from_nanos(j.settings.warmup_ns + j.settings.duration_ns) + Duration::from_millis(300)
+                })
                 .max()
                 .unwrap_or_default()
                 * if together { 1 } else { batch.len() as u32 }
         })
         .sum()
 }
-

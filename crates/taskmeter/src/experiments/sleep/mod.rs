@@ -15,12 +15,12 @@ use crate::machine::idle::{cpu_dma_latency_us, LatencyRequest};
 use crate::model::run::{Metric, Order, Row, RowStatus, RunRecord, Settings};
 use crate::model::sweep::{self, Sweep};
 use crate::report::export::RecordRef;
+use crate::report::samples::SamplesFile;
 use crate::report::tables::Layout;
 use crate::runtimes;
 use crate::session::{Output, Session};
 use jobs::Job;
 use progress::Progress;
-use crate::report::samples::SamplesFile;
 use rows::RunContext;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -49,7 +49,11 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
     let point_settings: Vec<Settings> = points.iter().map(|p| sweep::apply(base, p)).collect();
     for (point, settings) in points.iter().zip(&point_settings) {
         check_settings(settings).map_err(|e| {
-            super::ExperimentError::Settings(if options.sweeps.is_empty() { e } else { format!("at point {}: {e}", point.label()) })
+            super::ExperimentError::Settings(if options.sweeps.is_empty() {
+                e
+            } else {
+                format!("at point {}: {e}", point.label())
+            })
         })?;
     }
     // A latency request that cannot be held is refused now, not after minutes of measuring.
@@ -87,10 +91,20 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
     let batches = jobs::batches(&jobs, base.together);
     let progress = Progress::new(jobs::expected_time(&batches, base.together));
     let samples = match options.raw {
-        true => Some(Arc::new(SamplesFile::create(session.staging()).map_err(|e| super::ExperimentError::Settings(format!("cannot write the samples file: {e}")))?)),
+        true => Some(Arc::new(
+            SamplesFile::create(session.staging())
+                .map_err(|e| super::ExperimentError::Settings(format!("cannot write the samples file: {e}")))?,
+        )),
         false => None,
     };
-    let rows = run_batches(&batches, &mut session, &progress, (points.len(), base.repeat), samples.clone(), options.exact_samples)?;
+    let rows = run_batches(
+        &batches,
+        &mut session,
+        &progress,
+        (points.len(), base.repeat),
+        samples.clone(),
+        options.exact_samples,
+    )?;
     progress.clear();
     if let Some(Err(e)) = samples.as_ref().map(|s| s.finish()) {
         crate::errln!("taskmeter: {e}");
@@ -120,7 +134,11 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
 
 /// `--busy` as a time, turned into each available runtime's own iteration count by its worker;
 /// a runtime whose worker cannot say is not run, with the reason.
-fn busy_iterations(availability: &mut [(&'static runtimes::RuntimeInfo, Result<(), String>)], busy_ns: u64, s: &Settings) -> std::collections::HashMap<&'static str, u64> {
+fn busy_iterations(
+    availability: &mut [(&'static runtimes::RuntimeInfo, Result<(), String>)],
+    busy_ns: u64,
+    s: &Settings,
+) -> std::collections::HashMap<&'static str, u64> {
     let mut found = std::collections::HashMap::new();
     let mut said = Vec::new();
     for (info, available) in availability.iter_mut().filter(|(_, a)| a.is_ok()) {
@@ -129,10 +147,19 @@ fn busy_iterations(availability: &mut [(&'static runtimes::RuntimeInfo, Result<(
                 found.insert(info.id, iterations);
                 said.push(format!("{} {}", info.id, crate::report::format::format_count(iterations)));
             }
-            Err(why) => *available = Err(format!("could not turn --busy {} into iterations: {why}", crate::report::format::format_ns(busy_ns as f64))),
+            Err(why) => {
+                *available = Err(format!(
+                    "could not turn --busy {} into iterations: {why}",
+                    crate::report::format::format_ns(busy_ns as f64)
+                ))
+            }
         }
     }
-    crate::errln!("busy work of {} a loop, in iterations each runtime measured for itself: {}", crate::report::format::format_ns(busy_ns as f64), said.join(", "));
+    crate::errln!(
+        "busy work of {} a loop, in iterations each runtime measured for itself: {}",
+        crate::report::format::format_ns(busy_ns as f64),
+        said.join(", ")
+    );
     found
 }
 
@@ -165,7 +192,8 @@ fn run_batches(
             match skipped {
                 Some(reason) => {
                     let mut row = rows::skipped_row(job, reason);
-                    (row.point, row.repetition, row.sequence) = (job.point.index, job.repetition, rows.len() + to_run.len());
+                    (row.point, row.repetition, row.sequence) =
+                        (job.point.index, job.repetition, rows.len() + to_run.len());
                     rows.push(row);
                 }
                 None => {
@@ -191,8 +219,11 @@ fn run_batches(
             many => {
                 progress.start_row(&format!("{} together", many.len()));
                 std::thread::scope(|scope| {
-                    let handles: Vec<_> =
-                        many.iter().zip(&labels).map(|(job, label)| scope.spawn(|| rows::run_job(job, label, &context))).collect();
+                    let handles: Vec<_> = many
+                        .iter()
+                        .zip(&labels)
+                        .map(|(job, label)| scope.spawn(|| rows::run_job(job, label, &context)))
+                        .collect();
                     handles.into_iter().map(|h| h.join().expect("a worker thread panicked")).collect()
                 })
             }

@@ -43,12 +43,17 @@ impl Progress {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::new(expected.as_millis().max(1) as u64);
             bar.set_style(
-                ProgressStyle::with_template("[{elapsed_precise}] {bar:20} {percent:>3}% ETA {eta} {wide_msg}").expect("a valid template"),
+                ProgressStyle::with_template("[{elapsed_precise}] {bar:20} {percent:>3}% ETA {eta} {wide_msg}")
+                    .expect("a valid template"),
             );
             bar
         });
         let now = Instant::now();
-        Progress { bar, started: now, state: Mutex::new(State { row_started: now, last_refresh: now, running: Vec::new() }) }
+        Progress {
+            bar,
+            started: now,
+            state: Mutex::new(State { row_started: now, last_refresh: now, running: Vec::new() }),
+        }
     }
 
     /// Whether running rows' figures are shown (stderr is a terminal).
@@ -95,14 +100,21 @@ impl Progress {
     pub fn finish_row(&self, label: &str, row: &Row) {
         let elapsed = self.state().row_started.elapsed().as_secs_f64();
         let line = match (&row.status, &row.counts) {
-            (RowStatus::Failed, _) => format!("{label}: FAILED after {elapsed:.1} s: {}", row.reason.as_deref().unwrap_or("")),
+            (RowStatus::Failed, _) => {
+                format!("{label}: FAILED after {elapsed:.1} s: {}", row.reason.as_deref().unwrap_or(""))
+            }
             (RowStatus::Partial, Some(_)) => format!("{label}: PARTIAL: {}", row.reason.as_deref().unwrap_or("")),
-            (RowStatus::Interrupted, None) => format!("{label}: interrupted after {elapsed:.1} s: {}", row.reason.as_deref().unwrap_or("")),
+            (RowStatus::Interrupted, None) => {
+                format!("{label}: interrupted after {elapsed:.1} s: {}", row.reason.as_deref().unwrap_or(""))
+            }
             (_, Some(c)) if c.samples_total == 0 => {
                 format!("{label}: {} iterations in {elapsed:.1} s", c.iterations_measured)
             }
             (_, Some(c)) if c.samples_lost > 0 => {
-                format!("{label}: {} samples in {elapsed:.1} s, {} LOST (the worker's writer fell behind)", c.samples_measured, c.samples_lost)
+                format!(
+                    "{label}: {} samples in {elapsed:.1} s, {} LOST (the worker's writer fell behind)",
+                    c.samples_measured, c.samples_lost
+                )
             }
             (_, Some(c)) => format!("{label}: {} samples in {elapsed:.1} s", c.samples_measured),
             _ => format!("{label}: done in {elapsed:.1} s"),
@@ -126,5 +138,11 @@ fn live_line(label: &str, live: &Live) -> String {
     if live.samples == 0 {
         return format!("{label}: warming up");
     }
-    format!("{label}: {} samples, lateness p50 {} p99 {} max {}", format_count(live.samples), value(live.p50), value(live.p99), value(live.max))
+    format!(
+        "{label}: {} samples, lateness p50 {} p99 {} max {}",
+        format_count(live.samples),
+        value(live.p50),
+        value(live.p99),
+        value(live.max)
+    )
 }

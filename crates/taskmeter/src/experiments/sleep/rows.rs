@@ -50,7 +50,8 @@ pub fn run_job(job: &Job, label: &str, run: &RunContext) -> Row {
     let grace = Duration::from_nanos(job.settings.grace_ns);
     let worker = worker::run_worker(command, &plan, &job.settings.sched, grace, sink, || run.progress.tick());
     drop(_watched);
-    let finished = std::mem::replace(&mut *stats.lock().unwrap_or_else(|e| e.into_inner()), RowStats::new(1, 0, false)).finish();
+    let finished =
+        std::mem::replace(&mut *stats.lock().unwrap_or_else(|e| e.into_inner()), RowStats::new(1, 0, false)).finish();
     row_from(job.info.id, plan, worker, toolchain, finished)
 }
 
@@ -141,7 +142,8 @@ fn row_from(runtime: &str, plan: Plan, worker: WorkerRun, toolchain: String, fin
     if let Some(e) = &delivered.gate.start_error {
         reasons.push(format!("partial: {} of {} units started ({e})", delivered.gate.units, plan.units));
     }
-    let status = if status == RowStatus::Ok && delivered.gate.start_error.is_some() { RowStatus::Partial } else { status };
+    let status =
+        if status == RowStatus::Ok && delivered.gate.start_error.is_some() { RowStatus::Partial } else { status };
     Row {
         reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
         basis: finished.basis,
@@ -168,7 +170,8 @@ fn per_second(count: u64, ns: u64) -> f64 {
 fn counts(plan: &Plan, d: &Delivered, finished: &Finished, cut: bool) -> Counts {
     let c = &finished.counts;
     let window = d.window;
-    let covered_ns = cut.then(|| d.last_wake_ns.unwrap_or(0).min(window.end_ns).saturating_sub(window.measure_start_ns));
+    let covered_ns =
+        cut.then(|| d.last_wake_ns.unwrap_or(0).min(window.end_ns).saturating_sub(window.measure_start_ns));
     let (iterations_total, iterations_measured, units_starved) = if cut {
         let starved = d.measured_per_unit.iter().filter(|m| **m == 0).count() as u32;
         (c.measured + c.warmup, c.measured, starved)
@@ -230,5 +233,9 @@ fn classes(plan: &Plan, d: &Delivered, finished: &Finished, counts: &Counts) -> 
 
 /// A row for a job that did not run, and why.
 pub fn skipped_row(job: &Job, reason: String) -> Row {
-    Row { status: RowStatus::Skipped, plan: None, ..failed_row(job.info.id, &plan_for(&job.settings, job.info.id), reason, None) }
+    Row {
+        status: RowStatus::Skipped,
+        plan: None,
+        ..failed_row(job.info.id, &plan_for(&job.settings, job.info.id), reason, None)
+    }
 }
