@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The whole test suite: Rust unit and integration tests (every runtime's conformance check
+# The whole test suite: the style gate (tests/lint.sh), Rust unit and integration tests (every runtime's conformance check
 # included), the protocol's schema tests, the Python client's tests and report.html in headless
 # Chromium. It first installs what is missing (tests/setup.sh), so a fresh machine needs nothing
 # else. With CI=true, a test that cannot run here fails instead of being skipped.
 set -euo pipefail
 cd "$(dirname "$0")"
 tests/setup.sh
+tests/lint.sh
 cargo build --locked --quiet
 cargo test --locked --workspace
 python3 -m pytest -q protocol/tests clients/python/tests tests/browser

@@ -33,14 +33,21 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 command -v cargo >/dev/null || { say "the tests need a Rust toolchain (https://rustup.rs)"; exit 1; }
+# The style gate's Rust tools (tests/lint.sh).
+for component in rustfmt clippy; do
+    if ! rustup component list --installed 2>/dev/null | grep -q "^$component"; then
+        say "adding the Rust component $component"
+        quietly rustup component add "$component"
+    fi
+done
 # The wasm-thread receiver's guest; its wasmtime host is built by taskmeter on first use.
 if ! rustc --print sysroot | xargs -I{} test -d {}/lib/rustlib/wasm32-wasip1-threads/lib; then
     say "adding the Rust target wasm32-wasip1-threads"
     quietly rustup target add wasm32-wasip1-threads
 fi
 
-# Python packages of the schema and browser tests.
-if ! python3 -c 'import pytest, jsonschema, PIL' 2>/dev/null; then
+# Python packages of the schema and browser tests, and the style gate's pyflakes.
+if ! python3 -c 'import pytest, jsonschema, PIL, pyflakes' 2>/dev/null; then
     say "installing the Python test packages (requirements-dev.txt)"
     quietly python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -r requirements-dev.txt
 fi

@@ -703,7 +703,8 @@ mod tests {
     #[test]
     fn each_single_mutation_is_rejected_with_its_reason() {
         use serde_json::json;
-        let cases: Vec<(&str, Box<dyn FnOnce(&mut serde_json::Value)>, &str)> = vec![
+        type Mutation = Box<dyn FnOnce(&mut serde_json::Value)>;
+        let cases: Vec<(&str, Mutation, &str)> = vec![
             ("relative", Box::new(|f| f[0][1]["protocol"] = json!(2)), "H says protocol 2"),
             ("relative", Box::new(|f| f[0][1]["runtime"] = json!("go")), "H names runtime 'go'"),
             ("relative", Box::new(|f| f[0][1]["clock"] = json!("CLOCK_REALTIME")), "clock"),

@@ -65,7 +65,7 @@ impl MetricStats {
     }
 
     /// Trades the kept values for histograms.
-    fn to_histograms(&mut self) {
+    fn convert_to_histograms(&mut self) {
         fn histogram_of(values: Vec<i64>) -> SignedHistogram {
             let mut h = SignedHistogram::default();
             values.into_iter().for_each(|v| h.record(v));
@@ -158,10 +158,10 @@ impl MetricSet {
         m.busy.add(diff(s.busy_end_ns, s.start_ns), 0);
     }
 
-    fn to_histograms(&mut self) {
+    fn convert_to_histograms(&mut self) {
         let m = &mut self.metrics;
         for stats in [&mut m.lateness, &mut m.actual, &mut m.full, &mut m.busy] {
-            stats.to_histograms();
+            stats.convert_to_histograms();
         }
     }
 
@@ -269,8 +269,8 @@ impl RowStats {
         }
         if self.basis == Basis::Exact && self.counts.measured > self.budget {
             self.basis = Basis::Histogram;
-            self.all.to_histograms();
-            self.classes.iter_mut().for_each(MetricSet::to_histograms);
+            self.all.convert_to_histograms();
+            self.classes.iter_mut().for_each(MetricSet::convert_to_histograms);
         }
     }
 

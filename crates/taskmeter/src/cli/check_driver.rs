@@ -186,8 +186,7 @@ fn run_plan(info: &runtimes::RuntimeInfo, plan: &Plan, stop_after: Option<Durati
         Ok(command) => command,
         Err(reason) => return Verdict::new(false, reason),
     };
-    let limit = worker::deadline(plan, GRACE);
-    let stop = StopPolicy { after: stop_after, grace: Duration::from_secs(5) };
+    let stop = StopPolicy { after: stop_after, grace: Duration::from_secs(5), limit: worker::deadline(plan, GRACE) };
     let tally = Arc::new(Mutex::new(Tally::default()));
     let counted = tally.clone();
     let sink: SampleSink = Box::new(move |views| {
@@ -195,11 +194,10 @@ fn run_plan(info: &runtimes::RuntimeInfo, plan: &Plan, stop_after: Option<Durati
         t.samples += views.len() as u64;
         t.missed += views.iter().map(|v| v.sample.missed).sum::<u64>();
     });
-    let raw =
-        match worker::spawn_and_wait(command, plan, &plan.to_json(), &Default::default(), limit, stop, sink, || {}) {
-            Ok(raw) => raw,
-            Err(failure) => return Verdict::new(false, failure.to_string()),
-        };
+    let raw = match worker::spawn_and_wait(command, plan, &plan.to_json(), &Default::default(), stop, sink, || {}) {
+        Ok(raw) => raw,
+        Err(failure) => return Verdict::new(false, failure.to_string()),
+    };
     if let Some(verdict) = misbehaved(&raw) {
         return verdict;
     }
@@ -311,12 +309,11 @@ fn refuse(info: &runtimes::RuntimeInfo, plan: &Plan, input: &str) -> Verdict {
         Ok(command) => command,
         Err(reason) => return Verdict::new(false, reason),
     };
-    let stop = StopPolicy { after: None, grace: GRACE };
-    let raw =
-        match worker::spawn_and_wait(command, plan, input, &Default::default(), GRACE, stop, Box::new(|_| {}), || {}) {
-            Ok(raw) => raw,
-            Err(failure) => return Verdict::new(false, failure.to_string()),
-        };
+    let stop = StopPolicy { after: None, grace: GRACE, limit: GRACE };
+    let raw = match worker::spawn_and_wait(command, plan, input, &Default::default(), stop, Box::new(|_| {}), || {}) {
+        Ok(raw) => raw,
+        Err(failure) => return Verdict::new(false, failure.to_string()),
+    };
     if let Some(verdict) = misbehaved(&raw) {
         return Verdict { line: format!("{} instead of refusing the plan", verdict.line), ..verdict };
     }

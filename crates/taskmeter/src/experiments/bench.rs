@@ -5,7 +5,6 @@
 use crate::model::bench::{BenchRecord, NamedText};
 use crate::process::child::{Ask, Limits, Spawned, Stop};
 use crate::process::{describe, last_line, signals};
-use crate::report::export::RecordRef;
 use crate::session::{Output, Session};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -66,13 +65,7 @@ pub fn run(options: BenchOptions) -> Result<ExitCode, super::ExperimentError> {
         report,
     };
     let failed = record.report.results.iter().any(|r| r.error.is_some());
-    Ok(session.finish(
-        record,
-        |r| RecordRef::Bench(r),
-        crate::report::bench::write_folder,
-        |r| console::render(&r.report),
-        failed,
-    ))
+    Ok(session.finish(record, crate::report::bench::write_folder, |r| console::render(&r.report), failed))
 }
 
 /// A private folder for the collectors' sockets, removed at the end.

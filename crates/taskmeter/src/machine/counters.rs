@@ -262,7 +262,7 @@ mod tests {
         assert_eq!(c.cpu_ns, 300 + 70);
         assert_eq!(c.runqueue_wait_ns, Some(20 + 7));
         assert_eq!(c.voluntary_switches, 10 + 4);
-        assert_eq!(c.involuntary_switches, 0 + 1);
+        assert_eq!(c.involuntary_switches, 1, "thread 1 gained none; the born thread 3 brought its 1");
         assert_eq!(c.migrations, Some(2 + 1));
         let tick = 1_000_000_000 / clock_ticks_per_second();
         assert_eq!((c.user_ns, c.system_ns), (2 * tick, tick));

@@ -74,23 +74,24 @@ pub struct RawRun {
     pub counters: Result<Counters, String>,
 }
 
-/// When to ask a worker to stop early (end of file on its stdin).
+/// When to ask a worker to stop early (end of file on its stdin), and when to kill it.
 pub struct StopPolicy {
     /// After this long, whatever happens (for `check-driver`).
     pub after: Option<Duration>,
     /// How long a worker asked to stop may take to finish its iteration and write.
     pub grace: Duration,
+    /// After this long from its start, the worker's process group is killed.
+    pub limit: Duration,
 }
 
 /// Starts `command`, sends `input` (one line) and keeps stdin open until the worker exits,
-/// taskmeter gets a signal, or `stop.after` passes; kills the worker's process group at `limit`.
+/// taskmeter gets a signal, or `stop.after` passes; kills the worker's process group at `stop.limit`.
 /// Its frames are checked against `plan` as they arrive, the samples handed to `sink`.
 pub fn spawn_and_wait(
     mut command: Command,
     plan: &Plan,
     input: &str,
     sched: &SchedSettings,
-    limit: Duration,
     stop: StopPolicy,
     sink: SampleSink,
     mut tick: impl FnMut(),
@@ -137,7 +138,7 @@ pub fn spawn_and_wait(
 
     let mut high_water_kb = 0;
     let limits = Limits {
-        deadline: child.started() + limit,
+        deadline: child.started() + stop.limit,
         ask: Ask::CloseStdin,
         grace: stop.grace,
         stop_at: stop.after.map(|after| child.started() + after),
@@ -267,9 +268,12 @@ pub fn run_worker(
     sink: SampleSink,
     tick: impl FnMut(),
 ) -> WorkerRun {
-    let limit = deadline(plan, grace);
-    let stop = StopPolicy { after: None, grace: Duration::from_nanos(plan.max_expected_ns()) + Duration::from_secs(2) };
-    match spawn_and_wait(command, plan, &plan.to_json(), sched, limit, stop, sink, tick) {
+    let stop = StopPolicy {
+        after: None,
+        grace: Duration::from_nanos(plan.max_expected_ns()) + Duration::from_secs(2),
+        limit: deadline(plan, grace),
+    };
+    match spawn_and_wait(command, plan, &plan.to_json(), sched, stop, sink, tick) {
         Err(reason) => WorkerRun {
             outcome: Outcome::Failed(reason),
             sched: None,

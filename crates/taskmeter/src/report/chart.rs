@@ -201,7 +201,8 @@ pub fn line_chart(
     series: &[Series],
     categories: Option<&[String]>,
 ) -> Result<String, String> {
-    lines(title, x_desc, y_desc, series, categories, None, SeriesLabelPosition::UpperLeft, None)
+    let look = Look { categories, value_axis: None, legend_at: SeriesLabelPosition::UpperLeft, level: None };
+    lines(title, x_desc, y_desc, series, look)
 }
 
 /// The same with a linear value axis from 0, for shares such as an efficiency, and the legend
@@ -214,7 +215,7 @@ pub fn share_chart(
     categories: Option<&[String]>,
     legend_at: SeriesLabelPosition,
 ) -> Result<String, String> {
-    lines(title, x_desc, y_desc, series, categories, Some(Axis::LINEAR), legend_at, None)
+    lines(title, x_desc, y_desc, series, Look { categories, value_axis: Some(Axis::LINEAR), legend_at, level: None })
 }
 
 /// A level a chart marks across its width, and where each line crosses it.
@@ -234,19 +235,21 @@ pub fn share_chart_at_level(
     legend_at: SeriesLabelPosition,
     level: &Level,
 ) -> Result<String, String> {
-    lines(title, x_desc, y_desc, series, None, Some(Axis::LINEAR), legend_at, Some(level))
+    let look = Look { categories: None, value_axis: Some(Axis::LINEAR), legend_at, level: Some(level) };
+    lines(title, x_desc, y_desc, series, look)
 }
 
-fn lines(
-    title: &str,
-    x_desc: &str,
-    y_desc: &str,
-    series: &[Series],
-    categories: Option<&[String]>,
+/// How a line chart is drawn beyond its titles and series.
+struct Look<'a> {
+    categories: Option<&'a [String]>,
+    /// None: chosen from the values (logarithmic when they span two decades).
     value_axis: Option<Axis>,
     legend_at: SeriesLabelPosition,
-    level: Option<&Level>,
-) -> Result<String, String> {
+    level: Option<&'a Level>,
+}
+
+fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Series], look: Look) -> Result<String, String> {
+    let Look { categories, value_axis, legend_at, level } = look;
     let all = || series.iter().flat_map(|s| s.points.iter().copied());
     let xa = if categories.is_some() { Axis::LINEAR } else { Axis::for_values(all().map(|p| p.0)) };
     let x_range = match categories {

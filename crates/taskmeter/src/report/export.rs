@@ -16,6 +16,17 @@ pub enum RecordRef<'a> {
     Granularity(&'a GrainRecord),
 }
 
+macro_rules! record_ref_from {
+    ($($record:ty => $kind:ident),*) => {$(
+        impl<'a> From<&'a $record> for RecordRef<'a> {
+            fn from(record: &'a $record) -> Self {
+                RecordRef::$kind(record)
+            }
+        }
+    )*};
+}
+record_ref_from!(RunRecord => Run, NetRecord => Net, BenchRecord => Bench, GrainRecord => Granularity);
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExportFormat {
     Json,

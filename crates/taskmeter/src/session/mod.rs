@@ -155,14 +155,17 @@ impl Session {
     /// cannot be written) and the exports, prints the record (JSON or `console`), and gives
     /// the exit status: 128 + the signal that stopped it; [`exit::OUTPUT`] when results did not
     /// go where asked; [`exit::FAILED`] when `failed`; else 0.
-    pub fn finish<R: Record>(
+    pub fn finish<R>(
         mut self,
         mut record: R,
-        as_ref: fn(&R) -> RecordRef<'_>,
         write: impl Fn(&Path, &R) -> Result<(), ReportError>,
         console: impl FnOnce(&R) -> String,
         failed: bool,
-    ) -> ExitCode {
+    ) -> ExitCode
+    where
+        R: Record,
+        for<'a> &'a R: Into<RecordRef<'a>>,
+    {
         let signal = signals::reason();
         let reason = signal.clone().or_else(|| self.unusable.lock().unwrap_or_else(|e| e.into_inner()).clone());
         let header = record.header_mut();
@@ -186,7 +189,7 @@ impl Session {
             }
         };
         for export in &self.output.exports {
-            let text = exporter(export.format).render(as_ref(&record));
+            let text = exporter(export.format).render((&record).into());
             if let Err(e) = std::fs::write(&export.path, text) {
                 crate::errln!("taskmeter: {}", SessionError::Io(export.path.clone(), e));
                 trouble = true;

@@ -16,7 +16,6 @@ use crate::model::net::{
 };
 use crate::process::child::{Ask, Ended, Limits, Spawned, Stop};
 use crate::process::{describe, last_line, signals};
-use crate::report::export::RecordRef;
 use crate::session::{Output, Session};
 use handshake::Secret;
 use std::io::{BufRead, BufReader};
@@ -86,13 +85,7 @@ pub fn run(options: NetOptions) -> Result<ExitCode, super::ExperimentError> {
         skipped,
     };
     let failed = record.points.iter().any(|p| p.error.is_some());
-    Ok(session.finish(
-        record,
-        |r| RecordRef::Net(r),
-        crate::report::net::write_folder,
-        crate::report::net::console,
-        failed,
-    ))
+    Ok(session.finish(record, crate::report::net::write_folder, crate::report::net::console, failed))
 }
 
 /// One receiver process, `senders` connections, every message checked.

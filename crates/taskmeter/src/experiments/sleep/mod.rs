@@ -14,7 +14,6 @@ pub use rows::plan_for;
 use crate::machine::idle::{cpu_dma_latency_us, LatencyRequest};
 use crate::model::run::{Metric, Order, Row, RowStatus, RunRecord, Settings};
 use crate::model::sweep::{self, Sweep};
-use crate::report::export::RecordRef;
 use crate::report::samples::SamplesFile;
 use crate::report::tables::Layout;
 use crate::runtimes;
@@ -125,8 +124,7 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
     let layout = options.layout;
     Ok(session.finish(
         record,
-        |r| RecordRef::Run(r),
-        |dir, record| crate::report::run::write_folder(dir, record),
+        crate::report::run::write_folder,
         |record| crate::report::console::report(record, layout),
         failed,
     ))

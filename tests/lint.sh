@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The style gate: formatting and lints of the Rust code and of every driver's, receiver's and
+# client's language, with the toolchain's own linter where it has one. Every check runs; the
+# gate fails at the end with each failing check's output. `./test.sh` runs it first.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+failed=()
+# check NAME COMMAND...: the command must succeed.
+check() {
+    local name=$1 output
+    shift
+    if ! output=$("$@" 2>&1); then
+        printf 'lint: %s\n%s\n' "$name" "$output" >&2
+        failed+=("$name")
+    fi
+}
+# check_silent NAME COMMAND...: for the tools that name offenders and still succeed (gofmt -l).
+check_silent() {
+    local name=$1 output
+    shift
+    output=$("$@" 2>&1)
+    if [ $? -ne 0 ] || [ -n "$output" ]; then
+        printf 'lint: %s\n%s\n' "$name" "$output" >&2
+        failed+=("$name")
+    fi
+}
+# The files git tracks, so that builds and caches are never linted.
+tracked() { git ls-files -- "$@"; }
+
+# Rust: the workspace, and the two crates built on demand outside it (each has its own lock file).
+check "cargo fmt" cargo fmt --all --check
+for manifest in crates/taskmeter-wasm/Cargo.toml receivers/wasm-thread/guest/Cargo.toml; do
+    check "cargo fmt ($manifest)" cargo fmt --manifest-path "$manifest" --check
+done
+check "cargo clippy" cargo clippy --quiet --locked --workspace --all-targets -- -D warnings
+# In the target folders taskmeter builds them in (their dependencies are checked once).
+check "cargo clippy (crates/taskmeter-wasm)" env CARGO_TARGET_DIR=target/wasm-host \
+    cargo clippy --quiet --locked --manifest-path crates/taskmeter-wasm/Cargo.toml --all-targets -- -D warnings
+check "cargo clippy (receivers/wasm-thread/guest)" env CARGO_TARGET_DIR=target/wasm-guest \
+    cargo clippy --quiet --locked --manifest-path receivers/wasm-thread/guest/Cargo.toml \
+    --target wasm32-wasip1-threads -- -D warnings
+
+# Go: every module, for the platforms it is built for.
+mapfile -t go_files < <(tracked '*.go')
+check_silent "gofmt -l" gofmt -l "${go_files[@]}"
+for module in $(tracked '*go.mod'); do
+    dir=$(dirname "$module")
+    check "go vet ($dir)" bash -c "cd '$dir' && go vet ./..."
+done
+check "go vet (receivers/go, wasip1)" bash -c "cd receivers/go && GOOS=wasip1 GOARCH=wasm go vet ./..."
+
+# Python: pyflakes (unused names, undefined names, shadowed imports).
+mapfile -t py_files < <(tracked '*.py')
+check "pyflakes" python3 -m pyflakes "${py_files[@]}"
+
+# JavaScript: node's own syntax check.
+for file in $(tracked '*.js' '*.mjs'); do
+    check "node --check $file" node --check "$file"
+done
+
+# Java: every warning javac knows, as an error, with the newest JDK here (the driver's virtual
+# threads need 21 or later).
+javac="" newest=0
+for candidate in /usr/lib/jvm/*/bin/javac $(command -v javac); do
+    major=$("$candidate" -version 2>&1 | sed -n 's/^javac \([0-9]*\).*/\1/p')
+    if [ "${major:-0}" -gt "$newest" ]; then javac=$candidate newest=$major; fi
+done
+classes=$(mktemp -d)
+trap 'rm -rf "$classes"' EXIT
+if [ "$newest" -ge 21 ]; then
+    mapfile -t java_files < <(tracked '*.java')
+    check "javac -Xlint:all -Werror" "$javac" -Xlint:all -Werror -d "$classes" "${java_files[@]}"
+else
+    printf 'lint: javac\nno JDK 21 or later found (newest: %s)\n' "${javac:-none}" >&2
+    failed+=("javac")
+fi
+
+# C: the compiler's warnings, as errors, with the drivers' language standard.
+for file in $(tracked '*.c'); do
+    check "cc $file" cc -std=gnu11 -pthread -Wall -Wextra -Werror -fsyntax-only -Iclients/c "$file"
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "lint: ${#failed[@]} check(s) failed: ${failed[*]}" >&2
+    exit 1
+fi
+echo "lint: every check passed" >&2
