@@ -23,28 +23,10 @@ fn fake_worker(dir: &Path, name: &str, body: &str) -> PathBuf {
 
 const SHORT: &[&str] = &["--duration", "300ms", "--warmup", "100ms"];
 
-const ALL_RUNTIMES: [&str; 15] = [
-    "thread",
-    "tokio-ct",
-    "tokio-mt",
-    "smol",
-    "embassy",
-    "c-thread",
-    "go",
-    "go-locked",
-    "python-thread",
-    "python-asyncio",
-    "python-abs",
-    "node",
-    "node-worker",
-    "java-thread",
-    "java-virtual",
-];
-
 #[test]
 fn every_runtime_passes_its_conformance_check() {
-    for runtime in common::available(&ALL_RUNTIMES) {
-        let output = run(&["check-driver", runtime]);
+    for runtime in common::runtimes_where(|_| true) {
+        let output = run(&["check-driver", &runtime]);
         assert!(output.status.success(), "{runtime}:\n{}{}", stdout(&output), stderr(&output));
         assert!(stdout(&output).contains("of 19 checks passed"), "{}", stdout(&output));
         assert!(!stdout(&output).contains("FAIL"));
@@ -72,7 +54,7 @@ fn all_runtimes_compare_in_one_table() {
     ]);
     assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
     let table = stdout(&output);
-    for runtime in common::available(&ALL_RUNTIMES) {
+    for runtime in common::runtimes_where(|_| true) {
         assert_eq!(
             table.lines().filter(|l| l.starts_with(&format!("{runtime} "))).count(),
             1,
@@ -87,15 +69,32 @@ fn all_runtimes_compare_in_one_table() {
 fn list_names_every_runtime_and_its_availability() {
     let output = run(&["list"]);
     assert!(output.status.success());
-    for runtime in common::available(&ALL_RUNTIMES) {
-        assert!(
-            stdout(&output).lines().any(|l| l.starts_with(&format!("{runtime} ")) && l.ends_with(" available")),
-            "{runtime}"
-        );
+    let table = stdout(&output);
+    let runtimes = common::registry("runtimes");
+    assert!(!runtimes.is_empty());
+    for kind in ["runtimes", "receivers"] {
+        for listed in common::registry(kind) {
+            let line = table.lines().find(|l| l.starts_with(&format!("{} ", listed.id))).expect("listed in the table");
+            match &listed.reason {
+                None => assert!(line.ends_with(" available"), "{line}"),
+                Some(reason) => assert!(line.ends_with(&format!("unavailable: {reason}")), "{line}"),
+            }
+        }
     }
-    for runtime in ALL_RUNTIMES {
-        assert!(stdout(&output).lines().any(|l| l.starts_with(&format!("{runtime} "))), "{runtime} is listed");
+    for listed in &runtimes {
+        let unit = listed.unit.as_deref().expect("a runtime says what its unit is");
+        let said = if unit == "os-thread" { "a unit is an OS thread;" } else { "a unit is a task;" };
+        assert!(["os-thread", "task"].contains(&unit), "{unit}");
+        let at = table.find(&format!("{} ", listed.id)).unwrap();
+        assert!(table[at..].lines().nth(2).is_some_and(|l| l.trim_start().starts_with(said)), "{}", &table[at..]);
     }
+    // The README's table of runtimes names the registry's, in its order.
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let section = readme.split("\n## The runtimes\n").nth(1).expect("README has The runtimes").split("\n## ").next();
+    let documented: Vec<&str> =
+        section.unwrap().lines().filter_map(|l| l.strip_prefix("| `")?.split('`').next()).collect();
+    assert_eq!(documented, runtimes.iter().map(|r| r.id.as_str()).collect::<Vec<_>>());
+
     let output = taskmeter().arg("list").env("CC", "/nonexistent/cc").output().unwrap();
     let line = stdout(&output).lines().find(|l| l.starts_with("c-thread")).unwrap().to_string();
     assert!(line.contains("unavailable: no cc toolchain"), "{line}");

@@ -6,13 +6,11 @@
 mod common;
 use common::*;
 
-const OS_THREAD_RUNTIMES: [&str; 7] =
-    ["thread", "c-thread", "go-locked", "python-thread", "python-abs", "java-thread", "node-worker"];
-
 #[test]
 fn every_os_thread_runtime_stops_at_the_machines_limit_with_a_partial_row() {
     let dir = tempfile::tempdir().unwrap();
-    for runtime in available(&OS_THREAD_RUNTIMES) {
+    for runtime in &runtimes_where(|r| r.unit.as_deref() == Some("os-thread")) {
+        let runtime = runtime.as_str();
         let folder = dir.path().join(runtime);
         let output = run(&[
             "run",

@@ -228,22 +228,7 @@ fn no_runtime_but_node_wakes_before_its_deadline() {
     if !common::root("SCHED_FIFO") {
         return;
     }
-    let runtimes: Vec<&str> = common::available(&[
-        "thread",
-        "tokio-ct",
-        "tokio-mt",
-        "smol",
-        "embassy",
-        "c-thread",
-        "go",
-        "go-locked",
-        "python-thread",
-        "python-asyncio",
-        "python-abs",
-        "node-worker",
-        "java-thread",
-        "java-virtual",
-    ]);
+    let runtimes = common::runtimes_where(|r| r.id != "node");
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("early");
     let output = run(&[

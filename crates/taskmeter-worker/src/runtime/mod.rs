@@ -31,9 +31,33 @@ fn startable(ctx: &LoopContext, units: u32) -> (u32, Option<String>) {
 /// Measures a granularity plan's grains: (grains, warmup_ns, duration_ns, stop, send each `P`).
 pub type MeasureGrains = fn(&'static GrainPlan, u64, u64, &'static AtomicBool, fn(&Point)) -> Result<bool, String>;
 
+/// What one unit of a runtime is: it decides which of the machine's limits bind (an OS thread
+/// per unit meets threads-max, pid_max and vm.max_map_count; a task meets memory only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    OsThread,
+    Task,
+}
+
+impl Unit {
+    pub const NAMES: [&'static str; 2] = ["os-thread", "task"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unit::OsThread => Self::NAMES[0],
+            Unit::Task => Self::NAMES[1],
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Unit> {
+        [Unit::OsThread, Unit::Task].into_iter().find(|u| u.as_str() == name)
+    }
+}
+
 /// A Rust runtime this worker runs in its own process: the one place that says what it is.
 pub struct InProcess {
     pub id: &'static str,
+    pub unit: Unit,
     /// What a unit is and how it sleeps.
     pub description: &'static str,
     /// What priority classes map to (protocol: "Priority classes").
@@ -67,6 +91,7 @@ fn tokio_version() -> String {
 pub const IN_PROCESS: [InProcess; 5] = [
     InProcess {
         id: "thread",
+        unit: Unit::OsThread,
         description: "std::thread per unit; thread::sleep (nanosleep) / clock_nanosleep(TIMER_ABSTIME)",
         priority: OS_THREAD_PRIORITY,
         version: || format!("std ({RUSTC_VERSION})"),
@@ -90,6 +115,7 @@ pub const IN_PROCESS: [InProcess; 5] = [
     },
     InProcess {
         id: "tokio-ct",
+        unit: Unit::Task,
         description: "tokio current_thread runtime, a task per unit; tokio::time::sleep / sleep_until",
         priority: NO_PRIORITY,
         version: tokio_version,
@@ -103,6 +129,7 @@ pub const IN_PROCESS: [InProcess; 5] = [
     },
     InProcess {
         id: "tokio-mt",
+        unit: Unit::Task,
         description: "tokio multi_thread runtime (one worker per core), a task per unit; tokio::time",
         priority: NO_PRIORITY,
         version: tokio_version,
@@ -116,6 +143,7 @@ pub const IN_PROCESS: [InProcess; 5] = [
     },
     InProcess {
         id: "smol",
+        unit: Unit::Task,
         description: "smol executor on one thread, a task per unit; async-io Timer (epoll with a timerfd timeout)",
         priority: NO_PRIORITY,
         version: || format!("smol {}", env!("TASKMETER_SMOL_VERSION")),
@@ -129,6 +157,7 @@ pub const IN_PROCESS: [InProcess; 5] = [
     },
     InProcess {
         id: "embassy",
+        unit: Unit::Task,
         description: "embassy-executor platform-std, a task per unit; embassy-time Timer (std driver)",
         priority: "embassy scheduler-priority 1 / 0 (ready high tasks polled first)",
         version: || {

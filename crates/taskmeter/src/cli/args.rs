@@ -24,8 +24,13 @@ pub(super) struct Cli {
 
 #[derive(Subcommand)]
 pub(super) enum Command {
-    /// List every runtime, whether it is available here, and why not
-    List,
+    /// List every runtime and receiver, what its unit is, whether it is available here, and why not
+    List {
+        /// `table` (default) or `json`: {"runtimes": [{id, unit, available, reason, description,
+        /// priority}], "receivers": [{id, available, reason, description}]}
+        #[arg(long, value_enum, default_value = "table")]
+        format: TextFormat,
+    },
     /// Run an experiment and write a results folder (default: sleep, all runtimes)
     #[command(after_long_help = PRESET_HELP, args_override_self = true)]
     Run(Box<RunArgs>),
@@ -73,7 +78,7 @@ pub(super) enum Command {
         force: bool,
         /// `table` (default) or `json` (schema taskmeter.compare, see the README)
         #[arg(long, value_enum, default_value = "table")]
-        format: CompareFormat,
+        format: TextFormat,
     },
     /// Rebuild the charts and report.html of a results folder from its run.json (or bench.json, net.json)
     Report {
@@ -110,7 +115,7 @@ sides' settings and environments are compared first: a different workload is ref
 --force; other differences (timer slack, policy, kernel, versions) are printed above the table.";
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(super) enum CompareFormat {
+pub(super) enum TextFormat {
     Table,
     Json,
 }

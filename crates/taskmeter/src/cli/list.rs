@@ -1,23 +1,55 @@
-//! `taskmeter list`: every runtime, whether it can run here, and why not.
+//! `taskmeter list`: every runtime and receiver, what its unit is, whether it can run here, and
+//! why not; as a table, or as JSON for scripts and for the tests, which iterate it.
 
+use crate::experiments::net::registry;
 use crate::runtimes;
+use serde_json::json;
 
-pub fn print() {
+pub fn print(as_json: bool) {
+    if as_json {
+        let runtimes: Vec<_> = runtimes::all()
+            .iter()
+            .map(|info| {
+                let reason = runtimes::availability(info).err();
+                json!({"id": info.id, "unit": info.unit.as_str(), "available": reason.is_none(), "reason": reason,
+                       "description": info.description, "priority": info.priority})
+            })
+            .collect();
+        let receivers: Vec<_> = registry::RECEIVERS
+            .iter()
+            .map(|(id, description)| {
+                let reason = registry::availability(id).err();
+                json!({"id": id, "available": reason.is_none(), "reason": reason, "description": description})
+            })
+            .collect();
+        let list = json!({"runtimes": runtimes, "receivers": receivers});
+        crate::outln!("{}", serde_json::to_string_pretty(&list).expect("a list is JSON"));
+        return;
+    }
+    let status = |result: Result<(), String>| match result {
+        Ok(()) => "available".to_string(),
+        Err(reason) => format!("unavailable: {reason}"),
+    };
     let width = runtimes::all().iter().map(|r| r.id.len()).max().unwrap_or(0);
     for info in runtimes::all() {
-        let status = match runtimes::availability(info) {
-            Ok(()) => "available".to_string(),
-            Err(reason) => format!("unavailable: {reason}"),
-        };
-        crate::outln!("{:<width$}  {status}\n{:<width$}  {}", info.id, "", info.description);
-        crate::outln!("{:<width$}  priority classes: {}", "", info.priority);
+        crate::outln!(
+            "{:<width$}  {}\n{:<width$}  {}",
+            info.id,
+            status(runtimes::availability(info)),
+            "",
+            info.description
+        );
+        crate::outln!("{:<width$}  a unit is {}; priority classes: {}", "", unit_name(info.unit), info.priority);
     }
     crate::outln!("\nreceivers of `taskmeter run net`:");
-    for (id, description) in crate::experiments::net::registry::RECEIVERS {
-        let status = match crate::experiments::net::registry::availability(id) {
-            Ok(()) => "available".to_string(),
-            Err(reason) => format!("unavailable: {reason}"),
-        };
-        crate::outln!("{id:<width$}  {status}\n{:<width$}  {description}", "");
+    for (id, description) in registry::RECEIVERS {
+        crate::outln!("{id:<width$}  {}\n{:<width$}  {description}", status(registry::availability(id)), "");
+    }
+}
+
+fn unit_name(unit: runtimes::Unit) -> &'static str {
+    match unit {
+        runtimes::Unit::OsThread => "an OS thread",
+        runtimes::Unit::Task => "a task",
     }
 }

@@ -169,8 +169,8 @@ fn run_command() -> ExitCode {
 
 fn dispatch(command: Command) -> Result<ExitCode, CliError> {
     Ok(match command {
-        Command::List => {
-            list::print();
+        Command::List { format } => {
+            list::print(format == args::TextFormat::Json);
             ExitCode::SUCCESS
         }
         Command::Run(args) if args.experiment == ExperimentArg::Net => {
@@ -214,7 +214,7 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
                 metric,
                 rule,
                 force,
-                json: format == args::CompareFormat::Json,
+                json: format == args::TextFormat::Json,
             })?
         }
         Command::Selftest { duration, repeat } => selftest::run(duration, repeat)?,

@@ -12,6 +12,7 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
+use taskmeter_worker::runtime::Unit;
 
 /// A program folder as compiled in (see build.rs).
 pub struct CompiledIn {
@@ -66,10 +67,18 @@ pub struct ToolchainSpec {
 #[serde(deny_unknown_fields)]
 pub struct RuntimeEntry {
     pub id: String,
+    /// `os-thread` or `task`: which of the machine's limits bind.
+    #[serde(deserialize_with = "unit")]
+    pub unit: Unit,
     /// What a unit is and how it sleeps and yields.
     pub description: String,
     /// What `--priority-classes 2` maps to.
     pub priority: String,
+}
+
+fn unit<'de, D: serde::Deserializer<'de>>(names: D) -> Result<Unit, D::Error> {
+    let name = String::deserialize(names)?;
+    Unit::parse(&name).ok_or_else(|| serde::de::Error::unknown_variant(&name, &Unit::NAMES))
 }
 
 /// A program folder: its manifest and files.

@@ -9,6 +9,7 @@ use drivers::Program;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::sync::OnceLock;
+pub use taskmeter_worker::runtime::Unit;
 use taskmeter_worker::runtime::{IN_PROCESS, RUSTC_VERSION};
 
 /// How a runtime's worker is started.
@@ -28,6 +29,7 @@ impl Launch {
 
 pub struct RuntimeInfo {
     pub id: &'static str,
+    pub unit: Unit,
     pub launch: Launch,
     /// What a unit is and how it sleeps.
     pub description: &'static str,
@@ -45,6 +47,7 @@ pub fn all() -> &'static [RuntimeInfo] {
             .iter()
             .map(|r| RuntimeInfo {
                 id: r.id,
+                unit: r.unit,
                 launch: Launch::InProcess,
                 description: r.description,
                 priority: r.priority,
@@ -62,6 +65,7 @@ pub fn all() -> &'static [RuntimeInfo] {
                 }
                 all.push(RuntimeInfo {
                     id: leak(&runtime.id),
+                    unit: runtime.unit,
                     launch: Launch::Driver(program),
                     description: leak(&runtime.description),
                     priority: leak(&runtime.priority),

@@ -58,36 +58,63 @@ pub fn skip(reason: &str) {
     eprintln!("SKIPPED: {reason}");
 }
 
-/// Of `runtimes`, those available here; each unavailable one is skipped with `taskmeter list`'s reason.
+/// One runtime or receiver of taskmeter's registry, as `taskmeter list --format json` gives it.
+#[derive(Clone, Debug)]
+pub struct Listed {
+    pub id: String,
+    /// `os-thread` or `task` (runtimes only).
+    pub unit: Option<String>,
+    /// Why it cannot run here, when it cannot.
+    pub reason: Option<String>,
+}
+
+/// The registry's `runtimes` or `receivers`, in its order: the only list of them the tests use.
+pub fn registry(kind: &str) -> Vec<Listed> {
+    let output = run(&["list", "--format", "json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let list: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("list --format json is JSON");
+    let text = |v: &serde_json::Value| v.as_str().map(str::to_string);
+    list[kind]
+        .as_array()
+        .unwrap_or_else(|| panic!("list names its {kind}"))
+        .iter()
+        .map(|e| Listed { id: text(&e["id"]).expect("an id"), unit: text(&e["unit"]), reason: text(&e["reason"]) })
+        .collect()
+}
+
+/// The registry's runtimes that `keep` accepts and that can run here; each other is skipped
+/// with `taskmeter list`'s reason.
+pub fn runtimes_where(keep: impl Fn(&Listed) -> bool) -> Vec<String> {
+    registry("runtimes").into_iter().filter(|r| keep(r)).filter(usable).map(|r| r.id).collect()
+}
+
+/// The registry's receivers (of `run net`) that `keep` accepts and that can run here, the same way.
+pub fn receivers_where(keep: impl Fn(&Listed) -> bool) -> Vec<String> {
+    registry("receivers").into_iter().filter(|r| keep(r)).filter(usable).map(|r| r.id).collect()
+}
+
+/// Of `runtimes` (each must be in the registry), those available here, the same way.
 pub fn available<'a>(runtimes: &[&'a str]) -> Vec<&'a str> {
-    let list = stdout(&run(&["list"]));
-    let section = list.split("receivers of `taskmeter run net`:").next().unwrap_or_default().to_string();
-    available_in(&section, runtimes)
+    available_in(&registry("runtimes"), runtimes)
 }
 
-/// Of `receivers` (of `run net`), those available here, the same way.
-pub fn available_receivers<'a>(receivers: &[&'a str]) -> Vec<&'a str> {
-    let list = stdout(&run(&["list"]));
-    let section = list.split("receivers of `taskmeter run net`:").nth(1).expect("list names the receivers").to_string();
-    available_in(&section, receivers)
-}
-
-/// Of `ids`, those `section` of `taskmeter list` does not call unavailable (the others are
-/// skipped with its reason).
-fn available_in<'a>(section: &str, ids: &[&'a str]) -> Vec<&'a str> {
+fn available_in<'a>(listed: &[Listed], ids: &[&'a str]) -> Vec<&'a str> {
     ids.iter()
         .copied()
         .filter(|id| {
-            let line = section.lines().find(|l| l.split_whitespace().next() == Some(id)).unwrap_or_default();
-            match line.split_once("unavailable: ") {
-                Some((_, reason)) => {
-                    skip(&format!("{id}: {reason}"));
-                    false
-                }
-                None => true,
-            }
+            usable(listed.iter().find(|l| l.id == *id).unwrap_or_else(|| panic!("{id} is not in the registry")))
         })
         .collect()
+}
+
+fn usable(listed: &Listed) -> bool {
+    match &listed.reason {
+        Some(reason) => {
+            skip(&format!("{}: {reason}", listed.id));
+            false
+        }
+        None => true,
+    }
 }
 
 /// True when running as root; otherwise the test is skipped with the reason.
