@@ -36,13 +36,15 @@ pub mod clock;
 pub mod collector;
 pub mod console;
 pub mod event;
-pub mod format;
 mod local;
 mod recorder;
 pub mod report;
-pub mod stats;
 
 pub use bench::{result_of, Bench};
 pub use local::Window;
 pub use recorder::{complete, flush, record, record_n, running, start, Recorder, ENDPOINT_VAR, UNTIL_VAR};
 pub use report::Report;
+
+/// The statistics behind the report, shared with taskmeter (crate `taskmeter-stats`).
+pub use taskmeter_stats as stats;
+pub use taskmeter_stats::format;

@@ -9,7 +9,7 @@
 //! |---|---|
 //! | [`machine`] | the environment, idle states and PM QoS, scheduling settings |
 //! | [`model`] | what a run is and what it wrote: settings, sweeps, the three record kinds and their versioned header |
-//! | [`analysis`] | statistics of rows, repetitions and comparisons (the definitions are `taskmeter_record::stats`) |
+//! | [`analysis`] | statistics of rows, repetitions and comparisons (the definitions are the crate `taskmeter_stats`) |
 //! | [`report`] | every way a record is shown: console, Markdown, CSV, JSON, charts, HTML |
 //! | [`process`] | one supervisor for every child process: workers, receivers, bench bodies |
 //! | [`runtimes`] | the runtimes and how their workers are built and started |

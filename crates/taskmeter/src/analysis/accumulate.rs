@@ -10,7 +10,7 @@ use crate::analysis::histogram::{self, SignedHistogram};
 use crate::model::run::{Basis, DeviationHistograms, Histograms, Metric, PerMetric, Statistics};
 use hdrhistogram::Histogram;
 use taskmeter_protocol::SampleView;
-use taskmeter_record::stats::{nearest_rank, percentiles_of_sorted, Moments, Summary, PERCENTILES};
+use taskmeter_stats::{nearest_rank, percentiles_of_sorted, Moments, Summary, PERCENTILES};
 
 /// One metric of a set of samples.
 #[derive(Default)]

@@ -5,7 +5,7 @@
 //! draws (they share its minute of machine state), and an interval from them would be false.
 
 use crate::model::run::{Metric, Row, RowStatus, RunRecord};
-use taskmeter_record::stats::{t_interval, Interval, Summary};
+use taskmeter_stats::{t_interval, Interval, Summary};
 
 /// The repetitions of one runtime at one point.
 pub struct Cell<'a> {

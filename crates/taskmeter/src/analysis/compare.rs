@@ -6,7 +6,7 @@
 //! runs differ when nothing changed. Samples within one run are never taken as independent
 //! draws: they share the run's machine state, and a test on them makes any drift "significant".
 
-use taskmeter_record::stats::welch_p;
+use taskmeter_stats::welch_p;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]

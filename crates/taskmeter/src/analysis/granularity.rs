@@ -19,8 +19,8 @@
 
 use crate::model::granularity::{GrainPoint, GrainRun, GrainSummary, Metg};
 use taskmeter_protocol::Point;
-use taskmeter_record::format::ns as format_ns;
-use taskmeter_record::stats::{t_interval, Interval};
+use taskmeter_stats::format::ns as format_ns;
+use taskmeter_stats::{t_interval, Interval};
 
 /// The share of capacity METG is defined at.
 pub const THRESHOLD: f64 = 0.5;

@@ -1,5 +1,5 @@
 //! From samples to the figures taskmeter reports. The definitions of every statistic are in
-//! `taskmeter_record::stats`; here they are applied to workers' reports, repetitions and runs.
+//! `taskmeter_stats`; here they are applied to workers' reports, repetitions and runs.
 
 pub mod accumulate;
 pub mod cells;

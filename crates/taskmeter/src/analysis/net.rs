@@ -3,7 +3,7 @@
 //! throughput, propagated from both.
 
 use crate::model::net::{NetPoint, NetSummary};
-use taskmeter_record::stats::{ratio_interval, t_interval, Interval};
+use taskmeter_stats::{ratio_interval, t_interval, Interval};
 
 /// The repetitions of each receiver and sender count together, and each point's ratio to its
 /// receiver's mean 1-sender throughput.

@@ -35,7 +35,7 @@ pub fn memory_per_unit(record: &RunRecord) -> Vec<MemoryPerUnit> {
             let units = points.iter().map(|p| p.0 as u32);
             Some(MemoryPerUnit {
                 runtime: runtime.clone(),
-                bytes_per_unit: taskmeter_record::stats::linear_fit(&points).map(|(slope, _)| slope),
+                bytes_per_unit: taskmeter_stats::linear_fit(&points).map(|(slope, _)| slope),
                 points: points.len(),
                 units_min: units.clone().min().unwrap_or(0),
                 units_max: units.max().unwrap_or(0),

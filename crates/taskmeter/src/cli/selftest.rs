@@ -11,7 +11,7 @@
 use crate::runtimes;
 use taskmeter_protocol::{BusyPlan, Experiment, Mode, Plan, Schedule, SleepPlan, PROTOCOL};
 use taskmeter_record::clock::now_ns;
-use taskmeter_record::stats::median_f64 as median;
+use taskmeter_stats::median_f64 as median;
 
 use std::hint::black_box;
 use std::process::ExitCode;

@@ -168,10 +168,10 @@ impl Job<'_> {
             result.notes.push(format!(
                 "interrupted by {} {} into the {} window: the body was stopped, and what it had not flushed is lost",
                 signals::name(signal),
-                taskmeter_record::format::duration(
+                taskmeter_stats::format::duration(
                     now_ns().saturating_sub(window.warmup_end_ns).min(self.config.time_ns) as f64
                 ),
-                taskmeter_record::format::duration(self.config.time_ns as f64)
+                taskmeter_stats::format::duration(self.config.time_ns as f64)
             ));
         } else if stopped.is_some() {
             result.notes.push(format!(

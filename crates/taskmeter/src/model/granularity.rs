@@ -4,7 +4,7 @@
 use super::header::{Header, Record};
 use serde::{Deserialize, Serialize};
 use taskmeter_protocol::{Pattern, Point};
-use taskmeter_record::stats::Interval;
+use taskmeter_stats::Interval;
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct GrainSettings {

@@ -3,7 +3,7 @@
 
 use super::header::{Header, Record};
 use serde::{Deserialize, Serialize};
-use taskmeter_record::stats::{Interval, Summary};
+use taskmeter_stats::{Interval, Summary};
 
 /// The plan line a receiver reads on stdin (net protocol 2).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]

@@ -6,7 +6,7 @@ pub use crate::machine::counters::Counters;
 use crate::machine::sched::SchedInfo;
 use serde::{Deserialize, Serialize};
 use taskmeter_protocol::Plan;
-use taskmeter_record::stats::Summary;
+use taskmeter_stats::Summary;
 
 fn one() -> u32 {
     1

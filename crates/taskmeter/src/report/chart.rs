@@ -15,7 +15,7 @@ use crate::model::run::{ClassResult, Metric, Row, RunRecord};
 use crate::model::sweep::{Param, Point};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
-use taskmeter_record::stats::{ratio_interval, Interval};
+use taskmeter_stats::{ratio_interval, Interval};
 
 pub struct Chart {
     /// File name under `charts/`.

@@ -1,7 +1,7 @@
 //! How numbers are written in every report: durations (the one formatter, shared with the
 //! `record()` report), counts, rates and sizes.
 
-pub use taskmeter_record::format::ns as format_ns;
+pub use taskmeter_stats::format::ns as format_ns;
 
 /// A count with thousands separators: `1,234,567`.
 pub fn format_count(n: u64) -> String {

@@ -10,8 +10,8 @@ use crate::model::granularity::{GrainRecord, GrainRun, GrainSummary, Metg};
 use plotters::prelude::SeriesLabelPosition;
 use std::fmt::Write as _;
 use std::path::Path;
-use taskmeter_record::format::ns as format_ns;
-use taskmeter_record::stats::Interval;
+use taskmeter_stats::format::ns as format_ns;
+use taskmeter_stats::Interval;
 
 /// The line printed when a worker ends.
 pub fn progress_line(run: &GrainRun, repeat: u32) -> String {

@@ -257,7 +257,7 @@ fn environment_table(out: &mut String, env: &Environment) {
 /// accounting, as the console shows them, with the environment.
 pub fn render_bench(record: &crate::model::bench::BenchRecord) -> String {
     use taskmeter_record::console::{ips, notes};
-    use taskmeter_record::format::duration;
+    use taskmeter_stats::format::duration;
     let report = &record.report;
     let title = format!("taskmeter bench of {}", record.header.started_at);
     let mut out = page_head(&title, &record.header, &record.header.started_at);

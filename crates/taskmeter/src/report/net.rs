@@ -8,7 +8,7 @@ use super::{write, write_charts_and_page, ReportError};
 use crate::model::net::{NetPoint, NetRecord, NetSummary};
 use std::fmt::Write as _;
 use std::path::Path;
-use taskmeter_record::stats::{t_interval, Interval};
+use taskmeter_stats::{t_interval, Interval};
 
 pub fn progress_line(p: &NetPoint, repeat: u32) -> String {
     let repetition = if repeat > 1 { format!(" #{}", p.repetition) } else { String::new() };
@@ -153,7 +153,7 @@ pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
 pub fn summary_csv(record: &NetRecord) -> String {
     let mut out = String::from("receiver,senders,repetition,messages_planned,messages_sent,messages_acked,messages_received,throughput_msg_per_s,ratio_to_1_sender,window_ns,rtt_p50_ns,rtt_p99_ns,rtt_max_ns,status\n");
     for p in &record.points {
-        let rtt = |pick: fn(&taskmeter_record::stats::Summary) -> Option<i64>| {
+        let rtt = |pick: fn(&taskmeter_stats::Summary) -> Option<i64>| {
             p.round_trip.as_ref().and_then(pick).map_or(String::new(), |v| v.to_string())
         };
         let _ = writeln!(
@@ -206,7 +206,7 @@ fn summary_table(record: &NetRecord) -> Vec<Vec<String>> {
     .to_vec()];
     for summary in &record.summaries {
         let of = || record.points.iter().filter(|p| p.receiver == summary.receiver && p.senders == summary.senders);
-        let rtt = |pick: fn(&taskmeter_record::stats::Summary) -> Option<i64>| {
+        let rtt = |pick: fn(&taskmeter_stats::Summary) -> Option<i64>| {
             let values: Vec<f64> =
                 of().filter_map(|p| p.round_trip.as_ref().and_then(pick)).map(|v| v as f64).collect();
             if values.is_empty() {

@@ -5,7 +5,7 @@
 use super::format::{format_bytes, format_count, format_ns, format_rate};
 use crate::analysis::cells::{cells, Cell, Statistic};
 use crate::model::run::{Metric, Row, RowStatus, RunRecord};
-use taskmeter_record::stats::{ratio_interval, Interval};
+use taskmeter_stats::{ratio_interval, Interval};
 
 /// The runtimes of one point that have statistics, ranked by the mean absolute deviation of the
 /// metric (for `lateness` and `busy` that is their mean; for `actual` and `full`, the mean
@@ -280,7 +280,7 @@ pub fn class_table_of(record: &RunRecord) -> Option<Table> {
         for cell in cells(record, point.index).iter().filter(|c| c.repetitions() > 0) {
             for class in 0..record.settings.priority_classes {
                 let of = |r: &Row| r.classes.iter().find(|k| k.class == class).cloned();
-                let statistic = |f: &dyn Fn(&taskmeter_record::stats::Summary) -> Option<f64>| {
+                let statistic = |f: &dyn Fn(&taskmeter_stats::Summary) -> Option<f64>| {
                     cell.mean_of(|r| f(&of(r)?.statistics?.lateness))
                 };
                 let ns = |v: Option<f64>| v.map(format_ns).unwrap_or_else(|| "-".into());

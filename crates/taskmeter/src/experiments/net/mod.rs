@@ -27,7 +27,7 @@ use std::process::{ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use taskmeter_record::clock::now_ns;
-use taskmeter_record::stats::Summary;
+use taskmeter_stats::Summary;
 
 pub struct NetOptions {
     pub settings: NetSettings,

@@ -1,5 +1,5 @@
 //! Every statistic taskmeter reports, in one place: the run tables, `compare`, `net`, `bench`
-//! and the `record()` report all use these definitions.
+//! and the `record()` report all use these definitions, and [`format`] writes their durations.
 //!
 //! - `mean` is the arithmetic mean; `sample_std` the *sample* standard deviation (divisor n - 1),
 //!   absent for n < 2.
@@ -11,6 +11,8 @@
 //! - Intervals: [`t_interval`] (Student's t over repetitions), [`normal_interval`] (one
 //!   repetition's samples taken as independent), [`ratio_interval`] (first-order propagation).
 //! - Tests: [`welch_p`] (repetitions), [`mann_whitney_counts`] (distributions).
+
+pub mod format;
 
 use serde::{Deserialize, Serialize};
 
