@@ -30,13 +30,13 @@ tracked() { git ls-files -- "$@"; }
 
 # Rust: the workspace, and the two crates built on demand outside it (each has its own lock file).
 check "cargo fmt" cargo fmt --all --check
-for manifest in crates/taskmeter-wasm/Cargo.toml receivers/wasm-thread/guest/Cargo.toml; do
+for manifest in receivers/wasm-thread/host/Cargo.toml receivers/wasm-thread/guest/Cargo.toml; do
     check "cargo fmt ($manifest)" cargo fmt --manifest-path "$manifest" --check
 done
 check "cargo clippy" cargo clippy --quiet --locked --workspace --all-targets -- -D warnings
 # In the target folders taskmeter builds them in (their dependencies are checked once).
-check "cargo clippy (crates/taskmeter-wasm)" env CARGO_TARGET_DIR=target/wasm-host \
-    cargo clippy --quiet --locked --manifest-path crates/taskmeter-wasm/Cargo.toml --all-targets -- -D warnings
+check "cargo clippy (receivers/wasm-thread/host)" env CARGO_TARGET_DIR=target/wasm-host \
+    cargo clippy --quiet --locked --manifest-path receivers/wasm-thread/host/Cargo.toml --all-targets -- -D warnings
 check "cargo clippy (receivers/wasm-thread/guest)" env CARGO_TARGET_DIR=target/wasm-guest \
     cargo clippy --quiet --locked --manifest-path receivers/wasm-thread/guest/Cargo.toml \
     --target wasm32-wasip1-threads -- -D warnings

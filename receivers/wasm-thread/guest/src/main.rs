@@ -1,7 +1,7 @@
 //! The wasm-thread receiver of `taskmeter run net` (net protocol 2, receivers/README.md), built
 //! for `wasm32-wasip1-threads`: one std thread (a wasi-thread) per accepted connection, which
 //! runs its handshake and, once every sender has joined, reads each message, times it and
-//! echoes it. The host (crates/taskmeter-wasm) preopens the listening socket as fd 3.
+//! echoes it. The host (receivers/wasm-thread/host) preopens the listening socket as fd 3.
 //!
 //! WASI preview 1 on wasmtime 46 (wasi-common) has no socket timeouts (std's `set_read_timeout`
 //! says "unsupported"), no `shutdown` of a listener (EBADF), and no non-blocking switch once a

@@ -109,7 +109,7 @@ fn source_dir() -> Result<PathBuf, String> {
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."));
     let dir = dir.canonicalize().unwrap_or(dir);
-    if dir.join("crates/taskmeter-wasm/Cargo.toml").is_file() {
+    if dir.join("receivers/wasm-thread/host/Cargo.toml").is_file() {
         Ok(dir)
     } else {
         Err(format!("the WebAssembly receivers are built from taskmeter's source tree, not found at {} (set TASKMETER_SOURCE_DIR)", dir.display()))
@@ -144,7 +144,7 @@ fn wasm_thread() -> Result<Command, String> {
                 "the wasm-thread guest",
             )?;
             cargo_build(
-                &source.join("crates/taskmeter-wasm"),
+                &source.join("receivers/wasm-thread/host"),
                 &[],
                 &target.join("wasm-host"),
                 "the wasmtime host (taskmeter-wasm)",
