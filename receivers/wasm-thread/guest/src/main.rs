@@ -11,6 +11,9 @@
 //! joined) is a `poll` with a timeout before the blocking read or accept, which then returns at
 //! once.
 
+#[path = "../../json.rs"]
+mod json;
+
 use std::io::{BufRead, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::wasi::io::{AsRawFd, FromRawFd};
@@ -58,20 +61,8 @@ fn readable(fd: &impl AsRawFd, wait: Duration) -> std::io::Result<bool> {
 }
 
 fn fail(message: &str) -> ! {
-    println!("{{\"type\":\"error\",\"message\":{}}}", quoted(message));
+    println!("{{\"type\":\"error\",\"message\":{}}}", json::quoted(message));
     std::process::exit(1)
-}
-
-fn quoted(text: &str) -> String {
-    let mut out = String::from("\"");
-    for c in text.chars() {
-        match c {
-            '"' | '\\' => out.extend(['\\', c]),
-            c if c < ' ' => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out + "\""
 }
 
 /// A JSON value, as much of it as the plan needs: anything but a non-negative integer, a
@@ -359,7 +350,7 @@ struct Connection {
 
 fn stranger(peer: &str, reason: &str) {
     // One println!, one line: stdout's lock keeps the lines of other threads apart.
-    println!("{{\"type\":\"stranger\",\"peer\":{},\"reason\":{}}}", quoted(peer), quoted(reason));
+    println!("{{\"type\":\"stranger\",\"peer\":{},\"reason\":{}}}", json::quoted(peer), json::quoted(reason));
 }
 
 /// The peer of a connection; WASI preview 1 has no getpeername, so std says "unsupported" there.
@@ -513,7 +504,7 @@ fn main() {
     let pid = std::env::var("TASKMETER_HOST_PID").ok().and_then(|p| p.parse::<u32>().ok());
     println!(
         "{{\"type\":\"hello\",\"receiver\":\"wasm-thread\",\"runtime_version\":{},\"pid\":{}}}",
-        quoted(&format!("wasm32-wasip1-threads on {runtime}")),
+        json::quoted(&format!("wasm32-wasip1-threads on {runtime}")),
         pid.map_or("null".to_string(), |p| p.to_string())
     );
     let reports = run(listener, &gate, Instant::now());
@@ -527,7 +518,7 @@ fn main() {
             c.messages,
             number(c.first_ns),
             number(c.last_ns),
-            c.error.as_deref().map_or("null".to_string(), quoted)
+            c.error.as_deref().map_or("null".to_string(), json::quoted)
         );
     }
     let total: u64 = reports.iter().map(|c| c.messages).sum();

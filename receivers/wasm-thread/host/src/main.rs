@@ -5,6 +5,9 @@
 //! does not load or traps) is the protocol's error line on stdout, the same on stderr, and exit
 //! status 1; the guest's own exit status is passed on.
 
+#[path = "../../json.rs"]
+mod json;
+
 use std::os::fd::FromRawFd;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -28,23 +31,11 @@ fn main() -> ExitCode {
             // One line: net protocol 2's error line on stdout (taskmeter shows its message),
             // and the same for a person on stderr.
             let message = e.split_whitespace().collect::<Vec<_>>().join(" ");
-            println!("{{\"type\":\"error\",\"message\":{}}}", json_string(&message));
+            println!("{{\"type\":\"error\",\"message\":{}}}", json::quoted(&message));
             eprintln!("taskmeter-wasm: {message}");
             ExitCode::from(1)
         }
     }
-}
-
-fn json_string(text: &str) -> String {
-    let mut out = String::from("\"");
-    for c in text.chars() {
-        match c {
-            '"' | '\\' => out.extend(['\\', c]),
-            c if c < ' ' => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out + "\""
 }
 
 /// fd 3 as a listening TCP socket, or why it is not one.
