@@ -91,7 +91,9 @@ impl Axis {
                     String::new()
                 }
             }
-            (true, _) => short(10f64.powf(v)),
+            // Decades only: the ticks between them (10^2.5 = 316) are grid lines, not labels.
+            (true, _) if (v - v.round()).abs() < 1e-6 => decade(v.round() as i32),
+            (true, _) => String::new(),
         }
     }
     fn range(self, values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
@@ -108,6 +110,15 @@ impl Axis {
             (true, None) => ", log scale",
             (true, Some(_)) => ", log scale, 0 drawn a decade below",
         }
+    }
+}
+
+/// 10^exponent as an axis label: plain up to 100000, then 1e6, 1e7...
+fn decade(exponent: i32) -> String {
+    match exponent {
+        0..=5 => 10u64.pow(exponent as u32).to_string(),
+        -2..=-1 => short(10f64.powi(exponent)),
+        _ => format!("1e{exponent}"),
     }
 }
 
@@ -138,6 +149,10 @@ pub struct Series {
 }
 
 impl Series {
+    fn key(&self, mark: Mark) -> Key {
+        Key { label: self.name.clone(), colour: self.colour, mark }
+    }
+
     pub fn new(name: impl Into<String>, colour: RGBColor, points: Vec<(f64, f64)>) -> Series {
         Series { name: name.into(), colour, points, errors: Vec::new() }
     }
@@ -159,17 +174,37 @@ pub fn palette(i: usize) -> RGBColor {
 type Plot<'a> = ChartContext<'a, SVGBackend<'a>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 /// Draws one chart into an SVG string: a white canvas, a title, the two ranges, then `draw`.
+/// One line of a legend: the label and the mark of its series.
+pub struct Key {
+    pub label: String,
+    pub colour: RGBColor,
+    pub mark: Mark,
+}
+
+#[derive(Clone, Copy)]
+pub enum Mark {
+    /// A line of this width.
+    Line(u32),
+    Bar,
+    Dot,
+}
+
+/// Draws a chart with `draw`; the legend goes to the right of the plot, where it can never cover
+/// data (the figure widens by its width; the plot keeps its size).
 fn svg_chart(
     title: &str,
     x: std::ops::Range<f64>,
     y: std::ops::Range<f64>,
+    legend: &[Key],
     draw: impl FnOnce(&mut Plot) -> Result<(), String>,
 ) -> Result<String, String> {
+    let legend_width = legend_width(legend);
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (SIZE.0 + legend_width, SIZE.1)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
+        let (plot_area, legend_area) = root.split_horizontally(SIZE.0);
+        let mut chart = ChartBuilder::on(&plot_area)
             .caption(title, ("sans-serif", 18))
             .margin(12)
             .x_label_area_size(44)
@@ -177,19 +212,36 @@ fn svg_chart(
             .build_cartesian_2d(x, y)
             .map_err(err)?;
         draw(&mut chart)?;
+        draw_legend(&legend_area, legend)?;
         root.present().map_err(err)?;
     }
     Ok(svg)
 }
 
-fn legend(chart: &mut Plot, position: SeriesLabelPosition) -> Result<(), String> {
-    chart
-        .configure_series_labels()
-        .position(position)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .draw()
-        .map_err(err)
+/// Pixels per legend line, and from the top of the figure to the first (the plot's top).
+const LEGEND_LINE: i32 = 18;
+const LEGEND_TOP: i32 = 46;
+
+/// The legend's room: its longest label at about 7 px a character in the 12 px font, and the
+/// mark (0 without a legend).
+fn legend_width(legend: &[Key]) -> u32 {
+    legend.iter().map(|k| k.label.chars().count() as u32 * 7 + 48).max().unwrap_or(0)
+}
+
+fn draw_legend(area: &DrawingArea<SVGBackend, plotters::coord::Shift>, legend: &[Key]) -> Result<(), String> {
+    let font = ("sans-serif", 12).into_font();
+    for (i, key) in legend.iter().enumerate() {
+        let y = LEGEND_TOP + i as i32 * LEGEND_LINE;
+        let colour = key.colour;
+        match key.mark {
+            Mark::Line(width) => area.draw(&PathElement::new(vec![(4, y), (24, y)], colour.stroke_width(width))),
+            Mark::Bar => area.draw(&Rectangle::new([(6, y - 5), (20, y + 5)], colour.filled())),
+            Mark::Dot => area.draw(&Circle::new((14, y), 5, colour.filled())),
+        }
+        .map_err(err)?;
+        area.draw(&Text::new(key.label.clone(), (32, y - 5), font.clone())).map_err(err)?;
+    }
+    Ok(())
 }
 
 /// One line per series, with its error bars; with `categories`, x is a position in that list
@@ -201,21 +253,18 @@ pub fn line_chart(
     series: &[Series],
     categories: Option<&[String]>,
 ) -> Result<String, String> {
-    let look = Look { categories, value_axis: None, legend_at: SeriesLabelPosition::UpperLeft, level: None };
-    lines(title, x_desc, y_desc, series, look)
+    lines(title, x_desc, y_desc, series, Look { categories, value_axis: None, level: None })
 }
 
-/// The same with a linear value axis from 0, for shares such as an efficiency, and the legend
-/// where the lines leave room for it.
+/// The same with a linear value axis from 0, for shares such as an efficiency.
 pub fn share_chart(
     title: &str,
     x_desc: &str,
     y_desc: &str,
     series: &[Series],
     categories: Option<&[String]>,
-    legend_at: SeriesLabelPosition,
 ) -> Result<String, String> {
-    lines(title, x_desc, y_desc, series, Look { categories, value_axis: Some(Axis::LINEAR), legend_at, level: None })
+    lines(title, x_desc, y_desc, series, Look { categories, value_axis: Some(Axis::LINEAR), level: None })
 }
 
 /// A level a chart marks across its width, and where each line crosses it.
@@ -232,11 +281,9 @@ pub fn share_chart_at_level(
     x_desc: &str,
     y_desc: &str,
     series: &[Series],
-    legend_at: SeriesLabelPosition,
     level: &Level,
 ) -> Result<String, String> {
-    let look = Look { categories: None, value_axis: Some(Axis::LINEAR), legend_at, level: Some(level) };
-    lines(title, x_desc, y_desc, series, look)
+    lines(title, x_desc, y_desc, series, Look { categories: None, value_axis: Some(Axis::LINEAR), level: Some(level) })
 }
 
 /// How a line chart is drawn beyond its titles and series.
@@ -244,12 +291,16 @@ struct Look<'a> {
     categories: Option<&'a [String]>,
     /// None: chosen from the values (logarithmic when they span two decades).
     value_axis: Option<Axis>,
-    legend_at: SeriesLabelPosition,
     level: Option<&'a Level>,
 }
 
 fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Series], look: Look) -> Result<String, String> {
-    let Look { categories, value_axis, legend_at, level } = look;
+    let Look { categories, value_axis, level } = look;
+    let grey = RGBColor(110, 110, 110);
+    let mut legend: Vec<Key> = series.iter().map(|s| s.key(Mark::Line(2))).collect();
+    if let Some(level) = level {
+        legend.push(Key { label: level.label.clone(), colour: grey, mark: Mark::Line(1) });
+    }
     let all = || series.iter().flat_map(|s| s.points.iter().copied());
     let xa = if categories.is_some() { Axis::LINEAR } else { Axis::for_values(all().map(|p| p.0)) };
     let x_range = match categories {
@@ -275,7 +326,7 @@ fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Series], look: Look)
     let x_ticks = categories.map_or(10, |c| c.len() * 4 + 1);
     let x_span = x_range.end - x_range.start;
     let (x_from, x_to) = (x_range.start, x_range.end);
-    svg_chart(title, x_range, ya.range(all().map(|p| p.1).chain(extents())), |chart| {
+    svg_chart(title, x_range, ya.range(all().map(|p| p.1).chain(extents())), &legend, |chart| {
         chart
             .configure_mesh()
             .x_desc(format!("{x_desc}{}", xa.suffix()))
@@ -289,11 +340,7 @@ fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Series], look: Look)
         for line in series {
             let mapped: Vec<(f64, f64)> = line.points.iter().map(|(x, y)| (xa.to(*x), ya.to(*y))).collect();
             let style = line.colour.stroke_width(2);
-            chart
-                .draw_series(LineSeries::new(mapped.clone(), style))
-                .map_err(err)?
-                .label(line.name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+            chart.draw_series(LineSeries::new(mapped.clone(), style)).map_err(err)?;
             chart.draw_series(mapped.iter().map(|p| Circle::new(*p, 3, line.colour.filled()))).map_err(err)?;
             let cap = x_span * 0.008;
             let bars = line.extents().zip(&line.errors).filter(|(_, e)| e.is_some()).map(|((x, lo, hi), _)| {
@@ -307,16 +354,13 @@ fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Series], look: Look)
         }
         if let Some(level) = level {
             let y = ya.to(level.y);
-            let grey = RGBColor(110, 110, 110);
             chart
                 .draw_series(std::iter::once(PathElement::new(vec![(x_from, y), (x_to, y)], grey.stroke_width(1))))
-                .map_err(err)?
-                .label(level.label.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], grey.stroke_width(1)));
+                .map_err(err)?;
             let marks = level.marks.iter().map(|(x, colour)| TriangleMarker::new((xa.to(*x), y), 7, colour.filled()));
             chart.draw_series(marks).map_err(err)?;
         }
-        legend(chart, legend_at)
+        Ok(())
     })
 }
 
@@ -362,7 +406,8 @@ fn cdf_chart(record: &RunRecord, point: &Point) -> Result<Option<Chart>, String>
     let title = format!("{} distribution{}", metric.name(), at(record, point));
     let xa = Axis { log: true, zero_at: None };
     let x_range = xa.range(series.iter().flat_map(|s| s.points.iter().map(|q| q.0)));
-    let svg = svg_chart(&title, x_range, 0f64..1.02f64, |chart| {
+    let legend: Vec<Key> = series.iter().map(|s| s.key(Mark::Line(2))).collect();
+    let svg = svg_chart(&title, x_range, 0f64..1.02f64, &legend, |chart| {
         chart
             .configure_mesh()
             .x_desc(format!("{} (µs, log scale; values <= 0 at the left edge)", metric.name()))
@@ -371,7 +416,7 @@ fn cdf_chart(record: &RunRecord, point: &Point) -> Result<Option<Chart>, String>
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(err)?;
-        for Series { name, colour, points, .. } in &series {
+        for Series { colour, points, .. } in &series {
             // A step function: the fraction holds until the next value.
             let mut steps = Vec::with_capacity(points.len() * 2);
             let mut previous = 0.0;
@@ -381,13 +426,9 @@ fn cdf_chart(record: &RunRecord, point: &Point) -> Result<Option<Chart>, String>
                 previous = *f;
             }
             let style = colour.stroke_width(2);
-            chart
-                .draw_series(LineSeries::new(steps, style))
-                .map_err(err)?
-                .label(name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+            chart.draw_series(LineSeries::new(steps, style)).map_err(err)?;
         }
-        legend(chart, SeriesLabelPosition::UpperLeft)
+        Ok(())
     })?;
     Ok(Some(Chart { file: format!("point-{}-{}-cdf.svg", point.index + 1, metric.name()), title, svg }))
 }
@@ -425,7 +466,12 @@ fn deviation_bars(record: &RunRecord, point: &Point) -> Result<Option<Chart>, St
     let top =
         bars.iter().flat_map(|b| [b.1, b.2]).flatten().map(|i| i.value + error(&i)).fold(0.0, f64::max) * 1.15 + 1e-9;
     let names: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
-    let svg = svg_chart(&title, -0.5f64..(bars.len() as f64 - 0.5), 0f64..top, |chart| {
+    let metrics = [("actual", COLOURS[0], -0.2), ("full", COLOURS[4], 0.2)];
+    let legend: Vec<Key> = metrics
+        .iter()
+        .map(|(label, colour, _)| Key { label: label.to_string(), colour: *colour, mark: Mark::Bar })
+        .collect();
+    let svg = svg_chart(&title, -0.5f64..(bars.len() as f64 - 0.5), 0f64..top, &legend, |chart| {
         let x_fmt = |v: &f64| {
             let i = v.round();
             if (v - i).abs() < 1e-6 && i >= 0.0 {
@@ -444,16 +490,14 @@ fn deviation_bars(record: &RunRecord, point: &Point) -> Result<Option<Chart>, St
             .y_label_formatter(&|v| short(*v))
             .draw()
             .map_err(err)?;
-        for (metric, colour, offset) in [("actual", COLOURS[0], -0.2), ("full", COLOURS[4], 0.2)] {
+        for (metric, colour, offset) in metrics {
             let pick = |b: &Bar| if metric == "actual" { b.1 } else { b.2 }.expect("filtered");
             chart
                 .draw_series(bars.iter().enumerate().map(|(i, b)| {
                     let x = i as f64 + offset;
                     Rectangle::new([(x - 0.18, 0.0), (x + 0.18, pick(b).value)], colour.filled())
                 }))
-                .map_err(err)?
-                .label(metric)
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], colour.filled()));
+                .map_err(err)?;
             if repeated {
                 chart
                     .draw_series(bars.iter().enumerate().map(|(i, b)| {
@@ -467,7 +511,7 @@ fn deviation_bars(record: &RunRecord, point: &Point) -> Result<Option<Chart>, St
                     .map_err(err)?;
             }
         }
-        legend(chart, SeriesLabelPosition::UpperLeft)
+        Ok(())
     })?;
     Ok(Some(Chart { file: format!("point-{}-deviation-bars.svg", point.index + 1), title, svg }))
 }
@@ -678,7 +722,11 @@ fn frontier_chart(record: &RunRecord, point: &Point) -> Result<Option<Chart>, St
     let floor = if floor.is_finite() { floor / 2.0 } else { 0.001 };
     let (xa, ya) = (Axis::for_values(xs()), Axis::for_values(ys().map(|v| v.max(floor))));
     let title = format!("lateness against CPU per wake-up{}", at(record, point));
-    let svg = svg_chart(&title, xa.range(xs()), ya.range(ys().map(|v| v.max(floor))), |chart| {
+    let legend: Vec<Key> = runtimes
+        .iter()
+        .map(|r| Key { label: r.runtime.to_string(), colour: colour(record, r.runtime), mark: Mark::Dot })
+        .collect();
+    let svg = svg_chart(&title, xa.range(xs()), ya.range(ys().map(|v| v.max(floor))), &legend, |chart| {
         chart
             .configure_mesh()
             .x_desc(format!("CPU time of the worker per wake-up (µs{})", xa.suffix()))
@@ -694,16 +742,12 @@ fn frontier_chart(record: &RunRecord, point: &Point) -> Result<Option<Chart>, St
             let (p50, p99) = (ya.to(us(r.lateness_p50_ns).max(floor)), ya.to(us(r.lateness_p99_ns).max(floor)));
             chart.draw_series([PathElement::new(vec![(x, p50), (x, p99)], c.stroke_width(2))]).map_err(err)?;
             chart.draw_series([Circle::new((x, p99), 5, c.stroke_width(2))]).map_err(err)?;
-            chart
-                .draw_series([Circle::new((x, p50), 5, c.filled())])
-                .map_err(err)?
-                .label(r.runtime)
-                .legend(move |(x, y)| Circle::new((x + 8, y), 5, c.filled()));
+            chart.draw_series([Circle::new((x, p50), 5, c.filled())]).map_err(err)?;
             chart
                 .draw_series([Text::new(r.runtime.to_string(), (x, p50), ("sans-serif", 12).into_font().color(&c))])
                 .map_err(err)?;
         }
-        legend(chart, SeriesLabelPosition::UpperRight)
+        Ok(())
     })?;
     Ok(Some(Chart { file: format!("why-point-{}-frontier.svg", point.index + 1), title, svg }))
 }
@@ -739,7 +783,20 @@ mod tests {
         assert_eq!(a.to(0.0), 2.0, "0 sits a decade below 1000");
         assert_eq!(a.label(2.0), "0");
         assert_eq!(a.label(3.0), "1000");
-        assert_eq!(a.label(6.0), "1.00e6");
+        assert_eq!(a.label(6.0), "1e6");
+        assert_eq!(a.label(3.5), "", "only decades are labelled (not 3162)");
+        assert_eq!(a.label(4.0), "10000");
+        assert_eq!(Axis { log: true, zero_at: None }.label(-1.0), "0.10");
+    }
+
+    #[test]
+    fn the_legend_is_beside_the_plot_and_as_wide_as_its_longest_label() {
+        let key = |label: &str| Key { label: label.into(), colour: COLOURS[0], mark: Mark::Line(2) };
+        assert_eq!(legend_width(&[]), 0);
+        let series = vec![Series::new("a", COLOURS[0], vec![(1.0, 1.0), (2.0, 2.0)])];
+        let svg = line_chart("t", "x", "y", &series, None).unwrap();
+        assert!(svg.contains(&format!("width=\"{}\"", SIZE.0 + legend_width(&[key("a")]))));
+        assert!(legend_width(&[key("python-asyncio"), key("go")]) > legend_width(&[key("python")]));
     }
 
     #[test]

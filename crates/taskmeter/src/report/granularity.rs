@@ -7,7 +7,6 @@ use super::console::render_table;
 use super::{write, write_charts_and_page, ReportError};
 use crate::analysis::granularity::{baselines, BASELINE_SPREAD, THRESHOLD};
 use crate::model::granularity::{GrainRecord, GrainRun, GrainSummary, Metg};
-use plotters::prelude::SeriesLabelPosition;
 use std::fmt::Write as _;
 use std::path::Path;
 use taskmeter_stats::format::ns as format_ns;
@@ -299,21 +298,13 @@ pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
                 granularity_axis,
                 "efficiency (%)",
                 &against_granularity,
-                SeriesLabelPosition::UpperLeft,
                 &metg_level(record),
             )?,
         },
         Chart {
             file: "efficiency-by-size.svg".into(),
             title: by_size.clone(),
-            svg: share_chart(
-                &by_size,
-                "busy work per task",
-                "efficiency (%)",
-                &efficiency,
-                Some(&sizes),
-                SeriesLabelPosition::UpperRight,
-            )?,
+            svg: share_chart(&by_size, "busy work per task", "efficiency (%)", &efficiency, Some(&sizes))?,
         },
         Chart {
             file: "overhead.svg".into(),
