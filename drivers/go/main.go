@@ -11,7 +11,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -47,7 +46,12 @@ type plan struct {
 	BusyIters                           uint64 `json:"busy_iters"`
 	BusyYield                           bool   `json:"busy_yield"`
 	Flush                               uint64 `json:"flush_ns"`
-	locked, absolute, none, atomicSum   bool   // derived once, so the loop compares no strings
+	// The machine's room, read by the orchestrator as it started this worker (nil: unknown).
+	RoomThreads                       *int64 `json:"room_threads"`
+	RoomThreadsWhy                    string `json:"room_threads_why"`
+	RoomMemory                        *int64 `json:"room_memory_bytes"`
+	RoomMemoryWhy                     string `json:"room_memory_why"`
+	locked, absolute, none, atomicSum bool   // derived once, so the loop compares no strings
 	// The granularity experiment's keys (absent from the other experiments' plans).
 	Pattern      string
 	Width, Steps uint64
@@ -683,9 +687,11 @@ func (pr priority) apply(class uint64) error {
 
 // Go cannot recover from a failed start: a goroutine that finds no memory, or a locked unit whose
 // thread the kernel refuses ("runtime: failed to create new OS thread"), aborts the process. So
-// the driver computes, before starting, how many units the machine allows now, with a margin,
-// and starts no more (a partial start). Memory per unit is estimated high: measured, about
-// 3 KiB per goroutine, and per locked thread 17-40 KiB of RSS plus 23 KiB of kernel memory.
+// the driver starts no more units than the machine's room allows (a partial start): the plan
+// carries it, measured by the orchestrator as it started this worker (the memory available,
+// the threads this user may still create, 1/32 already left to other processes). Memory per
+// unit is estimated high: measured, about 3 KiB per goroutine, and per locked thread 17-40 KiB
+// of RSS plus 23 KiB of kernel memory.
 func limitUnits(p *plan) (uint64, string) {
 	perUnit := uint64(16 << 10)
 	if p.locked {
@@ -695,127 +701,30 @@ func limitUnits(p *plan) (uint64, string) {
 		perUnit += 48 * p.Ring
 	}
 	n, why := uint64(math.MaxUint64), ""
-	if free, what := availableMemory(); what != "" {
-		n = uint64(max(free, 0)) / 2 / perUnit
+	if p.RoomMemory != nil {
+		n = uint64(max(*p.RoomMemory, 0)) / 2 / perUnit
 		why = fmt.Sprintf("%s stops at %d units: Go aborts the process when it runs out of memory, so units are capped at half of %s at about %d KiB per unit with its ring",
-			p.Runtime, n, what, perUnit>>10)
+			p.Runtime, n, p.RoomMemoryWhy, perUnit>>10)
 	}
 	if !p.locked {
 		return n, why
 	}
 	// Threads that are not units: one per P, sysmon, the template thread, the stdin reader,
-	// the writer and idle ones (measured: 9 to 10 with GOMAXPROCS 2).
+	// the writer and idle ones (measured: 9 to 10 with GOMAXPROCS 2). The orchestrator measured
+	// the room before this process existed, so they are taken from it here.
 	own := 16 + 2*int64(runtime.GOMAXPROCS(0))
 	kernelRoom := int64(math.MaxInt32)
-	threadRooms(func(free int64, what string) {
-		kernelRoom = min(kernelRoom, free)
-		others := max(free/32, 0) // left to other processes, which share the limit
-		if m := uint64(max(free-own-others, 0)); m < n {
-			n, why = m, fmt.Sprintf("go-locked stops at %d units: the Go runtime aborts the whole process when it cannot create a thread, so the driver stays below the kernel's limits; the first is %s, which leaves %d threads, of which %d are kept for the runtime's own threads and %d (1/32) for other processes",
-				m, what, free, own, others)
+	if p.RoomThreads != nil {
+		kernelRoom = *p.RoomThreads
+		if m := uint64(max(kernelRoom-own, 0)); m < n {
+			n, why = m, fmt.Sprintf("go-locked stops at %d units: the Go runtime aborts the whole process when it cannot create a thread, so the driver stays below the kernel's limits: the plan leaves room for %d threads, of which %d are kept for the runtime's own threads; %s",
+				m, kernelRoom, own, p.RoomThreadsWhy)
 		}
-	})
+	}
 	// The runtime's own limit (10,000 threads) must not be hit first: the kernel's is the real one.
 	threads, _ := readKeyed("/proc/self/status", "Threads:")
 	debug.SetMaxThreads(int(max(10000, min(threads+kernelRoom, math.MaxInt32))))
 	return n, why
-}
-
-// threadRooms calls visit with each of the kernel's limits on the threads this process may
-// still create: how many are left, and what sets it (for the start_error).
-func threadRooms(visit func(free int64, what string)) {
-	add := func(free int64, format string, args ...any) { visit(free, fmt.Sprintf(format, args...)) }
-	var load float64
-	var running, tasks int64 // "0.52 0.58 0.59 2/345 6789": 345 threads on the machine
-	text, _ := os.ReadFile("/proc/loadavg")
-	if _, err := fmt.Sscanf(string(text), "%f %f %f %d/%d", &load, &load, &load, &running, &tasks); err == nil {
-		if n, ok := readInt("/proc/sys/kernel/threads-max"); ok {
-			add(n-tasks, "kernel.threads-max %d with %d threads on the machine", n, tasks)
-		}
-		// Once the pid counter has wrapped, pids below 300 are never handed out again.
-		if n, ok := readInt("/proc/sys/kernel/pid_max"); ok {
-			add(n-300-tasks, "kernel.pid_max %d (less 300 reserved pids) with %d threads on the machine", n, tasks)
-		}
-	}
-	// RLIMIT_NPROC counts every thread of the user, and does not apply to root.
-	var rl syscall.Rlimit
-	if uid := os.Getuid(); uid != 0 && syscall.Getrlimit(6 /* RLIMIT_NPROC */, &rl) == nil && rl.Cur < math.MaxInt64 {
-		mine := threadsOfUser(uint32(uid))
-		add(int64(rl.Cur)-mine, "RLIMIT_NPROC (ulimit -u) %d with %d threads of uid %d", rl.Cur, mine, uid)
-	}
-	for _, dir := range cgroupDirs("pids") {
-		if free, ok := roomUnder(dir, "pids.max", "pids.current"); ok {
-			add(free, "%s/pids.max with %d left", dir, free)
-		}
-	}
-}
-
-// availableMemory is the smaller of MemAvailable and the room under a cgroup memory limit, and
-// what sets it ("" when neither is known).
-func availableMemory() (free int64, what string) {
-	free = math.MaxInt64
-	if kb, ok := readKeyed("/proc/meminfo", "MemAvailable:"); ok {
-		free, what = kb<<10, fmt.Sprintf("MemAvailable (%d MiB)", kb>>10)
-	}
-	for _, dir := range cgroupDirs("memory") {
-		for _, f := range [][2]string{{"memory.max", "memory.current"}, {"memory.limit_in_bytes", "memory.usage_in_bytes"}} {
-			if room, ok := roomUnder(dir, f[0], f[1]); ok && room < free {
-				free, what = room, fmt.Sprintf("the room under %s/%s (%d MiB)", dir, f[0], room>>20)
-			}
-		}
-	}
-	return free, what
-}
-
-// cgroupDirs lists this process's cgroup directories for a controller (cgroup v2, or the v1
-// hierarchy of that controller), from its own up to the root: the limits of ancestors apply too.
-func cgroupDirs(controller string) (dirs []string) {
-	data, _ := os.ReadFile("/proc/self/cgroup")
-	for _, line := range strings.Split(string(data), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		var roots []string
-		switch {
-		case parts[0] == "0" && parts[1] == "":
-			roots = []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}
-		case strings.Contains(","+parts[1]+",", ","+controller+","):
-			roots = []string{"/sys/fs/cgroup/" + parts[1]}
-		}
-		for _, root := range roots {
-			for dir := filepath.Join(root, parts[2]); strings.HasPrefix(dir, root); dir = filepath.Dir(dir) {
-				dirs = append(dirs, dir) // up to root, whose parent does not start with root
-			}
-		}
-	}
-	return dirs
-}
-
-// threadsOfUser counts the threads of the processes uid owns.
-func threadsOfUser(uid uint32) (n int64) {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		if info, err := os.Stat("/proc/" + e.Name()); err == nil && e.Name()[0] >= '0' && e.Name()[0] <= '9' && info.Sys().(*syscall.Stat_t).Uid == uid {
-			tasks, _ := os.ReadDir("/proc/" + e.Name() + "/task")
-			n += int64(len(tasks))
-		}
-	}
-	return n
-}
-
-// readInt reads a file holding one integer ("max" and the like do not count).
-func readInt(path string) (int64, bool) {
-	data, _ := os.ReadFile(path)
-	n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-	return n, err == nil
-}
-
-// roomUnder is a cgroup limit less its use, both files of dir.
-func roomUnder(dir, limit, used string) (int64, bool) {
-	l, ok1 := readInt(filepath.Join(dir, limit))
-	u, ok2 := readInt(filepath.Join(dir, used))
-	return l - u, ok1 && ok2
 }
 
 // readKeyed reads the number after name in a "Name: value" file (/proc/meminfo, .../status).

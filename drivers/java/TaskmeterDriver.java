@@ -71,21 +71,31 @@ public final class TaskmeterDriver {
 
     private enum Schedule { FIXED, BY_UNIT, MODULO, NONE }
 
-    /** The plan, already checked by the orchestrator: every integer below 2^53, so plain longs. */
+    /**
+     * The plan, already checked by the orchestrator: every integer below 2^53, so plain longs.
+     * roomThreads and maxMapCount are the machine's room as the orchestrator started this worker,
+     * -1 when unknown (null in the plan).
+     */
     private record Plan(boolean virtual, boolean atomic, long units, int classes, long startLimit, long warmup,
                         long duration, boolean absolute, Schedule schedule, long sleepNs, long modulo, long busyIters,
-                        boolean busyYield, int ring, long flush) {
+                        boolean busyYield, int ring, long flush, long roomThreads, String roomThreadsWhy,
+                        long maxMapCount) {
         static Plan of(Map<String, String> m) {
             return new Plan(m.get("runtime").equals(VIRTUAL), m.get("experiment").equals("atomic-sum"),
                 num(m, "units"), (int) num(m, "classes"), num(m, "start_limit_ns"), num(m, "warmup_ns"),
                 num(m, "duration_ns"), m.get("mode").equals("absolute"),
                 Schedule.valueOf(m.get("schedule").toUpperCase().replace('-', '_')), num(m, "sleep_ns"),
                 num(m, "modulo"), num(m, "busy_iters"), m.get("busy_yield").equals("true"),
-                Math.toIntExact(num(m, "ring")), num(m, "flush_ns"));
+                Math.toIntExact(num(m, "ring")), num(m, "flush_ns"), orUnknown(m, "room_threads"),
+                Objects.requireNonNull(m.get("room_threads_why"), "room_threads_why"), orUnknown(m, "max_map_count"));
         }
 
         private static long num(Map<String, String> m, String key) {
             return Long.parseLong(m.get(key));
+        }
+
+        private static long orUnknown(Map<String, String> m, String key) {
+            return "null".equals(m.get(key)) ? -1 : num(m, key);
         }
 
         long expected(long u, long k) {
@@ -153,7 +163,7 @@ public final class TaskmeterDriver {
         // Started now, while the OS still has a thread for it; it waits for the G frame.
         writer = Thread.ofPlatform().name("writer").start(w);
         Gate gate = new Gate();
-        ThreadLimit limit = plan.virtual() ? null : new ThreadLimit();   // virtual threads are no kernel threads
+        ThreadLimit limit = plan.virtual() ? null : new ThreadLimit(plan);   // virtual threads are no kernel threads
         List<Unit> units = w.units;
         String[] startError = {null};
         Runnable starter = () -> {
@@ -291,55 +301,29 @@ public final class TaskmeterDriver {
     /**
      * Keeps java-thread below the kernel's limits, which HotSpot does not survive: at
      * vm.max_map_count it aborts (hs_err: a new thread cannot map its stack guard pages), at the
-     * thread limits it gets no thread for its own GC and compiler threads. Two bounds: threads,
-     * computed once as go-locked does (the smallest room left by threads-max, pid_max,
-     * RLIMIT_NPROC and the pids cgroups, less 16 + 2 per core for the JVM and 1/32 for others);
-     * memory maps, counted at checkpoints once the units started so far are parked, with the cost
-     * of a unit measured and at most half of the room left spent before the next checkpoint.
+     * thread limits it gets no thread for its own GC and compiler threads. Two bounds, from the
+     * figures the orchestrator measured as it started this worker (the plan's room_threads,
+     * 1/32 already left to other processes, and max_map_count): threads, the room less 16 + 2
+     * per core for the JVM's own; memory maps, this process's own counted at checkpoints once the
+     * units started so far are parked, with the cost of a unit measured and at most half of the
+     * room left spent before the next checkpoint.
      */
     private static final class ThreadLimit {
         private static final long SPARE_MAPS = 2048;
-        private long room = Long.MAX_VALUE, maxUnits = Long.MAX_VALUE;
-        private String what, threadReason;
-        private final long mapLimit = number("/proc/sys/vm/max_map_count");
+        private long maxUnits = Long.MAX_VALUE;
+        private String threadReason;
+        private final long mapLimit;
         private long baseMaps = -1, baseUnits, nextCheck = 2;
 
-        ThreadLimit() {
-            List<String> loadavg = lines("/proc/loadavg");   // "0.00 0.01 0.05 1/123 4567": nr_threads after the '/'
-            long tasks = loadavg.isEmpty() ? -1 : Long.parseLong(loadavg.get(0).split("[/ ]")[4]);
-            long threadsMax = number("/proc/sys/kernel/threads-max"), pidMax = number("/proc/sys/kernel/pid_max");
-            String onMachine = " with " + tasks + " threads on the machine";
-            if (tasks >= 0 && threadsMax >= 0) bound(threadsMax - tasks, "kernel.threads-max " + threadsMax + onMachine);
-            if (tasks >= 0 && pidMax >= 0) bound(pidMax - 300 - tasks, "kernel.pid_max " + pidMax + " (less 300 reserved pids)" + onMachine);
-            long uid = field("/proc/self/status", "Uid:"), nproc = field("/proc/self/limits", "Max processes");
-            if (uid > 0 && nproc >= 0) {   // RLIMIT_NPROC counts the user's threads; root is exempt
-                long mine = 0;
-                try (var procs = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
-                    for (Path p : procs)
-                        if (field(p + "/status", "Uid:") == uid) mine += Math.max(0, field(p + "/status", "Threads:"));
-                } catch (IOException | RuntimeException e) {
-                    // count what was read
-                }
-                bound(nproc - mine, "RLIMIT_NPROC (ulimit -u) " + nproc + " with " + mine + " threads of uid " + uid);
-            }
-            for (Path dir : pidsCgroups()) {
-                long max = number(dir + "/pids.max"), current = number(dir + "/pids.current");
-                if (max >= 0 && current >= 0) bound(max - current, dir + "/pids.max " + max + " with " + current + " in use");
-            }
-            if (what == null) return;
-            long own = 16 + 2L * Runtime.getRuntime().availableProcessors(), others = Math.max(room / 32, 0);
-            maxUnits = Math.max(room - own - others, 1);
+        ThreadLimit(Plan plan) {
+            mapLimit = plan.maxMapCount();
+            long room = plan.roomThreads();
+            if (room < 0) return;   // unknown
+            long own = 16 + 2L * Runtime.getRuntime().availableProcessors();
+            maxUnits = Math.max(room - own, 1);
             threadReason = "java-thread stops at " + maxUnits + " units: at the kernel's thread limits the JVM gets no "
-                + "thread for its own GC and compiler threads, so the driver stays below them; the first is " + what
-                + ", which leaves " + room + " threads, of which " + own + " are kept for the JVM's own threads and "
-                + others + " (1/32) for other processes";
-        }
-
-        private void bound(long free, String why) {
-            if (free < room) {
-                room = free;
-                what = why;
-            }
+                + "thread for its own GC and compiler threads, so the driver stays below them: the plan leaves room for "
+                + room + " threads, of which " + own + " are kept for the JVM's own threads; " + plan.roomThreadsWhy();
         }
 
         /* Why unit id (> 1) must not be started, or null. */
@@ -364,22 +348,6 @@ public final class TaskmeterDriver {
             nextCheck = id + Math.max(1, left / 2);
             return null;
         }
-
-        /* This process's pids cgroup directories (v2, or the v1 pids hierarchy), up to the root. */
-        private static List<Path> pidsCgroups() {
-            List<Path> dirs = new ArrayList<>();
-            for (String line : lines("/proc/self/cgroup")) {
-                String[] parts = line.split(":", 3);   // id:controllers:path
-                if (parts.length != 3) continue;
-                List<Path> roots = parts[0].equals("0") && parts[1].isEmpty()
-                    ? List.of(Path.of("/sys/fs/cgroup"), Path.of("/sys/fs/cgroup/unified"))
-                    : Arrays.asList(parts[1].split(",")).contains("pids") ? List.of(Path.of("/sys/fs/cgroup", parts[1])) : List.of();
-                for (Path root : roots)
-                    for (Path dir = Path.of(root + parts[2]).normalize(); dir != null && dir.startsWith(root); dir = dir.getParent())
-                        dirs.add(dir);
-            }
-            return dirs;
-        }
     }
 
     /* The lines of a file, or none. Not Files.readString: it reads only the first byte of a /proc/sys file. */
@@ -389,28 +357,6 @@ public final class TaskmeterDriver {
         } catch (IOException | RuntimeException e) {
             return List.of();
         }
-    }
-
-    /* A file holding one integer, or -1 ("max", missing, unreadable). */
-    private static long number(String path) {
-        try {
-            return Long.parseLong(lines(path).get(0).trim());
-        } catch (RuntimeException e) {
-            return -1;
-        }
-    }
-
-    /* The first number after name on the line that starts with it, or -1. */
-    private static long field(String path, String name) {
-        for (String line : lines(path)) {
-            if (!line.startsWith(name)) continue;
-            try {
-                return Long.parseLong(line.substring(name.length()).trim().split("\\s+")[0]);
-            } catch (RuntimeException e) {
-                return -1;   // "unlimited"
-            }
-        }
-        return -1;
     }
 
     /*

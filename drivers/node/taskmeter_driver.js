@@ -35,6 +35,7 @@ const setup = (raw) => ({
   sleeps: raw.schedule !== 'none', ns: BigInt(raw.sleep_ns), m: BigInt(raw.modulo),
   iters: BigInt(raw.busy_iters), yield: raw.busy_yield, warmup: BigInt(raw.warmup_ns),
   duration: BigInt(raw.duration_ns), startLimit: BigInt(raw.start_limit_ns), flushMs: raw.flush_ns / 1e6,
+  maxMapCount: raw.max_map_count, // vm.max_map_count as the orchestrator read it; null when unknown
 });
 
 /** The units' cells and rings in the shared memory. */
@@ -324,16 +325,12 @@ function heapShortage() {
 
 /** node-worker: V8 aborts the whole process when it cannot map memory. A Worker maps about 35
     regions by the time it is parked and about 45 while it runs, so the start stops before the
-    workers' maps would pass half of vm.max_map_count. Counting /proc/self/maps takes milliseconds
-    at that size: it is counted again only once half of the room found is used. */
-function mapBudget() {
+    workers' maps would pass half of vm.max_map_count (the plan's max_map_count). Counting
+    /proc/self/maps takes milliseconds at that size: it is counted again only once half of the room
+    found is used. */
+function mapBudget(limit) {
+  if (typeof limit !== 'number') return () => null; // unknown: nothing to check against
   const countMaps = () => fs.readFileSync('/proc/self/maps', 'latin1').split('\n').length - 1;
-  let limit;
-  try {
-    limit = Number(fs.readFileSync('/proc/sys/vm/max_map_count', 'latin1'));
-  } catch {
-    return () => null; // nothing to check against
-  }
   const before = countMaps(); // before unit 1
   let nextCheck = 2;
   return (u) => {
@@ -388,7 +385,7 @@ async function startWorkers(env, shared) {
   const starting = new Set();
   let failing = false;
   let startError = null;
-  const mapShortage = mapBudget();
+  const mapShortage = mapBudget(env.plan.maxMapCount);
   for (let u = 1; u <= env.plan.units && !failing; u++) {
     // The clock and memory are checked when a start can really begin, after waiting for a slot.
     while (starting.size >= START_WINDOW) await Promise.race(starting);

@@ -341,16 +341,19 @@ def thread_unit(run, unit, apply_priority, sleepers):
 
 
 def map_budget(run):
-    """refuses(uid) that keeps the threads below vm.max_map_count, which comes before pid_max (a
-    thread maps its stack, guard page and more) and whose breach makes Thread.start() hang. At
-    checkpoints it counts the maps, measures a unit's cost, and spends half the room left."""
+    """refuses(uid) that keeps the threads below vm.max_map_count (the plan's max_map_count, read
+    by the orchestrator), which comes before pid_max (a thread maps its stack, guard page and more)
+    and whose breach makes Thread.start() hang. At checkpoints it counts this process's maps,
+    measures a unit's cost, and spends half the room left. No check when the limit is unknown."""
     def maps():
         with open("/proc/self/maps", "rb") as f:
             return f.read().count(b"\n")
+    limit = run.plan.max_map_count
+    if limit is None:
+        return lambda uid: None
     try:
-        with open("/proc/sys/vm/max_map_count", "rb") as f:
-            limit, before, checkpoint = int(f.read()), maps(), [2]
-    except (OSError, ValueError):
+        before, checkpoint = maps(), [2]
+    except OSError:   # no /proc/self/maps to count
         return lambda uid: None
 
     def refuses(uid):

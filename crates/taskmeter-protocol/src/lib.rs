@@ -14,6 +14,6 @@ pub use frames::{
     Done, ErrorFrame, Frame, FrameReader, Gate, Hello, Point, Sample, UnitEnd, CLOCK, PRIORITY_MECHANISMS,
 };
 pub use plan::{
-    format_duration_spec, parse_duration_ns, BusyPlan, Experiment, GrainPlan, Mode, Pattern, Plan, PlanError, Schedule,
-    SleepPlan, PROTOCOL,
+    format_duration_spec, parse_duration_ns, BusyPlan, Experiment, GrainPlan, Mode, Pattern, Plan, PlanError, Room,
+    Schedule, SleepPlan, PROTOCOL,
 };

@@ -215,6 +215,60 @@ impl GrainPlan {
     }
 }
 
+/// The machine's room for units at the moment the worker is started, measured once by the
+/// orchestrator (protocol: "The plan", "Starting units") so that no driver probes the kernel
+/// itself; a driver adds only what it alone knows (its own memory maps, its runtime's threads).
+/// `None` where no limit could be read.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct Room {
+    /// Threads this user may still create, 1/32 of the room already kept for other processes.
+    pub threads: Option<u64>,
+    /// The binding limit and its figures, for a worker's `start_error`.
+    pub threads_why: String,
+    /// Bytes of memory available: MemAvailable, or the room under a memory cgroup's limit.
+    pub memory_bytes: Option<u64>,
+    pub memory_why: String,
+    /// `vm.max_map_count`: the memory maps one process may have.
+    pub max_map_count: Option<u64>,
+}
+
+/// The longest a [`Room`] reason may be: the plan stays one line a fixed buffer holds (C).
+pub const MAX_WHY: usize = 500;
+
+impl Room {
+    /// A reason as the plan carries it: plain text (no `"`, `\` or control characters, which
+    /// the flat readers of C and Java do not unescape), at most [`MAX_WHY`] bytes.
+    pub fn plain(text: &str) -> String {
+        let mut plain: String =
+            text.chars().map(|c| if c == '"' || c == '\\' || c.is_control() { '?' } else { c }).collect();
+        if plain.len() > MAX_WHY {
+            let mut cut = MAX_WHY - 3;
+            while !plain.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            plain.truncate(cut);
+            plain.push_str("...");
+        }
+        plain
+    }
+
+    fn check(&self) -> Result<(), PlanError> {
+        let figures = [self.threads, self.memory_bytes, self.max_map_count];
+        if figures.iter().flatten().any(|v| *v >= MAX_INTEGER) {
+            return Err("every integer of a plan must be below 2^53".into());
+        }
+        for (key, why) in [("room_threads_why", &self.threads_why), ("room_memory_why", &self.memory_why)] {
+            if *why != Room::plain(why) {
+                return Err(format!(
+                    "{key} must be plain text of at most {MAX_WHY} bytes, without '\"', '\\' or control characters"
+                )
+                .into());
+            }
+        }
+        Ok(())
+    }
+}
+
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
     pub protocol: u32,
@@ -235,6 +289,9 @@ pub struct Plan {
     /// How often the worker's writer sends what the rings hold.
     #[serde(default = "default_flush_ns")]
     pub flush_ns: u64,
+    /// The machine's room when the worker was started (plans recorded before it: unknown).
+    #[serde(default)]
+    pub room: Room,
     /// Present exactly in the granularity experiment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grain: Option<GrainPlan>,
@@ -282,6 +339,15 @@ struct WirePlan {
     busy_yield: bool,
     ring: u32,
     flush_ns: u64,
+    // Always written, `null` when unknown: a missing key is refused like any other.
+    #[serde(deserialize_with = "nullable")]
+    room_threads: Option<u64>,
+    room_threads_why: String,
+    #[serde(deserialize_with = "nullable")]
+    room_memory_bytes: Option<u64>,
+    room_memory_why: String,
+    #[serde(deserialize_with = "nullable")]
+    max_map_count: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pattern: Option<Pattern>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -292,6 +358,11 @@ struct WirePlan {
     grains_ns: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     calibrate_ns: Option<u64>,
+}
+
+/// An integer or `null`, with the key required (serde would take a missing `Option` as `None`).
+fn nullable<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    Option::<u64>::deserialize(deserializer)
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq)]
@@ -366,6 +437,13 @@ impl Plan {
             busy: BusyPlan { iters: wire.busy_iters, yield_each_step: wire.busy_yield },
             ring: wire.ring,
             flush_ns: wire.flush_ns,
+            room: Room {
+                threads: wire.room_threads,
+                threads_why: wire.room_threads_why,
+                memory_bytes: wire.room_memory_bytes,
+                memory_why: wire.room_memory_why,
+                max_map_count: wire.max_map_count,
+            },
             grain,
         };
         plan.check()?;
@@ -397,6 +475,11 @@ impl Plan {
             busy_yield: self.busy.yield_each_step,
             ring: self.ring,
             flush_ns: self.flush_ns,
+            room_threads: self.room.threads,
+            room_threads_why: self.room.threads_why.clone(),
+            room_memory_bytes: self.room.memory_bytes,
+            room_memory_why: self.room.memory_why.clone(),
+            max_map_count: self.room.max_map_count,
             pattern: self.grain.as_ref().map(|g| g.pattern),
             width: self.grain.as_ref().map(|g| g.width),
             steps: self.grain.as_ref().map(|g| g.steps),
@@ -442,6 +525,7 @@ impl Plan {
         if integers.iter().any(|v| *v >= MAX_INTEGER) {
             return Err("every integer of a plan must be below 2^53".into());
         }
+        self.room.check()?;
         let longest = self.sleep.schedule.max_expected(self.units) as u128;
         if (self.warmup_ns as u128 + self.duration_ns as u128 + longest) >= MAX_INTEGER as u128 {
             return Err("warmup_ns + duration_ns + the longest sleep must be below 2^53 ns".into());
@@ -638,7 +722,7 @@ mod tests {
     }
 
     fn wire_plan() -> &'static str {
-        r#"{"protocol":3,"runtime":"thread","experiment":"sleep","units":2,"classes":2,"start_limit_ns":7,"warmup_ns":0,"duration_ns":5,"mode":"absolute","schedule":"modulo","sleep_ns":1000,"modulo":3,"busy_iters":4,"busy_yield":true,"ring":16,"flush_ns":1000000}"#
+        r#"{"protocol":3,"runtime":"thread","experiment":"sleep","units":2,"classes":2,"start_limit_ns":7,"warmup_ns":0,"duration_ns":5,"mode":"absolute","schedule":"modulo","sleep_ns":1000,"modulo":3,"busy_iters":4,"busy_yield":true,"ring":16,"flush_ns":1000000,"room_threads":41,"room_threads_why":"RLIMIT_NPROC (ulimit -u) 60 with 18 threads of uid 1000: 42 threads left, of which 1 (1/32) are kept for other processes","room_memory_bytes":null,"room_memory_why":"neither MemAvailable nor a memory cgroup limit could be read","max_map_count":65530}"#
     }
 
     #[test]
@@ -647,7 +731,11 @@ mod tests {
         assert_eq!(plan.sleep.schedule, Schedule::Modulo { m: 3, ns: 1000 });
         assert!(plan.busy.yield_each_step);
         assert_eq!((plan.ring, plan.flush_ns), (16, 1_000_000));
-        assert_eq!(plan.to_json(), wire_plan());
+        assert_eq!(
+            (plan.room.threads, plan.room.memory_bytes, plan.room.max_map_count),
+            (Some(41), None, Some(65_530))
+        );
+        assert_eq!(plan.to_json(), wire_plan(), "null is written for an unknown limit");
         assert_eq!((plan.class_of(1), plan.class_of(2), plan.class_of(3)), (0, 1, 0));
         // run.json keeps the nested form, and reads plans written before rings existed.
         let nested = serde_json::to_value(&plan).unwrap();
@@ -655,8 +743,9 @@ mod tests {
         let mut old = nested.clone();
         old.as_object_mut().unwrap().remove("ring");
         old.as_object_mut().unwrap().remove("flush_ns");
+        old.as_object_mut().unwrap().remove("room");
         let back: Plan = serde_json::from_value(old).unwrap();
-        assert_eq!((back.ring, back.flush_ns), (MIN_RING, FLUSH_NS));
+        assert_eq!((back.ring, back.flush_ns, back.room), (MIN_RING, FLUSH_NS, Room::default()));
         for (name, text) in crate::vectors::PLANS {
             let text = text.trim_end().replace("RUNTIME", "thread");
             assert_eq!(Plan::from_json(&text).unwrap().to_json(), text, "{name}");
@@ -701,6 +790,9 @@ mod tests {
             ("grain-keys-in-sleep", "belong to the granularity experiment"),
             ("granularity-unknown-pattern", "unknown variant `tree`"),
             ("granularity-hex-grain", "'0x20' is not a decimal integer"),
+            ("room-above-2-pow-53", "below 2^53"),
+            ("missing-max-map-count", "missing field `max_map_count`"),
+            ("quoted-why", "room_memory_why must be plain text"),
         ];
         assert_eq!(expected.len(), crate::vectors::INVALID_PLANS.len(), "one expectation per vector");
         for (name, text) in crate::vectors::INVALID_PLANS {
@@ -712,6 +804,17 @@ mod tests {
         for (name, text) in crate::vectors::PLANS {
             Plan::from_json(&text.replace("RUNTIME", "thread")).unwrap_or_else(|e| panic!("{name}: {e}"));
         }
+    }
+
+    #[test]
+    fn room_reasons_are_plain_and_short() {
+        assert_eq!(Room::plain("a \"b\" c\\d\te"), "a ?b? c?d?e");
+        let long = Room::plain(&"é".repeat(MAX_WHY));
+        assert!(long.len() <= MAX_WHY && long.ends_with("..."), "{}", long.len());
+        assert_eq!(Room::plain(&long), long, "plain text stays as it is");
+        let mut plan = Plan::from_json(wire_plan()).unwrap();
+        plan.room.threads_why = "x".repeat(MAX_WHY + 1);
+        assert!(plan.check().unwrap_err().0.contains("room_threads_why must be plain text"));
     }
 
     #[test]

@@ -21,7 +21,8 @@ pub const INVALID_PLANS: &[(&str, &str)] = vectors!("invalid-plans":
     "short-flush", "unknown-key", "repeated-key", "float-integer", "above-2-pow-53", "overflowing-end",
     "string-boolean", "empty-runtime", "none-with-sleep", "fixed-with-modulo", "granularity-rising-grains",
     "granularity-two-units", "granularity-missing-pattern", "granularity-zero-width", "granularity-short-calibration",
-    "grain-keys-in-sleep", "granularity-unknown-pattern", "granularity-hex-grain");
+    "grain-keys-in-sleep", "granularity-unknown-pattern", "granularity-hex-grain", "room-above-2-pow-53",
+    "missing-max-map-count", "quoted-why");
 
 pub const STREAMS: &[(&str, &str)] =
     vectors!("streams": "relative", "absolute", "atomic-partial", "lost", "killed", "refused", "granularity");

@@ -44,7 +44,7 @@ where
 {
     let mut handles = Vec::with_capacity(units as usize);
     let mut start_error = None;
-    let mut maps = MapBudget::new();
+    let mut maps = MapBudget::new(ctx.plan.room.max_map_count);
     ctx.gate.begin_creating();
     for unit in 1..=units {
         if let Some(reason) = ctx.start_refused(unit).or_else(|| maps.refuses(unit, &ctx.gate)) {
@@ -85,7 +85,8 @@ impl Drop for ArriveIfPanicking {
     }
 }
 
-/// Keeps the start below `vm.max_map_count`. Each std thread maps its stack and guard page, a
+/// Keeps the start below `vm.max_map_count` (the plan's `max_map_count`, read by the
+/// orchestrator; no check when it is unknown). Each std thread maps its stack and guard page, a
 /// signal stack and its guard, and its unit maps its ring of samples when it is large; a
 /// failed mmap of the signal stack aborts the process (std cannot report it), so the start
 /// must stop before the limit. Rather than trust a constant, it counts the maps really in
@@ -106,8 +107,7 @@ const SPARE_MAPS: u64 = 1024;
 const FIRST_GUESS_MAPS_PER_UNIT: f64 = 4.0;
 
 impl MapBudget {
-    fn new() -> MapBudget {
-        let limit = std::fs::read_to_string("/proc/sys/vm/max_map_count").ok().and_then(|s| s.trim().parse().ok());
+    fn new(limit: Option<u64>) -> MapBudget {
         MapBudget { limit, baseline: None, next_check: 2 }
     }
 

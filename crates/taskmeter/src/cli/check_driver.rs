@@ -54,6 +54,9 @@ pub fn check_driver(id: &str) -> Result<ExitCode, String> {
         crate::outln!("FAIL {id} is unavailable: {reason}");
         return Ok(ExitCode::FAILURE);
     }
+    // Sent as written, their room (room_threads, max_map_count, ...) included: the protocol's
+    // figures, the same on every machine; sleep-yield and granularity-trivial have every limit
+    // unknown (null).
     let vector = |name: &str| -> Plan {
         let text = PLANS.iter().find(|(n, _)| *n == name).expect("a vector plan").1;
         Plan::from_json(&text.replace("RUNTIME", id)).expect("the vector plans are valid")

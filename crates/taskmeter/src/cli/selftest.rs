@@ -9,7 +9,7 @@
 //! harness code, not a runtime under comparison.
 
 use crate::runtimes;
-use taskmeter_protocol::{BusyPlan, Experiment, Mode, Plan, Schedule, SleepPlan, PROTOCOL};
+use taskmeter_protocol::{BusyPlan, Experiment, Mode, Plan, Room, Schedule, SleepPlan, PROTOCOL};
 use taskmeter_record::clock::now_ns;
 use taskmeter_stats::median_f64 as median;
 
@@ -110,6 +110,8 @@ fn loop_ns_per_sample(runtime: &str, duration_ns: u64, sleeping: bool) -> Result
         // Tens of millions of samples a second: a large ring, taken often.
         ring: 1 << 18,
         flush_ns: 1_000_000,
+        // In process, with one unit: no limit to keep below.
+        room: Room::default(),
         grain: None,
     };
     let ctx: &'static LoopContext = Box::leak(Box::new(LoopContext::new(plan, now_ns(), &NEVER)));

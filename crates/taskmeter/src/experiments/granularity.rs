@@ -12,7 +12,7 @@ use crate::session::{Output, Session};
 use std::process::ExitCode;
 use std::time::Duration;
 use taskmeter_protocol::plan::{FLUSH_NS, MIN_RING};
-use taskmeter_protocol::{BusyPlan, Delivered, Experiment, GrainPlan, Mode, Plan, Schedule, SleepPlan, PROTOCOL};
+use taskmeter_protocol::{BusyPlan, Delivered, Experiment, GrainPlan, Mode, Plan, Room, Schedule, SleepPlan, PROTOCOL};
 
 pub struct GrainOptions {
     pub settings: GrainSettings,
@@ -22,7 +22,8 @@ pub struct GrainOptions {
     pub output: Output,
 }
 
-/// The plan of one worker: every task size of the settings, one runtime.
+/// The plan of one worker: every task size of the settings, one runtime; its room is measured
+/// when its worker starts.
 pub fn plan_for(s: &GrainSettings, runtime: &str) -> Plan {
     Plan {
         protocol: PROTOCOL,
@@ -37,6 +38,7 @@ pub fn plan_for(s: &GrainSettings, runtime: &str) -> Plan {
         busy: BusyPlan { iters: 0, yield_each_step: false },
         ring: MIN_RING,
         flush_ns: FLUSH_NS,
+        room: Room::default(),
         grain: Some(GrainPlan {
             pattern: s.pattern,
             width: s.width,
@@ -141,7 +143,8 @@ fn run_one(
             return run;
         }
     };
-    let worker = run_worker(command, &plan_for(s, info.id), sched, grace, Box::new(|_| {}), || {});
+    let plan = Plan { room: crate::machine::room::now(), ..plan_for(s, info.id) };
+    let worker = run_worker(command, &plan, sched, grace, Box::new(|_| {}), || {});
     run.wall_ns = worker.wall_ns;
     // The CPUs are counted one way for every runtime that runs tasks in parallel: the worker's
     // affinity, read back, capped by a cgroup quota (each runtime counts its own otherwise).

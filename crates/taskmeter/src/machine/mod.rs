@@ -3,5 +3,6 @@
 pub mod counters;
 pub mod env;
 pub mod idle;
+pub mod room;
 pub mod sched;
 pub mod streams;

@@ -9,7 +9,7 @@ use crate::process::worker::{run_worker, Outcome};
 use crate::runtimes::{self, RuntimeInfo};
 use std::time::Duration;
 use taskmeter_protocol::plan::{FLUSH_NS, MIN_RING};
-use taskmeter_protocol::{BusyPlan, Experiment, GrainPlan, Mode, Pattern, Plan, Schedule, SleepPlan, PROTOCOL};
+use taskmeter_protocol::{BusyPlan, Experiment, GrainPlan, Mode, Pattern, Plan, Room, Schedule, SleepPlan, PROTOCOL};
 
 /// How long a worker measures its rate (the granularity experiment's default).
 const CALIBRATE_NS: u64 = 10_000_000;
@@ -21,7 +21,7 @@ pub fn iterations(
     sched: &SchedSettings,
     grace: Duration,
 ) -> Result<u64, String> {
-    let plan = Plan {
+    let mut plan = Plan {
         protocol: PROTOCOL,
         experiment: Experiment::Granularity,
         runtime: info.id.into(),
@@ -34,6 +34,7 @@ pub fn iterations(
         busy: BusyPlan { iters: 0, yield_each_step: false },
         ring: MIN_RING,
         flush_ns: FLUSH_NS,
+        room: Room::default(),
         grain: Some(GrainPlan {
             pattern: Pattern::Trivial,
             width: 1,
@@ -44,6 +45,7 @@ pub fn iterations(
     };
     plan.check().map_err(|e| e.to_string())?;
     let command = runtimes::worker_command(info)?;
+    plan.room = crate::machine::room::now();
     let worker = run_worker(command, &plan, sched, grace, Box::new(|_| {}), || {});
     match worker.outcome {
         Outcome::Completed(d) => {

@@ -12,7 +12,7 @@ use crate::report::samples::{RowKey, SamplesFile};
 use crate::runtimes;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use taskmeter_protocol::{Delivered, Plan, PROTOCOL};
+use taskmeter_protocol::{Delivered, Plan, Room, PROTOCOL};
 
 /// What every job of a run shares.
 pub struct RunContext<'a> {
@@ -26,7 +26,7 @@ pub struct RunContext<'a> {
 
 /// Runs one job: its worker, judged, as a row.
 pub fn run_job(job: &Job, label: &str, run: &RunContext) -> Row {
-    let plan = plan_for(&job.settings, job.info.id);
+    let mut plan = plan_for(&job.settings, job.info.id);
     let toolchain = run.environment.toolchains.get(job.info.id).cloned().unwrap_or_default();
     let mut command = match runtimes::worker_command(job.info) {
         Ok(command) => command,
@@ -48,6 +48,8 @@ pub fn run_job(job: &Job, label: &str, run: &RunContext) -> Row {
         }
     });
     let grace = Duration::from_nanos(job.settings.grace_ns);
+    // The machine's room as this worker starts (other rows' workers have ended, or run beside it).
+    plan.room = crate::machine::room::now();
     let worker = worker::run_worker(command, &plan, &job.settings.sched, grace, sink, || run.progress.tick());
     drop(_watched);
     let finished =
@@ -55,7 +57,8 @@ pub fn run_job(job: &Job, label: &str, run: &RunContext) -> Row {
     row_from(job.info.id, plan, worker, toolchain, finished)
 }
 
-/// The plan of a runtime at a point, with rings sized for its schedule.
+/// The plan of a runtime at a point, with rings sized for its schedule; its room is measured when
+/// its worker starts.
 pub fn plan_for(settings: &Settings, runtime: &str) -> Plan {
     let mut plan = Plan {
         protocol: PROTOCOL,
@@ -70,6 +73,7 @@ pub fn plan_for(settings: &Settings, runtime: &str) -> Plan {
         busy: settings.busy,
         ring: 1,
         flush_ns: taskmeter_protocol::plan::FLUSH_NS,
+        room: Room::default(),
         grain: None,
     };
     plan.size_rings();
