@@ -232,9 +232,14 @@ func (w *worker) run(u *unit, ready chan<- error) {
 
 // ---------- writer ----------
 
-// write is the one writer: every flush_ns, or at once when every unit has ended (ended is
-// closed), it sends what each ring holds as S frames; after the units ended, one last time.
-func (w *worker) write(units []unit, ended <-chan struct{}) {
+// write is the one writer: once G is out (the units arrive), every flush_ns, or at once when
+// every unit has ended (ended is closed), it sends what each ring holds as S frames; after the
+// units ended, one last time.
+func (w *worker) write(unitsReady <-chan []unit, ended <-chan struct{}) {
+	// On a thread of its own, named so that the orchestrator finds it and runs it above the units.
+	runtime.LockOSThread()
+	_ = os.WriteFile("/proc/thread-self/comm", []byte("tm-writer"), 0)
+	units := <-unitsReady
 	flush := time.Duration(w.plan.Flush)
 	timer := time.NewTimer(flush)
 	var buf []byte
@@ -320,6 +325,12 @@ func main() {
 		return
 	}
 
+	// The writer starts before the units (protocol: "The writer"): once 100,000 goroutines are
+	// released, a goroutine started after them would wait behind them.
+	allEnded, written, viewed := make(chan struct{}), make(chan struct{}), make(chan map[string]any, 1)
+	unitsReady := make(chan []unit, 1)
+	go func() { w.write(unitsReady, allEnded); close(written) }()
+
 	// Units 1, 2, ... in order, each parked at the gate; see "Starting units".
 	units := make([]unit, min(p.Units, limit))
 	var ended sync.WaitGroup
@@ -367,9 +378,8 @@ func main() {
 	fmt.Fprintf(os.Stderr, "taskmeter go driver: %s started %d of %d units in %.3f s\n",
 		p.Runtime, started, p.Units, float64(runStart-createStart)/1e9)
 
-	allEnded, written, viewed := make(chan struct{}), make(chan struct{}), make(chan map[string]any, 1)
+	unitsReady <- units
 	go func() { ended.Wait(); close(allEnded) }()
-	go func() { w.write(units, allEnded); close(written) }()
 	go func() { viewed <- w.view(allEnded) }()
 	<-written
 

@@ -234,6 +234,8 @@ function frame(kind, payload) {
    what each ring holds into S frames (two where the samples wrap round the ring's end), gives
    the slots back (TAIL) and writes. After the units have ended, one last drain and it exits. */
 function writerMain({ raw, ctl: ctlBuffer, sab }) {
+  // Its name lets the orchestrator find this thread and run it above the units.
+  try { fs.writeFileSync('/proc/thread-self/comm', 'tm-writer'); } catch { /* then it says so */ }
   const plan = setup(raw);
   const ctl = new BigInt64Array(ctlBuffer);
   const { cells, samples } = views(sab, plan);

@@ -61,9 +61,20 @@ def s_frames(units, size):
             yield frame(b"S", struct.pack("<IIQ", unit.id, head - tail, unit.origin) + data)
 
 
+def name_writer_thread():
+    """Names the calling thread tm-writer (protocol: "The writer"), as the kernel sees it."""
+    try:
+        with open("/proc/thread-self/comm", "w") as f:
+            f.write("tm-writer")
+    except OSError:
+        pass   # not Linux, or no /proc: the orchestrator will not find it, and says so
+
+
 def writer(run, units):
     """Started before the units (a thread limit may leave no thread for it later), it waits for
-    G, then every flush_ns, and at once when every unit has ended, sends what the rings hold."""
+    G, then every flush_ns, and at once when every unit has ended, sends what the rings hold.
+    Its thread's name lets the orchestrator find it and run it above the units."""
+    name_writer_thread()
     run.opened.wait()
     try:
         while GATE_OPEN and not run.ended.wait(run.plan.flush_ns / 1e9):

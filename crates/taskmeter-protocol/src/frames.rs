@@ -10,6 +10,9 @@ pub const HEADER_BYTES: usize = 5;
 /// An `S` payload: unit (u32), count (u32), origin (u64), then the samples.
 pub const CHUNK_HEADER_BYTES: usize = 16;
 pub const SAMPLE_BYTES: usize = 48;
+/// The name of a worker's writer thread (its `comm`), by which the orchestrator finds it to run
+/// it above the units (protocol: "The writer").
+pub const WRITER_THREAD: &str = "tm-writer";
 /// A frame longer than this is a protocol violation (a worker writes a few megabytes at most).
 pub const MAX_PAYLOAD: usize = 64 << 20;
 

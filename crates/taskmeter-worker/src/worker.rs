@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
-use taskmeter_protocol::frames::{kind, put_json, write_json};
+use taskmeter_protocol::frames::{kind, put_json, write_json, WRITER_THREAD};
 use taskmeter_protocol::{Done, ErrorFrame, Experiment, Gate, GrainPlan, Hello, Pattern, Plan, Point, CLOCK};
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -64,7 +64,7 @@ pub fn main() -> ExitCode {
     }
     let ctx: &'static LoopContext = Box::leak(Box::new(LoopContext::new(plan, plan_read_ns, &STOP)));
     let (units_ended, ended) = mpsc::channel::<()>();
-    let writer = std::thread::Builder::new().name("writer".into()).spawn(move || write_samples(ctx, ended));
+    let writer = std::thread::Builder::new().name(WRITER_THREAD.into()).spawn(move || write_samples(ctx, ended));
     let Ok(writer) = writer else {
         return fail("could not start the writer thread");
     };

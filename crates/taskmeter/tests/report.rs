@@ -622,11 +622,18 @@ fn compare_judges_net_granularity_and_bench_between_runs() {
     }
     let grain = run(&["compare", path("grain-a").to_str().unwrap(), path("grain-b").to_str().unwrap()]);
     let table = stdout(&grain);
-    assert!(grain.status.code().is_some_and(|c| c <= 1), "{}", stderr(&grain));
-    assert!(
-        table.contains("METG(50 %)") || table.contains("not compared: smol METG(50 %): METG is a bound"),
-        "{table}"
-    );
+    if grain.status.code() == Some(2) {
+        // A loaded machine can leave --quick's few task sizes all invalid, or all on one side of
+        // 50 %: nothing to judge, and the error says why.
+        let why = stderr(&grain);
+        assert!(
+            why.contains("smol METG(50 %): no run has a METG") || why.contains("smol METG(50 %): METG is a bound"),
+            "{why}"
+        );
+    } else {
+        assert!(matches!(grain.status.code(), Some(0 | 1)), "{}", stderr(&grain));
+        assert!(table.contains("METG(50 %)"), "{table}");
+    }
 
     // bench has no repetitions: a folder of results folders is a set of runs.
     for side in ["bench-a", "bench-b"] {

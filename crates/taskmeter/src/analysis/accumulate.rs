@@ -2,15 +2,15 @@
 //!
 //! Count, mean, standard deviation, min, max and the deviation columns are always exact
 //! (integer sums, see `Moments`). Percentiles are exact while the row's measured samples fit its
-//! budget (`--exact-samples`): each metric's values are kept and sorted at the end, as
-//! `Summary::of` does. Past the budget the values are traded for HdrHistograms (5 significant
-//! digits), and the row says so (`basis: histogram`).
+//! budget (`--exact-samples`): each metric's values from 0 to 262 µs are counted one by one,
+//! the others kept and sorted at the end, and the percentiles are the nearest ranks of the
+//! values, as `Summary::of`'s. Past the budget the kept values are traded for HdrHistograms (5
+//! significant digits), and the row says so (`basis: histogram`).
 
 use crate::analysis::histogram::{self, SignedHistogram};
 use crate::model::run::{Basis, DeviationHistograms, Histograms, Metric, PerMetric, Statistics};
-use hdrhistogram::Histogram;
 use taskmeter_protocol::SampleView;
-use taskmeter_stats::{nearest_rank, percentiles_of_sorted, Moments, Summary, PERCENTILES};
+use taskmeter_stats::{nearest_rank, Moments, Summary, PERCENTILES};
 
 /// One metric of a set of samples.
 #[derive(Default)]
@@ -21,11 +21,9 @@ struct MetricStats {
     /// The reference is 0 and no value was negative yet, so the deviations are the values
     /// themselves and `deviations` is not kept (one update less per sample).
     deviations_are_values: bool,
-    /// Kept while exact; None once the row went past its budget.
-    values: Option<Vec<i64>>,
-    histogram: Option<SignedHistogram>,
+    /// Exact while the row is within its budget.
+    histogram: SignedHistogram,
     /// The deviations' distribution, kept only where the row stores it (`actual` and `full`).
-    deviation_values: Option<Vec<i64>>,
     deviation_histogram: Option<SignedHistogram>,
 }
 
@@ -33,8 +31,8 @@ impl MetricStats {
     /// `reference_zero`: every value is compared with 0 (lateness, busy).
     fn new(keep_deviations: bool, reference_zero: bool) -> MetricStats {
         MetricStats {
-            values: Some(Vec::new()),
-            deviation_values: keep_deviations.then(Vec::new),
+            histogram: SignedHistogram::exact(),
+            deviation_histogram: keep_deviations.then(SignedHistogram::exact),
             deviations_are_values: reference_zero,
             ..Default::default()
         }
@@ -48,84 +46,53 @@ impl MetricStats {
             self.deviations = self.moments;
         }
         self.moments.add(value);
-        match &mut self.values {
-            Some(values) => values.push(value),
-            None => self.histogram.get_or_insert_with(Default::default).record(value),
-        }
+        self.histogram.record(value);
         if self.deviations_are_values {
             return;
         }
         let deviation = (value as i128 - reference as i128).unsigned_abs() as i64;
         self.deviations.add(deviation);
-        if let Some(values) = &mut self.deviation_values {
-            values.push(deviation);
-        } else if let Some(h) = &mut self.deviation_histogram {
+        if let Some(h) = &mut self.deviation_histogram {
             h.record(deviation);
         }
     }
 
-    /// Trades the kept values for histograms.
-    fn convert_to_histograms(&mut self) {
-        fn histogram_of(values: Vec<i64>) -> SignedHistogram {
-            let mut h = SignedHistogram::default();
-            values.into_iter().for_each(|v| h.record(v));
-            h
-        }
-        if let Some(values) = self.values.take() {
-            self.histogram = Some(histogram_of(values));
-        }
-        if let Some(values) = self.deviation_values.take() {
-            self.deviation_histogram = Some(histogram_of(values));
+    /// Trades the values kept exactly for histogram buckets.
+    fn make_approximate(&mut self) {
+        self.histogram.make_approximate();
+        if let Some(h) = &mut self.deviation_histogram {
+            h.make_approximate();
         }
     }
 
-    /// Sorts the kept values (once: percentiles and histograms are then read in order). A
-    /// radix sort: a few passes over the values instead of n log n comparisons, most of the cost
-    /// of ending a long exact row.
-    fn sort(&mut self) {
-        for values in [&mut self.values, &mut self.deviation_values].into_iter().flatten() {
-            radsort::sort(values);
+    /// Sorts what is kept (once: percentiles and histograms are then read in order).
+    fn settle(&mut self) {
+        self.histogram.settle();
+        if let Some(h) = &mut self.deviation_histogram {
+            h.settle();
         }
     }
 
-    /// The summary; the kept values are sorted.
     fn summary(&self) -> Summary {
-        let percentiles = match (&self.values, &self.histogram) {
-            (Some(values), _) => percentiles_of_sorted(values),
-            (None, Some(h)) if !h.is_empty() => {
-                let ranks = PERCENTILES.map(|(_, q)| nearest_rank(q, h.len() as usize) as u64);
-                let at = h.at_ranks(&ranks);
-                // Within the bucket's precision, but never outside what was measured.
-                Some(std::array::from_fn(|i| at[i].clamp(self.moments.min, self.moments.max)))
-            }
-            _ => None,
-        };
+        let h = &self.histogram;
+        let percentiles = (!h.is_empty()).then(|| {
+            let ranks = PERCENTILES.map(|(_, q)| nearest_rank(q, h.len() as usize) as u64);
+            let at = h.at_ranks(&ranks);
+            // Exact, or within the bucket's precision but never outside what was measured.
+            std::array::from_fn(|i| at[i].clamp(self.moments.min, self.moments.max))
+        });
         let deviations = if self.deviations_are_values { &self.moments } else { &self.deviations };
         Summary::from_parts(&self.moments, percentiles, deviations)
     }
 
-    /// The distribution of the (sorted) values or deviations, as run.json stores it.
     /// How early the values below 0 were (their magnitudes), encoded; None without any.
     fn early(&self) -> Option<String> {
-        let h = match (&self.values, &self.histogram) {
-            (Some(values), _) => {
-                let mut magnitudes: Vec<i64> = values.iter().filter(|v| **v < 0).map(|v| -v).collect();
-                magnitudes.sort_unstable();
-                (!magnitudes.is_empty()).then(|| histogram::of(&magnitudes))
-            }
-            (None, Some(h)) => h.negatives(),
-            (None, None) => None,
-        }?;
-        Some(histogram::encode(&h))
+        self.histogram.encode_negatives()
     }
 
-    fn encoded(values: &Option<Vec<i64>>, histogram: &Option<SignedHistogram>) -> String {
-        let h: Histogram<u64> = match (values, histogram) {
-            (Some(values), _) => histogram::of(values),
-            (None, Some(h)) => h.clamped(),
-            (None, None) => histogram::of(&[]),
-        };
-        histogram::encode(&h)
+    /// The distribution as run.json stores it.
+    fn encoded(histogram: Option<&SignedHistogram>) -> String {
+        histogram.map_or_else(|| histogram::encode(&histogram::of(&[])), SignedHistogram::encode_clamped)
     }
 }
 
@@ -158,17 +125,17 @@ impl MetricSet {
         m.busy.add(diff(s.busy_end_ns, s.start_ns), 0);
     }
 
-    fn convert_to_histograms(&mut self) {
+    fn make_approximate(&mut self) {
         let m = &mut self.metrics;
         for stats in [&mut m.lateness, &mut m.actual, &mut m.full, &mut m.busy] {
-            stats.convert_to_histograms();
+            stats.make_approximate();
         }
     }
 
-    fn sort(&mut self) {
+    fn settle(&mut self) {
         let m = &mut self.metrics;
         for stats in [&mut m.lateness, &mut m.actual, &mut m.full, &mut m.busy] {
-            stats.sort();
+            stats.settle();
         }
     }
 
@@ -269,8 +236,8 @@ impl RowStats {
         }
         if self.basis == Basis::Exact && self.counts.measured > self.budget {
             self.basis = Basis::Histogram;
-            self.all.convert_to_histograms();
-            self.classes.iter_mut().for_each(MetricSet::convert_to_histograms);
+            self.all.make_approximate();
+            self.classes.iter_mut().for_each(MetricSet::make_approximate);
         }
     }
 
@@ -295,18 +262,18 @@ impl RowStats {
     }
 
     pub fn finish(mut self) -> Finished {
-        self.all.sort();
-        self.classes.iter_mut().for_each(MetricSet::sort);
+        self.all.settle();
+        self.classes.iter_mut().for_each(MetricSet::settle);
         let m = &self.all.metrics;
         let histograms = PerMetric {
-            lateness: MetricStats::encoded(&m.lateness.values, &m.lateness.histogram),
-            actual: MetricStats::encoded(&m.actual.values, &m.actual.histogram),
-            full: MetricStats::encoded(&m.full.values, &m.full.histogram),
-            busy: MetricStats::encoded(&m.busy.values, &m.busy.histogram),
+            lateness: MetricStats::encoded(Some(&m.lateness.histogram)),
+            actual: MetricStats::encoded(Some(&m.actual.histogram)),
+            full: MetricStats::encoded(Some(&m.full.histogram)),
+            busy: MetricStats::encoded(Some(&m.busy.histogram)),
         };
         let deviation_histograms = DeviationHistograms {
-            actual: MetricStats::encoded(&m.actual.deviation_values, &m.actual.deviation_histogram),
-            full: MetricStats::encoded(&m.full.deviation_values, &m.full.deviation_histogram),
+            actual: MetricStats::encoded(m.actual.deviation_histogram.as_ref()),
+            full: MetricStats::encoded(m.full.deviation_histogram.as_ref()),
         };
         Finished {
             lateness_early: m.lateness.early(),

@@ -28,16 +28,28 @@ const EXACT_BELOW: u64 = 1 << 18;
 /// An HdrHistogram of signed values (5 significant digits): the values below 262,144 in an
 /// array of counts (exact, as the HdrHistogram's first bucket would be), the larger ones in an
 /// HdrHistogram, the magnitudes of the negative ones (a wake-up before its deadline) in another.
-/// Values are recorded in sorted batches: one at a time, each would touch a random line of
-/// megabytes of counters (a cache miss per value, most of a long run's cost in taskmeter).
+/// An exact one ([`SignedHistogram::exact`]) keeps the values outside the array as they are
+/// instead, until [`SignedHistogram::make_approximate`]: its ranks are then the values' own,
+/// at the cost of 8 bytes for each such value only (the array counts the common ones).
+/// Values are recorded in sorted batches: one at a time, each would touch a random line of the
+/// counters (a cache miss per value, most of a long run's cost in taskmeter while the worker's
+/// units share its CPUs and caches).
 #[derive(Clone, Debug, Default)]
 pub struct SignedHistogram {
-    low: Vec<u64>,
+    /// Counts of the values below [`EXACT_BELOW`], in pages allocated as values reach them: a
+    /// row's values cluster, so it touches a few of them (zeroing all 2 MiB took more than
+    /// counting a long row's values).
+    low: Vec<Option<Box<[u64]>>>,
     high: Option<Histogram<u64>>,
     negative: Option<Histogram<u64>>,
     len: u64,
+    /// The values outside `low`, while exact.
+    outliers: Option<Vec<i64>>,
     pending: Vec<i64>,
 }
+
+/// Counters in one page of `low`.
+const PAGE: usize = 4096;
 
 /// Values recorded together, sorted.
 const BATCH: usize = 8192;
@@ -47,11 +59,29 @@ fn new() -> Histogram<u64> {
 }
 
 impl SignedHistogram {
+    /// One that keeps every value exactly.
+    pub fn exact() -> SignedHistogram {
+        SignedHistogram { outliers: Some(Vec::new()), ..Default::default() }
+    }
+
+    pub fn is_exact(&self) -> bool {
+        self.outliers.is_some()
+    }
+
     #[inline]
     pub fn record(&mut self, value: i64) {
         self.len += 1;
         self.pending.push(value);
         if self.pending.len() >= BATCH {
+            self.flush();
+        }
+    }
+
+    /// Trades the values kept outside the array for the HdrHistograms' buckets.
+    pub fn make_approximate(&mut self) {
+        self.flush();
+        if let Some(outliers) = self.outliers.take() {
+            self.pending = outliers;
             self.flush();
         }
     }
@@ -64,33 +94,50 @@ impl SignedHistogram {
             let (value, count) = (run[0], run.len() as u64);
             if (0..EXACT_BELOW as i64).contains(&value) {
                 if self.low.is_empty() {
-                    self.low = vec![0; EXACT_BELOW as usize];
+                    self.low = vec![None; EXACT_BELOW as usize / PAGE];
                 }
-                self.low[value as usize] += count;
-                continue;
+                let page = self.low[value as usize / PAGE].get_or_insert_with(|| vec![0; PAGE].into_boxed_slice());
+                page[value as usize % PAGE] += count;
+            } else if let Some(outliers) = &mut self.outliers {
+                outliers.extend_from_slice(run);
+            } else {
+                let h =
+                    if value >= 0 { self.high.get_or_insert_with(new) } else { self.negative.get_or_insert_with(new) };
+                h.record_n(value.unsigned_abs(), count).expect("an auto-resizing histogram takes any value");
             }
-            let h = if value >= 0 { self.high.get_or_insert_with(new) } else { self.negative.get_or_insert_with(new) };
-            h.record_n(value.unsigned_abs(), count).expect("an auto-resizing histogram takes any value");
         }
         pending.clear();
         self.pending = pending;
     }
 
-    /// Records what is pending now (so that questions need no copy).
+    /// Records what is pending and sorts the exact values (so that questions need no copy).
     pub fn settle(&mut self) {
         if !self.pending.is_empty() {
             self.flush();
         }
+        if let Some(outliers) = &mut self.outliers {
+            if !outliers.is_sorted() {
+                radsort::sort(outliers);
+            }
+        }
     }
 
-    /// Records what is pending: before any question is asked.
+    /// Settled: before any question is asked.
     fn settled(&self) -> std::borrow::Cow<'_, SignedHistogram> {
-        if self.pending.is_empty() {
+        let sorted = self.outliers.as_ref().is_none_or(|o| o.is_sorted());
+        if self.pending.is_empty() && sorted {
             return std::borrow::Cow::Borrowed(self);
         }
         let mut settled = self.clone();
-        settled.flush();
+        settled.settle();
         std::borrow::Cow::Owned(settled)
+    }
+
+    /// (value, count) of the values counted in `low`, in increasing order.
+    fn low_counts(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.low.iter().enumerate().filter_map(|(i, page)| Some((i, page.as_ref()?))).flat_map(|(i, page)| {
+            page.iter().enumerate().filter(|(_, c)| **c > 0).map(move |(j, c)| ((i * PAGE + j) as u64, *c))
+        })
     }
 
     pub fn len(&self) -> u64 {
@@ -103,11 +150,16 @@ impl SignedHistogram {
 
     /// (value, count) of every bucket, in increasing order of value; a bucket's value is its
     /// end farthest from zero (for negative values, nearest zero), so a percentile read from
-    /// it is never under-reported.
+    /// it is never under-reported. An exact histogram's buckets are its distinct values.
     fn buckets(&self) -> Vec<(i64, u64)> {
         let settled = self.settled();
         let this = settled.as_ref();
-        let mut buckets: Vec<(i64, u64)> = Vec::new();
+        let outliers = this.outliers.as_deref().unwrap_or_default();
+        let runs = |values: &[i64]| -> Vec<(i64, u64)> {
+            values.chunk_by(|a, b| a == b).map(|run| (run[0], run.len() as u64)).collect()
+        };
+        let split = outliers.partition_point(|v| *v < 0);
+        let mut buckets: Vec<(i64, u64)> = runs(&outliers[..split]);
         if let Some(negative) = &this.negative {
             let mut magnitudes: Vec<(i64, u64)> = negative
                 .iter_recorded()
@@ -116,7 +168,8 @@ impl SignedHistogram {
             magnitudes.reverse();
             buckets.extend(magnitudes);
         }
-        buckets.extend(this.low.iter().enumerate().filter(|(_, c)| **c > 0).map(|(v, c)| (v as i64, *c)));
+        buckets.extend(this.low_counts().map(|(v, c)| (v as i64, c)));
+        buckets.extend(runs(&outliers[split..]));
         if let Some(high) = &this.high {
             buckets.extend(
                 high.iter_recorded()
@@ -142,7 +195,46 @@ impl SignedHistogram {
 
     /// The magnitudes of the negative values (how early each wake-up was), if any.
     pub fn negatives(&self) -> Option<Histogram<u64>> {
-        self.settled().negative.clone().filter(|n| !n.is_empty())
+        let settled = self.settled();
+        let mut h = settled.negative.clone().unwrap_or_else(new);
+        for v in settled.outliers.iter().flatten().filter(|v| **v < 0) {
+            h.record(v.unsigned_abs()).expect("an auto-resizing histogram takes any value");
+        }
+        (!h.is_empty()).then_some(h)
+    }
+
+    /// The histogram as stored in run.json (negative values recorded as 0), encoded: the bytes
+    /// [`encode`] writes for [`SignedHistogram::clamped`], written from the counts kept here.
+    pub fn encode_clamped(&self) -> String {
+        let settled = self.settled();
+        let this = settled.as_ref();
+        let outliers = this.outliers.as_deref().unwrap_or_default();
+        let split = outliers.partition_point(|v| *v < 0);
+        let below_zero = this.negative.as_ref().map_or(0, |n| n.len()) + split as u64;
+        let zero = std::iter::once((0, below_zero)).filter(|(_, c)| *c > 0);
+        let high =
+            this.high.iter().flat_map(|h| h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())));
+        let mut values: Vec<(u64, u64)> = zero
+            .chain(this.low_counts())
+            .chain(outliers[split..].chunk_by(|a, b| a == b).map(|run| (run[0] as u64, run.len() as u64)))
+            .chain(high)
+            .collect();
+        values.sort_unstable(); // in order already, unless kept values and buckets ever mixed
+        encode_sparse(values)
+    }
+
+    /// How early the values below 0 were (their magnitudes), encoded; None without any.
+    pub fn encode_negatives(&self) -> Option<String> {
+        let settled = self.settled();
+        let this = settled.as_ref();
+        let outliers = this.outliers.as_deref().unwrap_or_default();
+        let exact = outliers[..outliers.partition_point(|v| *v < 0)].chunk_by(|a, b| a == b).rev();
+        let bucketed =
+            this.negative.iter().flat_map(|h| h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())));
+        let mut magnitudes: Vec<(u64, u64)> =
+            exact.map(|run| (run[0].unsigned_abs(), run.len() as u64)).chain(bucketed).collect();
+        magnitudes.sort_unstable();
+        (!magnitudes.is_empty()).then(|| encode_sparse(magnitudes))
     }
 
     /// The histogram as stored in run.json: negative values recorded as 0.
@@ -150,9 +242,15 @@ impl SignedHistogram {
         let settled = self.settled();
         let this = settled.as_ref();
         let mut h = this.high.clone().unwrap_or_else(new);
-        let negatives = this.negative.as_ref().map_or(0, |n| n.len());
-        for (value, count) in this.low.iter().enumerate().filter(|(_, c)| **c > 0) {
-            h.record_n(value as u64, *count).expect("an auto-resizing histogram takes any value");
+        let mut negatives = this.negative.as_ref().map_or(0, |n| n.len());
+        for (value, count) in this.low_counts() {
+            h.record_n(value, count).expect("an auto-resizing histogram takes any value");
+        }
+        for run in this.outliers.as_deref().unwrap_or_default().chunk_by(|a, b| a == b) {
+            match run[0] {
+                v if v < 0 => negatives += run.len() as u64,
+                v => h.record_n(v as u64, run.len() as u64).expect("an auto-resizing histogram takes any value"),
+            }
         }
         if negatives > 0 {
             h.record_n(0, negatives).expect("an auto-resizing histogram takes any value");
@@ -166,17 +264,85 @@ impl SignedHistogram {
 /// has millions of mostly empty counters, and the default level took most of taskmeter's own
 /// CPU time on a 100,000-unit point, for files hardly smaller.
 pub fn encode(h: &Histogram<u64>) -> String {
-    const V2_COMPRESSED_COOKIE: u32 = 0x1c84_9304 | 0x10;
     let mut plain = Vec::new();
     V2Serializer::new().serialize(h, &mut plain).expect("serialising to memory cannot fail");
+    compress(&plain)
+}
+
+/// A plain V2 encoding in the V2 deflate frame, base64.
+fn compress(plain: &[u8]) -> String {
+    const V2_COMPRESSED_COOKIE: u32 = 0x1c84_9304 | 0x10;
     let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
-    zlib.write_all(&plain).expect("compressing to memory cannot fail");
+    zlib.write_all(plain).expect("compressing to memory cannot fail");
     let compressed = zlib.finish().expect("compressing to memory cannot fail");
     let mut bytes = Vec::with_capacity(compressed.len() + 8);
     bytes.extend_from_slice(&V2_COMPRESSED_COOKIE.to_be_bytes());
     bytes.extend_from_slice(&(compressed.len() as u32).to_be_bytes());
     bytes.extend_from_slice(&compressed);
     base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The index of `value` in the counts of an HdrHistogram of 5 significant digits from 1 (the
+/// library's layout: bucket 0 counts 0 to 2^18 - 1 one by one, each later bucket has half as
+/// many counters, twice as wide).
+fn counts_index(value: u64) -> usize {
+    const HALF_MAGNITUDE: u32 = 17; // half of the 2^18 counters of a bucket
+    let bucket = 64 - 18 - (value | (EXACT_BELOW - 1)).leading_zeros();
+    let sub_bucket = (value >> bucket) as usize;
+    ((bucket as usize + 1) << HALF_MAGNITUDE) + sub_bucket - (1 << HALF_MAGNITUDE)
+}
+
+/// The V2 deflate encoding of (value, count) pairs in increasing order of value, as [`encode`]
+/// writes it for an HdrHistogram of 5 significant digits holding them, byte for byte. Written
+/// from the pairs alone: building that histogram meant zeroing megabytes of counters for each
+/// of a row's eight stored distributions, most of taskmeter's own CPU in a run of short rows.
+fn encode_sparse(values: impl IntoIterator<Item = (u64, u64)>) -> String {
+    fn zig_zag_varint(out: &mut Vec<u8>, n: i64) {
+        let mut z = ((n << 1) ^ (n >> 63)) as u64;
+        while z >= 0x80 {
+            out.push(0x80 | (z & 0x7f) as u8);
+            z >>= 7;
+        }
+        out.push(z as u8);
+    }
+    let (mut counts, mut next, mut highest) = (Vec::new(), 0usize, 0u64);
+    let mut pending: Option<(usize, u64)> = None;
+    let put = |counts: &mut Vec<u8>, next: &mut usize, (index, count): (usize, u64)| {
+        // A run of empty counters is written as its negated length (a single one as a 0).
+        match index - *next {
+            0 => {}
+            1 => zig_zag_varint(counts, 0),
+            zeros => zig_zag_varint(counts, -(zeros as i64)),
+        }
+        zig_zag_varint(counts, count as i64);
+        *next = index + 1;
+    };
+    for (value, count) in values.into_iter().filter(|(_, c)| *c > 0) {
+        let index = counts_index(value);
+        highest = highest.max(value);
+        pending = match pending {
+            Some((i, c)) if i == index => Some((i, c + count)),
+            Some(done) => {
+                put(&mut counts, &mut next, done);
+                Some((index, count))
+            }
+            None => Some((index, count)),
+        };
+    }
+    match pending {
+        Some(last) => put(&mut counts, &mut next, last),
+        None => zig_zag_varint(&mut counts, 0), // an empty histogram: one empty counter
+    }
+    let mut plain = Vec::with_capacity(40 + counts.len());
+    plain.extend_from_slice(&(0x1c84_9303u32 | 0x10).to_be_bytes()); // V2
+    plain.extend_from_slice(&(counts.len() as u32).to_be_bytes());
+    plain.extend_from_slice(&0u32.to_be_bytes()); // normalizing index offset
+    plain.extend_from_slice(&u32::from(SIGNIFICANT_DIGITS).to_be_bytes());
+    plain.extend_from_slice(&1u64.to_be_bytes()); // lowest discernible value
+    plain.extend_from_slice(&highest.max(2).to_be_bytes());
+    plain.extend_from_slice(&1.0f64.to_be_bytes()); // integer to double ratio
+    plain.extend_from_slice(&counts);
+    compress(&plain)
 }
 
 pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
@@ -236,6 +402,76 @@ mod tests {
         assert_eq!(u32::from_be_bytes(ours[4..8].try_into().unwrap()) as usize, ours.len() - 8);
         assert!(decode("not base64!").is_err());
         assert!(decode("aGVsbG8=").is_err());
+    }
+
+    #[test]
+    fn an_exact_histogram_ranks_every_value_as_a_sorted_list_would() {
+        // Values on both sides of the counted range, out of order, with repeats.
+        let values = [300_000, -40, 5, 262_143, 262_144, -40, 7, 1_000_000_007, 5, -1, 0, 300_000];
+        let mut exact = SignedHistogram::exact();
+        values.iter().for_each(|v| exact.record(*v));
+        let mut sorted = values.to_vec();
+        sorted.sort();
+        let ranks: Vec<u64> = (1..=values.len() as u64).collect();
+        assert_eq!(exact.at_ranks(&ranks), sorted);
+        assert_eq!(exact.negatives().unwrap().len(), 3);
+        assert_eq!(exact.clamped().count_at(0), 4, "three negative values and one 0");
+        // Approximate afterwards: the same counts, ranks within 5 significant digits.
+        exact.make_approximate();
+        assert!(!exact.is_exact());
+        assert_eq!(exact.len(), values.len() as u64);
+        let approximate = exact.at_ranks(&ranks);
+        assert_eq!(approximate[..8], sorted[..8], "exact below 262,144");
+        for (a, v) in approximate.iter().zip(&sorted).skip(8) {
+            assert!(a >= v && (a - v) as f64 / *v as f64 <= 1e-5, "{a} for {v}");
+        }
+    }
+
+    #[test]
+    fn the_sparse_encoding_is_the_library_s_byte_for_byte() {
+        // Values in every region: 0, the counted range, several buckets above it, repeats, and
+        // negative ones (stored as 0; their magnitudes apart).
+        let mut random = 0x2545_f491_4f6c_dd1du64;
+        let mut values: Vec<i64> = (0..20_000)
+            .map(|_| {
+                random ^= random << 13;
+                random ^= random >> 7;
+                random ^= random << 17;
+                let scale = [10u64, 1_000, 262_144, 300_000, 5_000_000, 3_000_000_000][(random % 6) as usize];
+                (random >> 8) as i64 % scale as i64 - i64::from(random % 50 == 0) * 40_000
+            })
+            .collect();
+        values.extend([0, 0, 262_143, 262_144, 1 << 40]);
+        let library = |values: &mut dyn Iterator<Item = u64>| {
+            let values: Vec<u64> = values.collect();
+            let highest = values.iter().copied().max().unwrap_or(0).max(2);
+            let mut h = Histogram::<u64>::new_with_bounds(1, highest, SIGNIFICANT_DIGITS).unwrap();
+            values.iter().for_each(|v| h.record(*v).unwrap());
+            let mut plain = Vec::new();
+            V2Serializer::new().serialize(&h, &mut plain).unwrap();
+            plain
+        };
+        let plain = |text: &str| {
+            use std::io::Read;
+            let bytes = base64::engine::general_purpose::STANDARD.decode(text).unwrap();
+            let mut plain = Vec::new();
+            flate2::read::ZlibDecoder::new(&bytes[8..]).read_to_end(&mut plain).unwrap();
+            plain
+        };
+        for exact in [true, false] {
+            let mut h = if exact { SignedHistogram::exact() } else { SignedHistogram::default() };
+            values.iter().for_each(|v| h.record(*v));
+            // Bucketed values are stored at their bucket's top: the library sees the same.
+            let layout = new();
+            let stored = |v: u64| if exact || v < EXACT_BELOW { v } else { layout.highest_equivalent(v) };
+            let clamped = library(&mut values.iter().map(|v| stored((*v).max(0) as u64)));
+            assert_eq!(plain(&h.encode_clamped()), clamped, "exact: {exact}");
+            let magnitudes = library(&mut values.iter().filter(|v| **v < 0).map(|v| stored(v.unsigned_abs())));
+            assert_eq!(plain(&h.encode_negatives().unwrap()), magnitudes, "exact: {exact}");
+        }
+        let empty = library(&mut std::iter::empty());
+        assert_eq!(plain(&SignedHistogram::exact().encode_clamped()), empty);
+        assert!(SignedHistogram::exact().encode_negatives().is_none());
     }
 
     #[test]

@@ -167,7 +167,8 @@ pub fn run(options: CompareOptions) -> Result<ExitCode, CliError> {
         _ => bench_lines(&old, &new, options.rule),
     };
     if lines.is_empty() {
-        return Err(format!("the two {} results have nothing measured in common", kinds[0]).into());
+        let why = if not_compared.is_empty() { String::new() } else { format!(" ({})", not_compared.join("; ")) };
+        return Err(format!("the two {} results have nothing measured in common{why}", kinds[0]).into());
     }
     let mut counts: BTreeMap<&'static str, usize> =
         [Verdict::Improved, Verdict::Regressed, Verdict::NoChange, Verdict::Inconclusive]
@@ -327,6 +328,11 @@ fn pair_up(
             (Ok(x), Ok(y)) if !x.is_empty() && !y.is_empty() => {
                 lines.push(Line { subject: subject.clone(), unit, judgement: judge(x, y, higher_is_better, rule) })
             }
+            // Measured on one side only; on neither, it is not a figure of these runs.
+            (Ok(x), Ok(y)) if x.is_empty() != y.is_empty() => {
+                let empty = if x.is_empty() { old } else { new };
+                not_compared.push(format!("{}: nothing measured in {}", label(subject), empty.path.display()))
+            }
             _ => {}
         }
     }
@@ -401,23 +407,26 @@ fn grain_lines(old: &Side, new: &Side, rule: Rule) -> (Vec<Line>, Vec<String>) {
         let mut found: BTreeMap<String, (Vec<f64>, Vec<String>)> = BTreeMap::new();
         for (_, record) in &side.records {
             let AnyRecord::Granularity(r) = record else { continue };
-            for run in r.runs.iter().filter(|run| run.error.is_none()) {
+            for run in &r.runs {
                 let entry = found.entry(run.runtime.clone()).or_default();
-                match run.metg {
-                    Some(Metg::Interpolated { ns }) => entry.0.push(ns),
-                    Some(Metg::Below { ns }) => entry.1.push(format!("< {}", format_ns(ns))),
-                    Some(Metg::Above { ns }) => entry.1.push(format!("> {}", format_ns(ns))),
-                    None => {}
+                match (run.metg, &run.error) {
+                    (Some(Metg::Interpolated { ns }), None) => entry.0.push(ns),
+                    (Some(Metg::Below { ns }), None) => entry.1.push(format!("< {}", format_ns(ns))),
+                    (Some(Metg::Above { ns }), None) => entry.1.push(format!("> {}", format_ns(ns))),
+                    // A failed worker, or every task size invalid: no METG in this run.
+                    _ => {}
                 }
             }
         }
         found
             .into_iter()
             .map(|(runtime, (values, bounds))| {
-                let values = if bounds.is_empty() {
-                    Ok(values)
-                } else {
+                let values = if !bounds.is_empty() {
                     Err(format!("METG is a bound in some runs ({}): widen --task-busy", bounds.join(", ")))
+                } else if values.is_empty() {
+                    Err("no run has a METG (its workers failed, or every task size was invalid)".to_string())
+                } else {
+                    Ok(values)
                 };
                 (vec![("runtime", runtime), ("figure", "METG(50 %)".to_string())], values)
             })

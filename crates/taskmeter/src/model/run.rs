@@ -217,6 +217,10 @@ pub struct WorkerInfo {
     pub cpu_dma_latency_us: Option<i64>,
     /// The worker's stderr when it failed (last kilobytes).
     pub stderr: Option<String>,
+    /// How taskmeter's reader of the worker and the worker's writer were scheduled: above the
+    /// units where permitted ("reader SCHED_FIFO 1, writer SCHED_FIFO 1").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness_sched: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]

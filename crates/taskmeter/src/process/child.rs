@@ -194,7 +194,9 @@ impl Spawned {
     /// Its stdout, to be read on a thread of the caller's.
     pub fn stdout(&mut self) -> Option<Pipe> {
         let end = self.child.as_mut()?.stdout.take()?;
-        Some(self.watch_pipe(end))
+        let pipe = self.watch_pipe(end);
+        pipe.enlarge(super::pipe::WORKER_PIPE_BYTES);
+        Some(pipe)
     }
 
     /// Its stderr, kept (the last `keep` bytes) by a thread.

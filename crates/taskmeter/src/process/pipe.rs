@@ -35,7 +35,19 @@ pub struct Pipe {
     state: Arc<PipeState>,
 }
 
+/// What a worker's stdout may hold (Linux's default is 64 KiB, and pipe-max-size's default 1
+/// MiB lets any user ask for this): a writer's flush of many units' samples then passes in one
+/// or two reads rather than dozens of wake-ups on both sides.
+pub const WORKER_PIPE_BYTES: i32 = 1 << 20;
+
 impl Pipe {
+    /// Asks the kernel for a buffer of `bytes`; where it refuses (a lower pipe-max-size, the
+    /// user's pipe quota reached), the pipe keeps its size, which only costs wake-ups.
+    pub fn enlarge(&self, bytes: i32) {
+        // SAFETY: fcntl on a descriptor we own.
+        unsafe { libc::fcntl(self.state.fd.as_raw_fd(), libc::F_SETPIPE_SZ, bytes) };
+    }
+
     /// Takes over a child's stdout or stderr; the state goes to the supervisor.
     pub fn new(end: impl Into<OwnedFd>) -> (Pipe, Arc<PipeState>) {
         let fd: OwnedFd = end.into();

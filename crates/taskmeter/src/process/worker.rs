@@ -6,14 +6,15 @@
 
 use super::child::{Ask, Ended, Limits, Moment, Spawned, Stop};
 use super::{describe, last_line, Failure};
+use crate::machine;
 use crate::machine::counters::{self, Counters};
-use crate::machine::sched::{SchedInfo, SchedSettings};
+use crate::machine::sched::{Policy, SchedInfo, SchedSettings};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use taskmeter_protocol::frames::{decode, Frame, FrameReader, ReadError};
+use taskmeter_protocol::frames::{decode, Frame, FrameReader, ReadError, WRITER_THREAD};
 use taskmeter_protocol::{Checker, Delivered, Ending, OutputError, Plan, SampleView};
 
 #[derive(Debug)]
@@ -38,6 +39,8 @@ pub struct Stream {
     pub first_samples_ns: Option<u64>,
     /// Samples whose wake fell in the window the counters cover.
     pub wakeups_counted: u64,
+    /// How the reading thread was scheduled.
+    pub reader_sched: String,
 }
 
 #[derive(Debug)]
@@ -51,6 +54,8 @@ pub struct WorkerRun {
     pub counters: Result<Counters, String>,
     /// The worker's stderr (its last few kilobytes).
     pub stderr: String,
+    /// How taskmeter's reader and the worker's writer were scheduled.
+    pub harness: Option<String>,
 }
 
 /// How long a worker may run: its plan's own bound plus a grace for start-up and output.
@@ -72,6 +77,8 @@ pub struct RawRun {
     pub stderr: String,
     pub sched: SchedInfo,
     pub counters: Result<Counters, String>,
+    /// How taskmeter's reader and the worker's writer were scheduled (`sched::run_above_units`).
+    pub harness: String,
 }
 
 /// When to ask a worker to stop early (end of file on its stdin), and when to kill it.
@@ -127,12 +134,19 @@ pub fn spawn_and_wait(
     child.tick_early(read_at);
     child.send(&format!("{}\n", input.trim_end()));
     let (gate_tx, gate_rx) = mpsc::channel();
-    let stdout = read_frames(child.stdout(), pid, plan.clone(), sink, gate_tx);
+    let units_policy = sched.policy;
+    let stdout = read_frames(child.stdout(), pid, plan.clone(), sink, gate_tx, units_policy);
     let (stop_counting, stop_rx) = mpsc::channel();
     let counters = std::thread::spawn(move || {
-        let times: counters::ReadingTimes =
-            gate_rx.recv().map_err(|_| "the worker never opened its start gate".to_string())?;
-        counters::over_window(pid, &times, &stop_rx)
+        let Ok(times) = gate_rx.recv() else {
+            return (Err("the worker never opened its start gate".to_string()), "the gate never opened".to_string());
+        };
+        // The writer exists once the gate is open (a driver starts it before its units).
+        let writer = match machine::sched::thread_named(pid, WRITER_THREAD) {
+            Some(tid) => machine::sched::run_above_units(tid, units_policy),
+            None => format!("not found (no thread named {WRITER_THREAD})"),
+        };
+        (counters::over_window(pid, &times, &stop_rx), writer)
     });
     let stderr = child.stderr_tail(16 * 1024);
 
@@ -161,11 +175,13 @@ pub fn spawn_and_wait(
         tick()
     });
     drop(stop_counting);
-    let mut counters = counters.join().unwrap_or_else(|_| Err("the reader of the counters failed".into()));
+    let (mut counters, writer) =
+        counters.join().unwrap_or_else(|_| (Err("the reader of the counters failed".into()), "unknown".into()));
     let stream = stdout.join().unwrap_or_else(|_| Stream {
         ending: Err(OutputError::Invalid("the reader of the output failed".into())),
         first_samples_ns: None,
         wakeups_counted: 0,
+        reader_sched: "unknown".into(),
     });
     if let Ok(c) = counters.as_mut() {
         c.wakeups = stream.wakeups_counted;
@@ -180,7 +196,8 @@ pub fn spawn_and_wait(
         Ok(_) => Some(high_water_kb).filter(|kb| *kb > 0),
         Err(_) => None,
     };
-    Ok(RawRun { ended, peak_rss_kb, cpu_ns, stream, stderr, sched: readback, counters })
+    let harness = format!("reader {}, writer {writer}", stream.reader_sched);
+    Ok(RawRun { ended, peak_rss_kb, cpu_ns, stream, stderr, sched: readback, counters, harness })
 }
 
 /// Reads, checks and hands on the worker's frames, on a thread of its own, until the stream
@@ -195,8 +212,11 @@ fn read_frames(
     plan: Plan,
     mut sink: SampleSink,
     counters: mpsc::Sender<counters::ReadingTimes>,
+    units_policy: Option<Policy>,
 ) -> std::thread::JoinHandle<Stream> {
     std::thread::spawn(move || {
+        // SAFETY: gettid has no preconditions.
+        let reader_sched = machine::sched::run_above_units(unsafe { libc::gettid() }, units_policy);
         let (warmup_ns, duration_ns) = (plan.warmup_ns, plan.duration_ns);
         // The granularity experiment has no window to count over: its grains are timed apart.
         let has_window = plan.grain.is_none();
@@ -204,7 +224,7 @@ fn read_frames(
         let mut first_samples_ns = None;
         let (mut reading_times, mut wakeups_counted) = (None::<counters::ReadingTimes>, 0);
         let Some(stdout) = stdout else {
-            return Stream { ending: Ok(checker.finish()), first_samples_ns, wakeups_counted };
+            return Stream { ending: Ok(checker.finish()), first_samples_ns, wakeups_counted, reader_sched };
         };
         let mut reader = FrameReader::new(std::io::BufReader::with_capacity(1 << 20, stdout));
         let mut views = Vec::new();
@@ -248,7 +268,7 @@ fn read_frames(
             // deadline (a worker that floods its pipe would never end).
             super::kill_group(pid, libc::SIGKILL);
         }
-        Stream { ending, first_samples_ns, wakeups_counted }
+        Stream { ending, first_samples_ns, wakeups_counted, reader_sched }
     })
 }
 
@@ -282,6 +302,7 @@ pub fn run_worker(
             wall_ns: 0,
             counters: Err("the worker did not start".into()),
             stderr: String::new(),
+            harness: None,
         },
         Ok(raw) => {
             let outcome = classify(&raw);
@@ -294,6 +315,7 @@ pub fn run_worker(
                 wall_ns,
                 counters: raw.counters,
                 stderr: raw.stderr,
+                harness: Some(raw.harness),
             }
         }
     }

@@ -1,6 +1,6 @@
 //! The console report of a run: settings, environment, the tables, how to read them.
 
-use super::format::format_ns;
+use super::format::{format_count, format_ns};
 use super::tables::*;
 use super::why;
 use crate::machine::env::Environment;
@@ -125,8 +125,32 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
     }
     let lost: u64 = record.rows.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.samples_lost).sum();
     if lost > 0 {
+        let rows: Vec<String> = record
+            .rows
+            .iter()
+            .filter_map(|r| {
+                let c = r.counts.as_ref().filter(|c| c.samples_lost > 0)?;
+                let harness = r.worker.as_ref().and_then(|w| w.harness_sched.as_deref()).unwrap_or("unknown");
+                // Above the units' threads, a writer still waits where the runtime itself
+                // schedules it among them (a goroutine has no priority): a limit of the runtime.
+                let why = if harness.contains("writer SCHED_FIFO") {
+                    "; the writer's thread ran above the units', so the runtime kept it waiting among them"
+                } else {
+                    ""
+                };
+                Some(format!(
+                    "{} at {} units: {} ({harness}{why})",
+                    r.runtime,
+                    format_count(c.units as u64),
+                    format_count(c.samples_lost)
+                ))
+            })
+            .collect();
         out.push_str(&format!(
-            "warning: {lost} samples were lost: a unit's ring was full because its worker's writer fell behind (they are counted, not measured)\n"
+            "warning: {} samples were lost: a unit's ring was full because its worker's writer fell behind (they are \
+             counted, not measured): {}\n",
+            format_count(lost),
+            rows.join("; ")
         ));
     }
     let estimated: Vec<&str> = record

@@ -167,7 +167,7 @@ pub fn volume_table_of(record: &RunRecord) -> Table {
     if classes {
         header.extend(["high", "low", "delay high", "delay low"].map(str::to_string));
     }
-    header.extend(["create/unit", "peak RSS"].map(str::to_string));
+    header.extend(["create/unit", "peak RSS", "rings"].map(str::to_string));
     let mut lines = Vec::new();
     let mut without_statistics = Vec::new();
     for runtime in &record.settings.runtimes {
@@ -230,6 +230,7 @@ pub fn volume_table_of(record: &RunRecord) -> Table {
                     .map(|kb| format_bytes(kb * 1024.0))
                     .unwrap_or_else(|| "-".into()),
             );
+            line.push(cell.mean_of(crate::analysis::rows::ring_bytes).map_or("-".into(), format_bytes));
             lines.push(line);
         }
     }
@@ -255,12 +256,14 @@ pub fn memory_lines(record: &RunRecord) -> Vec<String> {
         .into_iter()
         .map(|m| match m.bytes_per_unit {
             Some(b) => format!(
-                "{}: {} per unit (slope of peak RSS over {} points, {}..{} units)",
+                "{}: {} per unit (slope of peak RSS less taskmeter's rings over {} points, {}..{} units); \
+                 the rings {} per unit",
                 m.runtime,
                 format_bytes(b),
                 m.points,
                 format_count(m.units_min as u64),
-                format_count(m.units_max as u64)
+                format_count(m.units_max as u64),
+                m.ring_bytes_per_unit.map_or("-".into(), format_bytes)
             ),
             None => format!("{}: needs two points with different unit counts", m.runtime),
         })
@@ -454,8 +457,9 @@ pub fn explain_volume(record: &RunRecord) -> String {
     format!(
         "delay = mean |actual - expected| (the v2 study's); {} = {counted} per second, all units; \
          iter/unit = measured iterations per unit; create/unit = time to create the units and park them at \
-         the start gate, per unit; peak RSS of the worker; memory per unit = least-squares \
-         slope of peak RSS over units started (it includes each unit's samples){}",
+         the start gate, per unit; peak RSS of the worker; rings = taskmeter's share of it, the units' \
+         rings of samples (units x ring x 48 bytes, allocated before the gate); memory per unit = \
+         least-squares slope over units started of peak RSS less the rings (the runtime's own){}",
         iteration_word(record),
         if record.settings.repeat > 1 {
             format!("; ± = 95 % interval from {}", crate::analysis::cells::basis_note(record))

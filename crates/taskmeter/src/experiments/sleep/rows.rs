@@ -98,6 +98,7 @@ fn row_from(runtime: &str, plan: Plan, worker: WorkerRun, toolchain: String, fin
         end_ns: None,
         cpu_dma_latency_us: None,
         stderr: None,
+        harness_sched: worker.harness,
     };
     let (status, delivered, stopped) = match worker.outcome {
         Outcome::Completed(d) => (RowStatus::Ok, d, None),
