@@ -20,43 +20,64 @@ pub fn of(values: &[i64]) -> Histogram<u64> {
     h
 }
 
-/// Values below this are exact in a 5-significant-digit HdrHistogram (its first bucket counts
-/// every integer): [`SignedHistogram`] counts them in a plain array, which costs a fraction of
-/// HdrHistogram's `record` on the hot path of a long run.
+/// Values below this are exact in a 5-significant-digit HdrHistogram: its first bucket counts
+/// every integer.
 const EXACT_BELOW: u64 = 1 << 18;
 
-/// An HdrHistogram of signed values (5 significant digits): the values below 262,144 in an
-/// array of counts (exact, as the HdrHistogram's first bucket would be), the larger ones in an
-/// HdrHistogram, the magnitudes of the negative ones (a wake-up before its deadline) in another.
-/// An exact one ([`SignedHistogram::exact`]) keeps the values outside the array as they are
-/// instead, until [`SignedHistogram::make_approximate`]: its ranks are then the values' own,
-/// at the cost of 8 bytes for each such value only (the array counts the common ones).
-/// Values are recorded in sorted batches: one at a time, each would touch a random line of the
-/// counters (a cache miss per value, most of a long run's cost in taskmeter while the worker's
-/// units share its CPUs and caches).
+/// An HdrHistogram of signed values, 5 significant digits (exact below 262,144, within 1/2^17
+/// above): the values >= 0 counted at their index in the library's layout ([`counts_index`]),
+/// the magnitudes of the negative ones (a wake-up before its deadline) the same way apart. The
+/// counters are in pages allocated as values reach them: a row's values cluster, so it touches
+/// a few, where the library's dense array of up to millions of counters was zeroed, grown and
+/// scanned whole for every question (most of taskmeter's CPU at 10,000 units). What it encodes
+/// is the library's, byte for byte (tested).
+/// An exact one ([`SignedHistogram::exact`]) keeps the values outside 0..262,144 as they are
+/// until [`SignedHistogram::make_approximate`]: its ranks are then the values' own, at the cost
+/// of 8 bytes for each such value only.
+/// Values are counted in batches sorted by counter: one at a time, each would touch a random
+/// line of the counters (a cache miss per value while the worker's units share the CPUs and
+/// caches).
 #[derive(Clone, Debug, Default)]
 pub struct SignedHistogram {
-    /// Counts of the values below [`EXACT_BELOW`], in pages allocated as values reach them: a
-    /// row's values cluster, so it touches a few of them (zeroing all 2 MiB took more than
-    /// counting a long row's values).
-    low: Vec<Option<Box<[u64]>>>,
-    high: Option<Histogram<u64>>,
-    negative: Option<Histogram<u64>>,
+    positive: Counters,
+    negative: Counters,
     len: u64,
-    /// The values outside `low`, while exact.
+    /// The values outside 0..262,144, while exact.
     outliers: Option<Vec<i64>>,
     pending: Vec<i64>,
 }
 
-/// Counters in one page of `low`.
+/// Counters by index, in pages of [`PAGE`] allocated on first use.
+#[derive(Clone, Debug, Default)]
+struct Counters {
+    pages: Vec<Option<Box<[u64]>>>,
+}
+
 const PAGE: usize = 4096;
 
-/// Values recorded together, sorted.
-const BATCH: usize = 8192;
+impl Counters {
+    fn add(&mut self, index: usize, count: u64) {
+        let page = index / PAGE;
+        if page >= self.pages.len() {
+            self.pages.resize(page + 1, None);
+        }
+        self.pages[page].get_or_insert_with(|| vec![0; PAGE].into_boxed_slice())[index % PAGE] += count;
+    }
 
-fn new() -> Histogram<u64> {
-    Histogram::<u64>::new(SIGNIFICANT_DIGITS).expect("5 significant digits are valid")
+    /// (index, count) of every counter above 0, in increasing order of index.
+    fn iter(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.pages.iter().enumerate().filter_map(|(i, page)| Some((i, page.as_ref()?))).flat_map(|(i, page)| {
+            page.iter().enumerate().filter(|(_, c)| **c > 0).map(move |(j, c)| (i * PAGE + j, *c))
+        })
+    }
+
+    fn total(&self) -> u64 {
+        self.iter().map(|(_, c)| c).sum()
+    }
 }
+
+/// Values counted together.
+const BATCH: usize = 8192;
 
 impl SignedHistogram {
     /// One that keeps every value exactly.
@@ -77,7 +98,7 @@ impl SignedHistogram {
         }
     }
 
-    /// Trades the values kept outside the array for the HdrHistograms' buckets.
+    /// Trades the values kept exactly for their counters.
     pub fn make_approximate(&mut self) {
         self.flush();
         if let Some(outliers) = self.outliers.take() {
@@ -86,28 +107,24 @@ impl SignedHistogram {
         }
     }
 
-    /// Records the pending values, in order, each run of equal ones at once.
+    /// Records the pending values: each counter's in one addition, in order of index (sorting
+    /// the indices, not the values: three passes of a radix sort rather than eight).
     fn flush(&mut self) {
-        let mut pending = std::mem::take(&mut self.pending);
-        radsort::sort(&mut pending);
-        for run in pending.chunk_by(|a, b| a == b) {
-            let (value, count) = (run[0], run.len() as u64);
-            if (0..EXACT_BELOW as i64).contains(&value) {
-                if self.low.is_empty() {
-                    self.low = vec![None; EXACT_BELOW as usize / PAGE];
-                }
-                let page = self.low[value as usize / PAGE].get_or_insert_with(|| vec![0; PAGE].into_boxed_slice());
-                page[value as usize % PAGE] += count;
-            } else if let Some(outliers) = &mut self.outliers {
-                outliers.extend_from_slice(run);
-            } else {
-                let h =
-                    if value >= 0 { self.high.get_or_insert_with(new) } else { self.negative.get_or_insert_with(new) };
-                h.record_n(value.unsigned_abs(), count).expect("an auto-resizing histogram takes any value");
+        let (mut positive, mut negative) = (Vec::with_capacity(self.pending.len()), Vec::new());
+        for &value in &self.pending {
+            match &mut self.outliers {
+                Some(outliers) if !(0..EXACT_BELOW as i64).contains(&value) => outliers.push(value),
+                _ if value < 0 => negative.push(counts_index(value.unsigned_abs()) as u32),
+                _ => positive.push(counts_index(value as u64) as u32),
             }
         }
-        pending.clear();
-        self.pending = pending;
+        self.pending.clear();
+        for (indices, counters) in [(&mut positive, &mut self.positive), (&mut negative, &mut self.negative)] {
+            radsort::sort(indices);
+            for run in indices.chunk_by(|a, b| a == b) {
+                counters.add(run[0] as usize, run.len() as u64);
+            }
+        }
     }
 
     /// Records what is pending and sorts the exact values (so that questions need no copy).
@@ -133,13 +150,6 @@ impl SignedHistogram {
         std::borrow::Cow::Owned(settled)
     }
 
-    /// (value, count) of the values counted in `low`, in increasing order.
-    fn low_counts(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.low.iter().enumerate().filter_map(|(i, page)| Some((i, page.as_ref()?))).flat_map(|(i, page)| {
-            page.iter().enumerate().filter(|(_, c)| **c > 0).map(move |(j, c)| ((i * PAGE + j) as u64, *c))
-        })
-    }
-
     pub fn len(&self) -> u64 {
         self.len
     }
@@ -155,27 +165,20 @@ impl SignedHistogram {
         let settled = self.settled();
         let this = settled.as_ref();
         let outliers = this.outliers.as_deref().unwrap_or_default();
+        let split = outliers.partition_point(|v| *v < 0);
         let runs = |values: &[i64]| -> Vec<(i64, u64)> {
             values.chunk_by(|a, b| a == b).map(|run| (run[0], run.len() as u64)).collect()
         };
-        let split = outliers.partition_point(|v| *v < 0);
-        let mut buckets: Vec<(i64, u64)> = runs(&outliers[..split]);
-        if let Some(negative) = &this.negative {
-            let mut magnitudes: Vec<(i64, u64)> = negative
-                .iter_recorded()
-                .map(|v| (-(negative.lowest_equivalent(v.value_iterated_to()) as i64), v.count_at_value()))
-                .collect();
-            magnitudes.reverse();
-            buckets.extend(magnitudes);
-        }
-        buckets.extend(this.low_counts().map(|(v, c)| (v as i64, c)));
+        let mut buckets = runs(&outliers[..split]);
+        let mut negative: Vec<(i64, u64)> =
+            this.negative.iter().map(|(i, c)| (-(index_range(i).0 as i64), c)).collect();
+        negative.reverse();
+        buckets.extend(negative);
+        // Exact values above the counted range and counters above it never coexist.
+        let (low, high): (Vec<_>, Vec<_>) = this.positive.iter().partition(|(i, _)| (*i as u64) < EXACT_BELOW);
+        buckets.extend(low.into_iter().map(|(i, c)| (i as i64, c)));
         buckets.extend(runs(&outliers[split..]));
-        if let Some(high) = &this.high {
-            buckets.extend(
-                high.iter_recorded()
-                    .map(|v| (high.highest_equivalent(v.value_iterated_to()) as i64, v.count_at_value())),
-            );
-        }
+        buckets.extend(high.into_iter().map(|(i, c)| (index_range(i).1 as i64, c)));
         buckets
     }
 
@@ -195,31 +198,28 @@ impl SignedHistogram {
 
     /// The magnitudes of the negative values (how early each wake-up was), if any.
     pub fn negatives(&self) -> Option<Histogram<u64>> {
-        let settled = self.settled();
-        let mut h = settled.negative.clone().unwrap_or_else(new);
-        for v in settled.outliers.iter().flatten().filter(|v| **v < 0) {
-            h.record(v.unsigned_abs()).expect("an auto-resizing histogram takes any value");
-        }
-        (!h.is_empty()).then_some(h)
+        self.encode_negatives().map(|text| decode(&text).expect("our own encoding"))
     }
 
-    /// The histogram as stored in run.json (negative values recorded as 0), encoded: the bytes
-    /// [`encode`] writes for [`SignedHistogram::clamped`], written from the counts kept here.
+    /// The histogram as stored in run.json: negative values recorded as 0.
+    pub fn clamped(&self) -> Histogram<u64> {
+        decode(&self.encode_clamped()).expect("our own encoding")
+    }
+
+    /// The histogram as stored in run.json (negative values recorded as 0), encoded: what
+    /// [`encode`] writes for the library's histogram of the same values.
     pub fn encode_clamped(&self) -> String {
         let settled = self.settled();
         let this = settled.as_ref();
         let outliers = this.outliers.as_deref().unwrap_or_default();
         let split = outliers.partition_point(|v| *v < 0);
-        let below_zero = this.negative.as_ref().map_or(0, |n| n.len()) + split as u64;
-        let zero = std::iter::once((0, below_zero)).filter(|(_, c)| *c > 0);
-        let high =
-            this.high.iter().flat_map(|h| h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())));
-        let mut values: Vec<(u64, u64)> = zero
-            .chain(this.low_counts())
-            .chain(outliers[split..].chunk_by(|a, b| a == b).map(|run| (run[0] as u64, run.len() as u64)))
-            .chain(high)
+        let below_zero = this.negative.total() + split as u64;
+        let kept = outliers[split..].chunk_by(|a, b| a == b).map(|run| (run[0] as u64, run.len() as u64));
+        let mut values: Vec<(u64, u64)> = std::iter::once((0, below_zero))
+            .chain(this.positive.iter().map(|(i, c)| (index_range(i).1, c)))
+            .chain(kept)
             .collect();
-        values.sort_unstable(); // in order already, unless kept values and buckets ever mixed
+        values.sort_unstable(); // in order already, unless kept values and counters ever mixed
         encode_sparse(values)
     }
 
@@ -228,34 +228,13 @@ impl SignedHistogram {
         let settled = self.settled();
         let this = settled.as_ref();
         let outliers = this.outliers.as_deref().unwrap_or_default();
-        let exact = outliers[..outliers.partition_point(|v| *v < 0)].chunk_by(|a, b| a == b).rev();
-        let bucketed =
-            this.negative.iter().flat_map(|h| h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())));
-        let mut magnitudes: Vec<(u64, u64)> =
-            exact.map(|run| (run[0].unsigned_abs(), run.len() as u64)).chain(bucketed).collect();
+        let exact = outliers[..outliers.partition_point(|v| *v < 0)].chunk_by(|a, b| a == b);
+        let mut magnitudes: Vec<(u64, u64)> = exact
+            .map(|run| (run[0].unsigned_abs(), run.len() as u64))
+            .chain(this.negative.iter().map(|(i, c)| (index_range(i).1, c)))
+            .collect();
         magnitudes.sort_unstable();
         (!magnitudes.is_empty()).then(|| encode_sparse(magnitudes))
-    }
-
-    /// The histogram as stored in run.json: negative values recorded as 0.
-    pub fn clamped(&self) -> Histogram<u64> {
-        let settled = self.settled();
-        let this = settled.as_ref();
-        let mut h = this.high.clone().unwrap_or_else(new);
-        let mut negatives = this.negative.as_ref().map_or(0, |n| n.len());
-        for (value, count) in this.low_counts() {
-            h.record_n(value, count).expect("an auto-resizing histogram takes any value");
-        }
-        for run in this.outliers.as_deref().unwrap_or_default().chunk_by(|a, b| a == b) {
-            match run[0] {
-                v if v < 0 => negatives += run.len() as u64,
-                v => h.record_n(v as u64, run.len() as u64).expect("an auto-resizing histogram takes any value"),
-            }
-        }
-        if negatives > 0 {
-            h.record_n(0, negatives).expect("an auto-resizing histogram takes any value");
-        }
-        h
     }
 }
 
@@ -286,10 +265,22 @@ fn compress(plain: &[u8]) -> String {
 /// library's layout: bucket 0 counts 0 to 2^18 - 1 one by one, each later bucket has half as
 /// many counters, twice as wide).
 fn counts_index(value: u64) -> usize {
-    const HALF_MAGNITUDE: u32 = 17; // half of the 2^18 counters of a bucket
     let bucket = 64 - 18 - (value | (EXACT_BELOW - 1)).leading_zeros();
     let sub_bucket = (value >> bucket) as usize;
     ((bucket as usize + 1) << HALF_MAGNITUDE) + sub_bucket - (1 << HALF_MAGNITUDE)
+}
+
+/// Half of the 2^18 counters of a bucket, as a power of two.
+const HALF_MAGNITUDE: u32 = 17;
+
+/// The lowest and highest value counted at `index` (the inverse of [`counts_index`]).
+fn index_range(index: usize) -> (u64, u64) {
+    if (index as u64) < EXACT_BELOW {
+        return (index as u64, index as u64);
+    }
+    let bucket = (index >> HALF_MAGNITUDE) as u32 - 1;
+    let sub_bucket = ((index & ((1 << HALF_MAGNITUDE) - 1)) + (1 << HALF_MAGNITUDE)) as u64;
+    (sub_bucket << bucket, ((sub_bucket + 1) << bucket) - 1)
 }
 
 /// The V2 deflate encoding of (value, count) pairs in increasing order of value, as [`encode`]
@@ -428,6 +419,19 @@ mod tests {
     }
 
     #[test]
+    fn counters_are_indexed_as_the_library_s_buckets() {
+        let layout = Histogram::<u64>::new_with_bounds(1, u64::MAX >> 1, SIGNIFICANT_DIGITS).unwrap();
+        let mut value = 0u64;
+        while value < u64::MAX >> 2 {
+            let (low, high) = index_range(counts_index(value));
+            assert_eq!((low, high), (layout.lowest_equivalent(value), layout.highest_equivalent(value)), "{value}");
+            assert_eq!(counts_index(low), counts_index(value));
+            assert_eq!(counts_index(high + 1), counts_index(value) + 1, "the next counter starts after {high}");
+            value = value * 3 / 2 + 1;
+        }
+    }
+
+    #[test]
     fn the_sparse_encoding_is_the_library_s_byte_for_byte() {
         // Values in every region: 0, the counted range, several buckets above it, repeats, and
         // negative ones (stored as 0; their magnitudes apart).
@@ -462,7 +466,7 @@ mod tests {
             let mut h = if exact { SignedHistogram::exact() } else { SignedHistogram::default() };
             values.iter().for_each(|v| h.record(*v));
             // Bucketed values are stored at their bucket's top: the library sees the same.
-            let layout = new();
+            let layout = Histogram::<u64>::new(SIGNIFICANT_DIGITS).unwrap();
             let stored = |v: u64| if exact || v < EXACT_BELOW { v } else { layout.highest_equivalent(v) };
             let clamped = library(&mut values.iter().map(|v| stored((*v).max(0) as u64)));
             assert_eq!(plain(&h.encode_clamped()), clamped, "exact: {exact}");
