@@ -39,8 +39,9 @@ pub struct Stream {
     pub first_samples_ns: Option<u64>,
     /// Samples whose wake fell in the window the counters cover.
     pub wakeups_counted: u64,
-    /// How the reading thread was scheduled.
+    /// How the reading thread and the worker's writer were scheduled.
     pub reader_sched: String,
+    pub writer_sched: String,
 }
 
 #[derive(Debug)]
@@ -134,19 +135,12 @@ pub fn spawn_and_wait(
     child.tick_early(read_at);
     child.send(&format!("{}\n", input.trim_end()));
     let (gate_tx, gate_rx) = mpsc::channel();
-    let units_policy = sched.policy;
-    let stdout = read_frames(child.stdout(), pid, plan.clone(), sink, gate_tx, units_policy);
+    let stdout = read_frames(child.stdout(), pid, plan.clone(), sink, gate_tx, sched.policy);
     let (stop_counting, stop_rx) = mpsc::channel();
     let counters = std::thread::spawn(move || {
-        let Ok(times) = gate_rx.recv() else {
-            return (Err("the worker never opened its start gate".to_string()), "the gate never opened".to_string());
-        };
-        // The writer exists once the gate is open (a driver starts it before its units).
-        let writer = match machine::sched::thread_named(pid, WRITER_THREAD) {
-            Some(tid) => machine::sched::run_above_units(tid, units_policy),
-            None => format!("not found (no thread named {WRITER_THREAD})"),
-        };
-        (counters::over_window(pid, &times, &stop_rx), writer)
+        let times: counters::ReadingTimes =
+            gate_rx.recv().map_err(|_| "the worker never opened its start gate".to_string())?;
+        counters::over_window(pid, &times, &stop_rx)
     });
     let stderr = child.stderr_tail(16 * 1024);
 
@@ -175,13 +169,13 @@ pub fn spawn_and_wait(
         tick()
     });
     drop(stop_counting);
-    let (mut counters, writer) =
-        counters.join().unwrap_or_else(|_| (Err("the reader of the counters failed".into()), "unknown".into()));
+    let mut counters = counters.join().unwrap_or_else(|_| Err("the reader of the counters failed".into()));
     let stream = stdout.join().unwrap_or_else(|_| Stream {
         ending: Err(OutputError::Invalid("the reader of the output failed".into())),
         first_samples_ns: None,
         wakeups_counted: 0,
         reader_sched: "unknown".into(),
+        writer_sched: "unknown".into(),
     });
     if let Ok(c) = counters.as_mut() {
         c.wakeups = stream.wakeups_counted;
@@ -196,7 +190,7 @@ pub fn spawn_and_wait(
         Ok(_) => Some(high_water_kb).filter(|kb| *kb > 0),
         Err(_) => None,
     };
-    let harness = format!("reader {}, writer {writer}", stream.reader_sched);
+    let harness = format!("reader {}, writer {}", stream.reader_sched, stream.writer_sched);
     Ok(RawRun { ended, peak_rss_kb, cpu_ns, stream, stderr, sched: readback, counters, harness })
 }
 
@@ -217,6 +211,7 @@ fn read_frames(
     std::thread::spawn(move || {
         // SAFETY: gettid has no preconditions.
         let reader_sched = machine::sched::run_above_units(unsafe { libc::gettid() }, units_policy);
+        let mut writer_sched = "not found: the gate never opened".to_string();
         let (warmup_ns, duration_ns) = (plan.warmup_ns, plan.duration_ns);
         // The granularity experiment has no window to count over: its grains are timed apart.
         let has_window = plan.grain.is_none();
@@ -224,7 +219,13 @@ fn read_frames(
         let mut first_samples_ns = None;
         let (mut reading_times, mut wakeups_counted) = (None::<counters::ReadingTimes>, 0);
         let Some(stdout) = stdout else {
-            return Stream { ending: Ok(checker.finish()), first_samples_ns, wakeups_counted, reader_sched };
+            return Stream {
+                ending: Ok(checker.finish()),
+                first_samples_ns,
+                wakeups_counted,
+                reader_sched,
+                writer_sched,
+            };
         };
         let mut reader = FrameReader::new(std::io::BufReader::with_capacity(1 << 20, stdout));
         let mut views = Vec::new();
@@ -241,6 +242,14 @@ fn read_frames(
             views.clear();
             if let Err(e) = checker.accept(&frame, |v| views.push(*v)) {
                 break Err(e);
+            }
+            if let Frame::Gate(_) = &frame {
+                // At once, from this thread already above the units: the units released by the
+                // gate would keep any thread of normal priority (and so the writer) waiting.
+                writer_sched = match machine::sched::thread_named(pid, WRITER_THREAD) {
+                    Some(tid) => machine::sched::run_above_units(tid, units_policy),
+                    None => format!("not found (no thread named {WRITER_THREAD})"),
+                };
             }
             if let (Frame::Gate(g), true) = (&frame, has_window) {
                 let measure_start_ns = g.run_start_ns + warmup_ns;
@@ -268,7 +277,7 @@ fn read_frames(
             // deadline (a worker that floods its pipe would never end).
             super::kill_group(pid, libc::SIGKILL);
         }
-        Stream { ending, first_samples_ns, wakeups_counted, reader_sched }
+        Stream { ending, first_samples_ns, wakeups_counted, reader_sched, writer_sched }
     })
 }
 
