@@ -604,6 +604,6 @@ pub(super) fn runtime_id(text: &str) -> Result<String, String> {
     }
     match runtimes::find(text) {
         Some(info) => Ok(info.id.to_string()),
-        None => Err(format!("unknown runtime '{text}' (known: {})", runtimes::ids().join(", "))),
+        None => Err(crate::model::names::unknown("runtime", text, &runtimes::ids())),
     }
 }

@@ -49,7 +49,7 @@ const NO_ITERATION: &str = "made no iteration in a plan every unit has time for"
 pub fn check_driver(id: &str) -> Result<ExitCode, String> {
     signals::install();
     let info = runtimes::find(id)
-        .ok_or_else(|| format!("unknown runtime '{}' (known: {})", super::shorten(id), runtimes::ids().join(", ")))?;
+        .ok_or_else(|| crate::model::names::unknown("runtime", &super::shorten(id), &runtimes::ids()))?;
     if let Err(reason) = runtimes::availability(info) {
         crate::outln!("FAIL {id} is unavailable: {reason}");
         return Ok(ExitCode::FAILURE);

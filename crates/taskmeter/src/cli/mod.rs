@@ -156,7 +156,7 @@ fn run_command() -> ExitCode {
             if first.ends_with(':') {
                 first = format!("{first} {}", lines.next().unwrap_or_default());
             }
-            return refuse(&first);
+            return refuse(&format!("{first}{}", hints(&e)));
         }
     };
     match cli.command {
@@ -165,6 +165,24 @@ fn run_command() -> ExitCode {
         _ => {}
     }
     dispatch(cli.command).unwrap_or_else(|error| refuse(&error.to_string()))
+}
+
+/// What clap would say on the lines after its first, on the same line: the nearest value or
+/// flag to a typo, and the values a flag takes.
+fn hints(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let text = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        Some(ContextValue::Strings(v)) if !v.is_empty() => Some(v.join(", ")),
+        _ => None,
+    };
+    let near = text(ContextKind::SuggestedValue).or_else(|| text(ContextKind::SuggestedArg));
+    match (near, text(ContextKind::ValidValue)) {
+        (Some(near), Some(valid)) => format!(" (did you mean '{near}'? known: {valid})"),
+        (Some(near), None) => format!(" (did you mean '{near}'?)"),
+        (None, Some(valid)) => format!(" (known: {valid})"),
+        (None, None) => String::new(),
+    }
 }
 
 fn dispatch(command: Command) -> Result<ExitCode, CliError> {

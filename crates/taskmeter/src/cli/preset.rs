@@ -84,8 +84,26 @@ const KEYS: [&str; 39] = [
     "calibrate",
 ];
 
+/// " (did you mean DIR/NAME.toml?)" for a preset that is not there but has a near namesake.
+fn nearest_preset(path: &Path) -> String {
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let Ok(entries) = std::fs::read_dir(folder) else { return String::new() };
+    let names: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| name.ends_with(".toml"))
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let typed = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    match crate::model::names::nearest(typed, &names) {
+        Some(near) if near != typed => format!(" (did you mean {}?)", folder.join(near).display()),
+        _ => String::new(),
+    }
+}
+
 fn flags_of(path: &Path) -> Result<Vec<String>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read preset {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read preset {}: {e}{}", path.display(), nearest_preset(path)))?;
     let table: toml::Table = text
         .parse()
         .map_err(|e: toml::de::Error| format!("preset {} is not valid TOML: {}", path.display(), e.message()))?;
@@ -191,5 +209,7 @@ mod tests {
         let (_d, p) = preset("yield = 3\n");
         assert!(expand(args(&["taskmeter", "run", &p])).unwrap_err().contains("must be true or false"));
         assert!(expand(args(&["taskmeter", "run", "/nonexistent/p.toml"])).unwrap_err().contains("cannot read preset"));
+        let typo = concat!(env!("CARGO_MANIFEST_DIR"), "/../../experiments/volume-studdy.toml");
+        assert!(expand(args(&["taskmeter", "run", typo])).unwrap_err().ends_with("volume-study.toml?)"));
     }
 }

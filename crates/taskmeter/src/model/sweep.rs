@@ -168,7 +168,7 @@ impl Sweep {
             .ok_or_else(|| format!("invalid sweep '{spec}': expected NAME=VALUES, e.g. busy=0,1000,1000000"))?;
         let param = PARAMS.iter().find(|(n, _)| *n == name.trim()).map(|(_, p)| *p).ok_or_else(|| {
             let names: Vec<&str> = PARAMS.iter().map(|(n, _)| *n).collect();
-            format!("unknown sweep parameter '{}' (known: {})", name.trim(), names.join(", "))
+            super::names::unknown("sweep parameter", name.trim(), &names)
         })?;
         let at = |e: String| format!("invalid sweep '{spec}': {e}");
         let values = if let Some((range, step)) =

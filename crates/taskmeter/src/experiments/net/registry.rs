@@ -22,7 +22,7 @@ pub fn ids() -> Vec<&'static str> {
 pub fn check_id(text: &str) -> Result<String, String> {
     match RECEIVERS.iter().find(|r| r.0 == text) {
         Some(r) => Ok(r.0.to_string()),
-        None => Err(format!("unknown receiver '{text}' (known: {})", ids().join(", "))),
+        None => Err(crate::model::names::unknown("receiver", text, &ids())),
     }
 }
 
