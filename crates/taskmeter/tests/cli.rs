@@ -325,6 +325,10 @@ fn bad_input_gets_one_clear_line_and_exit_status_2() {
         (vec!["run", "--duration", "soon"], "invalid duration 'soon'"),
         (vec!["run", "--duration", "0"], "--duration must be longer than 0"),
         (vec!["run", "--runtimes", "thread,fibers"], "unknown runtime 'fibers'"),
+        (
+            vec!["run", "--sweep", "nope=1"],
+            "known: units, busy, sleep, modulo, duration, warmup, policy, timer-slack, cpu-dma-latency",
+        ),
         // A typo gets the nearest name, on the same line.
         (vec!["run", "--runtimes", "tokyo-mt"], "unknown runtime 'tokyo-mt' (did you mean 'tokio-mt'? known: thread,"),
         (vec!["run", "--duraton", "1s"], "unexpected argument '--duraton' found (did you mean '--duration'?)"),
@@ -579,4 +583,18 @@ fn past_the_exact_budget_percentiles_come_from_histograms_and_say_so() {
     let output = run(&["report", folder.to_str().unwrap(), "--samples-csv", plain.to_str().unwrap()]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(std::fs::read_to_string(&plain).unwrap(), samples);
+}
+
+#[test]
+fn help_for_sweep_names_every_parameter_that_can_be_swept() {
+    // The parameters, as the error for an unknown one lists them.
+    let refused = run(&["run", "--sweep", "nope=1"]);
+    let error = stderr(&refused);
+    let known = error.split("known: ").nth(1).expect("the known names").trim().trim_end_matches(')');
+    let help = stdout(&run(&["run", "--help"]));
+    let paragraph = help.split("--sweep <NAME=VALUES>").nth(1).expect("--sweep in the help");
+    let paragraph = &paragraph[..paragraph.find("\n\n").unwrap_or(paragraph.len())];
+    for name in known.split(", ") {
+        assert!(paragraph.contains(name), "--sweep's help names '{name}':{paragraph}");
+    }
 }

@@ -382,8 +382,9 @@ pub(super) struct RunArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub(super) repeat: Option<u32>,
     /// Sweep a parameter: NAME=V1,V2,... or NAME=A..B:+STEP, A..B:*FACTOR, A..B:log10, A..B:log2.
-    /// NAME: units, busy, sleep (the schedule's D), modulo (its M), duration, warmup. Repeat the
-    /// flag to sweep several: every combination is a point.
+    /// NAME: units, busy, sleep (the schedule's D), modulo (its M), duration, warmup, policy
+    /// (policy=other,fifo:99), timer-slack, cpu-dma-latency. Repeat the flag to sweep several:
+    /// every combination is a point.
     #[arg(long = "sweep", value_name = "NAME=VALUES", value_parser = Sweep::parse)]
     pub(super) sweeps: Vec<Sweep>,
     /// The order of the (runtime, point) workers: shuffled (interleaved, so drift of the machine
