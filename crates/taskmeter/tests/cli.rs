@@ -598,3 +598,25 @@ fn help_for_sweep_names_every_parameter_that_can_be_swept() {
         assert!(paragraph.contains(name), "--sweep's help names '{name}':{paragraph}");
     }
 }
+
+#[test]
+fn selftest_prints_json_that_holds_together() {
+    let output = run(&["selftest", "--duration", "20ms", "--repeat", "2", "--format", "json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("JSON and nothing else");
+    assert_eq!(report["schema"], "taskmeter.selftest");
+    assert_eq!(report["repeat"], 2);
+    let known = common::registry("runtimes");
+    let runtimes = report["runtimes"].as_array().unwrap();
+    assert!(!runtimes.is_empty());
+    let target = report["target_ratio"].as_f64().unwrap();
+    for r in runtimes {
+        assert!(known.iter().any(|k| k.id == r["runtime"].as_str().unwrap()), "{r}");
+        for figure in ["loop_overhead_ns", "ratio", "with_zero_sleep_ns"] {
+            let (lo, mid, hi) = (r[figure]["min"].as_f64(), r[figure]["median"].as_f64(), r[figure]["max"].as_f64());
+            assert!(lo <= mid && mid <= hi && lo.unwrap() > 0.0, "{figure} of {r}");
+        }
+    }
+    let met = runtimes.iter().all(|r| r["ratio"]["median"].as_f64().unwrap() <= target);
+    assert_eq!(report["target_met"], met);
+}

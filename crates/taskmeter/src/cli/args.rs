@@ -99,6 +99,10 @@ pub(super) enum Command {
         /// How many times each measurement is repeated
         #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
         repeat: u32,
+        /// `table` (default) or `json` (schema taskmeter.selftest: each figure's median, min and
+        /// max over the repetitions)
+        #[arg(long, value_enum, default_value = "table")]
+        format: TextFormat,
     },
     /// Run one plan read from stdin (the worker protocol); used by the orchestrator
     #[command(hide = true)]

@@ -235,7 +235,9 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
                 json: format == args::TextFormat::Json,
             })?
         }
-        Command::Selftest { duration, repeat } => selftest::run(duration, repeat)?,
+        Command::Selftest { duration, repeat, format } => {
+            selftest::run(duration, repeat, format == args::TextFormat::Json)?
+        }
         Command::Worker | Command::Guard => unreachable!("handled before dispatch"),
     })
 }

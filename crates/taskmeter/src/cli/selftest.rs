@@ -9,6 +9,7 @@
 //! harness code, not a runtime under comparison.
 
 use crate::runtimes;
+use serde::Serialize;
 use taskmeter_protocol::{BusyPlan, Experiment, Mode, Plan, Room, Schedule, SleepPlan, PROTOCOL};
 use taskmeter_record::clock::now_ns;
 use taskmeter_stats::median_f64 as median;
@@ -23,21 +24,100 @@ static NEVER: AtomicBool = AtomicBool::new(false);
 /// The target: the loop's overhead is at most this many times two clock reads.
 pub const TARGET_RATIO: f64 = 2.0;
 
-pub fn run(duration_ns: u64, repeat: u32) -> Result<ExitCode, String> {
+/// A figure measured `repeat` times: its median and range.
+#[derive(Serialize)]
+struct Spread {
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Spread {
+    fn of(values: &[f64]) -> Spread {
+        Spread { median: median(values), min: min(values), max: max(values) }
+    }
+}
+
+/// One runtime's loop.
+#[derive(Serialize)]
+struct RuntimeCost {
+    runtime: &'static str,
+    /// The loop's cost per sample beyond the sleep call, ns.
+    loop_overhead_ns: Spread,
+    /// That cost over two clock reads.
+    ratio: Spread,
+    /// The loop with the runtime's real zero-length sleep, ns per sample.
+    with_zero_sleep_ns: Spread,
+}
+
+/// What `selftest --format json` prints (schema `taskmeter.selftest`).
+#[derive(Serialize)]
+struct SelfTest {
+    schema: &'static str,
+    duration_ns: u64,
+    repeat: u32,
+    /// Two `clock_gettime(CLOCK_MONOTONIC)` calls, ns.
+    clock_pair_ns: Spread,
+    runtimes: Vec<RuntimeCost>,
+    target_ratio: f64,
+    target_met: bool,
+}
+
+pub fn run(duration_ns: u64, repeat: u32, json: bool) -> Result<ExitCode, String> {
     if duration_ns == 0 {
         return Err("--duration must be longer than 0".into());
     }
-    crate::outln!(
-        "taskmeter selftest: the work loop's cost per sample beyond the sleep call (1 unit, no busy work); median of {repeat} runs of {}",
-        crate::report::format::format_ns(duration_ns as f64)
-    );
+    let measured = measure(duration_ns, repeat)?;
+    if json {
+        crate::outln!("{}", serde_json::to_string_pretty(&measured).expect("plain numbers and strings"));
+    } else {
+        print_table(&measured);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn measure(duration_ns: u64, repeat: u32) -> Result<SelfTest, String> {
     let pairs: Vec<f64> = (0..repeat).map(|_| clock_pair_ns(duration_ns)).collect();
-    let pair = median(&pairs);
+    let mut runtimes = Vec::new();
+    for info in runtimes::all().iter().filter(|r| r.launch.in_process()) {
+        let (mut overheads, mut ratios, mut with_sleep) = (Vec::new(), Vec::new(), Vec::new());
+        for pair in &pairs {
+            let overhead = loop_ns_per_sample(info.id, duration_ns, false)?;
+            ratios.push(overhead / pair);
+            overheads.push(overhead);
+            with_sleep.push(loop_ns_per_sample(info.id, duration_ns, true)?);
+        }
+        runtimes.push(RuntimeCost {
+            runtime: info.id,
+            loop_overhead_ns: Spread::of(&overheads),
+            ratio: Spread::of(&ratios),
+            with_zero_sleep_ns: Spread::of(&with_sleep),
+        });
+    }
+    let target_met = runtimes.iter().all(|r| r.ratio.median <= TARGET_RATIO);
+    Ok(SelfTest {
+        schema: "taskmeter.selftest",
+        duration_ns,
+        repeat,
+        clock_pair_ns: Spread::of(&pairs),
+        runtimes,
+        target_ratio: TARGET_RATIO,
+        target_met,
+    })
+}
+
+fn print_table(m: &SelfTest) {
+    crate::outln!(
+        "taskmeter selftest: the work loop's cost per sample beyond the sleep call (1 unit, no busy work); median of {} runs of {}",
+        m.repeat,
+        crate::report::format::format_ns(m.duration_ns as f64)
+    );
+    let pair = &m.clock_pair_ns;
     crate::outln!(
         "two clock reads (clock_gettime CLOCK_MONOTONIC): {:.1} ns (range {:.1}..{:.1})",
-        pair,
-        min(&pairs),
-        max(&pairs)
+        pair.median,
+        pair.min,
+        pair.max
     );
     crate::outln!();
     crate::outln!(
@@ -47,35 +127,22 @@ pub fn run(duration_ns: u64, repeat: u32) -> Result<ExitCode, String> {
         "overhead / 2 clock reads",
         "with a zero sleep"
     );
-    let mut all_met = true;
-    for info in runtimes::all().iter().filter(|r| r.launch.in_process()) {
-        let mut overheads = Vec::new();
-        let mut ratios = Vec::new();
-        let mut with_sleep = Vec::new();
-        for pair in &pairs {
-            let overhead = loop_ns_per_sample(info.id, duration_ns, false)?;
-            ratios.push(overhead / pair);
-            overheads.push(overhead);
-            with_sleep.push(loop_ns_per_sample(info.id, duration_ns, true)?);
-        }
-        let ratio = median(&ratios);
-        all_met &= ratio <= TARGET_RATIO;
+    for r in &m.runtimes {
         crate::outln!(
             "{:<10} {:>13.1} ns {:>14.2} ({:.2}..{:.2}) {:>18}",
-            info.id,
-            median(&overheads),
-            ratio,
-            min(&ratios),
-            max(&ratios),
-            crate::report::format::format_ns(median(&with_sleep))
+            r.runtime,
+            r.loop_overhead_ns.median,
+            r.ratio.median,
+            r.ratio.min,
+            r.ratio.max,
+            crate::report::format::format_ns(r.with_zero_sleep_ns.median)
         );
     }
     crate::outln!();
     crate::outln!(
         "target: loop overhead <= {TARGET_RATIO:.1} x two clock reads: {}",
-        if all_met { "met by every runtime" } else { "NOT met by every runtime" }
+        if m.target_met { "met by every runtime" } else { "NOT met by every runtime" }
     );
-    Ok(ExitCode::SUCCESS)
 }
 
 fn clock_pair_ns(duration_ns: u64) -> f64 {
