@@ -620,3 +620,22 @@ fn selftest_prints_json_that_holds_together() {
     let met = runtimes.iter().all(|r| r["ratio"]["median"].as_f64().unwrap() <= target);
     assert_eq!(report["target_met"], met);
 }
+
+#[test]
+fn quiet_leaves_the_results_and_drops_the_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut seen = Vec::new();
+    for (name, quiet) in [("loud", false), ("quiet", true)] {
+        let folder = dir.path().join(name);
+        let mut args = vec!["run", "--runtimes", "thread,smol", "--quick", "-o", folder.to_str().unwrap()];
+        if quiet {
+            args.insert(1, "-q");
+        }
+        let output = run(&args);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let table = stdout(&output);
+        assert!(["thread ", "smol "].iter().all(|r| table.lines().any(|l| l.starts_with(r))), "{table}");
+        seen.push(stderr(&output).lines().filter(|l| l.contains(" samples in ")).count());
+    }
+    assert_eq!(seen, [2, 0], "a progress line per row, none with -q");
+}

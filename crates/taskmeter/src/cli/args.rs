@@ -20,6 +20,10 @@ use taskmeter_protocol::{parse_duration_ns, Schedule};
 pub(super) struct Cli {
     #[command(subcommand)]
     pub(super) command: Command,
+    /// No progress on stderr (the live line, a line per finished row or point); warnings,
+    /// errors and results as always
+    #[arg(short, long, global = true)]
+    pub(super) quiet: bool,
 }
 
 #[derive(Subcommand)]

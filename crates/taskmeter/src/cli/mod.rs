@@ -159,6 +159,7 @@ fn run_command() -> ExitCode {
             return refuse(&format!("{first}{}", hints(&e)));
         }
     };
+    crate::machine::streams::set_quiet(cli.quiet);
     match cli.command {
         Command::Worker => return taskmeter_worker::worker::main(),
         Command::Guard => return crate::process::guard::main(),

@@ -93,7 +93,7 @@ pub fn run(options: GrainOptions) -> Result<ExitCode, super::ExperimentError> {
             }
             session.environment.toolchains.insert(info.id.to_string(), runtimes::toolchain(info));
             let run = run_one(info, s, repetition, &sched, grace);
-            crate::errln!("{}", crate::report::granularity::progress_line(&run, s.repeat));
+            crate::progressln!("{}", crate::report::granularity::progress_line(&run, s.repeat));
             runs.push(run);
         }
     }

@@ -5,7 +5,7 @@
 //! best effort: an error there cannot be told to anyone.
 
 use std::io::{ErrorKind, Write};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 const OPEN: u8 = 0;
 const CLOSED: u8 = 1;
@@ -33,6 +33,28 @@ pub fn out(text: &str) {
 pub fn err(text: &str) {
     let mut stderr = std::io::stderr().lock();
     let _ = stderr.write_all(text.as_bytes()).and_then(|_| stderr.flush());
+}
+
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// `-q`: no progress on stderr (the live line, a line per finished row or point); warnings,
+/// errors and the results are printed as always.
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
+}
+
+pub fn quiet() -> bool {
+    QUIET.load(Ordering::Relaxed)
+}
+
+/// A line of progress to stderr, unless `-q`.
+#[macro_export]
+macro_rules! progressln {
+    ($($arg:tt)*) => {
+        if !$crate::machine::streams::quiet() {
+            $crate::machine::streams::err(&format!("{}\n", format_args!($($arg)*)))
+        }
+    };
 }
 
 /// Whether writing to stdout failed for a reason other than a closed pipe.

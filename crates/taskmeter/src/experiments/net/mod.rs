@@ -71,7 +71,7 @@ pub fn run(options: NetOptions) -> Result<ExitCode, super::ExperimentError> {
                 };
                 (point.receiver, point.senders, point.repetition, point.messages_planned) =
                     ((*id).clone(), senders, repetition, planned);
-                crate::errln!("{}", crate::report::net::progress_line(&point, s.repeat));
+                crate::progressln!("{}", crate::report::net::progress_line(&point, s.repeat));
                 points.push(point);
             }
         }

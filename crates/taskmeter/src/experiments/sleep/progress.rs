@@ -40,7 +40,7 @@ impl Drop for Watched<'_> {
 
 impl Progress {
     pub fn new(expected: Duration) -> Progress {
-        let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = (std::io::stderr().is_terminal() && !crate::machine::streams::quiet()).then(|| {
             let bar = ProgressBar::new(expected.as_millis().max(1) as u64);
             bar.set_style(
                 ProgressStyle::with_template("[{elapsed_precise}] {bar:20} {percent:>3}% ETA {eta} {wide_msg}")
@@ -99,6 +99,11 @@ impl Progress {
 
     pub fn finish_row(&self, label: &str, row: &Row) {
         let elapsed = self.state().row_started.elapsed().as_secs_f64();
+        // A row that failed, stopped short or was cut is said even with -q.
+        let routine = !matches!(row.status, RowStatus::Failed | RowStatus::Partial | RowStatus::Interrupted);
+        if routine && crate::machine::streams::quiet() {
+            return;
+        }
         let line = match (&row.status, &row.counts) {
             (RowStatus::Failed, _) => {
                 format!("{label}: FAILED after {elapsed:.1} s: {}", row.reason.as_deref().unwrap_or(""))
