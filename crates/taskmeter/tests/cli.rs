@@ -639,3 +639,19 @@ fn quiet_leaves_the_results_and_drops_the_progress() {
     }
     assert_eq!(seen, [2, 0], "a progress line per row, none with -q");
 }
+
+#[test]
+fn completions_and_the_man_page_are_generated_from_the_flags() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let output = run(&["completions", shell]);
+        assert!(output.status.success(), "{shell}: {}", stderr(&output));
+        let script = stdout(&output);
+        for word in ["check-driver", "runtimes", "quiet"] {
+            assert!(script.contains(word), "{shell} completes '{word}'");
+        }
+    }
+    let man = run(&["man"]);
+    assert!(man.status.success(), "{}", stderr(&man));
+    let page = stdout(&man);
+    assert!(page.contains(".TH taskmeter 1") && page.contains("compare"), "{page}");
+}

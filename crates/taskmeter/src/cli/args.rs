@@ -108,6 +108,15 @@ pub(super) enum Command {
         #[arg(long, value_enum, default_value = "table")]
         format: TextFormat,
     },
+    /// Print a shell completion script (e.g. `taskmeter completions bash >
+    /// /etc/bash_completion.d/taskmeter`, `taskmeter completions zsh > ~/.zfunc/_taskmeter`,
+    /// `taskmeter completions fish > ~/.config/fish/completions/taskmeter.fish`)
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print taskmeter's man page, in roff (`taskmeter man > /usr/local/share/man/man1/taskmeter.1`)
+    Man,
     /// Run one plan read from stdin (the worker protocol); used by the orchestrator
     #[command(hide = true)]
     Worker,

@@ -239,6 +239,18 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
         Command::Selftest { duration, repeat, format } => {
             selftest::run(duration, repeat, format == args::TextFormat::Json)?
         }
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "taskmeter", &mut script);
+            crate::out!("{}", String::from_utf8_lossy(&script));
+            ExitCode::SUCCESS
+        }
+        Command::Man => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(Cli::command()).render(&mut page).expect("rendering to memory cannot fail");
+            crate::out!("{}", String::from_utf8_lossy(&page));
+            ExitCode::SUCCESS
+        }
         Command::Worker | Command::Guard => unreachable!("handled before dispatch"),
     })
 }
