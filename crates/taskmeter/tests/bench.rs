@@ -72,6 +72,7 @@ fn every_client_passes_the_contract() {
     let dir = tempfile::tempdir().unwrap();
     // A window that a loaded machine's slowest start (Python, Node) fits in with room to spare.
     let mut args =
+        // `--time`, bench's old name for --duration, still works.
         vec!["--warmup".to_string(), "0".into(), "--time".into(), "3s".into(), "--drain".into(), "100ms".into()];
     for (name, program) in &programs {
         // One run each: the program ends, then the shell outlasts the window and is stopped.
@@ -149,7 +150,7 @@ fn a_gap_is_never_shorter_than_the_work_and_inputs_group_the_rows() {
             "long=60",
             "--warmup",
             "100ms",
-            "--time",
+            "--duration",
             "700ms",
             "--extended-statistics",
         ],
@@ -183,7 +184,7 @@ fn a_failing_or_missing_command_fails_its_own_row() {
             "ok=true",
             "--warmup",
             "0",
-            "--time",
+            "--duration",
             "200ms",
         ],
         &dir.path().join("out"),
@@ -212,7 +213,7 @@ s.sendall(b'TMR1' + struct.pack('<7I', 0, os.getpid(), 0, 0, 0, 4, 0) + bytes(20
 s.close()
 " && sleep 0.5"#;
     let (output, record) =
-        bench(&["--scenario", &format!("bad={bad}"), "--warmup", "0", "--time", "200ms"], &dir.path().join("out"));
+        bench(&["--scenario", &format!("bad={bad}"), "--warmup", "0", "--duration", "200ms"], &dir.path().join("out"));
     assert!(output.status.success(), "{}", stderr(&output));
     let d = &result(&record, "bad")["delivery"];
     assert_eq!(d["malformed_batches"], 2, "{d}");
@@ -233,7 +234,7 @@ fn a_thread_still_running_at_exit_loses_nothing() {
     // A thread records 1000 events and blocks while main returns; 3 more after the exit flush.
     let scenario = "c=clients/c/build/live_thread_at_exit 1000 3 && sleep 0.5";
     let (output, record) =
-        bench(&["--scenario", scenario, "--warmup", "0", "--time", "300ms"], &dir.path().join("out"));
+        bench(&["--scenario", scenario, "--warmup", "0", "--duration", "300ms"], &dir.path().join("out"));
     assert!(output.status.success(), "{}", stderr(&output));
     let d = &result(&record, "c")["delivery"];
     assert_eq!(d["events_received"], 1003, "{d}");
@@ -290,7 +291,7 @@ fn a_final_batch_waits_for_a_collector_whose_queue_is_full() {
 fn a_body_still_running_after_the_drain_is_stopped_and_said_so() {
     let dir = tempfile::tempdir().unwrap();
     let (output, record) = bench(
-        &["--scenario", "endless=sleep 60", "--warmup", "0", "--time", "100ms", "--drain", "100ms"],
+        &["--scenario", "endless=sleep 60", "--warmup", "0", "--duration", "100ms", "--drain", "100ms"],
         &dir.path().join("out"),
     );
     assert!(output.status.success(), "{}", stderr(&output));
@@ -305,7 +306,7 @@ fn bad_flags_are_one_line_and_exit_2() {
         (vec!["bench", "--scenari", "a=true"], "unexpected argument '--scenari'"),
         (vec!["bench", "--scenario", "noequals"], "'noequals' is not NAME=VALUE"),
         (vec!["bench", "--scenario", "a=true", "--scenario", "a=false"], "the scenario name 'a' is given twice"),
-        (vec!["bench", "--scenario", "a=true", "--time", "0"], "must be longer than 0"),
+        (vec!["bench", "--scenario", "a=true", "--duration", "0"], "must be longer than 0"),
         (vec!["bench", "--scenario", "a=true", "--warmup", "soon"], "invalid duration"),
         (vec!["bench"], "--scenario"),
     ]);
@@ -327,7 +328,7 @@ fn the_readme_python_example_runs_as_written() {
             "case_100_ms=python3 work.py 0.1",
             "--warmup",
             "100ms",
-            "--time",
+            "--duration",
             "700ms",
             "-o",
             "out",

@@ -205,7 +205,7 @@ fn send(port: u16, credentials: &[&str], load: &[&str]) -> std::process::Output 
 fn serve_and_send_on_two_sides() {
     let port = free_port();
     let serve = start_serve(
-        &["--runtime", "c-thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "1,2", "--messages", "50"],
+        &["--receiver", "c-thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "1,2", "--messages", "50"],
         &[],
     );
     // The senders wait for the receiver to listen, at each point.
@@ -272,7 +272,16 @@ fn strangers_never_join_and_every_message_of_the_senders_is_acknowledged() {
         let crowd = if receiver == "thread" { 1000 } else { 100 };
         let port = free_port();
         let serve = start_serve(
-            &["--runtime", receiver, "--listen", &format!("127.0.0.1:{port}"), "--senders", "2", "--messages", "20000"],
+            &[
+                "--receiver",
+                receiver,
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--senders",
+                "2",
+                "--messages",
+                "20000",
+            ],
             &[],
         );
         let cookie = serve.cookie();
@@ -298,7 +307,7 @@ fn a_connection_during_a_point_never_joins_and_the_point_is_measured_in_full() {
     use std::io::Read;
     let port = free_port();
     let serve = start_serve(
-        &["--runtime", "thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "2", "--messages", "300000"],
+        &["--receiver", "thread", "--listen", &format!("127.0.0.1:{port}"), "--senders", "2", "--messages", "300000"],
         &[],
     );
     let cookie = serve.cookie();
@@ -335,7 +344,7 @@ fn a_sender_with_the_wrong_key_or_cookie_and_a_port_that_is_not_a_receiver_get_o
     let port = free_port();
     let serve = start_serve(
         &[
-            "--runtime",
+            "--receiver",
             "thread",
             "--listen",
             &format!("127.0.0.1:{port}"),
@@ -409,7 +418,7 @@ fn a_port_in_use_and_bad_flags_are_one_line() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = taken.local_addr().unwrap().to_string();
     let output = taskmeter()
-        .args(["net", "serve", "--runtime", "thread", "--listen", &address, "--senders", "1"])
+        .args(["net", "serve", "--receiver", "thread", "--listen", &address, "--senders", "1"])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2));

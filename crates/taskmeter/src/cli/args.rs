@@ -150,8 +150,9 @@ TASKMETER_INPUT are set too. Without TASKMETER_RECORD the clients do nothing.";
 pub(super) enum NetAction {
     /// Run a receiver for the senders of `net send`, one sender count after another
     Serve {
-        /// The receiver (see `taskmeter run net --help`)
-        #[arg(long, default_value = "thread", value_parser = crate::experiments::net::registry::check_id)]
+        /// The receiver (one of `run net --receivers`, see `taskmeter run net --help`;
+        /// `--runtime` still works)
+        #[arg(long = "receiver", alias = "runtime", value_name = "RECEIVER", default_value = "thread", value_parser = crate::experiments::net::registry::check_id)]
         runtime: String,
         /// Address and port to listen on (every interface by default, as iperf3: only senders
         /// with the session cookie it prints, or the key, can join)
@@ -261,8 +262,8 @@ pub(super) struct BenchArgs {
     /// Time each scenario runs before it is measured (its units are counted apart)
     #[arg(long, default_value = "2s", value_parser = duration)]
     pub(super) warmup: u64,
-    /// Time each scenario is measured
-    #[arg(long, default_value = "5s", value_parser = positive_duration)]
+    /// Time each scenario is measured (as `run --duration`; `--time` still works)
+    #[arg(long = "duration", alias = "time", default_value = "5s", value_parser = positive_duration)]
     pub(super) time: u64,
     /// The longest wait after the measurement for the body's last run to end
     #[arg(long, default_value = "1s", value_parser = duration)]
