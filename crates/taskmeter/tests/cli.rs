@@ -649,6 +649,7 @@ fn completions_and_the_man_page_are_generated_from_the_flags() {
         for word in ["check-driver", "runtimes", "quiet"] {
             assert!(script.contains(word), "{shell} completes '{word}'");
         }
+        assert!(!script.contains("net-receiver"), "{shell} offers no hidden subcommand");
     }
     let man = run(&["man"]);
     assert!(man.status.success(), "{}", stderr(&man));

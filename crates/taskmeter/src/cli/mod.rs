@@ -240,8 +240,14 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
             selftest::run(duration, repeat, format == args::TextFormat::Json)?
         }
         Command::Completions { shell } => {
+            // Without the hidden subcommands (worker, guard, net-receiver), which the generators
+            // would offer.
+            let full = Cli::command();
+            let mut visible = clap::Command::new("taskmeter").version(env!("CARGO_PKG_VERSION"));
+            visible = full.get_arguments().fold(visible, |c, a| c.arg(a.clone()));
+            visible = full.get_subcommands().filter(|s| !s.is_hide_set()).fold(visible, |c, s| c.subcommand(s.clone()));
             let mut script = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "taskmeter", &mut script);
+            clap_complete::generate(shell, &mut visible, "taskmeter", &mut script);
             crate::out!("{}", String::from_utf8_lossy(&script));
             ExitCode::SUCCESS
         }
