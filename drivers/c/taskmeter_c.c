@@ -302,8 +302,6 @@ static void drain(unit *un) {
    after the units' end takes what is left once more and stops. */
 static void *writer(void *arg) {
     (void)arg;
-    /* Its name lets the orchestrator find it and run it above the units (protocol: "The writer"). */
-    pthread_setname_np(pthread_self(), "tm-writer");
     pthread_mutex_lock(&phase_lock);
     while (phase == 0) pthread_cond_wait(&phase_changed, &phase_lock);
     for (;;) {
@@ -535,6 +533,9 @@ int main(void) {
     if (rc || (rc = pthread_create(&watcher, NULL, watch_stdin, NULL)))
         fail(1, "cannot start the writer and stdin threads: %s", strerror(rc));
     pthread_detach(watcher);
+    /* Its name lets the orchestrator find it and run it above the units (protocol: "The
+       writer"); set here, before any unit exists, so that it is set when G is read. */
+    pthread_setname_np(writer_thread, "tm-writer");
 
     /* Create units in order with the default attributes (default stack: its cost is part of
        what a thread costs); each parks at the gate once ready. Before unit u > 1, stop at the

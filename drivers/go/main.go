@@ -235,10 +235,11 @@ func (w *worker) run(u *unit, ready chan<- error) {
 // write is the one writer: once G is out (the units arrive), every flush_ns, or at once when
 // every unit has ended (ended is closed), it sends what each ring holds as S frames; after the
 // units ended, one last time.
-func (w *worker) write(unitsReady <-chan []unit, ended <-chan struct{}) {
+func (w *worker) write(named chan<- struct{}, unitsReady <-chan []unit, ended <-chan struct{}) {
 	// On a thread of its own, named so that the orchestrator finds it and runs it above the units.
 	runtime.LockOSThread()
 	_ = os.WriteFile("/proc/thread-self/comm", []byte("tm-writer"), 0)
+	close(named)
 	units := <-unitsReady
 	flush := time.Duration(w.plan.Flush)
 	timer := time.NewTimer(flush)
@@ -328,8 +329,9 @@ func main() {
 	// The writer starts before the units (protocol: "The writer"): once 100,000 goroutines are
 	// released, a goroutine started after them would wait behind them.
 	allEnded, written, viewed := make(chan struct{}), make(chan struct{}), make(chan map[string]any, 1)
-	unitsReady := make(chan []unit, 1)
-	go func() { w.write(unitsReady, allEnded); close(written) }()
+	unitsReady, named := make(chan []unit, 1), make(chan struct{})
+	go func() { w.write(named, unitsReady, allEnded); close(written) }()
+	<-named // the writer's thread has its name before G, when the orchestrator looks for it
 
 	// Units 1, 2, ... in order, each parked at the gate; see "Starting units".
 	units := make([]unit, min(p.Units, limit))

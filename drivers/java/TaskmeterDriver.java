@@ -162,6 +162,7 @@ public final class TaskmeterDriver {
         Writer w = new Writer(plan, new ArrayList<>(), ByteBuffer.allocate(1 << 20).order(ByteOrder.LITTLE_ENDIAN));
         // Started now, while the OS still has a thread for it; it waits for the G frame.
         writer = Thread.ofPlatform().name("writer").start(w);
+        w.named.await();   // its kernel name is set before G, when the orchestrator looks for it
         Gate gate = new Gate();
         ThreadLimit limit = plan.virtual() ? null : new ThreadLimit(plan);   // virtual threads are no kernel threads
         List<Unit> units = w.units;
@@ -615,7 +616,11 @@ public final class TaskmeterDriver {
      * unit to end cuts short) it sends what each ring holds as S frames, through one
      * little-endian buffer of 1 MiB; once every unit has ended, it drains once more and stops.
      */
-    private record Writer(Plan plan, List<Unit> units, ByteBuffer buf) implements Runnable {
+    private record Writer(Plan plan, List<Unit> units, ByteBuffer buf, CountDownLatch named) implements Runnable {
+        Writer(Plan plan, List<Unit> units, ByteBuffer buf) {
+            this(plan, units, buf, new CountDownLatch(1));
+        }
+
         /** Names this thread tm-writer as the kernel sees it: the orchestrator finds it by that
             name and runs it above the units (protocol: "The writer"). */
         private static void nameThread() {
@@ -629,6 +634,7 @@ public final class TaskmeterDriver {
         @Override
         public void run() {
             nameThread();
+            named.countDown();
             while (!gateSent) LockSupport.park();
             try {
                 while (true) {

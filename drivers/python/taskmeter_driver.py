@@ -61,10 +61,11 @@ def s_frames(units, size):
             yield frame(b"S", struct.pack("<IIQ", unit.id, head - tail, unit.origin) + data)
 
 
-def name_writer_thread():
-    """Names the calling thread tm-writer (protocol: "The writer"), as the kernel sees it."""
+def name_writer_thread(thread):
+    """Names the started thread tm-writer as the kernel sees it (protocol: "The writer"), so that
+    the orchestrator finds it and runs it above the units."""
     try:
-        with open("/proc/thread-self/comm", "w") as f:
+        with open("/proc/self/task/%d/comm" % thread.native_id, "w") as f:
             f.write("tm-writer")
     except OSError:
         pass   # not Linux, or no /proc: the orchestrator will not find it, and says so
@@ -72,9 +73,7 @@ def name_writer_thread():
 
 def writer(run, units):
     """Started before the units (a thread limit may leave no thread for it later), it waits for
-    G, then every flush_ns, and at once when every unit has ended, sends what the rings hold.
-    Its thread's name lets the orchestrator find it and run it above the units."""
-    name_writer_thread()
+    G, then every flush_ns, and at once when every unit has ended, sends what the rings hold."""
     run.opened.wait()
     try:
         while GATE_OPEN and not run.ended.wait(run.plan.flush_ns / 1e9):
@@ -697,6 +696,7 @@ def execute(plan, read_at):
         return granularity(plan, read_at, run.stop)
     writer_thread = threading.Thread(target=writer, args=(run, units), daemon=True)
     writer_thread.start()
+    name_writer_thread(writer_thread)   # before any unit: named when G is read
     try:
         if asyncio_:
             asyncio.run(run_tasks(run, units))

@@ -68,6 +68,11 @@ pub fn main() -> ExitCode {
     let Ok(writer) = writer else {
         return fail("could not start the writer thread");
     };
+    // Named now, before any unit exists: the new thread names itself only when it first runs,
+    // which the units could delay past G, when the orchestrator looks for it.
+    let name = std::ffi::CString::new(WRITER_THREAD).expect("no NUL");
+    // SAFETY: a live thread's handle and a NUL-terminated name of at most 15 bytes.
+    unsafe { libc::pthread_setname_np(std::os::unix::thread::JoinHandleExt::as_pthread_t(&writer), name.as_ptr()) };
     let started = (served.run)(ctx, true);
     ctx.gate.abandon(); // wakes the writer if the gate never opened
     drop(units_ended);
