@@ -34,7 +34,7 @@ for run in 1 2; do
     for spec in "${clients[@]}"; do
         name=${spec%%=*}
         # One flood per window: the shell then waits out the window, so it is not run again.
-        taskmeter_args=(--scenario "$name=${spec#*=} 2>$out/$name.err && sleep 9" --warmup 0 --time 8s --drain 3s
+        taskmeter_args=(--scenario "$name=${spec#*=} 2>$out/$name.err && sleep 9" --warmup 0 --duration 8s --drain 3s
                         --format json -o "$out/$name-$run")
         target/release/taskmeter bench "${taskmeter_args[@]}" >"$out/$name.json" 2>/dev/null || true
         python3 - "$out/$name.json" "$out/$name.err" "$name" "$run" <<'PY'
