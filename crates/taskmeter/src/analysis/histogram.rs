@@ -85,7 +85,8 @@ impl SignedHistogram {
         SignedHistogram { outliers: Some(Vec::new()), ..Default::default() }
     }
 
-    pub fn is_exact(&self) -> bool {
+    #[cfg(test)]
+    fn is_exact(&self) -> bool {
         self.outliers.is_some()
     }
 
@@ -197,12 +198,14 @@ impl SignedHistogram {
     }
 
     /// The magnitudes of the negative values (how early each wake-up was), if any.
-    pub fn negatives(&self) -> Option<Histogram<u64>> {
+    #[cfg(test)]
+    fn negatives(&self) -> Option<Histogram<u64>> {
         self.encode_negatives().map(|text| decode(&text).expect("our own encoding"))
     }
 
     /// The histogram as stored in run.json: negative values recorded as 0.
-    pub fn clamped(&self) -> Histogram<u64> {
+    #[cfg(test)]
+    fn clamped(&self) -> Histogram<u64> {
         decode(&self.encode_clamped()).expect("our own encoding")
     }
 
