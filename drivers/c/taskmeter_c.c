@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -98,6 +99,11 @@ static const char *value(const char *key) {
     if (!v) fail(2, "the plan has no '%s' (this worker speaks protocol 3)", key);
     return v + strlen(pattern);
 }
+static bool has(const char *key) {
+    char pattern[40];
+    snprintf(pattern, sizeof pattern, "\"%s\":", key);
+    return strstr(plan, pattern) != NULL;
+}
 static uint64_t num(const char *key) { return strtoull(value(key), NULL, 10); }
 static bool is(const char *key, const char *word) {
     const char *v = value(key);
@@ -170,6 +176,63 @@ static void sleep_for(uint64_t ns) {
 static void sleep_until(uint64_t deadline) {
     struct timespec ts = to_timespec(deadline);
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
+}
+
+/* Wait recipes (protocol: "Wait recipes"): other ways to wait until an absolute CLOCK_MONOTONIC
+   deadline, each short enough to copy into a program. The plan's "wait" picks one. */
+
+/* nanosleep for what is left: the most common way, which drifts by the time spent before it. */
+static void wait_nanosleep(uint64_t deadline) {
+    uint64_t now = now_ns();
+    sleep_for(deadline > now ? deadline - now : 0);
+}
+
+/* A timerfd armed at the deadline (TFD_TIMER_ABSTIME), then read(2): the event-loop way. One
+   timerfd per thread, made on first use. */
+static void wait_timerfd(uint64_t deadline) {
+    static __thread int fd = -1;
+    if (fd < 0 && (fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC)) < 0) fail(1, "timerfd_create: %s", strerror(errno));
+    struct itimerspec at = { .it_value = to_timespec(deadline) };
+    timerfd_settime(fd, TFD_TIMER_ABSTIME, &at, NULL);
+    uint64_t expirations;
+    while (read(fd, &expirations, sizeof expirations) != sizeof expirations) {}
+}
+
+/* Reads the clock until the deadline: the most precise wait, and a core kept busy. */
+static void wait_spin(uint64_t deadline) {
+    while (now_ns() < deadline) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
+
+/* clock_nanosleep to HYBRID_MARGIN_NS before the deadline, then spin (what Rust's spin_sleep
+   crate does): nearly a spin's precision for a fraction of its CPU. */
+#define HYBRID_MARGIN_NS 100000u
+static void wait_hybrid(uint64_t deadline) {
+    if (deadline > now_ns() + HYBRID_MARGIN_NS) sleep_until(deadline - HYBRID_MARGIN_NS);
+    wait_spin(deadline);
+}
+
+static const struct { const char *name; void (*until)(uint64_t); } RECIPES[] = {
+    { "nanosleep", wait_nanosleep }, { "timerfd", wait_timerfd }, { "spin", wait_spin }, { "hybrid", wait_hybrid },
+};
+static const char *recipe_name;          /* NULL: the runtime's own sleep */
+static void (*recipe)(uint64_t);
+
+static void read_recipe(void) {
+    if (!has("wait")) return;
+    const char *v = value("wait") + 1;
+    size_t n = strcspn(v, "\"\\");
+    if (n == 5 && !strncmp(v, "sleep", 5)) return;
+    for (size_t i = 0; i < sizeof RECIPES / sizeof RECIPES[0]; i++) {
+        if (strlen(RECIPES[i].name) == n && !strncmp(v, RECIPES[i].name, n)) {
+            recipe_name = RECIPES[i].name, recipe = RECIPES[i].until;
+            return;
+        }
+    }
+    fail(2, "runtime " RUNTIME " has no wait recipe '%.*s'", (int)(n > 40 ? 40 : n), v);
 }
 
 /* The worker's own scheduling, read once: units inherit it, and class 1 lowers it. */
@@ -259,8 +322,11 @@ static void *run_unit(void *arg) {
             sched_yield();   /* the same yield as busy_yield; nothing is recorded */
         } else {
             uint64_t e = expected(un->id, p);
-            if (P.absolute) { intended = next; sleep_until(next); }
-            else { intended = t1 + e; sleep_for(e); }
+            if (P.absolute) intended = next;
+            else intended = t1 + e;
+            if (recipe) recipe(intended);
+            else if (P.absolute) sleep_until(next);
+            else sleep_for(e);
             t2 = now_ns();
             k++;
             if (P.absolute) {   /* skipped periods are stored with the sample that overran */
@@ -501,6 +567,7 @@ static int granularity(uint64_t plan_read) {
 
 int main(void) {
     read_plan();
+    read_recipe();
     uint64_t plan_read = now_ns();   /* start_limit_ns counts from here */
 
     char priority[200] = "none";
@@ -517,8 +584,10 @@ int main(void) {
                  S.realtime ? "rt-priority" : "nice", class_value(0), class_value(1), S.name,
                  S.realtime ? "pthread_setschedparam" : "setpriority");
     }
+    char wait[64] = "";
+    if (recipe_name) snprintf(wait, sizeof wait, ",\"wait\":\"%s\"", recipe_name);
     json('H', "{\"protocol\":3,\"runtime\":\"" RUNTIME "\",\"runtime_version\":\"glibc %s\",\"clock\":\"CLOCK_MONOTONIC\","
-         "\"pid\":%ld,\"priority\":\"%s\"}", gnu_get_libc_version(), (long)getpid(), priority);
+         "\"pid\":%ld,\"priority\":\"%s\"%s}", gnu_get_libc_version(), (long)getpid(), priority, wait);
     flush_out();
     if (is("experiment", "granularity")) return granularity(plan_read);
 

@@ -57,6 +57,8 @@ type plan struct {
 	Width, Steps uint64
 	Grains       string `json:"grains_ns"`
 	Calibrate    uint64 `json:"calibrate_ns"`
+	// The wait recipe (protocol: "Wait recipes"); this driver has only its own sleep.
+	Wait string
 }
 
 // expected is the sleep of unit u (1-based) in period k (0-based).
@@ -296,6 +298,8 @@ func main() {
 		fail(2, "unsupported protocol version %d (this worker speaks 3)", p.Protocol)
 	case p.Runtime != "go" && p.Runtime != "go-locked":
 		fail(2, "runtime %q is not served by this driver (go, go-locked)", p.Runtime)
+	case p.Wait != "" && p.Wait != "sleep":
+		fail(2, "runtime %s has no wait recipe %q", p.Runtime, p.Wait)
 	}
 	p.locked, p.absolute, p.none, p.atomicSum = p.Runtime == "go-locked", p.Mode == "absolute", p.Schedule == "none", p.Experiment == "atomic-sum"
 	if !p.locked {

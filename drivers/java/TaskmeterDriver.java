@@ -131,6 +131,9 @@ public final class TaskmeterDriver {
         String runtime = map.get("runtime");
         if (!THREAD.equals(runtime) && !VIRTUAL.equals(runtime))
             throw new Failure(2, "runtime " + runtime + " is not served by this driver (" + THREAD + ", " + VIRTUAL + ")");
+        String wait = map.getOrDefault("wait", "sleep");   // the only wait recipe here: the runtime's own sleep
+        if (!"sleep".equals(wait))
+            throw new Failure(2, "runtime " + runtime + " has no wait recipe " + wait);
         Plan plan;
         try {
             plan = Plan.of(map);

@@ -679,6 +679,8 @@ async function main() {
   }
   if (raw.protocol !== 3) return die(2, `protocol ${JSON.stringify(raw.protocol)}: this worker speaks 3`);
   if (!RUNTIMES.includes(raw.runtime)) return die(2, `runtime ${JSON.stringify(raw.runtime)}: not served here`);
+  // The only wait recipe here is the runtime's own sleep (protocol: "Wait recipes").
+  if (raw.wait !== undefined && raw.wait !== 'sleep') return die(2, `runtime ${raw.runtime} has no wait recipe ${JSON.stringify(raw.wait)}`);
   const plan = setup(raw);
   const priority = priorityPlan(plan);
   writeAll(frame('H', JSON.stringify({

@@ -727,6 +727,9 @@ def main():
             raise Failure("unsupported protocol version %r (this worker speaks 3)" % plan.get("protocol"), 2)
         if plan.get("runtime") not in RUNTIMES:
             raise Failure("runtime %r is not served by this driver (%s)" % (plan.get("runtime"), ", ".join(RUNTIMES)), 2)
+        wait = plan.pop("wait", "sleep")
+        if wait != "sleep":   # the only wait recipe here: the runtime's own sleep
+            raise Failure("runtime %s has no wait recipe %r" % (plan["runtime"], wait), 2)
         execute(SimpleNamespace(absolute=plan["mode"] == "absolute", none=plan["schedule"] == "none",
                                 atomic=plan["experiment"] == "atomic-sum", **plan), read_at)
         return 0

@@ -262,6 +262,10 @@ impl Checker {
                 hello.runtime, self.plan.runtime
             ));
         }
+        let wait = hello.wait.as_deref().unwrap_or(crate::plan::DEFAULT_WAIT);
+        if wait != self.plan.wait {
+            return invalid(format!("H says its units wait with '{wait}' but the plan asked for '{}'", self.plan.wait));
+        }
         if hello.clock != CLOCK {
             return invalid(format!("H names clock '{}' (expected {CLOCK})", hello.clock));
         }

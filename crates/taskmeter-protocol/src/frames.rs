@@ -40,6 +40,9 @@ pub struct Hello {
     pub pid: u32,
     /// How priority classes are applied: a mechanism, optionally `": "` and a detail.
     pub priority: String,
+    /// The wait recipe its units use: the plan's (absent: the runtime's own sleep).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait: Option<String>,
 }
 
 impl Hello {

@@ -295,6 +295,25 @@ pub struct Plan {
     /// Present exactly in the granularity experiment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grain: Option<GrainPlan>,
+    /// How a unit waits for its intended time: one of the recipes its runtime declares
+    /// (protocol: "Wait recipes"); [`DEFAULT_WAIT`], the runtime's own sleep, unless asked.
+    #[serde(default = "default_wait")]
+    pub wait: String,
+}
+
+/// The recipe every runtime has: its own sleep, as the work loop describes it.
+pub const DEFAULT_WAIT: &str = "sleep";
+
+fn default_wait() -> String {
+    DEFAULT_WAIT.to_string()
+}
+
+/// Whether `name` can name a recipe: lowercase letters, digits and '-', at most 40 bytes.
+pub fn is_recipe_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 40
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
 }
 
 fn default_ring() -> u32 {
@@ -358,6 +377,10 @@ struct WirePlan {
     grains_ns: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     calibrate_ns: Option<u64>,
+    /// Written only when it is not the runtime's own sleep, so that plans without it are those
+    /// of protocol 3 before recipes existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    wait: Option<String>,
 }
 
 /// An integer or `null`, with the key required (serde would take a missing `Option` as `None`).
@@ -445,6 +468,7 @@ impl Plan {
                 max_map_count: wire.max_map_count,
             },
             grain,
+            wait: wire.wait.unwrap_or_else(default_wait),
         };
         plan.check()?;
         Ok(plan)
@@ -485,6 +509,7 @@ impl Plan {
             steps: self.grain.as_ref().map(|g| g.steps),
             grains_ns: self.grain.as_ref().map(GrainPlan::grains_text),
             calibrate_ns: self.grain.as_ref().map(|g| g.calibrate_ns),
+            wait: Some(self.wait.clone()).filter(|w| w != DEFAULT_WAIT),
         };
         serde_json::to_string(&wire).expect("a plan always serialises")
     }
@@ -529,6 +554,12 @@ impl Plan {
         let longest = self.sleep.schedule.max_expected(self.units) as u128;
         if (self.warmup_ns as u128 + self.duration_ns as u128 + longest) >= MAX_INTEGER as u128 {
             return Err("warmup_ns + duration_ns + the longest sleep must be below 2^53 ns".into());
+        }
+        if !is_recipe_name(&self.wait) {
+            return Err("wait must name a recipe: lowercase letters, digits and '-', at most 40 bytes".into());
+        }
+        if self.wait != DEFAULT_WAIT && !(self.experiment == Experiment::Sleep && self.sleep.schedule.sleeps()) {
+            return Err(format!("wait '{}' needs the sleep experiment with a sleeping schedule", self.wait).into());
         }
         if self.sleep.mode == Mode::Absolute && self.sleep.schedule.sleeps() && sleep_ns < 1_000 {
             return Err("absolute mode needs a sleep of at least 1 us".into());
@@ -793,6 +824,8 @@ mod tests {
             ("room-above-2-pow-53", "below 2^53"),
             ("missing-max-map-count", "missing field `max_map_count`"),
             ("quoted-why", "room_memory_why must be plain text"),
+            ("wait-bad-name", "wait must name a recipe"),
+            ("wait-with-none", "needs the sleep experiment with a sleeping schedule"),
         ];
         assert_eq!(expected.len(), crate::vectors::INVALID_PLANS.len(), "one expectation per vector");
         for (name, text) in crate::vectors::INVALID_PLANS {

@@ -22,7 +22,7 @@ pub const INVALID_PLANS: &[(&str, &str)] = vectors!("invalid-plans":
     "string-boolean", "empty-runtime", "none-with-sleep", "fixed-with-modulo", "granularity-rising-grains",
     "granularity-two-units", "granularity-missing-pattern", "granularity-zero-width", "granularity-short-calibration",
     "grain-keys-in-sleep", "granularity-unknown-pattern", "granularity-hex-grain", "room-above-2-pow-53",
-    "missing-max-map-count", "quoted-why");
+    "missing-max-map-count", "quoted-why", "wait-bad-name", "wait-with-none");
 
 pub const STREAMS: &[(&str, &str)] =
     vectors!("streams": "relative", "absolute", "atomic-partial", "lost", "killed", "refused", "granularity");

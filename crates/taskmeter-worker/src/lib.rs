@@ -5,6 +5,7 @@
 
 pub mod clock;
 pub mod granularity;
+pub mod recipes;
 pub mod ring;
 pub mod runtime;
 pub mod worker;

@@ -40,6 +40,9 @@ pub fn main() -> ExitCode {
     let Some(served) = runtime::find(&plan.runtime) else {
         return refuse(&format!("runtime \"{}\" is not served by this worker", plan.runtime));
     };
+    if !served.has_recipe(&plan.wait) {
+        return refuse(&format!("runtime \"{}\" has no wait recipe \"{}\"", plan.runtime, plan.wait));
+    }
     let hello = Hello {
         protocol: taskmeter_protocol::PROTOCOL,
         runtime: plan.runtime.clone(),
@@ -47,6 +50,7 @@ pub fn main() -> ExitCode {
         clock: CLOCK.into(),
         pid: std::process::id(),
         priority: runtime::hello_priority(served, &plan),
+        wait: Some(plan.wait.clone()).filter(|w| w != taskmeter_protocol::plan::DEFAULT_WAIT),
     };
     if write_json(&mut *stdout(), kind::HELLO, &hello).is_err() {
         return ExitCode::FAILURE;

@@ -25,10 +25,17 @@ const SHORT: &[&str] = &["--duration", "300ms", "--warmup", "100ms"];
 
 #[test]
 fn every_runtime_passes_its_conformance_check() {
+    let recipes = common::recipes();
     for runtime in common::runtimes_where(|_| true) {
         let output = run(&["check-driver", &runtime]);
         assert!(output.status.success(), "{runtime}:\n{}{}", stdout(&output), stderr(&output));
-        assert!(stdout(&output).contains("of 19 checks passed"), "{}", stdout(&output));
+        // 20 checks, and one more for each of its wait recipes.
+        let its: Vec<&str> = recipes.iter().filter(|(base, _)| *base == runtime).map(|(_, r)| r.as_str()).collect();
+        let total = 20 + its.len();
+        assert!(stdout(&output).contains(&format!("{total} of {total} checks passed")), "{}", stdout(&output));
+        for recipe in its {
+            assert!(stdout(&output).contains(&format!("ok   waits with its recipe {recipe}:")), "{}", stdout(&output));
+        }
         assert!(!stdout(&output).contains("FAIL"));
     }
 }

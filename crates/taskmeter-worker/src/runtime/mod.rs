@@ -6,7 +6,8 @@ mod smol_rt;
 mod threads;
 mod tokio_rt;
 
-use crate::workload::{run_unit_async, run_unit_blocking, LoopContext, NoSleep, OsThread, UnitRun};
+use crate::recipes::{self, Recipe, SpinYield};
+use crate::workload::{run_unit_async, run_unit_blocking, AsyncTimer, LoopContext, NoSleep, OsThread, UnitRun};
 use std::sync::atomic::AtomicBool;
 use taskmeter_protocol::{GrainPlan, Plan, Point};
 pub use threads::ThreadPriority;
@@ -74,6 +75,44 @@ pub struct InProcess {
     pub grains: MeasureGrains,
     /// The most tasks it can hold in flight, when it has a fixed pool.
     pub task_pool: Option<u32>,
+    /// The ways its units can wait besides its own sleep (the plan's `wait`).
+    pub recipes: &'static [Recipe],
+}
+
+impl InProcess {
+    pub fn has_recipe(&self, wait: &str) -> bool {
+        wait == taskmeter_protocol::plan::DEFAULT_WAIT || self.recipes.iter().any(|r| r.name == wait)
+    }
+}
+
+/// One unit of an OS thread waiting with the plan's recipe.
+fn blocking_unit(ctx: &LoopContext, unit: u32, sleeping: bool) -> UnitRun {
+    match (sleeping, ctx.plan.wait.as_str()) {
+        (false, _) => run_unit_blocking::<NoSleep>(ctx, unit),
+        (true, "nanosleep") => run_unit_blocking::<recipes::Nanosleep>(ctx, unit),
+        (true, "timerfd") => run_unit_blocking::<recipes::TimerfdWait>(ctx, unit),
+        (true, "spin") => run_unit_blocking::<recipes::Spin>(ctx, unit),
+        (true, "hybrid") => run_unit_blocking::<recipes::Hybrid>(ctx, unit),
+        (true, _) => run_unit_blocking::<OsThread>(ctx, unit),
+    }
+}
+
+/// The timer of a task of runtime `T` waiting with the plan's recipe: `T`'s own, or yields
+/// until the deadline (`spin-yield`).
+async fn async_unit<T: AsyncTimer>(ctx: &LoopContext, unit: u32, sleeping: bool) -> UnitRun {
+    match (sleeping, ctx.plan.wait.as_str()) {
+        (false, _) => run_unit_async::<NoSleep>(ctx, unit).await,
+        (true, "spin-yield") => run_unit_async::<SpinYield<T>>(ctx, unit).await,
+        (true, _) => run_unit_async::<T>(ctx, unit).await,
+    }
+}
+
+/// A tokio task's unit, with tokio's timerfd recipe as well.
+async fn tokio_unit(ctx: &LoopContext, unit: u32, sleeping: bool) -> UnitRun {
+    match (sleeping, ctx.plan.wait.as_str()) {
+        (true, "timerfd") => run_unit_async::<recipes::TokioTimerfd>(ctx, unit).await,
+        _ => async_unit::<tokio_rt::Tokio>(ctx, unit, sleeping).await,
+    }
 }
 
 /// How OS threads map the two priority classes.
@@ -103,15 +142,13 @@ pub const IN_PROCESS: [InProcess; 5] = [
                     if let Err(e) = priority.apply(ctx.plan.class_of(unit)) {
                         panic!("unit {unit} could not take its class's priority: {e}");
                     }
-                    match sleeping {
-                        true => run_unit_blocking::<OsThread>(ctx, unit),
-                        false => run_unit_blocking::<NoSleep>(ctx, unit),
-                    }
+                    blocking_unit(ctx, unit, sleeping)
                 }
             })
         },
         grains: threads::grains,
         task_pool: None,
+        recipes: recipes::THREAD_RECIPES,
     },
     InProcess {
         id: "tokio-ct",
@@ -120,12 +157,10 @@ pub const IN_PROCESS: [InProcess; 5] = [
         priority: NO_PRIORITY,
         version: tokio_version,
         classes: |_| "none: tokio tasks have no priority".into(),
-        run: |ctx, sleeping| match sleeping {
-            true => tokio_rt::run(ctx, false, ctx.plan.units, |unit| run_unit_async::<tokio_rt::Tokio>(ctx, unit)),
-            false => tokio_rt::run(ctx, false, ctx.plan.units, |unit| run_unit_async::<NoSleep>(ctx, unit)),
-        },
+        run: |ctx, sleeping| tokio_rt::run(ctx, false, ctx.plan.units, |unit| tokio_unit(ctx, unit, sleeping)),
         grains: |grain, warmup, duration, stop, send| tokio_rt::grains(false, grain, warmup, duration, stop, send),
         task_pool: None,
+        recipes: recipes::TOKIO_RECIPES,
     },
     InProcess {
         id: "tokio-mt",
@@ -134,12 +169,10 @@ pub const IN_PROCESS: [InProcess; 5] = [
         priority: NO_PRIORITY,
         version: tokio_version,
         classes: |_| "none: tokio tasks have no priority".into(),
-        run: |ctx, sleeping| match sleeping {
-            true => tokio_rt::run(ctx, true, ctx.plan.units, |unit| run_unit_async::<tokio_rt::Tokio>(ctx, unit)),
-            false => tokio_rt::run(ctx, true, ctx.plan.units, |unit| run_unit_async::<NoSleep>(ctx, unit)),
-        },
+        run: |ctx, sleeping| tokio_rt::run(ctx, true, ctx.plan.units, |unit| tokio_unit(ctx, unit, sleeping)),
         grains: |grain, warmup, duration, stop, send| tokio_rt::grains(true, grain, warmup, duration, stop, send),
         task_pool: None,
+        recipes: recipes::TOKIO_RECIPES,
     },
     InProcess {
         id: "smol",
@@ -148,12 +181,10 @@ pub const IN_PROCESS: [InProcess; 5] = [
         priority: NO_PRIORITY,
         version: || format!("smol {}", env!("TASKMETER_SMOL_VERSION")),
         classes: |_| "none: smol tasks have no priority".into(),
-        run: |ctx, sleeping| match sleeping {
-            true => smol_rt::run(ctx, ctx.plan.units, |unit| run_unit_async::<smol_rt::Smol>(ctx, unit)),
-            false => smol_rt::run(ctx, ctx.plan.units, |unit| run_unit_async::<NoSleep>(ctx, unit)),
-        },
+        run: |ctx, sleeping| smol_rt::run(ctx, ctx.plan.units, |unit| async_unit::<smol_rt::Smol>(ctx, unit, sleeping)),
         grains: smol_rt::grains,
         task_pool: None,
+        recipes: recipes::SMOL_RECIPES,
     },
     InProcess {
         id: "embassy",
@@ -174,6 +205,7 @@ pub const IN_PROCESS: [InProcess; 5] = [
         },
         grains: embassy_rt::grains,
         task_pool: Some(embassy_rt::TASK_POOL),
+        recipes: &[],
     },
 ];
 

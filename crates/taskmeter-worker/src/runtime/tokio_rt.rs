@@ -95,6 +95,9 @@ where
     } else {
         tokio::runtime::Builder::new_current_thread()
     };
+    if ctx.plan.wait == "timerfd" {
+        builder.enable_io(); // the recipe's AsyncFd needs the reactor; the others park without it
+    }
     let runtime = builder.enable_time().build().map_err(|e| format!("could not start tokio: {e}"))?;
     runtime.block_on(async {
         let (units, start_error) = super::startable(ctx, units);

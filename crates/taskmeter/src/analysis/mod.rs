@@ -8,4 +8,5 @@ pub mod differences;
 pub mod granularity;
 pub mod histogram;
 pub mod net;
+pub mod recipes;
 pub mod rows;

@@ -30,8 +30,12 @@ pub(super) struct Cli {
 pub(super) enum Command {
     /// List every runtime and receiver, what its unit is, whether it is available here, and why not
     List {
+        /// `recipes`: every runtime's ways to wait besides its own sleep (`run recipes` measures them)
+        #[arg(value_enum)]
+        what: Option<ListWhat>,
         /// `table` (default) or `json`: {"runtimes": [{id, unit, available, reason, description,
-        /// priority}], "receivers": [{id, available, reason, description}]}
+        /// priority}], "receivers": [{id, available, reason, description}]}; with `recipes`:
+        /// {"recipes": [{id, runtime, recipe, about, available, reason}]}
         #[arg(long, value_enum, default_value = "table")]
         format: TextFormat,
     },
@@ -377,6 +381,9 @@ pub(super) struct RunArgs {
     /// granularity sizes its tasks (the same arithmetic takes 0.7 µs in C and 120 µs in Python)
     #[arg(long, default_value = "1000", value_parser = busy_value, allow_negative_numbers = true)]
     pub(super) busy: BusyArg,
+    /// Whether --busy was typed (the recipes experiment times the wait alone unless it was).
+    #[arg(skip)]
+    pub(super) busy_given: bool,
     /// Yield to the runtime's scheduler after every busy-work step
     #[arg(long = "yield")]
     pub(super) yield_each_step: bool,
@@ -523,6 +530,14 @@ pub(super) enum OrderArg {
 }
 
 #[derive(Copy, Clone, ValueEnum, PartialEq)]
+pub(super) enum ListWhat {
+    /// Every runtime and receiver (the default)
+    Runtimes,
+    /// Every runtime's wait recipes
+    Recipes,
+}
+
+#[derive(Copy, Clone, ValueEnum, PartialEq)]
 pub(super) enum ExperimentArg {
     /// How late units wake up: the work loop at one point, or swept
     Sleep,
@@ -535,6 +550,9 @@ pub(super) enum ExperimentArg {
     /// The smallest task each runtime runs efficiently: efficiency against task size, and
     /// METG(50 %) as Task Bench defines it
     Granularity,
+    /// Every way to wait each runtime has (RUNTIME/RECIPE: spin, timerfd, hybrid, ...) beside
+    /// its own sleep, at 50 µs to 10 ms and 1 and 100 units: lateness, CPU per unit, and which to use
+    Recipes,
 }
 
 impl ExperimentArg {
@@ -545,6 +563,7 @@ impl ExperimentArg {
             ExperimentArg::AtomicSum => "atomic-sum",
             ExperimentArg::Net => "net",
             ExperimentArg::Granularity => "granularity",
+            ExperimentArg::Recipes => "recipes",
         }
     }
 }
@@ -623,6 +642,6 @@ pub(super) fn runtime_id(text: &str) -> Result<String, String> {
     }
     match runtimes::find(text) {
         Some(info) => Ok(info.id.to_string()),
-        None => Err(crate::model::names::unknown("runtime", text, &runtimes::ids())),
+        None => Err(crate::model::names::unknown("runtime", text, &runtimes::names())),
     }
 }

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use taskmeter_protocol::vectors::PLANS;
-use taskmeter_protocol::{Delivered, Ending, Plan};
+use taskmeter_protocol::{Delivered, Ending, Mode, Plan, SleepPlan};
 
 const GRACE: Duration = Duration::from_secs(10);
 
@@ -50,6 +50,9 @@ pub fn check_driver(id: &str) -> Result<ExitCode, String> {
     signals::install();
     let info = runtimes::find(id)
         .ok_or_else(|| crate::model::names::unknown("runtime", &super::shorten(id), &runtimes::ids()))?;
+    if info.id != info.base {
+        return Err(format!("check-driver checks a runtime, and every recipe of it: try check-driver {}", info.base));
+    }
     if let Err(reason) = runtimes::availability(info) {
         crate::outln!("FAIL {id} is unavailable: {reason}");
         return Ok(ExitCode::FAILURE);
@@ -115,6 +118,17 @@ pub fn check_driver(id: &str) -> Result<ExitCode, String> {
             run_plan(info, &plan, None)
         }),
     ));
+    // Each wait recipe runs the absolute loop, and its H frame names it (the checker compares).
+    for (recipe, _) in &info.recipes {
+        checks.push((
+            format!("waits with its recipe {recipe}"),
+            Box::new(move || {
+                let mut plan = vector("relative-fixed");
+                (plan.sleep.mode, plan.wait) = (Mode::Absolute, recipe.to_string());
+                run_plan(info, &plan, None)
+            }),
+        ));
+    }
     let refusals = [
         ("a plan of protocol 2", vector("relative-fixed").to_json().replacen("\"protocol\":3", "\"protocol\":2", 1)),
         (
@@ -124,6 +138,15 @@ pub fn check_driver(id: &str) -> Result<ExitCode, String> {
                 "\"runtime\":\"no-such-runtime\"",
                 1,
             ),
+        ),
+        (
+            "a wait recipe it does not have",
+            Plan {
+                sleep: SleepPlan { mode: Mode::Absolute, ..vector("relative-fixed").sleep },
+                ..vector("relative-fixed")
+            }
+            .to_json()
+            .replacen('}', ",\"wait\":\"no-such-recipe\"}", 1),
         ),
     ];
     for (name, input) in refusals {

@@ -47,6 +47,34 @@ pub fn print(as_json: bool) {
     }
 }
 
+/// `taskmeter list recipes`: every `RUNTIME/RECIPE` that `--runtimes` and `run recipes` take.
+pub fn print_recipes(as_json: bool) {
+    let recipes = runtimes::with_recipes();
+    if as_json {
+        let list: Vec<_> = recipes
+            .iter()
+            .map(|info| {
+                let reason = runtimes::availability(info).err();
+                json!({"id": info.id, "runtime": info.base, "recipe": info.recipe, "about": info.description,
+                       "available": reason.is_none(), "reason": reason})
+            })
+            .collect();
+        crate::outln!("{}", serde_json::to_string_pretty(&json!({ "recipes": list })).expect("a list is JSON"));
+        return;
+    }
+    let width = recipes.iter().map(|r| r.id.len()).max().unwrap_or(0);
+    for info in recipes {
+        let available =
+            runtimes::availability(info).err().map_or_else(String::new, |why| format!(" (unavailable: {why})"));
+        crate::outln!("{:<width$}  {}{available}", info.id, info.description);
+    }
+    let without: Vec<&str> = runtimes::all().iter().filter(|r| r.recipes.is_empty()).map(|r| r.id).collect();
+    crate::outln!(
+        "\nevery runtime also waits with its own sleep (RUNTIME alone); no recipe yet: {}",
+        without.join(", ")
+    );
+}
+
 fn unit_name(unit: runtimes::Unit) -> &'static str {
     match unit {
         runtimes::Unit::OsThread => "an OS thread",

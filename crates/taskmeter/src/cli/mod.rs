@@ -131,9 +131,12 @@ fn run_command() -> ExitCode {
         Ok((cli, matches))
     });
     let cli = match parsed {
-        Ok((cli, matches)) => {
+        Ok((mut cli, matches)) => {
             if let Err(message) = scope::check_flag_scope(&matches) {
                 return refuse(&message);
+            }
+            if let (Command::Run(args), Some(run)) = (&mut cli.command, matches.subcommand_matches("run")) {
+                args.busy_given = run.value_source("busy") == Some(clap::parser::ValueSource::CommandLine);
             }
             cli
         }
@@ -188,7 +191,11 @@ fn hints(e: &clap::Error) -> String {
 
 fn dispatch(command: Command) -> Result<ExitCode, CliError> {
     Ok(match command {
-        Command::List { format } => {
+        Command::List { what: Some(args::ListWhat::Recipes), format } => {
+            list::print_recipes(format == args::TextFormat::Json);
+            ExitCode::SUCCESS
+        }
+        Command::List { format, .. } => {
             list::print(format == args::TextFormat::Json);
             ExitCode::SUCCESS
         }

@@ -51,9 +51,20 @@ pub(super) fn run_options(args: &RunArgs) -> Result<RunOptions, String> {
 /// Turns the flags into settings and sweeps; each point's settings are checked by the
 /// experiment before anything runs.
 fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
-    let study = args.experiment != ExperimentArg::Sleep;
+    let recipes = args.experiment == ExperimentArg::Recipes;
+    let study = args.experiment != ExperimentArg::Sleep && !recipes;
     let mut sweeps = args.sweeps.clone();
-    let default_units = if study { "1..10000:log10" } else { "5" };
+    let default_units = match (study, recipes, args.quick) {
+        (true, ..) => "1..10000:log10",
+        (_, true, false) => "1,100",
+        (_, true, true) => "1",
+        _ => "5",
+    };
+    if recipes && args.sleep.is_none() && !args.sweeps.iter().any(|s| s.param == Param::Sleep) {
+        // The periods the upstream threads ask about: below, at and above a 1 ms timer wheel.
+        let periods = if args.quick { "sleep=250us,1ms" } else { "sleep=50us,250us,1ms,10ms" };
+        sweeps.push(Sweep::parse(periods)?);
+    }
     let units = match units_arg(args.units.as_deref().unwrap_or(default_units))? {
         Ok(n) => n,
         Err(sweep) => {
@@ -76,7 +87,10 @@ fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
         None if study => Mode::Relative,
         None => Mode::Absolute,
     };
-    let runtimes = runtime_list(args)?;
+    let mut runtimes = runtime_list(args)?;
+    if recipes {
+        runtimes = with_their_recipes(&runtimes);
+    }
     let mut swept = Vec::new();
     for sweep in &sweeps {
         if swept.contains(&sweep.param) {
@@ -103,12 +117,24 @@ fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
         start_limit_ns: args.start_limit,
         repeat: args.repeat.unwrap_or(1),
         together: args.together,
-        duration_ns: args.duration.unwrap_or(if args.quick { 300_000_000 } else { 1_500_000_000 }),
-        warmup_ns: args.warmup.unwrap_or(if args.quick { 100_000_000 } else { 500_000_000 }),
+        duration_ns: args.duration.unwrap_or(match (args.quick, recipes) {
+            (true, _) => 300_000_000,
+            (false, true) => 1_000_000_000, // 28 ways to wait at 8 points: about 6 minutes
+            (false, false) => 1_500_000_000,
+        }),
+        warmup_ns: args.warmup.unwrap_or(match (args.quick, recipes) {
+            (true, _) => 100_000_000,
+            (false, true) => 250_000_000,
+            (false, false) => 500_000_000,
+        }),
         sleep: SleepPlan { mode, schedule },
         sleep_spec: schedule.to_string(),
         busy: BusyPlan {
-            iters: if let BusyArg::Iterations(n) = args.busy { n } else { 0 },
+            iters: match args.busy {
+                // The recipes time the wait alone, unless asked.
+                BusyArg::Iterations(n) if !recipes || args.busy_given => n,
+                _ => 0,
+            },
             yield_each_step: args.yield_each_step,
         },
         busy_ns: if let BusyArg::Time(ns) = args.busy { Some(ns) } else { None },
@@ -142,6 +168,20 @@ fn runtime_list(args: &RunArgs) -> Result<Vec<String>, String> {
         }
         seen
     })
+}
+
+/// Each runtime followed by its recipes (`thread`, `thread/nanosleep`, ...); a recipe named
+/// on its own stays as it is.
+fn with_their_recipes(runtimes: &[String]) -> Vec<String> {
+    let mut all = Vec::new();
+    for id in runtimes {
+        all.push(id.clone());
+        if let Some(info) = runtimes::find(id).filter(|info| info.id == info.base) {
+            all.extend(info.recipes.iter().map(|(recipe, _)| format!("{}/{recipe}", info.id)));
+        }
+    }
+    all.dedup();
+    all
 }
 
 /// `run granularity`.

@@ -9,9 +9,9 @@ use clap::{ArgMatches, CommandFactory};
 /// (or set by a preset) for an experiment that does not use it is refused, never ignored.
 pub(super) const FLAG_SCOPE: &[(&str, &[ExperimentArg])] = {
     use ExperimentArg::*;
-    const EVERY: &[ExperimentArg] = &[Sleep, Volume, AtomicSum, Net, Granularity];
-    const LOOP: &[ExperimentArg] = &[Sleep, Volume, AtomicSum];
-    const WORKERS: &[ExperimentArg] = &[Sleep, Volume, AtomicSum, Granularity];
+    const EVERY: &[ExperimentArg] = &[Sleep, Volume, AtomicSum, Net, Granularity, Recipes];
+    const LOOP: &[ExperimentArg] = &[Sleep, Volume, AtomicSum, Recipes];
+    const WORKERS: &[ExperimentArg] = &[Sleep, Volume, AtomicSum, Granularity, Recipes];
     const NET: &[ExperimentArg] = &[Net];
     const GRAIN: &[ExperimentArg] = &[Granularity];
     &[

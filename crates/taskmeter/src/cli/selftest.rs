@@ -180,6 +180,7 @@ fn loop_ns_per_sample(runtime: &str, duration_ns: u64, sleeping: bool) -> Result
         // In process, with one unit: no limit to keep below.
         room: Room::default(),
         grain: None,
+        wait: taskmeter_protocol::plan::DEFAULT_WAIT.to_string(),
     };
     let ctx: &'static LoopContext = Box::leak(Box::new(LoopContext::new(plan, now_ns(), &NEVER)));
     let (units_ended, ended) = std::sync::mpsc::channel::<()>();

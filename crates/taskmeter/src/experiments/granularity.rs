@@ -46,6 +46,7 @@ pub fn plan_for(s: &GrainSettings, runtime: &str) -> Plan {
             grains_ns: s.grains_ns.clone(),
             calibrate_ns: s.calibrate_ns,
         }),
+        wait: taskmeter_protocol::plan::DEFAULT_WAIT.to_string(),
     }
 }
 

@@ -70,6 +70,12 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
                 }
             }
         }
+        Layout::Recipes => {
+            for table in super::recipes::tables(record) {
+                out.push_str(&format!("\n{}\n{}", table.title, render_table(&table.lines)));
+                out.push_str(&table.advice.unwrap_or_default());
+            }
+        }
         Layout::Why => {
             out.push('\n');
             out.push_str(&render_with_reasons(&why::why_table_of(record)));
@@ -93,6 +99,7 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
     out.push_str(&match layout {
         Layout::Volume => explain_volume(record),
         Layout::Why => why::explain_why(),
+        Layout::Recipes => super::recipes::explain(),
         _ => explain(record),
     });
     out.push('\n');

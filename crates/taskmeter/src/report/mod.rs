@@ -10,6 +10,7 @@ pub mod granularity;
 pub mod html;
 pub mod markdown;
 pub mod net;
+pub mod recipes;
 pub mod run;
 pub mod samples;
 pub mod tables;

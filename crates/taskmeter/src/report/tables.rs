@@ -66,11 +66,16 @@ pub enum Layout {
     /// One line per runtime and point: lateness p50 and p99 beside what the kernel counted for
     /// the worker per wake-up (CPU, context switches, migrations, run-queue wait)
     Why,
+    /// One table per runtime and point: each way to wait (its own sleep and its recipes) with
+    /// lateness, early wake-ups and CPU per unit, and which to use (the recipes experiment's)
+    Recipes,
 }
 
 /// The layout a run gets when `--table` is not given.
 pub fn default_layout(record: &RunRecord) -> Layout {
-    if record.experiment != "sleep" || !record.settings.sleep.schedule.sleeps() {
+    if record.experiment == "recipes" {
+        Layout::Recipes
+    } else if record.experiment != "sleep" || !record.settings.sleep.schedule.sleeps() {
         Layout::Volume
     } else {
         Layout::Ranked

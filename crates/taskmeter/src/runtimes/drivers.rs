@@ -74,6 +74,17 @@ pub struct RuntimeEntry {
     pub description: String,
     /// What `--priority-classes 2` maps to.
     pub priority: String,
+    /// Its wait recipes besides its own sleep (`[[runtime.recipe]]`).
+    #[serde(default)]
+    pub recipe: Vec<RecipeEntry>,
+}
+
+/// A wait recipe of a driver's runtime: the plan's `wait` it answers to, and what it does.
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct RecipeEntry {
+    pub name: String,
+    pub about: String,
 }
 
 fn unit<'de, D: serde::Deserializer<'de>>(names: D) -> Result<Unit, D::Error> {

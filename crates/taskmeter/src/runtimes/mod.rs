@@ -9,6 +9,7 @@ use drivers::Program;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::sync::OnceLock;
+use taskmeter_protocol::plan::DEFAULT_WAIT;
 pub use taskmeter_worker::runtime::Unit;
 use taskmeter_worker::runtime::{IN_PROCESS, RUSTC_VERSION};
 
@@ -28,7 +29,14 @@ impl Launch {
 }
 
 pub struct RuntimeInfo {
+    /// `RUNTIME`, or `RUNTIME/RECIPE` for a runtime whose units wait with one of its recipes.
     pub id: &'static str,
+    /// The runtime whose worker runs it (the plan's `runtime`): `id` without its recipe.
+    pub base: &'static str,
+    /// The plan's `wait`: [`DEFAULT_WAIT`], the runtime's own sleep, or a recipe's name.
+    pub recipe: &'static str,
+    /// The recipes a base runtime has besides its own sleep: (name, what it does).
+    pub recipes: Vec<(&'static str, &'static str)>,
     pub unit: Unit,
     pub launch: Launch,
     /// What a unit is and how it sleeps.
@@ -47,6 +55,9 @@ pub fn all() -> &'static [RuntimeInfo] {
             .iter()
             .map(|r| RuntimeInfo {
                 id: r.id,
+                base: r.id,
+                recipe: DEFAULT_WAIT,
+                recipes: r.recipes.iter().map(|recipe| (recipe.name, recipe.about)).collect(),
                 unit: r.unit,
                 launch: Launch::InProcess,
                 description: r.description,
@@ -65,6 +76,9 @@ pub fn all() -> &'static [RuntimeInfo] {
                 }
                 all.push(RuntimeInfo {
                     id: leak(&runtime.id),
+                    base: leak(&runtime.id),
+                    recipe: DEFAULT_WAIT,
+                    recipes: runtime.recipe.iter().map(|r| (leak(&r.name), leak(&r.about))).collect(),
                     unit: runtime.unit,
                     launch: Launch::Driver(program),
                     description: leak(&runtime.description),
@@ -77,11 +91,40 @@ pub fn all() -> &'static [RuntimeInfo] {
 }
 
 pub fn find(id: &str) -> Option<&'static RuntimeInfo> {
-    all().iter().find(|r| r.id == id)
+    all().iter().chain(with_recipes()).find(|r| r.id == id)
+}
+
+/// Every runtime with each of its recipes, `RUNTIME/RECIPE`, in the registry's order: rows of
+/// their own, run by the base runtime's worker with the plan's `wait` set.
+pub fn with_recipes() -> &'static [RuntimeInfo] {
+    static VARIANTS: OnceLock<Vec<RuntimeInfo>> = OnceLock::new();
+    VARIANTS.get_or_init(|| {
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        all()
+            .iter()
+            .flat_map(|base| {
+                base.recipes.iter().map(move |(name, about)| RuntimeInfo {
+                    id: leak(format!("{}/{name}", base.id)),
+                    base: base.id,
+                    recipe: name,
+                    recipes: Vec::new(),
+                    unit: base.unit,
+                    launch: base.launch,
+                    description: about,
+                    priority: base.priority,
+                })
+            })
+            .collect()
+    })
 }
 
 pub fn ids() -> Vec<&'static str> {
     all().iter().map(|r| r.id).collect()
+}
+
+/// Every name `--runtimes` takes: the runtimes and their recipes.
+pub fn names() -> Vec<&'static str> {
+    all().iter().chain(with_recipes()).map(|r| r.id).collect()
 }
 
 pub fn override_variable(runtime: &str) -> String {
@@ -90,7 +133,7 @@ pub fn override_variable(runtime: &str) -> String {
 
 /// Why the runtime cannot run here, or Ok.
 pub fn availability(info: &RuntimeInfo) -> Result<(), String> {
-    if std::env::var_os(override_variable(info.id)).is_some() {
+    if std::env::var_os(override_variable(info.base)).is_some() {
         return Ok(());
     }
     match info.launch {
@@ -111,7 +154,7 @@ pub fn toolchain(info: &RuntimeInfo) -> String {
 
 /// The command that starts a worker for the runtime, building its driver if needed.
 pub fn worker_command(info: &RuntimeInfo) -> Result<Command, String> {
-    if let Some(path) = std::env::var_os(override_variable(info.id)) {
+    if let Some(path) = std::env::var_os(override_variable(info.base)) {
         return Ok(Command::new(path));
     }
     match info.launch {

@@ -82,6 +82,20 @@ pub fn registry(kind: &str) -> Vec<Listed> {
         .collect()
 }
 
+/// Every wait recipe of the registry, as (runtime, recipe), from `taskmeter list recipes`.
+pub fn recipes() -> Vec<(String, String)> {
+    let output = run(&["list", "recipes", "--format", "json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let list: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("list recipes is JSON");
+    let text = |v: &serde_json::Value| v.as_str().expect("a string").to_string();
+    list["recipes"]
+        .as_array()
+        .expect("a list of recipes")
+        .iter()
+        .map(|r| (text(&r["runtime"]), text(&r["recipe"])))
+        .collect()
+}
+
 /// The registry's runtimes that `keep` accepts and that can run here; each other is skipped
 /// with `taskmeter list`'s reason.
 pub fn runtimes_where(keep: impl Fn(&Listed) -> bool) -> Vec<String> {

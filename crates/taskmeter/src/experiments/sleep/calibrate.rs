@@ -24,7 +24,7 @@ pub fn iterations(
     let mut plan = Plan {
         protocol: PROTOCOL,
         experiment: Experiment::Granularity,
-        runtime: info.id.into(),
+        runtime: info.base.into(),
         units: 1,
         priority_classes: 1,
         start_limit_ns: 10_000_000_000,
@@ -42,6 +42,7 @@ pub fn iterations(
             grains_ns: vec![busy_ns],
             calibrate_ns: CALIBRATE_NS,
         }),
+        wait: taskmeter_protocol::plan::DEFAULT_WAIT.to_string(),
     };
     plan.check().map_err(|e| e.to_string())?;
     let command = runtimes::worker_command(info)?;

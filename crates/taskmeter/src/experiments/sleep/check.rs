@@ -34,7 +34,14 @@ pub fn check_settings(settings: &Settings) -> Result<(), String> {
         return Err("absolute mode needs a period of at least 1us (a shorter one only counts missed periods)".into());
     }
     check_real_time(settings)?;
-    super::rows::plan_for(settings, "thread").check().map_err(|e| e.to_string())
+    super::rows::plan_for(settings, "thread").check().map_err(|e| e.to_string())?;
+    // A runtime's recipe waits in the sleep loop only: refused now rather than in every row.
+    for info in settings.runtimes.iter().filter_map(|id| crate::runtimes::find(id)) {
+        let plan =
+            taskmeter_protocol::Plan { wait: info.recipe.to_string(), ..super::rows::plan_for(settings, info.base) };
+        plan.check().map_err(|e| format!("{}: {e}", info.id))?;
+    }
+    Ok(())
 }
 
 /// A real-time worker that busy-works on every core can starve the machine (RT throttling

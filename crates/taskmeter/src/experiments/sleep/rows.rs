@@ -26,7 +26,10 @@ pub struct RunContext<'a> {
 
 /// Runs one job: its worker, judged, as a row.
 pub fn run_job(job: &Job, label: &str, run: &RunContext) -> Row {
-    let mut plan = plan_for(&job.settings, job.info.id);
+    let mut plan = job_plan(job);
+    if let Err(reason) = plan.check() {
+        return failed_row(job.info.id, &plan, reason.to_string(), None);
+    }
     let toolchain = run.environment.toolchains.get(job.info.id).cloned().unwrap_or_default();
     let mut command = match runtimes::worker_command(job.info) {
         Ok(command) => command,
@@ -57,6 +60,11 @@ pub fn run_job(job: &Job, label: &str, run: &RunContext) -> Row {
     row_from(job.info.id, plan, worker, toolchain, finished)
 }
 
+/// The plan of a job: its runtime's worker, waiting with its recipe.
+fn job_plan(job: &Job) -> Plan {
+    Plan { wait: job.info.recipe.to_string(), ..plan_for(&job.settings, job.info.base) }
+}
+
 /// The plan of a runtime at a point, with rings sized for its schedule; its room is measured when
 /// its worker starts.
 pub fn plan_for(settings: &Settings, runtime: &str) -> Plan {
@@ -75,6 +83,7 @@ pub fn plan_for(settings: &Settings, runtime: &str) -> Plan {
         flush_ns: taskmeter_protocol::plan::FLUSH_NS,
         room: Room::default(),
         grain: None,
+        wait: taskmeter_protocol::plan::DEFAULT_WAIT.to_string(),
     };
     plan.size_rings();
     plan
@@ -238,9 +247,5 @@ fn classes(plan: &Plan, d: &Delivered, finished: &Finished, counts: &Counts) -> 
 
 /// A row for a job that did not run, and why.
 pub fn skipped_row(job: &Job, reason: String) -> Row {
-    Row {
-        status: RowStatus::Skipped,
-        plan: None,
-        ..failed_row(job.info.id, &plan_for(&job.settings, job.info.id), reason, None)
-    }
+    Row { status: RowStatus::Skipped, plan: None, ..failed_row(job.info.id, &job_plan(job), reason, None) }
 }

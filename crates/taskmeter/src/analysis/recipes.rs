@@ -1,0 +1,193 @@
+//! The recipes experiment's answer: for each runtime, its ways to wait (`RUNTIME/RECIPE` rows,
+//! and its own sleep) side by side at one point, with what each costs in CPU, and which to use.
+//!
+//! CPU per unit = the worker's CPU time over the measured window (every thread, from the
+//! kernel's counters: see machine::counters) / the window / the units: the share of one core
+//! each waiting unit costs, the runtime's own threads and taskmeter's writer included.
+
+use super::cells::{cells, Cell};
+use crate::model::run::{Metric, Row, RunRecord};
+use taskmeter_protocol::plan::DEFAULT_WAIT;
+
+/// One way to wait, at one point, over its repetitions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecipeRow {
+    /// `thread/spin`; `thread` for the runtime's own sleep.
+    pub runtime: String,
+    /// The runtime it belongs to, and the recipe (`sleep`: its own).
+    pub base: String,
+    pub recipe: String,
+    pub p50_ns: Option<f64>,
+    pub p99_ns: Option<f64>,
+    pub p99_9_ns: Option<f64>,
+    pub max_ns: Option<f64>,
+    /// Measured samples that woke before their intended time, every repetition.
+    pub early: u64,
+    pub samples: u64,
+    /// Cores per unit (1.0: one core kept busy by each unit); None without counters.
+    pub cpu_per_unit: Option<f64>,
+}
+
+/// Splits `thread/spin` into (`thread`, `spin`); a runtime alone waits with its own sleep.
+pub fn split(runtime: &str) -> (&str, &str) {
+    runtime.split_once('/').unwrap_or((runtime, DEFAULT_WAIT))
+}
+
+/// The cores per unit one row's worker burnt over its measured window.
+pub fn cpu_per_unit(row: &Row) -> Option<f64> {
+    let counters = row.counters.as_ref()?;
+    let units = row.counts.as_ref()?.units;
+    let window = counters.end_ns.checked_sub(counters.start_ns).filter(|w| *w > 0)?;
+    (units > 0).then(|| counters.cpu_ns as f64 / window as f64 / units as f64)
+}
+
+fn of(cell: &Cell) -> RecipeRow {
+    let (base, recipe) = split(cell.runtime);
+    RecipeRow {
+        runtime: cell.runtime.to_string(),
+        base: base.to_string(),
+        recipe: recipe.to_string(),
+        p50_ns: cell.mean_percentile(Metric::Lateness, |s| s.p50),
+        p99_ns: cell.mean_percentile(Metric::Lateness, |s| s.p99),
+        p99_9_ns: cell.mean_percentile(Metric::Lateness, |s| s.p99_9),
+        max_ns: cell.max(Metric::Lateness).map(|v| v as f64),
+        early: cell.sum(|r| r.counts.as_ref().map(|c| c.early_wakeups)),
+        samples: cell.samples(Metric::Lateness),
+        cpu_per_unit: cell.mean_of(cpu_per_unit),
+    }
+}
+
+/// The measured ways to wait at `point`, grouped by runtime in the run's order.
+pub fn groups_at(record: &RunRecord, point: usize) -> Vec<Vec<RecipeRow>> {
+    let mut groups: Vec<Vec<RecipeRow>> = Vec::new();
+    for cell in cells(record, point).iter().filter(|c| c.repetitions() > 0) {
+        let row = of(cell);
+        match groups.iter_mut().find(|g| g[0].base == row.base) {
+            Some(group) => group.push(row),
+            None => groups.push(vec![row]),
+        }
+    }
+    groups
+}
+
+/// What to use, among one runtime's ways to wait (indices into its rows).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Advice {
+    /// The lowest lateness p99 of all.
+    pub best: Option<usize>,
+    /// The lowest p99 among those that cost at most the budget of a core per unit.
+    pub precise_within_budget: Option<usize>,
+    /// The least CPU among those whose p99 is within the margin of the best's.
+    pub cheapest_near_best: Option<usize>,
+}
+
+/// Picks from `rows` with `budget` (cores per unit, e.g. 0.1) and `margin_ns` (e.g. 20 µs). A
+/// row without a p99 is never picked; one without a CPU figure is never picked on cost. Ties go
+/// to the first row (the runtime's own sleep comes first).
+pub fn advise(rows: &[RecipeRow], budget: f64, margin_ns: f64) -> Advice {
+    let lowest = |candidates: &mut dyn Iterator<Item = (usize, f64)>| {
+        candidates.fold(None, |best: Option<(usize, f64)>, (i, v)| match best {
+            Some((_, b)) if b <= v => best,
+            _ => Some((i, v)),
+        })
+    };
+    let p99s = || rows.iter().enumerate().filter_map(|(i, r)| Some((i, r.p99_ns?)));
+    let best = lowest(&mut p99s());
+    let precise = lowest(&mut p99s().filter(|(i, _)| rows[*i].cpu_per_unit.is_some_and(|c| c <= budget)));
+    let cheapest = best.and_then(|(_, best_p99)| {
+        lowest(
+            &mut p99s()
+                .filter(|(_, p99)| *p99 <= best_p99 + margin_ns)
+                .filter_map(|(i, _)| Some((i, rows[i].cpu_per_unit?))),
+        )
+    });
+    Advice {
+        best: best.map(|(i, _)| i),
+        precise_within_budget: precise.map(|(i, _)| i),
+        cheapest_near_best: cheapest.map(|(i, _)| i),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(recipe: &str, p99_us: f64, cpu: Option<f64>) -> RecipeRow {
+        RecipeRow {
+            runtime: format!("c-thread/{recipe}"),
+            base: "c-thread".into(),
+            recipe: recipe.into(),
+            p50_ns: Some(p99_us * 500.0),
+            p99_ns: Some(p99_us * 1000.0),
+            p99_9_ns: None,
+            max_ns: None,
+            early: 0,
+            samples: 100,
+            cpu_per_unit: cpu,
+        }
+    }
+
+    #[test]
+    fn the_advice_picks_as_its_definitions_say() {
+        // sleep: p99 80 µs at 1 % of a core; timerfd 75 µs at 1 %; hybrid 6 µs at 12 %; spin 2 µs at 100 %.
+        let rows = [
+            row("sleep", 80.0, Some(0.01)),
+            row("timerfd", 75.0, Some(0.01)),
+            row("hybrid", 6.0, Some(0.12)),
+            row("spin", 2.0, Some(1.0)),
+        ];
+        let advice = advise(&rows, 0.10, 20_000.0);
+        assert_eq!(advice.best, Some(3), "spin has the lowest p99");
+        assert_eq!(advice.precise_within_budget, Some(1), "under 10 %: timerfd (75 µs) beats sleep (80 µs)");
+        assert_eq!(advice.cheapest_near_best, Some(2), "within 20 µs of 2 µs: hybrid (12 %) is cheaper than spin");
+        // A wider budget takes the hybrid; a margin of 1 µs leaves only spin itself.
+        assert_eq!(advise(&rows, 0.15, 20_000.0).precise_within_budget, Some(2));
+        assert_eq!(advise(&rows, 0.10, 1_000.0).cheapest_near_best, Some(3));
+    }
+
+    #[test]
+    fn rows_without_figures_are_never_picked_and_ties_go_first() {
+        let rows = [row("sleep", 50.0, None), row("nanosleep", 50.0, Some(0.02)), row("spin", 50.0, Some(0.9))];
+        let advice = advise(&rows, 0.10, 0.0);
+        assert_eq!(advice.best, Some(0), "a tie goes to the first");
+        assert_eq!(advice.precise_within_budget, Some(1), "sleep has no CPU figure");
+        assert_eq!(advice.cheapest_near_best, Some(1));
+        let mut empty = row("spin", 1.0, Some(1.0));
+        empty.p99_ns = None;
+        assert_eq!(
+            advise(&[empty], 1.0, 1.0),
+            Advice { best: None, precise_within_budget: None, cheapest_near_best: None }
+        );
+    }
+
+    #[test]
+    fn a_runtime_name_splits_into_its_base_and_recipe() {
+        assert_eq!(split("thread/spin"), ("thread", "spin"));
+        assert_eq!(split("go"), ("go", "sleep"));
+    }
+
+    #[test]
+    fn cpu_per_unit_is_cores_over_the_window_and_units() {
+        let mut row: Row = serde_json::from_value(serde_json::json!({
+            "runtime": "thread/spin", "point": 0, "sequence": 0, "status": "ok", "reason": null, "plan": null,
+            "worker": null, "counts": null, "statistics": null, "histograms": null
+        }))
+        .unwrap();
+        assert_eq!(cpu_per_unit(&row), None);
+        row.counters = Some(crate::machine::counters::Counters {
+            start_ns: 1_000,
+            end_ns: 1_001_000,
+            cpu_ns: 1_500_000,
+            ..Default::default()
+        });
+        let counts: crate::model::run::Counts = serde_json::from_value(serde_json::json!({
+            "units_planned": 2, "units": 2, "iterations_total": 0, "iterations_measured": 0, "iterations_per_s": 0.0,
+            "units_starved": 0, "samples_total": 0, "samples_warmup": 0, "samples_measured": 0,
+            "missed_periods": 0, "missed_periods_warmup": 0, "early_wakeups": 0, "atomic_sum": null,
+            "create_ns": 0, "create_per_unit_ns": 0.0
+        }))
+        .unwrap();
+        row.counts = Some(counts);
+        assert_eq!(cpu_per_unit(&row), Some(0.75), "1.5 ms of CPU in 1 ms, 2 units: 0.75 of a core each");
+    }
+}

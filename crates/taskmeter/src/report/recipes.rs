@@ -1,0 +1,104 @@
+//! The recipes experiment in the console: per point, one table per runtime of its ways to wait,
+//! and the advice computed from it (analysis::recipes).
+
+use super::format::{format_count, format_ns};
+use crate::analysis::recipes::{advise, groups_at, RecipeRow};
+use crate::model::run::RunRecord;
+
+/// The budget of the first advice: a tenth of a core per waiting unit.
+pub const CPU_BUDGET: f64 = 0.10;
+/// The margin of the second: lateness p99 within 20 µs of the best way's.
+pub const MARGIN_NS: f64 = 20_000.0;
+
+fn percent(cores: Option<f64>) -> String {
+    cores.map_or_else(|| "n/a".into(), |c| format!("{:.1} %", c * 100.0))
+}
+
+fn line(row: &RecipeRow) -> Vec<String> {
+    let ns = |v: Option<f64>| v.map_or_else(|| "n/a".into(), format_ns);
+    vec![
+        row.runtime.clone(),
+        format_count(row.samples),
+        ns(row.p50_ns),
+        ns(row.p99_ns),
+        ns(row.p99_9_ns),
+        ns(row.max_ns),
+        format_count(row.early),
+        percent(row.cpu_per_unit),
+    ]
+}
+
+/// The two pieces of advice for one runtime's ways to wait, or None when it has one way only.
+pub fn advice_line(rows: &[RecipeRow]) -> Option<String> {
+    if rows.len() < 2 {
+        return None;
+    }
+    let advice = advise(rows, CPU_BUDGET, MARGIN_NS);
+    let describe = |i: usize| {
+        let row = &rows[i];
+        format!(
+            "{} (p99 {}, {} of a core)",
+            row.recipe,
+            row.p99_ns.map_or_else(|| "n/a".into(), format_ns),
+            percent(row.cpu_per_unit)
+        )
+    };
+    let precise = advice.precise_within_budget.map_or_else(|| "none".into(), describe);
+    let cheapest = match (advice.best, advice.cheapest_near_best) {
+        (Some(best), Some(cheap)) => {
+            format!("within {} of the best ({}): {}", format_ns(MARGIN_NS), rows[best].recipe, describe(cheap))
+        }
+        _ => "no way has both a p99 and a CPU figure".into(),
+    };
+    Some(format!(
+        "  advice: most precise under {:.0} % of a core per unit: {precise}; cheapest {cheapest}\n",
+        CPU_BUDGET * 100.0
+    ))
+}
+
+/// One runtime's ways to wait at one point (or the runtimes that have only their own sleep).
+pub struct RecipeTable {
+    pub title: String,
+    /// The header, then one line per way to wait.
+    pub lines: Vec<Vec<String>>,
+    pub advice: Option<String>,
+}
+
+/// Every point's tables: runtimes with recipes one table each, with their advice; the runtimes
+/// that have only their own sleep together in one table.
+pub fn tables(record: &RunRecord) -> Vec<RecipeTable> {
+    let header: Vec<String> =
+        ["way to wait", "samples", "lateness p50", "p99", "p99.9", "max", "early", "CPU/unit"].map(String::from).into();
+    let table = |title: String, rows: Vec<&RecipeRow>, advice: Option<String>| RecipeTable {
+        title,
+        lines: std::iter::once(header.clone()).chain(rows.into_iter().map(line)).collect(),
+        advice,
+    };
+    let mut out = Vec::new();
+    for point in &record.points {
+        let (with_recipes, alone): (Vec<_>, Vec<_>) =
+            groups_at(record, point.index).into_iter().partition(|g| g.len() > 1);
+        let at = Some(point.label()).filter(|l| l != "-").map_or_else(String::new, |l| format!(" at {l}"));
+        for group in &with_recipes {
+            out.push(table(format!("{}{at}", group[0].base), group.iter().collect(), advice_line(group)));
+        }
+        if !alone.is_empty() {
+            out.push(table(format!("its own sleep only{at}"), alone.iter().flatten().collect(), None));
+        }
+    }
+    out
+}
+
+/// How to read the tables.
+pub fn explain() -> String {
+    format!(
+        "way to wait = RUNTIME (its own sleep) or RUNTIME/RECIPE (taskmeter list recipes); every way waits until \
+         the same absolute deadline in the same loop; lateness = wake-up - deadline; early = samples that woke \
+         before it; CPU/unit = the worker's CPU over the measured window (every thread, from the kernel) / the \
+         window / the units: 100 % is one core kept busy by each waiting unit. advice: the lowest p99 among the \
+         ways that cost at most {:.0} % of a core per unit, and the least CPU among those within {} of the \
+         lowest p99",
+        CPU_BUDGET * 100.0,
+        format_ns(MARGIN_NS)
+    )
+}

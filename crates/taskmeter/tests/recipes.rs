@@ -1,0 +1,90 @@
+//! The recipes experiment: every way to wait runs in the same loop, says what it costs, and the
+//! advice is printed. Structure and bounds that no load can break, never speed.
+
+mod common;
+use common::{run, run_json, stderr, stdout};
+
+#[test]
+fn every_recipe_is_a_runtime_of_the_registry_with_a_protocol_name() {
+    let bases: Vec<String> = common::registry("runtimes").into_iter().map(|r| r.id).collect();
+    let recipes = common::recipes();
+    assert!(!recipes.is_empty());
+    for (base, recipe) in &recipes {
+        assert!(bases.contains(base), "{base}/{recipe}: {base} is not a runtime");
+        assert!(recipe != "sleep" && recipe.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'), "{recipe}");
+    }
+    let listed = stdout(&run(&["list", "recipes"]));
+    for (base, recipe) in &recipes {
+        assert!(listed.contains(&format!("{base}/{recipe} ")), "{listed}");
+    }
+}
+
+#[test]
+fn a_recipe_is_refused_where_the_loop_does_not_sleep() {
+    common::assert_refused(&[(
+        vec!["run", "--runtimes", "thread/spin", "--sleep", "none", "--duration", "100ms"],
+        "needs the sleep experiment with a sleeping schedule",
+    )]);
+}
+
+#[test]
+fn each_runtime_waits_every_way_it_has_and_spinning_costs_a_core() {
+    let with_recipes: Vec<String> = {
+        let recipes = common::recipes();
+        common::runtimes_where(|r| recipes.iter().any(|(base, _)| *base == r.id))
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("recipes");
+    let runtimes = with_recipes.join(",");
+    let output = run(&[
+        "run",
+        "recipes",
+        "--quick",
+        "--runtimes",
+        &runtimes,
+        "--sleep",
+        "fixed:1ms",
+        "--grace",
+        "30s",
+        "-o",
+        folder.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
+    let text = stdout(&output);
+    let record = run_json(&folder);
+    assert_eq!(record["experiment"], "recipes");
+    let rows = record["rows"].as_array().unwrap();
+    for base in &with_recipes {
+        let its: Vec<&serde_json::Value> =
+            rows.iter().filter(|r| r["runtime"].as_str().unwrap().split('/').next() == Some(base)).collect();
+        let recipes: Vec<String> =
+            common::recipes().into_iter().filter(|(b, _)| b == base).map(|(_, recipe)| recipe).collect();
+        assert_eq!(its.len(), recipes.len() + 1, "{base}: its own sleep and each recipe, once");
+        for row in &its {
+            let runtime = row["runtime"].as_str().unwrap();
+            assert_eq!(row["status"], "ok", "{runtime}: {}", row["reason"]);
+            let wait = runtime.split_once('/').map_or("sleep", |(_, recipe)| recipe);
+            assert_eq!(row["plan"]["runtime"], base.as_str(), "{runtime} runs in its runtime's worker");
+            assert_eq!(row["plan"]["wait"], wait, "{runtime} waits as it says");
+            assert_eq!(row["plan"]["sleep"]["mode"], "absolute");
+        }
+        // One unit spinning keeps a core: at least a quarter of one on a machine loaded twice
+        // over; its runtime's own sleep costs less than half of that.
+        let cpu = |runtime: &str| -> f64 {
+            let row = its.iter().find(|r| r["runtime"] == runtime).unwrap();
+            let counters = &row["counters"];
+            let window = counters["end_ns"].as_u64().unwrap() - counters["start_ns"].as_u64().unwrap();
+            counters["cpu_ns"].as_u64().unwrap() as f64
+                / window as f64
+                / row["counts"]["units"].as_u64().unwrap() as f64
+        };
+        let spin = recipes.iter().find(|r| r.starts_with("spin")).map(|r| cpu(&format!("{base}/{r}")));
+        if let Some(spin) = spin {
+            assert!(spin > 0.25, "{base}: a spinning unit used {spin:.2} of a core");
+            assert!(cpu(base) < spin / 2.0, "{base}: its sleep used {:.2} of a core, spinning {spin:.2}", cpu(base));
+        }
+        assert!(text.contains(&format!("\n{base} at sleep")) || text.contains(&format!("\n{base}\n")), "{text}");
+    }
+    assert!(text.contains("advice: most precise under 10 % of a core per unit:"), "{text}");
+    assert!(text.contains("CPU/unit"), "{text}");
+}
