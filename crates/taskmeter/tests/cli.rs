@@ -759,3 +759,42 @@ fn dry_run_checks_the_settings_and_runs_nothing() {
         (vec!["bench", "--scenario", "a=x", "--scenario", "a=y", "--dry-run"], "given twice"),
     ]);
 }
+
+#[test]
+fn a_coloured_table_has_a_bold_header_and_a_green_best_row_and_the_same_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut tables = Vec::new();
+    for color in ["always", "never"] {
+        let folder = dir.path().join(color);
+        let args =
+            ["run", "--runtimes", "thread,smol", "--quick", "-q", "--color", color, "-o", folder.to_str().unwrap()];
+        let output = run(&args);
+        assert!(output.status.success(), "{}", stderr(&output));
+        tables.push(stdout(&output));
+    }
+    let (coloured, plain) = (&tables[0], &tables[1]);
+    assert!(!plain.contains('\u{1b}'), "{plain}");
+    let header = coloured.lines().find(|l| l.contains("runtime ")).expect("the table's header");
+    assert!(header.starts_with("\u{1b}[1m"), "bold: {header:?}");
+    let best = coloured.lines().skip_while(|l| !l.contains("runtime ")).nth(1).unwrap();
+    assert!(best.starts_with("\u{1b}[32m"), "green: {best:?}");
+    // Without the escapes, the same lines as without colour (the figures differ from run to run).
+    let strip = |text: &str| {
+        let mut out = String::new();
+        let mut chars = text.chars();
+        while let Some(c) = chars.next() {
+            if c == '\u{1b}' {
+                chars.by_ref().find(|&c| c == 'm');
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    };
+    let shape =
+        |text: &str| text.lines().map(|l| l.split_whitespace().next().unwrap_or("").to_string()).collect::<Vec<_>>();
+    let stripped = strip(coloured);
+    assert_eq!(stripped.lines().count(), plain.lines().count());
+    assert!(stripped.lines().any(|l| l.starts_with("runtime ")), "{stripped}");
+    assert_eq!(shape(&stripped)[..3], shape(plain)[..3]);
+}

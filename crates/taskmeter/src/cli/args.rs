@@ -218,7 +218,7 @@ pub(super) enum NetAction {
         runtime: String,
         /// Address and port to listen on (every interface by default, as iperf3: only senders
         /// with the session cookie it prints, or the key, can join)
-        #[arg(long, default_value = "0.0.0.0:7878")]
+        #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:7878")]
         listen: String,
         /// Admit only senders holding this key (a file of at least 16 bytes, the same on both
         /// sides) instead of the session cookie
@@ -230,7 +230,7 @@ pub(super) enum NetAction {
     /// Send to a `net serve` elsewhere, one sender count after another
     Send {
         /// The receiver's address and port
-        #[arg(long)]
+        #[arg(long, value_name = "ADDR")]
         to: std::net::SocketAddr,
         /// The session cookie `net serve` printed
         #[arg(long, required_unless_present = "key_file", conflicts_with = "key_file")]
@@ -556,7 +556,7 @@ pub(super) struct RunArgs {
     /// Shared by the rows of --together; beyond, they come from HdrHistograms with 5 significant
     /// digits, and the table and run.json say so. Each sample kept costs up to about 50 bytes
     /// (values from 0 to 262 µs are counted, not kept)
-    #[arg(long, value_name = "SAMPLES", default_value_t = 1_000_000, hide_short_help = true, help_heading = heading::OUTPUT)]
+    #[arg(long, value_name = "N", default_value_t = 1_000_000, hide_short_help = true, help_heading = heading::OUTPUT)]
     pub(super) exact_samples: u64,
     #[command(flatten, next_help_heading = heading::OUTPUT)]
     pub(super) exports: ExportArgs,

@@ -147,3 +147,20 @@ macro_rules! out {
 macro_rules! errln {
     ($($arg:tt)*) => { $crate::machine::streams::err(&format!("{}\n", format_args!($($arg)*))) };
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_warning_lines_turn_yellow_and_only_when_coloured() {
+        let text = "runtime x\nwarning: samples were lost\nwarning: no newline";
+        assert_eq!(warnings_tinted(text, false), text);
+        let yellow = warnings_tinted(text, true);
+        let lines: Vec<&str> = yellow.split('\n').collect();
+        assert_eq!(lines[0], "runtime x");
+        assert_eq!(lines[1], "\u{1b}[33mwarning: samples were lost\u{1b}[0m");
+        assert_eq!(lines[2], "\u{1b}[33mwarning: no newline\u{1b}[0m");
+        assert_eq!(tinted(Tint::Error, "", true), "", "nothing to colour");
+    }
+}
