@@ -88,7 +88,9 @@ impl ColorArg {
 
 #[derive(Subcommand)]
 pub(super) enum Command {
-    /// List every runtime and receiver, what its unit is, whether it is available here, and why not
+    /// List every runtime and receiver, and whether it is available here
+    ///
+    /// Every runtime and receiver, what its unit is, whether it is available here, and why not
     List {
         /// `table` (default) or `json`: {"runtimes": [{id, unit, available, reason, description,
         /// priority}], "receivers": [{id, available, reason, description}]}
@@ -100,12 +102,16 @@ pub(super) enum Command {
               mut_arg("messages", |a| a.hide_short_help(true)),
               mut_arg("message_size", |a| a.hide_short_help(true)))]
     Run(Box<RunArgs>),
-    /// Benchmark your own asynchronous work: each scenario is a command whose processes call
-    /// record() when a unit of work completes (clients in clients/)
+    /// Benchmark your own asynchronous work
+    ///
+    /// Each scenario is a command whose processes call record() when a unit of work completes
+    /// (clients in clients/)
     #[command(after_long_help = BENCH_HELP)]
     Bench(Box<BenchArgs>),
-    /// TCP throughput across two machines, like iperf3: `net serve` on one, `net send` on the
-    /// other, with the same --senders (`taskmeter run net` does both on loopback)
+    /// TCP throughput across two machines, like iperf3
+    ///
+    /// `net serve` on one, `net send` on the other, with the same --senders (`taskmeter run net`
+    /// does both on loopback)
     Net {
         #[command(subcommand)]
         action: NetAction,
@@ -119,9 +125,10 @@ pub(super) enum Command {
         /// Runtime id (see `taskmeter list`)
         runtime: String,
     },
-    /// Compare two sets of runs of any experiment: per runtime (receiver, scenario), point and
-    /// metric, a verdict from the variation between runs (exit status 1 when something regressed
-    /// beyond the threshold)
+    /// Compare two sets of runs: a verdict from the variation between runs
+    ///
+    /// Per runtime (receiver, scenario), point and metric; exit status 1 when something regressed
+    /// beyond the threshold
     #[command(after_long_help = COMPARE_HELP)]
     Compare {
         /// The baseline: a results folder (its repetitions are its runs), its record file, or a
@@ -142,11 +149,13 @@ pub(super) enum Command {
         /// duration, units...)
         #[arg(long)]
         force: bool,
-        /// `table` (default) or `json` (schema taskmeter.compare, see docs/outputs.md)
+        /// `table` (default) or `json` (schema taskmeter.compare, see docs/statistics.md)
         #[arg(long, value_enum, default_value = "table")]
         format: TextFormat,
     },
-    /// Rebuild the charts and report.html of a results folder from its run.json (or bench.json, net.json)
+    /// Rebuild the charts and report.html of a results folder
+    ///
+    /// From its record alone: run.json, granularity.json, net.json or bench.json
     Report {
         /// A results folder (or its run.json)
         results: PathBuf,
@@ -157,7 +166,9 @@ pub(super) enum Command {
         #[arg(long, value_enum, value_name = "LAYOUT")]
         table: Option<crate::report::tables::Layout>,
     },
-    /// Benchmark the harness itself: the work loop's cost per sample in each Rust runtime
+    /// Benchmark the harness itself
+    ///
+    /// The work loop's cost per sample in each Rust runtime
     Selftest {
         /// How long each measurement runs
         #[arg(long, value_name = "DURATION", default_value = "500ms", value_parser = duration)]
@@ -170,14 +181,18 @@ pub(super) enum Command {
         #[arg(long, value_enum, default_value = "table")]
         format: TextFormat,
     },
-    /// Print a shell completion script (e.g. `taskmeter completions bash >
-    /// /etc/bash_completion.d/taskmeter`, `taskmeter completions zsh > ~/.zfunc/_taskmeter`,
-    /// `taskmeter completions fish > ~/.config/fish/completions/taskmeter.fish`)
+    /// Print a shell completion script
+    ///
+    /// For example `taskmeter completions bash > /etc/bash_completion.d/taskmeter`, `taskmeter
+    /// completions zsh > ~/.zfunc/_taskmeter`, `taskmeter completions fish >
+    /// ~/.config/fish/completions/taskmeter.fish`
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print taskmeter's man page, in roff (`taskmeter man > /usr/local/share/man/man1/taskmeter.1`)
+    /// Print taskmeter's man page
+    ///
+    /// In roff: `taskmeter man > /usr/local/share/man/man1/taskmeter.1`
     Man,
     /// Run one plan read from stdin (the worker protocol); used by the orchestrator
     #[command(hide = true)]
@@ -246,7 +261,7 @@ pub(super) enum NetAction {
 /// The load of the net experiment, shared by `run net`, `net serve` and `net send`.
 #[derive(Args, Clone)]
 pub(super) struct NetLoad {
-    /// Sender counts: N, a list (1,2,4) or a range (1..40)
+    /// Sender counts: N, a list or a range
     ///
     /// One point each; lists and ranges mix: 1..4,8,16
     #[arg(long, value_name = "VALUES", value_parser = sender_counts, default_value = "1,2,4,8,16,24,32,40")]
@@ -571,7 +586,7 @@ pub(super) struct RunArgs {
     /// stencil: steps of --width tasks, each step awaited
     #[arg(long, value_enum, default_value = "trivial", hide_default_value = true, hide_possible_values = true, help_heading = heading::GRAIN)]
     pub(super) pattern: PatternArg,
-    /// Task sizes, largest first: a list or a range A..B[:K]
+    /// Task sizes, largest first: a list or a range
     ///
     /// The busy work of one task: a list (1ms,100us,10us) or a range A..B with K sizes per decade
     /// (A..B:K, default 2)
