@@ -138,7 +138,10 @@ fn the_report_is_json() {
 }
 
 #[test]
-fn the_readme_shows_the_seed_example_as_it_is() {
-    let readme = include_str!("../../../README.md");
-    assert!(readme.contains(include_str!("../examples/seed.rs")), "README.md must show examples/seed.rs verbatim");
+fn the_docs_show_the_seed_example_as_it_is() {
+    let page = include_str!("../../../docs/experiments.md");
+    assert!(
+        page.contains(include_str!("../examples/seed.rs")),
+        "docs/experiments.md must show examples/seed.rs verbatim"
+    );
 }

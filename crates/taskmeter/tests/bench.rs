@@ -313,10 +313,10 @@ fn bad_flags_are_one_line_and_exit_2() {
 }
 
 #[test]
-fn the_readme_python_example_runs_as_written() {
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
-    let start = readme.find("# work.py").expect("the example in README.md");
-    let program = &readme[start..start + readme[start..].find("```").unwrap()];
+fn the_documented_python_example_runs_as_written() {
+    let page = std::fs::read_to_string(repo().join("docs/experiments.md")).unwrap();
+    let start = page.find("# work.py").expect("the example in docs/experiments.md");
+    let program = &page[start..start + page[start..].find("```").unwrap()];
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("work.py"), program).unwrap();
     let output = taskmeter()

@@ -106,9 +106,10 @@ fn list_names_every_runtime_and_its_availability() {
         let at = table.find(&format!("{} ", listed.id)).unwrap();
         assert!(table[at..].lines().nth(2).is_some_and(|l| l.trim_start().starts_with(said)), "{}", &table[at..]);
     }
-    // The README's table of runtimes names the registry's, in its order.
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
-    let section = readme.split("\n## The runtimes\n").nth(1).expect("README has The runtimes").split("\n## ").next();
+    // The table of runtimes of docs/drivers.md names the registry's, in its order.
+    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/drivers.md")).unwrap();
+    let section =
+        page.split("\n## The runtimes\n").nth(1).expect("docs/drivers.md has The runtimes").split("\n## ").next();
     let documented: Vec<&str> =
         section.unwrap().lines().filter_map(|l| l.strip_prefix("| `")?.split('`').next()).collect();
     assert_eq!(documented, runtimes.iter().map(|r| r.id.as_str()).collect::<Vec<_>>());
@@ -662,4 +663,145 @@ fn completions_and_the_man_page_are_generated_from_the_flags() {
     assert!(man.status.success(), "{}", stderr(&man));
     let page = stdout(&man);
     assert!(page.contains(".TH taskmeter 1") && page.contains("compare"), "{page}");
+}
+
+#[test]
+fn run_short_help_fits_one_screen_and_the_long_help_has_every_heading_and_value() {
+    let short = stdout(&run(&["run", "-h"]));
+    assert!(short.lines().count() <= 50, "`run -h` has {} lines:\n{short}", short.lines().count());
+    let long = stdout(&run(&["run", "--help"]));
+    for heading in [
+        "What to measure:",
+        "How long:",
+        "Sweeps and order:",
+        "Scheduling and the machine:",
+        "Outputs:",
+        "run net:",
+        "run granularity:",
+    ] {
+        assert!(short.contains(heading) && long.contains(heading), "{heading}");
+    }
+    // Every flag is in the long help; the short help leaves the advanced ones out.
+    for flag in ["--start-limit", "--exact-samples", "--allow-rt-spin", "--export-markdown", "--calibrate"] {
+        assert!(long.contains(flag) && !short.contains(flag), "{flag}");
+    }
+    // Every value list is complete, in the help of its flag.
+    let values: &[(&str, &[&str])] = &[
+        ("[EXPERIMENT]", &["sleep", "volume", "atomic-sum", "net", "granularity"]),
+        ("--mode", &["absolute", "relative"]),
+        ("--table", &["ranked", "study", "volume", "why"]),
+        ("--metric", &["lateness", "actual", "full", "busy"]),
+        ("--format", &["table", "json"]),
+        ("--order", &["shuffled", "given"]),
+        ("--pattern", &["trivial", "chain", "stencil"]),
+        ("--policy", &["other", "batch", "idle", "fifo:PRIO", "rr:PRIO"]),
+        ("--sleep", &["fixed:D", "by-unit:D", "modulo:M:D", "none"]),
+        ("--color", &["auto", "always", "never"]),
+    ];
+    for (flag, names) in values {
+        let lines: Vec<&str> = long.lines().collect();
+        let at = lines.iter().position(|l| l.starts_with("  ") && l.trim_start().starts_with(flag)).expect(flag);
+        // The flag's help: its lines indented under it, up to the next flag or heading.
+        let help = lines[at + 1..].iter().take_while(|l| l.is_empty() || l.starts_with("          "));
+        let paragraph = help.copied().collect::<Vec<_>>().join("\n");
+        for name in *names {
+            assert!(paragraph.contains(name), "{flag}'s help names '{name}':\n{paragraph}");
+        }
+    }
+}
+
+#[test]
+fn old_flag_names_still_work_and_are_not_shown() {
+    // bench --time is --duration, net serve --runtime is --receiver: hidden aliases.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("b");
+    let old = run(&["bench", "--scenario", "a=true", "--warmup", "0", "--time", "100ms", "-o", out.to_str().unwrap()]);
+    assert!(old.status.success(), "{}", stderr(&old));
+    assert!(out.join("bench.json").exists());
+    let serve = run(&["net", "serve", "--runtime", "thread", "--senders", "1", "--dry-run"]);
+    assert!(serve.status.success(), "{}", stderr(&serve));
+    let bench_help = stdout(&run(&["bench", "-h"]));
+    assert!(bench_help.contains("--duration <DURATION>") && !bench_help.contains("--time <"), "{bench_help}");
+    let serve_help = stdout(&run(&["net", "serve", "-h"]));
+    assert!(serve_help.contains("--receiver <RECEIVER>") && !serve_help.contains("--runtime <"), "{serve_help}");
+}
+
+#[test]
+fn color_follows_the_flag_no_color_and_clicolor_force() {
+    const ESC: char = '\u{1b}';
+    let error_of = |args: &[&str], env: &[(&str, &str)]| {
+        let mut command = taskmeter();
+        command.args(args).env_remove("NO_COLOR").env_remove("CLICOLOR_FORCE").env_remove("CLICOLOR");
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let output = command.output().unwrap();
+        assert_eq!(output.status.code(), Some(2));
+        stderr(&output)
+    };
+    let bad = ["run", "--units", "0"];
+    // stderr is a pipe here: auto means no colour.
+    assert!(!error_of(&bad, &[]).contains(ESC));
+    assert!(error_of(&[&bad[..], &["--color", "always"]].concat(), &[]).contains(ESC));
+    assert!(error_of(&[&["--color=always"], &bad[..]].concat(), &[]).contains(ESC));
+    assert!(error_of(&bad, &[("CLICOLOR_FORCE", "1")]).contains(ESC));
+    // NO_COLOR wins over CLICOLOR_FORCE; --color always wins over both.
+    assert!(!error_of(&bad, &[("NO_COLOR", "1"), ("CLICOLOR_FORCE", "1")]).contains(ESC));
+    assert!(error_of(&[&bad[..], &["--color", "always"]].concat(), &[("NO_COLOR", "1")]).contains(ESC));
+    assert!(!error_of(&[&bad[..], &["--color", "never"]].concat(), &[("CLICOLOR_FORCE", "1")]).contains(ESC));
+    let line = error_of(&[&bad[..], &["--color", "always"]].concat(), &[]);
+    assert!(line.contains("taskmeter: invalid value '0' for '--units'"), "the words are the same: {line}");
+}
+
+#[test]
+fn dry_run_checks_the_settings_and_runs_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = taskmeter().current_dir(dir.path()).args(["run", "--quick", "--dry-run"]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).is_empty() && std::fs::read_dir(dir.path()).unwrap().next().is_none());
+    assert_refused(&[
+        (vec!["run", "--sleep", "by-unit:1s", "--duration", "2s", "--dry-run"], "longer than --duration"),
+        (vec!["run", "net", "--busy", "5", "--dry-run"], "--busy does not apply to `run net`"),
+        (vec!["run", "granularity", "--task-busy", "10ns..1ms", "--dry-run"], "from the largest size down"),
+        (vec!["bench", "--scenario", "a=x", "--scenario", "a=y", "--dry-run"], "given twice"),
+    ]);
+}
+
+#[test]
+fn a_coloured_table_has_a_bold_header_and_a_green_best_row_and_the_same_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut tables = Vec::new();
+    for color in ["always", "never"] {
+        let folder = dir.path().join(color);
+        let args =
+            ["run", "--runtimes", "thread,smol", "--quick", "-q", "--color", color, "-o", folder.to_str().unwrap()];
+        let output = run(&args);
+        assert!(output.status.success(), "{}", stderr(&output));
+        tables.push(stdout(&output));
+    }
+    let (coloured, plain) = (&tables[0], &tables[1]);
+    assert!(!plain.contains('\u{1b}'), "{plain}");
+    let header = coloured.lines().find(|l| l.contains("runtime ")).expect("the table's header");
+    assert!(header.starts_with("\u{1b}[1m"), "bold: {header:?}");
+    let best = coloured.lines().skip_while(|l| !l.contains("runtime ")).nth(1).unwrap();
+    assert!(best.starts_with("\u{1b}[32m"), "green: {best:?}");
+    // Without the escapes, the same lines as without colour (the figures differ from run to run).
+    let strip = |text: &str| {
+        let mut out = String::new();
+        let mut chars = text.chars();
+        while let Some(c) = chars.next() {
+            if c == '\u{1b}' {
+                chars.by_ref().find(|&c| c == 'm');
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    };
+    let shape =
+        |text: &str| text.lines().map(|l| l.split_whitespace().next().unwrap_or("").to_string()).collect::<Vec<_>>();
+    let stripped = strip(coloured);
+    assert_eq!(stripped.lines().count(), plain.lines().count());
+    assert!(stripped.lines().any(|l| l.starts_with("runtime ")), "{stripped}");
+    assert_eq!(shape(&stripped)[..3], shape(plain)[..3]);
 }

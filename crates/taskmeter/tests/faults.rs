@@ -1,7 +1,7 @@
 //! The fault suite: what happens to real runs (signals at each phase of each command, workers
 //! that crash, hang, flood or leave helpers behind, results folders that cannot be used or stop
 //! being usable, broken stdout), each checked for its exit status, what is on disk, the reason
-//! given, and that no process is left behind. README's "When things go wrong" is the contract:
+//! given, and that no process is left behind. "When things go wrong" (docs/troubleshooting.md) is the contract:
 //! [`CONTRACT`] names the test that checks each of its sentences, and a test holds the two
 //! together. No timing is asserted beyond bounds no loaded machine reaches.
 
@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 mod common;
 use common::{run_json, taskmeter, Background, Finished};
 
-/// Each sentence of README's "When things go wrong" (its first words) and the tests that check it.
+/// Each sentence of "When things go wrong" in docs/troubleshooting.md (its first words) and the tests that check it.
 const CONTRACT: &[(&str, &[&str])] = &[
     ("Bad flags or values", &["bad_input_is_one_line_even_for_a_huge_value"]),
     ("An output folder that cannot be used", &["an_unusable_output_folder_is_refused_before_anything_runs"]),
@@ -100,22 +100,23 @@ fn no_partial_folder_in(dir: &Path) {
 }
 
 #[test]
-fn readme_when_things_go_wrong_is_the_contract_of_this_suite() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md")).unwrap();
-    let section = readme.split("## When things go wrong").nth(1).expect("README has the section");
+fn when_things_go_wrong_is_the_contract_of_this_suite() {
+    let page =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/troubleshooting.md")).unwrap();
+    let section = page.split("\n## When things go wrong").nth(1).expect("docs/troubleshooting.md has the section");
     let section = &section[..section.find("\n## ").unwrap_or(section.len())];
     let sentences: Vec<&str> = section.lines().filter_map(|l| l.strip_prefix("- ")).collect();
     assert!(!sentences.is_empty());
     for sentence in &sentences {
         assert!(
             CONTRACT.iter().any(|(start, _)| sentence.starts_with(start)),
-            "README sentence without a test in CONTRACT: {sentence}"
+            "sentence of docs/troubleshooting.md without a test in CONTRACT: {sentence}"
         );
     }
     for (start, _) in CONTRACT {
         assert!(
             sentences.iter().any(|s| s.starts_with(start)),
-            "CONTRACT names a sentence the README does not have: {start}"
+            "CONTRACT names a sentence docs/troubleshooting.md does not have: {start}"
         );
     }
     // Every test named exists among the integration tests.

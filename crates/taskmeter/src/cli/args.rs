@@ -20,15 +20,77 @@ use taskmeter_protocol::{parse_duration_ns, Schedule};
 pub(super) struct Cli {
     #[command(subcommand)]
     pub(super) command: Command,
-    /// No progress on stderr (the live line, a line per finished row or point); warnings,
-    /// errors and results as always
+    /// No progress on stderr
+    ///
+    /// The live line and the line per finished row or point are not printed; warnings, errors and
+    /// results are, as always.
     #[arg(short, long, global = true)]
     pub(super) quiet: bool,
+    /// Colour the output: auto (default), always or never
+    ///
+    /// auto colours a stream that is a terminal, unless NO_COLOR is set to anything but empty;
+    /// CLICOLOR_FORCE (set, and not 0) colours one that is not. Colour marks a table's header, the best row, warnings
+    /// and errors.
+    #[arg(
+        long,
+        value_name = "WHEN",
+        value_enum,
+        default_value = "auto",
+        global = true,
+        hide_default_value = true,
+        hide_possible_values = true
+    )]
+    pub(super) color: ColorArg,
+    /// Check the command line (flags, values, a preset, the settings of every point) and stop:
+    /// nothing is measured or written. Used by the test that runs every command of the docs
+    #[arg(long, global = true, hide = true)]
+    pub(super) dry_run: bool,
+}
+
+/// `--color`.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(super) enum ColorArg {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorArg {
+    /// The last `--color WHEN` or `--color=WHEN` among `args`, read before they are parsed so that
+    /// clap's own help and errors follow it too; a value clap will refuse counts as `auto`.
+    pub(super) fn scan(args: &[String]) -> ColorArg {
+        let mut choice = ColorArg::Auto;
+        let mut words = args.iter().skip(1);
+        while let Some(word) = words.next() {
+            if word == "--" {
+                break;
+            }
+            let value = match word.strip_prefix("--color") {
+                Some("") => words.next().map(String::as_str),
+                Some(rest) => rest.strip_prefix('='),
+                None => None,
+            };
+            if let Some(found) = value.and_then(|v| ColorArg::from_str(v, false).ok()) {
+                choice = found;
+            }
+        }
+        choice
+    }
+
+    pub(super) fn choice(self) -> anstream::ColorChoice {
+        match self {
+            ColorArg::Auto => anstream::ColorChoice::Auto,
+            ColorArg::Always => anstream::ColorChoice::Always,
+            ColorArg::Never => anstream::ColorChoice::Never,
+        }
+    }
 }
 
 #[derive(Subcommand)]
 pub(super) enum Command {
-    /// List every runtime and receiver, what its unit is, whether it is available here, and why not
+    /// List every runtime and receiver, and whether it is available here
+    ///
+    /// Every runtime and receiver, what its unit is, whether it is available here, and why not
     List {
         /// `recipes`: every runtime's ways to wait besides its own sleep (`run recipes` measures them)
         #[arg(value_enum)]
@@ -40,14 +102,20 @@ pub(super) enum Command {
         format: TextFormat,
     },
     /// Run an experiment and write a results folder (default: sleep, all runtimes)
-    #[command(after_long_help = PRESET_HELP, args_override_self = true)]
+    #[command(after_long_help = PRESET_HELP, args_override_self = true,
+              mut_arg("messages", |a| a.hide_short_help(true)),
+              mut_arg("message_size", |a| a.hide_short_help(true)))]
     Run(Box<RunArgs>),
-    /// Benchmark your own asynchronous work: each scenario is a command whose processes call
-    /// record() when a unit of work completes (clients in clients/)
+    /// Benchmark your own asynchronous work
+    ///
+    /// Each scenario is a command whose processes call record() when a unit of work completes
+    /// (clients in clients/)
     #[command(after_long_help = BENCH_HELP)]
     Bench(Box<BenchArgs>),
-    /// TCP throughput across two machines, like iperf3: `net serve` on one, `net send` on the
-    /// other, with the same --senders (`taskmeter run net` does both on loopback)
+    /// TCP throughput across two machines, like iperf3
+    ///
+    /// `net serve` on one, `net send` on the other, with the same --senders (`taskmeter run net`
+    /// does both on loopback)
     Net {
         #[command(subcommand)]
         action: NetAction,
@@ -61,9 +129,10 @@ pub(super) enum Command {
         /// Runtime id (see `taskmeter list`)
         runtime: String,
     },
-    /// Compare two sets of runs of any experiment: per runtime (receiver, scenario), point and
-    /// metric, a verdict from the variation between runs (exit status 1 when something regressed
-    /// beyond the threshold)
+    /// Compare two sets of runs: a verdict from the variation between runs
+    ///
+    /// Per runtime (receiver, scenario), point and metric; exit status 1 when something regressed
+    /// beyond the threshold
     #[command(after_long_help = COMPARE_HELP)]
     Compare {
         /// The baseline: a results folder (its repetitions are its runs), its record file, or a
@@ -71,11 +140,11 @@ pub(super) enum Command {
         old: PathBuf,
         /// The runs to judge, the same way
         new: PathBuf,
-        /// The metric to compare, or `all` [default: the old run's metric]
+        /// The metric to compare: lateness, actual, full, busy, or all [default: the old run's metric]
         #[arg(long, value_parser = metric_or_all)]
         metric: Option<MetricChoice>,
         /// Noise threshold in percent: smaller changes are never a verdict
-        #[arg(long, default_value = "5%", value_parser = percent)]
+        #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = percent)]
         threshold: f64,
         /// Significance level of Welch's t-test between runs
         #[arg(long, default_value_t = 0.05, value_parser = probability)]
@@ -84,11 +153,13 @@ pub(super) enum Command {
         /// duration, units...)
         #[arg(long)]
         force: bool,
-        /// `table` (default) or `json` (schema taskmeter.compare, see the README)
+        /// `table` (default) or `json` (schema taskmeter.compare, see docs/statistics.md)
         #[arg(long, value_enum, default_value = "table")]
         format: TextFormat,
     },
-    /// Rebuild the charts and report.html of a results folder from its run.json (or bench.json, net.json)
+    /// Rebuild the charts and report.html of a results folder
+    ///
+    /// From its record alone: run.json, granularity.json, net.json or bench.json
     Report {
         /// A results folder (or its run.json)
         results: PathBuf,
@@ -99,27 +170,33 @@ pub(super) enum Command {
         #[arg(long, value_enum, value_name = "LAYOUT")]
         table: Option<crate::report::tables::Layout>,
     },
-    /// Benchmark the harness itself: the work loop's cost per sample in each Rust runtime
+    /// Benchmark the harness itself
+    ///
+    /// The work loop's cost per sample in each Rust runtime
     Selftest {
         /// How long each measurement runs
-        #[arg(long, default_value = "500ms", value_parser = duration)]
+        #[arg(long, value_name = "DURATION", default_value = "500ms", value_parser = duration)]
         duration: u64,
         /// How many times each measurement is repeated
-        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+        #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
         repeat: u32,
         /// `table` (default) or `json` (schema taskmeter.selftest: each figure's median, min and
         /// max over the repetitions)
         #[arg(long, value_enum, default_value = "table")]
         format: TextFormat,
     },
-    /// Print a shell completion script (e.g. `taskmeter completions bash >
-    /// /etc/bash_completion.d/taskmeter`, `taskmeter completions zsh > ~/.zfunc/_taskmeter`,
-    /// `taskmeter completions fish > ~/.config/fish/completions/taskmeter.fish`)
+    /// Print a shell completion script
+    ///
+    /// For example `taskmeter completions bash > /etc/bash_completion.d/taskmeter`, `taskmeter
+    /// completions zsh > ~/.zfunc/_taskmeter`, `taskmeter completions fish >
+    /// ~/.config/fish/completions/taskmeter.fish`
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print taskmeter's man page, in roff (`taskmeter man > /usr/local/share/man/man1/taskmeter.1`)
+    /// Print taskmeter's man page
+    ///
+    /// In roff: `taskmeter man > /usr/local/share/man/man1/taskmeter.1`
     Man,
     /// Run one plan read from stdin (the worker protocol); used by the orchestrator
     #[command(hide = true)]
@@ -160,7 +237,7 @@ pub(super) enum NetAction {
         runtime: String,
         /// Address and port to listen on (every interface by default, as iperf3: only senders
         /// with the session cookie it prints, or the key, can join)
-        #[arg(long, default_value = "0.0.0.0:7878")]
+        #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:7878")]
         listen: String,
         /// Admit only senders holding this key (a file of at least 16 bytes, the same on both
         /// sides) instead of the session cookie
@@ -172,7 +249,7 @@ pub(super) enum NetAction {
     /// Send to a `net serve` elsewhere, one sender count after another
     Send {
         /// The receiver's address and port
-        #[arg(long)]
+        #[arg(long, value_name = "ADDR")]
         to: std::net::SocketAddr,
         /// The session cookie `net serve` printed
         #[arg(long, required_unless_present = "key_file", conflicts_with = "key_file")]
@@ -188,17 +265,19 @@ pub(super) enum NetAction {
 /// The load of the net experiment, shared by `run net`, `net serve` and `net send`.
 #[derive(Args, Clone)]
 pub(super) struct NetLoad {
-    /// Sender counts, one point each: a number, a list (1,2,4) or a range (1..40)
-    #[arg(long, value_parser = sender_counts, default_value = "1,2,4,8,16,24,32,40")]
+    /// Sender counts: N, a list or a range
+    ///
+    /// One point each; lists and ranges mix: 1..4,8,16
+    #[arg(long, value_name = "VALUES", value_parser = sender_counts, default_value = "1,2,4,8,16,24,32,40")]
     pub(super) senders: SenderCounts,
     /// Messages per point, split across the senders as in the study (see --per-sender)
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     pub(super) messages: u64,
     /// --messages is per sender instead of per point
-    #[arg(long)]
+    #[arg(long, hide_short_help = true)]
     pub(super) per_sender: bool,
     /// Bytes per message (and per ack)
-    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=16 << 20))]
+    #[arg(long, value_name = "BYTES", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=16 << 20))]
     pub(super) message_size: u64,
 }
 
@@ -244,13 +323,13 @@ impl NetLoad {
 #[derive(Args)]
 pub(super) struct ExportArgs {
     /// Also write the record (run.json, net.json, bench.json) to FILE
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", hide_short_help = true)]
     pub(super) export_json: Option<PathBuf>,
     /// Also write the summary as CSV (summary.csv; one line per scenario and input for bench) to FILE
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", hide_short_help = true)]
     pub(super) export_csv: Option<PathBuf>,
     /// Also write the result tables as Markdown to FILE, ready to paste into an issue or a paper
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", hide_short_help = true)]
     pub(super) export_markdown: Option<PathBuf>,
 }
 
@@ -264,13 +343,13 @@ pub(super) struct BenchArgs {
     #[arg(long = "input", value_name = "NAME=VALUE", value_parser = name_value)]
     pub(super) inputs: Vec<(String, String)>,
     /// Time each scenario runs before it is measured (its units are counted apart)
-    #[arg(long, default_value = "2s", value_parser = duration)]
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = duration)]
     pub(super) warmup: u64,
     /// Time each scenario is measured (as `run --duration`; `--time` still works)
-    #[arg(long = "duration", alias = "time", default_value = "5s", value_parser = positive_duration)]
+    #[arg(long = "duration", alias = "time", value_name = "DURATION", default_value = "5s", value_parser = positive_duration)]
     pub(super) time: u64,
     /// The longest wait after the measurement for the body's last run to end
-    #[arg(long, default_value = "1s", value_parser = duration)]
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = duration)]
     pub(super) drain: u64,
     /// Also show minimum, maximum, sample size and mode
     #[arg(long)]
@@ -279,7 +358,7 @@ pub(super) struct BenchArgs {
     #[arg(long)]
     pub(super) show_output: bool,
     /// The results folder to write [default: results/<UTC timestamp>-bench]
-    #[arg(long, short = 'o')]
+    #[arg(long, short = 'o', value_name = "DIR")]
     pub(super) output: Option<PathBuf>,
     #[command(flatten)]
     pub(super) exports: ExportArgs,
@@ -322,148 +401,213 @@ pub(super) enum Format {
     Json,
 }
 
+/// The headings of `run --help`, in the order they are shown.
+pub(super) mod heading {
+    pub const MEASURE: &str = "What to measure";
+    pub const TIME: &str = "How long";
+    pub const SWEEP: &str = "Sweeps and order";
+    pub const SCHED: &str = "Scheduling and the machine";
+    pub const OUTPUT: &str = "Outputs";
+    pub const NET: &str = "run net";
+    pub const GRAIN: &str = "run granularity";
+}
+
 #[derive(Args)]
 pub(super) struct RunArgs {
-    /// The experiment to run
-    #[arg(value_enum, default_value = "sleep")]
+    /// sleep (default), volume, atomic-sum, net or granularity
+    ///
+    /// sleep: how late units wake up, at one point or swept; volume: the sleep loop over a
+    /// growing number of units (delay, iterations and memory per unit); atomic-sum: every
+    /// iteration increments one shared atomic counter (increments per second against units);
+    /// net: TCP message throughput with 1..N senders against each receiver; granularity: the
+    /// smallest task each runtime runs efficiently (efficiency against task size, and METG(50 %)
+    /// as Task Bench defines it). In place of the experiment, a preset file: PRESET.toml (below).
+    #[arg(value_enum, default_value = "sleep", hide_default_value = true, hide_possible_values = true, display_order = 0, help_heading = heading::MEASURE)]
     pub(super) experiment: ExperimentArg,
-    /// net: the receivers, comma-separated [default: thread,tokio-mt,c-thread,go]
-    #[arg(long, value_delimiter = ',', value_parser = crate::experiments::net::registry::check_id)]
-    pub(super) receivers: Vec<String>,
-    #[command(flatten)]
-    pub(super) net: NetLoad,
-    /// granularity: how a round's tasks depend on each other: trivial (all independent),
-    /// chain (each started by the previous one, with its result), stencil (steps of --width
-    /// tasks, each step awaited)
-    #[arg(long, value_enum, default_value = "trivial")]
-    pub(super) pattern: PatternArg,
-    /// granularity: the busy work of one task, largest first: a list (1ms,100us,10us) or a range
-    /// A..B with K sizes per decade (A..B:K, default 2)
-    #[arg(long, value_name = "SIZES", value_parser = task_sizes, default_value = "1ms..10ns")]
-    pub(super) task_busy: TaskSizes,
-    /// granularity: tasks per step (W) [default: the CPUs the workers may run on]
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub(super) width: Option<u32>,
-    /// granularity: steps per round (S); a round is W x S tasks
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub(super) steps: u32,
-    /// granularity: how long each serial measurement of a task's useful work runs
-    #[arg(long, default_value = "10ms", value_parser = duration)]
-    pub(super) calibrate: u64,
-    /// Comma-separated runtime ids, or `all` [default: all: every runtime available here]
-    #[arg(long, value_delimiter = ',', value_parser = runtime_id, action = clap::ArgAction::Set)]
+    /// Runtime ids, comma-separated, or `all`
+    ///
+    /// `all` is every runtime available here; `taskmeter list` shows them all and why one is not
+    /// available [default: all]
+    #[arg(long, value_name = "IDS", value_delimiter = ',', value_parser = runtime_id, action = clap::ArgAction::Set, help_heading = heading::MEASURE)]
     pub(super) runtimes: Vec<String>,
-    /// Units (threads, tasks, ...) per runtime: a number, or a list or range to sweep (as
-    /// --sweep units=...) [default: 5; volume and atomic-sum: 1..10000:log10]
-    #[arg(long, value_name = "N|VALUES", allow_hyphen_values = true)]
+    /// Units (threads, tasks) per runtime: N, or a list or range to sweep
+    ///
+    /// A list (1,10,100) or a range (1..100000:log10) sweeps them, as --sweep units=... does
+    /// [default: 5; volume and atomic-sum: 1..10000:log10]
+    #[arg(long, value_name = "N|VALUES", allow_hyphen_values = true, help_heading = heading::MEASURE)]
     pub(super) units: Option<String>,
-    /// Sleep per iteration: fixed:D, by-unit:D (unit id x D), modulo:M:D ((i % M + 1) x D), or
-    /// none (a yield instead, counted not timed) [default: fixed:1ms; volume and atomic-sum: modulo:20:1ms]
-    #[arg(long, value_parser = Schedule::parse)]
+    /// Sleep per iteration: fixed:D, by-unit:D, modulo:M:D or none
+    ///
+    /// fixed:D; by-unit:D (unit u sleeps u x D); modulo:M:D (iteration i sleeps (i % M + 1) x D);
+    /// none (no sleep: each iteration yields instead and is counted, not timed). D is a duration:
+    /// 250us, 1.5ms, 15s, 2m, 24h [default: fixed:1ms; volume and atomic-sum: modulo:20:1ms]
+    #[arg(long, value_name = "SCHEDULE", value_parser = Schedule::parse, help_heading = heading::MEASURE)]
     pub(super) sleep: Option<Schedule>,
-    /// Split the units into this many priority classes: 2 gives odd units a high and even units
-    /// a low priority, with what each runtime really offers (see `taskmeter list`)
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=2))]
-    pub(super) priority_classes: u32,
-    /// Time a worker may spend starting its units; those not started by then make the row partial
-    #[arg(long, default_value = "10s", value_parser = duration, allow_hyphen_values = true)]
-    pub(super) start_limit: u64,
-    /// Run the runtimes' workers of each point at the same time, side by side, instead of one
-    /// after another (to see how each fares beside the others)
-    #[arg(long)]
-    pub(super) together: bool,
-    /// relative: sleep(expected) after the busy work; absolute: sleep until a fixed periodic
-    /// deadline [default: absolute; volume and atomic-sum: relative, as the v2 study slept]
-    #[arg(long, value_enum)]
+    /// absolute (until periodic deadlines) or relative (for a time)
+    ///
+    /// absolute: sleep until a fixed periodic deadline, the busy work included in the period, as
+    /// cyclictest; relative: sleep(expected) after the busy work, as the seed studies [default:
+    /// absolute; volume and atomic-sum: relative, as the v2 study slept]
+    #[arg(long, value_enum, hide_possible_values = true, help_heading = heading::MEASURE)]
     pub(super) mode: Option<ModeArg>,
-    /// Busy work before each sleep: iterations of the shared arithmetic (1000), or a time
-    /// (2us), which each runtime's worker turns into its own iteration count first, as
-    /// granularity sizes its tasks (the same arithmetic takes 0.7 µs in C and 120 µs in Python)
-    #[arg(long, default_value = "1000", value_parser = busy_value, allow_negative_numbers = true)]
+    /// Busy work before each sleep: iterations or a time (2us)
+    ///
+    /// N iterations of the same arithmetic in every runtime, or a time (2us), which each
+    /// runtime's worker turns into its own iteration count first, as granularity sizes its tasks
+    /// (the same arithmetic takes 0.7 µs in C and 120 µs in Python)
+    #[arg(long, value_name = "N|TIME", default_value = "1000", value_parser = busy_value, allow_negative_numbers = true, help_heading = heading::MEASURE)]
     pub(super) busy: BusyArg,
     /// Whether --busy was typed (the recipes experiment times the wait alone unless it was).
     #[arg(skip)]
     pub(super) busy_given: bool,
     /// Yield to the runtime's scheduler after every busy-work step
-    #[arg(long = "yield")]
+    #[arg(long = "yield", hide_short_help = true, help_heading = heading::MEASURE)]
     pub(super) yield_each_step: bool,
-    /// Measured time per runtime, after the warm-up [default: 1.5s; 300ms with --quick;
-    /// granularity: per task size, 100ms; 40ms with --quick]
-    #[arg(long, value_parser = duration, allow_hyphen_values = true)]
+    /// Split the units into this many priority classes
+    ///
+    /// 1 or 2: 2 gives odd units a high and even units a low priority, with what each runtime
+    /// really offers (see `taskmeter list`)
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=2), hide_short_help = true, help_heading = heading::MEASURE)]
+    pub(super) priority_classes: u32,
+    /// Run the runtimes' workers of each point at the same time, side by side
+    ///
+    /// Instead of one after another, to see how each fares beside the others.
+    #[arg(long, hide_short_help = true, help_heading = heading::MEASURE)]
+    pub(super) together: bool,
+    /// Measured time per runtime, after the warm-up
+    ///
+    /// [default: 1.5s; 300ms with --quick; granularity: per task size, 100ms; 40ms with --quick]
+    #[arg(long, value_name = "DURATION", value_parser = duration, allow_hyphen_values = true, help_heading = heading::TIME)]
     pub(super) duration: Option<u64>,
-    /// Time before the measurement; its samples are excluded from statistics [default: 500ms; 100ms with --quick;
-    /// granularity: rounds before each task size's measurement, 20ms; 10ms with --quick]
-    #[arg(long, value_parser = duration, allow_hyphen_values = true)]
+    /// Time before the measurement, excluded from statistics
+    ///
+    /// Its samples are reported but not counted [default: 500ms; 100ms with --quick; granularity:
+    /// rounds before each task size's measurement, 20ms; 10ms with --quick]
+    #[arg(long, value_name = "DURATION", value_parser = duration, allow_hyphen_values = true, help_heading = heading::TIME)]
     pub(super) warmup: Option<u64>,
-    /// Extra time a worker gets beyond its plan before it is killed
-    #[arg(long, default_value = "10s", value_parser = duration, allow_hyphen_values = true)]
-    pub(super) grace: u64,
-    /// A first look in about 10 seconds: 300 ms per runtime after 100 ms of warm-up
-    #[arg(long)]
+    /// A first look: 300 ms per runtime after 100 ms of warm-up
+    ///
+    /// granularity: 40 ms per task size after 10 ms of warm-up rounds
+    #[arg(long, help_heading = heading::TIME)]
     pub(super) quick: bool,
-    /// Workers per runtime and point (net: per receiver and sender count), each its own
-    /// process, all interleaved; with 2 or more, every interval comes from the variation
-    /// between them (a 95 % Student-t interval) [default: 1; net and granularity: 3]
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    /// Workers per runtime and point; 2 or more give 95 % intervals
+    ///
+    /// net: per receiver and sender count. Each is its own process, all interleaved; with 2 or
+    /// more, every interval comes from the variation between them (a 95 % Student-t interval)
+    /// [default: 1; net and granularity: 3]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000), help_heading = heading::TIME)]
     pub(super) repeat: Option<u32>,
-    /// Sweep a parameter: NAME=V1,V2,... or NAME=A..B:+STEP, A..B:*FACTOR, A..B:log10, A..B:log2.
-    /// NAME: units, busy, sleep (the schedule's D), modulo (its M), duration, warmup, policy
-    /// (policy=other,fifo:99), timer-slack, cpu-dma-latency. Repeat the flag to sweep several:
-    /// every combination is a point.
-    #[arg(long = "sweep", value_name = "NAME=VALUES", value_parser = Sweep::parse)]
+    /// Time a worker may spend starting its units; those not started by then make the row partial
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration, allow_hyphen_values = true, hide_short_help = true, help_heading = heading::TIME)]
+    pub(super) start_limit: u64,
+    /// Extra time a worker gets beyond its plan before it is killed
+    ///
+    /// And its row failed. net: the longest wait for a receiver to start, to acknowledge a
+    /// message, and to report
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration, allow_hyphen_values = true, hide_short_help = true, help_heading = heading::TIME)]
+    pub(super) grace: u64,
+    /// Sweep a parameter: NAME=VALUES (repeat the flag for every combination)
+    ///
+    /// VALUES: V1,V2,... or A..B:+STEP, A..B:*FACTOR, A..B:log10, A..B:log2. NAME: units, busy,
+    /// sleep (the schedule's D), modulo (its M), duration, warmup, policy (policy=other,fifo:99),
+    /// timer-slack, cpu-dma-latency. Several --sweep flags: every combination is a point.
+    #[arg(long = "sweep", value_name = "NAME=VALUES", value_parser = Sweep::parse, help_heading = heading::SWEEP)]
     pub(super) sweeps: Vec<Sweep>,
-    /// The order of the (runtime, point) workers: shuffled (interleaved, so drift of the machine
-    /// favours no runtime) or given (runtimes in --runtimes order within each point)
-    #[arg(long, value_enum, default_value = "shuffled")]
+    /// The order of the (runtime, point) workers
+    ///
+    /// shuffled: interleaved, so a drift of the machine favours no runtime; given: point by
+    /// point, runtimes in --runtimes order
+    #[arg(long, value_enum, default_value = "shuffled", hide_short_help = true, help_heading = heading::SWEEP)]
     pub(super) order: OrderArg,
     /// Seed of the shuffled order, to repeat a run's order exactly [default: random, recorded in run.json]
-    #[arg(long)]
+    #[arg(long, value_name = "N", hide_short_help = true, help_heading = heading::SWEEP)]
     pub(super) seed: Option<u64>,
-    /// The metric the table shows and ranks by
-    #[arg(long, value_enum, default_value = "lateness")]
-    pub(super) metric: Metric,
-    /// How the console shows the results [default: ranked; volume for volume, atomic-sum and --sleep none]
-    #[arg(long, value_enum)]
-    pub(super) table: Option<crate::report::tables::Layout>,
-    /// Scheduling policy of every worker: other, batch, idle, fifo:PRIO or rr:PRIO (1-99), set
-    /// before exec; sweep it with --sweep policy=other,fifo:99,...
-    #[arg(long, value_parser = Policy::parse)]
+    /// Workers' policy: other, batch, idle, fifo:PRIO or rr:PRIO
+    ///
+    /// The scheduling policy of every worker (PRIO 1-99), set before exec; sweep it with --sweep
+    /// policy=other,fifo:99,...
+    #[arg(long, value_parser = Policy::parse, help_heading = heading::SCHED)]
     pub(super) policy: Option<Policy>,
-    /// Timer slack of every worker, in ns (or a duration such as 50us); Linux's default is 50 us
-    #[arg(long, value_name = "NS", value_parser = crate::machine::sched::parse_timer_slack, allow_hyphen_values = true)]
+    /// Timer slack of every worker, in ns (or a duration such as 50us)
+    ///
+    /// Linux's default is 50 us; 1 is the smallest (Linux reads 0 as "the default")
+    #[arg(long, value_name = "NS", value_parser = crate::machine::sched::parse_timer_slack, allow_hyphen_values = true, help_heading = heading::SCHED)]
     pub(super) timer_slack: Option<u64>,
     /// CPUs the workers may run on, e.g. 1 or 0-1 (sched_setaffinity)
-    #[arg(long, value_name = "LIST", value_parser = crate::machine::sched::parse_cpus)]
+    #[arg(long, value_name = "LIST", value_parser = crate::machine::sched::parse_cpus, help_heading = heading::SCHED)]
     pub(super) cpus: Option<CpuList>,
-    /// Lock every worker's memory (mlockall, preloaded into the worker; not possible for static
-    /// binaries such as Go's, which the run records)
-    #[arg(long)]
+    /// Hold a PM QoS CPU latency request of US µs (root)
+    ///
+    /// /dev/cpu_dma_latency is held while the workers run, as cyclictest does with 0: idle CPUs
+    /// then stay in states that wake within it. Sweep it with --sweep cpu-dma-latency=0,none
+    #[arg(long, value_name = "US", value_parser = crate::model::sweep::parse_latency_us, help_heading = heading::SCHED)]
+    pub(super) cpu_dma_latency: Option<u32>,
+    /// Lock every worker's memory (mlockall)
+    ///
+    /// Preloaded into the worker; not possible for static binaries such as Go's, which the run
+    /// records
+    #[arg(long, hide_short_help = true, help_heading = heading::SCHED)]
     pub(super) mlock: bool,
     /// Allow a real-time policy with busy work on every core (it can starve the machine)
-    #[arg(long)]
+    #[arg(long, hide_short_help = true, help_heading = heading::SCHED)]
     pub(super) allow_rt_spin: bool,
-    /// Hold a PM QoS CPU latency request of US microseconds (/dev/cpu_dma_latency, root) while
-    /// the workers run, as cyclictest does with 0: idle CPUs then stay in states that wake
-    /// within it. Sweep it with --sweep cpu-dma-latency=0,none
-    #[arg(long, value_name = "US", value_parser = crate::model::sweep::parse_latency_us)]
-    pub(super) cpu_dma_latency: Option<u32>,
-    #[command(flatten)]
-    pub(super) exports: ExportArgs,
-    /// The results folder to write [default: results/<UTC timestamp>-sleep]
-    #[arg(long, short = 'o')]
+    /// The results folder to write [default: results/<UTC timestamp>-EXPERIMENT]
+    #[arg(long, short = 'o', value_name = "DIR", help_heading = heading::OUTPUT)]
     pub(super) output: Option<PathBuf>,
-    /// Also write every sample, as it arrives, to samples.csv.gz
-    #[arg(long)]
-    pub(super) raw: bool,
-    /// Percentiles are exact while a row has at most this many measured samples (shared by the
-    /// rows of --together); beyond, they come from HdrHistograms with 5 significant digits,
-    /// and the table and run.json say so. Each sample kept costs up to about 50 bytes (values
-    /// from 0 to 262 µs are counted, not kept)
-    #[arg(long, value_name = "SAMPLES", default_value_t = 1_000_000)]
-    pub(super) exact_samples: u64,
-    /// table: the human report; json: run.json on stdout
-    #[arg(long, value_enum, default_value = "table")]
+    /// The console's layout
+    ///
+    /// ranked: one table per point, best first; study: every runtime and point in one table;
+    /// volume: units, delay, iterations, memory; why: the kernel's counters per wake-up
+    /// [default: ranked; volume for volume, atomic-sum and --sleep none]
+    #[arg(long, value_name = "LAYOUT", value_enum, help_heading = heading::OUTPUT)]
+    pub(super) table: Option<crate::report::tables::Layout>,
+    /// The metric the table shows and ranks by
+    #[arg(long, value_enum, default_value = "lateness", hide_short_help = true, help_heading = heading::OUTPUT)]
+    pub(super) metric: Metric,
+    /// table (default: the report) or json (the record on stdout)
+    ///
+    /// json prints the record (run.json, net.json or granularity.json) on stdout instead of the
+    /// report
+    #[arg(long, value_enum, default_value = "table", hide_default_value = true, hide_possible_values = true, help_heading = heading::OUTPUT)]
     pub(super) format: Format,
+    /// Also write every sample, as it arrives, to samples.csv.gz
+    #[arg(long, hide_short_help = true, help_heading = heading::OUTPUT)]
+    pub(super) raw: bool,
+    /// Percentiles are exact up to this many measured samples per row
+    ///
+    /// Shared by the rows of --together; beyond, they come from HdrHistograms with 5 significant
+    /// digits, and the table and run.json say so. Each sample kept costs up to about 50 bytes
+    /// (values from 0 to 262 µs are counted, not kept)
+    #[arg(long, value_name = "N", default_value_t = 1_000_000, hide_short_help = true, help_heading = heading::OUTPUT)]
+    pub(super) exact_samples: u64,
+    #[command(flatten, next_help_heading = heading::OUTPUT)]
+    pub(super) exports: ExportArgs,
+    /// The receivers, comma-separated [default: thread,tokio-mt,c-thread,go]
+    #[arg(long, value_name = "IDS", value_delimiter = ',', value_parser = crate::experiments::net::registry::check_id, help_heading = heading::NET)]
+    pub(super) receivers: Vec<String>,
+    #[command(flatten, next_help_heading = heading::NET)]
+    pub(super) net: NetLoad,
+    /// How tasks depend on each other: trivial (default), chain, stencil
+    ///
+    /// trivial: all independent; chain: each started by the previous one, with its result;
+    /// stencil: steps of --width tasks, each step awaited
+    #[arg(long, value_enum, default_value = "trivial", hide_default_value = true, hide_possible_values = true, help_heading = heading::GRAIN)]
+    pub(super) pattern: PatternArg,
+    /// Task sizes, largest first: a list or a range
+    ///
+    /// The busy work of one task: a list (1ms,100us,10us) or a range A..B with K sizes per decade
+    /// (A..B:K, default 2)
+    #[arg(long, value_name = "SIZES", value_parser = task_sizes, default_value = "1ms..10ns", help_heading = heading::GRAIN)]
+    pub(super) task_busy: TaskSizes,
+    /// Tasks per step (W) [default: the CPUs the workers may run on]
+    #[arg(long, value_name = "W", value_parser = clap::value_parser!(u32).range(1..=4096), hide_short_help = true, help_heading = heading::GRAIN)]
+    pub(super) width: Option<u32>,
+    /// Steps per round (S); a round is W x S tasks
+    #[arg(long, value_name = "S", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=100_000), hide_short_help = true, help_heading = heading::GRAIN)]
+    pub(super) steps: u32,
+    /// How long each serial measurement of a task's useful work runs
+    #[arg(long, value_name = "DURATION", default_value = "10ms", value_parser = duration, hide_short_help = true, help_heading = heading::GRAIN)]
+    pub(super) calibrate: u64,
 }
 
 #[derive(Copy, Clone, ValueEnum, PartialEq)]

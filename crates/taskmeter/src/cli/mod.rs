@@ -107,7 +107,7 @@ fn shorten_line(line: String) -> String {
 /// One error line on stderr, values cut to a readable length.
 fn refuse(message: &str) -> ExitCode {
     for line in message.lines() {
-        crate::errln!("taskmeter: {}", readable(line));
+        crate::errln!("{}", crate::machine::streams::error_line(&format!("taskmeter: {}", readable(line))));
     }
     ExitCode::from(crate::session::exit::USAGE)
 }
@@ -126,7 +126,14 @@ fn run_command() -> ExitCode {
         Ok(args) => args,
         Err(message) => return refuse(&message),
     };
-    let parsed = Cli::command().try_get_matches_from(args).and_then(|matches| {
+    let color = args::ColorArg::scan(&args);
+    crate::machine::streams::set_color(color.choice());
+    let clap_color = match color {
+        args::ColorArg::Auto => clap::ColorChoice::Auto,
+        args::ColorArg::Always => clap::ColorChoice::Always,
+        args::ColorArg::Never => clap::ColorChoice::Never,
+    };
+    let parsed = Cli::command().color(clap_color).max_term_width(100).try_get_matches_from(args).and_then(|matches| {
         let cli = Cli::from_arg_matches(&matches)?;
         Ok((cli, matches))
     });
@@ -163,6 +170,9 @@ fn run_command() -> ExitCode {
         }
     };
     crate::machine::streams::set_quiet(cli.quiet);
+    if cli.dry_run {
+        return dry_run(cli.command).unwrap_or_else(|error| refuse(&error.to_string()));
+    }
     match cli.command {
         Command::Worker => return taskmeter_worker::worker::main(),
         Command::Guard => return crate::process::guard::main(),
@@ -187,6 +197,27 @@ fn hints(e: &clap::Error) -> String {
         (None, Some(valid)) => format!(" (known: {valid})"),
         (None, None) => String::new(),
     }
+}
+
+/// `--dry-run`: what a command would run with, checked as far as it can be without starting
+/// anything; the commands that measure nothing are checked by their parsing alone.
+fn dry_run(command: Command) -> Result<ExitCode, CliError> {
+    match command {
+        Command::Run(args) if args.experiment == ExperimentArg::Net => {
+            options::net_options(&args)?;
+        }
+        Command::Run(args) if args.experiment == ExperimentArg::Granularity => {
+            crate::experiments::granularity::check(&options::granularity_options(&args)?.settings)?
+        }
+        Command::Run(args) => {
+            crate::experiments::sleep::checked_points(&options::run_options(&args)?)?;
+        }
+        Command::Bench(args) => {
+            options::bench_options(*args)?;
+        }
+        _ => {}
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn dispatch(command: Command) -> Result<ExitCode, CliError> {

@@ -50,10 +50,15 @@ pub fn plan_for(s: &GrainSettings, runtime: &str) -> Plan {
     }
 }
 
+/// Refuses settings no worker could run, before anything starts (also `--dry-run`'s check).
+pub fn check(settings: &GrainSettings) -> Result<(), super::ExperimentError> {
+    plan_for(settings, "check").check().map_err(|e| super::ExperimentError::Settings(e.to_string()))
+}
+
 pub fn run(options: GrainOptions) -> Result<ExitCode, super::ExperimentError> {
     let GrainOptions { settings, grace, sched, cpu_dma_latency_us, output } = options;
     let s = &settings;
-    plan_for(s, "check").check().map_err(|e| super::ExperimentError::Settings(e.to_string()))?;
+    check(s)?;
     let _latency_request = cpu_dma_latency_us.map(LatencyRequest::hold).transpose()?;
     let mut session = Session::start("granularity", output)?;
     let availability: Vec<(&'static RuntimeInfo, Result<(), String>)> = s

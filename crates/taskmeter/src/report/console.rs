@@ -22,11 +22,24 @@ pub fn table(record: &RunRecord, point: usize) -> String {
     let t = table_of(record, point);
     let mut all = vec![t.header.clone()];
     all.extend(t.lines.iter().cloned());
-    let mut out = render(&all, &[false, true, true, true, true, true, true, true, true]);
+    let mut out = tinted_ranking(render(&all, &[false, true, true, true, true, true, true, true, true]));
     let w = width(&all, 0);
     for (runtime, reason) in &t.without_statistics {
         out.push_str(&format!("{runtime:<w$}  {reason}\n"));
     }
+    out
+}
+
+/// A ranked table with its header in bold and its best row in green, when stdout is coloured.
+fn tinted_ranking(table: String) -> String {
+    use crate::machine::streams::{color_stdout, tinted, Tint};
+    if !color_stdout() {
+        return table;
+    }
+    let tints = [Tint::Header, Tint::Best];
+    let mut lines = table.lines();
+    let mut out: String = tints.iter().zip(lines.by_ref()).map(|(t, l)| tinted(*t, l, true) + "\n").collect();
+    lines.for_each(|l| out.extend([l, "\n"]));
     out
 }
 

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
 
-/// The exit statuses of a command that measures (README: "When things go wrong").
+/// The exit statuses of a command that measures (docs/troubleshooting.md: "When things go wrong").
 pub mod exit {
     /// A row, point or scenario failed; the others are kept.
     pub const FAILED: u8 = 1;

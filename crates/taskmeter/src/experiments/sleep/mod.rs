@@ -41,11 +41,10 @@ pub struct RunOptions {
     pub output: Output,
 }
 
-/// Measures every job, writes the results folder; the exit status is the session's.
-pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
-    let base = &options.settings;
+/// Every point's settings, each checked before anything runs (also `--dry-run`'s check).
+pub fn checked_points(options: &RunOptions) -> Result<Vec<Settings>, super::ExperimentError> {
     let points = sweep::points(&options.sweeps);
-    let point_settings: Vec<Settings> = points.iter().map(|p| sweep::apply(base, p)).collect();
+    let point_settings: Vec<Settings> = points.iter().map(|p| sweep::apply(&options.settings, p)).collect();
     for (point, settings) in points.iter().zip(&point_settings) {
         check_settings(settings).map_err(|e| {
             super::ExperimentError::Settings(if options.sweeps.is_empty() {
@@ -55,6 +54,14 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
             })
         })?;
     }
+    Ok(point_settings)
+}
+
+/// Measures every job, writes the results folder; the exit status is the session's.
+pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
+    let base = &options.settings;
+    let points = sweep::points(&options.sweeps);
+    let point_settings = checked_points(&options)?;
     // A latency request that cannot be held is refused now, not after minutes of measuring.
     if let Some(us) = point_settings.iter().find_map(|s| s.cpu_dma_latency_us) {
         LatencyRequest::hold(us)?;
