@@ -3,7 +3,10 @@
 //!
 //! CPU per unit = the worker's CPU time over the measured window (every thread, from the
 //! kernel's counters: see machine::counters) / the window / the units: the share of one core
-//! each waiting unit costs, the runtime's own threads and taskmeter's writer included.
+//! each waiting unit costs, the runtime's own threads and taskmeter's writer included. The CPU
+//! time is schedstat's, per thread, unless a thread ended inside the window (a unit that ended
+//! before the last reading on a loaded machine): then the clock ticks of the whole process,
+//! which keep what ended threads used.
 
 use super::cells::{cells, Cell};
 use crate::model::run::{Metric, Row, RunRecord};
@@ -24,8 +27,14 @@ pub struct RecipeRow {
     /// Measured samples that woke before their intended time, every repetition.
     pub early: u64,
     pub samples: u64,
+    /// Whole periods slept through (absolute mode), every repetition: a way that skips many
+    /// did not keep time, however small its lateness.
+    pub missed: u64,
     /// Cores per unit (1.0: one core kept busy by each unit); None without counters.
     pub cpu_per_unit: Option<f64>,
+    /// Cores the whole worker kept busy (at most the machine's: 100 spinning units on 2 cores
+    /// cost 0.02 of a core each, and the whole machine).
+    pub cpu_cores: Option<f64>,
 }
 
 /// Splits `thread/spin` into (`thread`, `spin`); a runtime alone waits with its own sleep.
@@ -33,12 +42,21 @@ pub fn split(runtime: &str) -> (&str, &str) {
     runtime.split_once('/').unwrap_or((runtime, DEFAULT_WAIT))
 }
 
-/// The cores per unit one row's worker burnt over its measured window.
-pub fn cpu_per_unit(row: &Row) -> Option<f64> {
+/// The cores one row's worker kept busy over its measured window.
+pub fn cpu_cores(row: &Row) -> Option<f64> {
     let counters = row.counters.as_ref()?;
-    let units = row.counts.as_ref()?.units;
     let window = counters.end_ns.checked_sub(counters.start_ns).filter(|w| *w > 0)?;
-    (units > 0).then(|| counters.cpu_ns as f64 / window as f64 / units as f64)
+    let cpu_ns = match counters.threads_exited {
+        0 => counters.cpu_ns,
+        _ => counters.user_ns + counters.system_ns,
+    };
+    Some(cpu_ns as f64 / window as f64)
+}
+
+/// The cores per unit one row's worker kept busy over its measured window.
+pub fn cpu_per_unit(row: &Row) -> Option<f64> {
+    let units = row.counts.as_ref()?.units;
+    (units > 0).then(|| Some(cpu_cores(row)? / units as f64)).flatten()
 }
 
 fn of(cell: &Cell) -> RecipeRow {
@@ -53,7 +71,9 @@ fn of(cell: &Cell) -> RecipeRow {
         max_ns: cell.max(Metric::Lateness).map(|v| v as f64),
         early: cell.sum(|r| r.counts.as_ref().map(|c| c.early_wakeups)),
         samples: cell.samples(Metric::Lateness),
+        missed: cell.sum(|r| r.counts.as_ref().map(|c| c.missed_periods)),
         cpu_per_unit: cell.mean_of(cpu_per_unit),
+        cpu_cores: cell.mean_of(cpu_cores),
     }
 }
 
@@ -70,30 +90,45 @@ pub fn groups_at(record: &RunRecord, point: usize) -> Vec<Vec<RecipeRow>> {
     groups
 }
 
+/// The share of its periods a way may skip and still be advised.
+pub const MAX_MISSED: f64 = 0.01;
+
+impl RecipeRow {
+    /// Whether it kept time: it skipped at most [`MAX_MISSED`] of its periods.
+    pub fn kept_time(&self) -> bool {
+        (self.missed as f64) <= MAX_MISSED * (self.samples + self.missed) as f64
+    }
+}
+
 /// What to use, among one runtime's ways to wait (indices into its rows).
 #[derive(Debug, PartialEq, Eq)]
 pub struct Advice {
     /// The lowest lateness p99 of all.
     pub best: Option<usize>,
-    /// The lowest p99 among those that cost at most the budget of a core per unit.
+    /// The lowest p99 among those that cost at most the budget of a core per unit and left
+    /// the machine some of its CPUs.
     pub precise_within_budget: Option<usize>,
     /// The least CPU among those whose p99 is within the margin of the best's.
     pub cheapest_near_best: Option<usize>,
 }
 
-/// Picks from `rows` with `budget` (cores per unit, e.g. 0.1) and `margin_ns` (e.g. 20 µs). A
-/// row without a p99 is never picked; one without a CPU figure is never picked on cost. Ties go
-/// to the first row (the runtime's own sleep comes first).
-pub fn advise(rows: &[RecipeRow], budget: f64, margin_ns: f64) -> Advice {
+/// Picks from `rows` with `budget` (cores per unit, e.g. 0.1), `saturated` (the cores above
+/// which a worker had the machine to itself, e.g. 90 % of its CPUs: within budget per unit, not
+/// overall) and `margin_ns` (e.g. 20 µs). A row without a p99, or that skipped more than
+/// [`MAX_MISSED`] of its periods, is never picked; one without a CPU figure is never picked on
+/// cost. Ties go to the first row (the runtime's own sleep).
+pub fn advise(rows: &[RecipeRow], budget: f64, saturated: f64, margin_ns: f64) -> Advice {
     let lowest = |candidates: &mut dyn Iterator<Item = (usize, f64)>| {
         candidates.fold(None, |best: Option<(usize, f64)>, (i, v)| match best {
             Some((_, b)) if b <= v => best,
             _ => Some((i, v)),
         })
     };
-    let p99s = || rows.iter().enumerate().filter_map(|(i, r)| Some((i, r.p99_ns?)));
+    let p99s = || rows.iter().enumerate().filter(|(_, r)| r.kept_time()).filter_map(|(i, r)| Some((i, r.p99_ns?)));
     let best = lowest(&mut p99s());
-    let precise = lowest(&mut p99s().filter(|(i, _)| rows[*i].cpu_per_unit.is_some_and(|c| c <= budget)));
+    let affordable =
+        |r: &RecipeRow| r.cpu_per_unit.is_some_and(|c| c <= budget) && r.cpu_cores.is_some_and(|c| c < saturated);
+    let precise = lowest(&mut p99s().filter(|(i, _)| affordable(&rows[*i])));
     let cheapest = best.and_then(|(_, best_p99)| {
         lowest(
             &mut p99s()
@@ -123,7 +158,9 @@ mod tests {
             max_ns: None,
             early: 0,
             samples: 100,
+            missed: 0,
             cpu_per_unit: cpu,
+            cpu_cores: cpu,
         }
     }
 
@@ -136,26 +173,48 @@ mod tests {
             row("hybrid", 6.0, Some(0.12)),
             row("spin", 2.0, Some(1.0)),
         ];
-        let advice = advise(&rows, 0.10, 20_000.0);
+        let advice = advise(&rows, 0.10, 1.8, 20_000.0);
         assert_eq!(advice.best, Some(3), "spin has the lowest p99");
         assert_eq!(advice.precise_within_budget, Some(1), "under 10 %: timerfd (75 µs) beats sleep (80 µs)");
         assert_eq!(advice.cheapest_near_best, Some(2), "within 20 µs of 2 µs: hybrid (12 %) is cheaper than spin");
         // A wider budget takes the hybrid; a margin of 1 µs leaves only spin itself.
-        assert_eq!(advise(&rows, 0.15, 20_000.0).precise_within_budget, Some(2));
-        assert_eq!(advise(&rows, 0.10, 1_000.0).cheapest_near_best, Some(3));
+        assert_eq!(advise(&rows, 0.15, 1.8, 20_000.0).precise_within_budget, Some(2));
+        assert_eq!(advise(&rows, 0.10, 1.8, 1_000.0).cheapest_near_best, Some(3));
+    }
+
+    #[test]
+    fn a_way_that_skipped_periods_is_never_advised() {
+        let mut spin = row("spin", 2.0, Some(0.5));
+        spin.missed = 2; // 2 of 102 periods
+        let rows = [row("sleep", 80.0, Some(0.01)), spin];
+        let advice = advise(&rows, 1.0, 1.8, 20_000.0);
+        assert_eq!((advice.best, advice.precise_within_budget, advice.cheapest_near_best), (Some(0), Some(0), Some(0)));
+        let mut spin = rows[1].clone();
+        spin.missed = 1; // 1 of 101: within 1 %
+        assert_eq!(advise(&[rows[0].clone(), spin], 1.0, 1.8, 20_000.0).best, Some(1));
+    }
+
+    #[test]
+    fn a_way_that_took_the_whole_machine_is_not_within_budget() {
+        // 100 units spinning on 2 cores: 1.9 % of a core each, and both cores.
+        let mut spin = row("spin", 5.0, Some(0.019));
+        spin.cpu_cores = Some(1.95);
+        let rows = [row("sleep", 900.0, Some(0.005)), spin];
+        assert_eq!(advise(&rows, 0.10, 1.8, 20_000.0).precise_within_budget, Some(0));
+        assert_eq!(advise(&rows, 0.10, 2.5, 20_000.0).precise_within_budget, Some(1), "on a bigger machine");
     }
 
     #[test]
     fn rows_without_figures_are_never_picked_and_ties_go_first() {
         let rows = [row("sleep", 50.0, None), row("nanosleep", 50.0, Some(0.02)), row("spin", 50.0, Some(0.9))];
-        let advice = advise(&rows, 0.10, 0.0);
+        let advice = advise(&rows, 0.10, 1.8, 0.0);
         assert_eq!(advice.best, Some(0), "a tie goes to the first");
         assert_eq!(advice.precise_within_budget, Some(1), "sleep has no CPU figure");
         assert_eq!(advice.cheapest_near_best, Some(1));
         let mut empty = row("spin", 1.0, Some(1.0));
         empty.p99_ns = None;
         assert_eq!(
-            advise(&[empty], 1.0, 1.0),
+            advise(&[empty], 1.0, 1.8, 1.0),
             Advice { best: None, precise_within_budget: None, cheapest_near_best: None }
         );
     }
@@ -189,5 +248,10 @@ mod tests {
         .unwrap();
         row.counts = Some(counts);
         assert_eq!(cpu_per_unit(&row), Some(0.75), "1.5 ms of CPU in 1 ms, 2 units: 0.75 of a core each");
+        // A thread that ended in the window took its schedstat time with it; the ticks keep it.
+        let counters = row.counters.as_mut().unwrap();
+        (counters.threads_exited, counters.user_ns, counters.system_ns) = (1, 1_000_000, 500_000);
+        counters.cpu_ns = 1_000;
+        assert_eq!(cpu_per_unit(&row), Some(0.75));
     }
 }

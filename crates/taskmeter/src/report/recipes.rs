@@ -9,6 +9,8 @@ use crate::model::run::RunRecord;
 pub const CPU_BUDGET: f64 = 0.10;
 /// The margin of the second: lateness p99 within 20 µs of the best way's.
 pub const MARGIN_NS: f64 = 20_000.0;
+/// A worker that kept this share of the machine's CPUs busy had it to itself: never within budget.
+pub const SATURATED: f64 = 0.9;
 
 fn percent(cores: Option<f64>) -> String {
     cores.map_or_else(|| "n/a".into(), |c| format!("{:.1} %", c * 100.0))
@@ -24,16 +26,19 @@ fn line(row: &RecipeRow) -> Vec<String> {
         ns(row.p99_9_ns),
         ns(row.max_ns),
         format_count(row.early),
+        format_count(row.missed),
         percent(row.cpu_per_unit),
+        row.cpu_cores.map_or_else(|| "n/a".into(), |c| format!("{c:.2}")),
     ]
 }
 
-/// The two pieces of advice for one runtime's ways to wait, or None when it has one way only.
-pub fn advice_line(rows: &[RecipeRow]) -> Option<String> {
+/// The two pieces of advice for one runtime's ways to wait on a machine of `cpus` CPUs, or None
+/// when it has one way only.
+pub fn advice_line(rows: &[RecipeRow], cpus: usize) -> Option<String> {
     if rows.len() < 2 {
         return None;
     }
-    let advice = advise(rows, CPU_BUDGET, MARGIN_NS);
+    let advice = advise(rows, CPU_BUDGET, SATURATED * cpus as f64, MARGIN_NS);
     let describe = |i: usize| {
         let row = &rows[i];
         format!(
@@ -51,8 +56,9 @@ pub fn advice_line(rows: &[RecipeRow]) -> Option<String> {
         _ => "no way has both a p99 and a CPU figure".into(),
     };
     Some(format!(
-        "  advice: most precise under {:.0} % of a core per unit: {precise}; cheapest {cheapest}\n",
-        CPU_BUDGET * 100.0
+        "  advice: most precise under {:.0} % of a core per unit (and {:.0} % of the machine): {precise}; cheapest {cheapest}\n",
+        CPU_BUDGET * 100.0,
+        SATURATED * 100.0
     ))
 }
 
@@ -68,7 +74,9 @@ pub struct RecipeTable {
 /// that have only their own sleep together in one table.
 pub fn tables(record: &RunRecord) -> Vec<RecipeTable> {
     let header: Vec<String> =
-        ["way to wait", "samples", "lateness p50", "p99", "p99.9", "max", "early", "CPU/unit"].map(String::from).into();
+        ["way to wait", "samples", "lateness p50", "p99", "p99.9", "max", "early", "missed", "CPU/unit", "cores"]
+            .map(String::from)
+            .into();
     let table = |title: String, rows: Vec<&RecipeRow>, advice: Option<String>| RecipeTable {
         title,
         lines: std::iter::once(header.clone()).chain(rows.into_iter().map(line)).collect(),
@@ -80,7 +88,8 @@ pub fn tables(record: &RunRecord) -> Vec<RecipeTable> {
             groups_at(record, point.index).into_iter().partition(|g| g.len() > 1);
         let at = Some(point.label()).filter(|l| l != "-").map_or_else(String::new, |l| format!(" at {l}"));
         for group in &with_recipes {
-            out.push(table(format!("{}{at}", group[0].base), group.iter().collect(), advice_line(group)));
+            let advice = advice_line(group, record.header.environment.cores_online);
+            out.push(table(format!("{}{at}", group[0].base), group.iter().collect(), advice));
         }
         if !alone.is_empty() {
             out.push(table(format!("its own sleep only{at}"), alone.iter().flatten().collect(), None));
@@ -94,11 +103,14 @@ pub fn explain() -> String {
     format!(
         "way to wait = RUNTIME (its own sleep) or RUNTIME/RECIPE (taskmeter list recipes); every way waits until \
          the same absolute deadline in the same loop; lateness = wake-up - deadline; early = samples that woke \
-         before it; CPU/unit = the worker's CPU over the measured window (every thread, from the kernel) / the \
-         window / the units: 100 % is one core kept busy by each waiting unit. advice: the lowest p99 among the \
-         ways that cost at most {:.0} % of a core per unit, and the least CPU among those within {} of the \
-         lowest p99",
+         before it; missed = whole periods slept through (a way that skips more than 1 % of its periods \
+         did not keep time and is never advised); CPU/unit = the worker's CPU over the measured window (every thread, from the kernel) / the \
+         window / the units: 100 % is one core kept busy by each waiting unit, and no unit gets more than \
+         the machine's CPUs / the units; cores = the same CPU time over the window, the whole worker. advice: \
+         the lowest p99 among the ways that cost at most {:.0} % of a core per unit and less than {:.0} % of \
+         the machine's CPUs, and the least CPU among those within {} of the lowest p99",
         CPU_BUDGET * 100.0,
+        SATURATED * 100.0,
         format_ns(MARGIN_NS)
     )
 }
