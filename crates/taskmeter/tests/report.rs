@@ -58,7 +58,7 @@ fn a_sweep_draws_every_chart_and_a_self_contained_report() {
     let mut expected: Vec<String> =
         ["mean", "p99", "samples", "ratio"].iter().map(|s| format!("sweep-busy-{s}.svg")).collect();
     for point in 1..=3 {
-        expected.push(format!("point-{point}-lateness-cdf.svg"));
+        expected.push(format!("point-{point}-lateness-percentiles.svg"));
         expected.push(format!("point-{point}-deviation-bars.svg"));
         expected.push(format!("why-point-{point}-frontier.svg"));
     }
@@ -101,6 +101,49 @@ fn a_sweep_draws_every_chart_and_a_self_contained_report() {
     assert!(rebuilt.status.success(), "{}", stderr(&rebuilt));
     assert_eq!(std::fs::read_to_string(folder.join("report.html")).unwrap(), report);
     assert_eq!(std::fs::read_dir(folder.join("charts")).unwrap().count(), charts.len());
+
+    // --figures: every figure for a paper, in the house style.
+    let figures = dir.path().join("figures");
+    let written = run(&["report", folder.to_str().unwrap(), "--figures", figures.to_str().unwrap()]);
+    assert!(written.status.success(), "{}", stderr(&written));
+    for chart in &charts {
+        let svg = std::fs::read_to_string(figures.join(chart)).unwrap();
+        assert_eq!(svg, std::fs::read_to_string(folder.join("charts").join(chart)).unwrap());
+        assert!(svg.contains("width=\"480\""), "{chart}: one column of a paper");
+        let png = figures.join(chart).with_extension("png");
+        if cfg!(feature = "print") {
+            let (width, per_metre) = png_size_and_density(&std::fs::read(&png).unwrap());
+            assert_eq!(width, 1004, "{chart}: 8.5 cm at 300 dpi");
+            assert_eq!(per_metre, 11811, "{chart}: pHYs says 300 dpi");
+        } else {
+            assert!(!png.exists());
+        }
+    }
+    // The distribution is a percentile plot: its x axis is marked 50, 90, 99 %...
+    let percentiles = std::fs::read_to_string(figures.join("point-1-lateness-percentiles.svg")).unwrap();
+    for tick in ["50", "90", "99"] {
+        assert!(percentiles.contains(&format!(">\n{tick}\n</text>")), "{tick}");
+    }
+    // ...and every axis is labelled in units, at 1-2-5 steps or decades.
+    let mean = std::fs::read_to_string(figures.join("sweep-busy-mean.svg")).unwrap();
+    assert!(mean.contains(" µs\n</text>") || mean.contains(" ns\n</text>"), "{mean}");
+}
+
+/// A PNG's width and its pHYs density (pixels per metre).
+fn png_size_and_density(png: &[u8]) -> (u32, u32) {
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let be = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
+    let width = be(16);
+    let mut at = 8;
+    while at + 8 <= png.len() {
+        let (length, kind) = (be(at) as usize, &png[at + 4..at + 8]);
+        if kind == b"pHYs" {
+            assert_eq!(png[at + 16], 1, "the unit is the metre");
+            return (width, be(at + 8));
+        }
+        at += 12 + length;
+    }
+    panic!("no pHYs chunk");
 }
 
 #[test]

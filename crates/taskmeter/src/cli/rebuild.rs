@@ -1,7 +1,8 @@
 //! `taskmeter report RESULTS`: rebuilds the charts and report.html of a results folder from its
 //! record alone (run.json, net.json, bench.json or granularity.json, by the schema its header names); with
 //! `--samples-csv FILE`, also writes the samples a `--raw` run kept as plain CSV; with
-//! `--table LAYOUT`, also prints a run's console report in that layout. A record that does not
+//! `--table LAYOUT`, also prints a run's console report in that layout; with `--figures FOLDER`,
+//! also writes every figure there, for a paper (`report::print`). A record that does not
 //! hold together (`model::consistency`) is refused, one line per problem, and nothing is written.
 
 use super::CliError;
@@ -14,6 +15,7 @@ pub fn rebuild(
     path: &Path,
     samples_csv: Option<&Path>,
     table: Option<crate::report::tables::Layout>,
+    figures: Option<&Path>,
 ) -> Result<ExitCode, CliError> {
     let (file, record) = load_checked(path)?;
     let folder = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -37,5 +39,20 @@ pub fn rebuild(
         AnyRecord::Granularity(r) => crate::report::granularity::write_report(folder, r)?,
     }
     crate::outln!("{}", folder.join("report.html").display());
+    if let Some(out) = figures {
+        let charts = match &record {
+            AnyRecord::Run(r) => crate::report::chart::all(r),
+            AnyRecord::Net(r) => crate::report::net::charts(r),
+            AnyRecord::Bench(_) => Ok(Vec::new()),
+            AnyRecord::Granularity(r) => crate::report::granularity::charts(r),
+        }
+        .map_err(crate::report::ReportError::Chart)?;
+        for file in crate::report::print::write_figures(out, &charts)? {
+            crate::outln!("{}", file.display());
+        }
+        if !cfg!(feature = "print") {
+            crate::outln!("(SVG only: PNGs at 300 dpi need taskmeter built with --features print)");
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -2,8 +2,8 @@
 //! runtime at every task size, `granularity.json`, `summary.csv`, the efficiency and overhead
 //! charts and `report.html`.
 
-use super::chart::{line_chart, palette, share_chart, share_chart_at_level, Chart, Level, Series};
 use super::console::render_table;
+use super::figure::{bar_chart, line_chart, styles, Axis, Bars, Chart, Level, Scale, Series, Style, Unit};
 use super::{write, write_charts_and_page, ReportError};
 use crate::analysis::granularity::{baselines, BASELINE_SPREAD, THRESHOLD};
 use crate::model::granularity::{GrainRecord, GrainRun, GrainSummary, Metg};
@@ -234,9 +234,12 @@ fn warnings(record: &GrainRecord) -> String {
 /// Repetitions whose METGs differ by more than this factor are said to disagree.
 const DISAGREEMENT: f64 = 2.0;
 
-/// Efficiency and overhead per task against the task's work, one line per runtime.
+/// The figures: efficiency against granularity (Task Bench's, METG where each line crosses
+/// 50 %), efficiency and overhead per task against the task's work, and METG per runtime.
 pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
-    let sizes: Vec<String> = record.settings.grains_ns.iter().map(|g| format_ns(*g as f64)).collect();
+    let names: Vec<String> = record.summaries.iter().map(|s| s.runtime.clone()).collect();
+    let styles = styles(&names);
+    let sizes = &record.settings.grains_ns;
     // Overheads are drawn where they are positive: at the largest sizes one is a small
     // difference of two large times, and noise can make it negative (efficiency above 100 %).
     let series = |value: fn(&GrainSummary) -> &Vec<Option<Interval>>, scale: f64| -> Vec<Series> {
@@ -247,13 +250,14 @@ pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
             .map(|(i, s)| {
                 let (points, errors) = value(s)
                     .iter()
-                    .enumerate()
-                    .filter_map(|(x, v)| {
-                        v.filter(|v| v.value > 0.0)
-                            .map(|v| ((x as f64, v.value * scale), v.degrees_of_freedom.map(|_| v.half_width * scale)))
+                    .zip(sizes)
+                    .filter_map(|(v, size)| {
+                        v.filter(|v| v.value > 0.0).map(|v| {
+                            ((*size as f64, v.value * scale), v.degrees_of_freedom.map(|_| v.half_width * scale))
+                        })
                     })
                     .unzip();
-                Series { name: s.runtime.clone(), colour: palette(i), points, errors }
+                Series { name: s.runtime.clone(), style: styles[i], points, errors }
             })
             .filter(|s| !s.points.is_empty())
             .collect()
@@ -279,60 +283,77 @@ pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
                 .collect();
             measured.sort_by(|a, b| a.0 .0.total_cmp(&b.0 .0));
             let (points, errors) = measured.into_iter().unzip();
-            Series { name: s.runtime.clone(), colour: palette(i), points, errors }
+            Series { name: s.runtime.clone(), style: styles[i], points, errors }
         })
         .filter(|s| !s.points.is_empty())
         .collect();
     let pattern = record.settings.pattern.name();
-    let by_granularity =
-        format!("Efficiency against task granularity ({pattern}): METG(50 %) where a line crosses 50 %");
-    let by_size = format!("Efficiency against the busy work asked of a task ({pattern})");
-    let overhead_title = "Overhead per task: wall x cores / tasks - the task's work (where positive)";
-    let granularity_axis = "task granularity: wall x cores / tasks (ns)";
-    Ok(vec![
+    let by_granularity = format!("Efficiency against task granularity ({pattern})");
+    let by_size = format!("Efficiency against the busy work of a task ({pattern})");
+    let overhead_title = "Overhead per task (where positive)";
+    let share = Axis::new("efficiency", Unit::Percent).scale(Scale::LinearFromZero);
+    let work = Axis::new("busy work per task", Unit::Nanos).scale(Scale::Log);
+    let granularity = Axis::new("task granularity: wall x cores / tasks", Unit::Nanos).scale(Scale::Log);
+    let overhead = Axis::new("wall x cores / tasks - work", Unit::Nanos);
+    let mut charts = vec![
         Chart {
             file: "efficiency.svg".into(),
             title: by_granularity.clone(),
-            svg: share_chart_at_level(
+            svg: line_chart(
                 &by_granularity,
-                granularity_axis,
-                "efficiency (%)",
+                &granularity,
+                &share,
                 &against_granularity,
-                &metg_level(record),
+                Some(&metg_level(record, &styles)),
             )?,
         },
         Chart {
             file: "efficiency-by-size.svg".into(),
             title: by_size.clone(),
-            svg: share_chart(&by_size, "busy work per task", "efficiency (%)", &efficiency, Some(&sizes))?,
+            svg: line_chart(&by_size, &work, &share, &efficiency, None)?,
         },
         Chart {
             file: "overhead.svg".into(),
             title: overhead_title.into(),
-            svg: line_chart(
-                overhead_title,
-                "busy work per task",
-                "overhead per task (ns)",
-                &series(|s| &s.overhead_ns, 1.0),
-                Some(&sizes),
-            )?,
+            svg: line_chart(overhead_title, &work, &overhead, &series(|s| &s.overhead_ns, 1.0), None)?,
         },
-    ])
+    ];
+    // The ranked table as a figure: each runtime's METG, with its interval.
+    let ranked: Vec<(String, (f64, Option<f64>))> = record
+        .summaries
+        .iter()
+        .filter_map(|s| {
+            let m = s.metg_ns.as_ref()?;
+            Some((s.runtime.clone(), (m.value, m.degrees_of_freedom.map(|_| m.half_width))))
+        })
+        .collect();
+    if !ranked.is_empty() {
+        let title = format!("METG(50 %) per runtime ({pattern}; lower is better)");
+        let names: Vec<String> = ranked.iter().map(|r| r.0.clone()).collect();
+        let bars = [Bars {
+            name: "METG(50 %)".into(),
+            style: Style::other(0),
+            values: ranked.iter().map(|r| Some(r.1)).collect(),
+        }];
+        let axis = Axis::new("METG(50 %): task granularity at 50 % efficiency", Unit::Nanos).scale(Scale::Log);
+        charts.push(Chart {
+            file: "metg.svg".into(),
+            title: title.clone(),
+            svg: bar_chart(&title, &axis, &names, &bars)?,
+        });
+    }
+    Ok(charts)
 }
 
 /// The 50 % line, with each runtime's METG marked on it in its colour.
-fn metg_level(record: &GrainRecord) -> Level {
+fn metg_level(record: &GrainRecord, styles: &[Style]) -> Level {
     let marks = record
         .summaries
         .iter()
-        .enumerate()
-        .filter_map(|(i, s)| Some((s.metg_ns.as_ref()?.value, palette(i))))
+        .zip(styles)
+        .filter_map(|(s, style)| Some((s.metg_ns.as_ref()?.value, style.colour)))
         .collect();
-    Level {
-        y: 100.0 * THRESHOLD,
-        label: format!("{:.0} %: METG marked where each line crosses", 100.0 * THRESHOLD),
-        marks,
-    }
+    Level { y: 100.0 * THRESHOLD, label: format!("{:.0} %: METG where each line crosses", 100.0 * THRESHOLD), marks }
 }
 
 /// One line per runtime, repetition and task size.

@@ -1,8 +1,8 @@
 //! What `run net` shows and writes: the console tables, `net.json`, `summary.csv`, the charts
 //! (the study's ratio graph, throughput, round-trip p99) and `report.html`.
 
-use super::chart::{line_chart, palette, Chart, Series};
 use super::console::render_table;
+use super::figure::{line_chart, styles, Axis, Chart, Series, Unit};
 use super::format::format_ns;
 use super::{write, write_charts_and_page, ReportError};
 use crate::model::net::{NetPoint, NetRecord, NetSummary};
@@ -97,6 +97,7 @@ fn receivers_of(record: &NetRecord) -> Vec<String> {
 /// The ratio graph, throughput and round-trip p99 against senders, one line per receiver.
 pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
     let receivers = receivers_of(record);
+    let styles = styles(&receivers);
     let series = |value: &dyn Fn(&NetSummary) -> Option<Interval>| -> Vec<Series> {
         receivers
             .iter()
@@ -110,7 +111,7 @@ pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
                         value(p).map(|v| ((p.senders as f64, v.value), v.degrees_of_freedom.map(|_| v.half_width)))
                     })
                     .unzip();
-                Series { name: r.clone(), colour: palette(i), points, errors }
+                Series { name: r.clone(), style: styles[i], points, errors }
             })
             .filter(|s: &Series| !s.points.is_empty())
             .collect()
@@ -120,7 +121,7 @@ pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
             .points
             .iter()
             .filter(|q| q.receiver == p.receiver && q.senders == p.senders && q.error.is_none())
-            .filter_map(|q| q.round_trip.as_ref()?.p99.map(|v| v as f64 / 1e6))
+            .filter_map(|q| q.round_trip.as_ref()?.p99.map(|v| v as f64))
             .collect();
         match values.as_slice() {
             [] => None,
@@ -129,21 +130,25 @@ pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
         }
     };
     type Value<'a> = &'a dyn Fn(&NetSummary) -> Option<Interval>;
-    let specs: [(&str, &str, &str, Value); 3] = [
-        ("ratio.svg", "Throughput relative to 1 sender (the TCP study's ratio graph)", "ratio to 1 sender", &|p| {
-            p.ratio
-        }),
-        ("throughput.svg", "Throughput at the receiver", "messages per second", &|p| p.throughput),
-        ("round-trip-p99.svg", "Round trip p99 at the senders", "round trip p99 (ms)", &mean_rtt_p99),
+    let specs: [(&str, &str, &str, Unit, Value); 3] = [
+        (
+            "ratio.svg",
+            "Throughput relative to 1 sender (the TCP study's ratio graph)",
+            "ratio to 1 sender",
+            Unit::Plain,
+            &|p| p.ratio,
+        ),
+        ("throughput.svg", "Throughput at the receiver", "messages per second", Unit::Count, &|p| p.throughput),
+        ("round-trip-p99.svg", "Round trip p99 at the senders", "round trip p99", Unit::Nanos, &mean_rtt_p99),
     ];
     let mut charts = Vec::new();
-    for (file, title, y, value) in specs {
+    for (file, title, y, unit, value) in specs {
         let lines = series(value);
         if lines.iter().any(|s| s.points.len() > 1) {
             charts.push(Chart {
                 file: file.into(),
                 title: title.into(),
-                svg: line_chart(title, "senders", y, &lines, None)?,
+                svg: line_chart(title, &Axis::new("senders", Unit::Count), &Axis::new(y, unit), &lines, None)?,
             });
         }
     }
