@@ -705,3 +705,61 @@ fn compare_judges_net_granularity_and_bench_between_runs() {
     assert!(table.lines().any(|l| l.starts_with("nap ") && l.contains("mean gap") && l.contains("2 vs 2")), "{table}");
     assert!(table.contains("2 results folders"), "{table}");
 }
+
+#[test]
+fn every_kind_gets_a_page_of_tables_figures_settings_and_warnings_on_top() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../clients/python");
+    // A scenario that completes a unit every 60 ms: a handful in its window, and a warning.
+    let scenario = |name: &str, seconds: &str| {
+        format!(
+            "{name}=python3 -c 'import sys, time; sys.path.insert(0, \"{}\"); import taskmeter_record as tm\nwhile True: time.sleep({seconds}); tm.record()'",
+            python.display()
+        )
+    };
+    let (net, grain, bench, sleep) = (folder("net"), folder("granularity"), folder("bench"), folder("sleep"));
+    let (slow, fast) = (scenario("slow", "0.06"), scenario("fast", "0.002"));
+    for args in [
+        vec!["run", "net", "--receivers", "thread,tokio-mt", "--senders", "1,2", "--messages", "100", "-o", &net],
+        vec![
+            "run",
+            "granularity",
+            "--runtimes",
+            "smol,thread",
+            "--quick",
+            "--task-busy",
+            "100us,10us",
+            "--steps",
+            "2",
+            "-o",
+            &grain,
+        ],
+        vec!["bench", "--scenario", &slow, "--scenario", &fast, "--warmup", "0", "--duration", "300ms", "-o", &bench],
+        vec!["run", "--runtimes", "thread,smol", "--duration", "300ms", "--warmup", "50ms", "-o", &sleep],
+    ] {
+        let ran = run(&args);
+        assert_eq!(ran.status.code(), Some(0), "{args:?}: {}", stderr(&ran));
+    }
+    for (kind, dir) in [("net", &net), ("granularity", &grain), ("bench", &bench), ("run", &sleep)] {
+        let page = std::fs::read_to_string(Path::new(dir).join("report.html")).unwrap();
+        assert!(page.contains("<table class=\"results\">"), "{kind}: its tables are tables");
+        assert!(!page.contains("<pre class=\"results\">"), "{kind}: no text dump");
+        assert!(page.contains("<figure class=\"chart\""), "{kind}: its figures are inline");
+        assert!(page.contains("<dl class=\"settings\">") && page.contains("<dl class=\"environment\">"), "{kind}");
+        assert!(!page.contains("> ?<") && !page.contains("-> ?"), "{kind}: nothing unknown is shown as ?");
+        if let Some(warnings) = page.find("id=\"warnings\"") {
+            assert!(warnings < page.find("id=\"settings\"").unwrap(), "{kind}: warnings come first");
+        }
+    }
+    let page = std::fs::read_to_string(Path::new(&bench).join("report.html")).unwrap();
+    let warnings = page.find("id=\"warnings\"").expect("a scenario with a few units is flagged");
+    let few = page.find("slow: only").expect("the slow scenario is named");
+    assert!(warnings < few && few < page.find("<table").unwrap(), "the warning is at the top");
+    assert!(
+        page.contains("--scenario &#x27;slow=") || page.contains("--scenario 'slow="),
+        "the command keeps its quotes"
+    );
+    assert!(Path::new(&bench).join("charts/gap.svg").is_file());
+    assert!(Path::new(&grain).join("charts/efficiency.svg").is_file());
+}

@@ -32,21 +32,11 @@ pub fn rebuild(
         (_, Some(_)) => return Err(format!("--table applies to a run's record ({} is not one)", file.display()).into()),
         _ => {}
     }
-    match &record {
-        AnyRecord::Run(r) => crate::report::run::write_report(folder, r)?,
-        AnyRecord::Net(r) => crate::report::net::write_report(folder, r)?,
-        AnyRecord::Bench(r) => crate::report::bench::write_report(folder, r)?,
-        AnyRecord::Granularity(r) => crate::report::granularity::write_report(folder, r)?,
-    }
+    let report = crate::report::page::of(&record);
+    crate::report::page::write_report(folder, report)?;
     crate::outln!("{}", folder.join("report.html").display());
     if let Some(out) = figures {
-        let charts = match &record {
-            AnyRecord::Run(r) => crate::report::chart::all(r),
-            AnyRecord::Net(r) => crate::report::net::charts(r),
-            AnyRecord::Bench(_) => Ok(Vec::new()),
-            AnyRecord::Granularity(r) => crate::report::granularity::charts(r),
-        }
-        .map_err(crate::report::ReportError::Chart)?;
+        let charts = report.figures().map_err(crate::report::ReportError::Chart)?;
         for file in crate::report::print::write_figures(out, &charts)? {
             crate::outln!("{}", file.display());
         }

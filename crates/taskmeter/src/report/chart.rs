@@ -79,7 +79,7 @@ fn deviation_bars(record: &RunRecord, point: &Point) -> Result<Option<Chart>, St
         Bars { name: "full".into(), style: Style::other(1), values: bars.iter().map(|b| value(&b.2)).collect() },
     ];
     let title = format!("mean deviation from the expected sleep{}", at(record, point));
-    let axis = Axis::new("mean |value - expected|", Unit::Nanos).scale(Scale::LinearFromZero);
+    let axis = Axis::new("mean |value - expected|", Unit::Nanos);
     let svg = bar_chart(&title, &axis, &names, &groups)?;
     Ok(Some(Chart { file: format!("point-{}-deviation-bars.svg", point.index + 1), title, svg }))
 }

@@ -304,7 +304,13 @@ pub fn env_line(env: &Environment, worker_sched: Option<&SchedInfo>, dma_latency
             parts.push("cpu_dma_latency per point (see the report)".into());
         }
     }
-    let load = |l: &Option<[f64; 3]>| l.map(|l| format!("{:.2}", l[0])).unwrap_or_else(|| "?".into());
-    parts.push(format!("load {} -> {}", load(&env.load_average_before), load(&env.load_average_after)));
+    // What is not known (the load after, at the start of a bench) is left out, never shown as `?`.
+    let load = |l: &Option<[f64; 3]>| l.map(|l| format!("{:.2}", l[0]));
+    match (load(&env.load_average_before), load(&env.load_average_after)) {
+        (Some(before), Some(after)) => parts.push(format!("load {before} -> {after}")),
+        (Some(before), None) => parts.push(format!("load {before}")),
+        (None, Some(after)) => parts.push(format!("load after {after}")),
+        (None, None) => {}
+    }
     parts.join(" | ")
 }

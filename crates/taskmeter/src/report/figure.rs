@@ -38,7 +38,7 @@ const TITLE_SIZE: u32 = 20;
 /// About how wide a digit of the tick font is, in px (DejaVu Sans, Liberation Sans).
 const CHAR_WIDTH: f64 = 9.0;
 /// The same, on average over a legend's labels (lower case, digits): wider would waste columns.
-const LEGEND_CHAR_WIDTH: f64 = 7.4;
+const LEGEND_CHAR_WIDTH: f64 = 7.6;
 /// The title's lines, in px.
 const TITLE_LINE: u32 = 21;
 const GRID: RGBColor = RGBColor(225, 225, 225);
@@ -141,6 +141,11 @@ struct Mapped {
 
 impl Mapped {
     fn fit(axis: &Axis, values: &[f64]) -> Mapped {
+        Mapped::fit_as(axis, values, None)
+    }
+
+    /// [`Mapped::fit`], its choice of a log axis made beforehand when `log` is given.
+    fn fit_as(axis: &Axis, values: &[f64], log: Option<bool>) -> Mapped {
         let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
         let min_positive = finite.iter().copied().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
         let max = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -148,6 +153,7 @@ impl Mapped {
         let has_zero = finite.contains(&0.0);
         let spans_two_decades = min_positive.is_finite() && max / min_positive >= 100.0;
         let log = match &axis.scale {
+            _ if log.is_some() => log == Some(true) && min_positive.is_finite(),
             Scale::Auto => !negative && spans_two_decades,
             Scale::Log => min_positive.is_finite(),
             _ => false,
@@ -174,7 +180,11 @@ impl Mapped {
                 (lo - pad)..(hi + pad)
             }
             None => {
-                let from_zero = matches!(axis.scale, Scale::LinearFromZero) || (lo >= 0.0 && lo < 0.4 * hi);
+                let from_zero = match axis.scale {
+                    Scale::LinearFromZero => true,
+                    Scale::Linear => false,
+                    _ => lo >= 0.0 && lo < 0.4 * hi,
+                };
                 let lo = if from_zero { lo.min(0.0) } else { lo };
                 let pad = ((hi - lo).abs() * 0.05).max(hi.abs() * 0.05 + 1e-9);
                 (if from_zero && lo >= 0.0 { lo } else { lo - pad })..(hi + pad)
@@ -495,7 +505,8 @@ fn legend_layout(keys: &[Key]) -> (usize, u32, u32) {
         return (1, 0, 0);
     }
     let longest = keys.iter().map(|k| k.label.chars().count()).max().unwrap_or(0);
-    let column = (longest as f64 * LEGEND_CHAR_WIDTH) as u32 + 40;
+    // The mark (34 px), the label, and a gap before the next column.
+    let column = (longest as f64 * LEGEND_CHAR_WIDTH) as u32 + 50;
     let columns = ((WIDTH - 16) / column).clamp(1, keys.len() as u32) as usize;
     let rows = keys.len().div_ceil(columns) as u32;
     (columns, column, rows * LEGEND_LINE + 10)
@@ -650,15 +661,28 @@ pub fn line_chart(title: &str, x: &Axis, y: &Axis, series: &[Series], level: Opt
     let xs: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).collect();
     let ys: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).filter(|v| v.is_finite()).collect();
     let (xm, ym_points) = (Mapped::fit(x, &xs), Mapped::fit(y, &ys));
-    // An error bar that reaches below 0 on a log axis stops at the lowest value drawn.
+    // An x axis starts where its values do (0 senders means nothing).
+    let xm = if !xm.log && x.scale == Scale::Auto { Mapped::fit(&x.clone().scale(Scale::Linear), &xs) } else { xm };
+    // A quantity that is never negative (every value >= 0) has no interval below 0: its error
+    // bars stop at 0, or on a log axis at the lowest value drawn.
     let floor = ys.iter().copied().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
-    let clamp = |v: f64| if ym_points.log && v <= 0.0 { floor } else { v };
+    let positive = ys.iter().all(|v| *v >= 0.0);
+    let clamp = |v: f64| match (ym_points.log, positive) {
+        (true, _) if v <= 0.0 => floor,
+        (false, true) => v.max(0.0),
+        _ => v,
+    };
     let mut extents: Vec<f64> =
         series.iter().flat_map(|s| s.extents().flat_map(|(_, lo, hi)| [clamp(lo), hi])).collect();
+    // A share's axis is fitted to its values, not to intervals that reach far beyond 100 %:
+    // those bars are cut at the axis' end.
+    if y.scale == Scale::LinearFromZero {
+        let top = ys.iter().copied().fold(0.0, f64::max) * 1.25;
+        extents.retain(|v| *v <= top);
+    }
     extents.extend(&ys);
     extents.extend(level.map(|l| l.y));
-    let ym =
-        Mapped::fit(&Axis { scale: if ym_points.log { Scale::Log } else { y.scale.clone() }, ..y.clone() }, &extents);
+    let ym = Mapped::fit_as(y, &extents, Some(ym_points.log));
     let ym = Mapped { zero_at: ym_points.zero_at, ..ym };
     let mut keys: Vec<Key> =
         series.iter().map(|s| Key { label: s.name.clone(), style: s.style, kind: KeyKind::LineWithMarker }).collect();
@@ -668,16 +692,20 @@ pub fn line_chart(title: &str, x: &Axis, y: &Axis, series: &[Series], level: Opt
     }
     let x_span = xm.range.end - xm.range.start;
     figure(title, (&xm, &ym), PLOT_HEIGHT, (&x.desc, &y.desc), &keys, |chart| {
-        for line in series {
+        // Lines with error bars are set a little apart, so that bars at one x do not hide each other.
+        let dodged = series.iter().any(|s| s.errors.iter().any(Option::is_some));
+        for (k, line) in series.iter().enumerate() {
+            let dodge = if dodged { (k as f64 - (series.len() - 1) as f64 / 2.0) * x_span * 0.006 } else { 0.0 };
             let mapped: Vec<(f64, f64)> =
-                line.points.iter().filter(|p| p.1.is_finite()).map(|(a, b)| (xm.to(*a), ym.to(*b))).collect();
+                line.points.iter().filter(|p| p.1.is_finite()).map(|(a, b)| (xm.to(*a) + dodge, ym.to(*b))).collect();
             line_at(chart, mapped.clone(), line.style, 2)?;
             for p in &mapped {
                 marker_at(chart, *p, line.style)?;
             }
             let cap = x_span * 0.01;
+            let (bottom, top) = (ym.range.start, ym.range.end);
             let bars = line.extents().zip(&line.errors).filter(|(_, e)| e.is_some()).map(|((a, lo, hi), _)| {
-                let (a, lo, hi) = (xm.to(a), ym.to(clamp(lo)), ym.to(hi));
+                let (a, lo, hi) = (xm.to(a) + dodge, ym.to(clamp(lo)).max(bottom), ym.to(hi).min(top));
                 PathElement::new(
                     vec![(a - cap, lo), (a + cap, lo), (a, lo), (a, hi), (a - cap, hi), (a + cap, hi)],
                     line.style.colour.stroke_width(1),
@@ -793,11 +821,12 @@ pub fn bar_chart(title: &str, value: &Axis, categories: &[String], groups: &[Bar
     let extents: Vec<f64> = groups
         .iter()
         .flat_map(|g| g.values.iter().flatten().flat_map(|(v, e)| [*v, v + e.unwrap_or(0.0), v - e.unwrap_or(0.0)]))
-        .chain(std::iter::once(0.0))
         // On a log axis, bars start at the axis' left end, and an error bar reaching 0 stops there.
-        .filter(|v| value.scale != Scale::Log || *v > 0.0)
+        .filter(|v| *v > 0.0)
         .collect();
     let xm = Mapped::fit(value, &extents);
+    // A linear axis starts at 0.
+    let xm = if xm.log { xm } else { Mapped::fit(value, &[extents.as_slice(), &[0.0]].concat()) };
     let mut names: Vec<String> = categories.to_vec();
     names.reverse();
     let ym = Mapped::fit(&Axis::new("", Unit::Plain).scale(Scale::Categories(names)), &[]);

@@ -3,10 +3,12 @@
 //! charts and `report.html`.
 
 use super::console::render_table;
-use super::figure::{bar_chart, line_chart, styles, Axis, Bars, Chart, Level, Scale, Series, Style, Unit};
-use super::{write, write_charts_and_page, ReportError};
+use super::figure::{bar_chart, line_chart, style_of, Axis, Bars, Chart, Level, Scale, Series, Style, Unit};
+use super::page::{table, Block, Report, Section};
+use super::{write, ReportError};
 use crate::analysis::granularity::{baselines, BASELINE_SPREAD, THRESHOLD};
 use crate::model::granularity::{GrainRecord, GrainRun, GrainSummary, Metg};
+use crate::model::header::Header;
 use std::fmt::Write as _;
 use std::path::Path;
 use taskmeter_stats::format::ns as format_ns;
@@ -237,8 +239,8 @@ const DISAGREEMENT: f64 = 2.0;
 /// The figures: efficiency against granularity (Task Bench's, METG where each line crosses
 /// 50 %), efficiency and overhead per task against the task's work, and METG per runtime.
 pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
-    let names: Vec<String> = record.summaries.iter().map(|s| s.runtime.clone()).collect();
-    let styles = styles(&names);
+    // Styles by the settings' order, so a runtime looks the same in every figure and run.
+    let styles: Vec<Style> = record.summaries.iter().map(|s| style_of(&record.settings.runtimes, &s.runtime)).collect();
     let sizes = &record.settings.grains_ns;
     // Overheads are drawn where they are positive: at the largest sizes one is a small
     // difference of two large times, and noise can make it negative (efficiency above 100 %).
@@ -424,6 +426,123 @@ pub fn write_folder(dir: &Path, record: &GrainRecord) -> Result<(), ReportError>
 
 /// `charts/*.svg` and `report.html`, drawn from the record alone.
 pub fn write_report(dir: &Path, record: &GrainRecord) -> Result<(), ReportError> {
-    let charts = charts(record)?;
-    write_charts_and_page(dir, &charts, &super::html::render_granularity(record, &charts, &console(record)))
+    super::page::write_report(dir, record)
 }
+
+impl Report for GrainRecord {
+    fn kind(&self) -> &'static str {
+        "granularity"
+    }
+
+    fn json(&self) -> String {
+        super::json(self)
+    }
+
+    fn csv(&self) -> String {
+        summary_csv(self)
+    }
+
+    fn markdown(&self) -> String {
+        markdown(self)
+    }
+
+    fn header(&self) -> &Header {
+        &self.header
+    }
+
+    fn title(&self) -> String {
+        format!("taskmeter granularity run of {}", self.header.started_at)
+    }
+
+    fn settings(&self) -> Vec<(String, String)> {
+        let s = &self.settings;
+        vec![
+            ("runtimes".into(), s.runtimes.join(", ")),
+            (
+                "pattern".into(),
+                format!(
+                    "{}, {} x {} = {} tasks a round",
+                    s.pattern.name(),
+                    s.width,
+                    s.steps,
+                    s.width as u64 * s.steps as u64
+                ),
+            ),
+            (
+                "task sizes".into(),
+                format!(
+                    "{} from {} to {}",
+                    s.grains_ns.len(),
+                    format_ns(s.grains_ns[0] as f64),
+                    format_ns(*s.grains_ns.last().unwrap_or(&0) as f64)
+                ),
+            ),
+            (
+                "measured".into(),
+                format!("{} each, after {} of warm-up", format_ns(s.duration_ns as f64), format_ns(s.warmup_ns as f64)),
+            ),
+            ("repetitions".into(), s.repeat.to_string()),
+        ]
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        let mut out: Vec<String> = warnings(self).lines().map(String::from).collect();
+        out.extend(self.skipped.iter().map(|skip| format!("skipped: {}: {}", skip.runtime, skip.reason)));
+        out.extend(self.runs.iter().filter(|r| r.error.is_some() && !r.interrupted).map(|run| {
+            format!(
+                "{} (repetition {}) failed after {} task sizes: {}",
+                run.runtime,
+                run.repetition,
+                run.points.len(),
+                run.error.as_deref().unwrap_or_default()
+            )
+        }));
+        if !self.header.complete {
+            let why = self.header.incomplete_reason.as_deref().unwrap_or("interrupted");
+            out.push(format!("the run stopped early ({why}): these results hold what was measured before it"));
+        }
+        out
+    }
+
+    fn figures(&self) -> Result<Vec<Chart>, String> {
+        charts(self)
+    }
+
+    fn file(&self) -> &'static str {
+        "granularity.json"
+    }
+
+    fn sections(&self, figures: &[Chart]) -> Vec<Section> {
+        let mut results = vec![Block::Table(String::new(), table(ranked_table(self)), "results")];
+        results.extend(figures.iter().filter(|c| c.file == "metg.svg").map(|c| Block::Figure(c.file.clone())));
+        results.push(Block::Text(format!(
+            "METG(50 %): the task granularity (wall x cores / tasks) at which efficiency falls to {:.0} %; lower is better. {}",
+            100.0 * THRESHOLD,
+            if self.settings.repeat > 1 {
+                "± = 95 % Student-t interval over the repetitions (each its own worker process)."
+            } else {
+                "One repetition: no interval; --repeat 3 gives intervals."
+            }
+        )));
+        let mut efficiency =
+            vec![Block::Table("Efficiency (%) at each task size".into(), table(efficiency_matrix(self)), "results")];
+        efficiency.extend(figures.iter().filter(|c| c.file != "metg.svg").map(|c| Block::Figure(c.file.clone())));
+        vec![
+            Section { id: "results".into(), heading: "Results".into(), blocks: results },
+            Section { id: "efficiency".into(), heading: "Efficiency and overhead".into(), blocks: efficiency },
+            Section {
+                id: "reading".into(),
+                heading: "How to read this".into(),
+                blocks: vec![Block::Text(READING.into())],
+            },
+        ]
+    }
+}
+
+const READING: &str = "Each worker runs rounds of tasks of a fixed busy work, started and awaited the runtime's own \
+    way, at each task size. The useful work of a task is the same busy loop timed alone, one call after another, in \
+    the same worker. Efficiency = tasks x useful work / (wall time x cores), where cores is how many tasks the runtime \
+    can run at once here (1 for one-threaded runtimes and for Python threads under the GIL). Task granularity = wall \
+    x cores / tasks; METG(50 %) is the granularity at which efficiency falls to 50 % (Task Bench, Slaughter et al., \
+    SC'20), interpolated in log granularity between the two task sizes around it. Every task's result is checked and \
+    every started task must complete.";

@@ -11,6 +11,7 @@ pub mod granularity;
 pub mod html;
 pub mod markdown;
 pub mod net;
+pub mod page;
 pub mod print;
 pub mod run;
 pub mod samples;

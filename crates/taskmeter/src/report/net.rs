@@ -4,7 +4,9 @@
 use super::console::render_table;
 use super::figure::{line_chart, styles, Axis, Chart, Series, Unit};
 use super::format::format_ns;
-use super::{write, write_charts_and_page, ReportError};
+use super::page::{table, Block, Report, Section};
+use super::{write, ReportError};
+use crate::model::header::Header;
 use crate::model::net::{NetPoint, NetRecord, NetSummary};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -191,9 +193,113 @@ pub fn write_folder(dir: &Path, record: &NetRecord) -> Result<(), ReportError> {
 
 /// `charts/*.svg` and `report.html`, drawn from the record alone.
 pub fn write_report(dir: &Path, record: &NetRecord) -> Result<(), ReportError> {
-    let charts = charts(record)?;
-    write_charts_and_page(dir, &charts, &super::html::render_net(record, &charts, &console(record)))
+    super::page::write_report(dir, record)
 }
+
+impl Report for NetRecord {
+    fn kind(&self) -> &'static str {
+        "net"
+    }
+
+    fn json(&self) -> String {
+        super::json(self)
+    }
+
+    fn csv(&self) -> String {
+        summary_csv(self)
+    }
+
+    fn markdown(&self) -> String {
+        markdown(self)
+    }
+
+    fn header(&self) -> &Header {
+        &self.header
+    }
+
+    fn title(&self) -> String {
+        format!("taskmeter net run of {}", self.header.started_at)
+    }
+
+    fn settings(&self) -> Vec<(String, String)> {
+        let s = &self.settings;
+        let senders: Vec<String> = s.senders.iter().map(|n| n.to_string()).collect();
+        vec![
+            ("receivers".into(), s.receivers.join(", ")),
+            ("senders".into(), senders.join(", ")),
+            (
+                "messages".into(),
+                format!(
+                    "{} of {} bytes per point ({}), strict stop-and-wait on loopback",
+                    s.messages,
+                    s.message_size,
+                    if s.per_sender { "per sender" } else { "split across the senders" }
+                ),
+            ),
+            ("repetitions".into(), s.repeat.to_string()),
+        ]
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        let mut out: Vec<String> =
+            self.skipped.iter().map(|skip| format!("skipped: {}: {}", skip.receiver, skip.reason)).collect();
+        out.extend(self.points.iter().filter(|p| p.error.is_some()).map(|p| {
+            format!("{} with {} senders failed: {}", p.receiver, p.senders, p.error.as_deref().unwrap_or_default())
+        }));
+        out.extend(self.points.iter().filter(|p| p.strangers > 0).map(|p| {
+            format!(
+                "{} with {} senders refused {} connection(s) that were not its senders",
+                p.receiver, p.senders, p.strangers
+            )
+        }));
+        if !self.header.complete {
+            let why = self.header.incomplete_reason.as_deref().unwrap_or("interrupted");
+            out.push(format!("the run stopped early ({why}): these results hold what was measured before it"));
+        }
+        out
+    }
+
+    fn figures(&self) -> Result<Vec<Chart>, String> {
+        charts(self)
+    }
+
+    fn file(&self) -> &'static str {
+        "net.json"
+    }
+
+    fn sections(&self, figures: &[Chart]) -> Vec<Section> {
+        let mut blocks = vec![Block::Table(String::new(), table(summary_table(self)), "results")];
+        if let Some(matrix) = ratio_matrix(self) {
+            blocks.push(Block::Table(
+                "Throughput / the receiver's own 1-sender throughput".into(),
+                table(matrix),
+                "results",
+            ));
+        }
+        blocks.push(Block::Text(
+            if self.settings.repeat > 1 {
+                "± = 95 % Student-t interval over the repetitions (each its own receiver process); round trips: mean over repetitions."
+            } else {
+                "One repetition: no interval (a point's throughput varies by tens of percent from run to run here); --repeat 3 gives intervals."
+            }
+            .into(),
+        ));
+        blocks.extend(figures.iter().map(|c| Block::Figure(c.file.clone())));
+        vec![
+            Section { id: "results".into(), heading: "Results".into(), blocks },
+            Section {
+                id: "reading".into(),
+                heading: "How to read this".into(),
+                blocks: vec![Block::Text(READING.into())],
+            },
+        ]
+    }
+}
+
+const READING: &str = "Throughput is the study's: all messages received / (last receive - first receive) at the \
+    receiver. The ratio divides it by the same receiver's throughput with 1 sender. The round trip is timed per \
+    message at the senders, from the start of the write to the end of the ack. Every point checks that every \
+    message was sent, received and acknowledged with the same bytes.";
 
 /// One line per receiver and sender count (the repetitions together), with a header.
 fn summary_table(record: &NetRecord) -> Vec<Vec<String>> {

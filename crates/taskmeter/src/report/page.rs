@@ -1,0 +1,173 @@
+//! One report layer: each kind of result implements [`Report`] once, yielding its settings,
+//! warnings, tables, figures and page sections, and [`write_report`] and [`html`] do the rest
+//! for every kind alike: `charts/*.svg`, and `report.html` with the warnings at the top, the
+//! settings and environment as definition lists, tables as `<table>` and figures inline. A new
+//! experiment's report is one file: its `impl Report`.
+
+use super::figure::Chart;
+use super::html::escape;
+use super::tables::Table;
+use super::{write_charts_and_page, ReportError};
+use crate::machine::env::Environment;
+use crate::model::any::AnyRecord;
+use crate::model::header::Header;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// A part of a page.
+pub enum Block {
+    /// A table, with its caption (may be empty) and class (`results` for results).
+    Table(String, Table, &'static str),
+    /// The figure of this file name (in [`Report::figures`]).
+    Figure(String),
+    /// A paragraph.
+    Text(String),
+}
+
+/// A section of a page: its anchor, heading and blocks.
+pub struct Section {
+    pub id: String,
+    pub heading: String,
+    pub blocks: Vec<Block>,
+}
+
+/// What a kind of result shows; `report.html`, the figures and the exports come from it alone.
+pub trait Report {
+    /// The kind's name: `run`, `net`, `bench`, `granularity`.
+    fn kind(&self) -> &'static str;
+    /// The record as its file holds it (`--export-json`).
+    fn json(&self) -> String;
+    /// One line per row of results (`summary.csv`, `--export-csv`).
+    fn csv(&self) -> String;
+    /// The tables, ready to paste (`--export-markdown`).
+    fn markdown(&self) -> String;
+    /// The record's header: when, the command line, the environment, complete or not.
+    fn header(&self) -> &Header;
+    /// The page's title.
+    fn title(&self) -> String;
+    /// The settings, as (term, value).
+    fn settings(&self) -> Vec<(String, String)>;
+    /// What a reader must know before quoting a figure; shown at the top of the page.
+    fn warnings(&self) -> Vec<String>;
+    /// Every figure, in the house style (`figure.rs`).
+    fn figures(&self) -> Result<Vec<Chart>, String>;
+    /// The page's sections, which place the tables and the figures (those of [`Report::figures`]).
+    fn sections(&self, figures: &[Chart]) -> Vec<Section>;
+    /// The record's file name and schema, for the page's foot.
+    fn file(&self) -> &'static str;
+}
+
+/// The report of a record of any kind.
+pub fn of(record: &AnyRecord) -> &dyn Report {
+    match record {
+        AnyRecord::Run(r) => r,
+        AnyRecord::Net(r) => r,
+        AnyRecord::Bench(r) => r,
+        AnyRecord::Granularity(r) => r,
+    }
+}
+
+/// `charts/*.svg` and `report.html` of any kind of result.
+pub fn write_report(dir: &Path, report: &dyn Report) -> Result<(), ReportError> {
+    let figures = report.figures()?;
+    write_charts_and_page(dir, &figures, &html(report, &figures))
+}
+
+/// A table whose first line is its header.
+pub fn table(lines: Vec<Vec<String>>) -> Table {
+    let mut lines = lines.into_iter();
+    Table { header: lines.next().unwrap_or_default(), lines: lines.collect(), without_statistics: Vec::new() }
+}
+
+/// The page of a report made of sections.
+pub fn html<R: Report + ?Sized>(report: &R, figures: &[Chart]) -> String {
+    let header = report.header();
+    let when = format!("{} to {}", header.started_at, header.finished_at);
+    let mut out = super::html::page_head(&report.title(), header, &when);
+    let warnings = report.warnings();
+    if !warnings.is_empty() {
+        out.push_str("<section id=\"warnings\" class=\"warnings\"><h2>Warnings</h2><ul>\n");
+        for w in warnings {
+            let _ = writeln!(out, "<li class=\"warning\">{}</li>", escape(&w));
+        }
+        out.push_str("</ul></section>\n");
+    }
+    definitions(&mut out, "settings", "Settings", &report.settings());
+    for section in report.sections(figures) {
+        let _ = writeln!(out, "<h2 id=\"{}\">{}</h2>", escape(&section.id), escape(&section.heading));
+        for block in section.blocks {
+            match block {
+                Block::Table(caption, t, class) => {
+                    if !caption.is_empty() {
+                        let _ = writeln!(out, "<h3>{}</h3>", escape(&caption));
+                    }
+                    super::html::html_table(&mut out, &t, class);
+                }
+                Block::Figure(file) => {
+                    if let Some(chart) = figures.iter().find(|c| c.file == file) {
+                        super::html::figure(&mut out, chart);
+                    }
+                }
+                Block::Text(text) => {
+                    let _ = writeln!(out, "<p>{}</p>", escape(&text));
+                }
+            }
+        }
+    }
+    environment(&mut out, &header.environment);
+    let _ = write!(
+        out,
+        "<p><small>taskmeter {}, {} schema {}</small></p>\n</body></html>\n",
+        escape(&header.taskmeter_version),
+        report.file(),
+        escape(&header.schema)
+    );
+    out
+}
+
+/// A definition list under a heading.
+pub fn definitions(out: &mut String, id: &str, heading: &str, items: &[(String, String)]) {
+    if items.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "<h2 id=\"{id}\">{heading}</h2>\n<dl class=\"{id}\">");
+    for (term, value) in items {
+        let _ = writeln!(out, "<dt>{}</dt><dd>{}</dd>", escape(term), escape(value));
+    }
+    out.push_str("</dl>\n");
+}
+
+/// The machine, as a definition list: what is not known is left out, never shown as `?`.
+pub fn environment(out: &mut String, env: &Environment) {
+    let load = |l: &Option<[f64; 3]>| l.map(|l| format!("{:.2} {:.2} {:.2}", l[0], l[1], l[2]));
+    let mut items: Vec<(String, Option<String>)> = vec![
+        ("kernel".into(), Some(env.kernel.clone())),
+        ("CPU".into(), Some(format!("{} ({} cores online)", env.cpu_model, env.cores_online))),
+        ("clocksource".into(), env.clocksource.clone()),
+        ("timer slack (taskmeter)".into(), env.timer_slack_ns.map(|s| format!("{s} ns"))),
+        ("preemption".into(), env.preemption.clone()),
+        ("HZ".into(), env.hz.map(|h| h.to_string())),
+        ("virtualisation".into(), env.virtualisation.clone()),
+        ("container".into(), env.container.clone()),
+        ("load average before".into(), load(&env.load_average_before)),
+        ("load average after".into(), load(&env.load_average_after)),
+    ];
+    items.extend(
+        env.toolchains.iter().map(|(runtime, version)| (format!("toolchain of {runtime}"), Some(version.clone()))),
+    );
+    let known: Vec<(String, String)> =
+        items.into_iter().filter_map(|(k, v)| Some((k, v.filter(|v| !v.is_empty())?))).collect();
+    definitions(out, "environment", "Environment", &known);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::html::shell_words;
+
+    #[test]
+    fn a_command_line_keeps_its_quotes() {
+        let words: Vec<String> =
+            ["taskmeter", "bench", "--", "sh", "-c", "sleep 0.1 && echo 'ok'"].map(String::from).to_vec();
+        assert_eq!(shell_words(&words), "taskmeter bench -- sh -c 'sleep 0.1 && echo '\\''ok'\\'''");
+    }
+}
