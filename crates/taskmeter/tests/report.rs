@@ -710,16 +710,14 @@ fn compare_judges_net_granularity_and_bench_between_runs() {
 fn every_kind_gets_a_page_of_tables_figures_settings_and_warnings_on_top() {
     let dir = tempfile::tempdir().unwrap();
     let folder = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../clients/python");
-    // A scenario that completes a unit every 60 ms: a handful in its window, and a warning.
-    let scenario = |name: &str, seconds: &str| {
-        format!(
-            "{name}=python3 -c 'import sys, time; sys.path.insert(0, \"{}\"); import taskmeter_record as tm\nwhile True: time.sleep({seconds}); tm.record()'",
-            python.display()
-        )
-    };
+    // The C client's sleeper completes a unit every N ms: every 60 ms gives a handful in the
+    // window, and a warning.
+    let clients = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../clients/c");
+    let made = Command::new("make").arg("-s").arg("-C").arg(&clients).output().expect("make runs");
+    assert!(made.status.success(), "{}", stderr(&made));
+    let scenario = |name: &str, ms: u32| format!("{name}='{}' {ms}", clients.join("build/sleeper").display());
     let (net, grain, bench, sleep) = (folder("net"), folder("granularity"), folder("bench"), folder("sleep"));
-    let (slow, fast) = (scenario("slow", "0.06"), scenario("fast", "0.002"));
+    let (slow, fast) = (scenario("slow", 60), scenario("fast", 2));
     for args in [
         vec!["run", "net", "--receivers", "thread,tokio-mt", "--senders", "1,2", "--messages", "100", "-o", &net],
         vec![
@@ -735,7 +733,19 @@ fn every_kind_gets_a_page_of_tables_figures_settings_and_warnings_on_top() {
             "-o",
             &grain,
         ],
-        vec!["bench", "--scenario", &slow, "--scenario", &fast, "--warmup", "0", "--duration", "300ms", "-o", &bench],
+        vec![
+            "bench",
+            "--scenario",
+            &slow,
+            "--scenario",
+            &fast,
+            "--warmup",
+            "100ms",
+            "--duration",
+            "500ms",
+            "-o",
+            &bench,
+        ],
         vec!["run", "--runtimes", "thread,smol", "--duration", "300ms", "--warmup", "50ms", "-o", &sleep],
     ] {
         let ran = run(&args);

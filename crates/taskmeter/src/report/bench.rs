@@ -6,26 +6,11 @@ use super::figure::{bar_chart, percentile_chart, Axis, Bars, Chart, Distribution
 use super::format::format_ns;
 use super::page::{Block, Report, Section};
 use super::tables::Table;
-use super::{write, ReportError};
 use crate::analysis::histogram;
 use crate::model::bench::BenchRecord;
-use crate::model::header::Header;
-use std::path::Path;
 use taskmeter_record::console;
 use taskmeter_record::report::ScenarioResult;
 use taskmeter_stats::format::duration;
-
-/// The results folder's files, from the record alone.
-pub fn write_folder(dir: &Path, record: &BenchRecord) -> Result<(), ReportError> {
-    write(&dir.join("bench.json"), super::json(record))?;
-    write_report(dir, record)
-}
-
-/// `report.txt`, `charts/*.svg` and `report.html`.
-pub fn write_report(dir: &Path, record: &BenchRecord) -> Result<(), ReportError> {
-    write(&dir.join("report.txt"), console::render(&record.report))?;
-    super::page::write_report(dir, record)
-}
 
 /// Fewer units than this in a scenario's window, and its statistics are flagged: a median of 3
 /// gaps says little.
@@ -40,14 +25,6 @@ fn label(r: &ScenarioResult) -> String {
 }
 
 impl Report for BenchRecord {
-    fn kind(&self) -> &'static str {
-        "bench"
-    }
-
-    fn json(&self) -> String {
-        super::json(self)
-    }
-
     fn csv(&self) -> String {
         summary_csv(self)
     }
@@ -56,8 +33,9 @@ impl Report for BenchRecord {
         markdown(self)
     }
 
-    fn header(&self) -> &Header {
-        &self.header
+    /// The Benchee-layout console report (a bench folder has no summary.csv: `--export-csv`).
+    fn derived(&self) -> Vec<(&'static str, String)> {
+        vec![("report.txt", console::render(&self.report))]
     }
 
     fn title(&self) -> String {
@@ -91,10 +69,6 @@ impl Report for BenchRecord {
                     label(r)
                 ));
             }
-        }
-        if !self.header.complete {
-            let why = self.header.incomplete_reason.as_deref().unwrap_or("interrupted");
-            out.push(format!("the bench stopped early ({why}): these results hold what was measured before it"));
         }
         out
     }
@@ -136,10 +110,6 @@ impl Report for BenchRecord {
             svg: bar_chart(&title, &axis, &names, &groups)?,
         });
         Ok(charts)
-    }
-
-    fn file(&self) -> &'static str {
-        "bench.json"
     }
 
     fn sections(&self, figures: &[Chart]) -> Vec<Section> {

@@ -5,12 +5,9 @@
 use super::console::render_table;
 use super::figure::{bar_chart, line_chart, style_of, Axis, Bars, Chart, Level, Scale, Series, Style, Unit};
 use super::page::{table, Block, Report, Section};
-use super::{write, ReportError};
 use crate::analysis::granularity::{baselines, BASELINE_SPREAD, THRESHOLD};
 use crate::model::granularity::{GrainRecord, GrainRun, GrainSummary, Metg};
-use crate::model::header::Header;
 use std::fmt::Write as _;
-use std::path::Path;
 use taskmeter_stats::format::ns as format_ns;
 use taskmeter_stats::Interval;
 
@@ -152,18 +149,8 @@ pub fn console(record: &GrainRecord) -> String {
         "one repetition: no interval; --repeat 3 gives intervals\n"
     });
     out.push_str(&warnings(record));
-    for skip in &record.skipped {
-        let _ = writeln!(out, "skipped: {}: {}", skip.runtime, skip.reason);
-    }
-    for run in record.runs.iter().filter(|r| r.error.is_some() && !r.interrupted) {
-        let _ = writeln!(
-            out,
-            "{} (repetition {}) failed after {} task sizes: {}",
-            run.runtime,
-            run.repetition,
-            run.points.len(),
-            run.error.as_deref().unwrap_or_default()
-        );
+    for line in failures(record) {
+        let _ = writeln!(out, "{line}");
     }
     if !record.header.complete {
         let why = record.header.incomplete_reason.as_deref().unwrap_or("interrupted");
@@ -231,6 +218,21 @@ fn warnings(record: &GrainRecord) -> String {
         }
     }
     out
+}
+
+/// The runtimes skipped, and the runs that failed.
+fn failures(record: &GrainRecord) -> Vec<String> {
+    let skipped = record.skipped.iter().map(|skip| format!("skipped: {}: {}", skip.runtime, skip.reason));
+    let failed = record.runs.iter().filter(|r| r.error.is_some() && !r.interrupted).map(|run| {
+        format!(
+            "{} (repetition {}) failed after {} task sizes: {}",
+            run.runtime,
+            run.repetition,
+            run.points.len(),
+            run.error.as_deref().unwrap_or_default()
+        )
+    });
+    skipped.chain(failed).collect()
 }
 
 /// Repetitions whose METGs differ by more than this factor are said to disagree.
@@ -358,100 +360,65 @@ fn metg_level(record: &GrainRecord, styles: &[Style]) -> Level {
     Level { y: 100.0 * THRESHOLD, label: format!("{:.0} %: METG where each line crosses", 100.0 * THRESHOLD), marks }
 }
 
-/// One line per runtime, repetition and task size.
-pub fn summary_csv(record: &GrainRecord) -> String {
-    let mut out = String::from("runtime,repetition,pattern,width,steps,grain_ns,iters,task_ns,tasks,rounds,wall_ns,cores,granularity_ns,efficiency,overhead_ns,metg_ns,metg_kind,status\n");
-    for run in &record.runs {
-        let (metg_ns, kind) = match run.metg {
-            Some(Metg::Interpolated { ns }) => (format!("{ns:.1}"), "interpolated"),
-            Some(Metg::Below { ns }) => (format!("{ns:.1}"), "below"),
-            Some(Metg::Above { ns }) => (format!("{ns:.1}"), "above"),
-            None => (String::new(), ""),
-        };
-        let status = if run.error.is_some() { "failed" } else { "ok" };
-        let s = &record.settings;
-        for p in &run.points {
-            let m = &p.measured;
-            let status = if p.invalid.is_some() { "invalid" } else { status };
-            let _ = writeln!(
-                out,
-                "{},{},{},{},{},{},{},{:.3},{},{},{},{},{:.3},{:.5},{:.3},{metg_ns},{kind},{status}",
-                run.runtime,
-                run.repetition,
-                s.pattern.name(),
-                s.width,
-                s.steps,
-                m.grain_ns,
-                m.iters,
-                p.task_ns,
-                m.tasks,
-                m.rounds,
-                m.wall_ns,
-                m.cores,
-                p.granularity_ns,
-                p.efficiency,
-                p.overhead_ns,
-            );
-        }
-        if run.points.is_empty() {
-            let _ = writeln!(
-                out,
-                "{},{},{},{},{},,,,,,,,,,,,,{status}",
-                run.runtime,
-                run.repetition,
-                s.pattern.name(),
-                s.width,
-                s.steps
-            );
-        }
-    }
-    out
-}
-
-/// `--export-markdown`: the tables, ready to paste.
-pub fn markdown(record: &GrainRecord) -> String {
-    let mut out =
-        format!("**taskmeter granularity** {}\n\n", settings_line(record).trim_start_matches("granularity: "));
-    out.push_str(&super::markdown::table(&ranked_table(record)));
-    out.push_str("\n_efficiency (%) at each task size_\n\n");
-    out.push_str(&super::markdown::table(&efficiency_matrix(record)));
-    out
-}
-
-pub fn write_folder(dir: &Path, record: &GrainRecord) -> Result<(), ReportError> {
-    write(&dir.join("granularity.json"), super::json(record))?;
-    write(&dir.join("summary.csv"), summary_csv(record))?;
-    write_report(dir, record)
-}
-
-/// `charts/*.svg` and `report.html`, drawn from the record alone.
-pub fn write_report(dir: &Path, record: &GrainRecord) -> Result<(), ReportError> {
-    super::page::write_report(dir, record)
-}
-
 impl Report for GrainRecord {
-    fn kind(&self) -> &'static str {
-        "granularity"
-    }
-
-    fn json(&self) -> String {
-        super::json(self)
-    }
-
+    /// One line per runtime, repetition and task size.
     fn csv(&self) -> String {
-        summary_csv(self)
+        let mut out = String::from("runtime,repetition,pattern,width,steps,grain_ns,iters,task_ns,tasks,rounds,wall_ns,cores,granularity_ns,efficiency,overhead_ns,metg_ns,metg_kind,status\n");
+        for run in &self.runs {
+            let (metg_ns, kind) = match run.metg {
+                Some(Metg::Interpolated { ns }) => (format!("{ns:.1}"), "interpolated"),
+                Some(Metg::Below { ns }) => (format!("{ns:.1}"), "below"),
+                Some(Metg::Above { ns }) => (format!("{ns:.1}"), "above"),
+                None => (String::new(), ""),
+            };
+            let status = if run.error.is_some() { "failed" } else { "ok" };
+            let s = &self.settings;
+            for p in &run.points {
+                let m = &p.measured;
+                let status = if p.invalid.is_some() { "invalid" } else { status };
+                let _ = writeln!(
+                    out,
+                    "{},{},{},{},{},{},{},{:.3},{},{},{},{},{:.3},{:.5},{:.3},{metg_ns},{kind},{status}",
+                    run.runtime,
+                    run.repetition,
+                    s.pattern.name(),
+                    s.width,
+                    s.steps,
+                    m.grain_ns,
+                    m.iters,
+                    p.task_ns,
+                    m.tasks,
+                    m.rounds,
+                    m.wall_ns,
+                    m.cores,
+                    p.granularity_ns,
+                    p.efficiency,
+                    p.overhead_ns,
+                );
+            }
+            if run.points.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "{},{},{},{},{},,,,,,,,,,,,,{status}",
+                    run.runtime,
+                    run.repetition,
+                    s.pattern.name(),
+                    s.width,
+                    s.steps
+                );
+            }
+        }
+        out
     }
 
+    /// `--export-markdown`: the tables, ready to paste.
     fn markdown(&self) -> String {
-        markdown(self)
-    }
-
-    fn header(&self) -> &Header {
-        &self.header
-    }
-
-    fn title(&self) -> String {
-        format!("taskmeter granularity run of {}", self.header.started_at)
+        let mut out =
+            format!("**taskmeter granularity** {}\n\n", settings_line(self).trim_start_matches("granularity: "));
+        out.push_str(&super::markdown::table(&ranked_table(self)));
+        out.push_str("\n_efficiency (%) at each task size_\n\n");
+        out.push_str(&super::markdown::table(&efficiency_matrix(self)));
+        out
     }
 
     fn settings(&self) -> Vec<(String, String)> {
@@ -486,30 +453,14 @@ impl Report for GrainRecord {
     }
 
     fn warnings(&self) -> Vec<String> {
-        let mut out: Vec<String> = warnings(self).lines().map(String::from).collect();
-        out.extend(self.skipped.iter().map(|skip| format!("skipped: {}: {}", skip.runtime, skip.reason)));
-        out.extend(self.runs.iter().filter(|r| r.error.is_some() && !r.interrupted).map(|run| {
-            format!(
-                "{} (repetition {}) failed after {} task sizes: {}",
-                run.runtime,
-                run.repetition,
-                run.points.len(),
-                run.error.as_deref().unwrap_or_default()
-            )
-        }));
-        if !self.header.complete {
-            let why = self.header.incomplete_reason.as_deref().unwrap_or("interrupted");
-            out.push(format!("the run stopped early ({why}): these results hold what was measured before it"));
-        }
+        let mut out: Vec<String> =
+            warnings(self).lines().map(|l| l.trim_start_matches("warning: ").to_string()).collect();
+        out.extend(failures(self));
         out
     }
 
     fn figures(&self) -> Result<Vec<Chart>, String> {
         charts(self)
-    }
-
-    fn file(&self) -> &'static str {
-        "granularity.json"
     }
 
     fn sections(&self, figures: &[Chart]) -> Vec<Section> {

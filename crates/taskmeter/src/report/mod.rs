@@ -1,5 +1,7 @@
-//! Every way a record is shown: the console, Markdown, CSV, JSON, charts and report.html, for
-//! every record kind (`run`, `net`, `bench`), with one exporter per format (`export`).
+//! Every way a record is shown: the console, Markdown, CSV, JSON, figures and report.html, for
+//! every record kind (`run`, `net`, `bench`, `granularity`): each kind implements
+//! `page::Report` once, every figure is drawn in the house style of `figure`, every page by
+//! `page::html`, every export by `export`.
 
 pub mod bench;
 pub mod chart;

@@ -5,11 +5,8 @@ use super::console::render_table;
 use super::figure::{line_chart, styles, Axis, Chart, Series, Unit};
 use super::format::format_ns;
 use super::page::{table, Block, Report, Section};
-use super::{write, ReportError};
-use crate::model::header::Header;
 use crate::model::net::{NetPoint, NetRecord, NetSummary};
 use std::fmt::Write as _;
-use std::path::Path;
 use taskmeter_stats::{t_interval, Interval};
 
 pub fn progress_line(p: &NetPoint, repeat: u32) -> String {
@@ -157,68 +154,49 @@ pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
     Ok(charts)
 }
 
-pub fn summary_csv(record: &NetRecord) -> String {
-    let mut out = String::from("receiver,senders,repetition,messages_planned,messages_sent,messages_acked,messages_received,throughput_msg_per_s,ratio_to_1_sender,window_ns,rtt_p50_ns,rtt_p99_ns,rtt_max_ns,status\n");
-    for p in &record.points {
-        let rtt = |pick: fn(&taskmeter_stats::Summary) -> Option<i64>| {
-            p.round_trip.as_ref().and_then(pick).map_or(String::new(), |v| v.to_string())
-        };
-        let _ = writeln!(
-            out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            p.receiver,
-            p.senders,
-            p.repetition,
-            p.messages_planned,
-            p.messages_sent,
-            p.messages_acked,
-            p.messages_received,
-            p.throughput.map_or(String::new(), |t| format!("{t:.1}")),
-            p.ratio.map_or(String::new(), |r| format!("{r:.4}")),
-            p.window_ns.map_or(String::new(), |w| w.to_string()),
-            rtt(|s| s.p50),
-            rtt(|s| s.p99),
-            rtt(|s| s.max),
-            if p.error.is_some() { "failed" } else { "ok" },
-        );
-    }
-    out
-}
-
-pub fn write_folder(dir: &Path, record: &NetRecord) -> Result<(), ReportError> {
-    write(&dir.join("net.json"), super::json(record))?;
-    write(&dir.join("summary.csv"), summary_csv(record))?;
-    write_report(dir, record)
-}
-
-/// `charts/*.svg` and `report.html`, drawn from the record alone.
-pub fn write_report(dir: &Path, record: &NetRecord) -> Result<(), ReportError> {
-    super::page::write_report(dir, record)
-}
-
 impl Report for NetRecord {
-    fn kind(&self) -> &'static str {
-        "net"
-    }
-
-    fn json(&self) -> String {
-        super::json(self)
-    }
-
     fn csv(&self) -> String {
-        summary_csv(self)
+        let mut out = String::from("receiver,senders,repetition,messages_planned,messages_sent,messages_acked,messages_received,throughput_msg_per_s,ratio_to_1_sender,window_ns,rtt_p50_ns,rtt_p99_ns,rtt_max_ns,status\n");
+        for p in &self.points {
+            let rtt = |pick: fn(&taskmeter_stats::Summary) -> Option<i64>| {
+                p.round_trip.as_ref().and_then(pick).map_or(String::new(), |v| v.to_string())
+            };
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                p.receiver,
+                p.senders,
+                p.repetition,
+                p.messages_planned,
+                p.messages_sent,
+                p.messages_acked,
+                p.messages_received,
+                p.throughput.map_or(String::new(), |t| format!("{t:.1}")),
+                p.ratio.map_or(String::new(), |r| format!("{r:.4}")),
+                p.window_ns.map_or(String::new(), |w| w.to_string()),
+                rtt(|s| s.p50),
+                rtt(|s| s.p99),
+                rtt(|s| s.max),
+                if p.error.is_some() { "failed" } else { "ok" },
+            );
+        }
+        out
     }
 
+    /// `--export-markdown`: the tables, ready to paste.
     fn markdown(&self) -> String {
-        markdown(self)
-    }
-
-    fn header(&self) -> &Header {
-        &self.header
-    }
-
-    fn title(&self) -> String {
-        format!("taskmeter net run of {}", self.header.started_at)
+        let table = super::markdown::table;
+        let s = &self.settings;
+        let mut out = format!(
+            "**taskmeter net** {} messages of {} bytes per point, {} repetition(s)\n\n",
+            s.messages, s.message_size, s.repeat
+        );
+        out.push_str(&table(&summary_table(self)));
+        if let Some(matrix) = ratio_matrix(self) {
+            out.push_str("\n_throughput / the receiver's own 1-sender throughput_\n\n");
+            out.push_str(&table(&matrix));
+        }
+        out
     }
 
     fn settings(&self) -> Vec<(String, String)> {
@@ -252,19 +230,11 @@ impl Report for NetRecord {
                 p.receiver, p.senders, p.strangers
             )
         }));
-        if !self.header.complete {
-            let why = self.header.incomplete_reason.as_deref().unwrap_or("interrupted");
-            out.push(format!("the run stopped early ({why}): these results hold what was measured before it"));
-        }
         out
     }
 
     fn figures(&self) -> Result<Vec<Chart>, String> {
         charts(self)
-    }
-
-    fn file(&self) -> &'static str {
-        "net.json"
     }
 
     fn sections(&self, figures: &[Chart]) -> Vec<Section> {
@@ -367,20 +337,4 @@ fn ratio_matrix(record: &NetRecord) -> Option<Vec<Vec<String>>> {
         matrix.push(line);
     }
     Some(matrix)
-}
-
-/// `--export-markdown`: the tables, ready to paste.
-pub fn markdown(record: &NetRecord) -> String {
-    let table = super::markdown::table;
-    let s = &record.settings;
-    let mut out = format!(
-        "**taskmeter net** {} messages of {} bytes per point, {} repetition(s)\n\n",
-        s.messages, s.message_size, s.repeat
-    );
-    out.push_str(&table(&summary_table(record)));
-    if let Some(matrix) = ratio_matrix(record) {
-        out.push_str("\n_throughput / the receiver's own 1-sender throughput_\n\n");
-        out.push_str(&table(&matrix));
-    }
-    out
 }

@@ -7,10 +7,10 @@
 use super::figure::Chart;
 use super::html::escape;
 use super::tables::Table;
-use super::{write_charts_and_page, ReportError};
+use super::{write, write_charts_and_page, ReportError};
 use crate::machine::env::Environment;
 use crate::model::any::AnyRecord;
-use crate::model::header::Header;
+use crate::model::header::{Header, Record};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -31,30 +31,56 @@ pub struct Section {
     pub blocks: Vec<Block>,
 }
 
-/// What a kind of result shows; `report.html`, the figures and the exports come from it alone.
-pub trait Report {
-    /// The kind's name: `run`, `net`, `bench`, `granularity`.
-    fn kind(&self) -> &'static str;
+/// What every record gives a report as it is: its header, its file and its JSON.
+pub trait Stored {
+    /// The record's header: when, the command line, the environment, complete or not.
+    fn header(&self) -> &Header;
+    /// The record's file name (`run.json`).
+    fn file(&self) -> &'static str;
     /// The record as its file holds it (`--export-json`).
     fn json(&self) -> String;
+    /// The kind's name, its file's stem: `run`, `net`, `bench`, `granularity`.
+    fn kind(&self) -> &'static str {
+        self.file().trim_end_matches(".json")
+    }
+}
+
+impl<R: Record> Stored for R {
+    fn header(&self) -> &Header {
+        Record::header(self)
+    }
+    fn file(&self) -> &'static str {
+        R::FILE
+    }
+    fn json(&self) -> String {
+        super::json(self)
+    }
+}
+
+/// What a kind of result shows; `report.html`, the figures and the exports come from it alone.
+pub trait Report: Stored {
     /// One line per row of results (`summary.csv`, `--export-csv`).
     fn csv(&self) -> String;
     /// The tables, ready to paste (`--export-markdown`).
     fn markdown(&self) -> String;
-    /// The record's header: when, the command line, the environment, complete or not.
-    fn header(&self) -> &Header;
+    /// The files besides the record that are drawn from it alone (written with it, and again by
+    /// `taskmeter report`): `summary.csv`.
+    fn derived(&self) -> Vec<(&'static str, String)> {
+        vec![("summary.csv", self.csv())]
+    }
     /// The page's title.
-    fn title(&self) -> String;
+    fn title(&self) -> String {
+        format!("taskmeter {} run of {}", self.kind(), self.header().started_at)
+    }
     /// The settings, as (term, value).
     fn settings(&self) -> Vec<(String, String)>;
-    /// What a reader must know before quoting a figure; shown at the top of the page.
+    /// What a reader must know before quoting a figure; shown at the top of the page (that the
+    /// run stopped early is added to it).
     fn warnings(&self) -> Vec<String>;
     /// Every figure, in the house style (`figure.rs`).
     fn figures(&self) -> Result<Vec<Chart>, String>;
     /// The page's sections, which place the tables and the figures (those of [`Report::figures`]).
     fn sections(&self, figures: &[Chart]) -> Vec<Section>;
-    /// The record's file name and schema, for the page's foot.
-    fn file(&self) -> &'static str;
 }
 
 /// The report of a record of any kind.
@@ -67,8 +93,18 @@ pub fn of(record: &AnyRecord) -> &dyn Report {
     }
 }
 
-/// `charts/*.svg` and `report.html` of any kind of result.
+/// A results folder: the record's file, then what is drawn from it ([`write_report`]).
+pub fn write_folder<R: Report>(dir: &Path, record: &R) -> Result<(), ReportError> {
+    write(&dir.join(record.file()), record.json())?;
+    write_report(dir, record)
+}
+
+/// The files drawn from a record of any kind: [`Report::derived`], `charts/*.svg` and
+/// `report.html`.
 pub fn write_report(dir: &Path, report: &dyn Report) -> Result<(), ReportError> {
+    for (file, text) in report.derived() {
+        write(&dir.join(file), text)?;
+    }
     let figures = report.figures()?;
     write_charts_and_page(dir, &figures, &html(report, &figures))
 }
@@ -84,7 +120,11 @@ pub fn html<R: Report + ?Sized>(report: &R, figures: &[Chart]) -> String {
     let header = report.header();
     let when = format!("{} to {}", header.started_at, header.finished_at);
     let mut out = super::html::page_head(&report.title(), header, &when);
-    let warnings = report.warnings();
+    let mut warnings = report.warnings();
+    if !header.complete {
+        let why = header.incomplete_reason.as_deref().unwrap_or("interrupted");
+        warnings.push(format!("the run stopped early ({why}): these results hold what was measured before it"));
+    }
     if !warnings.is_empty() {
         out.push_str("<section id=\"warnings\" class=\"warnings\"><h2>Warnings</h2><ul>\n");
         for w in warnings {

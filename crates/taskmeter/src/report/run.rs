@@ -7,27 +7,12 @@ use super::tables::{
     class_table_of, default_layout, explain, memory_lines, priority_lines, settings_line, table_of, volume_table_of,
     Layout, Table,
 };
-use super::{write, ReportError};
-use crate::model::header::Header;
 use crate::model::run::{RowStatus, RunRecord, METRICS};
 use crate::model::sweep::Param;
 use std::fmt::Write as _;
-use std::path::Path;
 
 pub const SUMMARY_HEADER: &str = "timestamp,log_type,metric_name,count,mean_absolute_deviation,std_deviation,\
 min_deviation,max_deviation,mean,std,min,p50,p90,p99,p99_9,p99_99,max,missed_periods,status";
-
-/// The results folder's files.
-pub fn write_folder(dir: &Path, record: &RunRecord) -> Result<(), ReportError> {
-    write(&dir.join("run.json"), super::json(record))?;
-    write(&dir.join("summary.csv"), summary_csv(record))?;
-    write_report(dir, record)
-}
-
-/// `charts/*.svg` and `report.html`, drawn from the record alone.
-pub fn write_report(dir: &Path, record: &RunRecord) -> Result<(), ReportError> {
-    super::page::write_report(dir, record)
-}
 
 /// The v1 study's columns (over |value - reference|), then the distribution of the values,
 /// then the point: its index and one column per swept parameter (durations in ns).
@@ -77,24 +62,12 @@ fn point_values(record: &RunRecord, point: usize) -> String {
 }
 
 impl Report for RunRecord {
-    fn kind(&self) -> &'static str {
-        "run"
-    }
-
-    fn json(&self) -> String {
-        super::json(self)
-    }
-
     fn csv(&self) -> String {
         summary_csv(self)
     }
 
     fn markdown(&self) -> String {
         super::markdown::markdown(self)
-    }
-
-    fn header(&self) -> &Header {
-        &self.header
     }
 
     fn title(&self) -> String {
@@ -133,10 +106,6 @@ impl Report for RunRecord {
 
     fn figures(&self) -> Result<Vec<Chart>, String> {
         super::chart::all(self)
-    }
-
-    fn file(&self) -> &'static str {
-        "run.json"
     }
 
     fn sections(&self, figures: &[Chart]) -> Vec<Section> {
