@@ -10,8 +10,8 @@
 //! A chart is drawn only where there is data for it.
 
 use super::figure::{
-    bar_chart, line_chart, percentile_chart, span_chart, style_of, Axis, Bars, Distribution, Scale, Series, Span,
-    Style, Unit,
+    bar_chart, line_chart, percentile_chart, percentile_panels, span_chart, style_of, Axis, Bars, Distribution, Scale,
+    Series, Span, Style, Unit,
 };
 use crate::analysis::cells::{cells, Statistic};
 use crate::analysis::histogram;
@@ -26,8 +26,12 @@ fn style(record: &RunRecord, runtime: &str) -> Style {
     style_of(&record.settings.runtimes, runtime)
 }
 
-/// The distribution of the metric per runtime at one point: a percentile plot.
-fn percentile_plot(record: &RunRecord, point: &Point) -> Result<Option<Chart>, String> {
+/// Above this many runtimes, a point's percentile plot also comes as small multiples.
+const PILED_UP: usize = 8;
+
+/// The distribution of the metric per runtime at one point: a percentile plot, and with many
+/// runtimes the same in small multiples, one panel per language family.
+fn percentile_plot(record: &RunRecord, point: &Point) -> Result<Vec<Chart>, String> {
     let metric = record.metric;
     let mut lines = Vec::new();
     for cell in cells(record, point.index) {
@@ -48,11 +52,21 @@ fn percentile_plot(record: &RunRecord, point: &Point) -> Result<Option<Chart>, S
         lines.push(Distribution { name, style: style(record, cell.runtime), cdf, count: h.len() });
     }
     if lines.is_empty() {
-        return Ok(None);
+        return Ok(Vec::new());
     }
     let title = format!("{} by percentile{}", metric.name(), at(record, point));
-    let svg = percentile_chart(&title, &Axis::new(metric.name(), Unit::Nanos), &lines)?;
-    Ok(Some(Chart { file: format!("point-{}-{}-percentiles.svg", point.index + 1, metric.name()), title, svg }))
+    let axis = Axis::new(metric.name(), Unit::Nanos);
+    let file = format!("point-{}-{}-percentiles", point.index + 1, metric.name());
+    let mut charts = vec![Chart {
+        file: format!("{file}.svg"),
+        title: title.clone(),
+        svg: percentile_chart(&title, &axis, &lines)?,
+    }];
+    let title = format!("{title}, by language family");
+    if let Some(svg) = percentile_panels(&title, &axis, &lines, PILED_UP)? {
+        charts.push(Chart { file: format!("{file}-by-family.svg"), title, svg });
+    }
+    Ok(charts)
 }
 
 /// The v1 study's bars: mean deviation of `actual` and `full` from the expected sleep, per

@@ -206,7 +206,15 @@ impl Mapped {
     fn ticks(&self, most: usize) -> (Vec<f64>, Vec<f64>) {
         let Range { start, end } = self.range.clone();
         if let Some(fixed) = &self.fixed {
-            return (fixed.iter().map(|(at, _)| *at).collect(), Vec::new());
+            // From the right (the tail), never two labels closer than a twelfth of the axis.
+            let mut kept: Vec<f64> = Vec::new();
+            for (at, _) in fixed.iter().rev() {
+                if kept.last().is_none_or(|k| k - at >= (end - start) / 12.0) {
+                    kept.push(*at);
+                }
+            }
+            kept.reverse();
+            return (kept, Vec::new());
         }
         if let Some(c) = &self.categories {
             // Every category is named (a figure with many has room for them: bars grow downwards).
@@ -324,14 +332,15 @@ pub enum Marker {
 /// The families a runtime's name tells (`c-`, `go`, `java`, `node`, `python`; the rest are the
 /// Rust worker's), each a hue with shades from dark to light (ColorBrewer's sequential ramps,
 /// without their lightest steps, which vanish on white).
-const FAMILIES: [(&str, &[RGBColor]); 6] = [
-    ("c-", &[RGBColor(37, 37, 37), RGBColor(115, 115, 115)]),
-    ("go", &[RGBColor(1, 102, 94), RGBColor(53, 151, 143), RGBColor(0, 60, 48)]),
-    ("java", &[RGBColor(84, 39, 143), RGBColor(128, 125, 186), RGBColor(63, 0, 125)]),
-    ("node", &[RGBColor(0, 109, 44), RGBColor(65, 171, 93), RGBColor(0, 68, 27)]),
-    ("python", &[RGBColor(8, 69, 148), RGBColor(66, 146, 198), RGBColor(8, 48, 107)]),
+const FAMILIES: [(&str, &str, &[RGBColor]); 6] = [
+    ("c-", "C", &[RGBColor(37, 37, 37), RGBColor(115, 115, 115)]),
+    ("go", "Go", &[RGBColor(1, 102, 94), RGBColor(53, 151, 143), RGBColor(0, 60, 48)]),
+    ("java", "Java", &[RGBColor(84, 39, 143), RGBColor(128, 125, 186), RGBColor(63, 0, 125)]),
+    ("node", "Node.js", &[RGBColor(0, 109, 44), RGBColor(65, 171, 93), RGBColor(0, 68, 27)]),
+    ("python", "Python", &[RGBColor(8, 69, 148), RGBColor(66, 146, 198), RGBColor(8, 48, 107)]),
     (
         "",
+        "Rust",
         &[
             RGBColor(153, 52, 4),
             RGBColor(217, 72, 1),
@@ -360,7 +369,7 @@ const DASHES: [Dash; 3] = [Dash::Solid, Dash::Dashed, Dash::Dotted];
 const MARKERS: [Marker; 4] = [Marker::Circle, Marker::Triangle, Marker::Square, Marker::Diamond];
 
 fn family(name: &str) -> usize {
-    FAMILIES.iter().position(|(prefix, _)| name.starts_with(prefix)).unwrap_or(FAMILIES.len() - 1)
+    FAMILIES.iter().position(|(prefix, _, _)| name.starts_with(prefix)).unwrap_or(FAMILIES.len() - 1)
 }
 
 /// The house style of each runtime of `names`: its family's hue, and within the family a shade,
@@ -372,7 +381,7 @@ pub fn styles(names: &[String]) -> Vec<Style> {
         .map(|(i, name)| {
             let f = family(name);
             let k = names[..i].iter().filter(|n| family(n) == f).count();
-            let shades = FAMILIES[f].1;
+            let shades = FAMILIES[f].2;
             Style {
                 colour: shades[k % shades.len()],
                 dash: DASHES[k % DASHES.len()],
@@ -500,22 +509,22 @@ fn wrap(text: &str, width_px: u32, char_px: f64) -> Vec<String> {
 }
 
 /// The legend's layout below the plot: columns as wide as the longest label, as many as fit.
-fn legend_layout(keys: &[Key]) -> (usize, u32, u32) {
+fn legend_layout(keys: &[Key], width: u32) -> (usize, u32, u32) {
     if keys.is_empty() {
         return (1, 0, 0);
     }
     let longest = keys.iter().map(|k| k.label.chars().count()).max().unwrap_or(0);
     // The mark (34 px), the label, and a gap before the next column.
     let column = (longest as f64 * LEGEND_CHAR_WIDTH) as u32 + 50;
-    let columns = ((WIDTH - 16) / column).clamp(1, keys.len() as u32) as usize;
+    let columns = ((width - 16) / column).clamp(1, keys.len() as u32) as usize;
     let rows = keys.len().div_ceil(columns) as u32;
     (columns, column, rows * LEGEND_LINE + 10)
 }
 
 const LEGEND_LINE: u32 = 21;
 
-fn draw_legend(area: &DrawingArea<SVGBackend, Shift>, keys: &[Key]) -> Result<(), String> {
-    let (columns, column, _) = legend_layout(keys);
+fn draw_legend(area: &DrawingArea<SVGBackend, Shift>, keys: &[Key], width: u32) -> Result<(), String> {
+    let (columns, column, _) = legend_layout(keys, width);
     // Column by column, so that a family's runtimes (adjacent in the list) stand together.
     let rows = keys.len().div_ceil(columns);
     let font = (FONT, TICK_SIZE).into_font();
@@ -597,62 +606,78 @@ fn figure(
     title: &str,
     (x, y): (&Mapped, &Mapped),
     plot_height: u32,
-    (x_desc, y_desc): (&str, &str),
+    descs: (&str, &str),
     keys: &[Key],
     draw: impl FnOnce(&mut Plot) -> Result<(), String>,
 ) -> Result<String, String> {
     let title_lines = wrap(title, WIDTH, 9.0);
     let title_height = title_lines.len() as u32 * TITLE_LINE + 8;
-    let (_, _, legend_height) = legend_layout(keys);
-    let (x_ticks, x_minor) = x.ticks(6);
-    let (y_ticks, y_minor) = y.ticks(8);
-    let y_label_width = y_ticks.iter().map(|t| y.label(*t).chars().count()).max().unwrap_or(1) as f64 * CHAR_WIDTH;
-    let x_label_width = x_ticks.iter().map(|t| x.label(*t).chars().count()).max().unwrap_or(1) as f64 * CHAR_WIDTH;
+    let (_, _, legend_height) = legend_layout(keys, WIDTH);
     let mut svg = String::new();
     {
         let root =
             SVGBackend::with_string(&mut svg, (WIDTH, title_height + plot_height + legend_height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let (head, rest) = root.split_vertically(title_height);
+        draw_title(&head, &title_lines, TITLE_SIZE, 8)?;
         let (plot_area, legend_area) = rest.split_vertically(plot_height);
-        for (i, line) in title_lines.iter().enumerate() {
-            let at = (8, 6 + i as i32 * TITLE_LINE as i32);
-            head.draw(&Text::new(line.clone(), at, (FONT, TITLE_SIZE).into_font())).map_err(err)?;
-        }
-        let x_coord = Ticked { range: x.range.clone(), ticks: x_ticks, minor: x_minor };
-        let y_coord = Ticked { range: y.range.clone(), ticks: y_ticks, minor: y_minor };
-        let mut chart = ChartBuilder::on(&plot_area)
-            .margin_top(6)
-            .margin_right((x_label_width / 2.0) as u32 + 8)
-            .margin_left(6)
-            .x_label_area_size(TICK_SIZE + DESC_SIZE + 18)
-            .y_label_area_size(y_label_width as u32 + DESC_SIZE + 18)
-            .build_cartesian_2d(x_coord, y_coord)
-            .map_err(err)?;
-        let x_format = |v: &f64| x.label(*v);
-        let y_format = |v: &f64| y.label(*v);
-        let mut mesh = chart.configure_mesh();
-        mesh.x_desc(x.desc(x_desc))
-            .y_desc(y.desc(y_desc))
-            .x_label_formatter(&x_format)
-            .y_label_formatter(&y_format)
-            .label_style((FONT, TICK_SIZE))
-            .axis_desc_style((FONT, DESC_SIZE))
-            .bold_line_style(GRID)
-            .light_line_style(MINOR_GRID)
-            .axis_style(GREY);
-        if x.categories.is_some() {
-            mesh.disable_x_mesh();
-        }
-        if y.categories.is_some() {
-            mesh.disable_y_mesh();
-        }
-        mesh.draw().map_err(err)?;
-        draw(&mut chart)?;
-        draw_legend(&legend_area, keys)?;
+        panel(&plot_area, (x, y), descs, draw)?;
+        draw_legend(&legend_area, keys, WIDTH)?;
         root.present().map_err(err)?;
     }
     Ok(svg)
+}
+
+/// Lines of text from the top of `area`, `left` px in.
+fn draw_title(area: &DrawingArea<SVGBackend, Shift>, lines: &[String], size: u32, left: i32) -> Result<(), String> {
+    for (i, line) in lines.iter().enumerate() {
+        let at = (left, 6 + i as i32 * TITLE_LINE as i32);
+        area.draw(&Text::new(line.clone(), at, (FONT, size).into_font())).map_err(err)?;
+    }
+    Ok(())
+}
+
+/// A plot with its axes, ticks and grid in `area`; `draw` adds the data.
+fn panel(
+    area: &DrawingArea<SVGBackend, Shift>,
+    (x, y): (&Mapped, &Mapped),
+    (x_desc, y_desc): (&str, &str),
+    draw: impl FnOnce(&mut Plot) -> Result<(), String>,
+) -> Result<(), String> {
+    let (x_ticks, x_minor) = x.ticks(6);
+    let (y_ticks, y_minor) = y.ticks(8);
+    let y_label_width = y_ticks.iter().map(|t| y.label(*t).chars().count()).max().unwrap_or(1) as f64 * CHAR_WIDTH;
+    let x_label_width = x_ticks.iter().map(|t| x.label(*t).chars().count()).max().unwrap_or(1) as f64 * CHAR_WIDTH;
+    let x_coord = Ticked { range: x.range.clone(), ticks: x_ticks, minor: x_minor };
+    let y_coord = Ticked { range: y.range.clone(), ticks: y_ticks, minor: y_minor };
+    let mut chart = ChartBuilder::on(area)
+        .margin_top(6)
+        .margin_right((x_label_width / 2.0) as u32 + 8)
+        .margin_left(6)
+        .x_label_area_size(TICK_SIZE + DESC_SIZE + 18)
+        .y_label_area_size(y_label_width as u32 + DESC_SIZE + 18)
+        .build_cartesian_2d(x_coord, y_coord)
+        .map_err(err)?;
+    let x_format = |v: &f64| x.label(*v);
+    let y_format = |v: &f64| y.label(*v);
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc(x.desc(x_desc))
+        .y_desc(y.desc(y_desc))
+        .x_label_formatter(&x_format)
+        .y_label_formatter(&y_format)
+        .label_style((FONT, TICK_SIZE))
+        .axis_desc_style((FONT, DESC_SIZE))
+        .bold_line_style(GRID)
+        .light_line_style(MINOR_GRID)
+        .axis_style(GREY);
+    if x.categories.is_some() {
+        mesh.disable_x_mesh();
+    }
+    if y.categories.is_some() {
+        mesh.disable_y_mesh();
+    }
+    mesh.draw().map_err(err)?;
+    draw(&mut chart)
 }
 
 /// Lines (with markers and error bars) of y against x, one per series; `level` draws a
@@ -749,62 +774,150 @@ const PERCENTILES: [(f64, &str); 8] = [
 /// -log10(1 - p) so that 90, 99, 99.9 and 99.99 % are equally far apart and the tail shows;
 /// each line ends at its maximum (x = log10 of its count). Values <= 0 sit at the bottom.
 pub fn percentile_chart(title: &str, y: &Axis, lines: &[Distribution]) -> Result<String, String> {
-    let x_of = |p: f64, count: u64| if p >= 1.0 { (count.max(1) as f64).log10() } else { -(1.0 - p).log10() };
-    let curves: Vec<Vec<(f64, f64)>> = lines
-        .iter()
-        .map(|d| {
-            let end = x_of(1.0, d.count);
-            let mut points = Vec::new();
-            let mut next = 0;
-            // The value at percentiles spaced evenly along the axis, then the maximum.
-            let steps = 300;
-            for i in 0..=steps {
-                let x = end * i as f64 / steps as f64;
-                let p = 1.0 - 10f64.powf(-x);
-                while next + 1 < d.cdf.len() && d.cdf[next].1 < p - 1e-12 {
-                    next += 1;
-                }
-                if let Some((v, _)) = d.cdf.get(next) {
-                    points.push((x, *v));
-                }
-            }
-            if let Some((max, _)) = d.cdf.last() {
-                points.push((end, *max));
-            }
-            points
-        })
-        .collect();
-    let values: Vec<f64> = curves.iter().flatten().map(|p| p.1).collect();
-    let smallest = values.iter().copied().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
-    let floor = if smallest.is_finite() { smallest / 2.0 } else { 1.0 };
-    let ym =
-        Mapped::fit(&Axis { scale: Scale::Log, ..y.clone() }, &values.iter().map(|v| v.max(floor)).collect::<Vec<_>>());
-    let end = lines.iter().map(|d| x_of(1.0, d.count)).fold(1.0, f64::max);
-    let shown: Vec<(f64, String)> =
-        PERCENTILES.iter().map(|(p, l)| (x_of(*p, 1), l.to_string())).filter(|(x, _)| *x <= end + 1e-9).collect();
-    let xm = Mapped {
-        log: false,
-        zero_at: None,
-        unit: Unit::Plain,
-        categories: None,
-        fixed: Some(shown),
-        range: 0.0..end + 0.08,
-    };
+    let p = Percentiles::of(y, lines);
     let keys: Vec<Key> =
         lines.iter().map(|d| Key { label: d.name.clone(), style: d.style, kind: KeyKind::Line }).collect();
-    let desc =
-        if values.iter().any(|v| *v <= 0.0) { format!("{}, <= 0 at the bottom", y.desc) } else { y.desc.clone() };
-    figure(title, (&xm, &ym), PLOT_HEIGHT, ("percentile (%)", &desc), &keys, |chart| {
-        for (d, curve) in lines.iter().zip(&curves) {
-            let mapped: Vec<(f64, f64)> = curve.iter().map(|(x, v)| (*x, ym.to(v.max(floor)))).collect();
-            line_at(chart, mapped.clone(), d.style, 2)?;
-            if let Some(last) = mapped.last() {
+    figure(title, (&p.x, &p.y), PLOT_HEIGHT, ("percentile (%)", &p.desc), &keys, |chart| p.draw(chart, lines, None))
+}
+
+/// The curves of a percentile plot, mapped, and its axes.
+struct Percentiles {
+    /// (x, value) of each line, x = -log10(1 - p).
+    curves: Vec<Vec<(f64, f64)>>,
+    x: Mapped,
+    y: Mapped,
+    /// Where values <= 0 are drawn.
+    floor: f64,
+    desc: String,
+}
+
+impl Percentiles {
+    fn of(y: &Axis, lines: &[Distribution]) -> Percentiles {
+        let x_of = |p: f64, count: u64| if p >= 1.0 { (count.max(1) as f64).log10() } else { -(1.0 - p).log10() };
+        let curves: Vec<Vec<(f64, f64)>> = lines
+            .iter()
+            .map(|d| {
+                let end = x_of(1.0, d.count);
+                let mut points = Vec::new();
+                let mut next = 0;
+                // The value at percentiles spaced evenly along the axis, then the maximum.
+                let steps = 300;
+                for i in 0..=steps {
+                    let x = end * i as f64 / steps as f64;
+                    let p = 1.0 - 10f64.powf(-x);
+                    while next + 1 < d.cdf.len() && d.cdf[next].1 < p - 1e-12 {
+                        next += 1;
+                    }
+                    if let Some((v, _)) = d.cdf.get(next) {
+                        points.push((x, *v));
+                    }
+                }
+                if let Some((max, _)) = d.cdf.last() {
+                    points.push((end, *max));
+                }
+                points
+            })
+            .collect();
+        let values: Vec<f64> = curves.iter().flatten().map(|p| p.1).collect();
+        let smallest = values.iter().copied().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
+        let floor = if smallest.is_finite() { smallest / 2.0 } else { 1.0 };
+        let floored: Vec<f64> = values.iter().map(|v| v.max(floor)).collect();
+        let ym = Mapped::fit(&Axis { scale: Scale::Log, ..y.clone() }, &floored);
+        let end = lines.iter().map(|d| x_of(1.0, d.count)).fold(1.0, f64::max);
+        let shown: Vec<(f64, String)> =
+            PERCENTILES.iter().map(|(p, l)| (x_of(*p, 1), l.to_string())).filter(|(x, _)| *x <= end + 1e-9).collect();
+        let xm = Mapped {
+            log: false,
+            zero_at: None,
+            unit: Unit::Plain,
+            categories: None,
+            fixed: Some(shown),
+            range: 0.0..end + 0.08,
+        };
+        let low = values.iter().any(|v| *v <= 0.0);
+        let desc = if low { format!("{}, <= 0 at the bottom", y.desc) } else { y.desc.clone() };
+        Percentiles { curves, x: xm, y: ym, floor, desc }
+    }
+
+    /// Draws the lines (only those of `shown`, the others in light grey behind them).
+    fn draw(&self, chart: &mut Plot, lines: &[Distribution], shown: Option<&[usize]>) -> Result<(), String> {
+        let mapped = |i: usize| -> Vec<(f64, f64)> {
+            self.curves[i].iter().map(|(x, v)| (*x, self.y.to(v.max(self.floor)))).collect()
+        };
+        let is_shown = |i: usize| shown.is_none_or(|s| s.contains(&i));
+        for i in (0..lines.len()).filter(|i| !is_shown(*i)) {
+            chart.draw_series(LineSeries::new(mapped(i), CONTEXT.stroke_width(1))).map_err(err)?;
+        }
+        for (i, d) in lines.iter().enumerate().filter(|(i, _)| is_shown(*i)) {
+            let points = mapped(i);
+            line_at(chart, points.clone(), d.style, 2)?;
+            if let Some(last) = points.last() {
                 marker_at(chart, *last, d.style)?;
             }
         }
         Ok(())
-    })
+    }
 }
+
+/// The lines of the other panels, behind a panel's own.
+const CONTEXT: RGBColor = RGBColor(215, 215, 215);
+
+/// A figure two columns wide (a paper's `figure*`): 2 x [`WIDTH`].
+pub const WIDE: u32 = 2 * WIDTH;
+
+/// Small multiples of a percentile plot, for when its lines would pile up: one panel per
+/// language family (its runtimes in their styles, every other line in light grey behind them),
+/// three to a row, on the same axes, two columns of a paper wide. None with fewer than
+/// `most` lines or one family.
+pub fn percentile_panels(title: &str, y: &Axis, lines: &[Distribution], most: usize) -> Result<Option<String>, String> {
+    let mut families: Vec<(usize, Vec<usize>)> = Vec::new();
+    for (i, d) in lines.iter().enumerate() {
+        let f = family(&d.name);
+        match families.iter_mut().find(|(g, _)| *g == f) {
+            Some((_, members)) => members.push(i),
+            None => families.push((f, vec![i])),
+        }
+    }
+    if lines.len() <= most || families.len() < 2 {
+        return Ok(None);
+    }
+    let p = Percentiles::of(y, lines);
+    let columns = 3.min(families.len());
+    let rows = families.len().div_ceil(columns);
+    let width = WIDE / columns as u32;
+    let keys_of = |members: &[usize]| -> Vec<Key> {
+        members
+            .iter()
+            .map(|i| Key { label: lines[*i].name.clone(), style: lines[*i].style, kind: KeyKind::Line })
+            .collect()
+    };
+    let legend = families.iter().map(|(_, m)| legend_layout(&keys_of(m), width).2).max().unwrap_or(0);
+    let title_lines = wrap(title, WIDE, 9.0);
+    let title_height = title_lines.len() as u32 * TITLE_LINE + 8;
+    let cell = TITLE_LINE + PANEL_HEIGHT + legend;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDE, title_height + rows as u32 * cell)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (head, rest) = root.split_vertically(title_height);
+        draw_title(&head, &title_lines, TITLE_SIZE, 8)?;
+        for (k, (f, members)) in families.iter().enumerate() {
+            let (row, column) = ((k / columns) as i32, (k % columns) as i32);
+            let area = rest.clone().shrink((column * width as i32, row * cell as i32), (width, cell));
+            let (name, plot_and_legend) = area.split_vertically(TITLE_LINE);
+            // Beyond the y axis' title, which reaches the top of the panel.
+            draw_title(&name, &[FAMILIES[*f].1.to_string()], TITLE_SIZE, 110)?;
+            let (plot, legend_area) = plot_and_legend.split_vertically(PANEL_HEIGHT);
+            panel(&plot, (&p.x, &p.y), ("percentile (%)", &p.desc), |chart| p.draw(chart, lines, Some(members)))?;
+            draw_legend(&legend_area, &keys_of(members), width)?;
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(Some(svg))
+}
+
+/// A panel's plot, axes included.
+const PANEL_HEIGHT: u32 = 260;
 
 /// One group of bars: a value (and the half-width of its 95 % interval) per category.
 pub struct Bars {
@@ -988,6 +1101,35 @@ mod tests {
             let (y, _) = texts.iter().find(|(_, t)| t == name).expect(name);
             assert!(*y > (title + PLOT_HEIGHT) as f64, "{name} at y={y} is below the plot");
         }
+    }
+
+    #[test]
+    fn fifteen_distributions_also_come_as_one_panel_per_family() {
+        let names: Vec<String> = "thread tokio-ct tokio-mt smol embassy c-thread go go-locked java-thread \
+             java-virtual node node-worker python-thread python-asyncio python-abs"
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        let lines: Vec<Distribution> = styles(&names)
+            .into_iter()
+            .zip(&names)
+            .enumerate()
+            .map(|(i, (style, name))| {
+                let cdf = (1..=100).map(|k| ((k * (i + 1)) as f64 * 1e3, k as f64 / 100.0)).collect();
+                Distribution { name: name.clone(), style, cdf, count: 100 }
+            })
+            .collect();
+        let axis = Axis::new("lateness", Unit::Nanos);
+        let svg = percentile_panels("t", &axis, &lines, 8).unwrap().expect("15 lines pile up");
+        assert!(svg.contains(&format!("width=\"{WIDE}\"")), "two columns of a paper wide");
+        let texts: Vec<String> = texts(&svg).into_iter().map(|(_, t)| t).collect();
+        for family in ["Rust", "C", "Go", "Java", "Node.js", "Python"] {
+            assert!(texts.iter().any(|t| t == family), "{family}");
+        }
+        for name in &names {
+            assert_eq!(texts.iter().filter(|t| *t == name).count(), 1, "{name} in its own panel's legend only");
+        }
+        assert!(percentile_panels("t", &axis, &lines[..5], 8).unwrap().is_none(), "5 lines do not pile up");
     }
 
     #[test]

@@ -20,7 +20,7 @@ th { background: #fafafa; }
 .failure { padding: .4rem .7rem; margin: .3rem 0; border-left: 4px solid #c62828; }
 .warnings { background: #fff8e1; border-left: 4px solid #f9a825; padding: .2rem 1rem; } .warnings h2 { margin-top: .5rem; border: 0; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1.2rem; } dt { font-weight: 600; } dd { margin: 0; }
-figure.chart { display: inline-block; vertical-align: top; max-width: 520px; }
+figure.chart { display: inline-block; vertical-align: top; max-width: 100%; }
 figure.chart { margin: 1rem 0; } figure.chart svg { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { font-size: .9rem; color: #555; }
 .env td { text-align: left; }
