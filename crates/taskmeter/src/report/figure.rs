@@ -201,28 +201,42 @@ impl Mapped {
         }
     }
 
-    /// The labelled ticks (at 1-2-5 or at decades on a log axis, at 1-2-5 steps on a linear
-    /// one, at most `most` of them) and the unlabelled grid lines between them.
-    fn ticks(&self, most: usize) -> (Vec<f64>, Vec<f64>) {
+    /// The labelled ticks and the unlabelled grid lines between them: on a log axis at 1-2-5,
+    /// decades or every few decades, on a linear one at steps of 1, 2 or 5 times a power of
+    /// ten; the finest whose labels do not collide on an axis `length` px long (`across`: the
+    /// labels sit side by side, as on an x axis).
+    fn ticks(&self, length: f64, across: bool) -> (Vec<f64>, Vec<f64>) {
         let Range { start, end } = self.range.clone();
-        if let Some(fixed) = &self.fixed {
-            // From the right (the tail), never two labels closer than a twelfth of the axis.
+        let px = |t: f64| (t - start) / (end - start) * length;
+        let room = |a: f64, b: f64| {
+            let width = |t: f64| self.label(t).chars().count() as f64 * CHAR_WIDTH;
+            if across {
+                (width(a) + width(b)) / 2.0 + 12.0
+            } else {
+                TICK_SIZE as f64 + 6.0
+            }
+        };
+        let fits = |ticks: &[f64]| ticks.windows(2).all(|w| px(w[1]) - px(w[0]) >= room(w[0], w[1]));
+        // Greedily, from the end: labels that would collide with the one kept before are dropped.
+        let thin = |ticks: &[f64]| -> Vec<f64> {
             let mut kept: Vec<f64> = Vec::new();
-            for (at, _) in fixed.iter().rev() {
-                if kept.last().is_none_or(|k| k - at >= (end - start) / 12.0) {
-                    kept.push(*at);
+            for t in ticks.iter().rev() {
+                if kept.last().is_none_or(|k| px(*k) - px(*t) >= room(*t, *k)) {
+                    kept.push(*t);
                 }
             }
             kept.reverse();
-            return (kept, Vec::new());
+            kept
+        };
+        if let Some(fixed) = &self.fixed {
+            return (thin(&fixed.iter().map(|(at, _)| *at).collect::<Vec<_>>()), Vec::new());
         }
         if let Some(c) = &self.categories {
             // Every category is named (a figure with many has room for them: bars grow downwards).
             return ((0..c.len()).map(|i| i as f64).collect(), Vec::new());
         }
         let mut ticks = if self.log {
-            let first = start.floor() as i32;
-            let last = end.ceil() as i32;
+            let (first, last) = (start.floor() as i32, end.ceil() as i32);
             let within = |t: &f64| *t >= start - 1e-9 && *t <= end + 1e-9;
             let at = |mantissas: &[f64], every: i32| -> Vec<f64> {
                 (first..=last)
@@ -232,24 +246,16 @@ impl Mapped {
                     .collect()
             };
             let choices = [at(&[1.0, 2.0, 5.0], 1), at(&[1.0], 1), at(&[1.0], 2), at(&[1.0], 3), at(&[1.0], 5)];
-            let mut ticks = choices.iter().find(|t| t.len() <= most).cloned().unwrap_or_default();
-            if ticks.len() < 3 {
-                // About a decade: 1, 1.5, 2, 3, 5, 7 times a power of ten.
-                ticks = at(&[1.0, 1.5, 2.0, 3.0, 5.0, 7.0], 1);
+            match choices.iter().find(|t| t.len() >= 2 && fits(t)) {
+                Some(ticks) => ticks.clone(),
+                // Less than a decade: 1, 1.5, 2, 3, 5, 7 times a power of ten, as many as fit.
+                None => thin(&at(&[1.0, 1.5, 2.0, 3.0, 5.0, 7.0], 1)),
             }
-            // Never two labels closer than an eighth of the axis.
-            let mut kept: Vec<f64> = Vec::new();
-            for t in ticks {
-                if kept.last().is_none_or(|k| t - k >= (end - start) / 8.0) {
-                    kept.push(t);
-                }
-            }
-            kept
         } else {
-            linear_ticks(start, end, most)
+            (2..=10).rev().map(|most| linear_ticks(start, end, most)).find(|t| fits(t)).unwrap_or_default()
         };
         if let Some(zero) = self.zero_at {
-            ticks.retain(|t| *t > zero + 0.6);
+            ticks.retain(|t| px(*t) - px(zero) >= room(zero, *t));
             ticks.insert(0, zero);
         }
         let minor = if self.log && end - start <= 4.5 {
@@ -644,17 +650,21 @@ fn panel(
     (x_desc, y_desc): (&str, &str),
     draw: impl FnOnce(&mut Plot) -> Result<(), String>,
 ) -> Result<(), String> {
-    let (x_ticks, x_minor) = x.ticks(6);
-    let (y_ticks, y_minor) = y.ticks(8);
+    // The plot's length along each axis: the area less the label areas and margins.
+    let (width, height) = area.dim_in_pixel();
+    let x_label_area = TICK_SIZE + DESC_SIZE + 18;
+    let (y_ticks, y_minor) = y.ticks((height - x_label_area - 6) as f64, false);
     let y_label_width = y_ticks.iter().map(|t| y.label(*t).chars().count()).max().unwrap_or(1) as f64 * CHAR_WIDTH;
-    let x_label_width = x_ticks.iter().map(|t| x.label(*t).chars().count()).max().unwrap_or(1) as f64 * CHAR_WIDTH;
+    let widest_x = |ticks: &[f64]| ticks.iter().map(|t| x.label(*t).chars().count()).max().unwrap_or(1) as f64;
+    let (x_ticks, x_minor) = x.ticks(width as f64 - y_label_width - DESC_SIZE as f64 - 18.0 - 6.0 - 40.0, true);
+    let x_label_width = widest_x(&x_ticks) * CHAR_WIDTH;
     let x_coord = Ticked { range: x.range.clone(), ticks: x_ticks, minor: x_minor };
     let y_coord = Ticked { range: y.range.clone(), ticks: y_ticks, minor: y_minor };
     let mut chart = ChartBuilder::on(area)
         .margin_top(6)
         .margin_right((x_label_width / 2.0) as u32 + 8)
         .margin_left(6)
-        .x_label_area_size(TICK_SIZE + DESC_SIZE + 18)
+        .x_label_area_size(x_label_area)
         .y_label_area_size(y_label_width as u32 + DESC_SIZE + 18)
         .build_cartesian_2d(x_coord, y_coord)
         .map_err(err)?;
@@ -1050,7 +1060,7 @@ mod tests {
         let axis = Axis::new("x", Unit::Nanos);
         for values in [vec![300.0, 40_000.0], vec![10.0, 1e9], vec![2_000.0, 9_000.0]] {
             let m = Mapped::fit(&axis.clone().scale(Scale::Log), &values);
-            let (ticks, _) = m.ticks(8);
+            let (ticks, _) = m.ticks(330.0, true);
             assert!(ticks.len() >= 2, "{values:?}: {ticks:?}");
             for t in ticks {
                 let v = 10f64.powf(t);
@@ -1063,7 +1073,7 @@ mod tests {
             }
         }
         let m = Mapped::fit(&axis, &[0.0, 1_000.0, 1e6]);
-        let (ticks, _) = m.ticks(8);
+        let (ticks, _) = m.ticks(330.0, true);
         assert_eq!(m.label(ticks[0]), "0", "0 is drawn apart on a log axis");
         assert!(m.log && m.desc("busy").contains("log"));
     }
