@@ -93,7 +93,7 @@ impl Report for BenchRecord {
         if !lines.is_empty() {
             let title = "Gap between completions by percentile".to_string();
             let svg = percentile_chart(&title, &Axis::new("gap", Unit::Nanos), &lines)?;
-            charts.push(Chart { file: "gap-percentiles.svg".into(), title, svg });
+            charts.push(Chart { group: "gap".into(), file: "gap-percentiles.svg".into(), title, svg });
         }
         let stat = |pick: fn(&taskmeter_record::report::Stats) -> f64| -> Vec<Option<(f64, Option<f64>)>> {
             results.iter().map(|r| r.measured.gap.as_ref().map(|g| (pick(g), None))).collect()
@@ -105,6 +105,7 @@ impl Report for BenchRecord {
         let title = "Gap between completions: median and 99th percentile".to_string();
         let axis = Axis::new("gap", Unit::Nanos);
         charts.push(Chart {
+            group: "gap".into(),
             file: "gap.svg".into(),
             title: title.clone(),
             svg: bar_chart(&title, &axis, &names, &groups)?,
@@ -112,7 +113,7 @@ impl Report for BenchRecord {
         Ok(charts)
     }
 
-    fn sections(&self, figures: &[Chart]) -> Vec<Section> {
+    fn sections(&self) -> Vec<Section> {
         let report = &self.report;
         let mut sections = Vec::new();
         for group in console::input_groups(report) {
@@ -193,7 +194,7 @@ impl Report for BenchRecord {
         sections.push(Section {
             id: "figures".into(),
             heading: "Figures".into(),
-            blocks: figures.iter().map(|c| Block::Figure(c.file.clone())).collect(),
+            blocks: vec![Block::Figures("gap".into())],
         });
         sections.push(Section {
             id: "reading".into(),

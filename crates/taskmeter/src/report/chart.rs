@@ -58,13 +58,19 @@ fn percentile_plot(record: &RunRecord, point: &Point) -> Result<Vec<Chart>, Stri
     let axis = Axis::new(metric.name(), Unit::Nanos);
     let file = format!("point-{}-{}-percentiles", point.index + 1, metric.name());
     let mut charts = vec![Chart {
+        group: format!("point-{}", point.index + 1),
         file: format!("{file}.svg"),
         title: title.clone(),
         svg: percentile_chart(&title, &axis, &lines)?,
     }];
     let title = format!("{title}, by language family");
     if let Some(svg) = percentile_panels(&title, &axis, &lines, PILED_UP)? {
-        charts.push(Chart { file: format!("{file}-by-family.svg"), title, svg });
+        charts.push(Chart {
+            group: format!("point-{}", point.index + 1),
+            file: format!("{file}-by-family.svg"),
+            title,
+            svg,
+        });
     }
     Ok(charts)
 }
@@ -95,7 +101,12 @@ fn deviation_bars(record: &RunRecord, point: &Point) -> Result<Option<Chart>, St
     let title = format!("mean deviation from the expected sleep{}", at(record, point));
     let axis = Axis::new("mean |value - expected|", Unit::Nanos);
     let svg = bar_chart(&title, &axis, &names, &groups)?;
-    Ok(Some(Chart { file: format!("point-{}-deviation-bars.svg", point.index + 1), title, svg }))
+    Ok(Some(Chart {
+        group: format!("point-{}", point.index + 1),
+        file: format!("point-{}-deviation-bars.svg", point.index + 1),
+        title,
+        svg,
+    }))
 }
 
 fn at(record: &RunRecord, point: &Point) -> String {
@@ -134,6 +145,11 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
         let x_axis = match &categories {
             Some(c) => x_axis.scale(Scale::Categories(c.clone())),
             None => x_axis,
+        };
+        // One line per series across the parameter, as `sweep-PARAM[-OTHERS]-NAME.svg`.
+        let sweep_chart = |name: &str, title: String, y: Axis, series: &[Series]| -> Result<Chart, String> {
+            let svg = line_chart(&title, &x_axis, &y, series, None)?;
+            Ok(Chart { group: "sweeps".into(), file: format!("sweep-{}{slug}-{name}.svg", param.name()), title, svg })
         };
         let x_of = |v: u64| match &categories {
             Some(c) => c.iter().position(|label| *label == param.format_value(v)).unwrap_or(0) as f64,
@@ -260,8 +276,7 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
                     continue;
                 }
                 let title = format!("{} across {}{label}", y_desc, param.name());
-                let svg = line_chart(&title, &x_axis, &Axis::new(y_desc, *unit), &series, None)?;
-                charts.push(Chart { file: format!("sweep-{}{slug}-{name}.svg", param.name()), title, svg });
+                charts.push(sweep_chart(name, title, Axis::new(y_desc, *unit), &series)?);
             }
         }
         for (name, y_desc, unit, get) in &wanted {
@@ -270,8 +285,7 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
                 continue;
             }
             let title = format!("{name} across {}{label}", param.name());
-            let svg = line_chart(&title, &x_axis, &Axis::new(y_desc, *unit), &series, None)?;
-            charts.push(Chart { file: format!("sweep-{}{slug}-{name}.svg", param.name()), title, svg });
+            charts.push(sweep_chart(name, title, Axis::new(y_desc, *unit), &series)?);
         }
         // Ratio to each runtime's own first point, its interval propagated from both.
         let ratios: Vec<Series> = record
@@ -295,8 +309,7 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
             let title = format!("mean {} relative to the first {}{label}", metric.name(), param.name());
             let y_desc =
                 format!("ratio to {}={}", param.name(), param.format_value(points[0].value(param).unwrap_or(0)));
-            let svg = line_chart(&title, &x_axis, &Axis::new(y_desc, Unit::Plain), &ratios, None)?;
-            charts.push(Chart { file: format!("sweep-{}{slug}-ratio.svg", param.name()), title, svg });
+            charts.push(sweep_chart("ratio", title, Axis::new(y_desc, Unit::Plain), &ratios)?);
         }
     }
     Ok(charts)
@@ -323,7 +336,7 @@ fn frontier_chart(record: &RunRecord, point: &Point) -> Result<Option<Chart>, St
     let x = Axis::new("CPU time of the worker per wake-up", Unit::Nanos).scale(Scale::Log);
     let y = Axis::new("lateness p50 (marker) to p99 (ring)", Unit::Nanos);
     let svg = span_chart(&title, &x, &y, &spans)?;
-    Ok(Some(Chart { file: format!("why-point-{}-frontier.svg", point.index + 1), title, svg }))
+    Ok(Some(Chart { group: "why".into(), file: format!("why-point-{}-frontier.svg", point.index + 1), title, svg }))
 }
 
 /// Every chart of the run, in the order a report shows them.

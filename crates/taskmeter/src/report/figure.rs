@@ -18,8 +18,10 @@ use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use std::ops::Range;
 
-/// A figure: its file name (under `charts/`), its title and its SVG.
+/// A figure: where its report places it, its file name (under `charts/`), its title and its SVG.
 pub struct Chart {
+    /// The figures of a group are placed together by a page's [`super::page::Block::Figures`].
+    pub group: String,
     pub file: String,
     pub title: String,
     pub svg: String,
@@ -1032,6 +1034,15 @@ pub fn span_chart(title: &str, x: &Axis, y: &Axis, spans: &[Span]) -> Result<Str
 mod tests {
     use super::*;
 
+    /// The runtimes of a default run, in the registry's order.
+    fn default_runtimes() -> Vec<String> {
+        "thread tokio-ct tokio-mt smol embassy c-thread go go-locked java-thread java-virtual node node-worker \
+         python-thread python-asyncio python-abs"
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    }
+
     /// Every text of an SVG, with its y.
     fn texts(svg: &str) -> Vec<(f64, String)> {
         svg.split("<text")
@@ -1080,11 +1091,7 @@ mod tests {
 
     #[test]
     fn fifteen_runtimes_get_fifteen_looks_and_a_family_shares_its_hue() {
-        let names: Vec<String> = "thread tokio-ct tokio-mt smol embassy c-thread go go-locked java-thread \
-             java-virtual node node-worker python-thread python-asyncio python-abs"
-            .split_whitespace()
-            .map(String::from)
-            .collect();
+        let names = default_runtimes();
         let styles = styles(&names);
         for (i, a) in styles.iter().enumerate() {
             for b in &styles[i + 1..] {
@@ -1115,11 +1122,7 @@ mod tests {
 
     #[test]
     fn fifteen_distributions_also_come_as_one_panel_per_family() {
-        let names: Vec<String> = "thread tokio-ct tokio-mt smol embassy c-thread go go-locked java-thread \
-             java-virtual node node-worker python-thread python-asyncio python-abs"
-            .split_whitespace()
-            .map(String::from)
-            .collect();
+        let names = default_runtimes();
         let lines: Vec<Distribution> = styles(&names)
             .into_iter()
             .zip(&names)

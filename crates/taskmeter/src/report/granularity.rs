@@ -301,6 +301,7 @@ pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
     let overhead = Axis::new("wall x cores / tasks - work", Unit::Nanos);
     let mut charts = vec![
         Chart {
+            group: "curves".into(),
             file: "efficiency.svg".into(),
             title: by_granularity.clone(),
             svg: line_chart(
@@ -312,11 +313,13 @@ pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
             )?,
         },
         Chart {
+            group: "curves".into(),
             file: "efficiency-by-size.svg".into(),
             title: by_size.clone(),
             svg: line_chart(&by_size, &work, &share, &efficiency, None)?,
         },
         Chart {
+            group: "curves".into(),
             file: "overhead.svg".into(),
             title: overhead_title.into(),
             svg: line_chart(overhead_title, &work, &overhead, &series(|s| &s.overhead_ns, 1.0), None)?,
@@ -341,6 +344,7 @@ pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
         }];
         let axis = Axis::new("METG(50 %): task granularity at 50 % efficiency", Unit::Nanos).scale(Scale::Log);
         charts.push(Chart {
+            group: "metg".into(),
             file: "metg.svg".into(),
             title: title.clone(),
             svg: bar_chart(&title, &axis, &names, &bars)?,
@@ -463,9 +467,9 @@ impl Report for GrainRecord {
         charts(self)
     }
 
-    fn sections(&self, figures: &[Chart]) -> Vec<Section> {
+    fn sections(&self) -> Vec<Section> {
         let mut results = vec![Block::Table(String::new(), table(ranked_table(self)), "results")];
-        results.extend(figures.iter().filter(|c| c.file == "metg.svg").map(|c| Block::Figure(c.file.clone())));
+        results.push(Block::Figures("metg".into()));
         results.push(Block::Text(format!(
             "METG(50 %): the task granularity (wall x cores / tasks) at which efficiency falls to {:.0} %; lower is better. {}",
             100.0 * THRESHOLD,
@@ -477,7 +481,7 @@ impl Report for GrainRecord {
         )));
         let mut efficiency =
             vec![Block::Table("Efficiency (%) at each task size".into(), table(efficiency_matrix(self)), "results")];
-        efficiency.extend(figures.iter().filter(|c| c.file != "metg.svg").map(|c| Block::Figure(c.file.clone())));
+        efficiency.push(Block::Figures("curves".into()));
         vec![
             Section { id: "results".into(), heading: "Results".into(), blocks: results },
             Section { id: "efficiency".into(), heading: "Efficiency and overhead".into(), blocks: efficiency },

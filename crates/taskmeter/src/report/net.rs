@@ -145,6 +145,7 @@ pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
         let lines = series(value);
         if lines.iter().any(|s| s.points.len() > 1) {
             charts.push(Chart {
+                group: "curves".into(),
                 file: file.into(),
                 title: title.into(),
                 svg: line_chart(title, &Axis::new("senders", Unit::Count), &Axis::new(y, unit), &lines, None)?,
@@ -237,7 +238,7 @@ impl Report for NetRecord {
         charts(self)
     }
 
-    fn sections(&self, figures: &[Chart]) -> Vec<Section> {
+    fn sections(&self) -> Vec<Section> {
         let mut blocks = vec![Block::Table(String::new(), table(summary_table(self)), "results")];
         if let Some(matrix) = ratio_matrix(self) {
             blocks.push(Block::Table(
@@ -254,7 +255,7 @@ impl Report for NetRecord {
             }
             .into(),
         ));
-        blocks.extend(figures.iter().map(|c| Block::Figure(c.file.clone())));
+        blocks.push(Block::Figures("curves".into()));
         vec![
             Section { id: "results".into(), heading: "Results".into(), blocks },
             Section {

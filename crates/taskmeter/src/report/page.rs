@@ -18,8 +18,8 @@ use std::path::Path;
 pub enum Block {
     /// A table, with its caption (may be empty) and class (`results` for results).
     Table(String, Table, &'static str),
-    /// The figure of this file name (in [`Report::figures`]).
-    Figure(String),
+    /// The figures of this group (in [`Report::figures`]), in their order.
+    Figures(String),
     /// A paragraph.
     Text(String),
 }
@@ -79,8 +79,9 @@ pub trait Report: Stored {
     fn warnings(&self) -> Vec<String>;
     /// Every figure, in the house style (`figure.rs`).
     fn figures(&self) -> Result<Vec<Chart>, String>;
-    /// The page's sections, which place the tables and the figures (those of [`Report::figures`]).
-    fn sections(&self, figures: &[Chart]) -> Vec<Section>;
+    /// The page's sections, which place the tables and the figures (those of [`Report::figures`],
+    /// by group); a section with nothing to show is left out.
+    fn sections(&self) -> Vec<Section>;
 }
 
 /// The report of a record of any kind.
@@ -133,7 +134,11 @@ pub fn html<R: Report + ?Sized>(report: &R, figures: &[Chart]) -> String {
         out.push_str("</ul></section>\n");
     }
     definitions(&mut out, "settings", "Settings", &report.settings());
-    for section in report.sections(figures) {
+    let shows = |block: &Block| match block {
+        Block::Figures(group) => figures.iter().any(|c| &c.group == group),
+        _ => true,
+    };
+    for section in report.sections().into_iter().filter(|s| s.blocks.iter().any(shows)) {
         let _ = writeln!(out, "<h2 id=\"{}\">{}</h2>", escape(&section.id), escape(&section.heading));
         for block in section.blocks {
             match block {
@@ -143,8 +148,8 @@ pub fn html<R: Report + ?Sized>(report: &R, figures: &[Chart]) -> String {
                     }
                     super::html::html_table(&mut out, &t, class);
                 }
-                Block::Figure(file) => {
-                    if let Some(chart) = figures.iter().find(|c| c.file == file) {
+                Block::Figures(group) => {
+                    for chart in figures.iter().filter(|c| c.group == group) {
                         super::html::figure(&mut out, chart);
                     }
                 }

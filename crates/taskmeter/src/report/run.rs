@@ -86,9 +86,10 @@ impl Report for RunRecord {
         items
     }
 
-    /// Failed, partial and skipped rows.
+    /// Failed, partial and skipped rows, then the console's warnings.
     fn warnings(&self) -> Vec<String> {
-        self.rows_in_order()
+        let rows = self
+            .rows_in_order()
             .into_iter()
             .filter(|r| matches!(r.status, RowStatus::Failed | RowStatus::Skipped | RowStatus::Partial))
             .map(|row| {
@@ -100,18 +101,15 @@ impl Report for RunRecord {
                 };
                 let at = if point == "-" { String::new() } else { format!(" at {point}") };
                 format!("{}{at} {what}: {}", row.runtime, row.reason.as_deref().unwrap_or(""))
-            })
-            .collect()
+            });
+        rows.chain(super::console::warnings(self)).collect()
     }
 
     fn figures(&self) -> Result<Vec<Chart>, String> {
         super::chart::all(self)
     }
 
-    fn sections(&self, figures: &[Chart]) -> Vec<Section> {
-        let figures_of = |prefix: &str| -> Vec<Block> {
-            figures.iter().filter(|c| c.file.starts_with(prefix)).map(|c| Block::Figure(c.file.clone())).collect()
-        };
+    fn sections(&self) -> Vec<Section> {
         let mut results = Vec::new();
         let volume = default_layout(self) == Layout::Volume;
         if volume {
@@ -130,14 +128,11 @@ impl Report for RunRecord {
                 n => format!("point {}/{n}: {}", point.index + 1, point.label()),
             };
             results.push(Block::Table(caption, table_of(self, point.index), "results"));
-            results.extend(figures_of(&format!("point-{}-", point.index + 1)));
+            results.push(Block::Figures(format!("point-{}", point.index + 1)));
         }
         let section = |id: &str, heading: &str, blocks| Section { id: id.into(), heading: heading.into(), blocks };
         let mut sections = vec![section("results", "Results", results)];
-        let sweeps = figures_of("sweep-");
-        if !sweeps.is_empty() {
-            sections.push(section("sweeps", "Across the swept parameters", sweeps));
-        }
+        sections.push(section("sweeps", "Across the swept parameters", vec![Block::Figures("sweeps".into())]));
         if super::why::has_counters(self) {
             let mut why = vec![
                 Block::Table(String::new(), super::why::why_table_of(self), "results"),
@@ -147,7 +142,7 @@ impl Report for RunRecord {
                 why.push(Block::Table("The runtime's own view of the same window".into(), view, "results"));
                 why.push(Block::Text(format!("{}.", super::why::explain_view())));
             }
-            why.extend(figures_of("why-"));
+            why.push(Block::Figures("why".into()));
             sections.push(section("why", "Why the rows differ: what each wake-up cost", why));
         }
         sections.push(section(
