@@ -4,8 +4,7 @@
 use super::figure::Chart;
 use super::page::{Block, Report, Section};
 use super::tables::{
-    class_table_of, default_layout, explain, memory_lines, priority_lines, settings_line, table_of, volume_table_of,
-    Layout, Table,
+    class_table_of, default_layout, explain, memory_lines, priority_lines, table_of, volume_table_of, Layout, Table,
 };
 use crate::model::run::{RowStatus, RunRecord, METRICS};
 use crate::model::sweep::Param;
@@ -75,7 +74,8 @@ impl Report for RunRecord {
     }
 
     fn settings(&self) -> Vec<(String, String)> {
-        let mut items = vec![("run".to_string(), settings_line(self))];
+        let mut items = vec![("runtimes".to_string(), self.settings.runtimes.join(", "))];
+        items.extend(super::tables::settings(self));
         if self.order.shuffled {
             let seed = self.order.seed.map(|s| s.to_string()).unwrap_or_default();
             items.push((
