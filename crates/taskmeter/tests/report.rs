@@ -750,6 +750,9 @@ fn every_kind_gets_a_page_of_tables_figures_settings_and_warnings_on_top() {
     ] {
         let ran = run(&args);
         assert_eq!(ran.status.code(), Some(0), "{args:?}: {}", stderr(&ran));
+        if args[0] == "bench" {
+            assert!(stdout(&ran).contains("warning: slow: only"), "the console warns too: {}", stdout(&ran));
+        }
     }
     for (kind, dir) in [("net", &net), ("granularity", &grain), ("bench", &bench), ("run", &sleep)] {
         let page = std::fs::read_to_string(Path::new(dir).join("report.html")).unwrap();

@@ -16,6 +16,29 @@ use taskmeter_stats::format::duration;
 /// gaps says little.
 pub const FEW_UNITS: u64 = 30;
 
+/// The scenarios and inputs with fewer than [`FEW_UNITS`] units in their window.
+pub fn few_units(record: &BenchRecord) -> Vec<String> {
+    let few = record.report.results.iter().filter(|r| r.error.is_none() && r.measured.units < FEW_UNITS);
+    few.map(|r| {
+        format!(
+            "{}: only {} unit(s) completed in the measurement window: its statistics say little (fewer than \
+             {FEW_UNITS}; a longer --duration gives more)",
+            label(r),
+            r.measured.units
+        )
+    })
+    .collect()
+}
+
+/// What `taskmeter bench` prints: the console report, then a warning per scenario with few units.
+pub fn console(record: &BenchRecord) -> String {
+    let mut out = console::render(&record.report);
+    for warning in few_units(record) {
+        out.push_str(&format!("warning: {warning}\n"));
+    }
+    out
+}
+
 /// A scenario's name with its input, if any.
 fn label(r: &ScenarioResult) -> String {
     match &r.input {
@@ -54,23 +77,13 @@ impl Report for BenchRecord {
         items
     }
 
+    /// Each scenario's notes (as the console report shows them), then [`few_units`].
     fn warnings(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for r in &self.report.results {
+        let notes = self.report.results.iter().filter_map(|r| {
             let notes = console::notes(r);
-            if !notes.is_empty() {
-                out.push(format!("{}: {}", label(r), notes.join("; ")));
-            }
-            let units = r.measured.units;
-            if r.error.is_none() && units < FEW_UNITS {
-                out.push(format!(
-                    "{}: only {units} unit(s) completed in the measurement window: its statistics say little \
-                     (fewer than {FEW_UNITS}; a longer --duration gives more)",
-                    label(r)
-                ));
-            }
-        }
-        out
+            (!notes.is_empty()).then(|| format!("{}: {}", label(r), notes.join("; ")))
+        });
+        notes.chain(few_units(self)).collect()
     }
 
     /// The gap's distribution per scenario (a percentile plot), and its median and p99 as bars.
