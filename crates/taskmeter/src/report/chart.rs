@@ -259,23 +259,18 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
             let classes: [(&str, String, Unit, ClassStatistic); 2] = [
                 (
                     "class-delay",
-                    "delay by class: mean |actual - expected|".into(),
+                    "delay: mean |actual - expected|".into(),
                     Unit::Nanos,
                     Box::new(move |c| c.statistics.as_ref()?.actual.mean_absolute_deviation),
                 ),
-                (
-                    "class-rate",
-                    format!("{rate} per second by class"),
-                    Unit::Count,
-                    Box::new(|c| Some(c.iterations_per_s)),
-                ),
+                ("class-rate", format!("{rate} per second"), Unit::Count, Box::new(|c| Some(c.iterations_per_s))),
             ];
             for (name, y_desc, unit, get) in &classes {
                 let series = by_class(get.as_ref());
                 if series.is_empty() {
                     continue;
                 }
-                let title = format!("{} across {}{label}", y_desc, param.name());
+                let title = format!("{y_desc} by priority class across {}{label}", param.name());
                 charts.push(sweep_chart(name, title, Axis::new(y_desc, *unit), &series)?);
             }
         }

@@ -672,13 +672,18 @@ fn panel(
         .map_err(err)?;
     let x_format = |v: &f64| x.label(*v);
     let y_format = |v: &f64| y.label(*v);
+    // An axis title longer than its axis is set smaller (never below 11 px).
+    let (x_title, y_title) = (x.desc(x_desc), y.desc(y_desc));
+    let longest = |text: &str, room: f64| text.chars().count() as f64 * 8.3 / room;
+    let over = longest(&y_title, (height - x_label_area) as f64 - 10.0).max(longest(&x_title, width as f64 - 60.0));
+    let desc_size = if over > 1.0 { ((DESC_SIZE as f64 / over) as u32).max(14) } else { DESC_SIZE };
     let mut mesh = chart.configure_mesh();
-    mesh.x_desc(x.desc(x_desc))
-        .y_desc(y.desc(y_desc))
+    mesh.x_desc(x_title)
+        .y_desc(y_title)
         .x_label_formatter(&x_format)
         .y_label_formatter(&y_format)
         .label_style((FONT, TICK_SIZE))
-        .axis_desc_style((FONT, DESC_SIZE))
+        .axis_desc_style((FONT, desc_size))
         .bold_line_style(GRID)
         .light_line_style(MINOR_GRID)
         .axis_style(GREY);
@@ -698,8 +703,19 @@ pub fn line_chart(title: &str, x: &Axis, y: &Axis, series: &[Series], level: Opt
     let xs: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).collect();
     let ys: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).filter(|v| v.is_finite()).collect();
     let (xm, ym_points) = (Mapped::fit(x, &xs), Mapped::fit(y, &ys));
-    // An x axis starts where its values do (0 senders means nothing).
-    let xm = if !xm.log && x.scale == Scale::Auto { Mapped::fit(&x.clone().scale(Scale::Linear), &xs) } else { xm };
+    // An x axis is logarithmic from one decade on when its values grow by factors (a sweep of
+    // 1, 4, 16, 64 units), and otherwise starts where its values do (0 senders means nothing).
+    let geometric = {
+        let mut v: Vec<f64> = xs.iter().copied().filter(|v| *v > 0.0).collect();
+        v.sort_by(f64::total_cmp);
+        v.dedup();
+        v.len() >= 3 && v.last().unwrap_or(&0.0) / v[0] >= 10.0 && v.windows(2).all(|w| w[1] / w[0] >= 1.9)
+    };
+    let xm = match (xm.log, &x.scale) {
+        (false, Scale::Auto) if geometric => Mapped::fit(&x.clone().scale(Scale::Log), &xs),
+        (false, Scale::Auto) => Mapped::fit(&x.clone().scale(Scale::Linear), &xs),
+        _ => xm,
+    };
     // A quantity that is never negative (every value >= 0) has no interval below 0: its error
     // bars stop at 0, or on a log axis at the lowest value drawn.
     let floor = ys.iter().copied().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
