@@ -393,6 +393,13 @@ fn every_record_kind_loads_through_one_versioned_header() {
     ]);
 }
 
+/// Runs taskmeter with `args`, which must succeed.
+fn run_ok(args: &[&str]) -> Output {
+    let ran = run(args);
+    assert_eq!(ran.status.code(), Some(0), "{args:?}: {}", stderr(&ran));
+    ran
+}
+
 /// Writes `record` as `file` in a new folder `name` of `dir`, as a results folder whose record
 /// was edited.
 fn edited_folder(dir: &Path, name: &str, file: &str, record: &Value) -> PathBuf {
@@ -536,8 +543,7 @@ fn net_granularity_and_bench_records_with_a_duplicated_entry_are_refused() {
         ],
         vec!["bench", "--scenario", "a=true", "--warmup", "0", "--time", "100ms", "-o", &bench],
     ] {
-        let ran = run(&args);
-        assert_eq!(ran.status.code(), Some(0), "{args:?}: {}", stderr(&ran));
+        run_ok(&args);
     }
     let cases = [
         (
@@ -748,8 +754,7 @@ fn every_kind_gets_a_page_of_tables_figures_settings_and_warnings_on_top() {
         ],
         vec!["run", "--runtimes", "thread,smol", "--duration", "300ms", "--warmup", "50ms", "-o", &sleep],
     ] {
-        let ran = run(&args);
-        assert_eq!(ran.status.code(), Some(0), "{args:?}: {}", stderr(&ran));
+        let ran = run_ok(&args);
         if args[0] == "bench" {
             assert!(stdout(&ran).contains("warning: slow: only"), "the console warns too: {}", stdout(&ran));
         }

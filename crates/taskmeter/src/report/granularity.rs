@@ -377,17 +377,14 @@ impl Report for GrainRecord {
             };
             let status = if run.error.is_some() { "failed" } else { "ok" };
             let s = &self.settings;
+            // The run's columns, the same on each of its lines.
+            let head = format!("{},{},{},{},{}", run.runtime, run.repetition, s.pattern.name(), s.width, s.steps);
             for p in &run.points {
                 let m = &p.measured;
                 let status = if p.invalid.is_some() { "invalid" } else { status };
                 let _ = writeln!(
                     out,
-                    "{},{},{},{},{},{},{},{:.3},{},{},{},{},{:.3},{:.5},{:.3},{metg_ns},{kind},{status}",
-                    run.runtime,
-                    run.repetition,
-                    s.pattern.name(),
-                    s.width,
-                    s.steps,
+                    "{head},{},{},{:.3},{},{},{},{},{:.3},{:.5},{:.3},{metg_ns},{kind},{status}",
                     m.grain_ns,
                     m.iters,
                     p.task_ns,
@@ -401,15 +398,7 @@ impl Report for GrainRecord {
                 );
             }
             if run.points.is_empty() {
-                let _ = writeln!(
-                    out,
-                    "{},{},{},{},{},,,,,,,,,,,,,{status}",
-                    run.runtime,
-                    run.repetition,
-                    s.pattern.name(),
-                    s.width,
-                    s.steps
-                );
+                let _ = writeln!(out, "{head},,,,,,,,,,,,,{status}");
             }
         }
         out
