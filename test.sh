@@ -9,4 +9,6 @@ tests/setup.sh
 tests/lint.sh
 cargo build --locked --quiet
 cargo test --locked --workspace
+# The figures again with the feature print: their PNGs at 300 dpi (resvg).
+cargo test --locked -p taskmeter --features print --test report a_sweep
 python3 -m pytest -q protocol/tests clients/python/tests tests/browser

@@ -16,6 +16,7 @@ command -v cc >/dev/null || need_apt+=(gcc libc6-dev)
 command -v make >/dev/null || need_apt+=(make)                 # the C record() client's programs
 command -v python3 >/dev/null || need_apt+=(python3 python3-pip)
 command -v chromium >/dev/null || need_apt+=(chromium)         # report.html in a real browser
+ls /usr/share/fonts/truetype/*/*Sans*.ttf >/dev/null 2>&1 || need_apt+=(fonts-dejavu-core)  # text of the PNG figures
 command -v prlimit >/dev/null || need_apt+=(util-linux)        # a thread limit for the partial-start test
 # The drivers' toolchains come with this machine kind (Go 1.26, Node 20, Temurin JDK 25);
 # Debian's packages stand in when one is missing (Debian has no JDK 21+: java-* would be skipped).

@@ -1,8 +1,9 @@
 """report.html as a person sees it: opened in headless Chromium (Debian's package), offline.
 
-Checks that the rendered page has every results table and every chart, that each chart was
-drawn (its SVG has drawing elements and a size), that nothing was fetched from the network,
-and keeps a screenshot (target/report-screenshot.png) to look at.
+Checks that the rendered page of every kind (run, net, bench, granularity) has its results
+tables, every chart drawn (its SVG has drawing elements and a size), its settings and environment
+as definition lists and its warnings at the top, that nothing was fetched from the network, and
+keeps a screenshot of each (target/report-screenshot*.png) to look at.
 """
 import os
 import pathlib
@@ -60,6 +61,34 @@ def browse(url, *extra, profile):
     )
 
 
+def check_page(dom, kind):
+    """What every kind's page has: tables, figures drawn, settings and environment, warnings first."""
+    assert '<table class="results">' in dom, f"{kind}: its tables are tables"
+    assert '<pre class="results">' not in dom, f"{kind}: no text dump"
+    assert '<dl class="settings">' in dom and '<dl class="environment">' in dom, kind
+    figures = re.findall(r'<figure class="chart" id="([^"]+)">(.*?)</figure>', dom, re.S)
+    assert figures, f"{kind}: figures inline"
+    for name, body in figures:
+        assert len(re.findall(r"<(polyline|path|rect|circle|polygon)\b", body)) > 5, f"{kind}: {name} is drawn"
+    if 'id="warnings"' in dom:
+        assert dom.index('id="warnings"') < dom.index('id="settings"') < dom.index("<table"), f"{kind}: warnings on top"
+    assert not re.search(r'(src|href)="https?:', dom), f"{kind}: the report fetches nothing"
+    assert "-&gt; ?" not in dom, f"{kind}: nothing unknown shown as ?"
+    return figures
+
+
+def screenshot(folder, name, tmp_path):
+    """The page as a person sees it, kept in target/ to look at; it is not blank."""
+    shot = ROOT / "target" / f"report-screenshot{name}.png"
+    shot.parent.mkdir(exist_ok=True)
+    shot.unlink(missing_ok=True)
+    browse((folder / "report.html").as_uri(), f"--screenshot={shot}", "--window-size=1200,2400",
+           profile=tmp_path / f"profile{name}")
+    image = Image.open(shot).convert("RGB")
+    assert image.size == (1200, 2400)
+    return image
+
+
 def test_report_renders_every_table_and_chart(results, tmp_path):
     charts = sorted(p.name for p in (results / "charts").glob("*.svg"))
     # Per point: the CDF, the deviation bars and the precision/cost frontier; 4 across the sweep.
@@ -69,22 +98,15 @@ def test_report_renders_every_table_and_chart(results, tmp_path):
     rows = re.findall(r'<table class="results">.*?</table>', dom, re.S)
     for table in rows:
         assert table.count("<tr>") >= 1 + 3, "a header and a row per runtime"
-    figures = re.findall(r'<figure class="chart" id="([^"]+)">(.*?)</figure>', dom, re.S)
+    figures = check_page(dom, "run")
     assert sorted(f"{name}.svg" for name, _ in figures) == charts
     for name, body in figures:
         svg = re.search(r"<svg[^>]*width=\"(\d+)\"[^>]*height=\"(\d+)\"", body)
         assert svg and int(svg.group(1)) > 0 and int(svg.group(2)) > 0, name
-        assert len(re.findall(r"<(polyline|path|rect|circle)\b", body)) > 5, f"{name} has drawing elements"
-    assert not re.search(r'(src|href)="https?:', dom), "the report fetches nothing"
 
 
 def test_report_screenshot(results, tmp_path):
-    shot = ROOT / "target" / "report-screenshot.png"
-    shot.parent.mkdir(exist_ok=True)
-    shot.unlink(missing_ok=True)
-    browse((results / "report.html").as_uri(), f"--screenshot={shot}", "--window-size=1200,2400", profile=tmp_path / "profile")
-    image = Image.open(shot).convert("RGB")
-    assert image.size == (1200, 2400)
+    image = screenshot(results, "", tmp_path)
     # Rows of the page that hold anything but the background: the tables and charts fill most
     # of the first screen; a blank or unstyled page would not.
     background = image.getpixel((0, 0))
@@ -116,7 +138,12 @@ def test_bench_report_renders_its_tables(tmp_path):
         assert "<td>sleeper</td>" in table
         assert "`exit 4` exited with status 4" in table
     assert "With input short" in dom and "With input long" in dom
-    assert not re.search(r'(src|href)="https?:', dom), "the report fetches nothing"
+    figures = check_page(dom, "bench")
+    assert sorted(name for name, _ in figures) == ["gap", "gap-percentiles"]
+    warnings = dom[dom.index('id="warnings"'):dom.index('id="settings"')]
+    assert "broken" in warnings and "exited with status 4" in warnings, "the failure is said at the top"
+    assert f"'sleeper={sleeper} $TASKMETER_INPUT'" in dom, "the command line keeps its quotes"
+    screenshot(folder, "-bench", tmp_path)
 
 
 def test_granularity_report_renders_its_curves(tmp_path):
@@ -128,11 +155,27 @@ def test_granularity_report_renders_its_curves(tmp_path):
         check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
     )
     charts = sorted(p.name for p in (folder / "charts").glob("*.svg"))
-    assert charts == ["efficiency-by-size.svg", "efficiency.svg", "overhead.svg"]
+    # The METG figure is drawn when a runtime's METG was found between two task sizes.
+    assert {"efficiency-by-size.svg", "efficiency.svg", "overhead.svg"} <= set(charts) <= {
+        "efficiency-by-size.svg", "efficiency.svg", "overhead.svg", "metg.svg"}
     dom = browse((folder / "report.html").as_uri(), "--dump-dom", profile=tmp_path / "profile").stdout
     assert "METG(50 %)" in dom and "tokio-ct" in dom and "smol" in dom
-    figures = re.findall(r'<figure class="chart" id="([^"]+)">(.*?)</figure>', dom, re.S)
+    figures = check_page(dom, "granularity")
     assert sorted(f"{name}.svg" for name, _ in figures) == charts
-    for name, body in figures:
-        assert len(re.findall(r"<(polyline|path|rect|circle)\b", body)) > 5, f"{name} has drawing elements"
-    assert not re.search(r'(src|href)="https?:', dom), "the report fetches nothing"
+    assert len(re.findall(r'<table class="results">', dom)) == 2, "the ranking and the efficiency matrix"
+    screenshot(folder, "-granularity", tmp_path)
+
+
+def test_net_report_renders_its_tables_and_curves(tmp_path):
+    """`run net`'s report.html: the summary and ratio tables, the three charts."""
+    folder = tmp_path / "net"
+    subprocess.run(
+        [taskmeter(), "run", "net", "--receivers", "thread,tokio-mt", "--senders", "1,2", "--messages", "100",
+         "-o", folder],
+        check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+    )
+    dom = browse((folder / "report.html").as_uri(), "--dump-dom", profile=tmp_path / "profile").stdout
+    figures = check_page(dom, "net")
+    assert sorted(name for name, _ in figures) == ["ratio", "round-trip-p99", "throughput"]
+    assert len(re.findall(r'<table class="results">', dom)) == 2, "the summary and the ratio matrix"
+    screenshot(folder, "-net", tmp_path)

@@ -233,6 +233,7 @@ fn every_flag_the_docs_name_exists() {
     // aliases, tested in cli.rs) and --dry-run.
     let others = [
         "--release",
+        "--features",
         "--path",
         "--example",
         "--check",

@@ -85,6 +85,7 @@ fn each_runtime_waits_every_way_it_has_and_spinning_costs_a_core() {
         }
         assert!(text.contains(&format!("\n{base} at sleep")) || text.contains(&format!("\n{base}\n")), "{text}");
     }
-    assert!(text.contains("advice: most precise under 10 % of a core per unit:"), "{text}");
+    // Each runtime with recipes gets its advice line (its content is tested on synthetic tables).
+    assert_eq!(text.matches("\n  advice: ").count(), with_recipes.len(), "{text}");
     assert!(text.contains("CPU/unit"), "{text}");
 }

@@ -58,7 +58,7 @@ fn a_sweep_draws_every_chart_and_a_self_contained_report() {
     let mut expected: Vec<String> =
         ["mean", "p99", "samples", "ratio"].iter().map(|s| format!("sweep-busy-{s}.svg")).collect();
     for point in 1..=3 {
-        expected.push(format!("point-{point}-lateness-cdf.svg"));
+        expected.push(format!("point-{point}-lateness-percentiles.svg"));
         expected.push(format!("point-{point}-deviation-bars.svg"));
         expected.push(format!("why-point-{point}-frontier.svg"));
     }
@@ -101,6 +101,49 @@ fn a_sweep_draws_every_chart_and_a_self_contained_report() {
     assert!(rebuilt.status.success(), "{}", stderr(&rebuilt));
     assert_eq!(std::fs::read_to_string(folder.join("report.html")).unwrap(), report);
     assert_eq!(std::fs::read_dir(folder.join("charts")).unwrap().count(), charts.len());
+
+    // --figures: every figure for a paper, in the house style.
+    let figures = dir.path().join("figures");
+    let written = run(&["report", folder.to_str().unwrap(), "--figures", figures.to_str().unwrap()]);
+    assert!(written.status.success(), "{}", stderr(&written));
+    for chart in &charts {
+        let svg = std::fs::read_to_string(figures.join(chart)).unwrap();
+        assert_eq!(svg, std::fs::read_to_string(folder.join("charts").join(chart)).unwrap());
+        assert!(svg.contains("width=\"480\""), "{chart}: one column of a paper");
+        let png = figures.join(chart).with_extension("png");
+        if cfg!(feature = "print") {
+            let (width, per_metre) = png_size_and_density(&std::fs::read(&png).unwrap());
+            assert_eq!(width, 1004, "{chart}: 8.5 cm at 300 dpi");
+            assert_eq!(per_metre, 11811, "{chart}: pHYs says 300 dpi");
+        } else {
+            assert!(!png.exists());
+        }
+    }
+    // The distribution is a percentile plot: its x axis is marked 50, 90, 99 %...
+    let percentiles = std::fs::read_to_string(figures.join("point-1-lateness-percentiles.svg")).unwrap();
+    for tick in ["50", "90", "99"] {
+        assert!(percentiles.contains(&format!(">\n{tick}\n</text>")), "{tick}");
+    }
+    // ...and every axis is labelled in units, at 1-2-5 steps or decades.
+    let mean = std::fs::read_to_string(figures.join("sweep-busy-mean.svg")).unwrap();
+    assert!(mean.contains(" µs\n</text>") || mean.contains(" ns\n</text>"), "{mean}");
+}
+
+/// A PNG's width and its pHYs density (pixels per metre).
+fn png_size_and_density(png: &[u8]) -> (u32, u32) {
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let be = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
+    let width = be(16);
+    let mut at = 8;
+    while at + 8 <= png.len() {
+        let (length, kind) = (be(at) as usize, &png[at + 4..at + 8]);
+        if kind == b"pHYs" {
+            assert_eq!(png[at + 16], 1, "the unit is the metre");
+            return (width, be(at + 8));
+        }
+        at += 12 + length;
+    }
+    panic!("no pHYs chunk");
 }
 
 #[test]
@@ -350,6 +393,13 @@ fn every_record_kind_loads_through_one_versioned_header() {
     ]);
 }
 
+/// Runs taskmeter with `args`, which must succeed.
+fn run_ok(args: &[&str]) -> Output {
+    let ran = run(args);
+    assert_eq!(ran.status.code(), Some(0), "{args:?}: {}", stderr(&ran));
+    ran
+}
+
 /// Writes `record` as `file` in a new folder `name` of `dir`, as a results folder whose record
 /// was edited.
 fn edited_folder(dir: &Path, name: &str, file: &str, record: &Value) -> PathBuf {
@@ -493,8 +543,7 @@ fn net_granularity_and_bench_records_with_a_duplicated_entry_are_refused() {
         ],
         vec!["bench", "--scenario", "a=true", "--warmup", "0", "--time", "100ms", "-o", &bench],
     ] {
-        let ran = run(&args);
-        assert_eq!(ran.status.code(), Some(0), "{args:?}: {}", stderr(&ran));
+        run_ok(&args);
     }
     let cases = [
         (
@@ -661,4 +710,74 @@ fn compare_judges_net_granularity_and_bench_between_runs() {
     assert!(bench.status.code().is_some_and(|c| c <= 1), "{}", stderr(&bench));
     assert!(table.lines().any(|l| l.starts_with("nap ") && l.contains("mean gap") && l.contains("2 vs 2")), "{table}");
     assert!(table.contains("2 results folders"), "{table}");
+}
+
+#[test]
+fn every_kind_gets_a_page_of_tables_figures_settings_and_warnings_on_top() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    // The C client's sleeper completes a unit every N ms: every 60 ms gives a handful in the
+    // window, and a warning.
+    let clients = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../clients/c");
+    let made = Command::new("make").arg("-s").arg("-C").arg(&clients).output().expect("make runs");
+    assert!(made.status.success(), "{}", stderr(&made));
+    let scenario = |name: &str, ms: u32| format!("{name}='{}' {ms}", clients.join("build/sleeper").display());
+    let (net, grain, bench, sleep) = (folder("net"), folder("granularity"), folder("bench"), folder("sleep"));
+    let (slow, fast) = (scenario("slow", 60), scenario("fast", 2));
+    for args in [
+        vec!["run", "net", "--receivers", "thread,tokio-mt", "--senders", "1,2", "--messages", "100", "-o", &net],
+        vec![
+            "run",
+            "granularity",
+            "--runtimes",
+            "smol,thread",
+            "--quick",
+            "--task-busy",
+            "100us,10us",
+            "--steps",
+            "2",
+            "-o",
+            &grain,
+        ],
+        vec![
+            "bench",
+            "--scenario",
+            &slow,
+            "--scenario",
+            &fast,
+            "--warmup",
+            "100ms",
+            "--duration",
+            "500ms",
+            "-o",
+            &bench,
+        ],
+        vec!["run", "--runtimes", "thread,smol", "--duration", "300ms", "--warmup", "50ms", "-o", &sleep],
+    ] {
+        let ran = run_ok(&args);
+        if args[0] == "bench" {
+            assert!(stdout(&ran).contains("warning: slow: only"), "the console warns too: {}", stdout(&ran));
+        }
+    }
+    for (kind, dir) in [("net", &net), ("granularity", &grain), ("bench", &bench), ("run", &sleep)] {
+        let page = std::fs::read_to_string(Path::new(dir).join("report.html")).unwrap();
+        assert!(page.contains("<table class=\"results\">"), "{kind}: its tables are tables");
+        assert!(!page.contains("<pre class=\"results\">"), "{kind}: no text dump");
+        assert!(page.contains("<figure class=\"chart\""), "{kind}: its figures are inline");
+        assert!(page.contains("<dl class=\"settings\">") && page.contains("<dl class=\"environment\">"), "{kind}");
+        assert!(!page.contains("> ?<") && !page.contains("-> ?"), "{kind}: nothing unknown is shown as ?");
+        if let Some(warnings) = page.find("id=\"warnings\"") {
+            assert!(warnings < page.find("id=\"settings\"").unwrap(), "{kind}: warnings come first");
+        }
+    }
+    let page = std::fs::read_to_string(Path::new(&bench).join("report.html")).unwrap();
+    let warnings = page.find("id=\"warnings\"").expect("a scenario with a few units is flagged");
+    let few = page.find("slow: only").expect("the slow scenario is named");
+    assert!(warnings < few && few < page.find("<table").unwrap(), "the warning is at the top");
+    assert!(
+        page.contains("--scenario &#x27;slow=") || page.contains("--scenario 'slow="),
+        "the command keeps its quotes"
+    );
+    assert!(Path::new(&bench).join("charts/gap.svg").is_file());
+    assert!(Path::new(&grain).join("charts/efficiency.svg").is_file());
 }

@@ -90,8 +90,10 @@ pub fn groups_at(record: &RunRecord, point: usize) -> Vec<Vec<RecipeRow>> {
     groups
 }
 
-/// The share of its periods a way may skip and still be advised.
-pub const MAX_MISSED: f64 = 0.01;
+/// The share of its periods a way may skip and still be advised: a 1 s window at 1 ms on a
+/// shared machine skips 2-4 % (a preempted wake-up sleeps through the next deadline); a sleep
+/// 65 µs late at a 50 µs period skips more than half.
+pub const MAX_MISSED: f64 = 0.05;
 
 impl RecipeRow {
     /// Whether it kept time: it skipped at most [`MAX_MISSED`] of its periods.
@@ -185,12 +187,12 @@ mod tests {
     #[test]
     fn a_way_that_skipped_periods_is_never_advised() {
         let mut spin = row("spin", 2.0, Some(0.5));
-        spin.missed = 2; // 2 of 102 periods
+        spin.missed = 6; // 6 of 106 periods
         let rows = [row("sleep", 80.0, Some(0.01)), spin];
         let advice = advise(&rows, 1.0, 1.8, 20_000.0);
         assert_eq!((advice.best, advice.precise_within_budget, advice.cheapest_near_best), (Some(0), Some(0), Some(0)));
         let mut spin = rows[1].clone();
-        spin.missed = 1; // 1 of 101: within 1 %
+        spin.missed = 5; // 5 of 105: within 5 %
         assert_eq!(advise(&[rows[0].clone(), spin], 1.0, 1.8, 20_000.0).best, Some(1));
     }
 

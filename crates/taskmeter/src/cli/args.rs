@@ -169,6 +169,10 @@ pub(super) enum Command {
         /// Also print a run's console report in this layout (e.g. `why`)
         #[arg(long, value_enum, value_name = "LAYOUT")]
         table: Option<crate::report::tables::Layout>,
+        /// Also write every figure to FOLDER, ready for a paper: SVG, and PNG at 300 dpi (8.5 cm
+        /// wide) when built with the feature `print`
+        #[arg(long, value_name = "FOLDER")]
+        figures: Option<PathBuf>,
     },
     /// Benchmark the harness itself
     ///

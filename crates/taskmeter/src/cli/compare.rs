@@ -64,22 +64,11 @@ fn load_side(path: &Path) -> Result<Side, CliError> {
 }
 
 fn kind_of(record: &AnyRecord) -> &'static str {
-    match record {
-        AnyRecord::Run(_) => "run",
-        AnyRecord::Net(_) => "net",
-        AnyRecord::Bench(_) => "bench",
-        AnyRecord::Granularity(_) => "granularity",
-    }
+    crate::report::page::of(record).kind()
 }
 
 fn json_of(record: &AnyRecord) -> serde_json::Value {
-    let value = match record {
-        AnyRecord::Run(r) => serde_json::to_value(r),
-        AnyRecord::Net(r) => serde_json::to_value(r),
-        AnyRecord::Bench(r) => serde_json::to_value(r),
-        AnyRecord::Granularity(r) => serde_json::to_value(r),
-    };
-    value.expect("a record serialises")
+    serde_json::from_str(&crate::report::page::of(record).json()).expect("a record serialises")
 }
 
 /// The metric `compare` uses when none is given: the old run's (other experiments have one).
@@ -279,12 +268,7 @@ fn console(c: &Comparison, old: &Side, new: &Side) -> String {
 }
 
 fn started(side: &Side) -> String {
-    let header = |r: &AnyRecord| match r {
-        AnyRecord::Run(r) => r.header.started_at.clone(),
-        AnyRecord::Net(r) => r.header.started_at.clone(),
-        AnyRecord::Bench(r) => r.header.started_at.clone(),
-        AnyRecord::Granularity(r) => r.header.started_at.clone(),
-    };
+    let header = |r: &AnyRecord| crate::report::page::of(r).header().started_at.clone();
     let prefix = if side.records.len() > 1 { ", from " } else { "" };
     format!("{prefix}{}", header(&side.records[0].1))
 }

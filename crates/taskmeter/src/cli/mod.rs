@@ -257,7 +257,9 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
         Command::NetReceiver { runtime } => ExitCode::from(crate::experiments::net::native::main(&runtime)),
         Command::Bench(args) => crate::experiments::bench::run(options::bench_options(*args)?)?,
         Command::CheckDriver { runtime } => check_driver::check_driver(&runtime)?,
-        Command::Report { results, samples_csv, table } => rebuild::rebuild(&results, samples_csv.as_deref(), table)?,
+        Command::Report { results, samples_csv, table, figures } => {
+            rebuild::rebuild(&results, samples_csv.as_deref(), table, figures.as_deref())?
+        }
         Command::Compare { old, new, metric, threshold, alpha, force, format } => {
             let metric = match metric {
                 Some(MetricChoice::All) => None,

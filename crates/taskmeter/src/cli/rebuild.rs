@@ -1,7 +1,8 @@
 //! `taskmeter report RESULTS`: rebuilds the charts and report.html of a results folder from its
 //! record alone (run.json, net.json, bench.json or granularity.json, by the schema its header names); with
 //! `--samples-csv FILE`, also writes the samples a `--raw` run kept as plain CSV; with
-//! `--table LAYOUT`, also prints a run's console report in that layout. A record that does not
+//! `--table LAYOUT`, also prints a run's console report in that layout; with `--figures FOLDER`,
+//! also writes every figure there, for a paper (`report::print`). A record that does not
 //! hold together (`model::consistency`) is refused, one line per problem, and nothing is written.
 
 use super::CliError;
@@ -14,6 +15,7 @@ pub fn rebuild(
     path: &Path,
     samples_csv: Option<&Path>,
     table: Option<crate::report::tables::Layout>,
+    figures: Option<&Path>,
 ) -> Result<ExitCode, CliError> {
     let (file, record) = load_checked(path)?;
     let folder = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -30,12 +32,17 @@ pub fn rebuild(
         (_, Some(_)) => return Err(format!("--table applies to a run's record ({} is not one)", file.display()).into()),
         _ => {}
     }
-    match &record {
-        AnyRecord::Run(r) => crate::report::run::write_report(folder, r)?,
-        AnyRecord::Net(r) => crate::report::net::write_report(folder, r)?,
-        AnyRecord::Bench(r) => crate::report::bench::write_report(folder, r)?,
-        AnyRecord::Granularity(r) => crate::report::granularity::write_report(folder, r)?,
-    }
+    let report = crate::report::page::of(&record);
+    crate::report::page::write_report(folder, report)?;
     crate::outln!("{}", folder.join("report.html").display());
+    if let Some(out) = figures {
+        let charts = report.figures().map_err(crate::report::ReportError::Chart)?;
+        for file in crate::report::print::write_figures(out, &charts)? {
+            crate::outln!("{}", file.display());
+        }
+        if !cfg!(feature = "print") {
+            crate::outln!("(SVG only: PNGs at 300 dpi need taskmeter built with --features print)");
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }

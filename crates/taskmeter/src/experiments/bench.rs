@@ -65,7 +65,7 @@ pub fn run(options: BenchOptions) -> Result<ExitCode, super::ExperimentError> {
         report,
     };
     let failed = record.report.results.iter().any(|r| r.error.is_some());
-    Ok(session.finish(record, crate::report::bench::write_folder, |r| console::render(&r.report), failed))
+    Ok(session.finish(record, crate::report::page::write_folder, crate::report::bench::console, failed))
 }
 
 /// A private folder for the collectors' sockets, removed at the end.

@@ -106,7 +106,7 @@ pub fn run(options: GrainOptions) -> Result<ExitCode, super::ExperimentError> {
     let summaries = summarise(&runs, &s.runtimes, s.grains_ns.len());
     let record = GrainRecord { header: session.header::<GrainRecord>(), settings: s.clone(), runs, summaries, skipped };
     let failed = record.runs.iter().any(|r| r.error.is_some() && !r.interrupted);
-    Ok(session.finish(record, crate::report::granularity::write_folder, crate::report::granularity::console, failed))
+    Ok(session.finish(record, crate::report::page::write_folder, crate::report::granularity::console, failed))
 }
 
 /// The point's figures, its cores those taskmeter counted when the runtime runs tasks in parallel

@@ -115,17 +115,17 @@ impl Param {
         }
     }
 
-    /// The unit of the axis in charts.
+    /// The title of the axis in charts (a duration's ticks name their unit).
     pub fn axis_label(self) -> &'static str {
         match self {
             Param::Units => "units",
             Param::Busy => "busy-work iterations",
-            Param::Sleep => "sleep (ns)",
+            Param::Sleep => "sleep",
             Param::Modulo => "modulo M",
-            Param::Duration => "duration (ns)",
-            Param::Warmup => "warm-up (ns)",
+            Param::Duration => "duration",
+            Param::Warmup => "warm-up",
             Param::Policy => "scheduling policy",
-            Param::TimerSlack => "timer slack (ns)",
+            Param::TimerSlack => "timer slack",
             Param::CpuDmaLatency => "cpu_dma_latency held (µs)",
         }
     }

@@ -2,24 +2,226 @@
 //! of taskmeter-record), `report.html`, and the CSV and Markdown exports (one line per scenario
 //! and input).
 
+use super::figure::{bar_chart, percentile_chart, Axis, Bars, Chart, Distribution, Style, Unit};
 use super::format::format_ns;
-use super::{write, ReportError};
+use super::page::{Block, Report, Section};
+use super::tables::Table;
+use crate::analysis::histogram;
 use crate::model::bench::BenchRecord;
-use std::path::Path;
 use taskmeter_record::console;
 use taskmeter_record::report::ScenarioResult;
+use taskmeter_stats::format::duration;
 
-/// The results folder's files, from the record alone.
-pub fn write_folder(dir: &Path, record: &BenchRecord) -> Result<(), ReportError> {
-    write(&dir.join("bench.json"), super::json(record))?;
-    write_report(dir, record)
+/// Fewer units than this in a scenario's window, and its statistics are flagged: a median of 3
+/// gaps says little.
+pub const FEW_UNITS: u64 = 30;
+
+/// The scenarios and inputs with fewer than [`FEW_UNITS`] units in their window.
+pub fn few_units(record: &BenchRecord) -> Vec<String> {
+    let few = record.report.results.iter().filter(|r| r.error.is_none() && r.measured.units < FEW_UNITS);
+    few.map(|r| {
+        format!(
+            "{}: only {} unit(s) completed in the measurement window: its statistics say little (fewer than \
+             {FEW_UNITS}; a longer --duration gives more)",
+            label(r),
+            r.measured.units
+        )
+    })
+    .collect()
 }
 
-/// `report.txt` and `report.html`.
-pub fn write_report(dir: &Path, record: &BenchRecord) -> Result<(), ReportError> {
-    write(&dir.join("report.txt"), console::render(&record.report))?;
-    write(&dir.join("report.html"), super::html::render_bench(record))
+/// What `taskmeter bench` prints: the console report, then a warning per scenario with few units.
+pub fn console(record: &BenchRecord) -> String {
+    let mut out = console::render(&record.report);
+    for warning in few_units(record) {
+        out.push_str(&format!("warning: {warning}\n"));
+    }
+    out
 }
+
+/// A scenario's name with its input, if any.
+fn label(r: &ScenarioResult) -> String {
+    match &r.input {
+        Some(input) => format!("{} ({input})", r.scenario),
+        None => r.scenario.clone(),
+    }
+}
+
+impl Report for BenchRecord {
+    fn csv(&self) -> String {
+        summary_csv(self)
+    }
+
+    fn markdown(&self) -> String {
+        markdown(self)
+    }
+
+    /// The Benchee-layout console report (a bench folder has no summary.csv: `--export-csv`).
+    fn derived(&self) -> Vec<(&'static str, String)> {
+        vec![("report.txt", console::render(&self.report))]
+    }
+
+    fn title(&self) -> String {
+        format!("taskmeter bench of {}", self.header.started_at)
+    }
+
+    fn settings(&self) -> Vec<(String, String)> {
+        let c = &self.report.config;
+        let mut items = vec![
+            ("warm-up".to_string(), duration(c.warmup_ns as f64)),
+            ("measured".into(), duration(c.time_ns as f64)),
+            ("drain".into(), format!("up to {} per scenario and input", duration(c.drain_ns as f64))),
+        ];
+        items.extend(self.scenarios.iter().map(|s| (format!("scenario {}", s.name), s.value.clone())));
+        items.extend(self.inputs.iter().map(|s| (format!("input {}", s.name), s.value.clone())));
+        items
+    }
+
+    /// Each scenario's notes (as the console report shows them), then [`few_units`].
+    fn warnings(&self) -> Vec<String> {
+        let notes = self.report.results.iter().filter_map(|r| {
+            let notes = console::notes(r);
+            (!notes.is_empty()).then(|| format!("{}: {}", label(r), notes.join("; ")))
+        });
+        notes.chain(few_units(self)).collect()
+    }
+
+    /// The gap's distribution per scenario (a percentile plot), and its median and p99 as bars.
+    fn figures(&self) -> Result<Vec<Chart>, String> {
+        let results: Vec<&ScenarioResult> = self.report.results.iter().filter(|r| r.measured.gap.is_some()).collect();
+        if results.is_empty() {
+            return Ok(Vec::new());
+        }
+        let names: Vec<String> = results.iter().map(|r| label(r)).collect();
+        let mut charts = Vec::new();
+        let lines: Vec<Distribution> = results
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| {
+                let h = histogram::decode(&r.histograms.as_ref()?.gap).ok()?;
+                let cdf = histogram::cdf(&h).into_iter().map(|(v, f)| (v as f64, f)).collect();
+                Some(Distribution { name: names[i].clone(), style: Style::other(i), cdf, count: h.len() })
+            })
+            .collect();
+        if !lines.is_empty() {
+            let title = "Gap between completions by percentile".to_string();
+            let svg = percentile_chart(&title, &Axis::new("gap", Unit::Nanos), &lines)?;
+            charts.push(Chart { group: "gap".into(), file: "gap-percentiles.svg".into(), title, svg });
+        }
+        let stat = |pick: fn(&taskmeter_record::report::Stats) -> f64| -> Vec<Option<(f64, Option<f64>)>> {
+            results.iter().map(|r| r.measured.gap.as_ref().map(|g| (pick(g), None))).collect()
+        };
+        let groups = [
+            Bars { name: "median".into(), style: Style::other(0), values: stat(|g| g.median as f64) },
+            Bars { name: "99th %".into(), style: Style::other(1), values: stat(|g| g.p99 as f64) },
+        ];
+        let title = "Gap between completions: median and 99th percentile".to_string();
+        let axis = Axis::new("gap", Unit::Nanos);
+        charts.push(Chart {
+            group: "gap".into(),
+            file: "gap.svg".into(),
+            title: title.clone(),
+            svg: bar_chart(&title, &axis, &names, &groups)?,
+        });
+        Ok(charts)
+    }
+
+    fn sections(&self) -> Vec<Section> {
+        let report = &self.report;
+        let mut sections = Vec::new();
+        for group in console::input_groups(report) {
+            let rows: Vec<&ScenarioResult> = report.results.iter().filter(|r| r.input.as_deref() == group).collect();
+            let fastest = rows.iter().filter_map(|r| r.measured.ips).fold(f64::NAN, f64::max);
+            let header = [
+                "name",
+                "ips",
+                "average",
+                "deviation",
+                "median",
+                "99th %",
+                "min",
+                "max",
+                "vs fastest",
+                "measured",
+                "warm-up",
+                "after",
+                "invocations",
+            ];
+            let mut table =
+                Table { header: header.map(String::from).to_vec(), lines: Vec::new(), without_statistics: Vec::new() };
+            for r in &rows {
+                let Some(g) = &r.measured.gap else {
+                    let why = r.error.clone().unwrap_or_else(|| "no unit completed in the measurement window".into());
+                    table.without_statistics.push((r.scenario.clone(), why));
+                    continue;
+                };
+                let slower = r.measured.ips.map_or("-".into(), |x| {
+                    if x >= fastest {
+                        "fastest".into()
+                    } else {
+                        format!("{:.2}x slower", fastest / x)
+                    }
+                });
+                table.lines.push(vec![
+                    r.scenario.clone(),
+                    console::ips(r.measured.ips),
+                    duration(g.mean),
+                    g.deviation_pct.map_or("-".into(), |d| format!("±{d:.2}%")),
+                    duration(g.median as f64),
+                    duration(g.p99 as f64),
+                    duration(g.min as f64),
+                    duration(g.max as f64),
+                    slower,
+                    r.measured.units.to_string(),
+                    r.measured.outside.warmup_units.to_string(),
+                    r.measured.outside.after_units.to_string(),
+                    r.invocations.to_string(),
+                ]);
+            }
+            let mut blocks = vec![Block::Table(String::new(), table, "results")];
+            let latency: Vec<Vec<String>> = rows
+                .iter()
+                .filter_map(|r| {
+                    let l = r.measured.latency.as_ref()?;
+                    Some(vec![
+                        r.scenario.clone(),
+                        l.count.to_string(),
+                        duration(l.mean),
+                        duration(l.median as f64),
+                        duration(l.p99 as f64),
+                        duration(l.max as f64),
+                    ])
+                })
+                .collect();
+            if !latency.is_empty() {
+                let header = ["name", "units", "average", "median", "99th %", "maximum"].map(String::from).to_vec();
+                let t = Table { header, lines: latency, without_statistics: Vec::new() };
+                blocks.push(Block::Table("Latency (start to complete)".into(), t, "results"));
+            }
+            let (id, heading) = match group {
+                Some(input) => (format!("input-{input}"), format!("With input {input}")),
+                None => ("results".into(), "Results".into()),
+            };
+            sections.push(Section { id, heading, blocks });
+        }
+        sections.push(Section {
+            id: "figures".into(),
+            heading: "Figures".into(),
+            blocks: vec![Block::Figures("gap".into())],
+        });
+        sections.push(Section {
+            id: "reading".into(),
+            heading: "How to read this".into(),
+            blocks: vec![Block::Text(READING.into())],
+        });
+        sections
+    }
+}
+
+const READING: &str = "A unit completes at each record() (or the first complete(id) of a started id), timestamped \
+    at the call on CLOCK_MONOTONIC. The gap of a unit is the time since the previous unit; ips = 1 / mean gap; \
+    deviation = sample standard deviation (n - 1) / mean; percentiles are exact nearest-rank values. Only units \
+    completed inside the measurement window count; warm-up and after are counted apart.";
 
 const COLUMNS: [&str; 12] = [
     "scenario",

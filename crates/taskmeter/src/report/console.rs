@@ -137,11 +137,32 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
             100.0 * own as f64 / (own + workers_cpu) as f64
         ));
     }
+    let estimated: Vec<&str> = record
+        .rows
+        .iter()
+        .filter(|r| r.basis == crate::model::run::Basis::Histogram)
+        .map(|r| r.runtime.as_str())
+        .collect();
+    if !estimated.is_empty() {
+        out.push_str(&format!(
+            "note: percentiles of {} come from HdrHistograms (5 significant digits: exact below 262 µs, within 0.001 % above); \
+             counts, means, std, min and max are exact\n",
+            dedup(&estimated).join(", ")
+        ));
+    }
+    for warning in warnings(record) {
+        out.push_str(&format!("warning: {warning}\n"));
+    }
+    out
+}
+
+/// What a reader must know before quoting a figure of a run: starved units, lost samples,
+/// early wake-ups (the console prints them as `warning:` lines, report.html at its top).
+pub fn warnings(record: &RunRecord) -> Vec<String> {
+    let mut out = Vec::new();
     let starved: u64 = record.rows.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.units_starved as u64).sum();
     if starved > 0 {
-        out.push_str(&format!(
-            "warning: {starved} units made no measured iteration (starved, or started after the warm-up ended)\n"
-        ));
+        out.push(format!("{starved} units made no measured iteration (starved, or started after the warm-up ended)"));
     }
     let lost: u64 = record.rows.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.samples_lost).sum();
     if lost > 0 {
@@ -166,24 +187,11 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
                 ))
             })
             .collect();
-        out.push_str(&format!(
-            "warning: {} samples were lost: a unit's ring was full because its worker's writer fell behind (they are \
-             counted, not measured): {}\n",
+        out.push(format!(
+            "{} samples were lost: a unit's ring was full because its worker's writer fell behind (they are \
+             counted, not measured): {}",
             format_count(lost),
             rows.join("; ")
-        ));
-    }
-    let estimated: Vec<&str> = record
-        .rows
-        .iter()
-        .filter(|r| r.basis == crate::model::run::Basis::Histogram)
-        .map(|r| r.runtime.as_str())
-        .collect();
-    if !estimated.is_empty() {
-        out.push_str(&format!(
-            "note: percentiles of {} come from HdrHistograms (5 significant digits: exact below 262 µs, within 0.001 % above); \
-             counts, means, std, min and max are exact\n",
-            dedup(&estimated).join(", ")
         ));
     }
     // Per runtime, in the order of --runtimes: who woke early, and how often.
@@ -200,10 +208,7 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
         })
         .collect();
     if !early.is_empty() {
-        out.push_str(&format!(
-            "warning: samples woke before their intended time (negative lateness): {}\n",
-            early.join(", ")
-        ));
+        out.push(format!("samples woke before their intended time (negative lateness): {}", early.join(", ")));
     }
     out
 }
@@ -324,7 +329,13 @@ pub fn env_line(env: &Environment, worker_sched: Option<&SchedInfo>, dma_latency
             parts.push("cpu_dma_latency per point (see the report)".into());
         }
     }
-    let load = |l: &Option<[f64; 3]>| l.map(|l| format!("{:.2}", l[0])).unwrap_or_else(|| "?".into());
-    parts.push(format!("load {} -> {}", load(&env.load_average_before), load(&env.load_average_after)));
+    // What is not known (the load after, at the start of a bench) is left out, never shown as `?`.
+    let load = |l: &Option<[f64; 3]>| l.map(|l| format!("{:.2}", l[0]));
+    match (load(&env.load_average_before), load(&env.load_average_after)) {
+        (Some(before), Some(after)) => parts.push(format!("load {before} -> {after}")),
+        (Some(before), None) => parts.push(format!("load {before}")),
+        (None, Some(after)) => parts.push(format!("load after {after}")),
+        (None, None) => {}
+    }
     parts.join(" | ")
 }

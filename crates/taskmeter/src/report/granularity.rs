@@ -2,13 +2,12 @@
 //! runtime at every task size, `granularity.json`, `summary.csv`, the efficiency and overhead
 //! charts and `report.html`.
 
-use super::chart::{line_chart, palette, share_chart, share_chart_at_level, Chart, Level, Series};
 use super::console::render_table;
-use super::{write, write_charts_and_page, ReportError};
+use super::figure::{bar_chart, line_chart, style_of, Axis, Bars, Chart, Level, Scale, Series, Style, Unit};
+use super::page::{table, Block, Report, Section};
 use crate::analysis::granularity::{baselines, BASELINE_SPREAD, THRESHOLD};
 use crate::model::granularity::{GrainRecord, GrainRun, GrainSummary, Metg};
 use std::fmt::Write as _;
-use std::path::Path;
 use taskmeter_stats::format::ns as format_ns;
 use taskmeter_stats::Interval;
 
@@ -150,18 +149,8 @@ pub fn console(record: &GrainRecord) -> String {
         "one repetition: no interval; --repeat 3 gives intervals\n"
     });
     out.push_str(&warnings(record));
-    for skip in &record.skipped {
-        let _ = writeln!(out, "skipped: {}: {}", skip.runtime, skip.reason);
-    }
-    for run in record.runs.iter().filter(|r| r.error.is_some() && !r.interrupted) {
-        let _ = writeln!(
-            out,
-            "{} (repetition {}) failed after {} task sizes: {}",
-            run.runtime,
-            run.repetition,
-            run.points.len(),
-            run.error.as_deref().unwrap_or_default()
-        );
+    for line in failures(record) {
+        let _ = writeln!(out, "{line}");
     }
     if !record.header.complete {
         let why = record.header.incomplete_reason.as_deref().unwrap_or("interrupted");
@@ -231,12 +220,30 @@ fn warnings(record: &GrainRecord) -> String {
     out
 }
 
+/// The runtimes skipped, and the runs that failed.
+fn failures(record: &GrainRecord) -> Vec<String> {
+    let skipped = record.skipped.iter().map(|skip| format!("skipped: {}: {}", skip.runtime, skip.reason));
+    let failed = record.runs.iter().filter(|r| r.error.is_some() && !r.interrupted).map(|run| {
+        format!(
+            "{} (repetition {}) failed after {} task sizes: {}",
+            run.runtime,
+            run.repetition,
+            run.points.len(),
+            run.error.as_deref().unwrap_or_default()
+        )
+    });
+    skipped.chain(failed).collect()
+}
+
 /// Repetitions whose METGs differ by more than this factor are said to disagree.
 const DISAGREEMENT: f64 = 2.0;
 
-/// Efficiency and overhead per task against the task's work, one line per runtime.
+/// The figures: efficiency against granularity (Task Bench's, METG where each line crosses
+/// 50 %), efficiency and overhead per task against the task's work, and METG per runtime.
 pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
-    let sizes: Vec<String> = record.settings.grains_ns.iter().map(|g| format_ns(*g as f64)).collect();
+    // Styles by the settings' order, so a runtime looks the same in every figure and run.
+    let styles: Vec<Style> = record.summaries.iter().map(|s| style_of(&record.settings.runtimes, &s.runtime)).collect();
+    let sizes = &record.settings.grains_ns;
     // Overheads are drawn where they are positive: at the largest sizes one is a small
     // difference of two large times, and noise can make it negative (efficiency above 100 %).
     let series = |value: fn(&GrainSummary) -> &Vec<Option<Interval>>, scale: f64| -> Vec<Series> {
@@ -247,13 +254,14 @@ pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
             .map(|(i, s)| {
                 let (points, errors) = value(s)
                     .iter()
-                    .enumerate()
-                    .filter_map(|(x, v)| {
-                        v.filter(|v| v.value > 0.0)
-                            .map(|v| ((x as f64, v.value * scale), v.degrees_of_freedom.map(|_| v.half_width * scale)))
+                    .zip(sizes)
+                    .filter_map(|(v, size)| {
+                        v.filter(|v| v.value > 0.0).map(|v| {
+                            ((*size as f64, v.value * scale), v.degrees_of_freedom.map(|_| v.half_width * scale))
+                        })
                     })
                     .unzip();
-                Series { name: s.runtime.clone(), colour: palette(i), points, errors }
+                Series { name: s.runtime.clone(), style: styles[i], points, errors }
             })
             .filter(|s| !s.points.is_empty())
             .collect()
@@ -279,130 +287,206 @@ pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
                 .collect();
             measured.sort_by(|a, b| a.0 .0.total_cmp(&b.0 .0));
             let (points, errors) = measured.into_iter().unzip();
-            Series { name: s.runtime.clone(), colour: palette(i), points, errors }
+            Series { name: s.runtime.clone(), style: styles[i], points, errors }
         })
         .filter(|s| !s.points.is_empty())
         .collect();
     let pattern = record.settings.pattern.name();
-    let by_granularity =
-        format!("Efficiency against task granularity ({pattern}): METG(50 %) where a line crosses 50 %");
-    let by_size = format!("Efficiency against the busy work asked of a task ({pattern})");
-    let overhead_title = "Overhead per task: wall x cores / tasks - the task's work (where positive)";
-    let granularity_axis = "task granularity: wall x cores / tasks (ns)";
-    Ok(vec![
+    let by_granularity = format!("Efficiency against task granularity ({pattern})");
+    let by_size = format!("Efficiency against the busy work of a task ({pattern})");
+    let overhead_title = "Overhead per task (where positive)";
+    let share = Axis::new("efficiency", Unit::Percent).scale(Scale::LinearFromZero);
+    let work = Axis::new("busy work per task", Unit::Nanos).scale(Scale::Log);
+    let granularity = Axis::new("task granularity: wall x cores / tasks", Unit::Nanos).scale(Scale::Log);
+    let overhead = Axis::new("wall x cores / tasks - work", Unit::Nanos);
+    let mut charts = vec![
         Chart {
+            group: "curves".into(),
             file: "efficiency.svg".into(),
             title: by_granularity.clone(),
-            svg: share_chart_at_level(
+            svg: line_chart(
                 &by_granularity,
-                granularity_axis,
-                "efficiency (%)",
+                &granularity,
+                &share,
                 &against_granularity,
-                &metg_level(record),
+                Some(&metg_level(record, &styles)),
             )?,
         },
         Chart {
+            group: "curves".into(),
             file: "efficiency-by-size.svg".into(),
             title: by_size.clone(),
-            svg: share_chart(&by_size, "busy work per task", "efficiency (%)", &efficiency, Some(&sizes))?,
+            svg: line_chart(&by_size, &work, &share, &efficiency, None)?,
         },
         Chart {
+            group: "curves".into(),
             file: "overhead.svg".into(),
             title: overhead_title.into(),
-            svg: line_chart(
-                overhead_title,
-                "busy work per task",
-                "overhead per task (ns)",
-                &series(|s| &s.overhead_ns, 1.0),
-                Some(&sizes),
-            )?,
+            svg: line_chart(overhead_title, &work, &overhead, &series(|s| &s.overhead_ns, 1.0), None)?,
         },
-    ])
+    ];
+    // The ranked table as a figure: each runtime's METG, with its interval.
+    let ranked: Vec<(String, (f64, Option<f64>))> = record
+        .summaries
+        .iter()
+        .filter_map(|s| {
+            let m = s.metg_ns.as_ref()?;
+            Some((s.runtime.clone(), (m.value, m.degrees_of_freedom.map(|_| m.half_width))))
+        })
+        .collect();
+    if !ranked.is_empty() {
+        let title = format!("METG(50 %) per runtime ({pattern}; lower is better)");
+        let names: Vec<String> = ranked.iter().map(|r| r.0.clone()).collect();
+        let bars = [Bars {
+            name: "METG(50 %)".into(),
+            style: Style::other(0),
+            values: ranked.iter().map(|r| Some(r.1)).collect(),
+        }];
+        let axis = Axis::new("METG(50 %): task granularity at 50 % efficiency", Unit::Nanos).scale(Scale::Log);
+        charts.push(Chart {
+            group: "metg".into(),
+            file: "metg.svg".into(),
+            title: title.clone(),
+            svg: bar_chart(&title, &axis, &names, &bars)?,
+        });
+    }
+    Ok(charts)
 }
 
 /// The 50 % line, with each runtime's METG marked on it in its colour.
-fn metg_level(record: &GrainRecord) -> Level {
+fn metg_level(record: &GrainRecord, styles: &[Style]) -> Level {
     let marks = record
         .summaries
         .iter()
-        .enumerate()
-        .filter_map(|(i, s)| Some((s.metg_ns.as_ref()?.value, palette(i))))
+        .zip(styles)
+        .filter_map(|(s, style)| Some((s.metg_ns.as_ref()?.value, style.colour)))
         .collect();
-    Level {
-        y: 100.0 * THRESHOLD,
-        label: format!("{:.0} %: METG marked where each line crosses", 100.0 * THRESHOLD),
-        marks,
+    Level { y: 100.0 * THRESHOLD, label: format!("{:.0} %: METG where each line crosses", 100.0 * THRESHOLD), marks }
+}
+
+impl Report for GrainRecord {
+    /// One line per runtime, repetition and task size.
+    fn csv(&self) -> String {
+        let mut out = String::from("runtime,repetition,pattern,width,steps,grain_ns,iters,task_ns,tasks,rounds,wall_ns,cores,granularity_ns,efficiency,overhead_ns,metg_ns,metg_kind,status\n");
+        for run in &self.runs {
+            let (metg_ns, kind) = match run.metg {
+                Some(Metg::Interpolated { ns }) => (format!("{ns:.1}"), "interpolated"),
+                Some(Metg::Below { ns }) => (format!("{ns:.1}"), "below"),
+                Some(Metg::Above { ns }) => (format!("{ns:.1}"), "above"),
+                None => (String::new(), ""),
+            };
+            let status = if run.error.is_some() { "failed" } else { "ok" };
+            let s = &self.settings;
+            // The run's columns, the same on each of its lines.
+            let head = format!("{},{},{},{},{}", run.runtime, run.repetition, s.pattern.name(), s.width, s.steps);
+            for p in &run.points {
+                let m = &p.measured;
+                let status = if p.invalid.is_some() { "invalid" } else { status };
+                let _ = writeln!(
+                    out,
+                    "{head},{},{},{:.3},{},{},{},{},{:.3},{:.5},{:.3},{metg_ns},{kind},{status}",
+                    m.grain_ns,
+                    m.iters,
+                    p.task_ns,
+                    m.tasks,
+                    m.rounds,
+                    m.wall_ns,
+                    m.cores,
+                    p.granularity_ns,
+                    p.efficiency,
+                    p.overhead_ns,
+                );
+            }
+            if run.points.is_empty() {
+                let _ = writeln!(out, "{head},,,,,,,,,,,,,{status}");
+            }
+        }
+        out
+    }
+
+    /// `--export-markdown`: the tables, ready to paste.
+    fn markdown(&self) -> String {
+        let mut out =
+            format!("**taskmeter granularity** {}\n\n", settings_line(self).trim_start_matches("granularity: "));
+        out.push_str(&super::markdown::table(&ranked_table(self)));
+        out.push_str("\n_efficiency (%) at each task size_\n\n");
+        out.push_str(&super::markdown::table(&efficiency_matrix(self)));
+        out
+    }
+
+    fn settings(&self) -> Vec<(String, String)> {
+        let s = &self.settings;
+        vec![
+            ("runtimes".into(), s.runtimes.join(", ")),
+            (
+                "pattern".into(),
+                format!(
+                    "{}, {} x {} = {} tasks a round",
+                    s.pattern.name(),
+                    s.width,
+                    s.steps,
+                    s.width as u64 * s.steps as u64
+                ),
+            ),
+            (
+                "task sizes".into(),
+                format!(
+                    "{} from {} to {}",
+                    s.grains_ns.len(),
+                    format_ns(s.grains_ns[0] as f64),
+                    format_ns(*s.grains_ns.last().unwrap_or(&0) as f64)
+                ),
+            ),
+            (
+                "measured".into(),
+                format!("{} each, after {} of warm-up", format_ns(s.duration_ns as f64), format_ns(s.warmup_ns as f64)),
+            ),
+            ("repetitions".into(), s.repeat.to_string()),
+        ]
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        let mut out: Vec<String> =
+            warnings(self).lines().map(|l| l.trim_start_matches("warning: ").to_string()).collect();
+        out.extend(failures(self));
+        out
+    }
+
+    fn figures(&self) -> Result<Vec<Chart>, String> {
+        charts(self)
+    }
+
+    fn sections(&self) -> Vec<Section> {
+        let mut results = vec![Block::Table(String::new(), table(ranked_table(self)), "results")];
+        results.push(Block::Figures("metg".into()));
+        results.push(Block::Text(format!(
+            "METG(50 %): the task granularity (wall x cores / tasks) at which efficiency falls to {:.0} %; lower is better. {}",
+            100.0 * THRESHOLD,
+            if self.settings.repeat > 1 {
+                "± = 95 % Student-t interval over the repetitions (each its own worker process)."
+            } else {
+                "One repetition: no interval; --repeat 3 gives intervals."
+            }
+        )));
+        let mut efficiency =
+            vec![Block::Table("Efficiency (%) at each task size".into(), table(efficiency_matrix(self)), "results")];
+        efficiency.push(Block::Figures("curves".into()));
+        vec![
+            Section { id: "results".into(), heading: "Results".into(), blocks: results },
+            Section { id: "efficiency".into(), heading: "Efficiency and overhead".into(), blocks: efficiency },
+            Section {
+                id: "reading".into(),
+                heading: "How to read this".into(),
+                blocks: vec![Block::Text(READING.into())],
+            },
+        ]
     }
 }
 
-/// One line per runtime, repetition and task size.
-pub fn summary_csv(record: &GrainRecord) -> String {
-    let mut out = String::from("runtime,repetition,pattern,width,steps,grain_ns,iters,task_ns,tasks,rounds,wall_ns,cores,granularity_ns,efficiency,overhead_ns,metg_ns,metg_kind,status\n");
-    for run in &record.runs {
-        let (metg_ns, kind) = match run.metg {
-            Some(Metg::Interpolated { ns }) => (format!("{ns:.1}"), "interpolated"),
-            Some(Metg::Below { ns }) => (format!("{ns:.1}"), "below"),
-            Some(Metg::Above { ns }) => (format!("{ns:.1}"), "above"),
-            None => (String::new(), ""),
-        };
-        let status = if run.error.is_some() { "failed" } else { "ok" };
-        let s = &record.settings;
-        for p in &run.points {
-            let m = &p.measured;
-            let status = if p.invalid.is_some() { "invalid" } else { status };
-            let _ = writeln!(
-                out,
-                "{},{},{},{},{},{},{},{:.3},{},{},{},{},{:.3},{:.5},{:.3},{metg_ns},{kind},{status}",
-                run.runtime,
-                run.repetition,
-                s.pattern.name(),
-                s.width,
-                s.steps,
-                m.grain_ns,
-                m.iters,
-                p.task_ns,
-                m.tasks,
-                m.rounds,
-                m.wall_ns,
-                m.cores,
-                p.granularity_ns,
-                p.efficiency,
-                p.overhead_ns,
-            );
-        }
-        if run.points.is_empty() {
-            let _ = writeln!(
-                out,
-                "{},{},{},{},{},,,,,,,,,,,,,{status}",
-                run.runtime,
-                run.repetition,
-                s.pattern.name(),
-                s.width,
-                s.steps
-            );
-        }
-    }
-    out
-}
-
-/// `--export-markdown`: the tables, ready to paste.
-pub fn markdown(record: &GrainRecord) -> String {
-    let mut out =
-        format!("**taskmeter granularity** {}\n\n", settings_line(record).trim_start_matches("granularity: "));
-    out.push_str(&super::markdown::table(&ranked_table(record)));
-    out.push_str("\n_efficiency (%) at each task size_\n\n");
-    out.push_str(&super::markdown::table(&efficiency_matrix(record)));
-    out
-}
-
-pub fn write_folder(dir: &Path, record: &GrainRecord) -> Result<(), ReportError> {
-    write(&dir.join("granularity.json"), super::json(record))?;
-    write(&dir.join("summary.csv"), summary_csv(record))?;
-    write_report(dir, record)
-}
-
-/// `charts/*.svg` and `report.html`, drawn from the record alone.
-pub fn write_report(dir: &Path, record: &GrainRecord) -> Result<(), ReportError> {
-    let charts = charts(record)?;
-    write_charts_and_page(dir, &charts, &super::html::render_granularity(record, &charts, &console(record)))
-}
+const READING: &str = "Each worker runs rounds of tasks of a fixed busy work, started and awaited the runtime's own \
+    way, at each task size. The useful work of a task is the same busy loop timed alone, one call after another, in \
+    the same worker. Efficiency = tasks x useful work / (wall time x cores), where cores is how many tasks the runtime \
+    can run at once here (1 for one-threaded runtimes and for Python threads under the GIL). Task granularity = wall \
+    x cores / tasks; METG(50 %) is the granularity at which efficiency falls to 50 % (Task Bench, Slaughter et al., \
+    SC'20), interpolated in log granularity between the two task sizes around it. Every task's result is checked and \
+    every started task must complete.";

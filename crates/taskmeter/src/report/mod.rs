@@ -1,15 +1,20 @@
-//! Every way a record is shown: the console, Markdown, CSV, JSON, charts and report.html, for
-//! every record kind (`run`, `net`, `bench`), with one exporter per format (`export`).
+//! Every way a record is shown: the console, Markdown, CSV, JSON, figures and report.html, for
+//! every record kind (`run`, `net`, `bench`, `granularity`): each kind implements
+//! `page::Report` once, every figure is drawn in the house style of `figure`, every page by
+//! `page::html`, every export by `export`.
 
 pub mod bench;
 pub mod chart;
 pub mod console;
 pub mod export;
+pub mod figure;
 pub mod format;
 pub mod granularity;
 pub mod html;
 pub mod markdown;
 pub mod net;
+pub mod page;
+pub mod print;
 pub mod recipes;
 pub mod run;
 pub mod samples;

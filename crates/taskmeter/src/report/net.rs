@@ -1,13 +1,12 @@
 //! What `run net` shows and writes: the console tables, `net.json`, `summary.csv`, the charts
 //! (the study's ratio graph, throughput, round-trip p99) and `report.html`.
 
-use super::chart::{line_chart, palette, Chart, Series};
 use super::console::render_table;
+use super::figure::{line_chart, styles, Axis, Chart, Series, Unit};
 use super::format::format_ns;
-use super::{write, write_charts_and_page, ReportError};
+use super::page::{table, Block, Report, Section};
 use crate::model::net::{NetPoint, NetRecord, NetSummary};
 use std::fmt::Write as _;
-use std::path::Path;
 use taskmeter_stats::{t_interval, Interval};
 
 pub fn progress_line(p: &NetPoint, repeat: u32) -> String {
@@ -97,6 +96,7 @@ fn receivers_of(record: &NetRecord) -> Vec<String> {
 /// The ratio graph, throughput and round-trip p99 against senders, one line per receiver.
 pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
     let receivers = receivers_of(record);
+    let styles = styles(&receivers);
     let series = |value: &dyn Fn(&NetSummary) -> Option<Interval>| -> Vec<Series> {
         receivers
             .iter()
@@ -110,7 +110,7 @@ pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
                         value(p).map(|v| ((p.senders as f64, v.value), v.degrees_of_freedom.map(|_| v.half_width)))
                     })
                     .unzip();
-                Series { name: r.clone(), colour: palette(i), points, errors }
+                Series { name: r.clone(), style: styles[i], points, errors }
             })
             .filter(|s: &Series| !s.points.is_empty())
             .collect()
@@ -120,7 +120,7 @@ pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
             .points
             .iter()
             .filter(|q| q.receiver == p.receiver && q.senders == p.senders && q.error.is_none())
-            .filter_map(|q| q.round_trip.as_ref()?.p99.map(|v| v as f64 / 1e6))
+            .filter_map(|q| q.round_trip.as_ref()?.p99.map(|v| v as f64))
             .collect();
         match values.as_slice() {
             [] => None,
@@ -129,66 +129,148 @@ pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
         }
     };
     type Value<'a> = &'a dyn Fn(&NetSummary) -> Option<Interval>;
-    let specs: [(&str, &str, &str, Value); 3] = [
-        ("ratio.svg", "Throughput relative to 1 sender (the TCP study's ratio graph)", "ratio to 1 sender", &|p| {
-            p.ratio
-        }),
-        ("throughput.svg", "Throughput at the receiver", "messages per second", &|p| p.throughput),
-        ("round-trip-p99.svg", "Round trip p99 at the senders", "round trip p99 (ms)", &mean_rtt_p99),
+    let specs: [(&str, &str, &str, Unit, Value); 3] = [
+        (
+            "ratio.svg",
+            "Throughput relative to 1 sender (the TCP study's ratio graph)",
+            "ratio to 1 sender",
+            Unit::Plain,
+            &|p| p.ratio,
+        ),
+        ("throughput.svg", "Throughput at the receiver", "messages per second", Unit::Count, &|p| p.throughput),
+        ("round-trip-p99.svg", "Round trip p99 at the senders", "round trip p99", Unit::Nanos, &mean_rtt_p99),
     ];
     let mut charts = Vec::new();
-    for (file, title, y, value) in specs {
+    for (file, title, y, unit, value) in specs {
         let lines = series(value);
         if lines.iter().any(|s| s.points.len() > 1) {
             charts.push(Chart {
+                group: "curves".into(),
                 file: file.into(),
                 title: title.into(),
-                svg: line_chart(title, "senders", y, &lines, None)?,
+                svg: line_chart(title, &Axis::new("senders", Unit::Count), &Axis::new(y, unit), &lines, None)?,
             });
         }
     }
     Ok(charts)
 }
 
-pub fn summary_csv(record: &NetRecord) -> String {
-    let mut out = String::from("receiver,senders,repetition,messages_planned,messages_sent,messages_acked,messages_received,throughput_msg_per_s,ratio_to_1_sender,window_ns,rtt_p50_ns,rtt_p99_ns,rtt_max_ns,status\n");
-    for p in &record.points {
-        let rtt = |pick: fn(&taskmeter_stats::Summary) -> Option<i64>| {
-            p.round_trip.as_ref().and_then(pick).map_or(String::new(), |v| v.to_string())
-        };
-        let _ = writeln!(
-            out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            p.receiver,
-            p.senders,
-            p.repetition,
-            p.messages_planned,
-            p.messages_sent,
-            p.messages_acked,
-            p.messages_received,
-            p.throughput.map_or(String::new(), |t| format!("{t:.1}")),
-            p.ratio.map_or(String::new(), |r| format!("{r:.4}")),
-            p.window_ns.map_or(String::new(), |w| w.to_string()),
-            rtt(|s| s.p50),
-            rtt(|s| s.p99),
-            rtt(|s| s.max),
-            if p.error.is_some() { "failed" } else { "ok" },
-        );
+impl Report for NetRecord {
+    fn csv(&self) -> String {
+        let mut out = String::from("receiver,senders,repetition,messages_planned,messages_sent,messages_acked,messages_received,throughput_msg_per_s,ratio_to_1_sender,window_ns,rtt_p50_ns,rtt_p99_ns,rtt_max_ns,status\n");
+        for p in &self.points {
+            let rtt = |pick: fn(&taskmeter_stats::Summary) -> Option<i64>| {
+                p.round_trip.as_ref().and_then(pick).map_or(String::new(), |v| v.to_string())
+            };
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                p.receiver,
+                p.senders,
+                p.repetition,
+                p.messages_planned,
+                p.messages_sent,
+                p.messages_acked,
+                p.messages_received,
+                p.throughput.map_or(String::new(), |t| format!("{t:.1}")),
+                p.ratio.map_or(String::new(), |r| format!("{r:.4}")),
+                p.window_ns.map_or(String::new(), |w| w.to_string()),
+                rtt(|s| s.p50),
+                rtt(|s| s.p99),
+                rtt(|s| s.max),
+                if p.error.is_some() { "failed" } else { "ok" },
+            );
+        }
+        out
     }
-    out
+
+    /// `--export-markdown`: the tables, ready to paste.
+    fn markdown(&self) -> String {
+        let table = super::markdown::table;
+        let s = &self.settings;
+        let mut out = format!(
+            "**taskmeter net** {} messages of {} bytes per point, {} repetition(s)\n\n",
+            s.messages, s.message_size, s.repeat
+        );
+        out.push_str(&table(&summary_table(self)));
+        if let Some(matrix) = ratio_matrix(self) {
+            out.push_str("\n_throughput / the receiver's own 1-sender throughput_\n\n");
+            out.push_str(&table(&matrix));
+        }
+        out
+    }
+
+    fn settings(&self) -> Vec<(String, String)> {
+        let s = &self.settings;
+        let senders: Vec<String> = s.senders.iter().map(|n| n.to_string()).collect();
+        vec![
+            ("receivers".into(), s.receivers.join(", ")),
+            ("senders".into(), senders.join(", ")),
+            (
+                "messages".into(),
+                format!(
+                    "{} of {} bytes per point ({}), strict stop-and-wait on loopback",
+                    s.messages,
+                    s.message_size,
+                    if s.per_sender { "per sender" } else { "split across the senders" }
+                ),
+            ),
+            ("repetitions".into(), s.repeat.to_string()),
+        ]
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        let mut out: Vec<String> =
+            self.skipped.iter().map(|skip| format!("skipped: {}: {}", skip.receiver, skip.reason)).collect();
+        out.extend(self.points.iter().filter(|p| p.error.is_some()).map(|p| {
+            format!("{} with {} senders failed: {}", p.receiver, p.senders, p.error.as_deref().unwrap_or_default())
+        }));
+        out.extend(self.points.iter().filter(|p| p.strangers > 0).map(|p| {
+            format!(
+                "{} with {} senders refused {} connection(s) that were not its senders",
+                p.receiver, p.senders, p.strangers
+            )
+        }));
+        out
+    }
+
+    fn figures(&self) -> Result<Vec<Chart>, String> {
+        charts(self)
+    }
+
+    fn sections(&self) -> Vec<Section> {
+        let mut blocks = vec![Block::Table(String::new(), table(summary_table(self)), "results")];
+        if let Some(matrix) = ratio_matrix(self) {
+            blocks.push(Block::Table(
+                "Throughput / the receiver's own 1-sender throughput".into(),
+                table(matrix),
+                "results",
+            ));
+        }
+        blocks.push(Block::Text(
+            if self.settings.repeat > 1 {
+                "± = 95 % Student-t interval over the repetitions (each its own receiver process); round trips: mean over repetitions."
+            } else {
+                "One repetition: no interval (a point's throughput varies by tens of percent from run to run here); --repeat 3 gives intervals."
+            }
+            .into(),
+        ));
+        blocks.push(Block::Figures("curves".into()));
+        vec![
+            Section { id: "results".into(), heading: "Results".into(), blocks },
+            Section {
+                id: "reading".into(),
+                heading: "How to read this".into(),
+                blocks: vec![Block::Text(READING.into())],
+            },
+        ]
+    }
 }
 
-pub fn write_folder(dir: &Path, record: &NetRecord) -> Result<(), ReportError> {
-    write(&dir.join("net.json"), super::json(record))?;
-    write(&dir.join("summary.csv"), summary_csv(record))?;
-    write_report(dir, record)
-}
-
-/// `charts/*.svg` and `report.html`, drawn from the record alone.
-pub fn write_report(dir: &Path, record: &NetRecord) -> Result<(), ReportError> {
-    let charts = charts(record)?;
-    write_charts_and_page(dir, &charts, &super::html::render_net(record, &charts, &console(record)))
-}
+const READING: &str = "Throughput is the study's: all messages received / (last receive - first receive) at the \
+    receiver. The ratio divides it by the same receiver's throughput with 1 sender. The round trip is timed per \
+    message at the senders, from the start of the write to the end of the ack. Every point checks that every \
+    message was sent, received and acknowledged with the same bytes.";
 
 /// One line per receiver and sender count (the repetitions together), with a header.
 fn summary_table(record: &NetRecord) -> Vec<Vec<String>> {
@@ -256,20 +338,4 @@ fn ratio_matrix(record: &NetRecord) -> Option<Vec<Vec<String>>> {
         matrix.push(line);
     }
     Some(matrix)
-}
-
-/// `--export-markdown`: the tables, ready to paste.
-pub fn markdown(record: &NetRecord) -> String {
-    let table = super::markdown::table;
-    let s = &record.settings;
-    let mut out = format!(
-        "**taskmeter net** {} messages of {} bytes per point, {} repetition(s)\n\n",
-        s.messages, s.message_size, s.repeat
-    );
-    out.push_str(&table(&summary_table(record)));
-    if let Some(matrix) = ratio_matrix(record) {
-        out.push_str("\n_throughput / the receiver's own 1-sender throughput_\n\n");
-        out.push_str(&table(&matrix));
-    }
-    out
 }

@@ -2,7 +2,7 @@
 //! and the advice computed from it (analysis::recipes).
 
 use super::format::{format_count, format_ns};
-use crate::analysis::recipes::{advise, groups_at, RecipeRow};
+use crate::analysis::recipes::{advise, groups_at, RecipeRow, MAX_MISSED};
 use crate::model::run::RunRecord;
 
 /// The budget of the first advice: a tenth of a core per waiting unit.
@@ -48,13 +48,17 @@ pub fn advice_line(rows: &[RecipeRow], cpus: usize) -> Option<String> {
             percent(row.cpu_per_unit)
         )
     };
-    let precise = advice.precise_within_budget.map_or_else(|| "none".into(), describe);
-    let cheapest = match (advice.best, advice.cheapest_near_best) {
-        (Some(best), Some(cheap)) => {
-            format!("within {} of the best ({}): {}", format_ns(MARGIN_NS), rows[best].recipe, describe(cheap))
-        }
-        _ => "no way has both a p99 and a CPU figure".into(),
+    let missed = format!("{:.0} %", MAX_MISSED * 100.0);
+    let Some(best) = advice.best else {
+        return Some(format!("  advice: none: every way skipped more than {missed} of its periods\n"));
     };
+    let precise = advice.precise_within_budget.map_or_else(|| "none".into(), describe);
+    let cheapest = format!(
+        "within {} of the best ({}): {}",
+        format_ns(MARGIN_NS),
+        rows[best].recipe,
+        advice.cheapest_near_best.map_or_else(|| "none has a CPU figure".into(), describe)
+    );
     Some(format!(
         "  advice: most precise under {:.0} % of a core per unit (and {:.0} % of the machine): {precise}; cheapest {cheapest}\n",
         CPU_BUDGET * 100.0,
@@ -103,12 +107,13 @@ pub fn explain() -> String {
     format!(
         "way to wait = RUNTIME (its own sleep) or RUNTIME/RECIPE (taskmeter list recipes); every way waits until \
          the same absolute deadline in the same loop; lateness = wake-up - deadline; early = samples that woke \
-         before it; missed = whole periods slept through (a way that skips more than 1 % of its periods \
+         before it; missed = whole periods slept through (a way that skips more than {:.0} % of its periods \
          did not keep time and is never advised); CPU/unit = the worker's CPU over the measured window (every thread, from the kernel) / the \
          window / the units: 100 % is one core kept busy by each waiting unit, and no unit gets more than \
          the machine's CPUs / the units; cores = the same CPU time over the window, the whole worker. advice: \
          the lowest p99 among the ways that cost at most {:.0} % of a core per unit and less than {:.0} % of \
          the machine's CPUs, and the least CPU among those within {} of the lowest p99",
+        MAX_MISSED * 100.0,
         CPU_BUDGET * 100.0,
         SATURATED * 100.0,
         format_ns(MARGIN_NS)

@@ -1,26 +1,17 @@
 //! What a run writes at its end: `run.json`, `summary.csv`, the charts and report.html (with
 //! `--raw`, `samples.csv.gz` was written while it measured: see `samples.rs`).
 
-use super::{write, write_charts_and_page, ReportError};
-use crate::model::run::{RunRecord, METRICS};
+use super::figure::Chart;
+use super::page::{Block, Report, Section};
+use super::tables::{
+    class_table_of, default_layout, explain, memory_lines, priority_lines, table_of, volume_table_of, Layout, Table,
+};
+use crate::model::run::{RowStatus, RunRecord, METRICS};
+use crate::model::sweep::Param;
 use std::fmt::Write as _;
-use std::path::Path;
 
 pub const SUMMARY_HEADER: &str = "timestamp,log_type,metric_name,count,mean_absolute_deviation,std_deviation,\
 min_deviation,max_deviation,mean,std,min,p50,p90,p99,p99_9,p99_99,max,missed_periods,status";
-
-/// The results folder's files.
-pub fn write_folder(dir: &Path, record: &RunRecord) -> Result<(), ReportError> {
-    write(&dir.join("run.json"), super::json(record))?;
-    write(&dir.join("summary.csv"), summary_csv(record))?;
-    write_report(dir, record)
-}
-
-/// `charts/*.svg` and `report.html`, drawn from the record alone.
-pub fn write_report(dir: &Path, record: &RunRecord) -> Result<(), ReportError> {
-    let charts = super::chart::all(record)?;
-    write_charts_and_page(dir, &charts, &super::html::render(record, &charts))
-}
 
 /// The v1 study's columns (over |value - reference|), then the distribution of the values,
 /// then the point: its index and one column per swept parameter (durations in ns).
@@ -67,4 +58,141 @@ pub fn summary_csv(record: &RunRecord) -> String {
 
 fn point_values(record: &RunRecord, point: usize) -> String {
     record.points.get(point).map(|p| p.values.iter().map(|(_, v)| format!(",{v}")).collect()).unwrap_or_default()
+}
+
+impl Report for RunRecord {
+    fn csv(&self) -> String {
+        summary_csv(self)
+    }
+
+    fn markdown(&self) -> String {
+        super::markdown::markdown(self)
+    }
+
+    fn title(&self) -> String {
+        format!("taskmeter {} run of {}", self.experiment, self.header.started_at)
+    }
+
+    fn settings(&self) -> Vec<(String, String)> {
+        let mut items = vec![("runtimes".to_string(), self.settings.runtimes.join(", "))];
+        items.extend(super::tables::settings(self));
+        if self.order.shuffled {
+            let seed = self.order.seed.map(|s| s.to_string()).unwrap_or_default();
+            items.push((
+                "order".into(),
+                format!("runtimes and points shuffled, seed {seed} (--seed {seed} repeats it)"),
+            ));
+        }
+        items
+    }
+
+    /// Failed, partial and skipped rows, then the console's warnings.
+    fn warnings(&self) -> Vec<String> {
+        let rows = self
+            .rows_in_order()
+            .into_iter()
+            .filter(|r| matches!(r.status, RowStatus::Failed | RowStatus::Skipped | RowStatus::Partial))
+            .map(|row| {
+                let point = self.points.get(row.point).map(|p| p.label()).unwrap_or_default();
+                let what = match row.status {
+                    RowStatus::Failed => "failed",
+                    RowStatus::Partial => "ran partially",
+                    _ => "skipped",
+                };
+                let at = if point == "-" { String::new() } else { format!(" at {point}") };
+                format!("{}{at} {what}: {}", row.runtime, row.reason.as_deref().unwrap_or(""))
+            });
+        rows.chain(super::console::warnings(self)).collect()
+    }
+
+    fn figures(&self) -> Result<Vec<Chart>, String> {
+        super::chart::all(self)
+    }
+
+    fn sections(&self) -> Vec<Section> {
+        let mut results = Vec::new();
+        let volume = default_layout(self) == Layout::Volume;
+        if volume {
+            results.push(Block::Table(String::new(), volume_table_of(self), "results"));
+            if self.sweeps.iter().any(|s| s.param == Param::Units) {
+                results.extend(memory_lines(self).into_iter().map(|l| Block::Text(format!("Memory per unit: {l}"))));
+            }
+        }
+        if let Some(classes) = class_table_of(self) {
+            results.push(Block::Table("By priority class".into(), classes, "results"));
+            results.extend(priority_lines(self).into_iter().map(Block::Text));
+        }
+        for point in self.points.iter().filter(|_| !volume) {
+            let caption = match self.points.len() {
+                1 => String::new(),
+                n => format!("point {}/{n}: {}", point.index + 1, point.label()),
+            };
+            results.push(Block::Table(caption, table_of(self, point.index), "results"));
+            results.push(Block::Figures(format!("point-{}", point.index + 1)));
+        }
+        let section = |id: &str, heading: &str, blocks| Section { id: id.into(), heading: heading.into(), blocks };
+        let mut sections = vec![section("results", "Results", results)];
+        sections.push(section("sweeps", "Across the swept parameters", vec![Block::Figures("sweeps".into())]));
+        if super::why::has_counters(self) {
+            let mut why = vec![
+                Block::Table(String::new(), super::why::why_table_of(self), "results"),
+                Block::Text(format!("{}.", super::why::explain_why())),
+            ];
+            if let Some(view) = super::why::view_table_of(self) {
+                why.push(Block::Table("The runtime's own view of the same window".into(), view, "results"));
+                why.push(Block::Text(format!("{}.", super::why::explain_view())));
+            }
+            why.push(Block::Figures("why".into()));
+            sections.push(section("why", "Why the rows differ: what each wake-up cost", why));
+        }
+        sections.push(section(
+            "reading",
+            "How to read this",
+            vec![
+                Block::Text(format!("{}.", explain(self))),
+                Block::Text(
+                    "Every statistic covers the measured samples of all units of a runtime (warm-up excluded). \
+                     sd is the sample standard deviation (n - 1); percentiles are exact nearest-rank values; \
+                     missed counts whole periods skipped after a late wake-up (absolute mode). Distributions are \
+                     drawn from the HdrHistograms stored in run.json (5 significant digits), as percentile plots."
+                        .into(),
+                ),
+            ],
+        ));
+        let workers: Vec<Vec<String>> = self
+            .rows_in_order()
+            .into_iter()
+            .filter_map(|row| {
+                let w = row.worker.as_ref()?;
+                let sched = w.sched.as_ref();
+                Some(vec![
+                    row.runtime.clone(),
+                    self.points.get(row.point).map(|p| p.label()).unwrap_or_default(),
+                    w.runtime_version.clone().unwrap_or_default(),
+                    sched.map(|s| format!("{} prio {}", s.policy, s.priority)).unwrap_or_default(),
+                    sched.map(|s| s.nice.to_string()).unwrap_or_default(),
+                    sched.and_then(|s| s.timerslack_ns).map(|n| format!("{n} ns")).unwrap_or_default(),
+                    w.peak_rss_kb.map(|kb| format!("{:.1} MiB", kb as f64 / 1024.0)).unwrap_or_default(),
+                    format!("{:.2} s", w.wall_ns as f64 / 1e9),
+                    w.priority.clone().unwrap_or_default(),
+                ])
+            })
+            .collect();
+        if !workers.is_empty() {
+            let header = [
+                "runtime",
+                "point",
+                "version",
+                "policy",
+                "nice",
+                "timer slack",
+                "peak RSS",
+                "wall time",
+                "priority classes",
+            ];
+            let t = Table { header: header.map(String::from).to_vec(), lines: workers, without_statistics: Vec::new() };
+            sections.push(section("workers", "Workers", vec![Block::Table(String::new(), t, "workers")]));
+        }
+        sections
+    }
 }

@@ -407,6 +407,11 @@ pub fn study_table_of(record: &RunRecord) -> Table {
 /// The run's settings in one line, e.g. "sleep | 5 units | fixed:1ms absolute | busy 1000";
 /// a swept parameter shows its values instead.
 pub fn settings_line(record: &RunRecord) -> String {
+    settings(record).into_iter().map(|(_, value)| value).collect::<Vec<_>>().join(" | ")
+}
+
+/// The settings of a run, as (term, value): the settings line's parts.
+pub fn settings(record: &RunRecord) -> Vec<(String, String)> {
     use crate::model::sweep::Param;
     let s = &record.settings;
     let swept = |param: Param| {
@@ -440,17 +445,23 @@ pub fn settings_line(record: &RunRecord) -> String {
     let busy = if s.busy.yield_each_step && swept(Param::Busy).is_some() { format!("{busy} (+ yield)") } else { busy };
     let duration = swept(Param::Duration).unwrap_or_else(|| format!("{} measured", format_ns(s.duration_ns as f64)));
     let warmup = swept(Param::Warmup).unwrap_or_else(|| format!("after {} warm-up", format_ns(s.warmup_ns as f64)));
-    let mut line = format!("{} | {units} | {sleep} {mode} | {busy} | {duration} {warmup}", record.experiment);
+    let mut items = vec![
+        ("experiment", record.experiment.to_string()),
+        ("units", units),
+        ("schedule", format!("{sleep} {mode}")),
+        ("busy work", busy),
+        ("time", format!("{duration} {warmup}")),
+    ];
     if s.priority_classes > 1 {
-        line.push_str(&format!(" | {} priority classes", s.priority_classes));
+        items.push(("priority classes", format!("{} priority classes", s.priority_classes)));
     }
     if s.together {
-        line.push_str(" | runtimes together");
+        items.push(("workers", "runtimes together".into()));
     }
     if s.repeat > 1 {
-        line.push_str(&format!(" | {} repetitions", s.repeat));
+        items.push(("repetitions", format!("{} repetitions", s.repeat)));
     }
-    line
+    items.into_iter().map(|(term, value)| (term.to_string(), value)).collect()
 }
 
 pub fn explain_volume(record: &RunRecord) -> String {

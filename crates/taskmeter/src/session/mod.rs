@@ -8,7 +8,8 @@ pub mod folder;
 use crate::machine::env::Environment;
 use crate::model::header::{Header, Record};
 use crate::process::signals;
-use crate::report::export::{exporter, Export, RecordRef};
+use crate::report::export::{exporter, Export};
+use crate::report::page::Report;
 use crate::report::ReportError;
 use folder::{Prepared, Written};
 use std::fmt;
@@ -163,8 +164,7 @@ impl Session {
         failed: bool,
     ) -> ExitCode
     where
-        R: Record,
-        for<'a> &'a R: Into<RecordRef<'a>>,
+        R: Record + Report,
     {
         let signal = signals::reason();
         let reason = signal.clone().or_else(|| self.unusable.lock().unwrap_or_else(|e| e.into_inner()).clone());
@@ -189,7 +189,7 @@ impl Session {
             }
         };
         for export in &self.output.exports {
-            let text = exporter(export.format).render((&record).into());
+            let text = exporter(export.format).render(&record);
             if let Err(e) = std::fs::write(&export.path, text) {
                 crate::errln!("taskmeter: {}", SessionError::Io(export.path.clone(), e));
                 trouble = true;

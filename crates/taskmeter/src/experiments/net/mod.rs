@@ -85,7 +85,7 @@ pub fn run(options: NetOptions) -> Result<ExitCode, super::ExperimentError> {
         skipped,
     };
     let failed = record.points.iter().any(|p| p.error.is_some());
-    Ok(session.finish(record, crate::report::net::write_folder, crate::report::net::console, failed))
+    Ok(session.finish(record, crate::report::page::write_folder, crate::report::net::console, failed))
 }
 
 /// One receiver process, `senders` connections, every message checked.

@@ -131,7 +131,7 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
     let layout = options.layout;
     Ok(session.finish(
         record,
-        crate::report::run::write_folder,
+        crate::report::page::write_folder,
         |record| crate::report::console::report(record, layout),
         failed,
     ))
