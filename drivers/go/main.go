@@ -174,9 +174,10 @@ func newTimerWait() func(uint64) {
 // RawSyscall6) tells the scheduler, which hands the goroutine's P to another thread while it
 // sleeps: so every sleeping unit holds an OS thread of its own (in go-locked it has one anyway).
 func clockNanosleepUntil(deadline uint64) {
+	const clockMonotonic, timerAbstime = 1, 1 // <time.h>; package syscall names neither
 	at := syscall.NsecToTimespec(int64(deadline))
 	for { // the runtime's preemption signals (SIGURG) interrupt it: sleep again, same deadline
-		_, _, errno := syscall.Syscall6(syscall.SYS_CLOCK_NANOSLEEP, 1 /* CLOCK_MONOTONIC */, 1 /* TIMER_ABSTIME */,
+		_, _, errno := syscall.Syscall6(syscall.SYS_CLOCK_NANOSLEEP, clockMonotonic, timerAbstime,
 			uintptr(unsafe.Pointer(&at)), 0, 0, 0)
 		if errno != syscall.EINTR {
 			return
