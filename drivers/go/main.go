@@ -57,7 +57,7 @@ type plan struct {
 	Width, Steps uint64
 	Grains       string `json:"grains_ns"`
 	Calibrate    uint64 `json:"calibrate_ns"`
-	// The wait recipe (protocol: "Wait recipes"); this driver has only its own sleep.
+	// The wait recipe (protocol: "Wait recipes"): "" (or "sleep") for the runtime's own sleep.
 	Wait string
 }
 
@@ -143,6 +143,75 @@ func sleepUntil(deadline uint64) {
 	}
 }
 
+// ---------- wait recipes ----------
+
+// Wait recipes (protocol: "Wait recipes"): other ways for a unit to wait until an absolute
+// CLOCK_MONOTONIC deadline in ns (now() above), each a function to copy into a program. The
+// plan's "wait" names one; each unit makes its own waiter (the timer recipe keeps a timer).
+var recipes = map[string]func() func(deadline uint64){
+	"timer":           newTimerWait,
+	"clock-nanosleep": func() func(uint64) { return clockNanosleepUntil },
+	"spin-gosched":    func() func(uint64) { return spinGoschedUntil },
+	"spin":            func() func(uint64) { return spinUntil },
+	"hybrid":          func() func(uint64) { return hybridUntil },
+}
+
+// newTimerWait returns a wait on one time.Timer, reset to each deadline: the select-able way
+// (a case beside other channels). Not a time.Ticker: a ticker ticks at a fixed period from
+// when it was made, so it fits neither the by-unit and modulo schedules nor the unit's origin,
+// and it drops the ticks its reader misses instead of counting them.
+func newTimerWait() func(uint64) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	return func(deadline uint64) {
+		timer.Reset(time.Duration(int64(deadline - now()))) // fires at once when it has passed
+		<-timer.C
+	}
+}
+
+// clockNanosleepUntil is clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME): the kernel's own
+// absolute sleep, past the runtime's millisecond epoll_wait. syscall.Syscall6 (not
+// RawSyscall6) tells the scheduler, which hands the goroutine's P to another thread while it
+// sleeps: so every sleeping unit holds an OS thread of its own (in go-locked it has one anyway).
+func clockNanosleepUntil(deadline uint64) {
+	const clockMonotonic, timerAbstime = 1, 1 // <time.h>; package syscall names neither
+	at := syscall.NsecToTimespec(int64(deadline))
+	for { // the runtime's preemption signals (SIGURG) interrupt it: sleep again, same deadline
+		_, _, errno := syscall.Syscall6(syscall.SYS_CLOCK_NANOSLEEP, clockMonotonic, timerAbstime,
+			uintptr(unsafe.Pointer(&at)), 0, 0, 0)
+		if errno != syscall.EINTR {
+			return
+		}
+	}
+}
+
+// spinGoschedUntil yields to the scheduler (runtime.Gosched) until the deadline: other
+// goroutines run in between, and the unit keeps its core busy whenever none is runnable.
+func spinGoschedUntil(deadline uint64) {
+	for now() < deadline {
+		runtime.Gosched()
+	}
+}
+
+// spinUntil reads the clock until the deadline, without yielding: the most precise wait, and
+// one that starves the other goroutines of its P until the runtime preempts it (every 10 ms).
+func spinUntil(deadline uint64) {
+	for now() < deadline {
+	}
+}
+
+// hybridMargin is how long before the deadline hybridUntil stops sleeping: time.Sleep wakes
+// up to about 1.05 ms late here (epoll_wait in whole milliseconds, see README.md), so a shorter
+// margin would leave the spin nothing to correct.
+const hybridMargin = 1_100_000
+
+// hybridUntil sleeps (time.Sleep) until hybridMargin before the deadline, then yields until it
+// (spinGoschedUntil).
+func hybridUntil(deadline uint64) {
+	sleepUntil(deadline - min(deadline, hybridMargin))
+	spinGoschedUntil(deadline)
+}
+
 // run is one unit: priority (go-locked), ring, start gate, then the work loop of the protocol.
 // A go-locked unit reports on ready, so that the next one starts after its thread exists.
 func (w *worker) run(u *unit, ready chan<- error) {
@@ -168,6 +237,10 @@ func (w *worker) run(u *unit, ready chan<- error) {
 	}
 	<-w.gate
 
+	wait := sleepUntil // the runtime's own sleep, or this unit's waiter of the plan's recipe
+	if p.Wait != "" {
+		wait = recipes[p.Wait]()
+	}
 	origin := now()
 	u.origin = origin
 	var k, head uint64
@@ -192,10 +265,14 @@ func (w *worker) run(u *unit, ready chan<- error) {
 		} else {
 			period := k
 			var intended uint64
-			if p.absolute {
+			switch {
+			case p.absolute:
 				intended = next
-				sleepUntil(next)
-			} else {
+				wait(next)
+			case p.Wait != "": // a recipe waits until an absolute deadline
+				intended = t1 + p.expected(u.id, k)
+				wait(intended)
+			default:
 				e := p.expected(u.id, k)
 				intended = t1 + e
 				time.Sleep(time.Duration(e)) // returns at once for 0
@@ -291,6 +368,9 @@ func main() {
 	planRead := now() // start_limit_ns counts from here
 	p := &plan{}
 	err := json.Unmarshal(line, p)
+	if p.Wait == "sleep" {
+		p.Wait = "" // the runtime's own
+	}
 	switch {
 	case err != nil:
 		fail(2, "the plan is not a flat JSON object: %v", err)
@@ -298,7 +378,7 @@ func main() {
 		fail(2, "unsupported protocol version %d (this worker speaks 3)", p.Protocol)
 	case p.Runtime != "go" && p.Runtime != "go-locked":
 		fail(2, "runtime %q is not served by this driver (go, go-locked)", p.Runtime)
-	case p.Wait != "" && p.Wait != "sleep":
+	case p.Wait != "" && recipes[p.Wait] == nil:
 		fail(2, "runtime %s has no wait recipe %q", p.Runtime, p.Wait)
 	}
 	p.locked, p.absolute, p.none, p.atomicSum = p.Runtime == "go-locked", p.Mode == "absolute", p.Schedule == "none", p.Experiment == "atomic-sum"
@@ -317,8 +397,12 @@ func main() {
 	if p.locked {
 		version += " (LockOSThread)"
 	}
-	emit(appendFrame(nil, 'H', map[string]any{"protocol": 3, "runtime": p.Runtime, "runtime_version": version,
-		"clock": "CLOCK_MONOTONIC", "pid": os.Getpid(), "priority": prio.desc}), 0)
+	hello := map[string]any{"protocol": 3, "runtime": p.Runtime, "runtime_version": version,
+		"clock": "CLOCK_MONOTONIC", "pid": os.Getpid(), "priority": prio.desc}
+	if p.Wait != "" {
+		hello["wait"] = p.Wait
+	}
+	emit(appendFrame(nil, 'H', hello), 0)
 
 	w := &worker{plan: p, prio: prio, gate: make(chan struct{})}
 	go func() { // end of file (or an error) on stdin after the plan: stop early
@@ -709,8 +793,10 @@ func (pr priority) apply(class uint64) error {
 // unit is estimated high: measured, about 3 KiB per goroutine, and per locked thread 17-40 KiB
 // of RSS plus 23 KiB of kernel memory.
 func limitUnits(p *plan) (uint64, string) {
+	// A unit asleep in clock_nanosleep holds an OS thread, as a locked unit does.
+	threadPerUnit := p.locked || p.Wait == "clock-nanosleep"
 	perUnit := uint64(16 << 10)
-	if p.locked {
+	if threadPerUnit {
 		perUnit = 128 << 10
 	}
 	if !p.none {
@@ -722,7 +808,7 @@ func limitUnits(p *plan) (uint64, string) {
 		why = fmt.Sprintf("%s stops at %d units: Go aborts the process when it runs out of memory, so units are capped at half of %s at about %d KiB per unit with its ring",
 			p.Runtime, n, p.RoomMemoryWhy, perUnit>>10)
 	}
-	if !p.locked {
+	if !threadPerUnit {
 		return n, why
 	}
 	// Threads that are not units: one per P, sysmon, the template thread, the stdin reader,
@@ -733,8 +819,8 @@ func limitUnits(p *plan) (uint64, string) {
 	if p.RoomThreads != nil {
 		kernelRoom = *p.RoomThreads
 		if m := uint64(max(kernelRoom-own, 0)); m < n {
-			n, why = m, fmt.Sprintf("go-locked stops at %d units: the Go runtime aborts the whole process when it cannot create a thread, so the driver stays below the kernel's limits: the plan leaves room for %d threads, of which %d are kept for the runtime's own threads; %s",
-				m, kernelRoom, own, p.RoomThreadsWhy)
+			n, why = m, fmt.Sprintf("%s stops at %d units: the Go runtime aborts the whole process when it cannot create a thread, so the driver stays below the kernel's limits: the plan leaves room for %d threads, of which %d are kept for the runtime's own threads; %s",
+				p.Runtime, m, kernelRoom, own, p.RoomThreadsWhy)
 		}
 	}
 	// The runtime's own limit (10,000 threads) must not be hit first: the kernel's is the real one.

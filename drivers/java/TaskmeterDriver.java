@@ -13,11 +13,16 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.*;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongConsumer;
 import java.util.regex.*;
 
 public final class TaskmeterDriver {
@@ -131,9 +136,11 @@ public final class TaskmeterDriver {
         String runtime = map.get("runtime");
         if (!THREAD.equals(runtime) && !VIRTUAL.equals(runtime))
             throw new Failure(2, "runtime " + runtime + " is not served by this driver (" + THREAD + ", " + VIRTUAL + ")");
-        String wait = map.getOrDefault("wait", "sleep");   // the only wait recipe here: the runtime's own sleep
-        if (!"sleep".equals(wait))
+        String wait = map.getOrDefault("wait", "sleep");   // "sleep": the runtime's own
+        LongConsumer recipe = (VIRTUAL.equals(runtime) ? Recipes.VIRTUAL : Recipes.THREAD).get(wait);
+        if (recipe == null && !"sleep".equals(wait))
             throw new Failure(2, "runtime " + runtime + " has no wait recipe " + wait);
+        Recipes.chosen = recipe;
         Plan plan;
         try {
             plan = Plan.of(map);
@@ -146,7 +153,7 @@ public final class TaskmeterDriver {
         sendFrame('H', "{\"protocol\":3,\"runtime\":" + q(runtime) + ",\"runtime_version\":"
             + q("Java " + System.getProperty("java.version") + " (" + System.getProperty("java.vendor", "unknown vendor") + ")")
             + ",\"clock\":\"CLOCK_MONOTONIC\",\"pid\":" + ProcessHandle.current().pid()
-            + ",\"priority\":" + q(priority) + "}");
+            + ",\"priority\":" + q(priority) + (recipe == null ? "" : ",\"wait\":" + q(wait)) + "}");
 
         Thread.ofPlatform().daemon(true).name("stdin-watcher").start(() -> {
             byte[] buf = new byte[256];
@@ -712,6 +719,69 @@ public final class TaskmeterDriver {
         }
     }
 
+    /**
+     * Wait recipes (protocol: "Wait recipes"): other ways for a unit to wait until an absolute
+     * deadline of System.nanoTime() (CLOCK_MONOTONIC on Linux), each a method to copy into a
+     * program. The plan's "wait" names one; none repeats the runtime's own sleep, Thread.sleep(Duration)
+     * (Thread.sleep(millis, nanos) is the same call since JDK 21; on a virtual thread both are
+     * LockSupport.parkNanos, so java-virtual has no park-nanos).
+     */
+    private static final class Recipes {
+        static final Map<String, LongConsumer> THREAD = Map.of("sleep-millis", Recipes::sleepMillisUntil,
+            "park-nanos", Recipes::parkNanosUntil, "scheduled-executor", Recipes::scheduledUntil,
+            "spin", Recipes::spinUntil, "hybrid", Recipes::hybridUntil);
+        static final Map<String, LongConsumer> VIRTUAL = Map.of("sleep-millis", Recipes::sleepMillisUntil,
+            "scheduled-executor", Recipes::scheduledUntil, "spin", Recipes::spinUntil, "hybrid", Recipes::hybridUntil);
+        static LongConsumer chosen;   // the plan's, set before any unit starts; null: the own sleep
+
+        /* How long before the deadline hybridUntil stops parking: above a park's usual lateness
+           (tens of µs for a platform thread, more for a virtual one, which its carrier must pick up). */
+        static final long HYBRID_MARGIN_NS = 200_000;
+
+        /* Thread.sleep(long millis), the way before JDK 21: whole ms, rounded up so it never wakes early. */
+        static void sleepMillisUntil(long deadline) {
+            for (long left; (left = deadline - System.nanoTime()) > 0; ) {
+                try {
+                    Thread.sleep((left + 999_999) / 1_000_000);
+                } catch (InterruptedException e) {   // nothing interrupts a unit; if something did, wait the rest
+                }
+            }
+        }
+
+        /* LockSupport.parkNanos for what is left, again after an early return (parks may wake spuriously). */
+        static void parkNanosUntil(long deadline) {
+            for (long left; (left = deadline - System.nanoTime()) > 0; ) LockSupport.parkNanos(left);
+        }
+
+        /* One timer thread for the whole worker (made on first use), as a program shares one executor. */
+        private static final class Timer {
+            static final ScheduledExecutorService EXECUTOR = Executors.newSingleThreadScheduledExecutor(
+                task -> Thread.ofPlatform().daemon(true).name("tm-recipe-timer").unstarted(task));
+        }
+
+        /* A no-op task scheduled on the shared executor for what is left, and a wait on its future. */
+        static void scheduledUntil(long deadline) {
+            for (long left; (left = deadline - System.nanoTime()) > 0; ) {
+                try {
+                    Timer.EXECUTOR.schedule(() -> { }, left, TimeUnit.NANOSECONDS).get();
+                } catch (InterruptedException | ExecutionException e) {   // a no-op fails not; wait the rest
+                }
+            }
+        }
+
+        /* Reads the clock until the deadline (Thread.onSpinWait between reads): one core per
+           waiting unit; a virtual thread also keeps its carrier from every other virtual thread. */
+        static void spinUntil(long deadline) {
+            while (System.nanoTime() - deadline < 0) Thread.onSpinWait();
+        }
+
+        /* parkNanosUntil HYBRID_MARGIN_NS before the deadline, then spinUntil. */
+        static void hybridUntil(long deadline) {
+            parkNanosUntil(deadline - HYBRID_MARGIN_NS);
+            spinUntil(deadline);
+        }
+    }
+
     /** One unit: its thread runs the work loop and fills its ring (the writer drains it). */
     private static final class Unit implements Runnable {
         final Plan plan;
@@ -765,6 +835,7 @@ public final class TaskmeterDriver {
             final boolean sleeps = p.schedule() != Schedule.NONE, absolute = p.absolute(), atomic = p.atomic();
             final long iters = p.busyIters(), ring = p.ring();
             final boolean yield = p.busyYield();
+            final LongConsumer recipe = Recipes.chosen;
             final long[] r = slab;
             final long origin = this.origin = System.nanoTime();   // published to the writer by the first head
             long k = 0, next = origin + p.expected(id, 0), h = 0, result = 0, n = 0, nMeas = 0, lostHere = 0;
@@ -787,7 +858,10 @@ public final class TaskmeterDriver {
                     if (!sleeps) {
                         Thread.yield();   // the schedule none: the same yield as busy_yield's
                     } else {
-                        if (absolute) {
+                        if (recipe != null) {   // a recipe waits until an absolute deadline
+                            intended = absolute ? next : t1 + p.expected(id, period);
+                            recipe.accept(intended);
+                        } else if (absolute) {
                             // Java has no absolute-deadline sleep: sleep for what is left, if anything.
                             intended = next;
                             long left = next - System.nanoTime();

@@ -88,7 +88,7 @@ function prepareRing(env, u) {
    the plan, the shared cells and the two sleeps; a sleep returns a promise (node) or nothing (it
    has already slept, node-worker). */
 async function runUnit(u, env) {
-  const { plan, ctl, cells, samples, sleepFor, sleepUntil } = env;
+  const { plan, ctl, cells, samples, sleepFor, sleepUntil, recipe } = env;
   const bu = BigInt(u);
   const c = (u - 1) * CELLS;
   const ring = plan.ring;
@@ -128,10 +128,10 @@ async function runUnit(u, env) {
       let pending;
       if (plan.absolute) {
         intended = next;
-        pending = sleepUntil(next);
+        pending = recipe ? recipe(next) : sleepUntil(next);
       } else {
         intended = t1 + e;
-        pending = sleepFor(e);
+        pending = recipe ? recipe(intended) : sleepFor(e); // a recipe waits until a deadline
       }
       if (pending) await pending;
       t2 = now();
@@ -207,6 +207,46 @@ function waitSleep(cell, ns) {
   const ms = ns <= 0n ? 0 : (Number((ns + 999n + 999n) / 1000n) + 0.5) / 1000;
   Atomics.wait(cell, 0, 0, ms);
 }
+
+// ---------- wait recipes ----------
+
+/* Wait recipes (protocol: "Wait recipes"): other ways for a unit to wait until an absolute
+   CLOCK_MONOTONIC deadline (a BigInt of ns, as now() reads it), each a function to copy into a
+   program; each returns a promise. The plan's "wait" names one, among its runtime's. */
+
+/** timers/promises setTimeout for what is left, in whole ms rounded up (libuv's resolution), and
+    again for what is still left when Node fired it early (it can, by up to 1 ms). */
+async function timersPromisesUntil(deadline) {
+  for (let left = deadline - now(); left > 0n; left = deadline - now()) await timeoutSleep(left);
+}
+
+/** setImmediate turns until the deadline: the loop's other callbacks (other units, I/O) run in
+    between; the thread stays busy when there are none. */
+async function immediateSpinUntil(deadline) {
+  while (now() < deadline) await immediate();
+}
+
+// How long before the deadline hybridUntil stops sleeping: a libuv timer counts whole ms from
+// a clock truncated to the ms, so it fires up to about 1 ms off either way.
+const HYBRID_MARGIN_NS = 2000000n;
+
+/** setTimeout until HYBRID_MARGIN_NS before the deadline, then immediateSpinUntil. */
+async function hybridUntil(deadline) {
+  if (deadline - HYBRID_MARGIN_NS > now()) await timeoutSleep(deadline - HYBRID_MARGIN_NS - now());
+  await immediateSpinUntil(deadline);
+}
+
+// Per runtime, none a copy of its own sleep: node sleeps with timers/promises, node-worker with
+// Atomics.wait, which node leaves out (on the main thread it blocks the loop every unit shares).
+const RECIPES = {
+  node: new Map([['immediate-spin', immediateSpinUntil], ['hybrid', hybridUntil]]),
+  'node-worker': new Map([
+    ['timers-promises', timersPromisesUntil], ['immediate-spin', immediateSpinUntil], ['hybrid', hybridUntil],
+  ]),
+};
+
+/** The plan's recipe: null for the runtime's own sleep, undefined for one it does not have. */
+const recipeOf = (raw) => (raw.wait === undefined || raw.wait === 'sleep' ? null : RECIPES[raw.runtime].get(raw.wait));
 
 // ---------- output ----------
 
@@ -445,6 +485,7 @@ async function unitMain({ raw, unit: u, lowNice, ctl, sab }) {
     plan, ctl: new BigInt64Array(ctl), ...views(sab, plan),
     sleepFor: (ns) => waitSleep(cell, ns),
     sleepUntil: (deadline) => waitSleep(cell, deadline - now()),
+    recipe: recipeOf(raw),
   };
   prepareRing(env, u);
   parentPort.postMessage('ready');
@@ -679,13 +720,13 @@ async function main() {
   }
   if (raw.protocol !== 3) return die(2, `protocol ${JSON.stringify(raw.protocol)}: this worker speaks 3`);
   if (!RUNTIMES.includes(raw.runtime)) return die(2, `runtime ${JSON.stringify(raw.runtime)}: not served here`);
-  // The only wait recipe here is the runtime's own sleep (protocol: "Wait recipes").
-  if (raw.wait !== undefined && raw.wait !== 'sleep') return die(2, `runtime ${raw.runtime} has no wait recipe ${JSON.stringify(raw.wait)}`);
+  const recipe = recipeOf(raw);
+  if (recipe === undefined) return die(2, `runtime ${raw.runtime} has no wait recipe ${JSON.stringify(raw.wait)}`);
   const plan = setup(raw);
   const priority = priorityPlan(plan);
   writeAll(frame('H', JSON.stringify({
     protocol: 3, runtime: plan.runtime, runtime_version: `node ${process.version}`, clock: 'CLOCK_MONOTONIC',
-    pid: process.pid, priority: priority.text,
+    pid: process.pid, priority: priority.text, ...(recipe ? { wait: raw.wait } : {}),
   })));
   if (raw.experiment === 'granularity') return granularity(raw, ctl, readAt);
 
@@ -701,6 +742,7 @@ async function main() {
     plan, ctl, readAt, ...views(sab, plan),
     sleepFor: timeoutSleep,
     sleepUntil: (deadline) => timeoutSleep(deadline - now()), // Node has no absolute timer
+    recipe,
   };
   const createStart = now();
   const start = plan.runtime === 'node'

@@ -250,8 +250,77 @@ def priority_of(plan):
             % (word, values[0], values[1], name, call)), apply
 
 
-def sleepers_for(runtime):
-    """A function, called on each unit's thread, that returns its (sleep_for(e, t1), sleep_until)."""
+# ---------- wait recipes ----------
+# Other ways for a unit to wait until an absolute CLOCK_MONOTONIC deadline in ns (protocol: "Wait
+# recipes"), each a function to copy into a program: time.monotonic_ns() is that clock. The
+# plan's "wait" names one. Python has no clock_nanosleep binding (time.clock_nanosleep does not
+# exist; python-abs calls the C library's through ctypes), so there is no such recipe.
+
+# How long before the deadline a hybrid stops sleeping and starts to spin. A thread: time.sleep
+# (clock_nanosleep since 3.11) wakes tens of µs late, and the interpreter adds tens more. A task:
+# the selector's timeout is in whole milliseconds, rounded up, so asyncio.sleep wakes up to
+# 1 ms late, plus the loop's turn.
+THREAD_HYBRID_MARGIN_NS = 200000
+ASYNCIO_HYBRID_MARGIN_NS = 1200000
+
+
+def spin_until(deadline):
+    """Reads the clock until the deadline: the most precise wait, one core per waiting unit. It
+    holds the GIL, which other threads take only at the switch interval (5 ms)."""
+    while time.monotonic_ns() < deadline:
+        pass
+
+
+def hybrid_until(deadline):
+    """time.sleep until THREAD_HYBRID_MARGIN_NS before the deadline, then spin_until."""
+    left = deadline - THREAD_HYBRID_MARGIN_NS - time.monotonic_ns()
+    if left > 0:
+        time.sleep(left / 1e9)
+    spin_until(deadline)
+
+
+async def call_at_until(deadline):
+    """A future resolved by loop.call_at at the deadline: loop.time() is time.monotonic(), so the
+    deadline needs no conversion but to seconds (asyncio.sleep is call_later: relative). The
+    loop may run a callback up to its clock resolution early, and a float has no whole ns: it
+    waits again for what is left."""
+    loop = asyncio.get_running_loop()
+    while time.monotonic_ns() < deadline:
+        woken = loop.create_future()
+        handle = loop.call_at(deadline / 1e9, woken.set_result, None)
+        try:
+            await woken
+        finally:
+            handle.cancel()   # a cancelled wait leaves no callback behind
+
+
+async def spin_yield_until(deadline):
+    """Yields to the event loop (asyncio.sleep(0), a bare yield) until the deadline: the other
+    tasks run in between, and the loop's thread stays busy when none does."""
+    while time.monotonic_ns() < deadline:
+        await asyncio.sleep(0)
+
+
+async def hybrid_async_until(deadline):
+    """asyncio.sleep until ASYNCIO_HYBRID_MARGIN_NS before the deadline, then spin_yield_until."""
+    left = deadline - ASYNCIO_HYBRID_MARGIN_NS - time.monotonic_ns()
+    if left > 0:
+        await asyncio.sleep(left / 1e9)
+    await spin_yield_until(deadline)
+
+
+# python-abs has none: a recipe replaces the sleep, the only way it differs from python-thread.
+RECIPES = {"python-thread": {"spin": spin_until, "hybrid": hybrid_until}, "python-abs": {},
+           "python-asyncio": {"call-at": call_at_until, "spin-yield": spin_yield_until, "hybrid": hybrid_async_until}}
+
+
+def sleepers_for(runtime, wait=None):
+    """A function, called on each unit's thread, that returns its (sleep_for(e, t1), sleep_until);
+    with a recipe, both wait with it until the absolute deadline (relative: t1 + e)."""
+    if wait is not None:
+        until = RECIPES[runtime][wait]
+        pair = (lambda e, t1: until(t1 + e)), until
+        return lambda: pair
     if runtime == "python-thread":   # time.sleep: since 3.11 clock_nanosleep on a deadline
         pair = (lambda e, t1: time.sleep(e / 1e9)), (lambda deadline: time.sleep(max(0, deadline - now()) / 1e9))
         return lambda: pair
@@ -408,6 +477,7 @@ def run_threads(run, units, apply_priority, sleepers):
 async def asyncio_unit(run, unit, gate):
     """The work loop of the protocol README, in a task; the busy work blocks the loop."""
     plan, stop, sleep = run.plan, run.stop, asyncio.sleep
+    wait = plan.wait and RECIPES[plan.runtime][plan.wait]   # None: the runtime's own sleep
     iters, yield_, absolute, none, atomic = plan.busy_iters, plan.busy_yield, plan.absolute, plan.none, plan.atomic
     n = n_meas = 0
     try:
@@ -441,7 +511,10 @@ async def asyncio_unit(run, unit, gate):
             else:
                 p = k
                 e = expected(p)
-                if absolute:
+                if wait:   # a recipe waits until an absolute deadline
+                    intended = deadline if absolute else t1 + e
+                    await wait(intended)
+                elif absolute:
                     intended = deadline
                     await sleep(max(0, deadline - now()) / 1e9)
                 else:
@@ -684,11 +757,14 @@ def granularity(plan, read_at, stop):
 def execute(plan, read_at):
     priority, apply_priority = priority_of(plan)
     asyncio_ = plan.runtime == "python-asyncio"
-    sleepers = None if asyncio_ else sleepers_for(plan.runtime)   # fails before H without libc
+    sleepers = None if asyncio_ else sleepers_for(plan.runtime, plan.wait)   # fails before H without libc
     version = "%s %s" % (platform.python_implementation(), platform.python_version())
     version += {"python-asyncio": ", asyncio", "python-abs": ", ctypes clock_nanosleep, %s %s" % platform.libc_ver()}.get(plan.runtime, "")
-    write([frame(b"H", {"protocol": 3, "runtime": plan.runtime, "runtime_version": version.rstrip(", "),
-                        "clock": "CLOCK_MONOTONIC", "pid": os.getpid(), "priority": priority})])
+    hello = {"protocol": 3, "runtime": plan.runtime, "runtime_version": version.rstrip(", "),
+             "clock": "CLOCK_MONOTONIC", "pid": os.getpid(), "priority": priority}
+    if plan.wait:
+        hello["wait"] = plan.wait
+    write([frame(b"H", hello)])
     run, units = Run(plan, read_at), []   # units: those started, in order
     # Daemons: a stdin that stays open never keeps the process alive.
     threading.Thread(target=watch_stdin, args=(run.stop,), daemon=True).start()
@@ -728,10 +804,11 @@ def main():
         if plan.get("runtime") not in RUNTIMES:
             raise Failure("runtime %r is not served by this driver (%s)" % (plan.get("runtime"), ", ".join(RUNTIMES)), 2)
         wait = plan.pop("wait", "sleep")
-        if wait != "sleep":   # the only wait recipe here: the runtime's own sleep
+        if wait != "sleep" and wait not in RECIPES[plan["runtime"]]:
             raise Failure("runtime %s has no wait recipe %r" % (plan["runtime"], wait), 2)
         execute(SimpleNamespace(absolute=plan["mode"] == "absolute", none=plan["schedule"] == "none",
-                                atomic=plan["experiment"] == "atomic-sum", **plan), read_at)
+                                atomic=plan["experiment"] == "atomic-sum", wait=None if wait == "sleep" else wait,
+                                **plan), read_at)
         return 0
     except Failure as exc:
         status, message = exc.status, str(exc)
