@@ -11,7 +11,8 @@ fn every_recipe_is_a_runtime_of_the_registry_with_a_protocol_name() {
     assert!(!recipes.is_empty());
     for (base, recipe) in &recipes {
         assert!(bases.contains(base), "{base}/{recipe}: {base} is not a runtime");
-        assert!(recipe != "sleep" && recipe.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'), "{recipe}");
+        let protocol_name = recipe.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        assert!(recipe != "sleep" && protocol_name, "{recipe}");
     }
     let listed = stdout(&run(&["list", "recipes"]));
     for (base, recipe) in &recipes {
