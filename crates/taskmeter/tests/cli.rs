@@ -340,7 +340,7 @@ fn bad_input_gets_one_clear_line_and_exit_status_2() {
         // A typo gets the nearest name, on the same line.
         (vec!["run", "--runtimes", "tokyo-mt"], "unknown runtime 'tokyo-mt' (did you mean 'tokio-mt'? known: thread,"),
         (vec!["run", "--duraton", "1s"], "unexpected argument '--duraton' found (did you mean '--duration'?)"),
-        (vec!["run", "--table", "studdy"], "(did you mean 'study'? known: ranked, study, volume, why)"),
+        (vec!["run", "--table", "studdy"], "(did you mean 'study'? known: ranked, study, volume, why, recipes)"),
         (vec!["run", "--runtimes", "thread,thread"], "listed twice"),
         (vec!["run", "--sleep", "by-unit:1s", "--duration", "3s"], "longer than --duration"),
         (vec!["run", "--sleep", "sometimes"], "invalid sleep schedule 'sometimes'"),
