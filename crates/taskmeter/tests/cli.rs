@@ -357,7 +357,7 @@ fn bad_input_gets_one_clear_line_and_exit_status_2() {
         // A flag for another experiment is refused, naming the experiments it applies to.
         (
             vec!["run", "net", "--busy", "5"],
-            "--busy does not apply to `run net` (it applies to sleep, volume and atomic-sum)",
+            "--busy does not apply to `run net` (it applies to sleep, volume, atomic-sum and recipes)",
         ),
         (vec!["run", "net", "--policy", "fifo:9"], "--policy does not apply to `run net`"),
         (vec!["run", "net", "--together"], "--together does not apply to `run net`"),

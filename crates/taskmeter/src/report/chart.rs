@@ -334,6 +334,39 @@ fn frontier_chart(record: &RunRecord, point: &Point) -> Result<Option<Chart>, St
     Ok(Some(Chart { group: "why".into(), file: format!("why-point-{}-frontier.svg", point.index + 1), title, svg }))
 }
 
+/// The recipes experiment's frontier: for each runtime with recipes, its ways to wait at one
+/// point, lateness p50 to p99 against the CPU each waiting unit cost (one chart per runtime:
+/// the panels of a small multiple).
+fn recipe_frontiers(record: &RunRecord, point: &Point) -> Result<Vec<Chart>, String> {
+    let mut charts = Vec::new();
+    for group in crate::analysis::recipes::groups_at(record, point.index).into_iter().filter(|g| g.len() > 1) {
+        let names: Vec<String> = group.iter().map(|r| r.runtime.clone()).collect();
+        let spans: Vec<Span> = group
+            .iter()
+            .filter_map(|r| {
+                Some(Span {
+                    name: r.runtime.clone(),
+                    style: crate::report::figure::style_of(&names, &r.runtime),
+                    x: r.cpu_per_unit? * 100.0,
+                    low: r.p50_ns?,
+                    high: r.p99_ns?,
+                })
+            })
+            .collect();
+        if spans.len() < 2 {
+            continue;
+        }
+        let base = &group[0].base;
+        let title = format!("{base}: lateness against CPU per unit{}", at(record, point));
+        let x = Axis::new("CPU per waiting unit (% of a core)", Unit::Percent).scale(Scale::Log);
+        let y = Axis::new("lateness p50 (marker) to p99 (ring)", Unit::Nanos);
+        let svg = span_chart(&title, &x, &y, &spans)?;
+        let file = format!("recipes-point-{}-{base}.svg", point.index + 1);
+        charts.push(Chart { group: "recipes".into(), file, title, svg });
+    }
+    Ok(charts)
+}
+
 /// Every chart of the run, in the order a report shows them.
 pub fn all(record: &RunRecord) -> Result<Vec<Chart>, String> {
     let mut charts = Vec::new();
@@ -346,6 +379,11 @@ pub fn all(record: &RunRecord) -> Result<Vec<Chart>, String> {
     }
     for point in &record.points {
         charts.extend(frontier_chart(record, point)?);
+    }
+    if record.experiment == "recipes" {
+        for point in &record.points {
+            charts.extend(recipe_frontiers(record, point)?);
+        }
     }
     Ok(charts)
 }

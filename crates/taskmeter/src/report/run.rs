@@ -132,6 +132,18 @@ impl Report for RunRecord {
         }
         let section = |id: &str, heading: &str, blocks| Section { id: id.into(), heading: heading.into(), blocks };
         let mut sections = vec![section("results", "Results", results)];
+        if self.experiment == "recipes" {
+            let mut blocks = Vec::new();
+            for table in super::recipes::tables(self) {
+                let (header, lines) = table.lines.split_first().expect("a header");
+                let table_of = Table { header: header.clone(), lines: lines.to_vec(), without_statistics: Vec::new() };
+                blocks.push(Block::Table(table.title, table_of, "results"));
+                blocks.extend(table.advice.map(|a| Block::Text(a.trim().to_string())));
+            }
+            blocks.push(Block::Text(format!("{}.", super::recipes::explain())));
+            blocks.push(Block::Figures("recipes".into()));
+            sections.push(section("recipes", "Ways to wait: what each costs, and which to use", blocks));
+        }
         sections.push(section("sweeps", "Across the swept parameters", vec![Block::Figures("sweeps".into())]));
         if super::why::has_counters(self) {
             let mut why = vec![
