@@ -119,12 +119,14 @@ pub fn check_driver(id: &str) -> Result<ExitCode, String> {
         }),
     ));
     // Each wait recipe runs the absolute loop, and its H frame names it (the checker compares).
+    // One unit: a spinning unit may keep another off the CPU (Python's GIL, a virtual thread's
+    // carrier), which is what a recipe costs, not a fault of the driver.
     for (recipe, _) in &info.recipes {
         checks.push((
             format!("waits with its recipe {recipe}"),
             Box::new(move || {
                 let mut plan = vector("relative-fixed");
-                (plan.sleep.mode, plan.wait) = (Mode::Absolute, recipe.to_string());
+                (plan.sleep.mode, plan.wait, plan.units) = (Mode::Absolute, recipe.to_string(), 1);
                 run_plan(info, &plan, None)
             }),
         ));
