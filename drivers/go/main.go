@@ -382,8 +382,13 @@ func main() {
 		fail(2, "runtime %s has no wait recipe %q", p.Runtime, p.Wait)
 	}
 	p.locked, p.absolute, p.none, p.atomicSum = p.Runtime == "go-locked", p.Mode == "absolute", p.Schedule == "none", p.Experiment == "atomic-sum"
-	if !p.locked {
-		runtime.UnlockOSThread() // go: the main goroutine is an ordinary one
+	// go: the main goroutine becomes an ordinary one, but only once the writer has a thread of
+	// its own: unlocked earlier, the main thread could become the writer's, and the
+	// orchestrator (which reads the main thread's scheduling) would record the writer's.
+	unlockMain := func() {
+		if !p.locked {
+			runtime.UnlockOSThread()
+		}
 	}
 	prio, err := priorityOf(p)
 	if err != nil {
@@ -410,6 +415,7 @@ func main() {
 		w.stop.Store(true)
 	}()
 	if p.Experiment == "granularity" {
+		unlockMain()
 		w.grains(planRead)
 		return
 	}
@@ -420,6 +426,7 @@ func main() {
 	unitsReady, named := make(chan []unit, 1), make(chan struct{})
 	go func() { w.write(named, unitsReady, allEnded); close(written) }()
 	<-named // the writer's thread has its name before G, when the orchestrator looks for it
+	unlockMain()
 
 	// Units 1, 2, ... in order, each parked at the gate; see "Starting units".
 	units := make([]unit, min(p.Units, limit))

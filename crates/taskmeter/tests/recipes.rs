@@ -86,6 +86,23 @@ fn each_runtime_waits_every_way_it_has_and_spinning_costs_a_core() {
         }
         assert!(text.contains(&format!("\n{base} at sleep")) || text.contains(&format!("\n{base}\n")), "{text}");
     }
+    // The first runtime of each language also sleeps under each knob, its worker set apart.
+    let knobbed: Vec<&serde_json::Value> =
+        rows.iter().filter(|r| r["runtime"].as_str().unwrap().contains('+')).collect();
+    assert!(!knobbed.is_empty(), "no knob rows");
+    for row in knobbed {
+        let runtime = row["runtime"].as_str().unwrap();
+        let sched = &row["worker"]["sched"];
+        match runtime.rsplit_once('+').unwrap().1 {
+            "slack" => {
+                assert_eq!(row["status"], "ok", "{runtime}: {}", row["reason"]);
+                assert_eq!(sched["timerslack_ns"], 1, "{runtime}");
+            }
+            "fifo" if row["status"] == "ok" => assert!(sched["policy"].as_str().unwrap().contains("FIFO"), "{runtime}"),
+            "fifo" => assert!(!common::in_ci(), "{runtime} under SCHED_FIFO failed: {}", row["reason"]),
+            knob => panic!("{runtime}: unknown knob {knob}"),
+        }
+    }
     // Each runtime with recipes gets its advice line (its content is tested on synthetic tables).
     assert_eq!(text.matches("\n  advice: ").count(), with_recipes.len(), "{text}");
     assert!(text.contains("CPU/unit"), "{text}");

@@ -37,9 +37,14 @@ pub struct RecipeRow {
     pub cpu_cores: Option<f64>,
 }
 
-/// Splits `thread/spin` into (`thread`, `spin`); a runtime alone waits with its own sleep.
-pub fn split(runtime: &str) -> (&str, &str) {
-    runtime.split_once('/').unwrap_or((runtime, DEFAULT_WAIT))
+/// Splits `thread/spin` into (`thread`, `spin`), `thread+fifo` into (`thread`, `sleep+fifo`);
+/// a runtime alone waits with its own sleep.
+pub fn split(runtime: &str) -> (&str, String) {
+    match runtime.find(['/', '+']) {
+        None => (runtime, DEFAULT_WAIT.to_string()),
+        Some(at) if runtime[at..].starts_with('+') => (&runtime[..at], format!("{DEFAULT_WAIT}{}", &runtime[at..])),
+        Some(at) => (&runtime[..at], runtime[at + 1..].to_string()),
+    }
 }
 
 /// The cores one row's worker kept busy over its measured window.
@@ -64,7 +69,7 @@ fn of(cell: &Cell) -> RecipeRow {
     RecipeRow {
         runtime: cell.runtime.to_string(),
         base: base.to_string(),
-        recipe: recipe.to_string(),
+        recipe,
         p50_ns: cell.mean_percentile(Metric::Lateness, |s| s.p50),
         p99_ns: cell.mean_percentile(Metric::Lateness, |s| s.p99),
         p99_9_ns: cell.mean_percentile(Metric::Lateness, |s| s.p99_9),
@@ -223,8 +228,9 @@ mod tests {
 
     #[test]
     fn a_runtime_name_splits_into_its_base_and_recipe() {
-        assert_eq!(split("thread/spin"), ("thread", "spin"));
-        assert_eq!(split("go"), ("go", "sleep"));
+        assert_eq!(split("thread/spin"), ("thread", "spin".to_string()));
+        assert_eq!(split("go"), ("go", "sleep".to_string()));
+        assert_eq!(split("c-thread+fifo"), ("c-thread", "sleep+fifo".to_string()));
     }
 
     #[test]

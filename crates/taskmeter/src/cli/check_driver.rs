@@ -229,6 +229,10 @@ fn run_plan(info: &runtimes::RuntimeInfo, plan: &Plan, stop_after: Option<Durati
     if let Some(verdict) = misbehaved(&raw) {
         return verdict;
     }
+    if raw.harness.contains(worker::WRITER_ON_MAIN) {
+        let why = "its writer runs on the main thread, whose scheduling taskmeter records as the worker's";
+        return Verdict::new(false, why.into());
+    }
     let wall = raw.ended.wall.as_secs_f64();
     let tally = tally.lock().unwrap_or_else(|e| e.into_inner());
     Verdict::from(match (classify(&raw), stop_after) {

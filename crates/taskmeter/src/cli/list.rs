@@ -59,7 +59,9 @@ pub fn print_recipes(as_json: bool) {
                        "available": reason.is_none(), "reason": reason})
             })
             .collect();
-        crate::outln!("{}", serde_json::to_string_pretty(&json!({ "recipes": list })).expect("a list is JSON"));
+        let knobs: Vec<_> = runtimes::Knob::ALL.iter().map(|k| json!({"name": k.name(), "about": k.about()})).collect();
+        let list = json!({ "recipes": list, "knobs": knobs });
+        crate::outln!("{}", serde_json::to_string_pretty(&list).expect("a list is JSON"));
         return;
     }
     let width = recipes.iter().map(|r| r.id.len()).max().unwrap_or(0);
@@ -69,10 +71,11 @@ pub fn print_recipes(as_json: bool) {
         crate::outln!("{:<width$}  {}{available}", info.id, info.description);
     }
     let without: Vec<&str> = runtimes::all().iter().filter(|r| r.recipes.is_empty()).map(|r| r.id).collect();
-    crate::outln!(
-        "\nevery runtime also waits with its own sleep (RUNTIME alone); no recipe yet: {}",
-        without.join(", ")
-    );
+    crate::outln!("\nevery runtime also waits with its own sleep (RUNTIME alone); no recipe: {}", without.join(", "));
+    crate::outln!("and with its own sleep under a machine knob, its worker set apart (run recipes: the first runtime of each language):");
+    for knob in runtimes::Knob::ALL {
+        crate::outln!("  RUNTIME+{:<6} {}", knob.name(), knob.about());
+    }
 }
 
 fn unit_name(unit: runtimes::Unit) -> &'static str {

@@ -117,14 +117,17 @@ fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
         start_limit_ns: args.start_limit,
         repeat: args.repeat.unwrap_or(1),
         together: args.together,
+        // The recipes run about 70 ways to wait: at 8 points (about 9 minutes), or 2 (--quick).
         duration_ns: args.duration.unwrap_or(match (args.quick, recipes) {
-            (true, _) => 300_000_000,
-            (false, true) => 1_000_000_000, // 28 ways to wait at 8 points: about 6 minutes
+            (true, true) => 200_000_000,
+            (true, false) => 300_000_000,
+            (false, true) => 500_000_000,
             (false, false) => 1_500_000_000,
         }),
         warmup_ns: args.warmup.unwrap_or(match (args.quick, recipes) {
-            (true, _) => 100_000_000,
-            (false, true) => 250_000_000,
+            (true, true) => 50_000_000,
+            (true, false) => 100_000_000,
+            (false, true) => 150_000_000,
             (false, false) => 500_000_000,
         }),
         sleep: SleepPlan { mode, schedule },
@@ -170,14 +173,18 @@ fn runtime_list(args: &RunArgs) -> Result<Vec<String>, String> {
     })
 }
 
-/// Each runtime followed by its recipes (`thread`, `thread/nanosleep`, ...); a recipe named
-/// on its own stays as it is.
+/// Each runtime followed by its recipes (`thread`, `thread/nanosleep`, ...) and, for the
+/// first runtime of each language, its own sleep under each machine knob (`thread+slack`,
+/// `thread+fifo`); a recipe or knob named on its own stays as it is.
 fn with_their_recipes(runtimes: &[String]) -> Vec<String> {
     let mut all = Vec::new();
     for id in runtimes {
         all.push(id.clone());
         if let Some(info) = runtimes::find(id).filter(|info| info.id == info.base) {
             all.extend(info.recipes.iter().map(|(recipe, _)| format!("{}/{recipe}", info.id)));
+            if info.first_of_language {
+                all.extend(runtimes::Knob::ALL.map(|knob| format!("{}+{}", info.id, knob.name())));
+            }
         }
     }
     all.dedup();

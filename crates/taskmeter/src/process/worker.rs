@@ -194,6 +194,10 @@ pub fn spawn_and_wait(
     Ok(RawRun { ended, peak_rss_kb, cpu_ns, stream, stderr, sched: readback, counters, harness })
 }
 
+/// The writer's line of `harness_sched` when a worker writes from its main thread, whose
+/// scheduling taskmeter records as the worker's (so it is not raised; protocol: "The writer").
+pub const WRITER_ON_MAIN: &str = "not raised: it is the worker's main thread";
+
 /// Reads, checks and hands on the worker's frames, on a thread of its own, until the stream
 /// ends. A frame cut by the worker's end closes the stream as a clean end would: what came
 /// before it is kept.
@@ -247,6 +251,8 @@ fn read_frames(
                 // At once, from this thread already above the units: the units released by the
                 // gate would keep any thread of normal priority (and so the writer) waiting.
                 writer_sched = match machine::sched::thread_named(pid, WRITER_THREAD) {
+                    // The main thread's scheduling is the one recorded as the worker's.
+                    Some(tid) if tid == pid => WRITER_ON_MAIN.to_string(),
                     Some(tid) => machine::sched::run_above_units(tid, units_policy),
                     None => format!("not found (no thread named {WRITER_THREAD})"),
                 };

@@ -5,6 +5,7 @@
 
 pub mod drivers;
 
+use crate::machine::sched::{Policy, SchedSettings};
 use drivers::Program;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
@@ -37,6 +38,11 @@ pub struct RuntimeInfo {
     pub recipe: &'static str,
     /// The recipes a base runtime has besides its own sleep: (name, what it does).
     pub recipes: Vec<(&'static str, &'static str)>,
+    /// A machine setting this row gives its worker alone (`RUNTIME+KNOB`).
+    pub knob: Option<Knob>,
+    /// The first runtime of its language (of its driver; `thread` for Rust): the one whose
+    /// sleep `run recipes` also measures under each knob.
+    pub first_of_language: bool,
     pub unit: Unit,
     pub launch: Launch,
     /// What a unit is and how it sleeps.
@@ -53,11 +59,14 @@ pub fn all() -> &'static [RuntimeInfo] {
         let leak = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
         let mut all: Vec<RuntimeInfo> = IN_PROCESS
             .iter()
-            .map(|r| RuntimeInfo {
+            .enumerate()
+            .map(|(i, r)| RuntimeInfo {
                 id: r.id,
                 base: r.id,
                 recipe: DEFAULT_WAIT,
                 recipes: r.recipes.iter().map(|recipe| (recipe.name, recipe.about)).collect(),
+                knob: None,
+                first_of_language: i == 0,
                 unit: r.unit,
                 launch: Launch::InProcess,
                 description: r.description,
@@ -65,7 +74,7 @@ pub fn all() -> &'static [RuntimeInfo] {
             })
             .collect();
         for program in drivers::programs().iter().filter(|p| p.root == "drivers") {
-            for runtime in &program.manifest.runtime {
+            for (i, runtime) in program.manifest.runtime.iter().enumerate() {
                 if all.iter().any(|r| r.id == runtime.id) {
                     crate::errln!(
                         "taskmeter: drivers/{}/driver.toml serves {}, which is already known",
@@ -79,6 +88,8 @@ pub fn all() -> &'static [RuntimeInfo] {
                     base: leak(&runtime.id),
                     recipe: DEFAULT_WAIT,
                     recipes: runtime.recipe.iter().map(|r| (leak(&r.name), leak(&r.about))).collect(),
+                    knob: None,
+                    first_of_language: i == 0,
                     unit: runtime.unit,
                     launch: Launch::Driver(program),
                     description: leak(&runtime.description),
@@ -91,7 +102,69 @@ pub fn all() -> &'static [RuntimeInfo] {
 }
 
 pub fn find(id: &str) -> Option<&'static RuntimeInfo> {
-    all().iter().chain(with_recipes()).find(|r| r.id == id)
+    all().iter().chain(with_recipes()).chain(with_knobs()).find(|r| r.id == id)
+}
+
+/// A machine setting one row gives its worker alone, beside the runtime as the run has it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Knob {
+    /// Timer slack 1 ns (`PR_SET_TIMERSLACK`) instead of the default 50 µs.
+    Slack,
+    /// SCHED_FIFO, priority 1.
+    Fifo,
+}
+
+impl Knob {
+    pub const ALL: [Knob; 2] = [Knob::Slack, Knob::Fifo];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Knob::Slack => "slack",
+            Knob::Fifo => "fifo",
+        }
+    }
+
+    pub fn about(self) -> &'static str {
+        match self {
+            Knob::Slack => "its own sleep with a timer slack of 1 ns (PR_SET_TIMERSLACK) rather than 50 µs",
+            Knob::Fifo => "its own sleep with the worker under SCHED_FIFO, priority 1 (needs root)",
+        }
+    }
+
+    /// The worker's scheduling with the knob set.
+    pub fn applied_to(self, sched: &SchedSettings) -> SchedSettings {
+        let mut sched = sched.clone();
+        match self {
+            Knob::Slack => sched.timer_slack_ns = Some(1),
+            Knob::Fifo => sched.policy = Some(Policy::Fifo(1)),
+        }
+        sched
+    }
+}
+
+/// Every runtime under each knob, `RUNTIME+KNOB`: its own sleep, its worker set apart.
+pub fn with_knobs() -> &'static [RuntimeInfo] {
+    static VARIANTS: OnceLock<Vec<RuntimeInfo>> = OnceLock::new();
+    VARIANTS.get_or_init(|| {
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        all()
+            .iter()
+            .flat_map(|base| {
+                Knob::ALL.into_iter().map(move |knob| RuntimeInfo {
+                    id: leak(format!("{}+{}", base.id, knob.name())),
+                    base: base.id,
+                    recipe: DEFAULT_WAIT,
+                    recipes: Vec::new(),
+                    knob: Some(knob),
+                    first_of_language: false,
+                    unit: base.unit,
+                    launch: base.launch,
+                    description: knob.about(),
+                    priority: base.priority,
+                })
+            })
+            .collect()
+    })
 }
 
 /// Every runtime with each of its recipes, `RUNTIME/RECIPE`, in the registry's order: rows of
@@ -108,6 +181,8 @@ pub fn with_recipes() -> &'static [RuntimeInfo] {
                     base: base.id,
                     recipe: name,
                     recipes: Vec::new(),
+                    knob: None,
+                    first_of_language: false,
                     unit: base.unit,
                     launch: base.launch,
                     description: about,
@@ -122,9 +197,9 @@ pub fn ids() -> Vec<&'static str> {
     all().iter().map(|r| r.id).collect()
 }
 
-/// Every name `--runtimes` takes: the runtimes and their recipes.
+/// Every name `--runtimes` takes: the runtimes, their recipes and knobs.
 pub fn names() -> Vec<&'static str> {
-    all().iter().chain(with_recipes()).map(|r| r.id).collect()
+    all().iter().chain(with_recipes()).chain(with_knobs()).map(|r| r.id).collect()
 }
 
 pub fn override_variable(runtime: &str) -> String {

@@ -53,7 +53,8 @@ pub fn run_job(job: &Job, label: &str, run: &RunContext) -> Row {
     let grace = Duration::from_nanos(job.settings.grace_ns);
     // The machine's room as this worker starts (other rows' workers have ended, or run beside it).
     plan.room = crate::machine::room::now();
-    let worker = worker::run_worker(command, &plan, &job.settings.sched, grace, sink, || run.progress.tick());
+    let sched = job.info.knob.map_or_else(|| job.settings.sched.clone(), |knob| knob.applied_to(&job.settings.sched));
+    let worker = worker::run_worker(command, &plan, &sched, grace, sink, || run.progress.tick());
     drop(_watched);
     let finished =
         std::mem::replace(&mut *stats.lock().unwrap_or_else(|e| e.into_inner()), RowStats::new(1, 0, false)).finish();
