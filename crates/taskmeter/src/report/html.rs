@@ -33,8 +33,16 @@ figcaption { font-size: .9rem; color: #555; }
 .env td { text-align: left; }
 ";
 
-fn escape(text: &str) -> String {
+pub fn escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// A self-contained page in the reports' style: `body` is HTML, the title is text.
+pub fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{0}</title><style>{STYLE}</style></head><body>\n<h1>{0}</h1>\n{body}</body></html>\n",
+        escape(title)
+    )
 }
 
 fn figure(out: &mut String, chart: &Chart) {

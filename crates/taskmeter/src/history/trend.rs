@@ -1,0 +1,143 @@
+//! `history trend`: a metric's stat over runs, one line per machine (or per runtime), each run's
+//! point the mean of its repetitions with its 95 % interval when it had two or more; as an SVG
+//! chart (`report::chart`) and an HTML page with the values beneath.
+
+use super::series::{Key, RunValues};
+use crate::report::chart::{line_chart, palette, Series};
+use crate::report::html::{escape, page};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// What a line of the chart stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum By {
+    Machine,
+    Runtime,
+}
+
+/// A trend: its title, the runs on its x axis (oldest first), and its lines.
+pub struct Trend {
+    pub title: String,
+    pub y_desc: String,
+    /// (run id, started at, label) of each x position.
+    pub runs: Vec<(i64, String, Option<String>)>,
+    pub lines: Vec<Line>,
+}
+
+pub struct Line {
+    pub name: String,
+    /// (x position, mean, half-width of its 95 % interval).
+    pub points: Vec<(usize, f64, Option<f64>)>,
+}
+
+/// A line's name for a series, by machine or runtime; the other parts when they vary.
+fn name(key: &Key, by: By, several_points: bool, several_others: bool) -> String {
+    let main = match by {
+        By::Machine => &key.machine,
+        By::Runtime => &key.subject,
+    };
+    let other = match by {
+        By::Machine => &key.subject,
+        By::Runtime => &key.machine,
+    };
+    let mut out = main.clone();
+    if several_others {
+        out.push_str(&format!(" ({other})"));
+    }
+    if several_points && key.point != "-" {
+        out.push_str(&format!(" {}", key.point));
+    }
+    out
+}
+
+/// Builds the trend of the series.
+pub fn build(series: &BTreeMap<Key, Vec<RunValues>>, by: By, title: String, y_desc: String) -> Trend {
+    let mut runs: Vec<(i64, String, Option<String>)> =
+        series.values().flatten().map(|r| (r.run, r.started_at.clone(), r.label.clone())).collect();
+    runs.sort_by(|a, b| (&a.1, a.0).cmp(&(&b.1, b.0)));
+    runs.dedup_by_key(|r| r.0);
+    let several_points = series.keys().map(|k| &k.point).collect::<std::collections::BTreeSet<_>>().len() > 1;
+    let others = series.keys().map(|k| if by == By::Machine { &k.subject } else { &k.machine });
+    let several_others = others.collect::<std::collections::BTreeSet<_>>().len() > 1;
+    let lines = series
+        .iter()
+        .map(|(key, values)| Line {
+            name: name(key, by, several_points, several_others),
+            points: values
+                .iter()
+                .map(|r| {
+                    let x = runs.iter().position(|(id, _, _)| *id == r.run).unwrap_or(0);
+                    let interval = taskmeter_stats::t_interval(&r.values).map(|i| i.half_width);
+                    (x, r.mean(), interval)
+                })
+                .collect(),
+        })
+        .collect();
+    Trend { title, y_desc, runs, lines }
+}
+
+impl Trend {
+    /// The x axis' names: each run's label, else its id and date.
+    fn categories(&self) -> Vec<String> {
+        self.runs
+            .iter()
+            .map(|(id, at, label)| label.clone().unwrap_or_else(|| format!("#{id} {}", at.get(..10).unwrap_or(at))))
+            .collect()
+    }
+
+    pub fn svg(&self) -> Result<String, String> {
+        let series: Vec<Series> = self
+            .lines
+            .iter()
+            .enumerate()
+            .map(|(i, line)| {
+                let mut s = Series::new(
+                    line.name.clone(),
+                    palette(i),
+                    line.points.iter().map(|(x, y, _)| (*x as f64, *y)).collect(),
+                );
+                s.errors = line.points.iter().map(|(_, _, e)| *e).collect();
+                s
+            })
+            .collect();
+        line_chart(&self.title, "run", &self.y_desc, &series, Some(&self.categories()))
+    }
+
+    pub fn html(&self, svg: &str) -> String {
+        let mut body =
+            format!("<figure class=\"chart\">{svg}<figcaption>{}</figcaption></figure>\n", escape(&self.title));
+        body.push_str("<table><tr><th>run</th><th>started</th><th>label</th>");
+        for line in &self.lines {
+            let _ = write!(body, "<th>{}</th>", escape(&line.name));
+        }
+        body.push_str("</tr>\n");
+        for (x, (id, at, label)) in self.runs.iter().enumerate() {
+            let _ = write!(
+                body,
+                "<tr><td>{id}</td><td>{}</td><td>{}</td>",
+                escape(at),
+                escape(label.as_deref().unwrap_or(""))
+            );
+            for line in &self.lines {
+                let cell = match line.points.iter().find(|p| p.0 == x) {
+                    Some((_, y, Some(e))) => format!("{} ± {}", short(*y), short(*e)),
+                    Some((_, y, None)) => short(*y),
+                    None => String::new(),
+                };
+                let _ = write!(body, "<td>{}</td>", escape(&cell));
+            }
+            body.push_str("</tr>\n");
+        }
+        body.push_str("</table>\n");
+        page(&self.title, &body)
+    }
+}
+
+/// A value in 4 significant figures.
+pub fn short(v: f64) -> String {
+    if v.abs() >= 1e4 || v == v.trunc() {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.4}")
+    }
+}
