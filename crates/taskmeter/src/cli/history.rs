@@ -89,7 +89,8 @@ pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCo
         HistoryAction::Trend { filter, what, by, output, format } => {
             let found = observations(&mut store, &filter.filter(), &what)?;
             let grouped = series::group(&found);
-            let title = format!("{} {} over runs", what.metric, what.stat());
+            let of = filter.runtime.as_ref().map_or(String::new(), |r| format!("{r}: "));
+            let title = format!("{of}{} {} over runs", what.metric, what.stat());
             let by = if by == ByArg::Machine { By::Machine } else { By::Runtime };
             let trend = trend::build(&grouped, by, title, unit_desc(&what.metric));
             let svg = trend.svg()?;
@@ -239,8 +240,9 @@ type Sides = BTreeMap<(String, String, String), Vec<f64>>;
 /// One line of `history compare`.
 #[derive(Serialize)]
 struct CompareLine {
-    old: String,
-    new: String,
+    /// The two sides' names (the means are `old` and `new`).
+    baseline: String,
+    judged: String,
     experiment: String,
     runtime: String,
     point: String,
@@ -317,8 +319,8 @@ fn compare(
         for (key, x) in &a {
             if let Some(y) = b.get(key) {
                 lines.push(CompareLine {
-                    old: old_name.clone(),
-                    new: new_name.clone(),
+                    baseline: old_name.clone(),
+                    judged: new_name.clone(),
                     experiment: key.0.clone(),
                     runtime: key.1.clone(),
                     point: key.2.clone(),
@@ -347,8 +349,8 @@ fn compare(
         for l in &lines {
             let j = &l.judgement;
             table.push(vec![
-                l.old.clone(),
-                l.new.clone(),
+                l.baseline.clone(),
+                l.judged.clone(),
                 l.experiment.clone(),
                 l.runtime.clone(),
                 l.point.clone(),
