@@ -17,6 +17,8 @@ command -v make >/dev/null || need_apt+=(make)                 # the C record() 
 command -v python3 >/dev/null || need_apt+=(python3 python3-pip)
 command -v chromium >/dev/null || need_apt+=(chromium)         # report.html in a real browser
 command -v prlimit >/dev/null || need_apt+=(util-linux)        # a thread limit for the partial-start test
+# PostgreSQL for the shared history's tests, which make a throw-away cluster of their own.
+command -v initdb >/dev/null || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need_apt+=(postgresql)
 # The drivers' toolchains come with this machine kind (Go 1.26, Node 20, Temurin JDK 25);
 # Debian's packages stand in when one is missing (Debian has no JDK 21+: java-* would be skipped).
 command -v go >/dev/null || need_apt+=(golang-go)
