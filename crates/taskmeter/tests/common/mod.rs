@@ -1,6 +1,8 @@
 //! What the integration tests share: the binary, run the way a user runs it.
 #![allow(dead_code)]
 
+pub mod postgres;
+
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
