@@ -698,9 +698,7 @@ pub(super) enum HistoryAction {
     /// Chart a metric over runs (SVG and HTML), one line per machine or runtime
     Trend {
         #[command(flatten)]
-        filter: FilterArgs,
-        #[command(flatten)]
-        what: What,
+        of: Selection,
         /// One line per machine or per runtime
         #[arg(long, value_enum, default_value = "machine")]
         by: ByArg,
@@ -723,15 +721,9 @@ pub(super) enum HistoryAction {
         #[arg(long, value_enum, default_value = "run")]
         by: GroupBy,
         #[command(flatten)]
-        filter: FilterArgs,
+        of: Selection,
         #[command(flatten)]
-        what: What,
-        /// Noise threshold in percent: smaller changes are never a verdict
-        #[arg(long, default_value = "5%", value_parser = percent)]
-        threshold: f64,
-        /// Significance level of Welch's t-test between runs
-        #[arg(long, default_value_t = 0.05, value_parser = probability)]
-        alpha: f64,
+        rule: RuleArgs,
         /// `table` (default) or `json`
         #[arg(long, value_enum, default_value = "table")]
         format: TextFormat,
@@ -740,15 +732,9 @@ pub(super) enum HistoryAction {
     /// exit status 1 when one is a regression beyond the threshold
     Check {
         #[command(flatten)]
-        filter: FilterArgs,
+        of: Selection,
         #[command(flatten)]
-        what: What,
-        /// Noise threshold in percent: a smaller change is no regression
-        #[arg(long, default_value = "5%", value_parser = percent)]
-        threshold: f64,
-        /// Significance level of the permutation test
-        #[arg(long, default_value_t = 0.05, value_parser = probability)]
-        alpha: f64,
+        rule: RuleArgs,
         /// Shuffles of the permutation test
         #[arg(long, default_value_t = 199, value_parser = clap::value_parser!(u32).range(19..=100_000))]
         permutations: u32,
@@ -782,6 +768,27 @@ pub(super) struct FilterArgs {
     /// Only runs started on or before this date (the same forms)
     #[arg(long, value_name = "DATE")]
     pub(super) until: Option<String>,
+}
+
+/// The runs, metric and stat a command reads.
+#[derive(Args)]
+pub(super) struct Selection {
+    #[command(flatten)]
+    pub(super) filter: FilterArgs,
+    #[command(flatten)]
+    pub(super) what: What,
+}
+
+/// When a change is a verdict (`history compare` and `check`).
+#[derive(Args)]
+pub(super) struct RuleArgs {
+    /// Noise threshold in percent: a smaller change is never a verdict
+    #[arg(long, default_value = "5%", value_parser = percent)]
+    pub(super) threshold: f64,
+    /// Significance level: of Welch's t-test between runs (compare), of the permutation test
+    /// (check)
+    #[arg(long, default_value_t = 0.05, value_parser = probability)]
+    pub(super) alpha: f64,
 }
 
 /// The metric and stat a command reads.

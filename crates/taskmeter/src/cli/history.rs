@@ -2,7 +2,7 @@
 //! trend, compare (the same judgement as `taskmeter compare`, `analysis::compare`) and check
 //! (change points at the newest runs; exit status 1 on a regression).
 
-use super::args::{ByArg, FilterArgs, GroupBy, HistoryAction, TextFormat, What, HISTORY_STATS};
+use super::args::{ByArg, FilterArgs, GroupBy, HistoryAction, RuleArgs, Selection, TextFormat, What, HISTORY_STATS};
 use super::CliError;
 use crate::analysis::compare::{judge, Judgement, Rule, Verdict, METHOD};
 use crate::history::changepoint::Settings;
@@ -86,7 +86,7 @@ pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCo
                 return Ok(ExitCode::FAILURE);
             }
         }
-        HistoryAction::Trend { filter, what, by, output, format } => {
+        HistoryAction::Trend { of: Selection { filter, what }, by, output, format } => {
             let found = observations(&mut store, &filter.filter(), &what)?;
             let grouped = series::group(&found);
             let of = filter.runtime.as_ref().map_or(String::new(), |r| format!("{r}: "));
@@ -118,10 +118,12 @@ pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCo
                 );
             }
         }
-        HistoryAction::Compare { old, new, by, filter, what, threshold, alpha, format } => {
-            return compare(&mut store, (old, new, by), &filter.filter(), &what, Rule { threshold, alpha }, format);
+        HistoryAction::Compare { old, new, by, of: Selection { filter, what }, rule, format } => {
+            let rule = Rule { threshold: rule.threshold, alpha: rule.alpha };
+            return compare(&mut store, (old, new, by), &filter.filter(), &what, rule, format);
         }
-        HistoryAction::Check { filter, what, threshold, alpha, permutations, min_runs, format } => {
+        HistoryAction::Check { of: Selection { filter, what }, rule, permutations, min_runs, format } => {
+            let RuleArgs { threshold, alpha } = rule;
             let found = observations(&mut store, &filter.filter(), &what)?;
             let settings = Settings {
                 alpha,
