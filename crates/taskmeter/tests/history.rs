@@ -315,3 +315,24 @@ fn bad_input_is_one_line() {
         (vec!["run", "--quick", "--history", "x", "--no-history"], "cannot be used with"),
     ]);
 }
+
+#[test]
+fn an_interrupted_run_is_recorded_as_incomplete() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("h.sqlite");
+    let folder = dir.path().join("stopped");
+    let run = common::Background::start(
+        &["run", "--runtimes", "thread", "--duration", "20s", "--warmup", "0", "-q", "-o", folder.to_str().unwrap()],
+        &[("TASKMETER_HISTORY", &history)],
+    );
+    run.wait_for_child("worker");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    run.signal(libc::SIGINT);
+    let done = run.finish();
+    assert_eq!(done.status.code(), Some(130), "{}", done.stderr);
+    assert!(!done.stderr.contains("not recorded"), "{}", done.stderr);
+    let runs = list(&history, &[]);
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["complete"], false);
+    assert!(folder.join("run.json").is_file());
+}
