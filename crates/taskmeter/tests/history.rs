@@ -336,3 +336,20 @@ fn an_interrupted_run_is_recorded_as_incomplete() {
     assert_eq!(runs[0]["complete"], false);
     assert!(folder.join("run.json").is_file());
 }
+
+#[test]
+fn compare_refuses_different_workloads_as_compare_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("h.sqlite");
+    ok(quick_run(&history, &dir.path().join("a"), &["-q"]));
+    ok(quick_run(&history, &dir.path().join("b"), &["-q", "--busy", "5000", "--timer-slack", "1us"]));
+    let refused = with_history(&history, &["history", "compare", "1", "2"]);
+    assert_eq!(refused.status.code(), Some(2));
+    let err = stderr(&refused);
+    assert!(err.contains("measured different things (settings.busy.iters 1000 -> 5000)"), "{err}");
+    assert!(err.contains("--force"), "{err}");
+    let forced = ok(with_history(&history, &["history", "compare", "1", "2", "--force"]));
+    let out = stdout(&forced);
+    assert!(out.contains("differs (knob, run 1 -> run 2): settings.sched.timer_slack_ns (none) -> 1000"), "{out}");
+    assert!(out.contains("inconclusive"), "one run a side: {out}");
+}

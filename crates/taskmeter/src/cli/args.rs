@@ -724,6 +724,10 @@ pub(super) enum HistoryAction {
         of: Selection,
         #[command(flatten)]
         rule: RuleArgs,
+        /// Compare even when the runs measured different things (another busy work, sleep,
+        /// duration, units...)
+        #[arg(long)]
+        force: bool,
         /// `table` (default) or `json`
         #[arg(long, value_enum, default_value = "table")]
         format: TextFormat,

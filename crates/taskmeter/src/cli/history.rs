@@ -5,6 +5,7 @@
 use super::args::{ByArg, FilterArgs, GroupBy, HistoryAction, RuleArgs, Selection, TextFormat, What, HISTORY_STATS};
 use super::CliError;
 use crate::analysis::compare::{judge, Judgement, Rule, Verdict, METHOD};
+use crate::analysis::differences::{self, Difference, Kind};
 use crate::history::changepoint::Settings;
 use crate::history::check::{self, Finding};
 use crate::history::entry::{higher_is_better, score_stat};
@@ -118,9 +119,9 @@ pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCo
                 );
             }
         }
-        HistoryAction::Compare { old, new, by, of: Selection { filter, what }, rule, format } => {
+        HistoryAction::Compare { old, new, by, of: Selection { filter, what }, rule, force, format } => {
             let rule = Rule { threshold: rule.threshold, alpha: rule.alpha };
-            return compare(&mut store, (old, new, by), &filter.filter(), &what, rule, format);
+            return compare(&mut store, (old, new, by), &filter.filter(), &what, rule, (force, format));
         }
         HistoryAction::Check { of: Selection { filter, what }, rule, permutations, min_runs, format } => {
             let RuleArgs { threshold, alpha } = rule;
@@ -258,7 +259,7 @@ fn compare(
     filter: &Filter,
     what: &What,
     rule: Rule,
-    format: TextFormat,
+    (force, format): (bool, TextFormat),
 ) -> Result<ExitCode, CliError> {
     // The sides, each a name and its filter.
     let side = |name: &str| -> Result<(String, Filter), String> {
@@ -304,20 +305,25 @@ fn compare(
     }
     let stat = what.stat();
     let mut lines = Vec::new();
+    let mut differences = Vec::new();
     for ((old_name, old_filter), (new_name, new_filter)) in &pairs {
-        let values = |store: &mut Store, f: &Filter, name: &str| -> Result<Sides, String> {
+        let values = |store: &mut Store, f: &Filter, name: &str| -> Result<(Sides, Vec<i64>), String> {
             let found = query::observations(store, f, &what.metric, &stat)?;
             if found.is_empty() {
                 let unknown = if by == GroupBy::Run { " (see `taskmeter history list`)" } else { "" };
                 return Err(format!("{name}: no recorded run with {} {stat}{unknown}", what.metric));
             }
+            let mut runs: Vec<i64> = found.iter().map(|o| o.run).collect();
+            runs.dedup();
             let mut out: BTreeMap<_, Vec<f64>> = BTreeMap::new();
             for o in found {
                 out.entry((o.experiment, o.subject, o.point)).or_default().push(o.value);
             }
-            Ok(out)
+            Ok((out, runs))
         };
-        let (a, b) = (values(store, old_filter, old_name)?, values(store, new_filter, new_name)?);
+        let ((a, old_runs), (b, new_runs)) =
+            (values(store, old_filter, old_name)?, values(store, new_filter, new_name)?);
+        differences.extend(check_workloads(store, (old_name, &old_runs), (new_name, &new_runs), force)?);
         for (key, x) in &a {
             if let Some(y) = b.get(key) {
                 lines.push(CompareLine {
@@ -338,10 +344,14 @@ fn compare(
     if format == TextFormat::Json {
         let out = serde_json::json!({
             "schema": "taskmeter.history.compare", "schema_version": 1, "metric": what.metric, "stat": stat,
-            "method": METHOD, "threshold": rule.threshold, "alpha": rule.alpha, "lines": lines,
+            "method": METHOD, "threshold": rule.threshold, "alpha": rule.alpha, "differences": differences,
+            "lines": lines,
         });
         crate::outln!("{}", serde_json::to_string_pretty(&out).expect("serialises"));
     } else {
+        for (pair, d) in &differences {
+            crate::outln!("differs ({}, {pair}): {} {} -> {}", d.kind.as_str(), d.what, d.old, d.new);
+        }
         crate::outln!("method: {METHOD}; alpha {}, noise threshold {:.1} %", rule.alpha, rule.threshold * 100.0);
         crate::outln!("{} {} of each repetition of each run", what.metric, stat);
         let mut table =
@@ -368,6 +378,70 @@ fn compare(
         crate::outln!("{regressed} regressed of {} compared", lines.len());
     }
     Ok(if regressed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// A recorded run as `analysis::differences` reads a record: its schema, experiment, settings
+/// and environment.
+fn as_record(run: &query::RunDetail) -> serde_json::Value {
+    let experiment = run.info.experiment.as_str();
+    let kind = if matches!(experiment, "net" | "granularity" | "bench") { experiment } else { "run" };
+    let mut record = serde_json::json!({
+        "schema": format!("taskmeter.{kind}"),
+        "experiment": experiment,
+        "environment": run.environment,
+        "taskmeter_version": run.info.taskmeter_version,
+    });
+    for (key, value) in run.settings.as_object().into_iter().flatten() {
+        match key.as_str() {
+            "config" => record["report"] = serde_json::json!({ "config": value }),
+            "order" => {}
+            _ => record[key] = value.clone(),
+        }
+    }
+    record
+}
+
+/// As `taskmeter compare`: the runs of a side, and the two sides, must have measured the same
+/// workload (unless `force`); the other differences between the sides' first runs, each with
+/// the pair it is of.
+fn check_workloads(
+    store: &mut Store,
+    (old, old_runs): (&str, &[i64]),
+    (new, new_runs): (&str, &[i64]),
+    force: bool,
+) -> Result<Vec<(String, Difference)>, String> {
+    let mut first = Vec::new();
+    for (name, runs) in [(old, old_runs), (new, new_runs)] {
+        let records =
+            runs.iter().map(|id| query::run(store, *id).map(|r| as_record(&r))).collect::<Result<Vec<_>, _>>()?;
+        for (id, record) in runs.iter().zip(&records).skip(1) {
+            let workload: Vec<String> = differences::between(&records[0], record)
+                .into_iter()
+                .filter(|d| d.kind == Kind::Workload)
+                .map(|d| format!("{} {} -> {}", d.what, d.old, d.new))
+                .collect();
+            if !workload.is_empty() && !force {
+                return Err(format!(
+                    "the runs of {name} measured different things ({} in run {id}): compare them anyway with --force",
+                    workload.join("; ")
+                ));
+            }
+        }
+        first.push(records.into_iter().next().unwrap_or_default());
+    }
+    let found = differences::between(&first[0], &first[1]);
+    let workload: Vec<String> = found
+        .iter()
+        .filter(|d| d.kind == Kind::Workload)
+        .map(|d| format!("{} {} -> {}", d.what, d.old, d.new))
+        .collect();
+    if !workload.is_empty() && !force {
+        return Err(format!(
+            "{old} and {new} measured different things ({}): compare them anyway with --force",
+            workload.join("; ")
+        ));
+    }
+    Ok(found.into_iter().map(|d| (format!("{old} -> {new}"), d)).collect())
 }
 
 fn check_console(findings: &[Finding], what: &What, threshold: f64, alpha: f64) -> String {
