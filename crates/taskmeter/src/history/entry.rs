@@ -3,7 +3,7 @@
 //! becomes the same shape: a *subject* (runtime, receiver, scenario) at a *point*, a *metric*
 //! and a *stat*.
 
-use super::store::{Store, Value};
+use super::store::{Dialect, Store, Value};
 use crate::model::granularity::Metg;
 use crate::model::header::Header;
 use crate::model::run::METRICS;
@@ -233,9 +233,15 @@ pub enum Inserted {
     Already(i64),
 }
 
-/// Rows per multi-row INSERT: few round trips to a server, within both engines' limits on
-/// parameters.
-const BATCH: usize = 200;
+/// Rows per INSERT: on a server, many (few round trips, within its limit on parameters); on
+/// SQLite, one (a statement prepared once and run for each row costs a third of a long one
+/// parsed for each batch).
+fn batch(dialect: Dialect) -> usize {
+    match dialect {
+        Dialect::Sqlite => 1,
+        Dialect::Postgres => 200,
+    }
+}
 
 /// Inserts `entry` in one transaction, unless the store holds its identity already.
 pub fn insert(store: &mut Store, entry: &Entry) -> Result<Inserted, String> {
@@ -272,7 +278,7 @@ pub fn insert(store: &mut Store, entry: &Entry) -> Result<Inserted, String> {
             let id = found.first().and_then(|r| r.first()).and_then(Value::int).unwrap_or(0);
             return Ok(Inserted::Already(id));
         };
-        for chunk in entry.measurements.chunks(BATCH) {
+        for chunk in entry.measurements.chunks(batch(store.dialect())) {
             let mut sql = String::from(
                 "INSERT INTO measurements (run_id, subject, point, repetition, status, version, metric, stat, value) VALUES ",
             );

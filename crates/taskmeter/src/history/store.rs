@@ -244,6 +244,10 @@ impl Store {
                     let cause = std::error::Error::source(&e).map(|c| format!(": {}", line(c))).unwrap_or_default();
                     format!("cannot connect to {}: {}{cause}", target.describe(), line(&e))
                 })?;
+                let mut client = client;
+                // A commit need not wait for the server's disk: a server crash may lose the
+                // last runs, whose folders are the artefact (`history import`).
+                client.batch_execute("SET synchronous_commit = off").map_err(|e| pg_error(&e))?;
                 Engine::Postgres(Box::new(client))
             }
         };
@@ -327,6 +331,10 @@ fn open_sqlite(path: &Path) -> Result<rusqlite::Connection, String> {
     let connection =
         rusqlite::Connection::open(path).map_err(|e| format!("cannot open {}: {}", path.display(), line(e)))?;
     connection.busy_timeout(SQLITE_BUSY).map_err(line)?;
+    // No checkpoint when the last connection closes: its fsyncs would cost most of what
+    // recording a run costs. The write-ahead log stays beside the file and is checkpointed by
+    // SQLite's automatic checkpoint (every 1000 pages) in some later commit.
+    connection.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true).map_err(line)?;
     // WAL lets readers go on while a run is recorded; NORMAL sync is durable enough for a
     // history whose results folders are the artefact.
     connection
