@@ -93,7 +93,7 @@ pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCo
             let of = filter.runtime.as_ref().map_or(String::new(), |r| format!("{r}: "));
             let title = format!("{of}{} {} over runs", what.metric, what.stat());
             let by = if by == ByArg::Machine { By::Machine } else { By::Runtime };
-            let trend = trend::build(&grouped, by, title, unit_desc(&what.metric));
+            let trend = trend::build(&grouped, by, title, unit_desc(&what.metric), is_time(&what.metric));
             let svg = trend.svg()?;
             std::fs::create_dir_all(&output).map_err(|e| format!("cannot create {}: {e}", output.display()))?;
             for (file, text) in [("trend.svg", svg.clone()), ("trend.html", trend.html(&svg))] {

@@ -4,6 +4,7 @@
 
 use super::series::{Key, RunValues};
 use crate::report::chart::{line_chart, palette, Series};
+use crate::report::format::format_ns;
 use crate::report::html::{escape, page};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -19,6 +20,8 @@ pub enum By {
 pub struct Trend {
     pub title: String,
     pub y_desc: String,
+    /// Whether the values are nanoseconds (shown as `1.2 ms` in the page's table).
+    pub ns: bool,
     /// (run id, started at, label) of each x position.
     pub runs: Vec<(i64, String, Option<String>)>,
     pub lines: Vec<Line>,
@@ -51,7 +54,7 @@ fn name(key: &Key, by: By, several_points: bool, several_others: bool) -> String
 }
 
 /// Builds the trend of the series.
-pub fn build(series: &BTreeMap<Key, Vec<RunValues>>, by: By, title: String, y_desc: String) -> Trend {
+pub fn build(series: &BTreeMap<Key, Vec<RunValues>>, by: By, title: String, y_desc: String, ns: bool) -> Trend {
     let mut runs: Vec<(i64, String, Option<String>)> =
         series.values().flatten().map(|r| (r.run, r.started_at.clone(), r.label.clone())).collect();
     runs.sort_by(|a, b| (&a.1, a.0).cmp(&(&b.1, b.0)));
@@ -73,7 +76,7 @@ pub fn build(series: &BTreeMap<Key, Vec<RunValues>>, by: By, title: String, y_de
                 .collect(),
         })
         .collect();
-    Trend { title, y_desc, runs, lines }
+    Trend { title, y_desc, ns, runs, lines }
 }
 
 impl Trend {
@@ -118,10 +121,11 @@ impl Trend {
                 escape(at),
                 escape(label.as_deref().unwrap_or(""))
             );
+            let value = |v: f64| if self.ns { format_ns(v) } else { short(v) };
             for line in &self.lines {
                 let cell = match line.points.iter().find(|p| p.0 == x) {
-                    Some((_, y, Some(e))) => format!("{} ± {}", short(*y), short(*e)),
-                    Some((_, y, None)) => short(*y),
+                    Some((_, y, Some(e))) => format!("{} ± {}", value(*y), value(*e)),
+                    Some((_, y, None)) => value(*y),
                     None => String::new(),
                 };
                 let _ = write!(body, "<td>{}</td>", escape(&cell));
