@@ -745,6 +745,10 @@ pub(super) enum HistoryAction {
         /// The fewest runs on each side of a change
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(2..=1000))]
         min_runs: u32,
+        /// A regression fails the check when its change starts among the newest N runs (an
+        /// older one is reported as an earlier regression)
+        #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+        recent: u32,
         /// `table` (default) or `json`
         #[arg(long, value_enum, default_value = "table")]
         format: TextFormat,

@@ -123,7 +123,7 @@ pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCo
             let rule = Rule { threshold: rule.threshold, alpha: rule.alpha };
             return compare(&mut store, (old, new, by), &filter.filter(), &what, rule, (force, format));
         }
-        HistoryAction::Check { of: Selection { filter, what }, rule, permutations, min_runs, format } => {
+        HistoryAction::Check { of: Selection { filter, what }, rule, permutations, min_runs, recent, format } => {
             let RuleArgs { threshold, alpha } = rule;
             let found = observations(&mut store, &filter.filter(), &what)?;
             let settings = Settings {
@@ -134,7 +134,9 @@ pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCo
             };
             let findings: Vec<Finding> = series::group(&found)
                 .iter()
-                .map(|(key, runs)| check::check(key, runs, higher_is_better(&what.metric), threshold, settings))
+                .map(|(key, runs)| {
+                    check::check(key, runs, (higher_is_better(&what.metric), threshold, recent as usize), settings)
+                })
                 .collect();
             let regressions = findings.iter().filter(|f| f.verdict == check::Verdict::Regression).count();
             if format == TextFormat::Json {

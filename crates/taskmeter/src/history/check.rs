@@ -28,7 +28,11 @@ pub struct Change {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
+    /// Worse beyond the threshold since a change among the newest runs (`recent`).
     Regression,
+    /// A regression that began before the newest runs: reported, not failed on (it was seen
+    /// when it was new).
+    EarlierRegression,
     Improvement,
     /// A significant change within the noise threshold.
     SmallChange,
@@ -41,6 +45,7 @@ impl Verdict {
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Regression => "regression",
+            Verdict::EarlierRegression => "earlier regression",
             Verdict::Improvement => "improvement",
             Verdict::SmallChange => "change within the threshold",
             Verdict::NoChange => "no change",
@@ -57,8 +62,14 @@ pub struct Finding {
     pub verdict: Verdict,
 }
 
-/// Checks one series (one value per run: the mean of its repetitions).
-pub fn check(series: &Key, runs: &[RunValues], higher_is_better: bool, threshold: f64, settings: Settings) -> Finding {
+/// Checks one series (one value per run: the mean of its repetitions); a regression counts
+/// when its change starts among the newest `recent` runs.
+pub fn check(
+    series: &Key,
+    runs: &[RunValues],
+    (higher_is_better, threshold, recent): (bool, f64, usize),
+    settings: Settings,
+) -> Finding {
     let values: Vec<f64> = runs.iter().map(RunValues::mean).collect();
     let finding = |change, verdict| Finding { series: series.clone(), runs: runs.len(), change, verdict };
     if values.len() < 2 * settings.min_size {
@@ -72,7 +83,8 @@ pub fn check(series: &Key, runs: &[RunValues], higher_is_better: bool, threshold
     let change = (before != 0.0).then(|| (after - before) / before.abs());
     let verdict = match change {
         Some(c) if c.abs() > threshold && (c > 0.0) == higher_is_better => Verdict::Improvement,
-        Some(c) if c.abs() > threshold => Verdict::Regression,
+        Some(c) if c.abs() > threshold && values.len() - last.index <= recent => Verdict::Regression,
+        Some(c) if c.abs() > threshold => Verdict::EarlierRegression,
         _ => Verdict::SmallChange,
     };
     let at = &runs[last.index];
@@ -127,19 +139,25 @@ mod tests {
         let mut rng = fastrand::Rng::with_seed(7);
         let mut values = normal(&mut rng, 12, 60_000.0, 1_500.0);
         values.extend(normal(&mut rng, 4, 110_000.0, 1_500.0));
-        let f = check(&key(), &series(&values), false, 0.05, Settings::default());
+        let f = check(&key(), &series(&values), (false, 0.05, 10), Settings::default());
         assert_eq!(f.verdict, Verdict::Regression, "{f:?}");
         let change = f.change.unwrap();
         assert_eq!((change.run, change.runs_after), (13, 4));
         assert!(change.change.unwrap() > 0.7 && change.p_value <= 0.05, "{change:?}");
+        // Seen as new within the newest 4 runs, not within the newest 3.
+        let f = check(&key(), &series(&values), (false, 0.05, 3), Settings::default());
+        assert_eq!(f.verdict, Verdict::EarlierRegression, "{f:?}");
         // The same shift in a throughput is an improvement.
-        assert_eq!(check(&key(), &series(&values), true, 0.05, Settings::default()).verdict, Verdict::Improvement);
+        assert_eq!(
+            check(&key(), &series(&values), (true, 0.05, 10), Settings::default()).verdict,
+            Verdict::Improvement
+        );
     }
 
     #[test]
     fn short_series_are_said_to_be_short() {
         assert_eq!(
-            check(&key(), &series(&[1.0, 2.0, 3.0]), false, 0.05, Settings::default()).verdict,
+            check(&key(), &series(&[1.0, 2.0, 3.0]), (false, 0.05, 10), Settings::default()).verdict,
             Verdict::TooFewRuns
         );
     }
@@ -151,7 +169,7 @@ mod tests {
         let (mut any_change, mut regressions) = (0, 0);
         for _ in 0..1000 {
             let values = normal(&mut rng, 20, 100.0, 5.0);
-            let f = check(&key(), &series(&values), false, 0.05, Settings::default());
+            let f = check(&key(), &series(&values), (false, 0.05, 10), Settings::default());
             any_change += usize::from(f.change.is_some());
             regressions += usize::from(f.verdict == Verdict::Regression);
         }
