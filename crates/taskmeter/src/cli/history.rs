@@ -44,7 +44,10 @@ pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCo
         Target::Off => return Err("the history is off (TASKMETER_HISTORY=off): give --history".to_string().into()),
         target => target,
     };
-    let mut store = crate::history::open(&target).map_err(|e| format!("history {}: {e}", target.describe()))?;
+    let mut store = crate::history::open(&target).map_err(|e| match e.contains(&target.describe()) {
+        true => e,
+        false => format!("history {}: {e}", target.describe()),
+    })?;
     match action {
         HistoryAction::List { filter, limit, format } => {
             let runs = query::runs(&mut store, &filter.filter(), limit)?;
@@ -101,12 +104,8 @@ pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCo
                 std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
             }
             if format == TextFormat::Json {
-                let lines: Vec<_> = trend
-                    .lines
-                    .iter()
-                    .map(|l| serde_json::json!({"name": l.name, "points": l.points.iter().map(|(x, y, e)| serde_json::json!({"run": trend.runs[*x].0, "mean": y, "half_width": e})).collect::<Vec<_>>()}))
-                    .collect();
-                crate::outln!("{}", serde_json::json!({"metric": what.metric, "stat": what.stat(), "lines": lines}));
+                let out = serde_json::json!({"metric": what.metric, "stat": what.stat(), "lines": trend.json_lines()});
+                crate::outln!("{out}");
             } else {
                 crate::outln!(
                     "trend of {} {}: {} run(s), {} line(s): {} ({})",

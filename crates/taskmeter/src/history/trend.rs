@@ -106,6 +106,15 @@ impl Trend {
         line_chart(&self.title, "run", &self.y_desc, &series, Some(&self.categories()))
     }
 
+    /// The lines as JSON: each point's run id, mean and interval's half-width.
+    pub fn json_lines(&self) -> serde_json::Value {
+        let point = |(x, y, e): &(usize, f64, Option<f64>)| serde_json::json!({"run": self.runs[*x].0, "mean": y, "half_width": e});
+        self.lines
+            .iter()
+            .map(|l| serde_json::json!({"name": l.name, "points": l.points.iter().map(point).collect::<Vec<_>>()}))
+            .collect()
+    }
+
     pub fn html(&self, svg: &str) -> String {
         let mut body =
             format!("<figure class=\"chart\">{svg}<figcaption>{}</figcaption></figure>\n", escape(&self.title));
