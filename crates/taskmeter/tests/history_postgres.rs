@@ -68,23 +68,10 @@ fn a_server_that_goes_away_costs_one_warning_line() {
     let dir = tempfile::tempdir().unwrap();
     assert_eq!(listed(&url).len(), 0); // the schema exists: the run would only insert
     let folder = dir.path().join("gone");
-    let run = Background::start(
-        &[
-            "run",
-            "--runtimes",
-            "thread",
-            "--duration",
-            "2s",
-            "--warmup",
-            "0",
-            "-q",
-            "--history",
-            &url,
-            "-o",
-            path(&folder),
-        ],
-        &[],
-    );
+    // A run of 2 s, during which the server goes away.
+    let mut args: Vec<&str> = "run --runtimes thread --duration 2s --warmup 0 -q".split(' ').collect();
+    args.extend(["--history", &url, "-o", path(&folder)]);
+    let run = Background::start(&args, &[]);
     std::thread::sleep(Duration::from_millis(500));
     cluster.control("stop").unwrap();
     let done = run.finish();
