@@ -80,11 +80,17 @@ pub fn build(series: &BTreeMap<Key, Vec<RunValues>>, by: By, title: String, y_de
 }
 
 impl Trend {
-    /// The x axis' names: each run's label, else its id and date.
+    /// The x axis' names: each run's label, else its id and date; past 20 runs, every k-th
+    /// run's, so that they stay readable.
     fn categories(&self) -> Vec<String> {
+        let every = self.runs.len().div_ceil(20).max(1);
         self.runs
             .iter()
-            .map(|(id, at, label)| label.clone().unwrap_or_else(|| format!("#{id} {}", at.get(..10).unwrap_or(at))))
+            .enumerate()
+            .map(|(i, (id, at, label))| match i % every {
+                0 => label.clone().unwrap_or_else(|| format!("#{id} {}", at.get(..10).unwrap_or(at))),
+                _ => String::new(),
+            })
             .collect()
     }
 
