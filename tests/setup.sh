@@ -18,6 +18,11 @@ command -v python3 >/dev/null || need_apt+=(python3 python3-pip)
 command -v chromium >/dev/null || need_apt+=(chromium)         # report.html in a real browser
 ls /usr/share/fonts/truetype/*/*Sans*.ttf >/dev/null 2>&1 || need_apt+=(fonts-dejavu-core)  # text of the PNG figures
 command -v prlimit >/dev/null || need_apt+=(util-linux)        # a thread limit for the partial-start test
+# PostgreSQL for the shared history's tests, which make a throw-away cluster of their own.
+command -v initdb >/dev/null || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need_apt+=(postgresql)
+# A one-node Slurm cluster for examples/slurm's test, which starts its own daemons.
+[ -x /usr/sbin/slurmctld ] && [ -x /usr/sbin/slurmd ] && command -v sbatch >/dev/null || need_apt+=(slurm-wlm)
+[ -x /usr/sbin/munged ] || need_apt+=(munge)
 # The drivers' toolchains come with this machine kind (Go 1.26, Node 20, Temurin JDK 25);
 # Debian's packages stand in when one is missing (Debian has no JDK 21+: java-* would be skipped).
 command -v go >/dev/null || need_apt+=(golang-go)

@@ -15,6 +15,8 @@ import pytest
 from PIL import Image
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+# The runs of these tests are not recorded in the user's history (docs/history.md).
+os.environ["TASKMETER_HISTORY"] = "off"
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",

@@ -11,6 +11,7 @@
 //! | [`model`] | what a run is and what it wrote: settings, sweeps, the three record kinds and their versioned header |
 //! | [`analysis`] | statistics of rows, repetitions and comparisons (the definitions are the crate `taskmeter_stats`) |
 //! | [`report`] | every way a record is shown: console, Markdown, CSV, JSON, charts, HTML |
+//! | [`history`] | every run recorded in SQLite or PostgreSQL; lists, trends, change points |
 //! | [`process`] | one supervisor for every child process: workers, receivers, bench bodies |
 //! | [`runtimes`] | the runtimes and how their workers are built and started |
 //! | [`session`] | what every command that measures shares: folder, interrupts, environment, writing, exit status |
@@ -20,6 +21,7 @@
 pub mod analysis;
 pub mod cli;
 pub mod experiments;
+pub mod history;
 pub mod machine;
 pub mod model;
 pub mod process;

@@ -199,6 +199,12 @@ fn known_flags() -> BTreeSet<String> {
         &["selftest"],
         &["completions"],
         &["man"],
+        &["history", "list"],
+        &["history", "show"],
+        &["history", "import"],
+        &["history", "trend"],
+        &["history", "compare"],
+        &["history", "check"],
     ];
     let mut flags = BTreeSet::new();
     for command in commands {
@@ -234,6 +240,7 @@ fn every_flag_the_docs_name_exists() {
     let others = [
         "--release",
         "--features",
+        "--short",
         "--path",
         "--example",
         "--check",

@@ -103,6 +103,7 @@ fn a_policy_the_kernel_refuses_fails_its_rows_with_the_reason() {
         .arg(&taskmeter)
         .args(["run", "--runtimes", "thread,smol", "--policy", "fifo:10", "--busy", "0", "--duration", "100ms"])
         .args(["--warmup", "0", "-o", folder.to_str().unwrap()])
+        .env("TASKMETER_HISTORY", "off") // another user: no history of the tests' (tests/common)
         .current_dir(dir.path())
         .output()
         .expect("setpriv (util-linux) runs");

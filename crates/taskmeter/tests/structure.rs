@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The layers, lowest first (lib.rs documents each).
-const LAYERS: [&str; 9] =
-    ["machine", "model", "analysis", "report", "process", "runtimes", "session", "experiments", "cli"];
+const LAYERS: [&str; 10] =
+    ["machine", "model", "analysis", "report", "history", "process", "runtimes", "session", "experiments", "cli"];
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")

@@ -157,6 +157,15 @@ pub(super) enum Command {
         #[arg(long, value_enum, default_value = "table")]
         format: TextFormat,
     },
+    /// The recorded runs: list, show, import, trend, compare, check (docs/history.md)
+    History {
+        /// The history to read: a SQLite file or a postgres:// URL [default: $TASKMETER_HISTORY,
+        /// else $XDG_DATA_HOME/taskmeter/history.sqlite]
+        #[arg(long, global = true, value_name = "PATH|URL")]
+        history: Option<String>,
+        #[command(subcommand)]
+        action: HistoryAction,
+    },
     /// Rebuild the charts and report.html of a results folder
     ///
     /// From its record alone: run.json, granularity.json, net.json or bench.json
@@ -335,6 +344,16 @@ pub(super) struct ExportArgs {
     /// Also write the result tables as Markdown to FILE, ready to paste into an issue or a paper
     #[arg(long, value_name = "FILE", hide_short_help = true)]
     pub(super) export_markdown: Option<PathBuf>,
+    /// Record the run in this history: a SQLite file or a postgres:// URL [default:
+    /// $TASKMETER_HISTORY, else $XDG_DATA_HOME/taskmeter/history.sqlite] (docs/history.md)
+    #[arg(long, value_name = "PATH|URL", conflicts_with = "no_history", hide_short_help = true)]
+    pub(super) history: Option<String>,
+    /// Do not record the run in the history
+    #[arg(long, hide_short_help = true)]
+    pub(super) no_history: bool,
+    /// A label kept with the run (in its record and the history), e.g. a git commit
+    #[arg(long, value_name = "TEXT")]
+    pub(super) label: Option<String>,
 }
 
 #[derive(Args)]
@@ -792,4 +811,184 @@ pub(super) fn runtime_id(text: &str) -> Result<String, String> {
         Some(info) => Ok(info.id.to_string()),
         None => Err(crate::model::names::unknown("runtime", text, &runtimes::names())),
     }
+}
+
+// `taskmeter history` (cli/history.rs runs it).
+
+/// The metrics the history holds (see docs/history.md).
+pub(super) const HISTORY_METRICS: [&str; 11] =
+    ["lateness", "actual", "full", "busy", "throughput", "ratio", "round_trip", "metg", "ips", "gap", "latency"];
+pub(super) const HISTORY_STATS: [&str; 12] =
+    ["count", "mean", "std", "min", "p50", "p90", "p99", "p99.9", "p99.99", "max", "mad", "value"];
+
+fn history_metric(text: &str) -> Result<String, String> {
+    HISTORY_METRICS
+        .contains(&text)
+        .then(|| text.to_string())
+        .ok_or_else(|| format!("unknown metric '{text}' (known: {})", HISTORY_METRICS.join(", ")))
+}
+
+fn history_stat(text: &str) -> Result<String, String> {
+    HISTORY_STATS
+        .contains(&text)
+        .then(|| text.to_string())
+        .ok_or_else(|| format!("unknown stat '{text}' (known: {})", HISTORY_STATS.join(", ")))
+}
+
+#[derive(Subcommand)]
+pub(super) enum HistoryAction {
+    /// List the recorded runs, oldest first
+    List {
+        #[command(flatten)]
+        filter: FilterArgs,
+        /// Only the newest N runs
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+        /// `table` (default) or `json`
+        #[arg(long, value_enum, default_value = "table")]
+        format: TextFormat,
+    },
+    /// Show one run: its settings, environment and statistics
+    Show {
+        /// The run's id (see `history list`)
+        id: i64,
+        /// `table` (default) or `json`
+        #[arg(long, value_enum, default_value = "table")]
+        format: TextFormat,
+    },
+    /// Load results folders (or folders of them) into the history; runs already there are
+    /// counted, not added again
+    Import {
+        #[arg(required = true, value_name = "DIR")]
+        folders: Vec<PathBuf>,
+    },
+    /// Chart a metric over runs (SVG and HTML), one line per machine or runtime
+    Trend {
+        #[command(flatten)]
+        of: Selection,
+        /// One line per machine or per runtime
+        #[arg(long, value_enum, default_value = "machine")]
+        by: ByArg,
+        /// The folder to write trend.svg and trend.html to
+        #[arg(long, short = 'o', default_value = "history-trend")]
+        output: PathBuf,
+        /// `table` (default) or `json` (the chart's values)
+        #[arg(long, value_enum, default_value = "table")]
+        format: TextFormat,
+    },
+    /// Compare two runs, or two groups of runs (by label, by machine), as `taskmeter compare`
+    /// does; exit status 1 when something regressed
+    Compare {
+        /// The baseline: a run id (--by run), a label or a machine [--by machine: the first
+        /// machine by name]
+        old: Option<String>,
+        /// The runs to judge, the same way [--by machine: every other machine]
+        new: Option<String>,
+        /// What OLD and NEW name
+        #[arg(long, value_enum, default_value = "run")]
+        by: GroupBy,
+        #[command(flatten)]
+        of: Selection,
+        #[command(flatten)]
+        rule: RuleArgs,
+        /// Compare even when the runs measured different things (another busy work, sleep,
+        /// duration, units...)
+        #[arg(long)]
+        force: bool,
+        /// `table` (default) or `json`
+        #[arg(long, value_enum, default_value = "table")]
+        format: TextFormat,
+    },
+    /// Find the newest change point of every series (E-Divisive means with a permutation test);
+    /// exit status 1 when one is a regression beyond the threshold
+    Check {
+        #[command(flatten)]
+        of: Selection,
+        #[command(flatten)]
+        rule: RuleArgs,
+        /// Shuffles of the permutation test
+        #[arg(long, default_value_t = 199, value_parser = clap::value_parser!(u32).range(19..=100_000))]
+        permutations: u32,
+        /// The fewest runs on each side of a change
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(2..=1000))]
+        min_runs: u32,
+        /// A regression fails the check when its change starts among the newest N runs (an
+        /// older one is reported as an earlier regression)
+        #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+        recent: u32,
+        /// `table` (default) or `json`
+        #[arg(long, value_enum, default_value = "table")]
+        format: TextFormat,
+    },
+}
+
+/// Which runs a command reads.
+#[derive(Args)]
+pub(super) struct FilterArgs {
+    /// Only runs of this experiment (sleep, volume, atomic-sum, net, granularity, bench)
+    #[arg(long)]
+    pub(super) experiment: Option<String>,
+    /// Only runs that measured this runtime (receiver, scenario); a list: any of them
+    #[arg(long)]
+    pub(super) runtime: Option<String>,
+    /// Only runs on this machine (its hostname)
+    #[arg(long)]
+    pub(super) machine: Option<String>,
+    /// Only runs with this label
+    #[arg(long)]
+    pub(super) label: Option<String>,
+    /// Only runs started on or after this date (2026-11, 2026-11-26, 2026-11-26T10:00)
+    #[arg(long, value_name = "DATE")]
+    pub(super) since: Option<String>,
+    /// Only runs started on or before this date (the same forms)
+    #[arg(long, value_name = "DATE")]
+    pub(super) until: Option<String>,
+}
+
+/// The runs, metric and stat a command reads.
+#[derive(Args)]
+pub(super) struct Selection {
+    #[command(flatten)]
+    pub(super) filter: FilterArgs,
+    #[command(flatten)]
+    pub(super) what: What,
+}
+
+/// When a change is a verdict (`history compare` and `check`).
+#[derive(Args)]
+pub(super) struct RuleArgs {
+    /// Noise threshold in percent: a smaller change is never a verdict
+    #[arg(long, default_value = "5%", value_parser = percent)]
+    pub(super) threshold: f64,
+    /// Significance level: of Welch's t-test between runs (compare), of the permutation test
+    /// (check)
+    #[arg(long, default_value_t = 0.05, value_parser = probability)]
+    pub(super) alpha: f64,
+}
+
+/// The metric and stat a command reads.
+#[derive(Args)]
+pub(super) struct What {
+    /// The metric: lateness, actual, full, busy (run); throughput, ratio, round_trip (net);
+    /// metg (granularity); ips, gap, latency (bench)
+    #[arg(long, default_value = "lateness", value_parser = history_metric)]
+    pub(super) metric: String,
+    /// The statistic of each repetition: count, mean, std, min, p50, p90, p99, p99.9, p99.99,
+    /// max, mad, value [default: the one `compare` judges: p50 for lateness and busy, mad for
+    /// actual and full, mean for gap, latency and round_trip, else value]
+    #[arg(long, value_parser = history_stat)]
+    pub(super) stat: Option<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(super) enum ByArg {
+    Machine,
+    Runtime,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(super) enum GroupBy {
+    Run,
+    Label,
+    Machine,
 }

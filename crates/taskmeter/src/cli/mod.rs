@@ -5,6 +5,7 @@
 mod args;
 pub mod check_driver;
 pub mod compare;
+mod history;
 pub mod list;
 mod options;
 pub mod preset;
@@ -276,6 +277,7 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
                 json: format == args::TextFormat::Json,
             })?
         }
+        Command::History { history, action } => history::run(history.as_deref(), action)?,
         Command::Selftest { duration, repeat, format } => {
             selftest::run(duration, repeat, format == args::TextFormat::Json)?
         }

@@ -17,18 +17,25 @@ use std::path::PathBuf;
 use taskmeter_protocol::{BusyPlan, Experiment, Mode, Pattern, Schedule, SleepPlan};
 
 /// Where a command's results go: its folder, the export files, JSON or the console.
-fn output(folder: &Option<PathBuf>, exports: &ExportArgs, format: Format) -> Output {
+fn output(folder: &Option<PathBuf>, exports: &ExportArgs, format: Format) -> Result<Output, String> {
     let files = [
         (ExportFormat::Json, &exports.export_json),
         (ExportFormat::Csv, &exports.export_csv),
         (ExportFormat::Markdown, &exports.export_markdown),
     ];
-    Output {
+    if let Some(label) = &exports.label {
+        if label.is_empty() || label.chars().any(char::is_control) {
+            return Err("--label takes a non-empty text without control characters".into());
+        }
+    }
+    Ok(Output {
         folder: folder.clone(),
         exports: files.into_iter().filter_map(|(format, path)| Some(Export { format, path: path.clone()? })).collect(),
         json: matches!(format, Format::Json),
         command_line: std::env::args().collect(),
-    }
+        history: crate::history::Target::choose(exports.history.as_deref(), exports.no_history)?,
+        label: exports.label.clone(),
+    })
 }
 
 /// `run` (sleep, volume, atomic-sum).
@@ -44,7 +51,7 @@ pub(super) fn run_options(args: &RunArgs) -> Result<RunOptions, String> {
         layout: args.table,
         raw: args.raw,
         exact_samples: args.exact_samples,
-        output: output(&args.output, &args.exports, args.format),
+        output: output(&args.output, &args.exports, args.format)?,
     })
 }
 
@@ -229,7 +236,7 @@ pub(super) fn granularity_options(args: &RunArgs) -> Result<GrainOptions, String
         grace: std::time::Duration::from_nanos(args.grace),
         sched: SchedSettings { cpus, ..Default::default() },
         cpu_dma_latency_us: args.cpu_dma_latency,
-        output: output(&args.output, &args.exports, args.format),
+        output: output(&args.output, &args.exports, args.format)?,
     })
 }
 
@@ -245,7 +252,7 @@ pub(super) fn net_options(args: &RunArgs) -> Result<NetOptions, String> {
         settings: args.net.settings(receivers, args.repeat.unwrap_or(3)),
         grace: std::time::Duration::from_nanos(args.grace),
         cpu_dma_latency_us: args.cpu_dma_latency,
-        output: output(&args.output, &args.exports, args.format),
+        output: output(&args.output, &args.exports, args.format)?,
     })
 }
 
@@ -258,7 +265,7 @@ pub(super) fn bench_options(args: BenchArgs) -> Result<BenchOptions, String> {
             return Err(format!("the {what} name '{}' is given twice", twice[0]));
         }
     }
-    let output = output(&args.output, &args.exports, args.format);
+    let output = output(&args.output, &args.exports, args.format)?;
     Ok(BenchOptions {
         config: taskmeter_record::report::Config {
             warmup_ns: args.warmup,

@@ -23,6 +23,9 @@ pub struct Header {
     pub started_at: String,
     pub finished_at: String,
     pub environment: Environment,
+    /// The user's label of the run (`--label`, e.g. a git commit), kept in the history too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
 }
 
 /// A kind of record: its schema name, the file it is written to, and the versions this
@@ -47,6 +50,7 @@ pub trait Record: Serialize + DeserializeOwned {
             started_at,
             finished_at: String::new(),
             environment,
+            label: None,
         }
     }
 }

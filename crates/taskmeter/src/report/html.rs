@@ -43,6 +43,14 @@ pub fn escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
+/// A self-contained page in the reports' style: `body` is HTML, the title is text.
+pub fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{0}</title><style>{STYLE}</style></head><body>\n<h1>{0}</h1>\n{body}</body></html>\n",
+        escape(title)
+    )
+}
+
 pub(super) fn figure(out: &mut String, chart: &Chart) {
     let id = chart.file.trim_end_matches(".svg");
     let _ = writeln!(

@@ -87,6 +87,10 @@ pub struct Output {
     /// Print the record as JSON on stdout instead of the console report.
     pub json: bool,
     pub command_line: Vec<String>,
+    /// Where the run is recorded at the end (`history`).
+    pub history: crate::history::Target,
+    /// The user's label of the run (`--label`).
+    pub label: Option<String>,
 }
 
 pub struct Session {
@@ -149,7 +153,10 @@ impl Session {
 
     /// The header of this session's record, as of now; [`Session::finish`] completes it.
     pub fn header<R: Record>(&self) -> Header {
-        R::new_header(self.output.command_line.clone(), self.started_at.clone(), self.environment.clone())
+        let mut header =
+            R::new_header(self.output.command_line.clone(), self.started_at.clone(), self.environment.clone());
+        header.label = self.output.label.clone();
+        header
     }
 
     /// Completes the header, writes the folder (with `write`; to a fallback folder when it
@@ -164,7 +171,7 @@ impl Session {
         failed: bool,
     ) -> ExitCode
     where
-        R: Record + Report,
+        R: Record + Report + crate::history::entry::Recorded,
     {
         let signal = signals::reason();
         let reason = signal.clone().or_else(|| self.unusable.lock().unwrap_or_else(|e| e.into_inner()).clone());
@@ -188,6 +195,8 @@ impl Session {
                 None
             }
         };
+        // Recorded whatever happened to the folder; a store that cannot take it is one warning.
+        crate::history::record(&record, written.as_deref(), &self.output.history);
         for export in &self.output.exports {
             let text = exporter(export.format).render(&record);
             if let Err(e) = std::fs::write(&export.path, text) {

@@ -1,16 +1,24 @@
 //! What the integration tests share: the binary, run the way a user runs it.
 #![allow(dead_code)]
 
+pub mod postgres;
+
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The taskmeter binary, with stdin closed and one C-driver cache for all tests.
+/// The taskmeter binary, with stdin closed, one C-driver cache for all tests, and a history of
+/// its own (never the user's ~/.local/share; a test that reads it back sets TASKMETER_HISTORY).
 pub fn taskmeter() -> Command {
+    static INVOCATION: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let mut command = Command::new(env!("CARGO_BIN_EXE_taskmeter"));
-    command.env("TASKMETER_CACHE_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache"));
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    command.env("TASKMETER_CACHE_DIR", tmp.join("cache"));
+    let n = INVOCATION.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    command.env("TASKMETER_HISTORY", tmp.join("history").join(format!("{}-{n}.sqlite", std::process::id())));
+    command.env("XDG_DATA_HOME", tmp.join("xdg-data"));
     command.stdin(Stdio::null());
     command
 }

@@ -1,0 +1,386 @@
+//! What the history keeps of a record: one `runs` row (its identity, settings and environment)
+//! and one `measurements` row per statistic of each row and repetition. Every kind of record
+//! becomes the same shape: a *subject* (runtime, receiver, scenario) at a *point*, a *metric*
+//! and a *stat*.
+
+use super::store::{Dialect, Store, Value};
+use crate::model::any::AnyRecord;
+use crate::model::bench::BenchRecord;
+use crate::model::granularity::GrainRecord;
+use crate::model::granularity::Metg;
+use crate::model::header::Header;
+use crate::model::net::NetRecord;
+use crate::model::run::RunRecord;
+use crate::model::run::METRICS;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use taskmeter_stats::Summary;
+
+/// One run, as the history keeps it.
+pub struct Entry {
+    /// SHA-256 of the record's JSON: the same run, recorded at its end or imported from its
+    /// folder, is one run.
+    pub identity: String,
+    pub kind: &'static str,
+    pub experiment: String,
+    pub header: Header,
+    pub folder: Option<String>,
+    pub settings: serde_json::Value,
+    pub measurements: Vec<Measurement>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Measurement {
+    pub subject: String,
+    pub point: String,
+    pub repetition: i64,
+    pub status: String,
+    pub version: Option<String>,
+    pub metric: String,
+    pub stat: String,
+    pub value: Option<f64>,
+}
+
+/// The stat `compare` judges a metric by (`cli::compare`'s score): the median for lateness and
+/// busy, the mean |value - expected| for actual and full, the value itself for the figures of
+/// net and granularity, the mean gap for bench.
+pub fn score_stat(metric: &str) -> &'static str {
+    match metric {
+        "lateness" | "busy" => "p50",
+        "actual" | "full" => "mad",
+        "gap" | "latency" | "round_trip" => "mean",
+        _ => "value",
+    }
+}
+
+/// Whether a higher value of `metric` is better (throughputs).
+pub fn higher_is_better(metric: &str) -> bool {
+    matches!(metric, "throughput" | "ips")
+}
+
+/// The stats kept of a summary, by name.
+fn summary_stats(s: &Summary) -> [(&'static str, Option<f64>); 11] {
+    let i = |v: Option<i64>| v.map(|v| v as f64);
+    [
+        ("count", Some(s.count as f64)),
+        ("mean", s.mean),
+        ("std", s.std),
+        ("min", i(s.min)),
+        ("p50", i(s.p50)),
+        ("p90", i(s.p90)),
+        ("p99", i(s.p99)),
+        ("p99.9", i(s.p99_9)),
+        ("p99.99", i(s.p99_99)),
+        ("max", i(s.max)),
+        ("mad", s.mean_absolute_deviation),
+    ]
+}
+
+/// The row every measurement of one (subject, point, repetition) shares.
+struct Cell<'a> {
+    subject: &'a str,
+    point: String,
+    repetition: u32,
+    status: String,
+    version: Option<&'a String>,
+}
+
+impl Cell<'_> {
+    fn push(&self, out: &mut Vec<Measurement>, metric: &str, stat: &str, value: Option<f64>) {
+        if value.is_some_and(f64::is_finite) {
+            out.push(Measurement {
+                subject: self.subject.to_string(),
+                point: self.point.clone(),
+                repetition: self.repetition.into(),
+                status: self.status.clone(),
+                version: self.version.cloned(),
+                metric: metric.to_string(),
+                stat: stat.to_string(),
+                value,
+            });
+        }
+    }
+
+    fn push_all(&self, out: &mut Vec<Measurement>, metric: &str, stats: &[(&str, Option<f64>)]) {
+        for (stat, value) in stats {
+            self.push(out, metric, stat, *value);
+        }
+    }
+}
+
+fn status_of(ok: bool, interrupted: bool) -> String {
+    match (ok, interrupted) {
+        (false, _) => "failed",
+        (true, true) => "interrupted",
+        (true, false) => "ok",
+    }
+    .to_string()
+}
+
+/// A run's identity: SHA-256 of its record as JSON read back (`value`), keys in order. The
+/// record's file, read, gives the same value as the record in memory written and read (the
+/// same text parsed the same way), so a run recorded at its end and imported from its folder
+/// is one run.
+pub fn identity(value: &serde_json::Value) -> String {
+    Sha256::digest(value.to_string().as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn identity_of<T: Serialize>(record: &T) -> String {
+    let text = serde_json::to_string(record).expect("a record serialises");
+    identity(&serde_json::from_str(&text).expect("a record reads back"))
+}
+
+/// What the history takes of a record of any kind.
+pub struct Parts<'a> {
+    pub identity: String,
+    pub kind: &'static str,
+    pub experiment: String,
+    pub header: &'a Header,
+    pub settings: serde_json::Value,
+    pub measurements: Vec<Measurement>,
+}
+
+/// A kind of record the history stores: every one becomes subjects at points, with metrics
+/// and stats ([`Measurement`]).
+pub trait Recorded {
+    fn parts(&self) -> Parts<'_>;
+}
+
+/// The record of a results folder, whatever its kind, as the history takes it.
+pub fn recorded(record: &AnyRecord) -> &dyn Recorded {
+    match record {
+        AnyRecord::Run(r) => r,
+        AnyRecord::Net(r) => r,
+        AnyRecord::Bench(r) => r,
+        AnyRecord::Granularity(r) => r,
+    }
+}
+
+/// The entry of a record, written to `folder` (None: no folder could be written); its
+/// identity is `known` when given (the record's file, read), else the record's own.
+pub fn of(record: &dyn Recorded, folder: Option<&std::path::Path>, known: Option<String>) -> Entry {
+    let parts = record.parts();
+    Entry {
+        identity: known.unwrap_or(parts.identity),
+        kind: parts.kind,
+        experiment: parts.experiment,
+        header: parts.header.clone(),
+        folder: folder.map(|f| f.display().to_string()),
+        settings: parts.settings,
+        measurements: parts.measurements,
+    }
+}
+
+impl Recorded for RunRecord {
+    fn parts(&self) -> Parts<'_> {
+        let r = self;
+        let mut out = Vec::new();
+        for row in &r.rows {
+            let Some(statistics) = &row.statistics else { continue };
+            let status = serde_json::to_value(row.status).ok().and_then(|v| v.as_str().map(str::to_string));
+            let cell = Cell {
+                subject: &row.runtime,
+                point: r.points.get(row.point).map_or_else(|| "-".into(), |p| p.label()),
+                repetition: row.repetition,
+                status: status.unwrap_or_default(),
+                version: row.worker.as_ref().and_then(|w| w.runtime_version.as_ref()),
+            };
+            for metric in METRICS {
+                cell.push_all(&mut out, metric.name(), &summary_stats(statistics.get(metric)));
+            }
+        }
+        let settings = serde_json::json!({"settings": r.settings, "sweeps": r.sweeps, "order": r.order});
+        Parts {
+            identity: identity_of(r),
+            kind: "run",
+            experiment: r.experiment.clone(),
+            header: &r.header,
+            settings,
+            measurements: out,
+        }
+    }
+}
+
+impl Recorded for NetRecord {
+    fn parts(&self) -> Parts<'_> {
+        let r = self;
+        let mut out = Vec::new();
+        for p in &r.points {
+            let cell = Cell {
+                subject: &p.receiver,
+                point: format!("senders={}", p.senders),
+                repetition: p.repetition,
+                status: status_of(p.error.is_none(), false),
+                version: p.receiver_version.as_ref(),
+            };
+            cell.push(&mut out, "throughput", "value", p.throughput);
+            cell.push(&mut out, "ratio", "value", p.ratio);
+            if let Some(rt) = &p.round_trip {
+                cell.push_all(&mut out, "round_trip", &summary_stats(rt));
+            }
+        }
+        Parts {
+            identity: identity_of(r),
+            kind: "net",
+            experiment: "net".to_string(),
+            header: &r.header,
+            settings: serde_json::json!({"settings": r.settings}),
+            measurements: out,
+        }
+    }
+}
+
+impl Recorded for GrainRecord {
+    fn parts(&self) -> Parts<'_> {
+        let r = self;
+        let mut out = Vec::new();
+        for run in &r.runs {
+            let cell = Cell {
+                subject: &run.runtime,
+                point: "-".into(),
+                repetition: run.repetition,
+                status: status_of(run.error.is_none(), run.interrupted),
+                version: run.runtime_version.as_ref(),
+            };
+            if let Some(Metg::Interpolated { ns }) = run.metg {
+                cell.push(&mut out, "metg", "value", Some(ns));
+            }
+        }
+        let settings = serde_json::json!({"settings": r.settings});
+        Parts {
+            identity: identity_of(r),
+            kind: "granularity",
+            experiment: "granularity".to_string(),
+            header: &r.header,
+            settings,
+            measurements: out,
+        }
+    }
+}
+
+impl Recorded for BenchRecord {
+    fn parts(&self) -> Parts<'_> {
+        let r = self;
+        let mut out = Vec::new();
+        for result in &r.report.results {
+            let cell = Cell {
+                subject: &result.scenario,
+                point: result.input.clone().unwrap_or_else(|| "-".into()),
+                repetition: 1,
+                status: status_of(result.error.is_none(), !r.report.complete),
+                version: None,
+            };
+            let m = &result.measured;
+            cell.push(&mut out, "ips", "value", m.ips);
+            for (metric, stats) in [("gap", &m.gap), ("latency", &m.latency)] {
+                if let Some(s) = stats {
+                    let i = |v: i64| Some(v as f64);
+                    let stats = [
+                        ("count", Some(s.count as f64)),
+                        ("mean", Some(s.mean)),
+                        ("std", s.std),
+                        ("min", i(s.min)),
+                        ("p50", i(s.median)),
+                        ("p99", i(s.p99)),
+                        ("max", i(s.max)),
+                    ];
+                    cell.push_all(&mut out, metric, &stats);
+                }
+            }
+        }
+        let settings = serde_json::json!({"scenarios": r.scenarios, "inputs": r.inputs, "config": r.report.config});
+        Parts {
+            identity: identity_of(r),
+            kind: "bench",
+            experiment: "bench".to_string(),
+            header: &r.header,
+            settings,
+            measurements: out,
+        }
+    }
+}
+
+/// Whether an entry was new to the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Inserted {
+    New(i64),
+    /// The store held this run already (the id it has there).
+    Already(i64),
+}
+
+/// Rows per INSERT: on a server, many (few round trips, within its limit on parameters); on
+/// SQLite, one (a statement prepared once and run for each row costs a third of a long one
+/// parsed for each batch).
+fn batch(dialect: Dialect) -> usize {
+    match dialect {
+        Dialect::Sqlite => 1,
+        Dialect::Postgres => 200,
+    }
+}
+
+/// Inserts `entry` in one transaction, unless the store holds its identity already.
+pub fn insert(store: &mut Store, entry: &Entry) -> Result<Inserted, String> {
+    let h = &entry.header;
+    store.transaction(|store| {
+        let params: Vec<Value> = vec![
+            entry.identity.clone().into(),
+            entry.kind.into(),
+            entry.experiment.clone().into(),
+            h.started_at.clone().into(),
+            h.finished_at.clone().into(),
+            Value::Int(h.complete.into()),
+            h.incomplete_reason.clone().into(),
+            h.environment.hostname.clone().into(),
+            h.environment.cpu_model.clone().into(),
+            h.environment.kernel.clone().into(),
+            h.taskmeter_version.clone().into(),
+            h.label.clone().into(),
+            entry.folder.clone().into(),
+            json(&h.command_line).into(),
+            json(&entry.settings).into(),
+            json(&h.environment).into(),
+            humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string().into(),
+        ];
+        let inserted = store.query(
+            "INSERT INTO runs (identity, kind, experiment, started_at, finished_at, complete, incomplete_reason, \
+             machine, cpu_model, kernel, taskmeter_version, label, folder, command_line, settings, environment, \
+             recorded_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
+             ON CONFLICT (identity) DO NOTHING RETURNING id",
+            &params,
+        )?;
+        let Some(id) = inserted.first().and_then(|r| r.first()).and_then(Value::int) else {
+            let found = store.query("SELECT id FROM runs WHERE identity = $1", &[entry.identity.clone().into()])?;
+            let id = found.first().and_then(|r| r.first()).and_then(Value::int).unwrap_or(0);
+            return Ok(Inserted::Already(id));
+        };
+        for chunk in entry.measurements.chunks(batch(store.dialect())) {
+            let mut sql = String::from(
+                "INSERT INTO measurements (run_id, subject, point, repetition, status, version, metric, stat, value) VALUES ",
+            );
+            let mut params = Vec::with_capacity(chunk.len() * 9);
+            for (i, m) in chunk.iter().enumerate() {
+                let n = i * 9;
+                let placeholders: Vec<String> = (1..=9).map(|k| format!("${}", n + k)).collect();
+                sql.push_str(&format!("{}({})", if i > 0 { ", " } else { "" }, placeholders.join(", ")));
+                params.extend([
+                    Value::Int(id),
+                    m.subject.clone().into(),
+                    m.point.clone().into(),
+                    Value::Int(m.repetition),
+                    m.status.clone().into(),
+                    m.version.clone().into(),
+                    m.metric.clone().into(),
+                    m.stat.clone().into(),
+                    m.value.map_or(Value::Null, Value::Real),
+                ]);
+            }
+            store.execute(&sql, &params)?;
+        }
+        Ok(Inserted::New(id))
+    })
+}
+
+/// JSON text of anything serialisable.
+fn json<T: Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value).expect("serialises")
+}

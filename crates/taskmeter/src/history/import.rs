@@ -1,0 +1,68 @@
+//! `history import DIR...`: results folders into the history. A folder that holds a record is
+//! one run; any other folder is searched for results folders (a `results/` of many). A run
+//! already there (the same identity: `entry`) is counted, not added again.
+
+use super::entry::{self, Inserted};
+use super::store::Store;
+use crate::model::any::load_any;
+use crate::model::header::{record_file, schema_of};
+use std::path::{Path, PathBuf};
+
+/// What an import did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Imported {
+    pub added: usize,
+    pub already: usize,
+    /// Folders that could not be read, each with why.
+    pub failed: Vec<String>,
+}
+
+/// The results folders under `path` (itself when it is one), in name order.
+fn results_folders(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
+    if record_file(path).is_ok() {
+        out.push(path.to_path_buf());
+        return Ok(());
+    }
+    if !path.is_dir() {
+        return Err(format!("{} is neither a results folder nor a folder of them", path.display()));
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() && !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')))
+        .collect();
+    entries.sort();
+    for entry in entries {
+        let _ = results_folders(&entry, out);
+    }
+    Ok(())
+}
+
+/// Imports every results folder under `paths`; a path that holds none is an error.
+pub fn import(store: &mut Store, paths: &[PathBuf]) -> Result<Imported, String> {
+    let mut imported = Imported::default();
+    for path in paths {
+        let mut folders = Vec::new();
+        results_folders(path, &mut folders)?;
+        if folders.is_empty() {
+            return Err(format!("{} holds no results folder", path.display()));
+        }
+        for folder in folders {
+            let read = schema_of(&folder).and_then(|(_, _, value)| Ok((entry::identity(&value), load_any(&folder)?.1)));
+            let (identity, record) = match read {
+                Ok(read) => read,
+                Err(e) => {
+                    imported.failed.push(e.to_string().lines().next().unwrap_or_default().to_string());
+                    continue;
+                }
+            };
+            let at = std::fs::canonicalize(&folder).unwrap_or(folder);
+            match entry::insert(store, &entry::of(entry::recorded(&record), Some(&at), Some(identity)))? {
+                Inserted::New(_) => imported.added += 1,
+                Inserted::Already(_) => imported.already += 1,
+            }
+        }
+    }
+    Ok(imported)
+}
