@@ -142,26 +142,36 @@ impl Knob {
     }
 }
 
+/// A row of its own that a base runtime's worker runs: with a recipe, or under a knob.
+fn variant(
+    base: &'static RuntimeInfo,
+    suffix: String,
+    recipe: &'static str,
+    knob: Option<Knob>,
+    description: &'static str,
+) -> RuntimeInfo {
+    RuntimeInfo {
+        id: Box::leak(format!("{}{suffix}", base.id).into_boxed_str()),
+        base: base.id,
+        recipe,
+        recipes: Vec::new(),
+        knob,
+        first_of_language: false,
+        unit: base.unit,
+        launch: base.launch,
+        description,
+        priority: base.priority,
+    }
+}
+
 /// Every runtime under each knob, `RUNTIME+KNOB`: its own sleep, its worker set apart.
 pub fn with_knobs() -> &'static [RuntimeInfo] {
     static VARIANTS: OnceLock<Vec<RuntimeInfo>> = OnceLock::new();
     VARIANTS.get_or_init(|| {
-        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
         all()
             .iter()
             .flat_map(|base| {
-                Knob::ALL.into_iter().map(move |knob| RuntimeInfo {
-                    id: leak(format!("{}+{}", base.id, knob.name())),
-                    base: base.id,
-                    recipe: DEFAULT_WAIT,
-                    recipes: Vec::new(),
-                    knob: Some(knob),
-                    first_of_language: false,
-                    unit: base.unit,
-                    launch: base.launch,
-                    description: knob.about(),
-                    priority: base.priority,
-                })
+                Knob::ALL.map(|knob| variant(base, format!("+{}", knob.name()), DEFAULT_WAIT, Some(knob), knob.about()))
             })
             .collect()
     })
@@ -172,22 +182,10 @@ pub fn with_knobs() -> &'static [RuntimeInfo] {
 pub fn with_recipes() -> &'static [RuntimeInfo] {
     static VARIANTS: OnceLock<Vec<RuntimeInfo>> = OnceLock::new();
     VARIANTS.get_or_init(|| {
-        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
         all()
             .iter()
             .flat_map(|base| {
-                base.recipes.iter().map(move |(name, about)| RuntimeInfo {
-                    id: leak(format!("{}/{name}", base.id)),
-                    base: base.id,
-                    recipe: name,
-                    recipes: Vec::new(),
-                    knob: None,
-                    first_of_language: false,
-                    unit: base.unit,
-                    launch: base.launch,
-                    description: about,
-                    priority: base.priority,
-                })
+                base.recipes.iter().map(move |(name, about)| variant(base, format!("/{name}"), name, None, about))
             })
             .collect()
     })
