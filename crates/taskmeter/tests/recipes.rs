@@ -22,10 +22,17 @@ fn every_recipe_is_a_runtime_of_the_registry_with_a_protocol_name() {
 
 #[test]
 fn a_recipe_is_refused_where_the_loop_does_not_sleep() {
-    common::assert_refused(&[(
-        vec!["run", "--runtimes", "thread/spin", "--sleep", "none", "--duration", "100ms"],
-        "needs the sleep experiment with a sleeping schedule",
-    )]);
+    common::assert_refused(&[
+        (
+            vec!["run", "--runtimes", "thread/spin", "--sleep", "none", "--duration", "100ms"],
+            "needs the sleep experiment with a sleeping schedule",
+        ),
+        // Spinning units at real-time priority on every core would starve the machine.
+        (
+            vec!["run", "--runtimes", "thread/spin", "--policy", "fifo:1", "--units", "8", "--busy", "0"],
+            "thread/spin: policy fifo:1 with busy work (or --sleep none, or a spinning wait) on 8 units",
+        ),
+    ]);
 }
 
 #[test]

@@ -33,28 +33,33 @@ pub fn check_settings(settings: &Settings) -> Result<(), String> {
     if settings.sleep.mode == Mode::Absolute && shortest > 0 && shortest < 1_000 {
         return Err("absolute mode needs a period of at least 1us (a shorter one only counts missed periods)".into());
     }
-    check_real_time(settings)?;
+    check_real_time(settings, false)?;
     super::rows::plan_for(settings, "thread").check().map_err(|e| e.to_string())?;
-    // A runtime's recipe waits in the sleep loop only: refused now rather than in every row.
+    // Each row as its worker will run it (its recipe, its knob), refused now rather than in
+    // every row: a recipe waits in the sleep loop only, and one that spins (by the recipes'
+    // naming, its name says `spin`) or a knob's real-time policy meets the real-time check.
     for info in settings.runtimes.iter().filter_map(|id| crate::runtimes::find(id)) {
         let plan =
             taskmeter_protocol::Plan { wait: info.recipe.to_string(), ..super::rows::plan_for(settings, info.base) };
         plan.check().map_err(|e| format!("{}: {e}", info.id))?;
+        let sched = info.knob.map_or_else(|| settings.sched.clone(), |knob| knob.applied_to(&settings.sched));
+        let row = Settings { sched, ..settings.clone() };
+        check_real_time(&row, info.recipe.contains("spin")).map_err(|e| format!("{}: {e}", info.id))?;
     }
     Ok(())
 }
 
 /// A real-time worker that busy-works on every core can starve the machine (RT throttling
 /// leaves others 5 % of each second), so it needs an explicit yes.
-fn check_real_time(settings: &Settings) -> Result<(), String> {
+fn check_real_time(settings: &Settings, wait_spins: bool) -> Result<(), String> {
     let Some(policy) = settings.sched.policy.filter(|p| p.is_real_time()) else { return Ok(()) };
     let online = crate::machine::sched::online_cpus().len();
     let usable = settings.sched.cpus.as_ref().map_or(online, |c| c.len());
-    let works = settings.busy.iters > 0 || !settings.sleep.schedule.sleeps();
+    let works = settings.busy.iters > 0 || !settings.sleep.schedule.sleeps() || wait_spins;
     let spins = works && settings.units as usize >= usable && usable >= online;
     if spins && !settings.allow_rt_spin {
         return Err(format!(
-            "policy {policy} with busy work (or --sleep none) on {} units can keep all {online} cores busy at real-time priority and starve the machine; \
+            "policy {policy} with busy work (or --sleep none, or a spinning wait) on {} units can keep all {online} cores busy at real-time priority and starve the machine; \
              pin the workers to fewer cores with --cpus, use --busy 0, or pass --allow-rt-spin",
             settings.units
         ));
