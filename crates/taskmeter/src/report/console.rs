@@ -47,9 +47,12 @@ fn tinted_ranking(table: String) -> String {
 pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
     use crate::model::sweep::Param;
     let layout = layout.unwrap_or_else(|| default_layout(record));
-    // With the policy or slack swept, workers differ from point to point: the report has each.
-    let swept_sched = record.sweeps.iter().any(|s| matches!(s.param, Param::Policy | Param::TimerSlack));
-    let sched = if swept_sched { None } else { record.rows.iter().find_map(|r| r.worker.as_ref()?.sched.as_ref()) };
+    // One line for the workers' scheduling only if every worker had the same: with the policy or
+    // slack swept, or a knob's rows (`thread+fifo`), they differ, and the report has each.
+    let shown = |s: &&SchedInfo| (s.policy.clone(), s.priority, s.nice, s.timerslack_ns);
+    let mut scheds = record.rows.iter().filter_map(|r| r.worker.as_ref()?.sched.as_ref());
+    let first = scheds.next();
+    let sched = first.filter(|f| scheds.all(|s| shown(&s) == shown(f)));
     let swept_latency = record.sweeps.iter().any(|s| s.param == Param::CpuDmaLatency);
     let dma_latency = if swept_latency { Err(()) } else { Ok(record.settings.cpu_dma_latency_us) };
     let mut out =
@@ -310,7 +313,7 @@ pub fn env_line(env: &Environment, worker_sched: Option<&SchedInfo>, dma_latency
                 slack.unwrap_or_default()
             ));
         }
-        None => parts.push("workers: scheduling per point (see the report)".into()),
+        None => parts.push("workers: scheduling per row (see the report)".into()),
     }
     let mut kernel = env.preemption.clone().unwrap_or_default();
     if let Some(hz) = env.hz {
