@@ -59,8 +59,8 @@ for file in $(tracked '*.js' '*.mjs'); do
     check "node --check $file" node --check "$file"
 done
 
-# Java: every warning javac knows, as an error, with the newest JDK here (the driver's virtual
-# threads need 21 or later).
+# Java: every warning javac knows, as an error, with the newest JDK here, against JDK 17's API
+# (--release 17): the driver runs on 17 too (java-thread@17) and finds virtual threads at run time.
 javac="" newest=0
 for candidate in /usr/lib/jvm/*/bin/javac $(command -v javac); do
     major=$("$candidate" -version 2>&1 | sed -n 's/^javac \([0-9]*\).*/\1/p')
@@ -70,7 +70,7 @@ classes=$(mktemp -d)
 trap 'rm -rf "$classes"' EXIT
 if [ "$newest" -ge 21 ]; then
     mapfile -t java_files < <(tracked '*.java')
-    check "javac -Xlint:all -Werror" "$javac" -Xlint:all -Werror -d "$classes" "${java_files[@]}"
+    check "javac --release 17 -Xlint:all -Werror" "$javac" --release 17 -Xlint:all -Werror -d "$classes" "${java_files[@]}"
 else
     printf 'lint: javac\nno JDK 21 or later found (newest: %s)\n' "${javac:-none}" >&2
     failed+=("javac")

@@ -27,6 +27,8 @@ command -v initdb >/dev/null || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/
 # Debian's packages stand in when one is missing (Debian has no JDK 21+: java-* would be skipped).
 command -v go >/dev/null || need_apt+=(golang-go)
 command -v node >/dev/null || need_apt+=(nodejs)
+# JDK 17 beside the newest: the java-thread@17 rows of `run recipes` and their test.
+compgen -G '/usr/lib/jvm/*17*/bin/javac' >/dev/null || need_apt+=(openjdk-17-jdk-headless)
 if [ ${#need_apt[@]} -gt 0 ]; then
     if [ "$(id -u)" != 0 ]; then
         say "missing Debian packages: ${need_apt[*]} (install them as root: apt-get install ${need_apt[*]})"

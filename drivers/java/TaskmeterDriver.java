@@ -1,7 +1,8 @@
 /*
  * taskmeter Java driver, worker protocol v3 (protocol/README.md): runtime "java-thread" (one
  * platform thread per unit) and "java-virtual" (one virtual thread per unit). The flat plan
- * arrives on stdin; binary frames go to stdout. JDK 21 or newer, standard library only.
+ * arrives on stdin; binary frames go to stdout. JDK 17 or newer (java-virtual: JDK 21 or newer),
+ * standard library only.
  */
 
 import java.io.*;
@@ -10,7 +11,6 @@ import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.*;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
@@ -18,6 +18,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
@@ -70,6 +71,31 @@ public final class TaskmeterDriver {
             // stdout is gone: stderr is all that is left
         }
         System.err.println("taskmeter-java: " + message);
+    }
+
+    // ---------------------------------------------------------------- threads
+
+    /* Starts a thread of the factory's kind (Thread::new: platform) under the given name. */
+    private static Thread start(ThreadFactory threads, String name, Runnable task) {
+        Thread thread = threads.newThread(task);
+        thread.setName(name);
+        thread.start();
+        return thread;
+    }
+
+    /**
+     * Thread.ofVirtual().factory(), looked up by reflection (once per run, java-virtual only) so
+     * that this source compiles and runs on JDK 17 too, which has no virtual threads (JDK 19 and
+     * 20 have them only as a preview: ofVirtual() throws there without --enable-preview).
+     */
+    private static ThreadFactory virtualThreads() throws Failure {
+        try {
+            Object builder = Thread.class.getMethod("ofVirtual").invoke(null);
+            return (ThreadFactory) Class.forName("java.lang.Thread$Builder").getMethod("factory").invoke(builder);
+        } catch (ReflectiveOperationException e) {
+            throw new Failure(2, VIRTUAL + " needs JDK 21 or newer; this is Java "
+                + System.getProperty("java.version"));
+        }
     }
 
     // ---------------------------------------------------------------- the plan
@@ -148,14 +174,14 @@ public final class TaskmeterDriver {
             throw new Failure(2, "cannot read the plan: " + e);
         }
 
-        Thread.Builder builder = plan.virtual() ? Thread.ofVirtual() : Thread.ofPlatform();
-        String priority = prime(builder, plan);
+        ThreadFactory threads = plan.virtual() ? virtualThreads() : Thread::new;
+        String priority = prime(threads, plan);
         sendFrame('H', "{\"protocol\":3,\"runtime\":" + q(runtime) + ",\"runtime_version\":"
             + q("Java " + System.getProperty("java.version") + " (" + System.getProperty("java.vendor", "unknown vendor") + ")")
             + ",\"clock\":\"CLOCK_MONOTONIC\",\"pid\":" + ProcessHandle.current().pid()
             + ",\"priority\":" + q(priority) + (recipe == null ? "" : ",\"wait\":" + q(wait)) + "}");
 
-        Thread.ofPlatform().daemon(true).name("stdin-watcher").start(() -> {
+        Thread watcher = new Thread(() -> {
             byte[] buf = new byte[256];
             try {
                 while (in.read(buf) >= 0) { }   // anything after the plan is ignored
@@ -163,15 +189,18 @@ public final class TaskmeterDriver {
                 // a read error stops the run like end of file
             }
             stop = true;
-        });
+        }, "stdin-watcher");
+        watcher.setDaemon(true);
+        watcher.start();
         if ("granularity".equals(map.get("experiment"))) {
-            granularity(map, planRead, builder);
+            granularity(map, planRead, threads, plan.virtual());
             return;
         }
 
         Writer w = new Writer(plan, new ArrayList<>(), ByteBuffer.allocate(1 << 20).order(ByteOrder.LITTLE_ENDIAN));
         // Started now, while the OS still has a thread for it; it waits for the G frame.
-        writer = Thread.ofPlatform().name("writer").start(w);
+        writer = new Thread(w, "writer");
+        writer.start();
         w.named.await();   // its kernel name is set before G, when the orchestrator looks for it
         Gate gate = new Gate();
         ThreadLimit limit = plan.virtual() ? null : new ThreadLimit(plan);   // virtual threads are no kernel threads
@@ -179,14 +208,14 @@ public final class TaskmeterDriver {
         String[] startError = {null};
         Runnable starter = () -> {
             gate.createStart = System.nanoTime();
-            startError[0] = startUnits(builder, plan, planRead, priority.startsWith("java"), gate, limit, units);
+            startError[0] = startUnits(threads, plan, planRead, priority.startsWith("java"), gate, limit, units);
             if (!units.isEmpty()) gate.open(units, plan);
         };
         // Virtual threads started (or unparked) by a platform thread go to the pool's external
         // queue, which the carriers leave alone while their own queues have work: with the
         // schedule none, 8 of 10 units started by main never ran. Started from a virtual thread,
         // they go to a carrier's own queue.
-        if (plan.virtual()) Thread.ofVirtual().name("starter").start(starter).join();
+        if (plan.virtual()) start(threads, "starter", starter).join();
         else starter.run();
         if (units.isEmpty()) throw new Failure(1, startError[0]);
 
@@ -217,7 +246,7 @@ public final class TaskmeterDriver {
      * why the rest was not started, or null. Before unit id > 1: the start limit, a stop request
      * and (java-thread) the kernel's limits. Unit 1 that cannot be started leaves units empty.
      */
-    private static String startUnits(Thread.Builder builder, Plan plan, long planRead, boolean priority,
+    private static String startUnits(ThreadFactory threads, Plan plan, long planRead, boolean priority,
                                      Gate gate, ThreadLimit limit, List<Unit> units) {
         Slabs slabs = new Slabs();
         for (long id = 1; id <= plan.units(); id++) {
@@ -234,7 +263,7 @@ public final class TaskmeterDriver {
             try {
                 int ringLongs = plan.schedule() == Schedule.NONE ? 0 : Math.multiplyExact(6, plan.ring());
                 Unit u = new Unit(plan, (int) id, units.size(), priority, gate, slabs, ringLongs, plan.units() - id + 1);
-                u.thread = builder.name("unit-" + id).start(u);   // a thread the OS refuses: OutOfMemoryError
+                u.thread = start(threads, "unit-" + id, u);   // a thread the OS refuses: OutOfMemoryError
                 units.add(u);   // read by the units only once the gate is open
                 RUNNING.incrementAndGet();
             } catch (Throwable t) {
@@ -376,11 +405,11 @@ public final class TaskmeterDriver {
      * JVM). With two classes, java-thread also probes what Thread.setPriority really does (nice
      * values only with -XX:ThreadPriorityPolicy=1, as root). Returns H.priority.
      */
-    private static String prime(Thread.Builder builder, Plan plan) throws Failure {
+    private static String prime(ThreadFactory threads, Plan plan) throws Failure {
         boolean probe = plan.classes() == 2 && !plan.virtual();
         int[] nice = new int[3];   // before, after MAX_PRIORITY, after MIN_PRIORITY
         try {
-            builder.name("prime").start(() -> {
+            start(threads, "prime", () -> {
                 busy(1, true);
                 sleepFor(1);
                 sleepFor(0);
@@ -425,7 +454,7 @@ public final class TaskmeterDriver {
      * started by its predecessor with its result, and each chain's last one counts a latch down.
      */
     private static final class Tasks {
-        final Thread.Builder builder;
+        final ThreadFactory factory;
         final String pattern;
         final int width, steps;
         final long[] results;
@@ -437,8 +466,8 @@ public final class TaskmeterDriver {
         long expected;   // set before the tasks start: Thread.start publishes it
         volatile Throwable failure;   // a chain's task that could not start the next
 
-        Tasks(Thread.Builder builder, Map<String, String> m) {
-            this.builder = builder;
+        Tasks(ThreadFactory factory, Map<String, String> m) {
+            this.factory = factory;
             pattern = m.get("pattern");
             width = Integer.parseInt(m.get("width"));
             steps = Integer.parseInt(m.get("steps"));
@@ -471,7 +500,9 @@ public final class TaskmeterDriver {
 
         Thread start(Runnable body) {
             started.incrementAndGet();
-            return builder.start(body);
+            Thread thread = factory.newThread(body);   // unnamed: no setName per task
+            thread.start();
+            return thread;
         }
 
         void startAndJoin(int n) throws InterruptedException {
@@ -573,10 +604,11 @@ public final class TaskmeterDriver {
     }
 
     /** G, the grains (java-virtual's coordinator a virtual thread, as its units' starter), D. */
-    private static void granularity(Map<String, String> m, long planRead, Thread.Builder builder) throws Exception {
+    private static void granularity(Map<String, String> m, long planRead, ThreadFactory threads, boolean virtual)
+            throws Exception {
         sendFrame('G', "{\"create_start_ns\":" + planRead + ",\"run_start_ns\":" + System.nanoTime() + ",\"units\":1}");
         gateSent = true;
-        Tasks t = new Tasks(builder, m);
+        Tasks t = new Tasks(threads, m);
         Throwable[] failed = {null};
         Runnable coordinator = () -> {
             try {
@@ -585,7 +617,7 @@ public final class TaskmeterDriver {
                 failed[0] = e;
             }
         };
-        if (builder instanceof Thread.Builder.OfVirtual) Thread.ofVirtual().name("coordinator").start(coordinator).join();
+        if (virtual) start(threads, "coordinator", coordinator).join();
         else coordinator.run();
         if (failed[0] instanceof Failure f) throw f;
         if (failed[0] != null) throw new Failure(1, "the granularity experiment failed: " + failed[0]);
@@ -706,12 +738,15 @@ public final class TaskmeterDriver {
         return total;
     }
 
-    /* A relative sleep: Thread.sleep(Duration) has nanosecond resolution and never returns early. */
+    /*
+     * A relative sleep, never early: Thread.sleep(millis, nanos), since JDK 21 the same nanosecond
+     * sleep as Thread.sleep(Duration); before (JDK-8305092) it rounds up to whole milliseconds.
+     */
     private static void sleepFor(long nanos) {
         long until = System.nanoTime() + nanos;
         while (true) {
             try {
-                Thread.sleep(Duration.ofNanos(nanos));
+                Thread.sleep(nanos / 1_000_000, (int) (nanos % 1_000_000));
                 return;
             } catch (InterruptedException e) {   // nothing interrupts a unit; if something did, sleep the rest
                 if ((nanos = until - System.nanoTime()) <= 0) return;
@@ -722,8 +757,8 @@ public final class TaskmeterDriver {
     /**
      * Wait recipes (protocol: "Wait recipes"): other ways for a unit to wait until an absolute
      * deadline of System.nanoTime() (CLOCK_MONOTONIC on Linux), each a method to copy into a
-     * program. The plan's "wait" names one; none repeats the runtime's own sleep, Thread.sleep(Duration)
-     * (Thread.sleep(millis, nanos) is the same call since JDK 21; on a virtual thread both are
+     * program. The plan's "wait" names one; none repeats the runtime's own sleep, Thread.sleep(millis,
+     * nanos) (since JDK 21 the same call as Thread.sleep(Duration); on a virtual thread both are
      * LockSupport.parkNanos, so java-virtual has no park-nanos).
      */
     private static final class Recipes {
@@ -755,8 +790,11 @@ public final class TaskmeterDriver {
 
         /* One timer thread for the whole worker (made on first use), as a program shares one executor. */
         private static final class Timer {
-            static final ScheduledExecutorService EXECUTOR = Executors.newSingleThreadScheduledExecutor(
-                task -> Thread.ofPlatform().daemon(true).name("tm-recipe-timer").unstarted(task));
+            static final ScheduledExecutorService EXECUTOR = Executors.newSingleThreadScheduledExecutor(task -> {
+                Thread timer = new Thread(task, "tm-recipe-timer");
+                timer.setDaemon(true);
+                return timer;
+            });
         }
 
         /* A no-op task scheduled on the shared executor for what is left, and a wait on its future. */

@@ -12,7 +12,8 @@ pub fn print(as_json: bool) {
             .map(|info| {
                 let reason = runtimes::availability(info).err();
                 json!({"id": info.id, "unit": info.unit.as_str(), "available": reason.is_none(), "reason": reason,
-                       "description": info.description, "priority": info.priority})
+                       "description": info.description, "priority": info.priority,
+                       "other_versions": runtimes::other_versions(info)})
             })
             .collect();
         let receivers: Vec<_> = registry::RECEIVERS
@@ -40,6 +41,11 @@ pub fn print(as_json: bool) {
             info.description
         );
         crate::outln!("{:<width$}  a unit is {}; priority classes: {}", "", unit_name(info.unit), info.priority);
+        let others = runtimes::other_versions(info);
+        if !others.is_empty() {
+            let rows: Vec<String> = others.iter().map(|v| format!("{}@{v}", info.id)).collect();
+            crate::outln!("{:<width$}  also on another toolchain installed here: {}", "", rows.join(", "));
+        }
     }
     crate::outln!("\nreceivers of `taskmeter run net`:");
     for (id, description) in registry::RECEIVERS {

@@ -14,6 +14,7 @@ use crate::report::export::{Export, ExportFormat};
 use crate::runtimes;
 use crate::session::Output;
 use std::path::PathBuf;
+use taskmeter_protocol::plan::DEFAULT_WAIT;
 use taskmeter_protocol::{BusyPlan, Experiment, Mode, Pattern, Schedule, SleepPlan};
 
 /// Where a command's results go: its folder, the export files, JSON or the console.
@@ -180,17 +181,29 @@ fn runtime_list(args: &RunArgs) -> Result<Vec<String>, String> {
     })
 }
 
-/// Each runtime followed by its recipes (`thread`, `thread/nanosleep`, ...) and, for the
-/// first runtime of each language, its own sleep under each machine knob (`thread+slack`,
-/// `thread+fifo`); a recipe or knob named on its own stays as it is.
+/// Each runtime followed by its recipes (`thread`, `thread/nanosleep`, ...), for the first
+/// runtime of each language its own sleep under each machine knob (`thread+slack`,
+/// `thread+fifo`), then the same recipes on every other version of its toolchain installed
+/// (`java-thread@17`, `java-thread@17/park-nanos`, ...); a recipe or knob named on its own
+/// stays as it is.
 fn with_their_recipes(runtimes: &[String]) -> Vec<String> {
     let mut all = Vec::new();
     for id in runtimes {
         all.push(id.clone());
-        if let Some(info) = runtimes::find(id).filter(|info| info.id == info.base) {
-            all.extend(info.recipes.iter().map(|(recipe, _)| format!("{}/{recipe}", info.id)));
-            if info.first_of_language {
-                all.extend(runtimes::Knob::ALL.map(|knob| format!("{}+{}", info.id, knob.name())));
+        let Some(info) = runtimes::find(id).filter(|info| info.recipe == DEFAULT_WAIT && info.knob.is_none()) else {
+            continue;
+        };
+        let recipes =
+            |at: &str| -> Vec<String> { info.recipes.iter().map(|(recipe, _)| format!("{at}/{recipe}")).collect() };
+        all.extend(recipes(id));
+        if info.first_of_language {
+            all.extend(runtimes::Knob::ALL.map(|knob| format!("{id}+{}", knob.name())));
+        }
+        if info.toolchain.is_none() {
+            for version in runtimes::other_versions(info) {
+                let at = format!("{id}@{version}");
+                all.push(at.clone());
+                all.extend(recipes(&at));
             }
         }
     }

@@ -58,7 +58,8 @@ pub struct ToolchainSpec {
     /// The lowest version accepted, `major[.minor]`.
     #[serde(default)]
     pub minimum: Option<String>,
-    /// `path` (default) or `jdk`: the newest JDK at least `minimum` in $JAVA_HOME or /usr/lib/jvm.
+    /// `path` (default) or `jdk`: the newest JDK at least `minimum` in $JAVA_HOME or /usr/lib/jvm
+    /// (or, for a row `RUNTIME@VERSION`, the newest of that version).
     #[serde(default)]
     pub find: Option<String>,
 }
@@ -77,6 +78,10 @@ pub struct RuntimeEntry {
     /// Its wait recipes besides its own sleep (`[[runtime.recipe]]`).
     #[serde(default)]
     pub recipe: Vec<RecipeEntry>,
+    /// The lowest toolchain version this runtime needs, when above the driver's `minimum`
+    /// (Java's virtual threads: 21).
+    #[serde(default)]
+    pub toolchain_minimum: Option<String>,
 }
 
 /// A wait recipe of a driver's runtime: the plan's `wait` it answers to, and what it does.
@@ -176,9 +181,27 @@ pub struct Toolchain {
 
 /// The toolchain of a manifest, found once per process (`go version` and friends are not free).
 pub fn toolchain(spec: &ToolchainSpec) -> Result<Toolchain, String> {
-    static FOUND: OnceLock<Mutex<HashMap<ToolchainSpec, Result<Toolchain, String>>>> = OnceLock::new();
+    toolchain_at(spec, None)
+}
+
+/// The toolchain of a manifest at `version` (`major[.minor]`), or its default one with none.
+pub fn toolchain_at(spec: &ToolchainSpec, version: Option<&str>) -> Result<Toolchain, String> {
+    type Found = HashMap<(ToolchainSpec, Option<String>), Result<Toolchain, String>>;
+    static FOUND: OnceLock<Mutex<Found>> = OnceLock::new();
     let mut found = FOUND.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
-    found.entry(spec.clone()).or_insert_with(|| find_toolchain(spec)).clone()
+    found.entry((spec.clone(), version.map(str::to_string))).or_insert_with(|| find_toolchain(spec, version)).clone()
+}
+
+/// The versions (`major`) of a manifest's toolchain installed side by side: every JDK at least
+/// `minimum` for `find = "jdk"`, oldest first; none for a toolchain found in PATH.
+pub fn versions(spec: &ToolchainSpec) -> Vec<String> {
+    if spec.find.as_deref() != Some("jdk") {
+        return Vec::new();
+    }
+    let mut majors: Vec<u32> = jdks(spec).iter().filter_map(|(numbers, _)| numbers.first().copied()).collect();
+    majors.sort_unstable();
+    majors.dedup();
+    majors.iter().map(u32::to_string).collect()
 }
 
 fn first_line(program: &Path, args: &[String]) -> Result<String, String> {
@@ -200,13 +223,19 @@ fn version_numbers(text: &str) -> Vec<u32> {
     text[start..].split(|c: char| !c.is_ascii_digit()).take(2).filter_map(|n| n.parse().ok()).collect()
 }
 
-fn at_least(version: &str, minimum: Option<&str>) -> bool {
+pub fn at_least(version: &str, minimum: Option<&str>) -> bool {
     minimum.is_none_or(|m| version_numbers(version) >= version_numbers(m))
 }
 
-fn find_toolchain(spec: &ToolchainSpec) -> Result<Toolchain, String> {
+/// Whether a version string is the one asked for: "javac 17.0.13" is 17 and 17.0, not 17.1.
+pub fn is_version(version: &str, wanted: &str) -> bool {
+    let wanted = version_numbers(wanted);
+    !wanted.is_empty() && version_numbers(version).starts_with(&wanted)
+}
+
+fn find_toolchain(spec: &ToolchainSpec, wanted: Option<&str>) -> Result<Toolchain, String> {
     if spec.find.as_deref() == Some("jdk") {
-        return find_jdk(spec);
+        return find_jdk(spec, wanted);
     }
     let program =
         PathBuf::from(spec.env.as_ref().and_then(std::env::var_os).unwrap_or_else(|| spec.program.clone().into()));
@@ -220,19 +249,47 @@ fn find_toolchain(spec: &ToolchainSpec) -> Result<Toolchain, String> {
     }
     let name = program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let version = if line.to_lowercase().contains(&name.to_lowercase()) { line } else { format!("{name} {line}") };
+    if let Some(wanted) = wanted.filter(|w| !is_version(&version, w)) {
+        let how = spec.env.as_ref().map_or(String::new(), |env| format!(" or name it in ${env}"));
+        return Err(format!(
+            "the {} in PATH says '{version}', not {wanted}: put that one first in PATH{how}",
+            spec.program
+        ));
+    }
     Ok(Toolchain { program, home: None, version })
 }
 
-/// The newest JDK at least `minimum`: `$JAVA_HOME`, then every JDK under /usr/lib/jvm, found
-/// by its program without assuming a version in the path.
-fn find_jdk(spec: &ToolchainSpec) -> Result<Toolchain, String> {
+/// The newest JDK at least `minimum` (of version `wanted`, if given).
+fn find_jdk(spec: &ToolchainSpec, wanted: Option<&str>) -> Result<Toolchain, String> {
+    let found = jdks(spec);
+    // Reversed, so of equal versions the first found ($JAVA_HOME) is the one max_by keeps.
+    let newest = found
+        .iter()
+        .rev()
+        .filter(|(_, tool)| wanted.is_none_or(|w| is_version(&tool.version, w)))
+        .max_by(|(a, _), (b, _)| a.cmp(b));
+    match (newest, wanted) {
+        (Some((_, tool)), _) => Ok(tool.clone()),
+        (None, None) => {
+            Err(format!("no JDK {} or newer in $JAVA_HOME or /usr/lib/jvm", spec.minimum.as_deref().unwrap_or("")))
+        }
+        (None, Some(wanted)) => Err(format!(
+            "no JDK {wanted} in $JAVA_HOME or /usr/lib/jvm (found: {})",
+            if found.is_empty() { "none".to_string() } else { versions(spec).join(", ") }
+        )),
+    }
+}
+
+/// Every JDK at least `minimum`: `$JAVA_HOME`, then every JDK under /usr/lib/jvm, found by its
+/// program without assuming a version in the path; each once, however many links lead to it.
+fn jdks(spec: &ToolchainSpec) -> Vec<(Vec<u32>, Toolchain)> {
     let mut homes: Vec<PathBuf> = std::env::var_os("JAVA_HOME").map(PathBuf::from).into_iter().collect();
     if let Ok(entries) = std::fs::read_dir("/usr/lib/jvm") {
         let mut found: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
         found.sort();
         homes.extend(found);
     }
-    let mut best: Option<(Vec<u32>, Toolchain)> = None;
+    let mut jdks = Vec::new();
     let mut seen = Vec::new();
     for home in homes {
         let program = home.join("bin").join(&spec.program);
@@ -242,14 +299,11 @@ fn find_jdk(spec: &ToolchainSpec) -> Result<Toolchain, String> {
         }
         seen.push(real);
         let Ok(version) = first_line(&program, &spec.version) else { continue };
-        let numbers = version_numbers(&version);
-        if at_least(&version, spec.minimum.as_deref()) && best.as_ref().is_none_or(|(n, _)| numbers > *n) {
-            best = Some((numbers, Toolchain { program, home: Some(home), version }));
+        if at_least(&version, spec.minimum.as_deref()) {
+            jdks.push((version_numbers(&version), Toolchain { program, home: Some(home), version }));
         }
     }
-    best.map(|(_, t)| t).ok_or_else(|| {
-        format!("no JDK {} or newer in $JAVA_HOME or /usr/lib/jvm", spec.minimum.as_deref().unwrap_or(""))
-    })
+    jdks
 }
 
 pub fn cache_dir() -> PathBuf {
@@ -279,7 +333,12 @@ fn expand(words: &[String], tool: &Toolchain, dir: &Path) -> Vec<String> {
 impl Program {
     /// The command that starts the program, building it first if needed.
     pub fn command(&self) -> Result<Command, String> {
-        let tool = toolchain(&self.manifest.toolchain)?;
+        self.command_at(None)
+    }
+
+    /// The same, built and run with the toolchain's `version` (none: its default).
+    pub fn command_at(&self, version: Option<&str>) -> Result<Command, String> {
+        let tool = toolchain_at(&self.manifest.toolchain, version)?;
         let built = self.build(&tool)?;
         // SAFETY: geteuid only reads the process's credentials.
         let as_root = unsafe { libc::geteuid() } == 0 && !self.manifest.run_as_root.is_empty();
@@ -363,6 +422,18 @@ mod tests {
         assert!(!at_least("Python 3.7.1", Some("3.8")));
         assert!(at_least("javac 25.0.3", Some("21")));
         assert!(!at_least("javac 17.0.15", Some("21")));
+    }
+
+    #[test]
+    fn a_row_at_a_version_takes_that_version_and_no_other() {
+        assert!(is_version("javac 17.0.15", "17"));
+        assert!(is_version("javac 17.0.15", "17.0"));
+        assert!(!is_version("javac 17.0.15", "17.1"));
+        assert!(!is_version("javac 17.0.15", "1"));
+        assert!(!is_version("javac 25.0.3", "17"));
+        assert!(is_version("go version go1.26.8 linux/amd64", "1.26"));
+        assert!(!is_version("go version go1.26.8 linux/amd64", "1.2"));
+        assert!(!is_version("javac 17.0.15", ""));
     }
 
     #[test]

@@ -2,6 +2,9 @@
 //! folder's manifest (drivers/*/driver.toml), with what a unit is, how a worker for each is
 //! started, and whether it can run on this machine. `TASKMETER_DRIVER_<RUNTIME>` (upper case,
 //! `-` as `_`) names another executable to use as a runtime's worker.
+//!
+//! A row's name is `RUNTIME[@VERSION][/RECIPE|+KNOB]`: `java-thread@17/park-nanos` is the
+//! `java-thread` runtime, its worker built and run with JDK 17, its units waiting with a recipe.
 
 pub mod drivers;
 
@@ -9,7 +12,7 @@ use crate::machine::sched::{Policy, SchedSettings};
 use drivers::Program;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use taskmeter_protocol::plan::DEFAULT_WAIT;
 pub use taskmeter_worker::runtime::Unit;
 use taskmeter_worker::runtime::{IN_PROCESS, RUSTC_VERSION};
@@ -29,8 +32,10 @@ impl Launch {
     }
 }
 
+#[derive(Clone)]
 pub struct RuntimeInfo {
-    /// `RUNTIME`, or `RUNTIME/RECIPE` for a runtime whose units wait with one of its recipes.
+    /// `RUNTIME`, `RUNTIME/RECIPE` for a runtime whose units wait with one of its recipes,
+    /// `RUNTIME+KNOB`, and any of these with `@VERSION` after `RUNTIME`.
     pub id: &'static str,
     /// The runtime whose worker runs it (the plan's `runtime`): `id` without its recipe.
     pub base: &'static str,
@@ -40,6 +45,11 @@ pub struct RuntimeInfo {
     pub recipes: Vec<(&'static str, &'static str)>,
     /// A machine setting this row gives its worker alone (`RUNTIME+KNOB`).
     pub knob: Option<Knob>,
+    /// The toolchain version this row's worker is built and run with (`RUNTIME@VERSION`);
+    /// none: the driver's default, the newest it finds.
+    pub toolchain: Option<&'static str>,
+    /// The lowest toolchain version the runtime needs, above its driver's (virtual threads: 21).
+    pub toolchain_minimum: Option<&'static str>,
     /// The first runtime of its language (of its driver; `thread` for Rust): the one whose
     /// sleep `run recipes` also measures under each knob.
     pub first_of_language: bool,
@@ -66,6 +76,8 @@ pub fn all() -> &'static [RuntimeInfo] {
                 recipe: DEFAULT_WAIT,
                 recipes: r.recipes.iter().map(|recipe| (recipe.name, recipe.about)).collect(),
                 knob: None,
+                toolchain: None,
+                toolchain_minimum: None,
                 first_of_language: i == 0,
                 unit: r.unit,
                 launch: Launch::InProcess,
@@ -89,6 +101,8 @@ pub fn all() -> &'static [RuntimeInfo] {
                     recipe: DEFAULT_WAIT,
                     recipes: runtime.recipe.iter().map(|r| (leak(&r.name), leak(&r.about))).collect(),
                     knob: None,
+                    toolchain: None,
+                    toolchain_minimum: runtime.toolchain_minimum.as_deref().map(leak),
                     first_of_language: i == 0,
                     unit: runtime.unit,
                     launch: Launch::Driver(program),
@@ -102,7 +116,49 @@ pub fn all() -> &'static [RuntimeInfo] {
 }
 
 pub fn find(id: &str) -> Option<&'static RuntimeInfo> {
+    known(id).or_else(|| at_version(id))
+}
+
+fn known(id: &str) -> Option<&'static RuntimeInfo> {
     all().iter().chain(with_recipes()).chain(with_knobs()).find(|r| r.id == id)
+}
+
+/// `RUNTIME@VERSION[/RECIPE|+KNOB]`: the row without `@VERSION`, its worker built and run with
+/// that version of its toolchain. Made on first use (whether the version is installed is the
+/// row's availability), once per name.
+fn at_version(id: &str) -> Option<&'static RuntimeInfo> {
+    static MADE: Mutex<Vec<&'static RuntimeInfo>> = Mutex::new(Vec::new());
+    let (name, rest) = id.split_once('@')?;
+    let (version, suffix) = rest.split_at(rest.find(['/', '+']).unwrap_or(rest.len()));
+    if !version.starts_with(|c: char| c.is_ascii_digit()) || !version.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return None;
+    }
+    let plain = known(&format!("{name}{suffix}"))?;
+    let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(info) = made.iter().find(|r| r.id == id) {
+        return Some(info);
+    }
+    let leak = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
+    let info: &'static RuntimeInfo = Box::leak(Box::new(RuntimeInfo {
+        id: leak(id),
+        toolchain: Some(leak(version)),
+        first_of_language: false,
+        ..plain.clone()
+    }));
+    made.push(info);
+    Some(info)
+}
+
+/// The other toolchain versions installed beside the default that can run the runtime (JDK 17
+/// beside 25 for `java-thread`), oldest first: `run recipes` measures it on each.
+pub fn other_versions(info: &RuntimeInfo) -> Vec<String> {
+    let Launch::Driver(program) = info.launch else { return Vec::new() };
+    let spec = &program.manifest.toolchain;
+    let Ok(default) = drivers::toolchain(spec) else { return Vec::new() };
+    drivers::versions(spec)
+        .into_iter()
+        .filter(|v| drivers::at_least(v, info.toolchain_minimum) && !drivers::is_version(&default.version, v))
+        .collect()
 }
 
 /// A machine setting one row gives its worker alone, beside the runtime as the run has it.
@@ -156,6 +212,8 @@ fn variant(
         recipe,
         recipes: Vec::new(),
         knob,
+        toolchain: None,
+        toolchain_minimum: base.toolchain_minimum,
         first_of_language: false,
         unit: base.unit,
         launch: base.launch,
@@ -209,9 +267,22 @@ pub fn availability(info: &RuntimeInfo) -> Result<(), String> {
     if std::env::var_os(override_variable(info.base)).is_some() {
         return Ok(());
     }
-    match info.launch {
-        Launch::InProcess => Ok(()),
-        Launch::Driver(program) => drivers::toolchain(&program.manifest.toolchain).map(|_| ()),
+    match (info.launch, info.toolchain) {
+        (Launch::InProcess, None) => Ok(()),
+        (Launch::InProcess, Some(version)) => Err(format!(
+            "{} is compiled into taskmeter ({RUSTC_VERSION}): there is no version {version} of it",
+            info.base
+        )),
+        (Launch::Driver(program), version) => {
+            let tool = drivers::toolchain_at(&program.manifest.toolchain, version)?;
+            match info.toolchain_minimum {
+                Some(minimum) if !drivers::at_least(&tool.version, Some(minimum)) => Err(format!(
+                    "{} needs {} {minimum} or newer, not {}",
+                    info.base, program.manifest.toolchain.program, tool.version
+                )),
+                _ => Ok(()),
+            }
+        }
     }
 }
 
@@ -220,7 +291,7 @@ pub fn toolchain(info: &RuntimeInfo) -> String {
     match info.launch {
         Launch::InProcess => RUSTC_VERSION.to_string(),
         Launch::Driver(program) => {
-            drivers::toolchain(&program.manifest.toolchain).map(|t| t.version).unwrap_or_else(|e| e)
+            drivers::toolchain_at(&program.manifest.toolchain, info.toolchain).map(|t| t.version).unwrap_or_else(|e| e)
         }
     }
 }
@@ -239,7 +310,7 @@ pub fn worker_command(info: &RuntimeInfo) -> Result<Command, String> {
             command.arg0(exe).arg("worker");
             Ok(command)
         }
-        Launch::Driver(program) => program.command(),
+        Launch::Driver(program) => program.command_at(info.toolchain),
     }
 }
 
@@ -266,8 +337,8 @@ pub fn prepare_drivers(availability: &[(&'static RuntimeInfo, Result<(), String>
                 Launch::Driver(d) => d.folder.as_str(),
                 Launch::InProcess => "",
             };
-            let first = !seen.contains(&folder);
-            seen.push(folder);
+            let first = !seen.contains(&(folder, info.toolchain));
+            seen.push((folder, info.toolchain));
             first
         })
         .map(|(info, _)| *info)

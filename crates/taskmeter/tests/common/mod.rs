@@ -74,6 +74,8 @@ pub struct Listed {
     pub unit: Option<String>,
     /// Why it cannot run here, when it cannot.
     pub reason: Option<String>,
+    /// The other versions of its toolchain installed here (`java-thread@17` runs on one).
+    pub other_versions: Vec<String>,
 }
 
 /// The registry's `runtimes` or `receivers`, in its order: the only list of them the tests use.
@@ -86,7 +88,12 @@ pub fn registry(kind: &str) -> Vec<Listed> {
         .as_array()
         .unwrap_or_else(|| panic!("list names its {kind}"))
         .iter()
-        .map(|e| Listed { id: text(&e["id"]).expect("an id"), unit: text(&e["unit"]), reason: text(&e["reason"]) })
+        .map(|e| Listed {
+            id: text(&e["id"]).expect("an id"),
+            unit: text(&e["unit"]),
+            reason: text(&e["reason"]),
+            other_versions: e["other_versions"].as_array().into_iter().flatten().filter_map(text).collect(),
+        })
         .collect()
 }
 
