@@ -265,6 +265,27 @@ impl Moments {
         self.max = self.max.max(value);
     }
 
+    /// Adds another's values as if each had been added here: the sums, rebased on this one's
+    /// shift, are exact integers, so the count, mean, standard deviation, min and max are those
+    /// of adding them one by one (this one's first value stays the shift).
+    pub fn merge(&mut self, other: &Moments) {
+        if other.count == 0 {
+            return;
+        }
+        if self.count == 0 {
+            *self = *other;
+            return;
+        }
+        // Each of other's values is d + k here, d its own difference from its shift.
+        let k = other.shift as i128 - self.shift as i128;
+        let n = other.count as i128;
+        self.sum_squares += other.sum_squares + 2 * k * other.sum + n * k * k;
+        self.sum += other.sum + n * k;
+        self.count += other.count;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
     pub fn mean(&self) -> Option<f64> {
         (self.count > 0).then(|| self.shift as f64 + self.sum as f64 / self.count as f64)
     }
@@ -379,6 +400,26 @@ pub fn value_counts(values: &[i64]) -> Vec<(i64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn merged_moments_are_those_of_all_the_values() {
+        // 2, 4, 4, 4 and 5, 5, 7, 9 (shifts 2 and 5): mean 5, sample variance 32/7, as one.
+        let (mut a, b) = (Moments::of(&[2, 4, 4, 4]), Moments::of(&[5, 5, 7, 9]));
+        a.merge(&b);
+        assert_eq!(a, Moments::of(&[2, 4, 4, 4, 5, 5, 7, 9]));
+        assert_eq!(a.mean(), Some(5.0));
+        assert!((a.sample_std().unwrap() - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
+        let mut empty = Moments::default();
+        empty.merge(&b);
+        assert_eq!(empty, b);
+        let mut c = b;
+        c.merge(&Moments::default());
+        assert_eq!(c, b);
+        // Far apart and negative: the rebased sums stay exact.
+        let (mut d, e) = (Moments::of(&[-3_000_000_000, 7]), Moments::of(&[9_000_000_000, -1]));
+        d.merge(&e);
+        assert_eq!(d, Moments::of(&[-3_000_000_000, 7, 9_000_000_000, -1]));
+    }
 
     #[test]
     fn hand_computed_values() {

@@ -3,6 +3,7 @@
 //! like c-thread's at `fixed:100us` (60-70 µs, a tail to milliseconds), folded in frames of
 //! 2,000 as they arrive, under the default exact budget (1 million: the row turns to
 //! histograms a third of the way) and then ended. Prints ns per sample, best of 5.
+//! `CLASSES=2`: odd and even units in two priority classes (as the volume preset has them).
 //!
 //!     cargo run --release -p taskmeter --example fold_cost
 
@@ -22,7 +23,7 @@ impl Random {
     }
 }
 
-fn samples(count: usize) -> Vec<SampleView> {
+fn samples(count: usize, classes: u32) -> Vec<SampleView> {
     let (mut random, mut wake) = (Random(0x9E37_79B9_7F4A_7C15), vec![1_000_000u64; 20]);
     (0..count)
         .map(|i| {
@@ -43,7 +44,7 @@ fn samples(count: usize) -> Vec<SampleView> {
             wake[unit] = sample.wake_ns;
             SampleView {
                 unit: unit as u32 + 1,
-                class: 0,
+                class: unit as u32 % classes,
                 sample,
                 expected_ns: 100_000,
                 previous_wake_ns: Some(start),
@@ -55,17 +56,20 @@ fn samples(count: usize) -> Vec<SampleView> {
 
 fn main() {
     const COUNT: usize = 3_000_000;
-    let views = samples(COUNT);
+    let classes: u32 = std::env::var("CLASSES").ok().and_then(|c| c.parse().ok()).unwrap_or(1);
+    let views = samples(COUNT, classes);
     let mut best = f64::MAX;
     for _ in 0..5 {
         let started = Instant::now();
         let budget: u64 = std::env::var("BUDGET").ok().and_then(|b| b.parse().ok()).unwrap_or(1_000_000);
-        let mut stats = RowStats::new(1, budget, false);
+        let mut stats = RowStats::new(classes, budget, false);
         for frame in views.chunks(2000) {
             stats.add(frame);
         }
         std::hint::black_box(stats.finish());
         best = best.min(started.elapsed().as_nanos() as f64 / COUNT as f64);
     }
-    println!("fold: {best:.1} ns per sample (best of 5; {COUNT} samples, exact budget 1,000,000, then histograms)");
+    println!(
+        "fold: {best:.1} ns per sample (best of 5; {COUNT} samples, {classes} class(es), exact budget 1,000,000, then histograms)"
+    );
 }

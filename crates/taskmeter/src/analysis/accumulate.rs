@@ -57,6 +57,23 @@ impl MetricStats {
         }
     }
 
+    /// Adds another set's values, as if each had been added here.
+    fn absorb(&mut self, other: MetricStats) {
+        let other_deviations = if other.deviations_are_values { other.moments } else { other.deviations };
+        if self.deviations_are_values && !other.deviations_are_values {
+            self.deviations_are_values = false;
+            self.deviations = self.moments;
+        }
+        if !self.deviations_are_values {
+            self.deviations.merge(&other_deviations);
+        }
+        self.moments.merge(&other.moments);
+        self.histogram.absorb(other.histogram);
+        if let (Some(mine), Some(theirs)) = (&mut self.deviation_histogram, other.deviation_histogram) {
+            mine.absorb(theirs);
+        }
+    }
+
     /// Trades the values kept exactly for histogram buckets.
     fn make_approximate(&mut self) {
         self.histogram.make_approximate();
@@ -125,6 +142,15 @@ impl MetricSet {
         m.busy.add(diff(s.busy_end_ns, s.start_ns), 0);
     }
 
+    fn absorb(&mut self, other: MetricSet) {
+        let (m, o) = (&mut self.metrics, other.metrics);
+        for (mine, theirs) in
+            [(&mut m.lateness, o.lateness), (&mut m.actual, o.actual), (&mut m.full, o.full), (&mut m.busy, o.busy)]
+        {
+            mine.absorb(theirs);
+        }
+    }
+
     fn make_approximate(&mut self) {
         let m = &mut self.metrics;
         for stats in [&mut m.lateness, &mut m.actual, &mut m.full, &mut m.busy] {
@@ -169,9 +195,15 @@ pub struct Live {
 
 /// A row's running statistics.
 pub struct RowStats {
+    /// The row's samples: with classes, those of no class, and the classes' at the end.
     all: MetricSet,
-    /// One per priority class when there are two.
+    /// One per priority class when there are two. Each sample is folded into its class alone
+    /// and the classes make the row at the end: folding it into both cost the harness as much
+    /// again (issue 28).
     classes: Vec<MetricSet>,
+    /// The class of the row's first measured sample, absorbed first: its first value is the
+    /// row's, so the sums keep the same shift (and the mean the same rounding) as one fold.
+    first_class: Option<usize>,
     counts: SampleCounts,
     /// Measured samples this row may keep for exact percentiles.
     budget: u64,
@@ -201,7 +233,8 @@ impl RowStats {
     pub fn new(classes: u32, budget: u64, live: bool) -> RowStats {
         RowStats {
             all: MetricSet::new(true),
-            classes: if classes > 1 { (0..classes).map(|_| MetricSet::new(false)).collect() } else { Vec::new() },
+            classes: if classes > 1 { (0..classes).map(|_| MetricSet::new(true)).collect() } else { Vec::new() },
+            first_class: None,
             counts: SampleCounts::default(),
             budget,
             basis: Basis::Exact,
@@ -224,9 +257,12 @@ impl RowStats {
             c.missed += s.missed;
             c.early += u64::from(s.wake_ns < s.intended_ns);
             c.after_gap += u64::from(view.previous_wake_ns.is_none());
-            self.all.add(view);
-            if let Some(class) = self.classes.get_mut(view.class as usize) {
-                class.add(view);
+            match self.classes.get_mut(view.class as usize) {
+                Some(class) => {
+                    class.add(view);
+                    self.first_class.get_or_insert(view.class as usize);
+                }
+                None => self.all.add(view),
             }
             if let Some(live) = self.live.as_mut() {
                 let lateness = s.wake_ns as i64 - s.intended_ns as i64;
@@ -262,8 +298,17 @@ impl RowStats {
     }
 
     pub fn finish(mut self) -> Finished {
-        self.all.settle();
         self.classes.iter_mut().for_each(MetricSet::settle);
+        let classes = self.classes.iter().map(MetricSet::statistics).collect();
+        let mut sets: Vec<(usize, MetricSet)> = std::mem::take(&mut self.classes).into_iter().enumerate().collect();
+        sets.sort_by_key(|(class, _)| Some(*class) != self.first_class);
+        // A row whose samples all have classes starts from its first sample's class.
+        let all = std::mem::replace(&mut self.all, MetricSet::new(true));
+        let no_class = all.metrics.lateness.moments.count + all.metrics.busy.moments.count > 0;
+        let mut sets = sets.into_iter().map(|(_, set)| set);
+        self.all = if no_class { all } else { sets.next().unwrap_or(all) };
+        sets.for_each(|set| self.all.absorb(set));
+        self.all.settle();
         let m = &self.all.metrics;
         let histograms = PerMetric {
             lateness: MetricStats::encoded(Some(&m.lateness.histogram)),
@@ -280,7 +325,7 @@ impl RowStats {
             statistics: self.all.statistics(),
             histograms,
             deviation_histograms,
-            classes: self.classes.iter().map(MetricSet::statistics).collect(),
+            classes,
             counts: self.counts,
             basis: self.basis,
         }
@@ -370,6 +415,32 @@ mod tests {
         let early = histogram::decode(done.lateness_early.as_ref().expect("early wake-ups")).unwrap();
         assert_eq!(early.len(), done.counts.early);
         assert_eq!(early.max() as i64, -lateness.iter().min().unwrap());
+    }
+
+    #[test]
+    fn a_row_of_two_classes_is_the_row_of_their_samples_folded_as_one() {
+        // Each sample is folded into its class alone; the row is made of the classes at the
+        // end, and must be what one fold of every sample gives: within the budget and past it
+        // (units 2 and 1 first: the row's first sample is of class 1).
+        let mut views = samples();
+        views.rotate_left(1);
+        for budget in [u64::MAX, 500] {
+            let mut one = RowStats::new(1, budget, false);
+            let mut two = RowStats::new(2, budget, false);
+            views.chunks(41).for_each(|chunk| {
+                one.add(chunk);
+                two.add(chunk);
+            });
+            let (one, two) = (one.finish(), two.finish());
+            assert_eq!(one.basis, two.basis);
+            assert_eq!(one.statistics, two.statistics, "budget {budget}");
+            assert_eq!(one.histograms, two.histograms);
+            assert_eq!(one.deviation_histograms, two.deviation_histograms);
+            assert_eq!(one.lateness_early, two.lateness_early);
+            assert_eq!(one.counts, two.counts);
+            assert_eq!(two.classes.len(), 2);
+            assert_eq!(two.classes[0].lateness.count + two.classes[1].lateness.count, one.statistics.lateness.count);
+        }
     }
 
     #[test]

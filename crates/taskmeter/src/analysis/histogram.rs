@@ -74,6 +74,20 @@ impl Counters {
     fn total(&self) -> u64 {
         self.iter().map(|(_, c)| c).sum()
     }
+
+    /// Adds another's counts, page by page.
+    fn absorb(&mut self, other: Counters) {
+        if self.pages.len() < other.pages.len() {
+            self.pages.resize(other.pages.len(), None);
+        }
+        for (mine, theirs) in self.pages.iter_mut().zip(other.pages) {
+            match (mine.as_mut(), theirs) {
+                (_, None) => {}
+                (None, theirs) => *mine = theirs,
+                (Some(mine), Some(theirs)) => mine.iter_mut().zip(theirs.iter()).for_each(|(a, b)| *a += b),
+            }
+        }
+    }
 }
 
 /// Values counted together.
@@ -94,6 +108,26 @@ impl SignedHistogram {
     pub fn record(&mut self, value: i64) {
         self.len += 1;
         self.pending.push(value);
+        if self.pending.len() >= BATCH {
+            self.flush();
+        }
+    }
+
+    /// Adds another's values as if each had been recorded here; exact only if both were.
+    pub fn absorb(&mut self, mut other: SignedHistogram) {
+        if self.outliers.is_some() && other.outliers.is_none() {
+            self.make_approximate();
+        }
+        self.len += other.len;
+        self.positive.absorb(std::mem::take(&mut other.positive));
+        self.negative.absorb(std::mem::take(&mut other.negative));
+        // Values not yet counted are counted here, as this one's own: kept exact, or counted.
+        self.pending.append(&mut other.pending);
+        match (&mut self.outliers, other.outliers) {
+            (Some(mine), Some(mut theirs)) => mine.append(&mut theirs),
+            (None, Some(mut theirs)) => self.pending.append(&mut theirs),
+            (_, None) => {}
+        }
         if self.pending.len() >= BATCH {
             self.flush();
         }
@@ -499,6 +533,27 @@ mod tests {
         let top = h.at_ranks(&[6])[0];
         assert!(top >= 1_000_000_007 && (top - 1_000_000_007) as f64 / 1e9 < 1e-5, "{top}");
         assert_eq!(h.clamped().count_at(0), 3);
+    }
+
+    #[test]
+    fn an_absorbed_histogram_is_as_if_its_values_were_recorded_here() {
+        let (a, b) = ([300_000, -40, 5, 1_000_000_007, 5], [-1, 262_144, 7, 300_000, 0, -40_000_000]);
+        let all: Vec<i64> = a.iter().chain(&b).copied().collect();
+        let filled = |values: &[i64], exact: bool| {
+            let mut h = if exact { SignedHistogram::exact() } else { SignedHistogram::default() };
+            values.iter().for_each(|v| h.record(*v));
+            h
+        };
+        // Both exact; and an exact one absorbing one that is not, which makes it approximate.
+        for (a_exact, b_exact) in [(true, true), (true, false), (false, true), (false, false)] {
+            let mut merged = filled(&a, a_exact);
+            merged.absorb(filled(&b, b_exact));
+            let one = filled(&all, a_exact && b_exact);
+            assert_eq!(merged.len(), one.len());
+            assert_eq!(merged.buckets(), one.buckets(), "{a_exact} {b_exact}");
+            assert_eq!(merged.encode_clamped(), one.encode_clamped());
+            assert_eq!(merged.encode_negatives(), one.encode_negatives());
+        }
     }
 
     #[test]
