@@ -56,8 +56,10 @@ pub struct RunRecord {
     /// Whether (runtime, point) jobs ran in a shuffled order, and the seed of the shuffle.
     pub order: Order,
     pub rows: Vec<Row>,
-    /// CPU time (user + system) taskmeter itself used for the run, to show it is not the
-    /// bottleneck (the workers' own is in each row).
+    /// CPU time (user + system, `getrusage(RUSAGE_SELF)`) taskmeter itself used while its
+    /// workers measured, from the first row's worker to the last row's statistics (finding the
+    /// toolchains before and the reports after are not in it), to show it is not the bottleneck
+    /// (the workers' own is in each row).
     #[serde(default)]
     pub taskmeter_cpu_ns: Option<u64>,
 }

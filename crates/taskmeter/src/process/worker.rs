@@ -111,11 +111,11 @@ pub fn spawn_and_wait(
         unsafe { command.pre_exec(move || settings.apply_in_child(cpu_set.as_ref())) };
     }
     // A forked child's ru_maxrss starts from its parent's peak RSS and keeps it across exec, so
-    // a worker smaller than taskmeter's peak would report taskmeter's: give memory back, reset
-    // taskmeter's peak to its current RSS (clear_refs 5), note that size, and follow the
-    // worker's own VmHWM as well.
-    // SAFETY: malloc_trim only returns free heap memory to the kernel.
-    unsafe { libc::malloc_trim(0) };
+    // a worker smaller than taskmeter's peak would report taskmeter's: reset taskmeter's peak to
+    // its current RSS (clear_refs 5), note that size, and follow the worker's own VmHWM as well
+    // (used below that size). Not malloc_trim: giving the free heap back cost the next row its
+    // page faults again (about 1 ms a row, 0.3 points of a default run's harness share), and
+    // the VmHWM read while the worker runs gave the same peaks.
     let _ = std::fs::write("/proc/self/clear_refs", "5");
     let parent_rss_kb = status_kb("self", "VmRSS:").unwrap_or(u64::MAX);
     let mut child = Spawned::start(command, "worker").map_err(|failure| match failure {

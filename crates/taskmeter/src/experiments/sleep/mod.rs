@@ -67,7 +67,6 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
         LatencyRequest::hold(us)?;
     }
     let mut session = Session::start(options.experiment, options.output)?;
-    let cpu_at_start = crate::process::own_cpu_ns();
 
     let mut availability: Vec<_> = base
         .runtimes
@@ -103,6 +102,9 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
         )),
         false => None,
     };
+    // taskmeter's own CPU while its workers measure (run.json's taskmeter_cpu_ns): from the
+    // first row's worker on, so finding toolchains and checking builds before it are not in it.
+    let cpu_at_start = crate::process::own_cpu_ns();
     let rows = run_batches(
         &batches,
         &mut session,
