@@ -75,8 +75,13 @@ fn each_runtime_waits_every_way_it_has_and_spinning_costs_a_core() {
         })
         .collect();
     for (group, base) in &groups {
-        let its: Vec<&serde_json::Value> =
-            rows.iter().filter(|r| r["runtime"].as_str().unwrap().split('/').next() == Some(group)).collect();
+        // Its own sleep and each recipe (the rows under a knob are checked below).
+        let its: Vec<&serde_json::Value> = rows
+            .iter()
+            .map(|r| (r, r["runtime"].as_str().unwrap()))
+            .filter(|(_, name)| !name.contains('+') && name.split('/').next() == Some(group))
+            .map(|(r, _)| r)
+            .collect();
         let recipes: Vec<String> =
             common::recipes().into_iter().filter(|(b, _)| b == *base).map(|(_, recipe)| recipe).collect();
         assert_eq!(its.len(), recipes.len() + 1, "{group}: its own sleep and each recipe, once");
@@ -114,7 +119,22 @@ fn each_runtime_waits_every_way_it_has_and_spinning_costs_a_core() {
     if with_recipes.iter().any(|r| r == "java-thread") && !groups.iter().any(|(g, _)| g == "java-thread@17") {
         common::skip("no JDK 17 beside the newest: java-thread@17 not measured");
     }
-    // The first runtime of each language also sleeps under each knob, its worker set apart.
+    // The first runtime of each language also sleeps under each knob, its worker set apart,
+    // and where its units are OS threads each recipe that sleeps does with a slack of 1 ns.
+    let listed_units = |id: &str| listed.iter().find(|l| l.id == id).and_then(|l| l.unit.clone());
+    let recipe_knobs: Vec<&str> = rows
+        .iter()
+        .filter_map(|r| r["runtime"].as_str())
+        .filter(|name| name.contains('/') && name.contains('+'))
+        .collect();
+    for name in &recipe_knobs {
+        let (base, rest) = name.split_once('/').unwrap();
+        assert!(rest.ends_with("+slack") && !rest.contains("spin"), "{name}");
+        assert_eq!(listed_units(base).as_deref(), Some("os-thread"), "{name}");
+    }
+    if with_recipes.iter().any(|r| r == "c-thread") {
+        assert!(recipe_knobs.contains(&"c-thread/timerfd+slack"), "{recipe_knobs:?}");
+    }
     let knobbed: Vec<&serde_json::Value> =
         rows.iter().filter(|r| r["runtime"].as_str().unwrap().contains('+')).collect();
     assert!(!knobbed.is_empty(), "no knob rows");

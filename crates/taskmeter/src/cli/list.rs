@@ -78,9 +78,9 @@ pub fn print_recipes(as_json: bool) {
     }
     let without: Vec<&str> = runtimes::all().iter().filter(|r| r.recipes.is_empty()).map(|r| r.id).collect();
     crate::outln!("\nevery runtime also waits with its own sleep (RUNTIME alone); no recipe: {}", without.join(", "));
-    crate::outln!("and with its own sleep under a machine knob, its worker set apart (run recipes: the first runtime of each language):");
+    crate::outln!("and under a machine knob, its worker set apart (RUNTIME+KNOB, RUNTIME/RECIPE+KNOB; run recipes: the first runtime of each language, and with slack each recipe that sleeps if its units are OS threads):");
     for knob in runtimes::Knob::ALL {
-        crate::outln!("  RUNTIME+{:<6} {}", knob.name(), knob.about());
+        crate::outln!("  +{:<6} {}", knob.name(), knob.about());
     }
 }
 

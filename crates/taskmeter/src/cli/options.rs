@@ -183,7 +183,8 @@ fn runtime_list(args: &RunArgs) -> Result<Vec<String>, String> {
 
 /// Each runtime followed by its recipes (`thread`, `thread/nanosleep`, ...), for the first
 /// runtime of each language its own sleep under each machine knob (`thread+slack`,
-/// `thread+fifo`), then the same recipes on every other version of its toolchain installed
+/// `thread+fifo`) and, if its units are OS threads, each recipe that sleeps with a timer slack
+/// of 1 ns (`thread/nanosleep+slack`), then the same recipes on every other version of its toolchain installed
 /// (`java-thread@17`, `java-thread@17/park-nanos`, ...); a recipe or knob named on its own
 /// stays as it is.
 fn with_their_recipes(runtimes: &[String]) -> Vec<String> {
@@ -198,6 +199,12 @@ fn with_their_recipes(runtimes: &[String]) -> Vec<String> {
         all.extend(recipes(id));
         if info.first_of_language {
             all.extend(runtimes::Knob::ALL.map(|knob| format!("{id}+{}", knob.name())));
+            // Where a unit is an OS thread, its own thread asks the kernel for each wake-up,
+            // and that thread's timer slack decides it: each recipe that sleeps, with 1 ns too.
+            if info.unit == runtimes::Unit::OsThread {
+                let sleeping = info.recipes.iter().filter(|(recipe, _)| !recipe.contains("spin"));
+                all.extend(sleeping.map(|(recipe, _)| format!("{id}/{recipe}+{}", runtimes::Knob::Slack.name())));
+            }
         }
         if info.toolchain.is_none() {
             for version in runtimes::other_versions(info) {

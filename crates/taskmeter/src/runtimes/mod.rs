@@ -187,6 +187,14 @@ impl Knob {
         }
     }
 
+    /// What the knob does to a recipe's row.
+    pub fn about_for_a_recipe(self) -> &'static str {
+        match self {
+            Knob::Slack => "with a timer slack of 1 ns",
+            Knob::Fifo => "under SCHED_FIFO, priority 1",
+        }
+    }
+
     /// The worker's scheduling with the knob set.
     pub fn applied_to(self, sched: &SchedSettings) -> SchedSettings {
         let mut sched = sched.clone();
@@ -208,7 +216,7 @@ fn variant(
 ) -> RuntimeInfo {
     RuntimeInfo {
         id: Box::leak(format!("{}{suffix}", base.id).into_boxed_str()),
-        base: base.id,
+        base: base.base,
         recipe,
         recipes: Vec::new(),
         knob,
@@ -222,14 +230,22 @@ fn variant(
     }
 }
 
-/// Every runtime under each knob, `RUNTIME+KNOB`: its own sleep, its worker set apart.
+/// Every runtime and every recipe row under each knob, `RUNTIME+KNOB` (its own sleep) and
+/// `RUNTIME/RECIPE+KNOB`, its worker set apart.
 pub fn with_knobs() -> &'static [RuntimeInfo] {
     static VARIANTS: OnceLock<Vec<RuntimeInfo>> = OnceLock::new();
     VARIANTS.get_or_init(|| {
         all()
             .iter()
-            .flat_map(|base| {
-                Knob::ALL.map(|knob| variant(base, format!("+{}", knob.name()), DEFAULT_WAIT, Some(knob), knob.about()))
+            .chain(with_recipes())
+            .flat_map(|row| {
+                Knob::ALL.map(|knob| {
+                    let about = match row.recipe {
+                        DEFAULT_WAIT => knob.about(),
+                        _ => Box::leak(format!("{}; {}", row.description, knob.about_for_a_recipe()).into_boxed_str()),
+                    };
+                    variant(row, format!("+{}", knob.name()), row.recipe, Some(knob), about)
+                })
             })
             .collect()
     })
