@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""taskmeter Python driver: worker protocol 3 (protocol/README.md), standard library, Python 3.8+.
+"""taskmeter Python driver: worker protocol 3 (protocol/README.md), standard library, Python 3.8+
+(but python-asyncio's optional uvloop recipe, which imports uvloop when a plan asks for it).
 
 python-thread   a threading.Thread per unit; time.sleep; os.sched_yield() to yield
 python-asyncio  an asyncio task per unit in one loop; asyncio.sleep; asyncio.sleep(0) to yield
@@ -309,9 +310,45 @@ async def hybrid_async_until(deadline):
     await spin_yield_until(deadline)
 
 
+def uvloop_loop():
+    """The uvloop recipe replaces the event loop, not the wait: asyncio.sleep until the deadline,
+    as in python-asyncio, on uvloop's loop (libuv's timers). (new_event_loop, its version). The
+    one import outside the standard library, made only when a plan asks for this recipe."""
+    try:
+        import uvloop
+    except ImportError as exc:
+        if getattr(exc, "name", None) == "uvloop":
+            raise Failure("the uvloop recipe needs the uvloop package (pip install uvloop)", 2)
+        raise Failure("the uvloop recipe cannot import uvloop: %s" % str(exc).replace("\n", " "), 2)
+    return uvloop.new_event_loop, "uvloop %s" % getattr(uvloop, "__version__", "(version unknown)")
+
+
+# The recipes that change the event loop (python-asyncio): a function that returns
+# (new_event_loop, what H.runtime_version adds). Their RECIPES entry is None: the runtime's own sleep.
+LOOPS = {"uvloop": uvloop_loop}
+
 # python-abs has none: a recipe replaces the sleep, the only way it differs from python-thread.
 RECIPES = {"python-thread": {"spin": spin_until, "hybrid": hybrid_until}, "python-abs": {},
-           "python-asyncio": {"call-at": call_at_until, "spin-yield": spin_yield_until, "hybrid": hybrid_async_until}}
+           "python-asyncio": {"call-at": call_at_until, "spin-yield": spin_yield_until, "hybrid": hybrid_async_until,
+                              "uvloop": None}}
+
+
+def event_loop_of(plan):
+    """(new_event_loop, version) of python-asyncio's units: asyncio's own loop (version None) or
+    the loop of a LOOPS recipe. Everything else runs the same on either."""
+    if plan.wait in LOOPS:
+        return LOOPS[plan.wait]()
+    return asyncio.new_event_loop, None
+
+
+def run_loop(new_loop, coroutine):
+    """asyncio.run(coroutine) on a loop from new_loop (asyncio.run takes a loop_factory only since
+    3.12): the units' tasks have all ended when run_tasks returns or raises."""
+    loop = new_loop()
+    try:
+        return loop.run_until_complete(coroutine)
+    finally:
+        loop.close()
 
 
 def sleepers_for(runtime, wait=None):
@@ -477,7 +514,7 @@ def run_threads(run, units, apply_priority, sleepers):
 async def asyncio_unit(run, unit, gate):
     """The work loop of the protocol README, in a task; the busy work blocks the loop."""
     plan, stop, sleep = run.plan, run.stop, asyncio.sleep
-    wait = plan.wait and RECIPES[plan.runtime][plan.wait]   # None: the runtime's own sleep
+    wait = plan.wait and RECIPES[plan.runtime][plan.wait]   # None: the runtime's own sleep (or a LOOPS recipe)
     iters, yield_, absolute, none, atomic = plan.busy_iters, plan.busy_yield, plan.absolute, plan.none, plan.atomic
     n = n_meas = 0
     try:
@@ -710,13 +747,13 @@ def ns_per_iter(calibrate):
     return max(min(timed(n), timed(n), timed(n)), 1) / n
 
 
-def granularity(plan, read_at, stop):
+def granularity(plan, read_at, stop, new_loop):
     """Every grain of the plan, one P frame each; the round runs in a thread per task, or in
     one asyncio loop entered once per round (the coordinator is this main thread)."""
     global GATE_OPEN
     t = Tasks(plan)
     if plan.runtime == "python-asyncio":
-        loop = asyncio.new_event_loop()
+        loop = new_loop()
         run_round = lambda: loop.run_until_complete(task_round(t))   # noqa: E731
     else:   # python-thread and python-abs: they differ only in how they sleep
         run_round = lambda: thread_round(t)   # noqa: E731
@@ -758,9 +795,11 @@ def execute(plan, read_at):
     priority, apply_priority = priority_of(plan)
     asyncio_ = plan.runtime == "python-asyncio"
     sleepers = None if asyncio_ else sleepers_for(plan.runtime, plan.wait)   # fails before H without libc
+    new_loop, loop_version = event_loop_of(plan) if asyncio_ else (None, None)   # fails before H without uvloop
     version = "%s %s" % (platform.python_implementation(), platform.python_version())
     version += {"python-asyncio": ", asyncio", "python-abs": ", ctypes clock_nanosleep, %s %s" % platform.libc_ver()}.get(plan.runtime, "")
-    hello = {"protocol": 3, "runtime": plan.runtime, "runtime_version": version.rstrip(", "),
+    version = version.rstrip(", ") + ("; " + loop_version if loop_version else "")
+    hello = {"protocol": 3, "runtime": plan.runtime, "runtime_version": version,
              "clock": "CLOCK_MONOTONIC", "pid": os.getpid(), "priority": priority}
     if plan.wait:
         hello["wait"] = plan.wait
@@ -769,13 +808,13 @@ def execute(plan, read_at):
     # Daemons: a stdin that stays open never keeps the process alive.
     threading.Thread(target=watch_stdin, args=(run.stop,), daemon=True).start()
     if plan.experiment == "granularity":
-        return granularity(plan, read_at, run.stop)
+        return granularity(plan, read_at, run.stop, new_loop)
     writer_thread = threading.Thread(target=writer, args=(run, units), daemon=True)
     writer_thread.start()
     name_writer_thread(writer_thread)   # before any unit: named when G is read
     try:
         if asyncio_:
-            asyncio.run(run_tasks(run, units))
+            run_loop(new_loop, run_tasks(run, units))
         else:
             run_threads(run, units, apply_priority, sleepers)
     finally:
