@@ -125,7 +125,7 @@ fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
         start_limit_ns: args.start_limit,
         repeat: args.repeat.unwrap_or(1),
         together: args.together,
-        // The recipes run about 70 ways to wait: at 8 points (about 9 minutes), or 2 (--quick).
+        // The recipes run about 90 ways to wait: at 8 points (about 9 minutes), or 2 (--quick).
         duration_ns: args.duration.unwrap_or(match (args.quick, recipes) {
             (true, true) => 200_000_000,
             (true, false) => 300_000_000,
@@ -135,7 +135,7 @@ fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
         warmup_ns: args.warmup.unwrap_or(match (args.quick, recipes) {
             (true, true) => 50_000_000,
             (true, false) => 100_000_000,
-            (false, true) => 150_000_000,
+            (false, true) => 100_000_000,
             (false, false) => 500_000_000,
         }),
         sleep: SleepPlan { mode, schedule },
