@@ -302,12 +302,13 @@ impl RowStats {
         let classes = self.classes.iter().map(MetricSet::statistics).collect();
         let mut sets: Vec<(usize, MetricSet)> = std::mem::take(&mut self.classes).into_iter().enumerate().collect();
         sets.sort_by_key(|(class, _)| Some(*class) != self.first_class);
-        // A row whose samples all have classes starts from its first sample's class.
-        let all = std::mem::replace(&mut self.all, MetricSet::new(true));
-        let no_class = all.metrics.lateness.moments.count + all.metrics.busy.moments.count > 0;
         let mut sets = sets.into_iter().map(|(_, set)| set);
-        self.all = if no_class { all } else { sets.next().unwrap_or(all) };
-        sets.for_each(|set| self.all.absorb(set));
+        // The row starts from its first sample's class, then takes the others and any samples
+        // of no class (none: the checker gives every sample its unit's class).
+        if let Some(first) = sets.next() {
+            let no_class = std::mem::replace(&mut self.all, first);
+            sets.chain([no_class]).for_each(|set| self.all.absorb(set));
+        }
         self.all.settle();
         let m = &self.all.metrics;
         let histograms = PerMetric {

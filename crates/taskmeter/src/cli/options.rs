@@ -202,7 +202,7 @@ fn with_their_recipes(runtimes: &[String]) -> Vec<String> {
             // Where a unit is an OS thread, its own thread asks the kernel for each wake-up,
             // and that thread's timer slack decides it: each recipe that sleeps, with 1 ns too.
             if info.unit == runtimes::Unit::OsThread {
-                let sleeping = info.recipes.iter().filter(|(recipe, _)| !recipe.contains("spin"));
+                let sleeping = info.recipes.iter().filter(|(recipe, _)| !runtimes::spins(recipe));
                 all.extend(sleeping.map(|(recipe, _)| format!("{id}/{recipe}+{}", runtimes::Knob::Slack.name())));
             }
         }

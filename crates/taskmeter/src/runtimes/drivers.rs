@@ -282,7 +282,15 @@ fn find_jdk(spec: &ToolchainSpec, wanted: Option<&str>) -> Result<Toolchain, Str
 
 /// Every JDK at least `minimum`: `$JAVA_HOME`, then every JDK under /usr/lib/jvm, found by its
 /// program without assuming a version in the path; each once, however many links lead to it.
+/// Looked for once per process (each asks a JDK its version, a JVM's start).
 fn jdks(spec: &ToolchainSpec) -> Vec<(Vec<u32>, Toolchain)> {
+    type Found = HashMap<ToolchainSpec, Vec<(Vec<u32>, Toolchain)>>;
+    static FOUND: OnceLock<Mutex<Found>> = OnceLock::new();
+    let mut found = FOUND.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    found.entry(spec.clone()).or_insert_with(|| find_jdks(spec)).clone()
+}
+
+fn find_jdks(spec: &ToolchainSpec) -> Vec<(Vec<u32>, Toolchain)> {
     let mut homes: Vec<PathBuf> = std::env::var_os("JAVA_HOME").map(PathBuf::from).into_iter().collect();
     if let Ok(entries) = std::fs::read_dir("/usr/lib/jvm") {
         let mut found: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();

@@ -161,6 +161,13 @@ pub fn other_versions(info: &RuntimeInfo) -> Vec<String> {
         .collect()
 }
 
+/// Whether a wait recipe keeps its unit on a CPU until the deadline rather than sleeping: by
+/// the naming rule of protocol "Wait recipes", such a recipe has `spin` in its name (`spin`,
+/// `spin-yield`, `immediate-spin`; a `hybrid` sleeps first).
+pub fn spins(recipe: &str) -> bool {
+    recipe.contains("spin")
+}
+
 /// A machine setting one row gives its worker alone, beside the runtime as the run has it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Knob {

@@ -44,7 +44,7 @@ pub fn check_settings(settings: &Settings) -> Result<(), String> {
         plan.check().map_err(|e| format!("{}: {e}", info.id))?;
         let sched = info.knob.map_or_else(|| settings.sched.clone(), |knob| knob.applied_to(&settings.sched));
         let row = Settings { sched, ..settings.clone() };
-        check_real_time(&row, info.recipe.contains("spin")).map_err(|e| format!("{}: {e}", info.id))?;
+        check_real_time(&row, crate::runtimes::spins(info.recipe)).map_err(|e| format!("{}: {e}", info.id))?;
     }
     Ok(())
 }
