@@ -156,3 +156,26 @@ fn each_runtime_waits_every_way_it_has_and_spinning_costs_a_core() {
     assert_eq!(text.matches("\n  advice: ").count(), groups.len(), "{text}");
     assert!(text.contains("CPU/unit"), "{text}");
 }
+
+#[test]
+fn a_runtime_on_another_toolchain_version_passes_check_driver() {
+    // java-thread@17 beside JDK 25 (tests/setup.sh installs JDK 17): the same checks, every
+    // recipe included, with that version's worker.
+    let listed = common::registry("runtimes");
+    let others: Vec<String> = listed
+        .iter()
+        .filter(|l| l.reason.is_none())
+        .flat_map(|l| l.other_versions.iter().map(move |v| format!("{}@{v}", l.id)))
+        .collect();
+    if others.is_empty() {
+        return common::skip("no runtime has another toolchain version installed here");
+    }
+    for id in &others {
+        let output = run(&["check-driver", id]);
+        let text = stdout(&output);
+        assert!(output.status.success(), "{id}: {text}{}", stderr(&output));
+        assert!(text.contains(&format!("{id}: ")) && text.contains("checks passed"), "{text}");
+    }
+    // A recipe is checked with its runtime, at its version.
+    common::assert_refused(&[(vec!["check-driver", "java-thread@17/spin"], "try check-driver java-thread@17")]);
+}

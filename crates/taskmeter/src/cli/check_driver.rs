@@ -12,6 +12,7 @@ use crate::runtimes;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use taskmeter_protocol::plan::DEFAULT_WAIT;
 use taskmeter_protocol::vectors::PLANS;
 use taskmeter_protocol::{Delivered, Ending, Mode, Plan, SleepPlan};
 
@@ -50,9 +51,15 @@ pub fn check_driver(id: &str) -> Result<ExitCode, String> {
     signals::install();
     let info = runtimes::find(id)
         .ok_or_else(|| crate::model::names::unknown("runtime", &super::shorten(id), &runtimes::ids()))?;
-    if info.id != info.base {
-        return Err(format!("check-driver checks a runtime, and every recipe of it: try check-driver {}", info.base));
+    // A runtime, on its default toolchain or another (`java-thread@17`); its recipes come with it.
+    if info.recipe != DEFAULT_WAIT || info.knob.is_some() {
+        let at = info.toolchain.map_or(String::new(), |v| format!("@{v}"));
+        return Err(format!(
+            "check-driver checks a runtime, and every recipe of it: try check-driver {}{at}",
+            info.base
+        ));
     }
+    let runtime = info.base;
     if let Err(reason) = runtimes::availability(info) {
         crate::outln!("FAIL {id} is unavailable: {reason}");
         return Ok(ExitCode::FAILURE);
@@ -62,7 +69,7 @@ pub fn check_driver(id: &str) -> Result<ExitCode, String> {
     // unknown (null).
     let vector = |name: &str| -> Plan {
         let text = PLANS.iter().find(|(n, _)| *n == name).expect("a vector plan").1;
-        Plan::from_json(&text.replace("RUNTIME", id)).expect("the vector plans are valid")
+        Plan::from_json(&text.replace("RUNTIME", runtime)).expect("the vector plans are valid")
     };
     let mut checks: Vec<(String, Box<dyn Fn() -> Verdict + '_>)> = Vec::new();
     for (name, _) in PLANS {
@@ -136,7 +143,7 @@ pub fn check_driver(id: &str) -> Result<ExitCode, String> {
         (
             "a runtime it does not serve",
             vector("relative-fixed").to_json().replacen(
-                &format!("\"runtime\":\"{id}\""),
+                &format!("\"runtime\":\"{runtime}\""),
                 "\"runtime\":\"no-such-runtime\"",
                 1,
             ),
