@@ -70,15 +70,20 @@ fn all_runtimes_compare_in_one_table() {
     }
     let record = run_json(&folder);
     assert!(record["rows"].as_array().unwrap().iter().all(|r| r["status"] == "ok" || r["status"] == "skipped"));
-    // Every worker's writer is found by its name and, like taskmeter's reader, runs above the
-    // units: SCHED_FIFO as root, nice -20 or unchanged (with the reason) otherwise.
+    // Every worker's writer is found by its name and, like taskmeter's reader of its frames and
+    // of its counters, runs above the units: SCHED_FIFO as root, nice -20 or unchanged (with the
+    // reason) otherwise.
     let root = unsafe { libc::geteuid() } == 0;
     for row in record["rows"].as_array().unwrap().iter().filter(|r| r["status"] == "ok") {
         let harness = row["worker"]["harness_sched"].as_str().unwrap_or_default();
         assert!(harness.starts_with("reader ") && harness.contains(", writer "), "{}: {harness}", row["runtime"]);
         assert!(!harness.contains("not found"), "{}: the writer is named tm-writer: {harness}", row["runtime"]);
         if root {
-            assert_eq!(harness, "reader SCHED_FIFO 1, writer SCHED_FIFO 1", "{}", row["runtime"]);
+            assert_eq!(
+                harness, "reader SCHED_FIFO 1, writer SCHED_FIFO 1, counters SCHED_FIFO 1",
+                "{}",
+                row["runtime"]
+            );
         }
     }
 }

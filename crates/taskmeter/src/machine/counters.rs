@@ -1,14 +1,17 @@
 //! What the kernel counted for a worker over its measured window: CPU time, context switches,
-//! migrations, run-queue wait, threads and page faults. taskmeter reads them from /proc at the
-//! window's start and end, on a thread of its own; the worker's loop does nothing for them.
+//! migrations, run-queue wait, threads and page faults. taskmeter reads them at the window's
+//! start and end, on a thread of its own; the worker's loop does nothing for them.
 //!
-//! Sources (Linux, `man 5 proc`): per thread, `/proc/PID/task/TID/schedstat` (time on a CPU,
-//! time runnable but waiting, ns; needs `CONFIG_SCHED_INFO`) and `/proc/PID/task/TID/sched`
-//! (`nr_voluntary_switches`, `nr_involuntary_switches`, `se.nr_migrations`; a scheduler debug
-//! file, absent without `CONFIG_SCHED_DEBUG`, when `status` gives the switches and migrations
-//! are unavailable); per process, `/proc/PID/stat` (utime, stime in clock ticks; minor and
-//! major faults, exited threads included).
+//! Sources (Linux): per thread, the kernel's taskstats (netlink, [`super::taskstats`]: time on a
+//! CPU, time runnable but waiting, voluntary and involuntary switches) and, for workers of at
+//! most [`MIGRATIONS_UP_TO_THREADS`] threads, `se.nr_migrations` from `/proc/PID/task/TID/sched`
+//! (a scheduler debug file, absent without `CONFIG_SCHED_DEBUG`); per process, `/proc/PID/stat`
+//! (utime, stime in clock ticks; minor and major faults, exited threads included). Where
+//! taskstats cannot be asked (it needs CAP_NET_ADMIN and `CONFIG_TASKSTATS`), every thread's
+//! `/proc/PID/task/TID/schedstat` (`CONFIG_SCHED_INFO`) and `sched` (or `status`, which has the
+//! switches but no migrations) give the same figures, at ten times the cost (`man 5 proc`).
 
+use super::taskstats::Taskstats;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -63,14 +66,39 @@ pub struct Snapshot {
     start_ns: u64,
     end_ns: u64,
     threads: HashMap<u32, Thread>,
+    /// Migrations were not read: more threads than [`MIGRATIONS_UP_TO_THREADS`].
+    migrations_skipped: bool,
     utime_ticks: u64,
     stime_ticks: u64,
     minor_faults: u64,
     major_faults: u64,
 }
 
+/// A worker with more threads than this has no migrations figure: the only source is each
+/// thread's scheduler debug file, which costs about 15 µs of taskmeter's CPU a thread and a
+/// reading (0.3 s for 10,000 threads), ten times the rest of its counters.
+pub const MIGRATIONS_UP_TO_THREADS: usize = 1_000;
+
+/// How a reading gets each thread's counters.
+enum Source {
+    Taskstats(Taskstats),
+    Proc,
+}
+
+impl Source {
+    fn open() -> Source {
+        Taskstats::open().map_or(Source::Proc, Source::Taskstats)
+    }
+}
+
+/// Whether taskstats answers this process (asked once).
+fn taskstats_answers() -> bool {
+    static ANSWERS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ANSWERS.get_or_init(|| Taskstats::open().is_ok())
+}
+
 /// Reads every counter of process `pid` now.
-pub fn snapshot(pid: i32) -> Result<Snapshot, String> {
+fn snapshot(pid: i32, source: &mut Source) -> Result<Snapshot, String> {
     let start_ns = taskmeter_record::clock::now_ns();
     let gone = |e: std::io::Error| format!("could not read /proc/{pid}: {e}");
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_err(gone)?;
@@ -84,11 +112,28 @@ pub fn snapshot(pid: i32) -> Result<Snapshot, String> {
             .ok_or_else(|| format!("/proc/{pid}/stat has no field {n}"))
     };
     let (minor_faults, major_faults, utime_ticks, stime_ticks) = (field(10)?, field(12)?, field(14)?, field(15)?);
-    let mut threads = HashMap::new();
-    for entry in std::fs::read_dir(format!("/proc/{pid}/task")).map_err(gone)?.flatten() {
-        let Some(tid) = entry.file_name().to_str().and_then(|t| t.parse::<u32>().ok()) else { continue };
+    let tasks = format!("/proc/{pid}/task");
+    let tids: Vec<u32> = std::fs::read_dir(&tasks)
+        .map_err(gone)?
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+        .collect();
+    let migrations_read = tids.len() <= MIGRATIONS_UP_TO_THREADS;
+    let mut threads = HashMap::with_capacity(tids.len());
+    for tid in tids {
+        let dir = std::path::Path::new(&tasks).join(tid.to_string());
         // A thread that ends while it is read is left out, as one that ended before.
-        if let Some(thread) = read_thread(&entry.path()) {
+        let thread = match source {
+            Source::Taskstats(stats) => stats.thread(tid).ok().map(|counts| Thread {
+                on_cpu_ns: Some(counts.on_cpu_ns),
+                wait_ns: Some(counts.wait_ns),
+                voluntary: counts.voluntary,
+                involuntary: counts.involuntary,
+                migrations: migrations_read.then(|| migrations_of(&dir)).flatten(),
+            }),
+            Source::Proc => read_thread(&dir),
+        };
+        if let Some(thread) = thread {
             threads.insert(tid, thread);
         }
     }
@@ -96,11 +141,22 @@ pub fn snapshot(pid: i32) -> Result<Snapshot, String> {
         start_ns,
         end_ns: taskmeter_record::clock::now_ns(),
         threads,
+        migrations_skipped: matches!(source, Source::Taskstats(_)) && !migrations_read,
         utime_ticks,
         stime_ticks,
         minor_faults,
         major_faults,
     })
+}
+
+/// `key: value` or `key value` in a /proc text file.
+fn value(text: &str, key: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with(key))?;
+    line[key.len()..].trim_start_matches([' ', '\t', ':']).trim().parse().ok()
+}
+
+fn migrations_of(dir: &std::path::Path) -> Option<u64> {
+    value(&std::fs::read_to_string(dir.join("sched")).ok()?, "se.nr_migrations")
 }
 
 fn read_thread(dir: &std::path::Path) -> Option<Thread> {
@@ -109,10 +165,6 @@ fn read_thread(dir: &std::path::Path) -> Option<Thread> {
         let mut fields = schedstat.split_whitespace().map(|v| v.parse::<u64>().ok());
         (thread.on_cpu_ns, thread.wait_ns) = (fields.next().flatten(), fields.next().flatten());
     }
-    let value = |text: &str, key: &str| -> Option<u64> {
-        let line = text.lines().find(|l| l.starts_with(key))?;
-        line[key.len()..].trim_start_matches([' ', '\t', ':']).trim().parse().ok()
-    };
     if let Ok(sched) = std::fs::read_to_string(dir.join("sched")) {
         thread.voluntary = value(&sched, "nr_voluntary_switches")?;
         thread.involuntary = value(&sched, "nr_involuntary_switches")?;
@@ -164,7 +216,12 @@ pub fn between(start: &Snapshot, end: &Snapshot) -> Counters {
             "cpu and run-queue wait: no /proc/PID/task/TID/schedstat (CONFIG_SCHED_INFO); cpu from clock ticks".into(),
         );
     }
-    if migrations.is_none() {
+    if start.migrations_skipped || end.migrations_skipped {
+        c.unavailable.push(format!(
+            "migrations: not read for {} threads (each thread's scheduler file costs about 15 µs a reading; read up to {MIGRATIONS_UP_TO_THREADS})",
+            start.threads.len().max(end.threads.len())
+        ));
+    } else if migrations.is_none() {
         c.unavailable.push("migrations: no se.nr_migrations in /proc/PID/task/TID/sched (CONFIG_SCHED_DEBUG)".into());
     }
     c
@@ -180,17 +237,24 @@ fn clock_ticks_per_second() -> u64 {
     }
 }
 
-/// What reading one thread's two files costs here, about (measured: 14 to 20 µs per file).
-const READ_NS_PER_THREAD: u64 = 30_000;
+/// What reading one thread costs here, about (measured on 500 and 3,000 threads, 2026-11-26):
+/// through taskstats 7 µs, 22 µs with its migrations; through /proc 30 µs (two files).
+fn read_ns_per_thread(threads: u64) -> u64 {
+    match (taskstats_answers(), threads as usize <= MIGRATIONS_UP_TO_THREADS) {
+        (true, true) => 25_000,
+        (true, false) => 8_000,
+        (false, _) => 30_000,
+    }
+}
 
 /// When to read the counters of a worker whose gate opened at `run_start_ns`, for the measured
-/// window `[measure_start_ns, end_ns]`, given its `threads`. A reading takes time (about 0.3 s
-/// at 10,000 threads) and a CPU, so the first one is timed to end as the window begins (in the
+/// window `[measure_start_ns, end_ns]`, given its `threads`. A reading takes time (about 80 ms
+/// at 10,000 threads through taskstats) and a CPU, so the first one is timed to end as the window begins (in the
 /// warm-up, as far as it reaches), and the last to end 20 ms (a 20th of a short window) before
 /// the window's end, so that it finds every unit still there (units end as soon as they wake
 /// after the window). Wake-ups are counted between the same two instants.
 pub fn reading_times(run_start_ns: u64, measure_start_ns: u64, end_ns: u64, threads: u64) -> (u64, u64) {
-    let reading_ns = threads * READ_NS_PER_THREAD;
+    let reading_ns = threads * read_ns_per_thread(threads);
     let margin = ((end_ns - measure_start_ns) / 20).min(20_000_000);
     let first = measure_start_ns.saturating_sub(reading_ns).max(run_start_ns);
     let last = (end_ns - margin).saturating_sub(reading_ns).max(measure_start_ns + (end_ns - measure_start_ns) / 2);
@@ -221,9 +285,10 @@ pub fn over_window(pid: i32, times: &ReadingTimes, stop: &Receiver<()>) -> Resul
         Ok(()) => return Err("the worker was asked to stop before its measured window began".into()),
         Err(RecvTimeoutError::Disconnected) => return Err("the worker ended before its measured window began".into()),
     }
-    let reading = |which: usize| {
+    let mut source = Source::open();
+    let mut reading = |which: usize| {
         times[which].store(taskmeter_record::clock::now_ns(), Ordering::Release);
-        snapshot(pid)
+        snapshot(pid, &mut source)
     };
     let first = reading(0)?;
     let _ = stop.recv_timeout(until(times[1].load(Ordering::Acquire)));
@@ -244,6 +309,7 @@ mod tests {
             start_ns: at,
             end_ns: at + 10,
             threads: threads.iter().copied().collect(),
+            migrations_skipped: false,
             utime_ticks: ticks.0,
             stime_ticks: ticks.1,
             minor_faults: faults,
@@ -288,26 +354,43 @@ mod tests {
     fn readings_end_as_the_window_begins_and_before_the_units_end() {
         let ms = 1_000_000;
         // A few threads: the readings are short.
-        assert_eq!(reading_times(500 * ms, 1000 * ms, 3000 * ms, 4), (1000 * ms - 120_000, 2980 * ms - 120_000));
-        // 10,000 threads: 300 ms each, the first in the warm-up.
-        assert_eq!(reading_times(500 * ms, 1000 * ms, 3000 * ms, 10_000), (700 * ms, 2680 * ms));
+        let few = 4 * read_ns_per_thread(4);
+        assert!(few < ms);
+        assert_eq!(reading_times(500 * ms, 1000 * ms, 3000 * ms, 4), (1000 * ms - few, 2980 * ms - few));
+        // 10,000 threads: 80 ms each through taskstats (300 through /proc), the first in the warm-up.
+        let many = 10_000 * read_ns_per_thread(10_000);
+        assert!((80 * ms..=300 * ms).contains(&many), "{many}");
+        assert_eq!(reading_times(500 * ms, 1000 * ms, 3000 * ms, 10_000), (1000 * ms - many, 2980 * ms - many));
         // No warm-up to read in: the first starts at the gate; a short window keeps its second half.
-        assert_eq!(reading_times(1000 * ms, 1000 * ms, 1100 * ms, 10_000), (1000 * ms, 1050 * ms));
+        assert_eq!(reading_times(1000 * ms, 1000 * ms, 1100 * ms, 100_000), (1000 * ms, 1050 * ms));
     }
 
     #[test]
-    fn reads_this_process() {
-        let first = snapshot(std::process::id() as i32).unwrap();
-        let mut x = 0u64;
-        for i in 0..2_000_000u64 {
-            x = std::hint::black_box(x.wrapping_add(i));
+    fn reads_this_process_from_either_source() {
+        let this = std::process::id() as i32;
+        for mut source in [Source::open(), Source::Proc] {
+            let first = snapshot(this, &mut source).unwrap();
+            let mut x = 0u64;
+            for i in 0..2_000_000u64 {
+                x = std::hint::black_box(x.wrapping_add(i));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            let c = between(&first, &snapshot(this, &mut source).unwrap());
+            assert!(c.threads >= 1);
+            assert!(c.voluntary_switches >= 1, "the sleep switched out: {c:?}");
+            if std::path::Path::new("/proc/self/schedstat").exists() {
+                assert!(c.cpu_ns > 0 && c.runqueue_wait_ns.is_some(), "{c:?}");
+            }
         }
-        std::thread::sleep(std::time::Duration::from_millis(2));
-        let c = between(&first, &snapshot(std::process::id() as i32).unwrap());
-        assert!(c.threads >= 1);
-        assert!(c.voluntary_switches >= 1, "the sleep switched out: {c:?}");
-        if std::path::Path::new("/proc/self/schedstat").exists() {
-            assert!(c.cpu_ns > 0 && c.runqueue_wait_ns.is_some(), "{c:?}");
-        }
+    }
+
+    /// Past the thread limit, migrations are not read, and the row says why.
+    #[test]
+    fn many_threads_have_no_migrations_and_say_why() {
+        let no_migrations = Thread { migrations: None, ..thread(1, 1, 1, 0) };
+        let many = |at| Snapshot { migrations_skipped: true, ..snap(at, &[(1, no_migrations)], (0, 0), 0) };
+        let c = between(&many(0), &many(5));
+        assert_eq!(c.migrations, None);
+        assert!(c.unavailable.iter().any(|u| u.starts_with("migrations: not read for")), "{:?}", c.unavailable);
     }
 }

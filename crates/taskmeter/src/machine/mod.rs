@@ -6,3 +6,4 @@ pub mod idle;
 pub mod room;
 pub mod sched;
 pub mod streams;
+pub mod taskstats;

@@ -219,8 +219,9 @@ pub struct WorkerInfo {
     pub cpu_dma_latency_us: Option<i64>,
     /// The worker's stderr when it failed (last kilobytes).
     pub stderr: Option<String>,
-    /// How taskmeter's reader of the worker and the worker's writer were scheduled: above the
-    /// units where permitted ("reader SCHED_FIFO 1, writer SCHED_FIFO 1").
+    /// How taskmeter's reader of the worker, the worker's writer and taskmeter's reader of its
+    /// counters were scheduled: above the units where permitted ("reader SCHED_FIFO 1, writer
+    /// SCHED_FIFO 1, counters SCHED_FIFO 1").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness_sched: Option<String>,
 }

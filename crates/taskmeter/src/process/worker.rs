@@ -137,10 +137,18 @@ pub fn spawn_and_wait(
     let (gate_tx, gate_rx) = mpsc::channel();
     let stdout = read_frames(child.stdout(), pid, plan.clone(), sink, gate_tx, sched.policy);
     let (stop_counting, stop_rx) = mpsc::channel();
+    let units_policy = sched.policy;
     let counters = std::thread::spawn(move || {
-        let times: counters::ReadingTimes =
-            gate_rx.recv().map_err(|_| "the worker never opened its start gate".to_string())?;
-        counters::over_window(pid, &times, &stop_rx)
+        // Above the units, as the reader: at normal weight, one reading of 3,000 busy threads
+        // took 2 s instead of 20 ms, and its deltas no longer covered one window.
+        // SAFETY: gettid has no preconditions.
+        let sched = machine::sched::run_above_units(unsafe { libc::gettid() }, units_policy);
+        let read = || {
+            let times: counters::ReadingTimes =
+                gate_rx.recv().map_err(|_| "the worker never opened its start gate".to_string())?;
+            counters::over_window(pid, &times, &stop_rx)
+        };
+        (read(), sched)
     });
     let stderr = child.stderr_tail(16 * 1024);
 
@@ -169,7 +177,8 @@ pub fn spawn_and_wait(
         tick()
     });
     drop(stop_counting);
-    let mut counters = counters.join().unwrap_or_else(|_| Err("the reader of the counters failed".into()));
+    let (mut counters, counters_sched) =
+        counters.join().unwrap_or_else(|_| (Err("the reader of the counters failed".into()), "unknown".into()));
     let stream = stdout.join().unwrap_or_else(|_| Stream {
         ending: Err(OutputError::Invalid("the reader of the output failed".into())),
         first_samples_ns: None,
@@ -190,7 +199,7 @@ pub fn spawn_and_wait(
         Ok(_) => Some(high_water_kb).filter(|kb| *kb > 0),
         Err(_) => None,
     };
-    let harness = format!("reader {}, writer {}", stream.reader_sched, stream.writer_sched);
+    let harness = format!("reader {}, writer {}, counters {counters_sched}", stream.reader_sched, stream.writer_sched);
     Ok(RawRun { ended, peak_rss_kb, cpu_ns, stream, stderr, sched: readback, counters, harness })
 }
 

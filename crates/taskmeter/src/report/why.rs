@@ -193,7 +193,7 @@ pub fn explain_view() -> String {
 /// How to read the table.
 pub fn explain_why() -> String {
     "counted by the kernel for the whole worker process (every thread: its runtime's own threads and \
-     the worker's writer included) over the measured window, read by taskmeter from /proc: the first \
+     the worker's writer included) over the measured window, read by taskmeter (taskstats, /proc): the first \
      reading ends as the window begins, the last ends 20 ms before it closes; per wake-up = divided by \
      the samples that woke between the two readings. \
      CPU = time on a CPU (schedstat); sys % = system share of the clock ticks (- under 100 ms); \
