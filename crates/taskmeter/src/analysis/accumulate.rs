@@ -7,8 +7,8 @@
 //! values, as `Summary::of`'s. Past the budget the kept values are traded for HdrHistograms (5
 //! significant digits), and the row says so (`basis: histogram`).
 
-use crate::analysis::histogram::{self, SignedHistogram};
-use crate::model::run::{Basis, DeviationHistograms, Histograms, Metric, PerMetric, Statistics};
+use crate::analysis::histogram::SignedHistogram;
+use crate::model::run::{Basis, Histograms, Metric, PerMetric, Statistics};
 use taskmeter_protocol::SampleView;
 use taskmeter_stats::{nearest_rank, Moments, Summary, PERCENTILES};
 
@@ -21,21 +21,16 @@ struct MetricStats {
     /// The reference is 0 and no value was negative yet, so the deviations are the values
     /// themselves and `deviations` is not kept (one update less per sample).
     deviations_are_values: bool,
-    /// Exact while the row is within its budget.
+    /// Exact while the row is within its budget. (The deviations have their moments only: no
+    /// table or verdict reads their percentiles, and their two distributions were a third of
+    /// each sample's fold.)
     histogram: SignedHistogram,
-    /// The deviations' distribution, kept only where the row stores it (`actual` and `full`).
-    deviation_histogram: Option<SignedHistogram>,
 }
 
 impl MetricStats {
     /// `reference_zero`: every value is compared with 0 (lateness, busy).
-    fn new(keep_deviations: bool, reference_zero: bool) -> MetricStats {
-        MetricStats {
-            histogram: SignedHistogram::exact(),
-            deviation_histogram: keep_deviations.then(SignedHistogram::exact),
-            deviations_are_values: reference_zero,
-            ..Default::default()
-        }
+    fn new(reference_zero: bool) -> MetricStats {
+        MetricStats { histogram: SignedHistogram::exact(), deviations_are_values: reference_zero, ..Default::default() }
     }
 
     #[inline]
@@ -50,11 +45,7 @@ impl MetricStats {
         if self.deviations_are_values {
             return;
         }
-        let deviation = (value as i128 - reference as i128).unsigned_abs() as i64;
-        self.deviations.add(deviation);
-        if let Some(h) = &mut self.deviation_histogram {
-            h.record(deviation);
-        }
+        self.deviations.add((value as i128 - reference as i128).unsigned_abs() as i64);
     }
 
     /// Adds another set's values, as if each had been added here.
@@ -69,25 +60,16 @@ impl MetricStats {
         }
         self.moments.merge(&other.moments);
         self.histogram.absorb(other.histogram);
-        if let (Some(mine), Some(theirs)) = (&mut self.deviation_histogram, other.deviation_histogram) {
-            mine.absorb(theirs);
-        }
     }
 
     /// Trades the values kept exactly for histogram buckets.
     fn make_approximate(&mut self) {
         self.histogram.make_approximate();
-        if let Some(h) = &mut self.deviation_histogram {
-            h.make_approximate();
-        }
     }
 
     /// Sorts what is kept (once: percentiles and histograms are then read in order).
     fn settle(&mut self) {
         self.histogram.settle();
-        if let Some(h) = &mut self.deviation_histogram {
-            h.settle();
-        }
     }
 
     fn summary(&self) -> Summary {
@@ -108,8 +90,8 @@ impl MetricStats {
     }
 
     /// The distribution as run.json stores it.
-    fn encoded(histogram: Option<&SignedHistogram>) -> String {
-        histogram.map_or_else(|| histogram::encode(&histogram::of(&[])), SignedHistogram::encode_clamped)
+    fn encoded(&self) -> String {
+        self.histogram.encode_clamped()
     }
 }
 
@@ -119,13 +101,9 @@ struct MetricSet {
 }
 
 impl MetricSet {
-    fn new(keep_deviations: bool) -> MetricSet {
-        MetricSet {
-            metrics: PerMetric::from_fn(|m| {
-                let against_expected = matches!(m, Metric::Actual | Metric::Full);
-                MetricStats::new(keep_deviations && against_expected, !against_expected)
-            }),
-        }
+    fn new() -> MetricSet {
+        // Lateness and busy are compared with 0, actual and full with the expected sleep.
+        MetricSet { metrics: PerMetric::from_fn(|m| MetricStats::new(!matches!(m, Metric::Actual | Metric::Full))) }
     }
 
     #[inline]
@@ -221,7 +199,6 @@ pub struct Finished {
     /// The histograms hold lateness below 0 as 0: how early those wake-ups were is kept here.
     pub lateness_early: Option<String>,
     pub histograms: Histograms,
-    pub deviation_histograms: DeviationHistograms,
     /// Per class (empty with one class).
     pub classes: Vec<Statistics>,
     pub counts: SampleCounts,
@@ -232,8 +209,8 @@ impl RowStats {
     /// `live`: whether anyone will ask for [`RowStats::live`] while samples arrive.
     pub fn new(classes: u32, budget: u64, live: bool) -> RowStats {
         RowStats {
-            all: MetricSet::new(true),
-            classes: if classes > 1 { (0..classes).map(|_| MetricSet::new(true)).collect() } else { Vec::new() },
+            all: MetricSet::new(),
+            classes: if classes > 1 { (0..classes).map(|_| MetricSet::new()).collect() } else { Vec::new() },
             first_class: None,
             counts: SampleCounts::default(),
             budget,
@@ -311,21 +288,11 @@ impl RowStats {
         }
         self.all.settle();
         let m = &self.all.metrics;
-        let histograms = PerMetric {
-            lateness: MetricStats::encoded(Some(&m.lateness.histogram)),
-            actual: MetricStats::encoded(Some(&m.actual.histogram)),
-            full: MetricStats::encoded(Some(&m.full.histogram)),
-            busy: MetricStats::encoded(Some(&m.busy.histogram)),
-        };
-        let deviation_histograms = DeviationHistograms {
-            actual: MetricStats::encoded(m.actual.deviation_histogram.as_ref()),
-            full: MetricStats::encoded(m.full.deviation_histogram.as_ref()),
-        };
+        let histograms = PerMetric::from_fn(|metric| m.get(metric).encoded());
         Finished {
             lateness_early: m.lateness.early(),
             statistics: self.all.statistics(),
             histograms,
-            deviation_histograms,
             classes,
             counts: self.counts,
             basis: self.basis,
@@ -336,6 +303,7 @@ impl RowStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::histogram;
     use crate::model::run::METRICS;
     use taskmeter_protocol::Sample;
 
@@ -436,7 +404,6 @@ mod tests {
             assert_eq!(one.basis, two.basis);
             assert_eq!(one.statistics, two.statistics, "budget {budget}");
             assert_eq!(one.histograms, two.histograms);
-            assert_eq!(one.deviation_histograms, two.deviation_histograms);
             assert_eq!(one.lateness_early, two.lateness_early);
             assert_eq!(one.counts, two.counts);
             assert_eq!(two.classes.len(), 2);
@@ -463,7 +430,7 @@ mod tests {
             // Values below 262 us are exact in a 5-digit histogram.
             assert_eq!((a.p50, a.p99, a.p99_99), (b.p50, b.p99, b.p99_99), "{metric:?}");
         }
-        assert_eq!(histogram::decode(&bounded.deviation_histograms.actual).unwrap().len(), 1900);
+        assert_eq!(histogram::decode(&bounded.histograms.actual).unwrap().len(), 1900);
         assert_eq!(
             bounded.lateness_early, exact.lateness_early,
             "the same magnitudes, exact below 262 us, from the values or the histogram"

@@ -120,10 +120,6 @@ pub struct Row {
     /// which `histograms` holds as 0; absent when there were none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lateness_early: Option<String>,
-    /// The distributions of |value - expected| of `actual` and `full`: what their ranking and
-    /// `compare`'s verdict are about.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deviation_histograms: Option<DeviationHistograms>,
     /// Per priority class, when there are two.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub classes: Vec<ClassResult>,
@@ -156,7 +152,6 @@ impl Row {
             statistics: None,
             histograms: None,
             lateness_early: None,
-            deviation_histograms: None,
             classes: Vec::new(),
             counters: None,
             counters_missing: None,
@@ -294,23 +289,6 @@ pub type Statistics = PerMetric<Summary>;
 
 /// Base64 V2-deflate HdrHistograms (`histogram.rs`), one per metric.
 pub type Histograms = PerMetric<String>;
-
-/// Base64 V2-deflate HdrHistograms of |value - expected|.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-pub struct DeviationHistograms {
-    pub actual: String,
-    pub full: String,
-}
-
-impl DeviationHistograms {
-    pub fn get(&self, metric: Metric) -> Option<&String> {
-        match metric {
-            Metric::Actual => Some(&self.actual),
-            Metric::Full => Some(&self.full),
-            Metric::Lateness | Metric::Busy => None,
-        }
-    }
-}
 
 impl Record for RunRecord {
     const SCHEMA: &'static str = "taskmeter.run";

@@ -166,7 +166,6 @@ fn row_from(runtime: &str, plan: Plan, worker: WorkerRun, toolchain: String, fin
         statistics: Some(finished.statistics),
         histograms: Some(finished.histograms),
         lateness_early: finished.lateness_early,
-        deviation_histograms: Some(finished.deviation_histograms),
         runtime_view: delivered.view.clone(),
         counters_missing: worker.counters.as_ref().err().cloned(),
         counters: worker.counters.ok(),
