@@ -2,16 +2,17 @@
 //! migrations, run-queue wait, threads and page faults. taskmeter reads them at the window's
 //! start and end, on a thread of its own; the worker's loop does nothing for them.
 //!
-//! Sources (Linux): per thread, the kernel's taskstats (netlink, [`super::taskstats`]: time on a
-//! CPU, time runnable but waiting, voluntary and involuntary switches) and, for workers of at
-//! most [`MIGRATIONS_UP_TO_THREADS`] threads, `se.nr_migrations` from `/proc/PID/task/TID/sched`
-//! (a scheduler debug file, absent without `CONFIG_SCHED_DEBUG`); per process, `/proc/PID/stat`
+//! Sources (Linux): the kernel's taskstats (netlink, [`super::taskstats`]: time on a CPU, time
+//! runnable but waiting, voluntary and involuntary switches), per thread for workers of at most
+//! [`MIGRATIONS_UP_TO_THREADS`] threads, with `se.nr_migrations` from
+//! `/proc/PID/task/TID/sched` (a scheduler debug file, absent without `CONFIG_SCHED_DEBUG`), and
+//! as the process's sums for larger ones (one query); per process, `/proc/PID/stat`
 //! (utime, stime in clock ticks; minor and major faults, exited threads included). Where
 //! taskstats cannot be asked (it needs CAP_NET_ADMIN and `CONFIG_TASKSTATS`), every thread's
 //! `/proc/PID/task/TID/schedstat` (`CONFIG_SCHED_INFO`) and `sched` (or `status`, which has the
 //! switches but no migrations) give the same figures, at ten times the cost (`man 5 proc`).
 
-use super::taskstats::Taskstats;
+use super::taskstats::{Taskstats, ThreadCounts};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,7 +33,9 @@ pub struct Counters {
     /// Threads of the worker at the window's end.
     pub threads: u32,
     /// Threads that existed at the start and were gone at the end: what they did in the window
-    /// is missing from the per-thread figures (CPU, switches, migrations, run-queue wait).
+    /// is missing from the per-thread figures (CPU, switches, migrations, run-queue wait), and
+    /// for a worker read as a whole (more than [`MIGRATIONS_UP_TO_THREADS`] threads), CPU and
+    /// run-queue wait include it but there are no switches.
     pub threads_exited: u32,
     /// Time on a CPU, every thread (schedstat's first field, ns; from the clock ticks of
     /// utime + stime when schedstat is unavailable).
@@ -40,8 +43,10 @@ pub struct Counters {
     /// The same time split by mode, from /proc/PID/stat (clock ticks, 10 ms each at 100 Hz).
     pub user_ns: u64,
     pub system_ns: u64,
-    pub voluntary_switches: u64,
-    pub involuntary_switches: u64,
+    /// None when threads ended in the window of a worker read as a whole (more than
+    /// [`MIGRATIONS_UP_TO_THREADS`] threads): the kernel's process sums lose their switches.
+    pub voluntary_switches: Option<u64>,
+    pub involuntary_switches: Option<u64>,
     pub migrations: Option<u64>,
     /// Time runnable but not running, every thread (schedstat's second field, ns).
     pub runqueue_wait_ns: Option<u64>,
@@ -66,6 +71,9 @@ pub struct Snapshot {
     start_ns: u64,
     end_ns: u64,
     threads: HashMap<u32, Thread>,
+    /// Read as a whole (more threads than [`MIGRATIONS_UP_TO_THREADS`]): the process's sums
+    /// from taskstats, and `threads` only says which threads there were.
+    process: Option<ThreadCounts>,
     /// Migrations were not read: more threads than [`MIGRATIONS_UP_TO_THREADS`].
     migrations_skipped: bool,
     utime_ticks: u64,
@@ -97,8 +105,16 @@ fn taskstats_answers() -> bool {
     *ANSWERS.get_or_init(|| Taskstats::open().is_ok())
 }
 
-/// Reads every counter of process `pid` now.
-fn snapshot(pid: i32, source: &mut Source) -> Result<Snapshot, String> {
+/// How much a reading says: per thread, or the process's sums (decided by the first reading's
+/// threads, and kept for the second so that the two can be subtracted).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Detail {
+    PerThread,
+    Process,
+}
+
+/// Reads every counter of process `pid` now, in `detail` (None: as its number of threads asks).
+fn snapshot(pid: i32, source: &mut Source, detail: Option<Detail>) -> Result<(Snapshot, Detail), String> {
     let start_ns = taskmeter_record::clock::now_ns();
     let gone = |e: std::io::Error| format!("could not read /proc/{pid}: {e}");
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_err(gone)?;
@@ -118,35 +134,48 @@ fn snapshot(pid: i32, source: &mut Source) -> Result<Snapshot, String> {
         .flatten()
         .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
         .collect();
-    let migrations_read = tids.len() <= MIGRATIONS_UP_TO_THREADS;
+    let few = tids.len() <= MIGRATIONS_UP_TO_THREADS;
+    let detail = detail.unwrap_or(if few { Detail::PerThread } else { Detail::Process });
     let mut threads = HashMap::with_capacity(tids.len());
-    for tid in tids {
-        let dir = std::path::Path::new(&tasks).join(tid.to_string());
-        // A thread that ends while it is read is left out, as one that ended before.
-        let thread = match source {
-            Source::Taskstats(stats) => stats.thread(tid).ok().map(|counts| Thread {
-                on_cpu_ns: Some(counts.on_cpu_ns),
-                wait_ns: Some(counts.wait_ns),
-                voluntary: counts.voluntary,
-                involuntary: counts.involuntary,
-                migrations: migrations_read.then(|| migrations_of(&dir)).flatten(),
-            }),
-            Source::Proc => read_thread(&dir),
-        };
-        if let Some(thread) = thread {
-            threads.insert(tid, thread);
+    let mut process = None;
+    let by_taskstats = matches!(source, Source::Taskstats(_));
+    match (source, detail) {
+        (Source::Taskstats(stats), Detail::Process) => {
+            process = Some(stats.process(pid as u32).map_err(|e| format!("taskstats of process {pid}: {e}"))?);
+            threads.extend(tids.iter().map(|tid| (*tid, Thread::default())));
+        }
+        (source, _) => {
+            for tid in tids {
+                let dir = std::path::Path::new(&tasks).join(tid.to_string());
+                // A thread that ends while it is read is left out, as one that ended before.
+                let thread = match source {
+                    Source::Taskstats(stats) => stats.thread(tid).ok().map(|counts| Thread {
+                        on_cpu_ns: Some(counts.on_cpu_ns),
+                        wait_ns: Some(counts.wait_ns),
+                        voluntary: counts.voluntary,
+                        involuntary: counts.involuntary,
+                        migrations: few.then(|| migrations_of(&dir)).flatten(),
+                    }),
+                    Source::Proc => read_thread(&dir),
+                };
+                if let Some(thread) = thread {
+                    threads.insert(tid, thread);
+                }
+            }
         }
     }
-    Ok(Snapshot {
+    let snapshot = Snapshot {
         start_ns,
         end_ns: taskmeter_record::clock::now_ns(),
         threads,
-        migrations_skipped: matches!(source, Source::Taskstats(_)) && !migrations_read,
+        process,
+        migrations_skipped: by_taskstats && (process.is_some() || !few),
         utime_ticks,
         stime_ticks,
         minor_faults,
         major_faults,
-    })
+    };
+    Ok((snapshot, detail))
 }
 
 /// `key: value` or `key value` in a /proc text file.
@@ -194,19 +223,38 @@ pub fn between(start: &Snapshot, end: &Snapshot) -> Counters {
         ..Counters::default()
     };
     let (mut on_cpu, mut wait, mut migrations) = (Some(0u64), Some(0u64), Some(0u64));
-    let add = |sum: &mut Option<u64>, now: Option<u64>, before: Option<u64>| {
-        *sum = match (*sum, now) {
-            (Some(s), Some(n)) => Some(s + n.saturating_sub(before.unwrap_or(0))),
-            _ => None,
+    let (mut voluntary, mut involuntary) = (0u64, 0u64);
+    if let (Some(before), Some(now)) = (start.process, end.process) {
+        // The process's sums: time includes the threads that ended, switches do not.
+        (on_cpu, wait) =
+            (Some(now.on_cpu_ns.saturating_sub(before.on_cpu_ns)), Some(now.wait_ns.saturating_sub(before.wait_ns)));
+        (voluntary, involuntary) =
+            (now.voluntary.saturating_sub(before.voluntary), now.involuntary.saturating_sub(before.involuntary));
+        migrations = None;
+    } else {
+        let add = |sum: &mut Option<u64>, now: Option<u64>, before: Option<u64>| {
+            *sum = match (*sum, now) {
+                (Some(s), Some(n)) => Some(s + n.saturating_sub(before.unwrap_or(0))),
+                _ => None,
+            }
+        };
+        for (tid, now) in &end.threads {
+            let before = start.threads.get(tid).copied().unwrap_or_default();
+            voluntary += now.voluntary.saturating_sub(before.voluntary);
+            involuntary += now.involuntary.saturating_sub(before.involuntary);
+            add(&mut on_cpu, now.on_cpu_ns, before.on_cpu_ns);
+            add(&mut wait, now.wait_ns, before.wait_ns);
+            add(&mut migrations, now.migrations, before.migrations);
         }
-    };
-    for (tid, now) in &end.threads {
-        let before = start.threads.get(tid).copied().unwrap_or_default();
-        c.voluntary_switches += now.voluntary.saturating_sub(before.voluntary);
-        c.involuntary_switches += now.involuntary.saturating_sub(before.involuntary);
-        add(&mut on_cpu, now.on_cpu_ns, before.on_cpu_ns);
-        add(&mut wait, now.wait_ns, before.wait_ns);
-        add(&mut migrations, now.migrations, before.migrations);
+    }
+    let switches_lost = start.process.is_some() && c.threads_exited > 0;
+    if switches_lost {
+        c.unavailable.push(format!(
+            "context switches: {} threads ended in the window, and the kernel's sums for a worker of more than {MIGRATIONS_UP_TO_THREADS} threads keep no switches of ended threads",
+            c.threads_exited
+        ));
+    } else {
+        (c.voluntary_switches, c.involuntary_switches) = (Some(voluntary), Some(involuntary));
     }
     c.cpu_ns = on_cpu.unwrap_or(c.user_ns + c.system_ns);
     c.runqueue_wait_ns = wait;
@@ -237,18 +285,19 @@ fn clock_ticks_per_second() -> u64 {
     }
 }
 
-/// What reading one thread costs here, about (measured on 500 and 3,000 threads, 2026-11-26):
-/// through taskstats 7 µs, 22 µs with its migrations; through /proc 30 µs (two files).
+/// What a reading costs here per thread, about (measured on 500 and 3,000 threads, 2026-11-26):
+/// through taskstats 22 µs with each thread's migrations, 2 µs for a process read as a whole
+/// (listing its threads); through /proc 30 µs (two files).
 fn read_ns_per_thread(threads: u64) -> u64 {
     match (taskstats_answers(), threads as usize <= MIGRATIONS_UP_TO_THREADS) {
         (true, true) => 25_000,
-        (true, false) => 8_000,
+        (true, false) => 2_000,
         (false, _) => 30_000,
     }
 }
 
 /// When to read the counters of a worker whose gate opened at `run_start_ns`, for the measured
-/// window `[measure_start_ns, end_ns]`, given its `threads`. A reading takes time (about 80 ms
+/// window `[measure_start_ns, end_ns]`, given its `threads`. A reading takes time (about 20 ms
 /// at 10,000 threads through taskstats) and a CPU, so the first one is timed to end as the window begins (in the
 /// warm-up, as far as it reaches), and the last to end 20 ms (a 20th of a short window) before
 /// the window's end, so that it finds every unit still there (units end as soon as they wake
@@ -286,13 +335,14 @@ pub fn over_window(pid: i32, times: &ReadingTimes, stop: &Receiver<()>) -> Resul
         Err(RecvTimeoutError::Disconnected) => return Err("the worker ended before its measured window began".into()),
     }
     let mut source = Source::open();
-    let mut reading = |which: usize| {
+    let mut reading = |which: usize, detail: Option<Detail>| {
         times[which].store(taskmeter_record::clock::now_ns(), Ordering::Release);
-        snapshot(pid, &mut source)
+        snapshot(pid, &mut source, detail)
     };
-    let first = reading(0)?;
+    let (first, detail) = reading(0, None)?;
     let _ = stop.recv_timeout(until(times[1].load(Ordering::Acquire)));
-    let last = reading(1).map_err(|_| "the worker ended before its measured window closed".to_string())?;
+    let (last, _) =
+        reading(1, Some(detail)).map_err(|_| "the worker ended before its measured window closed".to_string())?;
     Ok(between(&first, &last))
 }
 
@@ -309,6 +359,7 @@ mod tests {
             start_ns: at,
             end_ns: at + 10,
             threads: threads.iter().copied().collect(),
+            process: None,
             migrations_skipped: false,
             utime_ticks: ticks.0,
             stime_ticks: ticks.1,
@@ -327,8 +378,8 @@ mod tests {
         assert_eq!((c.threads, c.threads_exited), (2, 1));
         assert_eq!(c.cpu_ns, 300 + 70);
         assert_eq!(c.runqueue_wait_ns, Some(20 + 7));
-        assert_eq!(c.voluntary_switches, 10 + 4);
-        assert_eq!(c.involuntary_switches, 1, "thread 1 gained none; the born thread 3 brought its 1");
+        assert_eq!(c.voluntary_switches, Some(10 + 4));
+        assert_eq!(c.involuntary_switches, Some(1), "thread 1 gained none; the born thread 3 brought its 1");
         assert_eq!(c.migrations, Some(2 + 1));
         let tick = 1_000_000_000 / clock_ticks_per_second();
         assert_eq!((c.user_ns, c.system_ns), (2 * tick, tick));
@@ -346,7 +397,7 @@ mod tests {
         assert_eq!((c.runqueue_wait_ns, c.migrations), (None, None));
         let tick = 1_000_000_000 / clock_ticks_per_second();
         assert_eq!(c.cpu_ns, 3 * tick, "from the clock ticks");
-        assert_eq!(c.voluntary_switches, 4);
+        assert_eq!(c.voluntary_switches, Some(4));
         assert_eq!(c.unavailable.len(), 2);
     }
 
@@ -357,9 +408,9 @@ mod tests {
         let few = 4 * read_ns_per_thread(4);
         assert!(few < ms);
         assert_eq!(reading_times(500 * ms, 1000 * ms, 3000 * ms, 4), (1000 * ms - few, 2980 * ms - few));
-        // 10,000 threads: 80 ms each through taskstats (300 through /proc), the first in the warm-up.
+        // 10,000 threads: 20 ms each through taskstats (300 through /proc), the first in the warm-up.
         let many = 10_000 * read_ns_per_thread(10_000);
-        assert!((80 * ms..=300 * ms).contains(&many), "{many}");
+        assert!((20 * ms..=300 * ms).contains(&many), "{many}");
         assert_eq!(reading_times(500 * ms, 1000 * ms, 3000 * ms, 10_000), (1000 * ms - many, 2980 * ms - many));
         // No warm-up to read in: the first starts at the gate; a short window keeps its second half.
         assert_eq!(reading_times(1000 * ms, 1000 * ms, 1100 * ms, 100_000), (1000 * ms, 1050 * ms));
@@ -369,19 +420,49 @@ mod tests {
     fn reads_this_process_from_either_source() {
         let this = std::process::id() as i32;
         for mut source in [Source::open(), Source::Proc] {
-            let first = snapshot(this, &mut source).unwrap();
+            let (first, detail) = snapshot(this, &mut source, None).unwrap();
+            assert_eq!(detail, Detail::PerThread);
             let mut x = 0u64;
             for i in 0..2_000_000u64 {
                 x = std::hint::black_box(x.wrapping_add(i));
             }
             std::thread::sleep(std::time::Duration::from_millis(2));
-            let c = between(&first, &snapshot(this, &mut source).unwrap());
+            let c = between(&first, &snapshot(this, &mut source, Some(detail)).unwrap().0);
             assert!(c.threads >= 1);
-            assert!(c.voluntary_switches >= 1, "the sleep switched out: {c:?}");
+            assert!(c.voluntary_switches >= Some(1), "the sleep switched out: {c:?}");
             if std::path::Path::new("/proc/self/schedstat").exists() {
                 assert!(c.cpu_ns > 0 && c.runqueue_wait_ns.is_some(), "{c:?}");
             }
         }
+    }
+
+    /// Read as a whole, a process's time includes its ended threads; its switches are given only
+    /// when no thread ended; there are no migrations, and the row says why.
+    #[test]
+    fn a_process_read_as_a_whole() {
+        let sums =
+            |cpu, switches| ThreadCounts { on_cpu_ns: cpu, wait_ns: cpu / 10, voluntary: switches, involuntary: 1 };
+        let whole = |at, tids: &[u32], counts| Snapshot {
+            process: Some(counts),
+            migrations_skipped: true,
+            threads: tids.iter().map(|t| (*t, Thread::default())).collect(),
+            ..snap(at, &[], (0, 0), 0)
+        };
+        let c = between(&whole(0, &[1, 2], sums(100, 7)), &whole(9, &[1, 2, 3], sums(400, 10)));
+        assert_eq!(
+            (c.cpu_ns, c.runqueue_wait_ns, c.voluntary_switches, c.involuntary_switches),
+            (300, Some(30), Some(3), Some(0))
+        );
+        assert_eq!(c.migrations, None);
+        assert!(c.unavailable.iter().any(|u| u.starts_with("migrations: not read for")), "{:?}", c.unavailable);
+        // Thread 2 ended: the time stays right, the switches are not given.
+        let c = between(&whole(0, &[1, 2], sums(100, 7)), &whole(9, &[1], sums(400, 5)));
+        assert_eq!((c.cpu_ns, c.voluntary_switches, c.threads_exited), (300, None, 1));
+        assert!(
+            c.unavailable.iter().any(|u| u.starts_with("context switches: 1 threads ended")),
+            "{:?}",
+            c.unavailable
+        );
     }
 
     /// Past the thread limit, migrations are not read, and the row says why.

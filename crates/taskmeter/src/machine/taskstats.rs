@@ -30,8 +30,10 @@ pub struct Taskstats {
 // version that has the switches (2 and later).
 const TASKSTATS_CMD_GET: u8 = 1;
 const TASKSTATS_CMD_ATTR_PID: u16 = 1;
+const TASKSTATS_CMD_ATTR_TGID: u16 = 2;
 const TASKSTATS_TYPE_STATS: u16 = 3;
 const TASKSTATS_TYPE_AGGR_PID: u16 = 4;
+const TASKSTATS_TYPE_AGGR_TGID: u16 = 5;
 const OFFSET_CPU_DELAY_TOTAL: usize = 24;
 const OFFSET_CPU_RUN_VIRTUAL_TOTAL: usize = 72;
 const OFFSET_NVCSW: usize = 272;
@@ -73,8 +75,19 @@ impl Taskstats {
 
     /// The counters of thread `tid` (any thread of any process).
     pub fn thread(&mut self, tid: u32) -> io::Result<ThreadCounts> {
-        let reply = self.ask(TASKSTATS_CMD_GET, TASKSTATS_CMD_ATTR_PID, &tid.to_ne_bytes())?;
-        let stats = attribute(&reply, TASKSTATS_TYPE_AGGR_PID)
+        self.counts(TASKSTATS_CMD_ATTR_PID, TASKSTATS_TYPE_AGGR_PID, tid)
+    }
+
+    /// The sums over every thread of process `pid`, in one query: time on a CPU and waiting for
+    /// one include the threads that ended (the kernel adds them up as they exit), the switches
+    /// only the threads alive now.
+    pub fn process(&mut self, pid: u32) -> io::Result<ThreadCounts> {
+        self.counts(TASKSTATS_CMD_ATTR_TGID, TASKSTATS_TYPE_AGGR_TGID, pid)
+    }
+
+    fn counts(&mut self, ask_by: u16, answer: u16, id: u32) -> io::Result<ThreadCounts> {
+        let reply = self.ask(TASKSTATS_CMD_GET, ask_by, &id.to_ne_bytes())?;
+        let stats = attribute(&reply, answer)
             .and_then(|nested| attribute(nested, TASKSTATS_TYPE_STATS))
             .filter(|s| s.len() >= OFFSET_NIVCSW + 8)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "a taskstats reply without its counters"))?;
@@ -200,5 +213,24 @@ mod tests {
         assert!(counts.voluntary <= field("voluntary_ctxt_switches:"));
         assert!(counts.involuntary <= field("nonvoluntary_ctxt_switches:"));
         assert_eq!(stats.thread(u32::MAX >> 2).map_err(|e| e.raw_os_error()), Err(Some(libc::ESRCH)));
+    }
+
+    /// A process's sums include a thread that ended, for its time on a CPU and waiting.
+    #[test]
+    fn a_process_sums_its_threads_and_keeps_the_ended_ones_time() {
+        let Ok(mut stats) = Taskstats::open() else { return };
+        let pid = std::process::id();
+        let before = stats.process(pid).expect("this process");
+        std::thread::spawn(|| {
+            let started = std::time::Instant::now();
+            while started.elapsed() < std::time::Duration::from_millis(30) {
+                std::hint::black_box(0);
+            }
+        })
+        .join()
+        .unwrap();
+        let after = stats.process(pid).expect("this process");
+        assert!(after.on_cpu_ns >= before.on_cpu_ns + 20_000_000, "{before:?} {after:?}");
+        assert!(after.wait_ns >= before.wait_ns);
     }
 }

@@ -110,8 +110,8 @@ fn figures(cell: &Cell) -> Vec<String> {
         ns(cell.mean_percentile(Metric::Lateness, |s| s.p99)),
         ns(per(|c| Some(c.cpu_ns))),
         cell.mean_of(system_share).map_or_else(|| "-".into(), |v| format!("{:.0}", v * 100.0)),
-        ratio(per(|c| Some(c.voluntary_switches))),
-        ratio(per(|c| Some(c.involuntary_switches))),
+        ratio(per(|c| c.voluntary_switches)),
+        ratio(per(|c| c.involuntary_switches)),
         ratio(per(|c| c.migrations)),
         ns(per(|c| c.runqueue_wait_ns)),
         counter(|c| c.threads as u64).map_or_else(|| "n/a".into(), |v| format!("{v:.0}")),
@@ -220,13 +220,13 @@ mod tests {
         row.counters = Some(Counters {
             wakeups: 4,
             cpu_ns: 10_000,
-            voluntary_switches: 6,
+            voluntary_switches: Some(6),
             user_ns: 30_000_000,
             system_ns: 90_000_000,
             ..Counters::default()
         });
         assert_eq!(per_wakeup(&row, |c| Some(c.cpu_ns)), Some(2_500.0));
-        assert_eq!(per_wakeup(&row, |c| Some(c.voluntary_switches)), Some(1.5));
+        assert_eq!(per_wakeup(&row, |c| c.voluntary_switches), Some(1.5));
         assert_eq!(per_wakeup(&row, |c| c.migrations), None, "unavailable stays unavailable");
         assert_eq!(system_share(&row), Some(0.75));
         row.counters.as_mut().unwrap().system_ns = 60_000_000;
