@@ -91,13 +91,16 @@ impl Count for u64 {
     }
 }
 
+/// Adds `count` to the counter at `index` and to its page's total.
 #[inline]
-fn add_to<C: Count>(pages: &mut Vec<Option<Box<[C]>>>, index: usize, count: u64) {
+fn add_to<C: Count>(pages: &mut Vec<Option<Box<[C]>>>, totals: &mut Vec<u64>, index: usize, count: u64) {
     let page = index / PAGE;
     if page >= pages.len() {
         pages.resize(page + 1, None);
+        totals.resize(page + 1, 0);
     }
     pages[page].get_or_insert_with(|| vec![C::default(); PAGE].into_boxed_slice())[index % PAGE] += C::of(count);
+    totals[page] += count;
 }
 
 impl Counters {
@@ -106,12 +109,7 @@ impl Counters {
         self.make_room(indices.len() as u64);
         fn runs<C: Count>(pages: &mut Vec<Option<Box<[C]>>>, indices: &[u32], totals: &mut Vec<u64>) {
             for run in indices.chunk_by(|a, b| a == b) {
-                let index = run[0] as usize;
-                add_to(pages, index, run.len() as u64);
-                if index / PAGE >= totals.len() {
-                    totals.resize(index / PAGE + 1, 0);
-                }
-                totals[index / PAGE] += run.len() as u64;
+                add_to(pages, totals, run[0] as usize, run.len() as u64);
             }
         }
         match &mut self.pages {
@@ -124,13 +122,9 @@ impl Counters {
     fn add(&mut self, index: usize, count: u64) {
         self.make_room(count);
         match &mut self.pages {
-            Pages::Narrow(pages) => add_to(pages, index, count),
-            Pages::Wide(pages) => add_to(pages, index, count),
+            Pages::Narrow(pages) => add_to(pages, &mut self.totals, index, count),
+            Pages::Wide(pages) => add_to(pages, &mut self.totals, index, count),
         }
-        if index / PAGE >= self.totals.len() {
-            self.totals.resize(index / PAGE + 1, 0);
-        }
-        self.totals[index / PAGE] += count;
     }
 
     /// Widens the counters before `more` values could overflow a 32-bit one.

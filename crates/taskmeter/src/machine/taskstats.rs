@@ -24,6 +24,8 @@ pub struct Taskstats {
     socket: OwnedFd,
     family: u16,
     sequence: u32,
+    /// The last reply, kept for the next (one allocation per socket, not per query).
+    reply: Vec<u8>,
 }
 
 // From <linux/taskstats.h>; the struct only grows at its end, so these offsets hold for every
@@ -64,9 +66,9 @@ impl Taskstats {
                 std::mem::size_of::<libc::timeval>() as libc::socklen_t,
             )
         };
-        let mut stats = Taskstats { socket, family: libc::GENL_ID_CTRL as u16, sequence: 0 };
+        let mut stats = Taskstats { socket, family: libc::GENL_ID_CTRL as u16, sequence: 0, reply: vec![0; 4096] };
         let reply = stats.ask(libc::CTRL_CMD_GETFAMILY as u8, libc::CTRL_ATTR_FAMILY_NAME as u16, b"TASKSTATS\0")?;
-        let id = attribute(&reply, libc::CTRL_ATTR_FAMILY_ID as u16)
+        let id = attribute(reply, libc::CTRL_ATTR_FAMILY_ID as u16)
             .and_then(|v| Some(u16::from_ne_bytes(v.get(..2)?.try_into().ok()?)))
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no taskstats family id"))?;
         stats.family = id;
@@ -87,7 +89,7 @@ impl Taskstats {
 
     fn counts(&mut self, ask_by: u16, answer: u16, id: u32) -> io::Result<ThreadCounts> {
         let reply = self.ask(TASKSTATS_CMD_GET, ask_by, &id.to_ne_bytes())?;
-        let stats = attribute(&reply, answer)
+        let stats = attribute(reply, answer)
             .and_then(|nested| attribute(nested, TASKSTATS_TYPE_STATS))
             .filter(|s| s.len() >= OFFSET_NIVCSW + 8)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "a taskstats reply without its counters"))?;
@@ -101,7 +103,7 @@ impl Taskstats {
     }
 
     /// Sends one request with one attribute; returns the reply's attributes.
-    fn ask(&mut self, command: u8, attribute_type: u16, value: &[u8]) -> io::Result<Vec<u8>> {
+    fn ask(&mut self, command: u8, attribute_type: u16, value: &[u8]) -> io::Result<&[u8]> {
         self.sequence = self.sequence.wrapping_add(1);
         let attribute_len = 4 + value.len();
         let len = NLMSG_HEADER + GENL_HEADER + attribute_len.next_multiple_of(4);
@@ -121,7 +123,7 @@ impl Taskstats {
         if unsafe { libc::send(fd, request.as_ptr().cast(), request.len(), 0) } < 0 {
             return Err(io::Error::last_os_error());
         }
-        let mut reply = vec![0u8; 4096];
+        let reply = &mut self.reply;
         loop {
             // SAFETY: the buffer is valid for its length.
             let got = unsafe { libc::recv(fd, reply.as_mut_ptr().cast(), reply.len(), 0) };
@@ -142,8 +144,9 @@ impl Taskstats {
                 return Err(io::Error::from_raw_os_error(-code));
             }
             let len = (u32::from_ne_bytes(reply[..4].try_into().expect("4 bytes")) as usize).min(got);
-            reply.truncate(len);
-            return Ok(reply.split_off(NLMSG_HEADER + GENL_HEADER));
+            return reply
+                .get(NLMSG_HEADER + GENL_HEADER..len)
+                .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "a netlink reply shorter than its headers"));
         }
     }
 }
