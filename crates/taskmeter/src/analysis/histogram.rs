@@ -49,9 +49,10 @@ pub struct SignedHistogram {
 
 /// The values an exact histogram keeps as they are, in runs that are each sorted once settled.
 /// A histogram absorbed whole brings its runs along: a row made of its priority classes is not
-/// sorted again after each class was sorted for its own statistics, and its ranks are found
-/// across the runs (ending a row of 3 million such values in two classes: 260 to 113 ms, `WIDE=1 CLASSES=2
-/// BUDGET=4000000 fold_cost`).
+/// sorted again after each class was sorted for its own statistics, its ranks are found across
+/// the runs, and its stored encodings count each run's values by counter (ending a row of 3
+/// million such values in two classes: 260 to 113-116 ms, `WIDE=1 CLASSES=2 BUDGET=4000000
+/// fold_cost`).
 #[derive(Clone, Debug, Default)]
 struct Kept {
     runs: Vec<Run>,
@@ -131,35 +132,38 @@ fn kth(slices: &[&[i64]], rank: u64) -> i64 {
     low as i64
 }
 
-/// `counters` with the sorted values of `slices` counted in, as `magnitude` makes them.
-fn with_kept<'a>(
-    counters: &'a Counters,
-    slices: &[&[i64]],
-    magnitude: fn(i64) -> u64,
-) -> std::borrow::Cow<'a, Counters> {
-    if slices.iter().all(|s| s.is_empty()) {
-        return std::borrow::Cow::Borrowed(counters);
-    }
-    let mut counted = counters.clone();
-    for slice in slices {
-        // Sorted values: each counter's in one run.
-        let mut run: Option<(usize, u64)> = None;
-        for value in *slice {
-            let index = counts_index(magnitude(*value));
-            match &mut run {
-                Some((at, count)) if *at == index => *count += 1,
-                _ => {
-                    if let Some((at, count)) = run.replace((index, 1)) {
-                        counted.add(at, count);
-                    }
-                }
-            }
-        }
-        if let Some((at, count)) = run {
-            counted.add(at, count);
+/// (counter index, count) of each counter that sorted `values` reach, as `magnitude` makes them,
+/// in the order of the values.
+fn counted(values: &[i64], magnitude: fn(i64) -> u64) -> Vec<(usize, u64)> {
+    let mut counts: Vec<(usize, u64)> = Vec::new();
+    for value in values {
+        let index = counts_index(magnitude(*value));
+        match counts.last_mut() {
+            Some((at, count)) if *at == index => *count += 1,
+            _ => counts.push((index, 1)),
         }
     }
-    std::borrow::Cow::Owned(counted)
+    counts
+}
+
+/// Two lists of (counter index, count) in increasing order of index, as one.
+fn merged(a: Vec<(usize, u64)>, b: Vec<(usize, u64)>) -> Vec<(usize, u64)> {
+    if a.is_empty() || b.is_empty() {
+        return if a.is_empty() { b } else { a };
+    }
+    let mut out: Vec<(usize, u64)> = Vec::with_capacity(a.len() + b.len());
+    let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+    while let Some((index, count)) = match (a.peek(), b.peek()) {
+        (Some(x), Some(y)) if y.0 < x.0 => b.next(),
+        (Some(_), _) => a.next(),
+        (None, _) => b.next(),
+    } {
+        match out.last_mut() {
+            Some((at, sum)) if *at == index => *sum += count,
+            _ => out.push((index, count)),
+        }
+    }
+    out
 }
 
 /// Counters by index, in pages of [`PAGE`] allocated on first use, with each page's total so
@@ -233,6 +237,7 @@ impl Counters {
         }
     }
 
+    #[cfg(test)]
     fn add(&mut self, index: usize, count: u64) {
         self.make_room(count);
         match &mut self.pages {
@@ -548,13 +553,14 @@ impl SignedHistogram {
         let this = settled.as_ref();
         let (negative, positive) = this.outliers.as_ref().map(Kept::halves).unwrap_or_default();
         let below_zero = this.negative.total() + negative.iter().map(|s| s.len() as u64).sum::<u64>();
-        let counters = with_kept(&this.positive, &positive, |v| v as u64);
+        let kept = positive.iter().map(|s| counted(s, |v| v as u64)).fold(Vec::new(), merged);
         // The highest value, as the library's histogram of these values would be bounded by.
         let highest = [
             this.positive.last_nonzero().map(|i| index_range(i).1),
             positive.iter().filter_map(|s| s.last()).max().map(|v| *v as u64),
         ];
-        encode_sparse(std::iter::once((0, below_zero)).chain(counters.nonzero()), highest.into_iter().flatten().max())
+        let counts = merged(this.positive.nonzero(), kept);
+        encode_sparse(std::iter::once((0, below_zero)).chain(counts), highest.into_iter().flatten().max())
     }
 
     /// How early the values below 0 were (their magnitudes), encoded; None without any.
@@ -562,12 +568,14 @@ impl SignedHistogram {
         let settled = self.settled();
         let this = settled.as_ref();
         let (negative, _) = this.outliers.as_ref().map(Kept::halves).unwrap_or_default();
-        let counters = with_kept(&this.negative, &negative, i64::unsigned_abs);
+        // Values below 0 in increasing order: their magnitudes decrease.
+        let in_order = |s: &&[i64]| counted(s, i64::unsigned_abs).into_iter().rev().collect();
+        let counts = merged(this.negative.nonzero(), negative.iter().map(in_order).fold(Vec::new(), merged));
         let highest = [
             this.negative.last_nonzero().map(|i| index_range(i).1),
             negative.iter().filter_map(|s| s.first()).min().map(|v| v.unsigned_abs()),
         ];
-        (counters.total() > 0).then(|| encode_sparse(counters.nonzero(), highest.into_iter().flatten().max()))
+        (!counts.is_empty()).then(|| encode_sparse(counts, highest.into_iter().flatten().max()))
     }
 }
 
