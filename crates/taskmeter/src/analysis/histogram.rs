@@ -34,9 +34,10 @@ const EXACT_BELOW: u64 = 1 << 18;
 /// An exact one ([`SignedHistogram::exact`]) keeps the values outside 0..262,144 as they are
 /// until [`SignedHistogram::make_approximate`]: its ranks are then the values' own, at the cost
 /// of 8 bytes for each such value only.
-/// Values are counted in batches sorted by counter: one at a time, each would touch a random
-/// line of the counters (a cache miss per value while the worker's units share the CPUs and
-/// caches).
+/// Values are counted in batches grouped by page of counters: one at a time, each would touch a
+/// random line of the counters (a cache miss per value while the worker's units share the CPUs
+/// and caches); within a page, order does not matter (`fold_cost`, sorting each batch by counter
+/// before: wide 74-75 to 52 ns a sample, narrow 37.6 to 26.7).
 #[derive(Clone, Debug, Default)]
 pub struct SignedHistogram {
     positive: Counters,
@@ -223,12 +224,21 @@ fn add_to<C: Count>(pages: &mut Vec<Option<Box<[C]>>>, totals: &mut Vec<u64>, in
 }
 
 impl Counters {
-    /// Counts one value at each of `indices`, sorted (runs of equal indices in one addition).
-    fn add_sorted(&mut self, indices: &[u32]) {
+    /// Counts one value at each of `indices`, grouped by page in increasing order (in any order
+    /// within a page): each page is found once, and its counters are reached within its 16 KiB.
+    fn add_by_page(&mut self, indices: &[u32]) {
         self.make_room(indices.len() as u64);
-        fn runs<C: Count>(pages: &mut Vec<Option<Box<[C]>>>, indices: &[u32], totals: &mut Vec<u64>) {
-            for run in indices.chunk_by(|a, b| a == b) {
-                add_to(pages, totals, run[0] as usize, run.len() as u64);
+        fn runs<C: Count>(pages: &mut Vec<Option<Box<[C]>>>, mut indices: &[u32], totals: &mut Vec<u64>) {
+            while let Some(first) = indices.first() {
+                let page = *first as usize / PAGE;
+                let on_page = indices.partition_point(|i| *i as usize / PAGE == page);
+                add_to(pages, totals, page * PAGE, 0);
+                let counters = pages[page].as_deref_mut().expect("allocated by add_to");
+                for index in &indices[..on_page] {
+                    counters[*index as usize % PAGE] += C::of(1);
+                }
+                totals[page] += on_page as u64;
+                indices = &indices[on_page..];
             }
         }
         match &mut self.pages {
@@ -422,8 +432,8 @@ impl SignedHistogram {
         }
     }
 
-    /// Records the pending values: each counter's in one addition, in order of index (sorting
-    /// the indices, not the values: three passes of a radix sort rather than eight).
+    /// Records the pending values, page of counters by page (sorting the indices by page: one
+    /// or two passes of a radix sort, where sorting them took three and the values eight).
     fn flush(&mut self) {
         let (mut positive, mut negative) = (Vec::with_capacity(self.pending.len()), Vec::new());
         let mut kept = self.outliers.as_mut().map(Kept::open);
@@ -436,8 +446,9 @@ impl SignedHistogram {
         }
         self.pending.clear();
         for (indices, counters) in [(&mut positive, &mut self.positive), (&mut negative, &mut self.negative)] {
-            radsort::sort(indices);
-            counters.add_sorted(indices);
+            // Every index is below 48 << 17: a page number fits in 16 bits.
+            radsort::sort_by_key(indices, |index| (*index as usize / PAGE) as u16);
+            counters.add_by_page(indices);
         }
     }
 
@@ -909,9 +920,9 @@ mod tests {
     fn counters_widen_before_32_bits_overflow() {
         let mut counters = Counters::default();
         counters.add(5, u64::from(u32::MAX) - 1);
-        counters.add_sorted(&[7]);
+        counters.add_by_page(&[7]);
         assert!(matches!(counters.pages, Pages::Narrow(_)));
-        counters.add_sorted(&[5, 5]);
+        counters.add_by_page(&[5, 5]);
         assert!(matches!(counters.pages, Pages::Wide(_)));
         counters.add(PAGE + 1, 1 << 40);
         assert_eq!(counters.nonzero(), vec![(5, u64::from(u32::MAX) + 1), (7, 1), (PAGE + 1, 1 << 40)]);
