@@ -338,7 +338,8 @@ impl Checker {
             }
             Some(_) => {}
         }
-        let context = SampleContext { plan: &self.plan, window, unit, origin_ns: chunk.origin_ns };
+        let class = self.plan.class_of(unit);
+        let context = SampleContext { plan: &self.plan, window, unit, class, origin_ns: chunk.origin_ns };
         for sample in chunk.samples() {
             let view = context.check(state, sample).map_err(|why| {
                 OutputError::Invalid(format!(
@@ -503,6 +504,8 @@ struct SampleContext<'a> {
     plan: &'a Plan,
     window: Window,
     unit: u32,
+    /// The unit's priority class, found once a frame rather than by a division each sample.
+    class: u32,
     origin_ns: u64,
 }
 
@@ -572,14 +575,7 @@ impl SampleContext<'_> {
         state.samples += 1;
         let measured = s.start_ns >= self.window.measure_start_ns;
         state.measured += u64::from(measured);
-        Ok(SampleView {
-            unit: self.unit,
-            class: self.plan.class_of(self.unit),
-            sample: s,
-            expected_ns,
-            previous_wake_ns,
-            measured,
-        })
+        Ok(SampleView { unit: self.unit, class: self.class, sample: s, expected_ns, previous_wake_ns, measured })
     }
 }
 
