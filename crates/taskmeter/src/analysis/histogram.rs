@@ -62,7 +62,8 @@ struct Kept {
 #[derive(Clone, Debug, Default)]
 struct Run {
     values: Vec<i64>,
-    /// The values are sorted when all of them are: what was settled.
+    /// How many of the values were there, sorted, when the run was last settled: all of them
+    /// unless values came since.
     sorted: usize,
 }
 
@@ -228,7 +229,7 @@ impl Counters {
     /// within a page): each page is found once, and its counters are reached within its 16 KiB.
     fn add_by_page(&mut self, indices: &[u32]) {
         self.make_room(indices.len() as u64);
-        fn runs<C: Count>(pages: &mut Vec<Option<Box<[C]>>>, mut indices: &[u32], totals: &mut Vec<u64>) {
+        fn count<C: Count>(pages: &mut Vec<Option<Box<[C]>>>, mut indices: &[u32], totals: &mut Vec<u64>) {
             while let Some(first) = indices.first() {
                 let page = *first as usize / PAGE;
                 let on_page = indices.partition_point(|i| *i as usize / PAGE == page);
@@ -242,8 +243,8 @@ impl Counters {
             }
         }
         match &mut self.pages {
-            Pages::Narrow(pages) => runs(pages, indices, &mut self.totals),
-            Pages::Wide(pages) => runs(pages, indices, &mut self.totals),
+            Pages::Narrow(pages) => count(pages, indices, &mut self.totals),
+            Pages::Wide(pages) => count(pages, indices, &mut self.totals),
         }
     }
 
