@@ -726,6 +726,16 @@ pub fn cdf(h: &Histogram<u64>) -> Vec<(u64, f64)> {
 mod tests {
     use super::*;
 
+    /// A xorshift generator: the same values every run.
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
     #[test]
     fn round_trips_and_keeps_small_values_exact() {
         let values = [-5, 0, 1, 17, 250_000, 250_001, 1_000_000_007];
@@ -787,12 +797,10 @@ mod tests {
     fn the_sparse_encoding_is_the_library_s_byte_for_byte() {
         // Values in every region: 0, the counted range, several buckets above it, repeats, and
         // negative ones (stored as 0; their magnitudes apart).
-        let mut random = 0x2545_f491_4f6c_dd1du64;
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         let mut values: Vec<i64> = (0..20_000)
             .map(|_| {
-                random ^= random << 13;
-                random ^= random >> 7;
-                random ^= random << 17;
+                let random = next();
                 let scale = [10u64, 1_000, 262_144, 300_000, 5_000_000, 3_000_000_000][(random % 6) as usize];
                 (random >> 8) as i64 % scale as i64 - i64::from(random % 50 == 0) * 40_000
             })
@@ -878,13 +886,7 @@ mod tests {
     /// number of runs that are joined into one too.
     #[test]
     fn absorbed_runs_rank_and_encode_as_one_sorted_list() {
-        let mut random = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            random ^= random << 13;
-            random ^= random >> 7;
-            random ^= random << 17;
-            random
-        };
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
         for parts in [2, MAX_RUNS, MAX_RUNS + 3] {
             let mut all = Vec::new();
             let mut merged = SignedHistogram::exact();
@@ -941,13 +943,7 @@ mod tests {
     /// approximate histograms of values on both sides of 0, narrow and wide (over many pages).
     #[test]
     fn ranks_skip_pages_and_land_where_the_bucket_list_does() {
-        let mut random = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            random ^= random << 13;
-            random ^= random >> 7;
-            random ^= random << 17;
-            random
-        };
+        let mut next = xorshift(0x2545_F491_4F6C_DD1D);
         for (exact, spread, negative_share) in [
             (true, 1_000, 0),
             (true, 50_000_000, 10),
