@@ -15,7 +15,7 @@
 //! | [`process`] | one supervisor for every child process: workers, receivers, bench bodies |
 //! | [`runtimes`] | the runtimes and how their workers are built and started |
 //! | [`session`] | what every command that measures shares: folder, interrupts, environment, writing, exit status |
-//! | [`experiments`] | sleep (with volume and atomic-sum), net, bench |
+//! | [`experiments`] | the catalog of `run`'s experiments; the work loop (sleep, volume, atomic-sum, recipes), net, granularity, bench |
 //! | [`cli`] | flags, presets, and the commands |
 
 pub mod analysis;

@@ -690,9 +690,10 @@ fn run_short_help_fits_one_screen_and_the_long_help_has_every_heading_and_value(
     for flag in ["--start-limit", "--exact-samples", "--allow-rt-spin", "--export-markdown", "--calibrate"] {
         assert!(long.contains(flag) && !short.contains(flag), "{flag}");
     }
-    // Every value list is complete, in the help of its flag.
+    // Every value list is complete, in the help of its flag: the experiments, as the catalog has them.
+    let experiments: Vec<&str> = taskmeter::experiments::catalog::EXPERIMENTS.iter().map(|e| e.name).collect();
     let values: &[(&str, &[&str])] = &[
-        ("[EXPERIMENT]", &["sleep", "volume", "atomic-sum", "net", "granularity"]),
+        ("[EXPERIMENT]", &experiments),
         ("--mode", &["absolute", "relative"]),
         ("--table", &["ranked", "study", "volume", "why"]),
         ("--metric", &["lateness", "actual", "full", "busy"]),

@@ -1,5 +1,6 @@
 //! The flags of every command (clap) and the parsers of their values; a bad value is one line.
 
+use crate::experiments::catalog::{self, ExperimentInfo, EXPERIMENTS};
 use crate::machine::sched::{CpuList, Policy};
 use crate::model::run::Metric;
 use crate::model::sweep::Sweep;
@@ -437,16 +438,17 @@ pub(super) mod heading {
 
 #[derive(Args)]
 pub(super) struct RunArgs {
-    /// sleep (default), volume, atomic-sum, net or granularity
-    ///
-    /// sleep: how late units wake up, at one point or swept; volume: the sleep loop over a
-    /// growing number of units (delay, iterations and memory per unit); atomic-sum: every
-    /// iteration increments one shared atomic counter (increments per second against units);
-    /// net: TCP message throughput with 1..N senders against each receiver; granularity: the
-    /// smallest task each runtime runs efficiently (efficiency against task size, and METG(50 %)
-    /// as Task Bench defines it). In place of the experiment, a preset file: PRESET.toml (below).
-    #[arg(value_enum, default_value = "sleep", hide_default_value = true, hide_possible_values = true, display_order = 0, help_heading = heading::MEASURE)]
-    pub(super) experiment: ExperimentArg,
+    #[arg(
+        value_parser = experiment_arg(),
+        help = experiment_help(false),
+        default_value = "sleep",
+        long_help = experiment_help(true),
+        hide_default_value = true,
+        hide_possible_values = true,
+        display_order = 0,
+        help_heading = heading::MEASURE
+    )]
+    pub(super) experiment: &'static ExperimentInfo,
     /// Runtime ids, comma-separated, or `all`
     ///
     /// `all` is every runtime available here; `taskmeter list` shows them all and why one is not
@@ -704,35 +706,25 @@ pub(super) enum ListWhat {
     Recipes,
 }
 
-#[derive(Copy, Clone, ValueEnum, PartialEq)]
-pub(super) enum ExperimentArg {
-    /// How late units wake up: the work loop at one point, or swept
-    Sleep,
-    /// The sleep loop over a growing number of units (the v2 study): delay, iterations and memory per unit
-    Volume,
-    /// Every iteration increments one shared atomic counter: increments per second vs units
-    AtomicSum,
-    /// TCP message throughput with 1..N senders against each receiver (the TCP study)
-    Net,
-    /// The smallest task each runtime runs efficiently: efficiency against task size, and
-    /// METG(50 %) as Task Bench defines it
-    Granularity,
-    /// Every way to wait each runtime has (RUNTIME/RECIPE: spin, timerfd, hybrid, ...) beside
-    /// its own sleep, at 50 µs to 10 ms and 1 and 100 units: lateness, CPU per unit, and which to use
-    Recipes,
+/// The experiment argument: a name of the catalog (`experiments/catalog.rs`).
+fn experiment_arg() -> impl clap::builder::TypedValueParser<Value = &'static ExperimentInfo> {
+    let names = EXPERIMENTS.iter().map(|e| clap::builder::PossibleValue::new(e.name).help(e.about));
+    let parser = clap::builder::PossibleValuesParser::new(names);
+    clap::builder::TypedValueParser::map(parser, |name: String| {
+        catalog::find(&name).expect("one of the possible values")
+    })
 }
 
-impl ExperimentArg {
-    pub(super) fn name(self) -> &'static str {
-        match self {
-            ExperimentArg::Sleep => "sleep",
-            ExperimentArg::Volume => "volume",
-            ExperimentArg::AtomicSum => "atomic-sum",
-            ExperimentArg::Net => "net",
-            ExperimentArg::Granularity => "granularity",
-            ExperimentArg::Recipes => "recipes",
-        }
+/// The help on the experiment, from the catalog: its names (`-h`), or each with what it measures.
+fn experiment_help(long: bool) -> String {
+    let names: Vec<&str> = EXPERIMENTS.iter().map(|e| e.name).collect();
+    let (last, others) = names.split_last().expect("experiments exist");
+    let short = format!("{} or {last}; or a preset file, PRESET.toml [default: sleep]", others.join(", "));
+    if !long {
+        return short;
     }
+    let each: Vec<String> = EXPERIMENTS.iter().map(|e| format!("{}: {}", e.name, e.about)).collect();
+    format!("{short}\n\n{}.", each.join(";\n"))
 }
 
 /// `--units`: one count, or values to sweep.

@@ -13,10 +13,11 @@ mod rebuild;
 mod scope;
 pub mod selftest;
 
+use crate::experiments::catalog::Family;
 use crate::experiments::ExperimentError;
 use crate::model::header::LoadError;
 use crate::report::ReportError;
-use args::{Cli, Command, ExperimentArg, MetricChoice, NetAction};
+use args::{Cli, Command, MetricChoice, NetAction};
 use clap::{CommandFactory, FromArgMatches};
 use std::fmt;
 use std::process::ExitCode;
@@ -204,10 +205,10 @@ fn hints(e: &clap::Error) -> String {
 /// anything; the commands that measure nothing are checked by their parsing alone.
 fn dry_run(command: Command) -> Result<ExitCode, CliError> {
     match command {
-        Command::Run(args) if args.experiment == ExperimentArg::Net => {
+        Command::Run(args) if args.experiment.family == Family::Net => {
             options::net_options(&args)?;
         }
-        Command::Run(args) if args.experiment == ExperimentArg::Granularity => {
+        Command::Run(args) if args.experiment.family == Family::Granularity => {
             crate::experiments::granularity::check(&options::granularity_options(&args)?.settings)?
         }
         Command::Run(args) => {
@@ -231,10 +232,10 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
             list::print(format == args::TextFormat::Json);
             ExitCode::SUCCESS
         }
-        Command::Run(args) if args.experiment == ExperimentArg::Net => {
+        Command::Run(args) if args.experiment.family == Family::Net => {
             crate::experiments::net::run(options::net_options(&args)?)?
         }
-        Command::Run(args) if args.experiment == ExperimentArg::Granularity => {
+        Command::Run(args) if args.experiment.family == Family::Granularity => {
             crate::experiments::granularity::run(options::granularity_options(&args)?)?
         }
         Command::Run(args) => crate::experiments::sleep::run(options::run_options(&args)?)?,

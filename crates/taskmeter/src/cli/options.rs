@@ -15,7 +15,7 @@ use crate::runtimes;
 use crate::session::Output;
 use std::path::PathBuf;
 use taskmeter_protocol::plan::DEFAULT_WAIT;
-use taskmeter_protocol::{BusyPlan, Experiment, Mode, Pattern, Schedule, SleepPlan};
+use taskmeter_protocol::{BusyPlan, Mode, Pattern, Schedule, SleepPlan};
 
 /// Where a command's results go: its folder, the export files, JSON or the console.
 fn output(folder: &Option<PathBuf>, exports: &ExportArgs, format: Format) -> Result<Output, String> {
@@ -44,7 +44,7 @@ pub(super) fn run_options(args: &RunArgs) -> Result<RunOptions, String> {
     let (settings, sweeps) = settings(args)?;
     Ok(RunOptions {
         settings,
-        experiment: args.experiment.name(),
+        experiment: args.experiment.name,
         sweeps,
         shuffle: args.order == OrderArg::Shuffled,
         seed: args.seed,
@@ -59,21 +59,15 @@ pub(super) fn run_options(args: &RunArgs) -> Result<RunOptions, String> {
 /// Turns the flags into settings and sweeps; each point's settings are checked by the
 /// experiment before anything runs.
 fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
-    let recipes = args.experiment == ExperimentArg::Recipes;
-    let study = args.experiment != ExperimentArg::Sleep && !recipes;
+    let experiment = args.experiment;
+    let defaults = experiment.defaults.as_ref().ok_or_else(|| format!("`run {}` has no work loop", experiment.name))?;
     let mut sweeps = args.sweeps.clone();
-    let default_units = match (study, recipes, args.quick) {
-        (true, ..) => "1..10000:log10",
-        (_, true, false) => "1,100",
-        (_, true, true) => "1",
-        _ => "5",
-    };
-    if recipes && args.sleep.is_none() && !args.sweeps.iter().any(|s| s.param == Param::Sleep) {
-        // The periods the upstream threads ask about: below, at and above a 1 ms timer wheel.
-        let periods = if args.quick { "sleep=250us,1ms" } else { "sleep=50us,250us,1ms,10ms" };
-        sweeps.push(Sweep::parse(periods)?);
+    if let Some(periods) = defaults.sleep_sweep {
+        if args.sleep.is_none() && !args.sweeps.iter().any(|s| s.param == Param::Sleep) {
+            sweeps.push(Sweep::parse(by_quick(args, periods))?);
+        }
     }
-    let units = match units_arg(args.units.as_deref().unwrap_or(default_units))? {
+    let units = match units_arg(args.units.as_deref().unwrap_or(by_quick(args, defaults.units)))? {
         Ok(n) => n,
         Err(sweep) => {
             if args.sweeps.iter().any(|s| s.param == Param::Units) {
@@ -84,19 +78,14 @@ fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
             first
         }
     };
-    let schedule = args.sleep.unwrap_or(if study {
-        Schedule::Modulo { m: 20, ns: 1_000_000 }
-    } else {
-        Schedule::Fixed { ns: 1_000_000 }
-    });
+    let schedule = args.sleep.unwrap_or(defaults.sleep);
     let mode = match args.mode {
         Some(ModeArg::Relative) => Mode::Relative,
         Some(ModeArg::Absolute) => Mode::Absolute,
-        None if study => Mode::Relative,
-        None => Mode::Absolute,
+        None => defaults.mode,
     };
     let mut runtimes = runtime_list(args)?;
-    if recipes {
+    if defaults.with_recipes {
         runtimes = with_their_recipes(&runtimes);
     }
     let mut swept = Vec::new();
@@ -115,35 +104,21 @@ fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
     if args.seed.is_some() && args.order == OrderArg::Given {
         return Err("--seed only applies to --order shuffled".into());
     }
-    let experiment =
-        if args.experiment == ExperimentArg::AtomicSum { Experiment::AtomicSum } else { Experiment::Sleep };
     let settings = Settings {
         runtimes,
-        experiment,
+        experiment: defaults.workers_run,
         units,
         priority_classes: args.priority_classes,
         start_limit_ns: args.start_limit,
         repeat: args.repeat.unwrap_or(1),
         together: args.together,
-        // The recipes run about 90 ways to wait: at 8 points (about 9 minutes), or 2 (--quick).
-        duration_ns: args.duration.unwrap_or(match (args.quick, recipes) {
-            (true, true) => 200_000_000,
-            (true, false) => 300_000_000,
-            (false, true) => 500_000_000,
-            (false, false) => 1_500_000_000,
-        }),
-        warmup_ns: args.warmup.unwrap_or(match (args.quick, recipes) {
-            (true, true) => 50_000_000,
-            (true, false) => 100_000_000,
-            (false, true) => 100_000_000,
-            (false, false) => 500_000_000,
-        }),
+        duration_ns: args.duration.unwrap_or(by_quick(args, defaults.duration_ns)),
+        warmup_ns: args.warmup.unwrap_or(by_quick(args, defaults.warmup_ns)),
         sleep: SleepPlan { mode, schedule },
         sleep_spec: schedule.to_string(),
         busy: BusyPlan {
             iters: match args.busy {
-                // The recipes time the wait alone, unless asked.
-                BusyArg::Iterations(n) if !recipes || args.busy_given => n,
+                BusyArg::Iterations(n) if !defaults.busy_only_when_given || args.busy_given => n,
                 _ => 0,
             },
             yield_each_step: args.yield_each_step,
@@ -160,6 +135,15 @@ fn settings(args: &RunArgs) -> Result<(Settings, Vec<Sweep>), String> {
         cpu_dma_latency_us: args.cpu_dma_latency,
     };
     Ok((settings, sweeps))
+}
+
+/// A default of the catalog: the first without `--quick`, the second with it.
+fn by_quick<T>(args: &RunArgs, (full, quick): (T, T)) -> T {
+    if args.quick {
+        quick
+    } else {
+        full
+    }
 }
 
 /// `--runtimes`: the ones listed, once each, or every runtime.

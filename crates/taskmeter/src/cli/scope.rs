@@ -1,19 +1,21 @@
 //! Which experiments each flag of `taskmeter run` applies to: a flag given (or set by a
 //! preset) for an experiment that does not use it is refused, never ignored.
 
-use super::args::{Cli, ExperimentArg};
+use super::args::Cli;
+use crate::experiments::catalog::{self, ExperimentInfo, Family};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory};
 
-/// The experiments each flag of `taskmeter run` applies to, by clap argument id. A flag typed
-/// (or set by a preset) for an experiment that does not use it is refused, never ignored.
-pub(super) const FLAG_SCOPE: &[(&str, &[ExperimentArg])] = {
-    use ExperimentArg::*;
-    const EVERY: &[ExperimentArg] = &[Sleep, Volume, AtomicSum, Net, Granularity, Recipes];
-    const LOOP: &[ExperimentArg] = &[Sleep, Volume, AtomicSum, Recipes];
-    const WORKERS: &[ExperimentArg] = &[Sleep, Volume, AtomicSum, Granularity, Recipes];
-    const NET: &[ExperimentArg] = &[Net];
-    const GRAIN: &[ExperimentArg] = &[Granularity];
+/// The experiments each flag of `taskmeter run` applies to, by clap argument id and family of
+/// experiment (`experiments/catalog.rs`). A flag typed (or set by a preset) for an experiment
+/// that does not use it is refused, never ignored.
+pub(super) const FLAG_SCOPE: &[(&str, &[Family])] = {
+    use Family::*;
+    const EVERY: &[Family] = &[Loop, Net, Granularity];
+    const LOOP: &[Family] = &[Loop];
+    const WORKERS: &[Family] = &[Loop, Granularity];
+    const NET: &[Family] = &[Net];
+    const GRAIN: &[Family] = &[Granularity];
     &[
         ("experiment", EVERY),
         ("repeat", EVERY),
@@ -67,7 +69,10 @@ pub(super) const FLAG_SCOPE: &[(&str, &[ExperimentArg])] = {
 /// Refuses a `run` flag given for an experiment it does not apply to, naming the ones it does.
 pub fn check_flag_scope(matches: &ArgMatches) -> Result<(), String> {
     let Some(run) = matches.subcommand_matches("run") else { return Ok(()) };
-    let experiment = run.get_one::<ExperimentArg>("experiment").copied().unwrap_or(ExperimentArg::Sleep);
+    let experiment = run
+        .get_one::<&'static ExperimentInfo>("experiment")
+        .copied()
+        .unwrap_or_else(|| catalog::find("sleep").expect("sleep is an experiment"));
     let command = Cli::command();
     let arguments = command.find_subcommand("run").expect("run is a subcommand");
     for argument in arguments.get_arguments() {
@@ -76,19 +81,16 @@ pub fn check_flag_scope(matches: &ArgMatches) -> Result<(), String> {
             continue;
         }
         let scope = FLAG_SCOPE.iter().find(|(name, _)| *name == id).map_or(&[][..], |(_, scope)| *scope);
-        if !scope.contains(&experiment) {
+        if !scope.contains(&experiment.family) {
             let flag = argument.get_long().map_or_else(|| id.to_string(), |long| format!("--{long}"));
-            let names: Vec<&str> = scope.iter().map(|e| e.name()).collect();
+            let names = catalog::names_of(scope);
             let belongs = match names.as_slice() {
                 [] => "no experiment".to_string(),
                 [one] => one.to_string(),
                 [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
             };
             let hint = if id == "runtimes" { "; `run net` takes --receivers" } else { "" };
-            return Err(format!(
-                "{flag} does not apply to `run {}` (it applies to {belongs}){hint}",
-                experiment.name()
-            ));
+            return Err(format!("{flag} does not apply to `run {}` (it applies to {belongs}){hint}", experiment.name));
         }
     }
     Ok(())

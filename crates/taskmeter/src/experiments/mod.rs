@@ -1,9 +1,10 @@
-//! The experiments: `sleep` (with `volume` and `atomic-sum`, the same work loop), `net`
-//! (TCP throughput), `granularity` (the smallest efficient task) and `bench` (your own
-//! asynchronous work). Each measures through the
-//! process supervisor and writes through a session.
+//! The experiments: those of the work loop (`sleep`, `volume`, `atomic-sum`, `recipes`: entries of
+//! the `catalog`, run by `sleep`), `net` (TCP throughput), `granularity` (the smallest efficient
+//! task) and `bench` (your own asynchronous work). Each measures through the process supervisor
+//! and writes through a session.
 
 pub mod bench;
+pub mod catalog;
 pub mod granularity;
 pub mod net;
 pub mod sleep;
