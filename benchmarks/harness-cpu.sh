@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # What taskmeter itself costs while its workers measure (issue 28): its CPU time as a share of
 # its workers', and the samples lost, per experiment and unit count.
-#   default: `taskmeter run` as a new user types it (sleep, every available runtime);
+#   default: `taskmeter run` (sleep, every available runtime), its stderr not a terminal;
+#   tty:    the same in a pseudo-terminal (script(1)), as a new user types it: the bar and the
+#           live line are drawn;
 #   10k, 100k: the volume preset (thread, tokio-mt, embassy, go, python-asyncio, java-virtual)
 #           at 10,000 and 100,000 units;
 #   lost:   `run volume --runtimes thread,tokio-mt --units 100000`, the issue's case for samples
@@ -9,7 +11,7 @@
 # taskmeter's CPU is run.json's taskmeter_cpu_ns: getrusage(RUSAGE_SELF) from the first worker
 # to the last row's statistics (reading, checking and folding every frame, ending each row;
 # the environment probe before and the charts after are not in it). The workers' is wait4's.
-# Usage: benchmarks/harness-cpu.sh [default|10k|100k|lost|all] [RUNS]   (defaults: all 3)
+# Usage: benchmarks/harness-cpu.sh [default|tty|10k|100k|lost|all] [RUNS]   (defaults: all 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -23,7 +25,13 @@ trap 'rm -rf "$out"' EXIT
 measure() { # NAME [FLAGS]
     local name=$1; shift
     for i in $(seq "$runs"); do
-        "$taskmeter" run "$@" --format json -o "$out/$name-$i" >/dev/null 2>"$out/$name-$i.err" || true
+        if [[ $name == tty ]]; then
+            # script runs the command in a pseudo-terminal; its own output is thrown away.
+            script -q -e -c "$(printf '%q ' "$taskmeter" run "$@" --no-history --format json -o "$out/$name-$i")" /dev/null \
+                >/dev/null 2>&1 || true
+        else
+            "$taskmeter" run "$@" --no-history --format json -o "$out/$name-$i" >/dev/null 2>"$out/$name-$i.err" || true
+        fi
         python3 - "$out/$name-$i/run.json" "$name" "$i" <<'PY'
 import json, sys
 record, name, i = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
@@ -43,6 +51,7 @@ PY
 }
 
 [[ $what == default || $what == all ]] && measure default
+[[ $what == tty || $what == all ]] && measure tty
 [[ $what == 10k || $what == all ]] && measure 10k experiments/volume-study.toml --units 10000
 [[ $what == 100k || $what == all ]] && measure 100k experiments/volume-study.toml --units 100000
 [[ $what == lost || $what == all ]] && measure lost volume --runtimes thread,tokio-mt --units 100000

@@ -10,8 +10,10 @@ use std::io::IsTerminal;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// How often the live figures are read again.
+/// How often the live figures are read again; the bar is drawn as often (indicatif's default is
+/// 20 times a second: redrawing figures that have not changed only costs the harness CPU).
 const REFRESH: Duration = Duration::from_millis(250);
+const DRAWS_PER_SECOND: u8 = 4;
 
 pub struct Progress {
     bar: Option<ProgressBar>,
@@ -41,7 +43,8 @@ impl Drop for Watched<'_> {
 impl Progress {
     pub fn new(expected: Duration) -> Progress {
         let bar = (std::io::stderr().is_terminal() && !crate::machine::streams::quiet()).then(|| {
-            let bar = ProgressBar::new(expected.as_millis().max(1) as u64);
+            let target = indicatif::ProgressDrawTarget::stderr_with_hz(DRAWS_PER_SECOND);
+            let bar = ProgressBar::with_draw_target(Some(expected.as_millis().max(1) as u64), target);
             bar.set_style(
                 ProgressStyle::with_template("[{elapsed_precise}] {bar:20} {percent:>3}% ETA {eta} {wide_msg}")
                     .expect("a valid template"),
