@@ -811,3 +811,31 @@ fn a_coloured_table_has_a_bold_header_and_a_green_best_row_and_the_same_words() 
     assert!(stripped.lines().any(|l| l.starts_with("runtime ")), "{stripped}");
     assert_eq!(shape(&stripped)[..3], shape(plain)[..3]);
 }
+
+/// Lost samples are a warning that names each row, its harness's scheduling and, with a writer
+/// above the units' threads, both places it can have been held: among the units by a runtime that
+/// schedules it there, or outside them.
+#[test]
+fn lost_samples_are_warned_with_where_the_writer_was_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("lost");
+    let args = ["run", "--runtimes", "thread", "--units", "1", "--duration", "100ms", "--warmup", "0"];
+    let out = run(&[&args[..], &["--no-history", "-o", folder.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut record = run_json(&folder);
+    record["rows"][0]["counts"]["samples_lost"] = 7.into();
+    record["rows"][0]["worker"]["harness_sched"] =
+        "reader SCHED_FIFO 1, writer SCHED_FIFO 1, counters SCHED_FIFO 1".into();
+    std::fs::write(folder.join("run.json"), record.to_string()).unwrap();
+    let again = run(&["report", folder.to_str().unwrap()]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    let page = std::fs::read_to_string(folder.join("report.html")).unwrap();
+    for said in [
+        "7 samples were lost",
+        "thread at 1 units: 7",
+        "a runtime that schedules it among its units (a goroutine, a task) kept it waiting there",
+        "otherwise it was held outside them (writing to taskmeter, or in the kernel)",
+    ] {
+        assert!(page.contains(said), "report.html says '{said}'");
+    }
+}
