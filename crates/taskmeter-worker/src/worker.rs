@@ -27,6 +27,17 @@ fn stdout() -> ManuallyDrop<File> {
 }
 
 pub fn main() -> ExitCode {
+    // A runtime that panics (tokio when the OS refuses it a worker thread) fails the row with
+    // its message on one line, the reason taskmeter shows, rather than a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".into());
+        eprintln!("taskmeter worker: {}", message.replace('\n', " "));
+    }));
     let mut line = String::new();
     if let Err(e) = std::io::stdin().read_line(&mut line) {
         return refuse(&format!("could not read the plan: {e}"));
@@ -56,12 +67,15 @@ pub fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     // End of file on stdin asks the units to stop early (protocol: "Streams").
-    std::thread::spawn(|| {
+    let watching = std::thread::Builder::new().spawn(|| {
         let mut sink = [0u8; 256];
         let mut stdin = std::io::stdin();
         while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
         STOP.store(true, Ordering::Relaxed);
     });
+    if let Err(e) = watching {
+        return fail(&format!("could not start the thread that watches stdin: {e}"));
+    }
 
     if let Some(grain) = &plan.grain {
         return measure_grains(served, Box::leak(Box::new(grain.clone())), &plan, plan_read_ns);
@@ -69,8 +83,9 @@ pub fn main() -> ExitCode {
     let ctx: &'static LoopContext = Box::leak(Box::new(LoopContext::new(plan, plan_read_ns, &STOP)));
     let (units_ended, ended) = mpsc::channel::<()>();
     let writer = std::thread::Builder::new().name(WRITER_THREAD.into()).spawn(move || write_samples(ctx, ended));
-    let Ok(writer) = writer else {
-        return fail("could not start the writer thread");
+    let writer = match writer {
+        Ok(writer) => writer,
+        Err(e) => return fail(&format!("could not start the writer thread: {e}")),
     };
     // Named now, before any unit exists: the new thread names itself only when it first runs,
     // which the units could delay past G, when the orchestrator looks for it.

@@ -113,18 +113,57 @@ fn atomic_sum_counts_every_increment_and_sleep_none_keeps_no_samples() {
     assert!(folder.join("charts").join("sweep-units-rate.svg").is_file());
 }
 
+/// A user's thread limit reached before the worker could be watched (taskmeter's own threads,
+/// the worker's writer or its stdin's reader) fails the row with that reason, in one line: no
+/// panic, in taskmeter or in a worker. (Each used to be std's panic and backtrace.)
+#[test]
+fn a_thread_limit_taskmeter_itself_reaches_fails_the_row_without_a_panic() {
+    if !common::root("running taskmeter as another user (setpriv)") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let taskmeter = common::binary_for_any_user(dir.path());
+    // From no thread to spare up to a few: each limit stops a different start. A user of each
+    // limit's own, whom no other process counts against.
+    for limit in [2, 3, 6, 8, 10] {
+        let user = (61100 + limit).to_string();
+        let folder = dir.path().join(format!("limit-{limit}"));
+        let output = std::process::Command::new("prlimit")
+            .arg(format!("--nproc={limit}:{limit}"))
+            .args(["setpriv", "--reuid", &user, "--regid", &user, "--clear-groups"])
+            .arg(&taskmeter)
+            .args(["run", "--runtimes", "thread,tokio-mt", "--units", "20", "--busy", "0", "--duration", "100ms"])
+            .args(["--warmup", "0", "-o", folder.to_str().unwrap()])
+            .env("TASKMETER_HISTORY", "off")
+            .env("TASKMETER_CACHE_DIR", dir.path().join("cache"))
+            .current_dir(dir.path())
+            .output()
+            .expect("prlimit and setpriv (util-linux) run");
+        let err = stderr(&output);
+        assert!(!err.contains("panicked") && !err.contains("backtrace"), "limit {limit}: {err}");
+        assert_eq!(output.status.code(), Some(1), "limit {limit}: failed rows: {err}");
+        let record = run_json(&folder);
+        for row in rows(&record) {
+            assert_eq!(row["status"], "failed", "limit {limit}: {row}");
+            let reason = row["reason"].as_str().unwrap();
+            assert!(reason.contains("Resource temporarily unavailable") && !reason.contains('\n'), "{reason}");
+        }
+    }
+}
+
 #[test]
 fn a_thread_limit_makes_a_partial_row_with_the_reason() {
     if !common::root("running taskmeter as another user (setpriv)") {
         return;
     }
     // RLIMIT_NPROC counts every thread of the user: a user with a limit of 60 cannot start 200
-    // threads, as on a machine whose ulimit -u or pid_max is reached.
+    // threads, as on a machine whose ulimit -u or pid_max is reached. A user of this test's own,
+    // whom no other process (a test's, a server's) counts against.
     let dir = tempfile::tempdir().unwrap();
     let taskmeter = common::binary_for_any_user(dir.path());
     let folder = dir.path().join("partial");
     let output = std::process::Command::new("prlimit")
-        .args(["--nproc=60:60", "setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .args(["--nproc=60:60", "setpriv", "--reuid", "61001", "--regid", "61001", "--clear-groups"])
         .arg(&taskmeter)
         .args(["run", "--runtimes", "thread,c-thread", "--units", "200", "--busy", "0", "--duration", "200ms"])
         .args(["--warmup", "0", "-o", folder.to_str().unwrap()])

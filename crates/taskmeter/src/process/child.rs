@@ -8,6 +8,7 @@
 
 use super::pipe::{Pipe, PipeState};
 use super::signals::{self, Listener, Urgency};
+use super::spare::{Running, Spare};
 use super::{guard, kill_group, Exit, Failure, Killed};
 use std::io::Write;
 use std::os::unix::process::CommandExt;
@@ -123,8 +124,14 @@ pub struct Spawned {
     sender: mpsc::Sender<Event>,
     /// One [`Moment::Tick`] sooner than the 250 ms.
     early_tick: Option<Instant>,
+    /// Threads started before the child, for the jobs that watch it ([`Spawned::on_spare`]).
+    spares: Vec<Spare>,
     _signals: Listener,
 }
+
+/// The threads a child needs, started before it: the waiter, its stdout's and stderr's readers,
+/// and a worker's reader of its kernel counters.
+const SPARES: usize = 4;
 
 impl Spawned {
     /// Starts `command` (its streams as the caller set them) under supervision; refuses to
@@ -153,6 +160,10 @@ impl Spawned {
                 Ok(())
             });
         }
+        let spares = (0..SPARES)
+            .map(|_| Spare::start())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| Failure::Spawn(format!("could not start taskmeter's threads for the {what}: {e}")))?;
         let started = Instant::now();
         let mut child = command.spawn().map_err(|e| Failure::Spawn(format!("could not start the {what}: {e}")))?;
         let pid = child.id() as i32;
@@ -167,6 +178,7 @@ impl Spawned {
             events,
             sender,
             early_tick: None,
+            spares,
             _signals: listener,
         })
     }
@@ -200,9 +212,18 @@ impl Spawned {
     }
 
     /// Its stderr, kept (the last `keep` bytes) by a thread.
-    pub fn stderr_tail(&mut self, keep: usize) -> std::thread::JoinHandle<Vec<u8>> {
+    pub fn stderr_tail(&mut self, keep: usize) -> Running<Vec<u8>> {
         let pipe = self.child.as_mut().and_then(|c| c.stderr.take()).map(|end| self.watch_pipe(end));
-        super::pipe::collect(pipe, keep)
+        self.on_spare(move || super::pipe::collect(pipe, keep))
+    }
+
+    /// Runs `job` on one of the threads started before the child (or on a new one if they are
+    /// all taken; if none can be started, the job never runs and its `join` says so).
+    pub fn on_spare<T: Send + 'static>(&mut self, job: impl FnOnce() -> T + Send + 'static) -> Running<T> {
+        match self.spares.pop().map_or_else(Spare::start, Ok) {
+            Ok(spare) => spare.run(job),
+            Err(_) => Running::never(),
+        }
     }
 
     fn watch_pipe(&mut self, end: impl Into<std::os::fd::OwnedFd>) -> Pipe {
@@ -223,7 +244,7 @@ impl Spawned {
     pub fn wait(mut self, limits: Limits, mut at: impl FnMut(Moment)) -> Ended {
         let child = self.child.take().expect("waited once");
         let waiter = self.sender.clone();
-        std::thread::spawn(move || {
+        let _waiting = self.on_spare(move || {
             let _ = waiter.send(Event::Exited(super::wait_with_usage(child)));
         });
         let mut stop_at = limits.stop_at;
@@ -314,7 +335,8 @@ impl Spawned {
 pub fn output(mut command: Command, what: &str, limit: Duration) -> Result<std::process::Output, Failure> {
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut spawned = Spawned::start(command, what)?;
-    let stdout = super::pipe::collect(spawned.stdout(), 1 << 20);
+    let stdout = spawned.stdout();
+    let stdout = spawned.on_spare(move || super::pipe::collect(stdout, 1 << 20));
     let stderr = spawned.stderr_tail(1 << 20);
     let deadline = spawned.started() + limit;
     let ended = spawned.wait(

@@ -8,6 +8,7 @@ pub mod child;
 pub mod guard;
 pub mod pipe;
 pub mod signals;
+pub mod spare;
 pub mod worker;
 
 use std::os::unix::process::ExitStatusExt;

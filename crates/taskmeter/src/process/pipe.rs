@@ -110,27 +110,25 @@ impl Read for Pipe {
     }
 }
 
-/// Reads a pipe to its end on a thread (so a full pipe never blocks the child), keeping at
-/// most the last `keep` bytes.
-pub fn collect(pipe: Option<Pipe>, keep: usize) -> std::thread::JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut kept = Vec::new();
-        let Some(mut pipe) = pipe else { return kept };
-        let mut buffer = vec![0u8; 64 * 1024];
-        while let Ok(n) = pipe.read(&mut buffer) {
-            if n == 0 {
-                break;
-            }
-            kept.extend_from_slice(&buffer[..n]);
-            if kept.len() > keep.saturating_mul(2) {
-                kept.drain(..kept.len() - keep);
-            }
+/// Reads a pipe to its end, keeping at most the last `keep` bytes (run on a thread of its own,
+/// so that a full pipe never blocks the child).
+pub fn collect(pipe: Option<Pipe>, keep: usize) -> Vec<u8> {
+    let mut kept = Vec::new();
+    let Some(mut pipe) = pipe else { return kept };
+    let mut buffer = vec![0u8; 64 * 1024];
+    while let Ok(n) = pipe.read(&mut buffer) {
+        if n == 0 {
+            break;
         }
-        if kept.len() > keep {
+        kept.extend_from_slice(&buffer[..n]);
+        if kept.len() > keep.saturating_mul(2) {
             kept.drain(..kept.len() - keep);
         }
-        kept
-    })
+    }
+    if kept.len() > keep {
+        kept.drain(..kept.len() - keep);
+    }
+    kept
 }
 
 #[cfg(test)]

@@ -30,18 +30,31 @@ pub const CAUGHT: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 /// so a terminal's SIGINT reaches only taskmeter, which passes it on its way.
 pub fn install() {
     static ONCE: Once = Once::new();
-    ONCE.call_once(|| match signal_hook::iterator::Signals::new(CAUGHT) {
-        Ok(mut signals) => {
-            std::thread::Builder::new()
-                .name("signals".into())
-                .spawn(move || {
-                    for signal in signals.forever() {
-                        note(signal);
+    ONCE.call_once(|| {
+        // Registered on their thread, so that without a thread (the user's thread limit reached)
+        // no handler is left that nothing reads: a signal then ends taskmeter, as it says.
+        let (ready, registered) = std::sync::mpsc::channel();
+        let started =
+            std::thread::Builder::new().name("signals".into()).spawn(
+                move || match signal_hook::iterator::Signals::new(CAUGHT) {
+                    Ok(mut signals) => {
+                        let _ = ready.send(Ok(()));
+                        for signal in signals.forever() {
+                            note(signal);
+                        }
                     }
-                })
-                .expect("a thread for signals starts");
+                    Err(e) => {
+                        let _ = ready.send(Err(e.to_string()));
+                    }
+                },
+            );
+        let outcome = match started {
+            Ok(_) => registered.recv().unwrap_or_else(|_| Err("their thread ended".into())),
+            Err(e) => Err(format!("no thread for them: {e}")),
+        };
+        if let Err(why) = outcome {
+            crate::errln!("taskmeter: cannot catch signals ({why}); a signal will end taskmeter at once");
         }
-        Err(e) => crate::errln!("taskmeter: cannot catch signals ({e}); a signal will end taskmeter at once"),
     });
 }
 

@@ -135,10 +135,10 @@ pub fn spawn_and_wait(
     child.tick_early(read_at);
     child.send(&format!("{}\n", input.trim_end()));
     let (gate_tx, gate_rx) = mpsc::channel();
-    let stdout = read_frames(child.stdout(), pid, plan.clone(), sink, gate_tx, sched.policy);
+    let (frames, plan_copy, units_policy) = (child.stdout(), plan.clone(), sched.policy);
+    let stdout = child.on_spare(move || read_frames(frames, pid, plan_copy, sink, gate_tx, units_policy));
     let (stop_counting, stop_rx) = mpsc::channel();
-    let units_policy = sched.policy;
-    let counters = std::thread::spawn(move || {
+    let counters = child.on_spare(move || {
         // Above the units, as the reader: at normal weight, one reading of 3,000 busy threads
         // took 2 s instead of 20 ms, and its deltas no longer covered one window.
         // SAFETY: gettid has no preconditions.
@@ -220,80 +220,72 @@ fn read_frames(
     mut sink: SampleSink,
     counters: mpsc::Sender<counters::ReadingTimes>,
     units_policy: Option<Policy>,
-) -> std::thread::JoinHandle<Stream> {
-    std::thread::spawn(move || {
-        // SAFETY: gettid has no preconditions.
-        let reader_sched = machine::sched::run_above_units(unsafe { libc::gettid() }, units_policy);
-        let mut writer_sched = "not found: the gate never opened".to_string();
-        let (warmup_ns, duration_ns) = (plan.warmup_ns, plan.duration_ns);
-        // The granularity experiment has no window to count over: its grains are timed apart.
-        let has_window = plan.grain.is_none();
-        let mut checker = Checker::new(plan);
-        let mut first_samples_ns = None;
-        let (mut reading_times, mut wakeups_counted) = (None::<counters::ReadingTimes>, 0);
-        let Some(stdout) = stdout else {
-            return Stream {
-                ending: Ok(checker.finish()),
-                first_samples_ns,
-                wakeups_counted,
-                reader_sched,
-                writer_sched,
-            };
+) -> Stream {
+    // SAFETY: gettid has no preconditions.
+    let reader_sched = machine::sched::run_above_units(unsafe { libc::gettid() }, units_policy);
+    let mut writer_sched = "not found: the gate never opened".to_string();
+    let (warmup_ns, duration_ns) = (plan.warmup_ns, plan.duration_ns);
+    // The granularity experiment has no window to count over: its grains are timed apart.
+    let has_window = plan.grain.is_none();
+    let mut checker = Checker::new(plan);
+    let mut first_samples_ns = None;
+    let (mut reading_times, mut wakeups_counted) = (None::<counters::ReadingTimes>, 0);
+    let Some(stdout) = stdout else {
+        return Stream { ending: Ok(checker.finish()), first_samples_ns, wakeups_counted, reader_sched, writer_sched };
+    };
+    let mut reader = FrameReader::new(std::io::BufReader::with_capacity(1 << 20, stdout));
+    let mut views = Vec::new();
+    let ending = loop {
+        let (kind, payload) = match reader.next_raw() {
+            Ok(Some(frame)) => frame,
+            Ok(None) | Err(ReadError::Cut { .. }) => break Ok(checker.finish()),
+            Err(e) => break Err(OutputError::Invalid(e.to_string())),
         };
-        let mut reader = FrameReader::new(std::io::BufReader::with_capacity(1 << 20, stdout));
-        let mut views = Vec::new();
-        let ending = loop {
-            let (kind, payload) = match reader.next_raw() {
-                Ok(Some(frame)) => frame,
-                Ok(None) | Err(ReadError::Cut { .. }) => break Ok(checker.finish()),
-                Err(e) => break Err(OutputError::Invalid(e.to_string())),
-            };
-            let frame = match decode(kind, payload) {
-                Ok(frame) => frame,
-                Err(why) => break Err(OutputError::Invalid(why)),
-            };
-            views.clear();
-            if let Err(e) = checker.accept(&frame, |v| views.push(*v)) {
-                break Err(e);
-            }
-            if let Frame::Gate(_) = &frame {
-                // At once, from this thread already above the units: the units released by the
-                // gate would keep any thread of normal priority (and so the writer) waiting.
-                writer_sched = match machine::sched::thread_named(pid, WRITER_THREAD) {
-                    // The main thread's scheduling is the one recorded as the worker's.
-                    Some(tid) if tid == pid => WRITER_ON_MAIN.to_string(),
-                    Some(tid) => machine::sched::run_above_units(tid, units_policy),
-                    None => format!("not found (no thread named {WRITER_THREAD})"),
-                };
-            }
-            if let (Frame::Gate(g), true) = (&frame, has_window) {
-                let measure_start_ns = g.run_start_ns + warmup_ns;
-                let threads = counters::threads_of(pid);
-                let times = counters::planned(counters::reading_times(
-                    g.run_start_ns,
-                    measure_start_ns,
-                    measure_start_ns + duration_ns,
-                    threads,
-                ));
-                let _ = counters.send(times.clone());
-                reading_times = Some(times);
-            }
-            if let Some(times) = &reading_times {
-                let between = times[0].load(Ordering::Acquire)..=times[1].load(Ordering::Acquire);
-                wakeups_counted += views.iter().filter(|v| between.contains(&v.sample.wake_ns)).count() as u64;
-            }
-            if !views.is_empty() {
-                first_samples_ns.get_or_insert_with(taskmeter_record::clock::now_ns);
-                sink(&views);
-            }
+        let frame = match decode(kind, payload) {
+            Ok(frame) => frame,
+            Err(why) => break Err(OutputError::Invalid(why)),
         };
-        if ending.is_err() {
-            // Nothing it sends after a violation can count: stop it now rather than at its
-            // deadline (a worker that floods its pipe would never end).
-            super::kill_group(pid, libc::SIGKILL);
+        views.clear();
+        if let Err(e) = checker.accept(&frame, |v| views.push(*v)) {
+            break Err(e);
         }
-        Stream { ending, first_samples_ns, wakeups_counted, reader_sched, writer_sched }
-    })
+        if let Frame::Gate(_) = &frame {
+            // At once, from this thread already above the units: the units released by the
+            // gate would keep any thread of normal priority (and so the writer) waiting.
+            writer_sched = match machine::sched::thread_named(pid, WRITER_THREAD) {
+                // The main thread's scheduling is the one recorded as the worker's.
+                Some(tid) if tid == pid => WRITER_ON_MAIN.to_string(),
+                Some(tid) => machine::sched::run_above_units(tid, units_policy),
+                None => format!("not found (no thread named {WRITER_THREAD})"),
+            };
+        }
+        if let (Frame::Gate(g), true) = (&frame, has_window) {
+            let measure_start_ns = g.run_start_ns + warmup_ns;
+            let threads = counters::threads_of(pid);
+            let times = counters::planned(counters::reading_times(
+                g.run_start_ns,
+                measure_start_ns,
+                measure_start_ns + duration_ns,
+                threads,
+            ));
+            let _ = counters.send(times.clone());
+            reading_times = Some(times);
+        }
+        if let Some(times) = &reading_times {
+            let between = times[0].load(Ordering::Acquire)..=times[1].load(Ordering::Acquire);
+            wakeups_counted += views.iter().filter(|v| between.contains(&v.sample.wake_ns)).count() as u64;
+        }
+        if !views.is_empty() {
+            first_samples_ns.get_or_insert_with(taskmeter_record::clock::now_ns);
+            sink(&views);
+        }
+    };
+    if ending.is_err() {
+        // Nothing it sends after a violation can count: stop it now rather than at its
+        // deadline (a worker that floods its pipe would never end).
+        super::kill_group(pid, libc::SIGKILL);
+    }
+    Stream { ending, first_samples_ns, wakeups_counted, reader_sched, writer_sched }
 }
 
 /// A `kB` field of /proc/PID/status (`self` for taskmeter).

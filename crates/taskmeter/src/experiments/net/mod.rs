@@ -170,7 +170,7 @@ struct Receiver {
     process: Spawned,
     lines: mpsc::Receiver<String>,
     /// Collects stderr until the receiver ends.
-    stderr: std::thread::JoinHandle<Vec<u8>>,
+    stderr: crate::process::spare::Running<Vec<u8>>,
     version: Option<String>,
 }
 
