@@ -96,17 +96,10 @@ fn a_policy_the_kernel_refuses_fails_its_rows_with_the_reason() {
     // An unprivileged user may not ask for SCHED_FIFO: the same EPERM a cgroup without a
     // real-time budget gives.
     let dir = tempfile::tempdir().unwrap();
-    let taskmeter = common::binary_for_any_user(dir.path());
     let folder = dir.path().join("refused");
-    let output = std::process::Command::new("setpriv")
-        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
-        .arg(&taskmeter)
-        .args(["run", "--runtimes", "thread,smol", "--policy", "fifo:10", "--busy", "0", "--duration", "100ms"])
-        .args(["--warmup", "0", "-o", folder.to_str().unwrap()])
-        .env("TASKMETER_HISTORY", "off") // another user: no history of the tests' (tests/common)
-        .current_dir(dir.path())
-        .output()
-        .expect("setpriv (util-linux) runs");
+    let run = ["run", "--runtimes", "thread,smol", "--policy", "fifo:10", "--busy", "0", "--duration", "100ms"];
+    let args = [&run[..], &["--warmup", "0", "-o", folder.to_str().unwrap()]].concat();
+    let output = common::as_user(dir.path(), 65534, None, &args);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert!(
         stdout(&output).contains("FAILED: could not give the worker policy fifo:10: Operation not permitted"),

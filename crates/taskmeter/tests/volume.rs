@@ -122,23 +122,13 @@ fn a_thread_limit_taskmeter_itself_reaches_fails_the_row_without_a_panic() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let taskmeter = common::binary_for_any_user(dir.path());
     // From no thread to spare up to a few: each limit stops a different start. A user of each
     // limit's own, whom no other process counts against.
     for limit in [2, 3, 6, 8, 10] {
-        let user = (61100 + limit).to_string();
         let folder = dir.path().join(format!("limit-{limit}"));
-        let output = std::process::Command::new("prlimit")
-            .arg(format!("--nproc={limit}:{limit}"))
-            .args(["setpriv", "--reuid", &user, "--regid", &user, "--clear-groups"])
-            .arg(&taskmeter)
-            .args(["run", "--runtimes", "thread,tokio-mt", "--units", "20", "--busy", "0", "--duration", "100ms"])
-            .args(["--warmup", "0", "-o", folder.to_str().unwrap()])
-            .env("TASKMETER_HISTORY", "off")
-            .env("TASKMETER_CACHE_DIR", dir.path().join("cache"))
-            .current_dir(dir.path())
-            .output()
-            .expect("prlimit and setpriv (util-linux) run");
+        let run = ["run", "--runtimes", "thread,tokio-mt", "--units", "20", "--busy", "0", "--duration", "100ms"];
+        let args = [&run[..], &["--warmup", "0", "-o", folder.to_str().unwrap()]].concat();
+        let output = common::as_user(dir.path(), 61100 + limit, Some(limit), &args);
         let err = stderr(&output);
         assert!(!err.contains("panicked") && !err.contains("backtrace"), "limit {limit}: {err}");
         assert_eq!(output.status.code(), Some(1), "limit {limit}: failed rows: {err}");
@@ -160,18 +150,10 @@ fn a_thread_limit_makes_a_partial_row_with_the_reason() {
     // threads, as on a machine whose ulimit -u or pid_max is reached. A user of this test's own,
     // whom no other process (a test's, a server's) counts against.
     let dir = tempfile::tempdir().unwrap();
-    let taskmeter = common::binary_for_any_user(dir.path());
     let folder = dir.path().join("partial");
-    let output = std::process::Command::new("prlimit")
-        .args(["--nproc=60:60", "setpriv", "--reuid", "61001", "--regid", "61001", "--clear-groups"])
-        .arg(&taskmeter)
-        .args(["run", "--runtimes", "thread,c-thread", "--units", "200", "--busy", "0", "--duration", "200ms"])
-        .args(["--warmup", "0", "-o", folder.to_str().unwrap()])
-        .env("TASKMETER_HISTORY", "off") // another user: no history of the tests' (tests/common)
-        .env("TASKMETER_CACHE_DIR", dir.path().join("cache"))
-        .current_dir(dir.path())
-        .output()
-        .expect("prlimit and setpriv (util-linux) run");
+    let run = ["run", "--runtimes", "thread,c-thread", "--units", "200", "--busy", "0", "--duration", "200ms"];
+    let args = [&run[..], &["--warmup", "0", "-o", folder.to_str().unwrap()]].concat();
+    let output = common::as_user(dir.path(), 61001, Some(60), &args);
     let out = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "partial rows are results: {out}{}", stderr(&output));
     let record = run_json(&folder);

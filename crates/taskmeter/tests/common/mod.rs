@@ -168,6 +168,27 @@ pub fn binary_for_any_user(dir: &Path) -> std::path::PathBuf {
     copy
 }
 
+/// `taskmeter ARGS` as user and group `uid` (setpriv), with at most `nproc` processes and threads
+/// (prlimit) if given, in `dir` (made readable by anyone: [`binary_for_any_user`]), with no
+/// history and a driver cache of its own.
+pub fn as_user(dir: &Path, uid: u32, nproc: Option<u32>, args: &[&str]) -> Output {
+    let taskmeter = binary_for_any_user(dir);
+    let uid = uid.to_string();
+    let mut command = Command::new(if nproc.is_some() { "prlimit" } else { "setpriv" });
+    if let Some(n) = nproc {
+        command.arg(format!("--nproc={n}:{n}")).arg("setpriv");
+    }
+    command
+        .args(["--reuid", &uid, "--regid", &uid, "--clear-groups"])
+        .arg(&taskmeter)
+        .args(args)
+        .env("TASKMETER_HISTORY", "off") // another user: no history of the tests'
+        .env("TASKMETER_CACHE_DIR", dir.join("cache"))
+        .current_dir(dir)
+        .output()
+        .expect("prlimit and setpriv (util-linux) run")
+}
+
 /// The pid of `parent`'s in-process worker (`taskmeter worker`), once there is one.
 pub fn worker_of(parent: u32) -> i32 {
     let children = format!("/proc/{parent}/task/{parent}/children");
