@@ -39,6 +39,13 @@ const CONTRACT: &[(&str, &[&str])] = &[
     ),
     ("A worker that crashes or is killed *while*", &["a_worker_killed_mid_run_leaves_a_partial_row_with_its_samples"]),
     (
+        "A thread limit reached",
+        &[
+            "a_thread_limit_makes_a_partial_row_with_the_reason",
+            "a_thread_limit_taskmeter_itself_reaches_fails_the_row_without_a_panic",
+        ],
+    ),
+    (
         "A worker that leaves a process holding its output",
         &["a_helper_holding_the_workers_output_does_not_hold_the_run"],
     ),
