@@ -69,9 +69,9 @@ struct Run {
 }
 
 /// The vectors of values that ended rows kept exactly, held for the next rows to fill (up to
-/// 64 MiB, emptied, in increasing order of capacity): a row of 10,000 units keeps millions of values, and
-/// memory fresh from the kernel costs a page fault for each 4 KiB, and a copy each time a vector
-/// grows (together a tenth of taskmeter's CPU at 10,000 units, issue 28).
+/// 64 MiB, emptied, in increasing order of capacity): a row of 10,000 units keeps millions of
+/// values, and memory fresh from the kernel costs a page fault for each 4 KiB, and a copy each
+/// time a vector grows (together about a tenth of taskmeter's CPU at 10,000 units, issue 28).
 static SPARE_VALUES: Mutex<Vec<Vec<i64>>> = Mutex::new(Vec::new());
 const SPARE_VALUES_AT_MOST: usize = 8 << 20;
 /// Smaller vectors are not worth holding.
