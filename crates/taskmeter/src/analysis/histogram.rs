@@ -600,7 +600,10 @@ impl SignedHistogram {
             this.positive.last_nonzero().map(|i| index_range(i).1),
             positive.iter().filter_map(|s| s.last()).max().map(|v| *v as u64),
         ];
-        let counts = merged(this.positive.nonzero(), kept);
+        // Exact, the counters hold the values below 262,144 and the kept ones are above: one list
+        // follows the other (merging them copied the kept list: ending a row of 3 million exact
+        // values took 106-107 ms, 95-98 without, `WIDE=1 CLASSES=2 BUDGET=4000000 fold_cost`).
+        let counts = this.positive.nonzero().into_iter().chain(kept);
         encode_sparse(std::iter::once((0, below_zero)).chain(counts), highest.into_iter().flatten().max())
     }
 
@@ -611,7 +614,9 @@ impl SignedHistogram {
         let (negative, _) = this.outliers.as_ref().map(Kept::halves).unwrap_or_default();
         // Values below 0 in increasing order: their magnitudes decrease.
         let in_order = |s: &&[i64]| counted(s, i64::unsigned_abs).into_iter().rev().collect();
-        let counts = merged(this.negative.nonzero(), negative.iter().map(in_order).fold(Vec::new(), merged));
+        // Exact, every value below 0 is kept and none counted; approximate, none is kept.
+        let mut counts = this.negative.nonzero();
+        counts.extend(negative.iter().map(in_order).fold(Vec::new(), merged));
         let highest = [
             this.negative.last_nonzero().map(|i| index_range(i).1),
             negative.iter().filter_map(|s| s.first()).min().map(|v| v.unsigned_abs()),
