@@ -519,8 +519,7 @@ impl SampleContext<'_> {
         self.origin_ns as u128 + self.plan.sleep.schedule.total_through(self.unit, period)
     }
 
-    // Inlined where check_chunk is (the caller's crate): returned through memory, each view cost
-    // more to move than to check.
+    // Inlined into check_chunk, which the caller's crate compiles (it is generic).
     #[inline]
     fn check(&self, state: &mut UnitState, s: Sample) -> Result<SampleView, String> {
         if !(self.origin_ns <= s.start_ns && s.start_ns <= s.busy_end_ns && s.busy_end_ns <= s.wake_ns) {
