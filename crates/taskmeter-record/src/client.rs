@@ -271,5 +271,6 @@ mod tests {
         let (header, events) = decode_batch(&buffer[..n]).unwrap();
         assert_eq!((header.is_final(), header.seq, header.dropped, events.len()), (true, 0, 1000, 0));
         let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_dir(&dir);
     }
 }

@@ -163,38 +163,34 @@ fn kth(slices: &[&[i64]], rank: u64) -> i64 {
     low as i64
 }
 
-/// (counter index, count) of each counter that sorted `values` reach, as `magnitude` makes them,
-/// in the order of the values.
-fn counted(values: &[i64], magnitude: fn(i64) -> u64) -> Vec<(usize, u64)> {
-    let mut counts: Vec<(usize, u64)> = Vec::new();
-    for value in values {
-        let index = counts_index(magnitude(*value));
-        match counts.last_mut() {
-            Some((at, count)) if *at == index => *count += 1,
-            _ => counts.push((index, 1)),
+/// Puts (counter index, count) of the counters that sorted runs of values reach by their
+/// magnitude, in increasing order of index. Counted as they are read, without a vector between:
+/// an exact row at 10,000 units keeps millions of values, and counting and merging them through
+/// vectors fresh for each row cost a page fault every 4 KiB (issue 28). `negative`: the runs'
+/// values are below 0, read from their ends (their magnitudes increase that way).
+fn count_runs(runs: &[&[i64]], negative: bool, mut put: impl FnMut(usize, u64)) {
+    let mut runs: Vec<&[i64]> = runs.iter().copied().filter(|run| !run.is_empty()).collect();
+    let smallest = |run: &[i64]| if negative { run[run.len() - 1] } else { run[0] }.unsigned_abs();
+    while let Some(lowest) = runs.iter().map(|run| smallest(run)).min() {
+        let index = counts_index(lowest);
+        let beyond = |v: &i64| v.unsigned_abs() > index_range(index).1;
+        let mut count = 0;
+        for run in &mut runs {
+            if negative {
+                let n = run.iter().rev().position(beyond).unwrap_or(run.len());
+                *run = &run[..run.len() - n];
+                count += n;
+            } else {
+                let n = run.iter().position(beyond).unwrap_or(run.len());
+                *run = &run[n..];
+                count += n;
+            }
+        }
+        put(index, count as u64);
+        if runs.iter().any(|run| run.is_empty()) {
+            runs.retain(|run| !run.is_empty());
         }
     }
-    counts
-}
-
-/// Two lists of (counter index, count) in increasing order of index, as one.
-fn merged(a: Vec<(usize, u64)>, b: Vec<(usize, u64)>) -> Vec<(usize, u64)> {
-    if a.is_empty() || b.is_empty() {
-        return if a.is_empty() { b } else { a };
-    }
-    let mut out: Vec<(usize, u64)> = Vec::with_capacity(a.len() + b.len());
-    let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
-    while let Some((index, count)) = match (a.peek(), b.peek()) {
-        (Some(x), Some(y)) if y.0 < x.0 => b.next(),
-        (Some(_), _) => a.next(),
-        (None, _) => b.next(),
-    } {
-        match out.last_mut() {
-            Some((at, sum)) if *at == index => *sum += count,
-            _ => out.push((index, count)),
-        }
-    }
-    out
 }
 
 /// Counters by index, in pages of [`PAGE`] allocated on first use, with each page's total so
@@ -316,21 +312,30 @@ impl Counters {
         }
     }
 
-    /// (index, count) of every counter above 0, in increasing order of index.
-    fn nonzero(&self) -> Vec<(usize, u64)> {
-        fn of<C: Count>(pages: &[Option<Box<[C]>>]) -> Vec<(usize, u64)> {
-            let mut counts = Vec::new();
+    /// Puts (index, count) of every counter above 0, in increasing order of index.
+    fn for_each_nonzero(&self, mut put: impl FnMut(usize, u64)) {
+        fn of<C: Count>(pages: &[Option<Box<[C]>>], put: &mut impl FnMut(usize, u64)) {
             for (first, page) in pages.iter().enumerate().filter_map(|(i, page)| Some((i * PAGE, page.as_deref()?))) {
-                counts.extend(
-                    page.iter().enumerate().filter(|(_, c)| (**c).into() > 0).map(|(j, c)| (first + j, (*c).into())),
-                );
+                for (j, count) in page.iter().enumerate() {
+                    let count: u64 = (*count).into();
+                    if count > 0 {
+                        put(first + j, count);
+                    }
+                }
             }
-            counts
         }
         match &self.pages {
-            Pages::Narrow(pages) => of(pages),
-            Pages::Wide(pages) => of(pages),
+            Pages::Narrow(pages) => of(pages, &mut put),
+            Pages::Wide(pages) => of(pages, &mut put),
         }
+    }
+
+    /// (index, count) of every counter above 0, in increasing order of index.
+    #[cfg(test)]
+    fn nonzero(&self) -> Vec<(usize, u64)> {
+        let mut counts = Vec::new();
+        self.for_each_nonzero(|index, count| counts.push((index, count)));
+        counts
     }
 
     /// The highest index counted, if any.
@@ -594,7 +599,6 @@ impl SignedHistogram {
         let this = settled.as_ref();
         let (negative, positive) = this.outliers.as_ref().map(Kept::halves).unwrap_or_default();
         let below_zero = this.negative.total() + negative.iter().map(|s| s.len() as u64).sum::<u64>();
-        let kept = positive.iter().map(|s| counted(s, |v| v as u64)).fold(Vec::new(), merged);
         // The highest value, as the library's histogram of these values would be bounded by.
         let highest = [
             this.positive.last_nonzero().map(|i| index_range(i).1),
@@ -603,8 +607,11 @@ impl SignedHistogram {
         // Exact, the counters hold the values below 262,144 and the kept ones are above: one list
         // follows the other (merging them copied the kept list: ending a row of 3 million exact
         // values took 106-107 ms, 95-98 without, `WIDE=1 CLASSES=2 BUDGET=4000000 fold_cost`).
-        let counts = this.positive.nonzero().into_iter().chain(kept);
-        encode_sparse(std::iter::once((0, below_zero)).chain(counts), highest.into_iter().flatten().max())
+        let mut encoder = SparseEncoder::default();
+        encoder.add(0, below_zero);
+        this.positive.for_each_nonzero(|index, count| encoder.add(index, count));
+        count_runs(&positive, false, |index, count| encoder.add(index, count));
+        encoder.finish(highest.into_iter().flatten().max())
     }
 
     /// How early the values below 0 were (their magnitudes), encoded; None without any.
@@ -612,16 +619,15 @@ impl SignedHistogram {
         let settled = self.settled();
         let this = settled.as_ref();
         let (negative, _) = this.outliers.as_ref().map(Kept::halves).unwrap_or_default();
-        // Values below 0 in increasing order: their magnitudes decrease.
-        let in_order = |s: &&[i64]| counted(s, i64::unsigned_abs).into_iter().rev().collect();
         // Exact, every value below 0 is kept and none counted; approximate, none is kept.
-        let mut counts = this.negative.nonzero();
-        counts.extend(negative.iter().map(in_order).fold(Vec::new(), merged));
+        let mut encoder = SparseEncoder::default();
+        this.negative.for_each_nonzero(|index, count| encoder.add(index, count));
+        count_runs(&negative, true, |index, count| encoder.add(index, count));
         let highest = [
             this.negative.last_nonzero().map(|i| index_range(i).1),
             negative.iter().filter_map(|s| s.first()).min().map(|v| v.unsigned_abs()),
         ];
-        (!counts.is_empty()).then(|| encode_sparse(counts, highest.into_iter().flatten().max()))
+        (!encoder.is_empty()).then(|| encoder.finish(highest.into_iter().flatten().max()))
     }
 }
 
@@ -670,56 +676,79 @@ fn index_range(index: usize) -> (u64, u64) {
     (sub_bucket << bucket, ((sub_bucket + 1) << bucket) - 1)
 }
 
-/// The V2 deflate encoding of (counter index, count) pairs in increasing order of index, as
-/// [`encode`] writes it for an HdrHistogram of 5 significant digits holding them whose highest
+/// The V2 deflate encoding of (counter index, count) pairs added in increasing order of index,
+/// as [`encode`] writes it for an HdrHistogram of 5 significant digits holding them whose highest
 /// value is `highest`, byte for byte. Written from the pairs alone: building that histogram
 /// meant zeroing megabytes of counters for each of a row's eight stored distributions, most of
-/// taskmeter's own CPU in a run of short rows.
-fn encode_sparse(counts: impl IntoIterator<Item = (usize, u64)>, highest: Option<u64>) -> String {
-    fn zig_zag_varint(out: &mut Vec<u8>, n: i64) {
-        let mut z = ((n << 1) ^ (n >> 63)) as u64;
-        while z >= 0x80 {
-            out.push(0x80 | (z & 0x7f) as u8);
-            z >>= 7;
+/// taskmeter's own CPU in a run of short rows. The pairs are added, not iterated, so that each
+/// source's loop writes straight into the encoding.
+#[derive(Default)]
+struct SparseEncoder {
+    encoded: Vec<u8>,
+    /// The index after the last counter written.
+    next: usize,
+    /// A counter not yet written: the next pair may add to it.
+    pending: Option<(usize, u64)>,
+}
+
+impl SparseEncoder {
+    #[inline]
+    fn add(&mut self, index: usize, count: u64) {
+        if count == 0 {
+            return;
         }
-        out.push(z as u8);
-    }
-    let (mut encoded, mut next) = (Vec::new(), 0usize);
-    let mut pending: Option<(usize, u64)> = None;
-    let put = |encoded: &mut Vec<u8>, next: &mut usize, (index, count): (usize, u64)| {
-        // A run of empty counters is written as its negated length (a single one as a 0).
-        match index - *next {
-            0 => {}
-            1 => zig_zag_varint(encoded, 0),
-            zeros => zig_zag_varint(encoded, -(zeros as i64)),
-        }
-        zig_zag_varint(encoded, count as i64);
-        *next = index + 1;
-    };
-    for (index, count) in counts.into_iter().filter(|(_, c)| *c > 0) {
-        pending = match pending {
-            Some((i, c)) if i == index => Some((i, c + count)),
+        match &mut self.pending {
+            Some((i, c)) if *i == index => *c += count,
             Some(done) => {
-                put(&mut encoded, &mut next, done);
-                Some((index, count))
+                let done = *done;
+                self.put(done);
+                self.pending = Some((index, count));
             }
-            None => Some((index, count)),
-        };
+            None => self.pending = Some((index, count)),
+        }
     }
-    match pending {
-        Some(last) => put(&mut encoded, &mut next, last),
-        None => zig_zag_varint(&mut encoded, 0), // an empty histogram: one empty counter
+
+    fn is_empty(&self) -> bool {
+        self.pending.is_none()
     }
-    let mut plain = Vec::with_capacity(40 + encoded.len());
-    plain.extend_from_slice(&(0x1c84_9303u32 | 0x10).to_be_bytes()); // V2
-    plain.extend_from_slice(&(encoded.len() as u32).to_be_bytes());
-    plain.extend_from_slice(&0u32.to_be_bytes()); // normalizing index offset
-    plain.extend_from_slice(&u32::from(SIGNIFICANT_DIGITS).to_be_bytes());
-    plain.extend_from_slice(&1u64.to_be_bytes()); // lowest discernible value
-    plain.extend_from_slice(&highest.unwrap_or(0).max(2).to_be_bytes());
-    plain.extend_from_slice(&1.0f64.to_be_bytes()); // integer to double ratio
-    plain.extend_from_slice(&encoded);
-    compress(&plain)
+
+    fn put(&mut self, (index, count): (usize, u64)) {
+        // A run of empty counters is written as its negated length (a single one as a 0).
+        match index - self.next {
+            0 => {}
+            1 => zig_zag_varint(&mut self.encoded, 0),
+            zeros => zig_zag_varint(&mut self.encoded, -(zeros as i64)),
+        }
+        zig_zag_varint(&mut self.encoded, count as i64);
+        self.next = index + 1;
+    }
+
+    fn finish(mut self, highest: Option<u64>) -> String {
+        match self.pending.take() {
+            Some(last) => self.put(last),
+            None => zig_zag_varint(&mut self.encoded, 0), // an empty histogram: one empty counter
+        }
+        let encoded = self.encoded;
+        let mut plain = Vec::with_capacity(40 + encoded.len());
+        plain.extend_from_slice(&(0x1c84_9303u32 | 0x10).to_be_bytes()); // V2
+        plain.extend_from_slice(&(encoded.len() as u32).to_be_bytes());
+        plain.extend_from_slice(&0u32.to_be_bytes()); // normalizing index offset
+        plain.extend_from_slice(&u32::from(SIGNIFICANT_DIGITS).to_be_bytes());
+        plain.extend_from_slice(&1u64.to_be_bytes()); // lowest discernible value
+        plain.extend_from_slice(&highest.unwrap_or(0).max(2).to_be_bytes());
+        plain.extend_from_slice(&1.0f64.to_be_bytes()); // integer to double ratio
+        plain.extend_from_slice(&encoded);
+        compress(&plain)
+    }
+}
+
+fn zig_zag_varint(out: &mut Vec<u8>, n: i64) {
+    let mut z = ((n << 1) ^ (n >> 63)) as u64;
+    while z >= 0x80 {
+        out.push(0x80 | (z & 0x7f) as u8);
+        z >>= 7;
+    }
+    out.push(z as u8);
 }
 
 pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
@@ -912,6 +941,47 @@ mod tests {
             assert_eq!(merged.encode_negatives(), one.encode_negatives());
             let ranks: Vec<u64> = (1..=all.len() as u64).collect();
             assert_eq!(merged.at_ranks(&ranks), one.at_ranks(&ranks), "{a_exact} {b_exact}");
+        }
+    }
+
+    /// Counting sorted runs as they merge gives each counter the count of its values, whatever
+    /// the runs' number and lengths (one value of a counter may sit in every run).
+    #[test]
+    fn runs_are_counted_as_their_values_one_by_one() {
+        let mut random = xorshift(29);
+        for runs_of in 1..=4 {
+            let runs: Vec<Vec<i64>> = (0..runs_of)
+                .map(|run| {
+                    let mut values: Vec<i64> =
+                        (0..run * 700).map(|_| (random() % 40_000_000) as i64 - 20_000_000).collect();
+                    values.sort();
+                    values
+                })
+                .collect();
+            for negative in [false, true] {
+                let halves: Vec<&[i64]> = runs
+                    .iter()
+                    .map(|run| {
+                        let (below, rest) = run.split_at(run.partition_point(|v| *v < 0));
+                        if negative {
+                            below
+                        } else {
+                            rest
+                        }
+                    })
+                    .collect();
+                let mut expected = std::collections::BTreeMap::new();
+                for value in halves.iter().flat_map(|run| run.iter()) {
+                    *expected.entry(counts_index(value.unsigned_abs())).or_insert(0u64) += 1;
+                }
+                let mut counted: Vec<(usize, u64)> = Vec::new();
+                count_runs(&halves, negative, |index, count| match counted.last_mut() {
+                    Some((at, sum)) if *at == index => *sum += count,
+                    _ => counted.push((index, count)),
+                });
+                assert!(counted.windows(2).all(|w| w[0].0 < w[1].0), "increasing indices");
+                assert_eq!(counted, expected.into_iter().collect::<Vec<_>>(), "{runs_of} runs, negative {negative}");
+            }
         }
     }
 
