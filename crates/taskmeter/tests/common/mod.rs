@@ -158,13 +158,17 @@ pub fn root(why: &str) -> bool {
 
 /// A copy of the taskmeter binary in `dir` that any user may run: tests that run taskmeter as
 /// another user (setpriv) cannot reach the build's own, under a folder only its owner may enter
-/// (a fresh clone in a private temporary folder). `dir` is made open to all.
+/// (a fresh clone in a private temporary folder). `dir` is made open to all. Copied once per
+/// `dir`: a worker of the run before (this same binary) may still be exiting, and writing over a
+/// file being executed fails with "Text file busy" (seen on a loaded machine).
 pub fn binary_for_any_user(dir: &Path) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let copy = dir.join("taskmeter");
-    std::fs::copy(env!("CARGO_BIN_EXE_taskmeter"), &copy).unwrap();
-    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    if !copy.exists() {
+        std::fs::copy(env!("CARGO_BIN_EXE_taskmeter"), &copy).unwrap();
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
     copy
 }
 
