@@ -173,7 +173,8 @@ fn count_runs(runs: &[&[i64]], negative: bool, mut put: impl FnMut(usize, u64)) 
     let smallest = |run: &[i64]| if negative { run[run.len() - 1] } else { run[0] }.unsigned_abs();
     while let Some(lowest) = runs.iter().map(|run| smallest(run)).min() {
         let index = counts_index(lowest);
-        let beyond = |v: &i64| v.unsigned_abs() > index_range(index).1;
+        let highest = index_range(index).1;
+        let beyond = |v: &i64| v.unsigned_abs() > highest;
         let mut count = 0;
         for run in &mut runs {
             if negative {
