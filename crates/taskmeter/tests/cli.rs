@@ -812,9 +812,9 @@ fn a_coloured_table_has_a_bold_header_and_a_green_best_row_and_the_same_words() 
     assert_eq!(shape(&stripped)[..3], shape(plain)[..3]);
 }
 
-/// Lost samples are a warning that names each row, its harness's scheduling and, with a writer
-/// above the units' threads, both places it can have been held: among the units by a runtime that
-/// schedules it there, or outside them.
+/// Lost samples are a warning that names each row, its harness's scheduling and where the
+/// writer was held: for a runtime that schedules it among its units (the registry's `writer`),
+/// there; for the others, with their writer's thread above the units', outside them.
 #[test]
 fn lost_samples_are_warned_with_where_the_writer_was_held() {
     let dir = tempfile::tempdir().unwrap();
@@ -826,16 +826,22 @@ fn lost_samples_are_warned_with_where_the_writer_was_held() {
     record["rows"][0]["counts"]["samples_lost"] = 7.into();
     record["rows"][0]["worker"]["harness_sched"] =
         "reader SCHED_FIFO 1, writer SCHED_FIFO 1, counters SCHED_FIFO 1".into();
-    std::fs::write(folder.join("run.json"), record.to_string()).unwrap();
-    let again = run(&["report", folder.to_str().unwrap()]);
-    assert!(again.status.success(), "{}", stderr(&again));
-    let page = std::fs::read_to_string(folder.join("report.html")).unwrap();
-    for said in [
-        "7 samples were lost",
-        "thread at 1 units: 7",
-        "a runtime that schedules it among its units (a goroutine, a task) kept it waiting there",
-        "otherwise it was held outside them (writing to taskmeter, or in the kernel)",
+    let go_writer = taskmeter::runtimes::find("go").and_then(|go| go.writer).expect("go's writer is a goroutine");
+    for (runtime, said) in [
+        ("thread", "the writer's thread ran above the units' threads, so it was held outside them".to_string()),
+        ("go", format!("its writer is {go_writer}: a limit of the runtime")),
+        ("go-locked/timer", format!("its writer is {go_writer}: a limit of the runtime")),
     ] {
-        assert!(page.contains(said), "report.html says '{said}'");
+        record["rows"][0]["runtime"] = runtime.into();
+        record["settings"]["runtimes"] = serde_json::json!([runtime]);
+        std::fs::write(folder.join("run.json"), record.to_string()).unwrap();
+        let again = run(&["report", folder.to_str().unwrap()]);
+        assert!(again.status.success(), "{}", stderr(&again));
+        let page = std::fs::read_to_string(folder.join("report.html")).unwrap();
+        for said in ["7 samples were lost", &format!("{runtime} at 1 units: 7"), &said] {
+            assert!(page.contains(said), "report.html of a {runtime} row says '{said}'");
+        }
+        let elsewhere = if runtime == "thread" { "its writer is" } else { "held outside them" };
+        assert!(!page.contains(elsewhere), "report.html of a {runtime} row does not say '{elsewhere}'");
     }
 }

@@ -176,15 +176,15 @@ pub fn warnings(record: &RunRecord) -> Vec<String> {
                 let c = r.counts.as_ref().filter(|c| c.samples_lost > 0)?;
                 let harness = r.worker.as_ref().and_then(|w| w.harness_sched.as_deref()).unwrap_or("unknown");
                 // Above the units' threads, a writer still waits where the runtime itself
-                // schedules it among them (a goroutine has no priority): a limit of the runtime.
-                // Where the units are threads of their own, the kernel ran it first: it was held
-                // elsewhere.
-                let why = if harness.contains("writer SCHED_FIFO") {
-                    "; the writer's thread ran above the units' threads: a runtime that schedules it among its \
-                     units (a goroutine, a task) kept it waiting there, otherwise it was held outside them \
-                     (writing to taskmeter, or in the kernel)"
-                } else {
-                    ""
+                // schedules it among them (the registry says where: a goroutine has no
+                // priority), a limit of the runtime. Elsewhere the kernel ran it first: it was
+                // held outside them.
+                let why = match crate::runtimes::find(&r.runtime).and_then(|info| info.writer) {
+                    Some(writer) => format!("; its writer is {writer}: a limit of the runtime"),
+                    None if harness.contains("writer SCHED_FIFO") => "; the writer's thread ran above the units' \
+                         threads, so it was held outside them (writing to taskmeter, or in the kernel)"
+                        .to_string(),
+                    None => String::new(),
                 };
                 Some(format!(
                     "{} at {} units: {} ({harness}{why})",

@@ -75,6 +75,10 @@ pub struct RuntimeEntry {
     pub description: String,
     /// What `--priority-classes 2` maps to.
     pub priority: String,
+    /// Where the runtime itself schedules the worker's writer among its units, how (a goroutine):
+    /// the reason its samples can be lost whatever the writer's thread priority.
+    #[serde(default)]
+    pub writer: Option<String>,
     /// Its wait recipes besides its own sleep (`[[runtime.recipe]]`).
     #[serde(default)]
     pub recipe: Vec<RecipeEntry>,

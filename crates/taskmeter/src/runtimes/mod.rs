@@ -59,6 +59,9 @@ pub struct RuntimeInfo {
     pub description: &'static str,
     /// What `--priority-classes 2` maps to (protocol: "Priority classes").
     pub priority: &'static str,
+    /// Where the runtime itself schedules the worker's writer among its units (protocol: "The
+    /// writer"), how: raising its thread does not make it run then. None: a thread of its own.
+    pub writer: Option<&'static str>,
 }
 
 /// Every runtime, in-process first, then the drivers' in folder order (read once per process;
@@ -83,6 +86,7 @@ pub fn all() -> &'static [RuntimeInfo] {
                 launch: Launch::InProcess,
                 description: r.description,
                 priority: r.priority,
+                writer: None,
             })
             .collect();
         for program in drivers::programs().iter().filter(|p| p.root == "drivers") {
@@ -108,6 +112,7 @@ pub fn all() -> &'static [RuntimeInfo] {
                     launch: Launch::Driver(program),
                     description: leak(&runtime.description),
                     priority: leak(&runtime.priority),
+                    writer: runtime.writer.as_deref().map(leak),
                 });
             }
         }
@@ -234,6 +239,7 @@ fn variant(
         launch: base.launch,
         description,
         priority: base.priority,
+        writer: base.writer,
     }
 }
 
