@@ -813,8 +813,8 @@ fn a_coloured_table_has_a_bold_header_and_a_green_best_row_and_the_same_words() 
 }
 
 /// Lost samples are a warning that names each row, its harness's scheduling and where the
-/// writer was held: for a runtime that schedules it among its units (the registry's `writer`),
-/// there; for the others, with their writer's thread above the units', outside them.
+/// writer was held: for a runtime that schedules it among its units (the row's `writer`, from the
+/// registry), there; for the others, with their writer's thread above the units', outside them.
 #[test]
 fn lost_samples_are_warned_with_where_the_writer_was_held() {
     let dir = tempfile::tempdir().unwrap();
@@ -823,16 +823,17 @@ fn lost_samples_are_warned_with_where_the_writer_was_held() {
     let out = run(&[&args[..], &["--no-history", "-o", folder.to_str().unwrap()]].concat());
     assert!(out.status.success(), "{}", stderr(&out));
     let mut record = run_json(&folder);
+    assert!(record["rows"][0]["worker"].get("writer").is_none(), "thread's writer is a thread of its own");
     record["rows"][0]["counts"]["samples_lost"] = 7.into();
     record["rows"][0]["worker"]["harness_sched"] =
         "reader SCHED_FIFO 1, writer SCHED_FIFO 1, counters SCHED_FIFO 1".into();
     let go_writer = taskmeter::runtimes::find("go").and_then(|go| go.writer).expect("go's writer is a goroutine");
-    for (runtime, said) in [
-        ("thread", "the writer's thread ran above the units' threads, so it was held outside them".to_string()),
-        ("go", format!("its writer is {go_writer}: a limit of the runtime")),
-        ("go-locked/timer", format!("its writer is {go_writer}: a limit of the runtime")),
+    for (runtime, writer, said) in [
+        ("thread", None, "the writer's thread ran above the units' threads, so it was held outside them".to_string()),
+        ("go", Some(go_writer), format!("its writer is {go_writer}: a limit of the runtime")),
     ] {
         record["rows"][0]["runtime"] = runtime.into();
+        record["rows"][0]["worker"]["writer"] = writer.into();
         record["settings"]["runtimes"] = serde_json::json!([runtime]);
         std::fs::write(folder.join("run.json"), record.to_string()).unwrap();
         let again = run(&["report", folder.to_str().unwrap()]);
@@ -843,5 +844,26 @@ fn lost_samples_are_warned_with_where_the_writer_was_held() {
         }
         let elsewhere = if runtime == "thread" { "its writer is" } else { "held outside them" };
         assert!(!page.contains(elsewhere), "report.html of a {runtime} row does not say '{elsewhere}'");
+    }
+}
+
+/// A row records where its runtime schedules the writer, from the registry: go's and its
+/// recipes' rows (a goroutine), and no other.
+#[test]
+fn rows_record_a_writer_their_runtime_schedules_among_its_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("writers");
+    let args =
+        ["run", "--runtimes", "go,go-locked/timer,thread", "--units", "1", "--duration", "100ms", "--warmup", "0"];
+    let out = run(&[&args[..], &["--no-history", "-o", folder.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let record = run_json(&folder);
+    let rows = record["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    for row in rows {
+        let runtime = row["runtime"].as_str().unwrap();
+        let registry = taskmeter::runtimes::find(runtime).unwrap().writer;
+        assert_eq!(registry.is_some(), runtime.starts_with("go"), "{runtime}");
+        assert_eq!(row["worker"]["writer"].as_str(), registry, "{runtime}");
     }
 }

@@ -219,6 +219,10 @@ pub struct WorkerInfo {
     /// SCHED_FIFO 1, counters SCHED_FIFO 1").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness_sched: Option<String>,
+    /// Where the runtime itself schedules the worker's writer among its units, how (the
+    /// registry's `writer`: a goroutine); absent, the writer is a thread of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]

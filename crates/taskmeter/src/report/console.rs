@@ -176,10 +176,10 @@ pub fn warnings(record: &RunRecord) -> Vec<String> {
                 let c = r.counts.as_ref().filter(|c| c.samples_lost > 0)?;
                 let harness = r.worker.as_ref().and_then(|w| w.harness_sched.as_deref()).unwrap_or("unknown");
                 // Above the units' threads, a writer still waits where the runtime itself
-                // schedules it among them (the registry says where: a goroutine has no
-                // priority), a limit of the runtime. Elsewhere the kernel ran it first: it was
-                // held outside them.
-                let why = match crate::runtimes::find(&r.runtime).and_then(|info| info.writer) {
+                // schedules it among them (the row says where, from the registry: a goroutine
+                // has no priority), a limit of the runtime. Elsewhere the kernel ran it first:
+                // it was held outside them.
+                let why = match r.worker.as_ref().and_then(|w| w.writer.as_deref()) {
                     Some(writer) => format!("; its writer is {writer}: a limit of the runtime"),
                     None if harness.contains("writer SCHED_FIFO") => "; the writer's thread ran above the units' \
                          threads, so it was held outside them (writing to taskmeter, or in the kernel)"

@@ -55,7 +55,11 @@ pub fn run_job(job: &Job, label: &str, run: &RunContext) -> Row {
     drop(_watched);
     let finished =
         std::mem::replace(&mut *stats.lock().unwrap_or_else(|e| e.into_inner()), RowStats::new(1, 0, false)).finish();
-    row_from(job.info.id, plan, worker, toolchain, finished)
+    let mut row = row_from(job.info.id, plan, worker, toolchain, finished);
+    if let Some(info) = row.worker.as_mut() {
+        info.writer = job.info.writer.map(str::to_string);
+    }
+    row
 }
 
 /// The plan of a job: its runtime's worker, waiting with its recipe.
@@ -106,6 +110,7 @@ fn row_from(runtime: &str, plan: Plan, worker: WorkerRun, toolchain: String, fin
         cpu_dma_latency_us: None,
         stderr: None,
         harness_sched: worker.harness,
+        writer: None,
     };
     let (status, delivered, stopped) = match worker.outcome {
         Outcome::Completed(d) => (RowStatus::Ok, d, None),
