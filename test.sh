@@ -8,9 +8,10 @@ cd "$(dirname "$0")"
 tests/setup.sh
 # A CI build is built once: incremental caches would only take disk (a third of target/debug).
 if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
-# Runs of the tests are recorded in a history of their own, never the user's.
-TASKMETER_HISTORY="$(mktemp -d)/history.sqlite"
-export TASKMETER_HISTORY
+# Runs of the tests are recorded in a history of their own, never the user's (removed after).
+history=$(mktemp -d)
+trap 'rm -rf "$history"' EXIT
+export TASKMETER_HISTORY="$history/history.sqlite"
 tests/lint.sh
 cargo build --locked --quiet
 cargo test --locked --workspace
