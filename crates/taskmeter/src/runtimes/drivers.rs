@@ -42,6 +42,11 @@ pub struct Manifest {
     /// Used instead of `run` when taskmeter runs as root.
     #[serde(default)]
     pub run_as_root: Vec<String>,
+    /// Where the driver's runtimes schedule the worker's writer among their units, how (a
+    /// goroutine): the reason their samples can be lost whatever the writer's thread priority.
+    /// None: a thread of its own.
+    #[serde(default)]
+    pub writer: Option<String>,
     #[serde(default)]
     pub runtime: Vec<RuntimeEntry>,
 }
@@ -75,10 +80,6 @@ pub struct RuntimeEntry {
     pub description: String,
     /// What `--priority-classes 2` maps to.
     pub priority: String,
-    /// Where the runtime itself schedules the worker's writer among its units, how (a goroutine):
-    /// the reason its samples can be lost whatever the writer's thread priority.
-    #[serde(default)]
-    pub writer: Option<String>,
     /// Its wait recipes besides its own sleep (`[[runtime.recipe]]`).
     #[serde(default)]
     pub recipe: Vec<RecipeEntry>,

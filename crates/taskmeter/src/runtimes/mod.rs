@@ -112,7 +112,7 @@ pub fn all() -> &'static [RuntimeInfo] {
                     launch: Launch::Driver(program),
                     description: leak(&runtime.description),
                     priority: leak(&runtime.priority),
-                    writer: runtime.writer.as_deref().map(leak),
+                    writer: program.manifest.writer.as_deref().map(leak),
                 });
             }
         }

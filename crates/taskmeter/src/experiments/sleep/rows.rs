@@ -9,7 +9,7 @@ use crate::model::run::{ClassResult, Counts, Row, RowStatus, Settings, WorkerInf
 use crate::process::worker::{self, Outcome, WorkerRun};
 use crate::process::Failure;
 use crate::report::samples::{RowKey, SamplesFile};
-use crate::runtimes;
+use crate::runtimes::{self, RuntimeInfo};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use taskmeter_protocol::{Delivered, Plan, Room, PROTOCOL};
@@ -55,11 +55,7 @@ pub fn run_job(job: &Job, label: &str, run: &RunContext) -> Row {
     drop(_watched);
     let finished =
         std::mem::replace(&mut *stats.lock().unwrap_or_else(|e| e.into_inner()), RowStats::new(1, 0, false)).finish();
-    let mut row = row_from(job.info.id, plan, worker, toolchain, finished);
-    if let Some(info) = row.worker.as_mut() {
-        info.writer = job.info.writer.map(str::to_string);
-    }
-    row
+    row_from(job.info, plan, worker, toolchain, finished)
 }
 
 /// The plan of a job: its runtime's worker, waiting with its recipe.
@@ -95,7 +91,8 @@ fn failed_row(runtime: &str, plan: &Plan, reason: String, worker: Option<WorkerI
     Row { reason: Some(reason), plan: Some(plan.clone()), worker, ..Row::new(runtime, RowStatus::Failed) }
 }
 
-fn row_from(runtime: &str, plan: Plan, worker: WorkerRun, toolchain: String, finished: Finished) -> Row {
+fn row_from(of: &RuntimeInfo, plan: Plan, worker: WorkerRun, toolchain: String, finished: Finished) -> Row {
+    let runtime = of.id;
     let mut info = WorkerInfo {
         runtime_version: None,
         toolchain,
@@ -110,7 +107,7 @@ fn row_from(runtime: &str, plan: Plan, worker: WorkerRun, toolchain: String, fin
         cpu_dma_latency_us: None,
         stderr: None,
         harness_sched: worker.harness,
-        writer: None,
+        writer: of.writer.map(str::to_string),
     };
     let (status, delivered, stopped) = match worker.outcome {
         Outcome::Completed(d) => (RowStatus::Ok, d, None),
