@@ -34,7 +34,7 @@ const EXACT_BELOW: u64 = 1 << 18;
 /// is the library's, byte for byte (tested).
 /// An exact one ([`SignedHistogram::exact`]) keeps the values outside 0..262,144 as they are
 /// until [`SignedHistogram::make_approximate`]: its ranks are then the values' own, at the cost
-/// of 8 bytes for each such value only.
+/// of 4 bytes for each such value only (8 below 0 or from 2^32).
 /// Values are counted in batches grouped by page of counters: one at a time, each would touch a
 /// random line of the counters (a cache miss per value while the worker's units share the CPUs
 /// and caches); within a page, order does not matter (`fold_cost`, sorting each batch by counter
@@ -60,39 +60,63 @@ struct Kept {
     runs: Vec<Run>,
 }
 
+/// A run's values, in two lists: those from 262,144 to 2^32 - 1 (every late wake-up, every
+/// sleep and period under 4.29 s: nearly all of them) in 32 bits, the others (below 0, or
+/// beyond) in 64. Half the bytes to store, sort and count: the radix sort of a 10,000-unit row's
+/// kept values was a fifth of taskmeter's CPU (issue 28), and it moves every byte four times.
 #[derive(Clone, Debug, Default)]
 struct Run {
-    values: Vec<i64>,
-    /// How many of the values were there, sorted, when the run was last settled: all of them
-    /// unless values came since.
-    sorted: usize,
+    narrow: Vec<u32>,
+    wide: Vec<i64>,
+    /// Sorted when last settled, and nothing came since.
+    settled: bool,
 }
 
 /// The vectors of values that ended rows kept exactly, held for the next rows to fill (up to
-/// 64 MiB, emptied, in increasing order of capacity): a row of 10,000 units keeps millions of
+/// 32 MiB, emptied, in increasing order of capacity): a row of 10,000 units keeps millions of
 /// values, and memory fresh from the kernel costs a page fault for each 4 KiB, and a copy each
 /// time a vector grows (together about a tenth of taskmeter's CPU at 10,000 units, issue 28).
-static SPARE_VALUES: Mutex<Vec<Vec<i64>>> = Mutex::new(Vec::new());
+static SPARE_VALUES: Mutex<Vec<Vec<u32>>> = Mutex::new(Vec::new());
 const SPARE_VALUES_AT_MOST: usize = 8 << 20;
 /// Smaller vectors are not worth holding.
 const SPARE_VALUES_EACH_AT_LEAST: usize = 8 << 10;
 
 /// The largest spare vector (empty); a new one if there is none.
-fn spare_values() -> Vec<i64> {
+fn spare_values() -> Vec<u32> {
     SPARE_VALUES.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_default()
 }
 
 impl Drop for Run {
     fn drop(&mut self) {
-        if self.values.capacity() < SPARE_VALUES_EACH_AT_LEAST {
+        if self.narrow.capacity() < SPARE_VALUES_EACH_AT_LEAST {
             return;
         }
         let mut spare = SPARE_VALUES.lock().unwrap_or_else(|e| e.into_inner());
-        if spare.iter().map(Vec::capacity).sum::<usize>() + self.values.capacity() <= SPARE_VALUES_AT_MOST {
-            self.values.clear();
-            let at = spare.partition_point(|v| v.capacity() <= self.values.capacity());
-            spare.insert(at, std::mem::take(&mut self.values));
+        if spare.iter().map(Vec::capacity).sum::<usize>() + self.narrow.capacity() <= SPARE_VALUES_AT_MOST {
+            self.narrow.clear();
+            let at = spare.partition_point(|v| v.capacity() <= self.narrow.capacity());
+            spare.insert(at, std::mem::take(&mut self.narrow));
         }
+    }
+}
+
+impl Run {
+    #[inline]
+    fn push(&mut self, value: i64) {
+        match u32::try_from(value) {
+            Ok(narrow) => self.narrow.push(narrow),
+            Err(_) => self.wide.push(value),
+        }
+        self.settled = false;
+    }
+
+    fn is_empty(&self) -> bool {
+        self.narrow.is_empty() && self.wide.is_empty()
+    }
+
+    /// Its values, in no order.
+    fn values(&self) -> impl Iterator<Item = i64> + '_ {
+        self.narrow.iter().map(|v| i64::from(*v)).chain(self.wide.iter().copied())
     }
 }
 
@@ -101,59 +125,84 @@ const MAX_RUNS: usize = 4;
 
 impl Kept {
     /// Where new values go: the last run.
-    fn open(&mut self) -> &mut Vec<i64> {
+    fn open(&mut self) -> &mut Run {
         if self.runs.is_empty() {
-            self.runs.push(Run { values: spare_values(), sorted: 0 });
+            self.runs.push(Run { narrow: spare_values(), wide: Vec::new(), settled: false });
         }
-        &mut self.runs.last_mut().expect("one run at least").values
+        self.runs.last_mut().expect("one run at least")
     }
 
     fn absorb(&mut self, other: Kept) {
-        self.runs.extend(other.runs.into_iter().filter(|run| !run.values.is_empty()));
+        self.runs.extend(other.runs.into_iter().filter(|run| !run.is_empty()));
         if self.runs.len() > MAX_RUNS {
-            let values = std::mem::take(self).into_values();
-            self.runs.push(Run { values, sorted: 0 });
+            let mut runs = std::mem::take(&mut self.runs).into_iter();
+            let mut joined = runs.next().expect("more than one run");
+            for mut run in runs {
+                joined.narrow.append(&mut run.narrow);
+                joined.wide.append(&mut run.wide);
+            }
+            joined.settled = false;
+            self.runs.push(joined);
         }
     }
 
-    fn into_values(self) -> Vec<i64> {
-        let mut runs = self.runs.into_iter().map(|mut run| std::mem::take(&mut run.values));
-        let mut values = runs.next().unwrap_or_default();
-        runs.for_each(|run| values.extend(run));
-        values
+    fn values(&self) -> impl Iterator<Item = i64> + '_ {
+        self.runs.iter().flat_map(Run::values)
     }
 
     fn is_settled(&self) -> bool {
-        self.runs.iter().all(|run| run.sorted == run.values.len())
+        self.runs.iter().all(|run| run.settled)
     }
 
     fn settle(&mut self) {
-        for run in self.runs.iter_mut().filter(|run| run.sorted != run.values.len()) {
-            if !run.values.is_sorted() {
-                radsort::sort(&mut run.values);
+        for run in self.runs.iter_mut().filter(|run| !run.settled) {
+            if !run.narrow.is_sorted() {
+                radsort::sort(&mut run.narrow);
             }
-            run.sorted = run.values.len();
+            if !run.wide.is_sorted() {
+                radsort::sort(&mut run.wide);
+            }
+            run.settled = true;
         }
     }
 
-    /// Each run's values below 0, and its others (settled runs).
-    fn halves(&self) -> (Vec<&[i64]>, Vec<&[i64]>) {
-        self.runs.iter().map(|run| run.values.split_at(run.values.partition_point(|v| *v < 0))).unzip()
+    /// Of settled runs, each run's values in three sorted lists.
+    fn parts(&self) -> Parts<'_> {
+        let mut parts = Parts::default();
+        for run in &self.runs {
+            let (negative, rest) = run.wide.split_at(run.wide.partition_point(|v| *v < 0));
+            parts.below.push(negative);
+            parts.narrow.push(&run.narrow[..]);
+            parts.beyond.push(rest);
+        }
+        parts
     }
 }
 
+/// The kept values by run, in three lists, each of which follows the other in value.
+#[derive(Default)]
+struct Parts<'a> {
+    /// Below 0.
+    below: Vec<&'a [i64]>,
+    /// From 262,144 to 2^32 - 1.
+    narrow: Vec<&'a [u32]>,
+    /// From 2^32.
+    beyond: Vec<&'a [i64]>,
+}
+
 /// The `rank`-th smallest value (1-based, at most their count) of sorted slices.
-fn kth(slices: &[&[i64]], rank: u64) -> i64 {
-    let slices: Vec<&[i64]> = slices.iter().copied().filter(|s| !s.is_empty()).collect();
+fn kth<T: Copy + Into<i64>>(slices: &[&[T]], rank: u64) -> i64 {
+    let slices: Vec<&[T]> = slices.iter().copied().filter(|s| !s.is_empty()).collect();
     if let [only] = slices[..] {
-        return only[rank as usize - 1];
+        return only[rank as usize - 1].into();
     }
+    let wide = |v: T| i128::from(v.into());
     // The smallest value with `rank` values at most it is one of theirs.
-    let mut low = slices.iter().map(|s| s[0]).min().expect("a value at that rank") as i128;
-    let mut high = slices.iter().map(|s| s[s.len() - 1]).max().expect("a value at that rank") as i128;
+    let mut low = slices.iter().map(|s| wide(s[0])).min().expect("a value at that rank");
+    let mut high = slices.iter().map(|s| wide(s[s.len() - 1])).max().expect("a value at that rank");
     while low < high {
         let middle = (low + high).div_euclid(2);
-        let at_most: usize = slices.iter().map(|s| s.partition_point(|v| i128::from(*v) <= middle)).sum();
+        let at_most: usize = slices.iter().map(|s| s.partition_point(|v| wide(*v) <= middle)).sum();
         if at_most as u64 >= rank {
             high = middle;
         } else {
@@ -168,13 +217,14 @@ fn kth(slices: &[&[i64]], rank: u64) -> i64 {
 /// an exact row at 10,000 units keeps millions of values, and counting and merging them through
 /// vectors fresh for each row cost a page fault every 4 KiB (issue 28). `negative`: the runs'
 /// values are below 0, read from their ends (their magnitudes increase that way).
-fn count_runs(runs: &[&[i64]], negative: bool, mut put: impl FnMut(usize, u64)) {
-    let mut runs: Vec<&[i64]> = runs.iter().copied().filter(|run| !run.is_empty()).collect();
-    let smallest = |run: &[i64]| if negative { run[run.len() - 1] } else { run[0] }.unsigned_abs();
+fn count_runs<T: Copy + Into<i64>>(runs: &[&[T]], negative: bool, mut put: impl FnMut(usize, u64)) {
+    let mut runs: Vec<&[T]> = runs.iter().copied().filter(|run| !run.is_empty()).collect();
+    let magnitude = |v: T| v.into().unsigned_abs();
+    let smallest = |run: &[T]| magnitude(if negative { run[run.len() - 1] } else { run[0] });
     while let Some(lowest) = runs.iter().map(|run| smallest(run)).min() {
         let index = counts_index(lowest);
         let highest = index_range(index).1;
-        let beyond = |v: &i64| v.unsigned_abs() > highest;
+        let beyond = |v: &T| magnitude(*v) > highest;
         let mut count = 0;
         for run in &mut runs {
             if negative {
@@ -451,7 +501,7 @@ impl SignedHistogram {
         self.pending.append(&mut other.pending);
         match (&mut self.outliers, other.outliers) {
             (Some(mine), Some(theirs)) => mine.absorb(theirs),
-            (None, Some(theirs)) => self.pending.extend(theirs.into_values()),
+            (None, Some(theirs)) => self.pending.extend(theirs.values()),
             (_, None) => {}
         }
         if self.pending.len() >= BATCH {
@@ -463,7 +513,7 @@ impl SignedHistogram {
     pub fn make_approximate(&mut self) {
         self.flush();
         if let Some(kept) = self.outliers.take() {
-            self.pending = kept.into_values();
+            self.pending.extend(kept.values());
             self.flush();
         }
     }
@@ -525,7 +575,7 @@ impl SignedHistogram {
     fn buckets(&self) -> Vec<(i64, u64)> {
         let settled = self.settled();
         let this = settled.as_ref();
-        let mut outliers = this.outliers.clone().unwrap_or_default().into_values();
+        let mut outliers: Vec<i64> = this.outliers.iter().flat_map(Kept::values).collect();
         outliers.sort();
         let split = outliers.partition_point(|v| *v < 0);
         let runs = |values: &[i64]| -> Vec<(i64, u64)> {
@@ -551,18 +601,19 @@ impl SignedHistogram {
     pub fn at_ranks(&self, ranks: &[u64]) -> Vec<i64> {
         let settled = self.settled();
         let this = settled.as_ref();
-        let (negative, positive) = this.outliers.as_ref().map(Kept::halves).unwrap_or_default();
-        let count = |slices: &[&[i64]]| slices.iter().map(|s| s.len() as u64).sum::<u64>();
+        let Parts { below: negative, narrow, beyond } = this.outliers.as_ref().map(Kept::parts).unwrap_or_default();
+        let count = |lengths: &mut dyn Iterator<Item = usize>| lengths.map(|n| n as u64).sum::<u64>();
         let all_pages = this.positive.page_count().max(EXACT_PAGES);
         // The runs of values in increasing order, as `buckets` lists them: how many values each
         // holds, and the value at a rank within it.
-        let runs: [(u64, &dyn Fn(u64) -> i64); 5] = [
-            (count(&negative), &|r| kth(&negative, r)),
+        let runs: [(u64, &dyn Fn(u64) -> i64); 6] = [
+            (count(&mut negative.iter().map(|s| s.len())), &|r| kth(&negative, r)),
             (this.negative.total(), &|r| {
                 -(index_range(this.negative.index_at(0..this.negative.page_count(), true, r)).0 as i64)
             }),
             (this.positive.total_of(0..EXACT_PAGES), &|r| this.positive.index_at(0..EXACT_PAGES, false, r) as i64),
-            (count(&positive), &|r| kth(&positive, r)),
+            (count(&mut narrow.iter().map(|s| s.len())), &|r| kth(&narrow, r)),
+            (count(&mut beyond.iter().map(|s| s.len())), &|r| kth(&beyond, r)),
             (this.positive.total_of(EXACT_PAGES..all_pages), &|r| {
                 index_range(this.positive.index_at(EXACT_PAGES..all_pages, false, r)).1 as i64
             }),
@@ -598,20 +649,23 @@ impl SignedHistogram {
     pub fn encode_clamped(&self) -> String {
         let settled = self.settled();
         let this = settled.as_ref();
-        let (negative, positive) = this.outliers.as_ref().map(Kept::halves).unwrap_or_default();
+        let Parts { below: negative, narrow, beyond } = this.outliers.as_ref().map(Kept::parts).unwrap_or_default();
         let below_zero = this.negative.total() + negative.iter().map(|s| s.len() as u64).sum::<u64>();
         // The highest value, as the library's histogram of these values would be bounded by.
         let highest = [
             this.positive.last_nonzero().map(|i| index_range(i).1),
-            positive.iter().filter_map(|s| s.last()).max().map(|v| *v as u64),
+            narrow.iter().filter_map(|s| s.last()).max().map(|v| u64::from(*v)),
+            beyond.iter().filter_map(|s| s.last()).max().map(|v| *v as u64),
         ];
-        // Exact, the counters hold the values below 262,144 and the kept ones are above: one list
-        // follows the other (merging them copied the kept list: ending a row of 3 million exact
-        // values took 106-107 ms, 95-98 without, `WIDE=1 CLASSES=2 BUDGET=4000000 fold_cost`).
+        // Exact, the counters hold the values below 262,144 and the kept ones are above, the
+        // 32-bit ones first: one list follows the other (merging them copied the kept list:
+        // ending a row of 3 million exact values took 106-107 ms, 95-98 without, `WIDE=1
+        // CLASSES=2 BUDGET=4000000 fold_cost`).
         let mut encoder = SparseEncoder::default();
         encoder.add(0, below_zero);
         this.positive.for_each_nonzero(|index, count| encoder.add(index, count));
-        count_runs(&positive, false, |index, count| encoder.add(index, count));
+        count_runs(&narrow, false, |index, count| encoder.add(index, count));
+        count_runs(&beyond, false, |index, count| encoder.add(index, count));
         encoder.finish(highest.into_iter().flatten().max())
     }
 
@@ -619,7 +673,7 @@ impl SignedHistogram {
     pub fn encode_negatives(&self) -> Option<String> {
         let settled = self.settled();
         let this = settled.as_ref();
-        let (negative, _) = this.outliers.as_ref().map(Kept::halves).unwrap_or_default();
+        let negative = this.outliers.as_ref().map(Kept::parts).unwrap_or_default().below;
         // Exact, every value below 0 is kept and none counted; approximate, none is kept.
         let mut encoder = SparseEncoder::default();
         this.negative.for_each_nonzero(|index, count| encoder.add(index, count));
@@ -823,8 +877,25 @@ mod tests {
 
     #[test]
     fn an_exact_histogram_ranks_every_value_as_a_sorted_list_would() {
-        // Values on both sides of the counted range, out of order, with repeats.
-        let values = [300_000, -40, 5, 262_143, 262_144, -40, 7, 1_000_000_007, 5, -1, 0, 300_000];
+        // Values on both sides of the counted range, out of order, with repeats, and on both
+        // sides of 2^32 (kept in 32 bits below it, in 64 from it).
+        let values = [
+            300_000,
+            -40,
+            5,
+            262_143,
+            1 << 32,
+            262_144,
+            -40,
+            7,
+            u32::MAX as i64,
+            1_000_000_007,
+            5,
+            -1,
+            0,
+            300_000,
+            (1 << 32) + 1,
+        ];
         let mut exact = SignedHistogram::exact();
         values.iter().for_each(|v| exact.record(*v));
         let mut sorted = values.to_vec();
@@ -869,7 +940,7 @@ mod tests {
                 (random >> 8) as i64 % scale as i64 - i64::from(random % 50 == 0) * 40_000
             })
             .collect();
-        values.extend([0, 0, 262_143, 262_144, 1 << 40]);
+        values.extend([0, 0, 262_143, 262_144, u32::MAX as i64, 1 << 32, 1 << 40]);
         let library = |values: &mut dyn Iterator<Item = u64>| {
             let values: Vec<u64> = values.collect();
             let highest = values.iter().copied().max().unwrap_or(0).max(2);
@@ -1020,11 +1091,13 @@ mod tests {
                 let mut h = SignedHistogram::exact();
                 for _ in 0..2_000 + part * 100 {
                     // Repeats across runs, both signs, the counted range and far beyond it.
-                    let v = match next() % 5 {
+                    let v = match next() % 6 {
                         0 => -((next() % 1_000) as i64) * 1_000,
                         1 => (next() % 200_000) as i64,
                         2 => 300_000 + (next() % 50) as i64,
                         3 => (next() % 20_000_000) as i64,
+                        // Around 2^32, where values leave 32 bits.
+                        4 => u32::MAX as i64 - 2 + (next() % 5) as i64,
                         _ => [i64::MIN, i64::MAX, -1][(next() % 3) as usize],
                     };
                     h.record(v);
