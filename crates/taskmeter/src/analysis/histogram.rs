@@ -150,6 +150,10 @@ impl Kept {
         self.runs.iter().flat_map(Run::values)
     }
 
+    fn len(&self) -> usize {
+        self.runs.iter().map(|run| run.narrow.len() + run.wide.len()).sum()
+    }
+
     fn is_settled(&self) -> bool {
         self.runs.iter().all(|run| run.settled)
     }
@@ -501,7 +505,7 @@ impl SignedHistogram {
         self.pending.append(&mut other.pending);
         match (&mut self.outliers, other.outliers) {
             (Some(mine), Some(theirs)) => mine.absorb(theirs),
-            (None, Some(theirs)) => self.pending.extend(theirs.values()),
+            (None, Some(theirs)) => self.count(theirs.values(), theirs.len()),
             (_, None) => {}
         }
         if self.pending.len() >= BATCH {
@@ -513,8 +517,7 @@ impl SignedHistogram {
     pub fn make_approximate(&mut self) {
         self.flush();
         if let Some(kept) = self.outliers.take() {
-            self.pending.extend(kept.values());
-            self.flush();
+            self.count(kept.values(), kept.len());
         }
     }
 
@@ -531,6 +534,24 @@ impl SignedHistogram {
             }
         }
         self.pending.clear();
+        self.count_indices(positive, negative);
+    }
+
+    /// Counts `len` values at once, none kept: a row's kept values, when it turns approximate,
+    /// in one pass (not through `pending`, which would be copied into and keep their room).
+    fn count(&mut self, values: impl Iterator<Item = i64>, len: usize) {
+        let (mut positive, mut negative) = (Vec::with_capacity(len), Vec::new());
+        for value in values {
+            match value {
+                ..0 => negative.push(counts_index(value.unsigned_abs()) as u32),
+                _ => positive.push(counts_index(value as u64) as u32),
+            }
+        }
+        self.count_indices(positive, negative);
+    }
+
+    /// Counts values by their counters' indices, page of counters by page.
+    fn count_indices(&mut self, mut positive: Vec<u32>, mut negative: Vec<u32>) {
         for (indices, counters) in [(&mut positive, &mut self.positive), (&mut negative, &mut self.negative)] {
             // Every index is below 48 << 17: a page number fits in 16 bits.
             radsort::sort_by_key(indices, |index| (*index as usize / PAGE) as u16);
