@@ -228,15 +228,15 @@ fn count_runs<T: Copy + Into<i64>>(runs: &[&[T]], negative: bool, mut put: impl 
     while let Some(lowest) = runs.iter().map(|run| smallest(run)).min() {
         let index = counts_index(lowest);
         let highest = index_range(index).1;
-        let beyond = |v: &T| magnitude(*v) > highest;
+        let within = |v: &T| magnitude(*v) <= highest;
         let mut count = 0;
         for run in &mut runs {
             if negative {
-                let n = run.iter().rev().position(beyond).unwrap_or(run.len());
+                let n = leading(run.rchunks(8), within);
                 *run = &run[..run.len() - n];
                 count += n;
             } else {
-                let n = run.iter().position(beyond).unwrap_or(run.len());
+                let n = leading(run.chunks(8), within);
                 *run = &run[n..];
                 count += n;
             }
@@ -246,6 +246,21 @@ fn count_runs<T: Copy + Into<i64>>(runs: &[&[T]], negative: bool, mut put: impl 
             runs.retain(|run| !run.is_empty());
         }
     }
+}
+
+/// How many values lead a sorted run in `within` (a prefix of it, read in `chunks` from the end
+/// it starts at), counted eight at a time: a counter holds a few values, and a scan value by
+/// value mispredicted its end once a counter.
+fn leading<'a, T: 'a>(chunks: impl Iterator<Item = &'a [T]>, within: impl Fn(&T) -> bool) -> usize {
+    let mut n = 0;
+    for chunk in chunks {
+        let inside = chunk.iter().filter(|v| within(v)).count();
+        n += inside;
+        if inside < chunk.len() {
+            break;
+        }
+    }
+    n
 }
 
 /// Counters by index, in pages of [`PAGE`] allocated on first use, with each page's total so
