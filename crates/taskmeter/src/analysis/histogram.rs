@@ -520,7 +520,7 @@ impl SignedHistogram {
         self.pending.append(&mut other.pending);
         match (&mut self.outliers, other.outliers) {
             (Some(mine), Some(theirs)) => mine.absorb(theirs),
-            (None, Some(theirs)) => self.count(theirs.values(), theirs.len()),
+            (None, Some(theirs)) => self.count_values(theirs.values(), theirs.len()),
             (_, None) => {}
         }
         if self.pending.len() >= BATCH {
@@ -532,7 +532,7 @@ impl SignedHistogram {
     pub fn make_approximate(&mut self) {
         self.flush();
         if let Some(kept) = self.outliers.take() {
-            self.count(kept.values(), kept.len());
+            self.count_values(kept.values(), kept.len());
         }
     }
 
@@ -554,7 +554,7 @@ impl SignedHistogram {
 
     /// Counts `len` values at once, none kept: a row's kept values, when it turns approximate,
     /// in one pass (not through `pending`, which would be copied into and keep their room).
-    fn count(&mut self, values: impl Iterator<Item = i64>, len: usize) {
+    fn count_values(&mut self, values: impl Iterator<Item = i64>, len: usize) {
         let (mut positive, mut negative) = (Vec::with_capacity(len), Vec::new());
         for value in values {
             match value {
@@ -638,18 +638,20 @@ impl SignedHistogram {
         let settled = self.settled();
         let this = settled.as_ref();
         let Parts { below: negative, narrow, beyond } = this.outliers.as_ref().map(Kept::parts).unwrap_or_default();
-        let count = |lengths: &mut dyn Iterator<Item = usize>| lengths.map(|n| n as u64).sum::<u64>();
+        fn count<T>(slices: &[&[T]]) -> u64 {
+            slices.iter().map(|s| s.len() as u64).sum()
+        }
         let all_pages = this.positive.page_count().max(EXACT_PAGES);
         // The runs of values in increasing order, as `buckets` lists them: how many values each
         // holds, and the value at a rank within it.
         let runs: [(u64, &dyn Fn(u64) -> i64); 6] = [
-            (count(&mut negative.iter().map(|s| s.len())), &|r| kth(&negative, r)),
+            (count(&negative), &|r| kth(&negative, r)),
             (this.negative.total(), &|r| {
                 -(index_range(this.negative.index_at(0..this.negative.page_count(), true, r)).0 as i64)
             }),
             (this.positive.total_of(0..EXACT_PAGES), &|r| this.positive.index_at(0..EXACT_PAGES, false, r) as i64),
-            (count(&mut narrow.iter().map(|s| s.len())), &|r| kth(&narrow, r)),
-            (count(&mut beyond.iter().map(|s| s.len())), &|r| kth(&beyond, r)),
+            (count(&narrow), &|r| kth(&narrow, r)),
+            (count(&beyond), &|r| kth(&beyond, r)),
             (this.positive.total_of(EXACT_PAGES..all_pages), &|r| {
                 index_range(this.positive.index_at(EXACT_PAGES..all_pages, false, r)).1 as i64
             }),
