@@ -601,7 +601,7 @@ pub(super) struct RunArgs {
     /// Percentiles are exact up to this many measured samples per row
     ///
     /// Shared by the rows of --together; beyond, they come from HdrHistograms with 5 significant
-    /// digits, and the table and run.json say so. Each sample kept costs 16 to 32 bytes (values
+    /// digits, and the table and run.json say so. Each sample kept costs up to about 32 bytes (values
     /// from 0 to 262 µs are counted, not kept; those of 4.3 s or more take twice the room)
     #[arg(long, value_name = "N", default_value_t = 1_000_000, hide_short_help = true, help_heading = heading::OUTPUT)]
     pub(super) exact_samples: u64,
