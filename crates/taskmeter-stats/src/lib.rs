@@ -257,10 +257,17 @@ impl Moments {
         if self.count == 0 {
             (self.shift, self.min, self.max) = (value, value, value);
         }
-        let d = value as i128 - self.shift as i128;
+        // Within 64 bits (values less than 2^63 apart), the square is one 64 x 64 multiply.
+        let (d, square) = match value.checked_sub(self.shift) {
+            Some(d) => (d as i128, d as i128 * d as i128),
+            None => {
+                let d = value as i128 - self.shift as i128;
+                (d, d * d)
+            }
+        };
         self.count += 1;
         self.sum += d;
-        self.sum_squares += d * d;
+        self.sum_squares += square;
         self.min = self.min.min(value);
         self.max = self.max.max(value);
     }
@@ -419,6 +426,18 @@ mod tests {
         let (mut d, e) = (Moments::of(&[-3_000_000_000, 7]), Moments::of(&[9_000_000_000, -1]));
         d.merge(&e);
         assert_eq!(d, Moments::of(&[-3_000_000_000, 7, 9_000_000_000, -1]));
+    }
+
+    #[test]
+    fn values_more_than_2_pow_63_apart_keep_exact_sums() {
+        // 2^63 + 2^61 above the first value, the shift: a difference past 64 bits.
+        let (low, high) = (-(1i64 << 62), (1i64 << 62) + (1i64 << 61));
+        let span = (1i128 << 63) + (1i128 << 61);
+        let m = Moments::of(&[low, high]);
+        assert_eq!((m.count, m.min, m.max), (2, low, high));
+        assert_eq!((m.sum, m.sum_squares), (span, span * span));
+        assert_eq!(m.mean(), Some((1u64 << 60) as f64));
+        assert!((m.sample_std().unwrap() / (span as f64 / 2f64.sqrt()) - 1.0).abs() < 1e-12);
     }
 
     #[test]

@@ -33,7 +33,7 @@ impl MetricStats {
         MetricStats { histogram: SignedHistogram::exact(), deviations_are_values: reference_zero, ..Default::default() }
     }
 
-    #[inline]
+    #[inline(always)]
     fn add(&mut self, value: i64, reference: i64) {
         if self.deviations_are_values && value < 0 {
             // The first negative value: until now every deviation was its value.
