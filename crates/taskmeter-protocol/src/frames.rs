@@ -356,6 +356,17 @@ impl<R: BufRead> FrameReader<R> {
     }
 }
 
+impl<R: Read> FrameReader<io::BufReader<R>> {
+    /// Whether the next frame lies whole in the stream's buffer: reading it will not wait.
+    pub fn next_is_buffered(&self) -> bool {
+        let buffered = &self.inner.buffer()[self.read_in_place..];
+        match buffered.get(..HEADER_BYTES).map(parse_header) {
+            Some(Ok((_, len))) => buffered.len() >= HEADER_BYTES + len,
+            _ => false,
+        }
+    }
+}
+
 /// A frame header's kind and payload length.
 fn parse_header(header: &[u8]) -> Result<(u8, usize), ReadError> {
     let kind = header[0];
@@ -479,6 +490,24 @@ mod tests {
             reader.next_raw().unwrap().unwrap();
         }
         assert!(matches!(reader.next_raw(), Err(ReadError::Cut { kind: b'E', missing: 3 })));
+    }
+
+    #[test]
+    fn the_reader_knows_whether_the_next_frame_is_already_buffered() {
+        let mut bytes = Vec::new();
+        put_samples(&mut bytes, 1, 10, [Sample::default(); 2].into_iter());
+        let first = bytes.len();
+        put_json(&mut bytes, kind::ERROR, &ErrorFrame { message: "next".into() });
+        // The buffer holds both frames, then the first and part of the second.
+        for (capacity, second_buffered) in [(1024, true), (first + HEADER_BYTES + 3, false)] {
+            let mut reader = FrameReader::new(std::io::BufReader::with_capacity(capacity, bytes.as_slice()));
+            assert!(!reader.next_is_buffered(), "nothing is read yet");
+            assert_eq!(reader.next_raw().unwrap().unwrap().0, kind::SAMPLES);
+            assert_eq!(reader.next_is_buffered(), second_buffered, "a buffer of {capacity} bytes");
+            assert_eq!(reader.next_raw().unwrap().unwrap().0, kind::ERROR);
+            assert!(!reader.next_is_buffered(), "the stream has ended");
+            assert!(reader.next_raw().unwrap().is_none());
+        }
     }
 
     fn payload_of(bytes: &[u8]) -> Vec<u8> {
