@@ -5,7 +5,6 @@
 use base64::Engine;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
-use std::io::Write;
 use std::sync::Mutex;
 
 pub const SIGNIFICANT_DIGITS: u8 = 5;
@@ -288,12 +287,14 @@ impl Default for Pages {
 }
 
 const PAGE: usize = 4096;
+// Pages are read sixteen counters at a time.
+const _: () = assert!(PAGE % 16 == 0);
 
 /// Pages of counters in all: every index is below 48 << 17 (`counts_index` of `u64::MAX`).
 const PAGES: usize = (48 << 17) / PAGE;
 
 /// A counter's width.
-trait Count: Copy + Default + Into<u64> + std::ops::AddAssign {
+trait Count: Copy + Default + PartialEq + Into<u64> + std::ops::AddAssign {
     /// `count`, known to fit.
     fn of(count: u64) -> Self;
 }
@@ -409,10 +410,17 @@ impl Counters {
     fn for_each_nonzero(&self, mut put: impl FnMut(usize, u64)) {
         fn of<C: Count>(pages: &[Option<Box<[C]>>], put: &mut impl FnMut(usize, u64)) {
             for (first, page) in pages.iter().enumerate().filter_map(|(i, page)| Some((i * PAGE, page.as_deref()?))) {
-                for (j, count) in page.iter().enumerate() {
-                    let count: u64 = (*count).into();
-                    if count > 0 {
-                        put(first + j, count);
+                // Sixteen counters at a time, by a mask of those above 0: a test of each one was
+                // a mispredicted branch for every other counter of a wide distribution.
+                for (k, group) in page.chunks_exact(16).enumerate() {
+                    let mut nonzero = group
+                        .iter()
+                        .enumerate()
+                        .fold(0u32, |mask, (j, count)| mask | (u32::from(*count != C::default()) << j));
+                    while nonzero != 0 {
+                        let j = nonzero.trailing_zeros() as usize;
+                        put(first + 16 * k + j, group[j].into());
+                        nonzero &= nonzero - 1;
                     }
                 }
             }
