@@ -753,25 +753,29 @@ impl SignedHistogram {
 }
 
 /// The V2 deflate format (`V2DeflateSerializer`'s: a cookie, the compressed length, a zlib
-/// stream of the plain V2 encoding), written with zlib's fastest level: a 5-digit histogram
-/// has millions of mostly empty counters, and the default level took most of taskmeter's own
-/// CPU time on a 100,000-unit point, for files hardly smaller.
+/// stream of the plain V2 encoding). Any zlib reader reads it.
 pub fn encode(h: &Histogram<u64>) -> String {
     let mut plain = Vec::new();
     V2Serializer::new().serialize(h, &mut plain).expect("serialising to memory cannot fail");
     compress(&plain)
 }
 
-/// A plain V2 encoding in the V2 deflate frame, base64.
+/// A plain V2 encoding in the V2 deflate frame, base64. The zlib stream is Huffman-coded
+/// without looking for repeated strings: a plain V2 encoding is mostly one-byte counts and
+/// runs of empty counters, whose bytes code short and rarely repeat. Of a 10,000-unit run's 24
+/// histograms (4.3 MB plain), zlib's fastest level made 1.95 MB, Huffman alone 1.67 MB, in
+/// about half the time (the default level: 1.80 MB, 7 times as long).
 fn compress(plain: &[u8]) -> String {
+    use zlib_rs::{DeflateConfig, ReturnCode, Strategy};
     const V2_COMPRESSED_COOKIE: u32 = 0x1c84_9304 | 0x10;
-    let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
-    zlib.write_all(plain).expect("compressing to memory cannot fail");
-    let compressed = zlib.finish().expect("compressing to memory cannot fail");
-    let mut bytes = Vec::with_capacity(compressed.len() + 8);
-    bytes.extend_from_slice(&V2_COMPRESSED_COOKIE.to_be_bytes());
-    bytes.extend_from_slice(&(compressed.len() as u32).to_be_bytes());
-    bytes.extend_from_slice(&compressed);
+    let config = DeflateConfig { strategy: Strategy::HuffmanOnly, ..DeflateConfig::new(1) };
+    let mut bytes = vec![0u8; 8 + zlib_rs::compress_bound(plain.len())];
+    let (compressed, code) = zlib_rs::compress_slice(&mut bytes[8..], plain, config);
+    assert_eq!(code, ReturnCode::Ok, "compressing to memory, into room for the bound, cannot fail");
+    let len = compressed.len();
+    bytes[..4].copy_from_slice(&V2_COMPRESSED_COOKIE.to_be_bytes());
+    bytes[4..8].copy_from_slice(&(len as u32).to_be_bytes());
+    bytes.truncate(8 + len);
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
