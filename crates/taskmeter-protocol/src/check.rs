@@ -166,8 +166,8 @@ impl Checker {
         self.samples
     }
 
-    /// Checks the next frame; hands each sample of an `S` frame, checked, to `each`.
-    pub fn accept(&mut self, frame: &Frame, mut each: impl FnMut(&SampleView)) -> Result<(), OutputError> {
+    /// Checks the next frame; appends each sample of an `S` frame, checked, to `samples`.
+    pub fn accept(&mut self, frame: &Frame, samples: &mut Vec<SampleView>) -> Result<(), OutputError> {
         match (self.stage, frame) {
             (Stage::Done, f) => invalid(format!("a frame {} comes after D", f.name())),
             (Stage::Refused, f) => invalid(format!("a frame {} comes after E", f.name())),
@@ -194,7 +194,7 @@ impl Checker {
             }
             (Stage::Hello, f) => invalid(format!("a frame {} comes before G", f.name())),
             (_, Frame::Gate(_)) => invalid("a second G frame".into()),
-            (Stage::Running, Frame::Samples(chunk)) => self.check_chunk(chunk, &mut each),
+            (Stage::Running, Frame::Samples(chunk)) => self.check_chunk(chunk, samples),
             (_, Frame::Samples(chunk)) => invalid(format!("an S frame of unit {} comes after a U frame", chunk.unit)),
             (_, Frame::Unit(_) | Frame::View(_)) if self.plan.grain.is_some() => {
                 invalid(format!("a frame {} in the granularity experiment", frame.name()))
@@ -315,7 +315,7 @@ impl Checker {
         }
     }
 
-    fn check_chunk(&mut self, chunk: &Chunk, each: &mut impl FnMut(&SampleView)) -> Result<(), OutputError> {
+    fn check_chunk(&mut self, chunk: &Chunk, samples: &mut Vec<SampleView>) -> Result<(), OutputError> {
         let unit = chunk.unit;
         if unit == 0 || unit as usize > self.units.len() {
             return invalid(format!("an S frame names unit {unit} (G says {} units)", self.units.len()));
@@ -341,10 +341,8 @@ impl Checker {
         let class = self.plan.class_of(unit);
         let context = SampleContext { plan: &self.plan, window, unit, class, origin_ns: chunk.origin_ns };
         for sample in chunk.samples() {
-            // Matched, not mapped: a view moved through `map_err` was read back before its
-            // stores had landed (a stall that was a sixth of checking a sample).
-            match context.check(state, sample) {
-                Ok(view) => each(&view),
+            match context.check(state, sample, samples) {
+                Ok(()) => {}
                 Err(why) => {
                     return invalid(format!(
                         "unit {unit}, sample {} (period {}): {why}",
@@ -521,7 +519,7 @@ impl SampleContext<'_> {
 
     // Inlined into check_chunk, which the caller's crate compiles (it is generic).
     #[inline]
-    fn check(&self, state: &mut UnitState, s: Sample) -> Result<SampleView, String> {
+    fn check(&self, state: &mut UnitState, s: Sample, out: &mut Vec<SampleView>) -> Result<(), String> {
         if !(self.origin_ns <= s.start_ns && s.start_ns <= s.busy_end_ns && s.busy_end_ns <= s.wake_ns) {
             return Err(format!(
                 "origin <= start <= busy_end <= wake does not hold ({} / {} / {} / {})",
@@ -581,7 +579,10 @@ impl SampleContext<'_> {
         state.samples += 1;
         let measured = s.start_ns >= self.window.measure_start_ns;
         state.measured += u64::from(measured);
-        Ok(SampleView { unit: self.unit, class: self.class, sample: s, expected_ns, previous_wake_ns, measured })
+        // Written in place: a view returned and then pushed was copied through the stack, a
+        // stalled load that was half of checking a sample.
+        out.push(SampleView { unit: self.unit, class: self.class, sample: s, expected_ns, previous_wake_ns, measured });
+        Ok(())
     }
 }
 
@@ -602,7 +603,7 @@ pub fn check_output(plan: &Plan, mut stdout: &[u8]) -> (Result<Ending, OutputErr
             Ok(frame) => frame,
             Err(why) => return (Err(OutputError::Invalid(why)), views),
         };
-        if let Err(e) = checker.accept(&frame, |v| views.push(*v)) {
+        if let Err(e) = checker.accept(&frame, &mut views) {
             return (Err(e), views);
         }
     }

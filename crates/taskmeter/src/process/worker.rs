@@ -207,8 +207,9 @@ pub fn spawn_and_wait(
 /// scheduling taskmeter records as the worker's (so it is not raised; protocol: "The writer").
 pub const WRITER_ON_MAIN: &str = "not raised: it is the worker's main thread";
 
-/// Samples handed on together at most.
-const SINK_BATCH: usize = 8192;
+/// Samples handed on together at most: some fifty frames at 10,000 units, in 44 KiB (their
+/// views stay in the core's first cache between the checker and the fold).
+const SINK_BATCH: usize = 512;
 
 /// Reads, checks and hands on the worker's frames, on a thread of its own, until the stream
 /// ends. A frame cut by the worker's end closes the stream as a clean end would: what came
@@ -260,7 +261,7 @@ fn read_frames(
             views.clear();
         }
         let before = views.len();
-        if let Err(e) = checker.accept(&frame, |v| views.push(*v)) {
+        if let Err(e) = checker.accept(&frame, &mut views) {
             // A frame that broke the protocol counts none of its samples.
             views.truncate(before);
             break Err(e);
