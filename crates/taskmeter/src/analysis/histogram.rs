@@ -45,7 +45,9 @@ pub struct SignedHistogram {
     len: u64,
     /// The values outside 0..262,144, while exact.
     outliers: Option<Kept>,
-    pending: Vec<i64>,
+    /// Counter indices of values recorded since the last count, counted a batch at a time.
+    uncounted_positive: Vec<u32>,
+    uncounted_negative: Vec<u32>,
 }
 
 /// The values an exact histogram keeps as they are, in runs that are each sorted once settled.
@@ -530,11 +532,23 @@ impl SignedHistogram {
         self.outliers.is_some()
     }
 
+    /// Keeps the value (exact, outside 0..262,144) or notes its counter for the next count: at
+    /// once, where holding each value for a batch to sort out wrote and read it once more.
     #[inline]
     pub fn record(&mut self, value: i64) {
         self.len += 1;
-        self.pending.push(value);
-        if self.pending.len() >= BATCH {
+        if let Some(kept) = &mut self.outliers {
+            if !(0..EXACT_BELOW as i64).contains(&value) {
+                kept.open().push(value);
+                return;
+            }
+        }
+        if value < 0 {
+            self.uncounted_negative.push(counts_index(value.unsigned_abs()) as u32);
+        } else {
+            self.uncounted_positive.push(counts_index(value as u64) as u32);
+        }
+        if self.uncounted_positive.len().max(self.uncounted_negative.len()) >= BATCH {
             self.flush();
         }
     }
@@ -547,15 +561,12 @@ impl SignedHistogram {
         self.len += other.len;
         self.positive.absorb(std::mem::take(&mut other.positive));
         self.negative.absorb(std::mem::take(&mut other.negative));
-        // Values not yet counted are counted here, as this one's own: kept exact, or counted.
-        self.pending.append(&mut other.pending);
+        self.positive.add_by_page(&other.uncounted_positive);
+        self.negative.add_by_page(&other.uncounted_negative);
         match (&mut self.outliers, other.outliers) {
             (Some(mine), Some(theirs)) => mine.absorb(theirs),
             (None, Some(theirs)) => self.count_values(theirs.values(), theirs.len()),
             (_, None) => {}
-        }
-        if self.pending.len() >= BATCH {
-            self.flush();
         }
     }
 
@@ -567,24 +578,16 @@ impl SignedHistogram {
         }
     }
 
-    /// Records the pending values, page of counters by page (sorting the indices by page: one
-    /// or two passes of a radix sort, where sorting them took three and the values eight).
+    /// Counts the values recorded since the last count, page of counters by page.
     fn flush(&mut self) {
-        let (mut positive, mut negative) = (Vec::with_capacity(self.pending.len()), Vec::new());
-        let mut kept = self.outliers.as_mut().map(Kept::open);
-        for &value in &self.pending {
-            match &mut kept {
-                Some(kept) if !(0..EXACT_BELOW as i64).contains(&value) => kept.push(value),
-                _ if value < 0 => negative.push(counts_index(value.unsigned_abs()) as u32),
-                _ => positive.push(counts_index(value as u64) as u32),
-            }
-        }
-        self.pending.clear();
-        self.count_indices(positive, negative);
+        self.positive.add_by_page(&self.uncounted_positive);
+        self.negative.add_by_page(&self.uncounted_negative);
+        self.uncounted_positive.clear();
+        self.uncounted_negative.clear();
     }
 
     /// Counts `len` values at once, none kept: a row's kept values, when it turns approximate,
-    /// in one pass (not through `pending`, which would be copied into and keep their room).
+    /// in one pass.
     fn count_values(&mut self, values: impl Iterator<Item = i64>, len: usize) {
         let (mut positive, mut negative) = (Vec::with_capacity(len), Vec::new());
         for value in values {
@@ -593,18 +596,17 @@ impl SignedHistogram {
                 _ => positive.push(counts_index(value as u64) as u32),
             }
         }
-        self.count_indices(positive, negative);
-    }
-
-    /// Counts values by their counters' indices, page of counters by page.
-    fn count_indices(&mut self, positive: Vec<u32>, negative: Vec<u32>) {
         self.positive.add_by_page(&positive);
         self.negative.add_by_page(&negative);
     }
 
-    /// Records what is pending and sorts the exact values (so that questions need no copy).
+    fn has_uncounted(&self) -> bool {
+        !(self.uncounted_positive.is_empty() && self.uncounted_negative.is_empty())
+    }
+
+    /// Counts what is recorded and sorts the exact values (so that questions need no copy).
     pub fn settle(&mut self) {
-        if !self.pending.is_empty() {
+        if self.has_uncounted() {
             self.flush();
         }
         if let Some(kept) = &mut self.outliers {
@@ -615,7 +617,7 @@ impl SignedHistogram {
     /// Settled: before any question is asked.
     fn settled(&self) -> std::borrow::Cow<'_, SignedHistogram> {
         let sorted = self.outliers.as_ref().is_none_or(Kept::is_settled);
-        if self.pending.is_empty() && sorted {
+        if !self.has_uncounted() && sorted {
             return std::borrow::Cow::Borrowed(self);
         }
         let mut settled = self.clone();
