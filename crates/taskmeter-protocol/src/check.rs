@@ -517,7 +517,6 @@ impl SampleContext<'_> {
         self.origin_ns as u128 + self.plan.sleep.schedule.total_through(self.unit, period)
     }
 
-    // Inlined into check_chunk, which the caller's crate compiles (it is generic).
     #[inline]
     fn check(&self, state: &mut UnitState, s: Sample, out: &mut Vec<SampleView>) -> Result<(), String> {
         if !(self.origin_ns <= s.start_ns && s.start_ns <= s.busy_end_ns && s.busy_end_ns <= s.wake_ns) {
@@ -579,8 +578,8 @@ impl SampleContext<'_> {
         state.samples += 1;
         let measured = s.start_ns >= self.window.measure_start_ns;
         state.measured += u64::from(measured);
-        // Written in place: a view returned and then pushed was copied through the stack, a
-        // stalled load that was half of checking a sample.
+        // Written where it goes: a view returned, then pushed, was copied through the stack (a
+        // stalled load, a fifth of checking a sample).
         out.push(SampleView { unit: self.unit, class: self.class, sample: s, expected_ns, previous_wake_ns, measured });
         Ok(())
     }

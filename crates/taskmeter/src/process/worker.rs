@@ -242,10 +242,15 @@ fn read_frames(
     // wait for more, before any other frame, and every `SINK_BATCH` (one lock of the row's
     // statistics a frame, of some ten samples at 10,000 units, was 2 % of taskmeter's CPU).
     let mut views = Vec::new();
-    let ending = loop {
-        if !views.is_empty() && (views.len() >= SINK_BATCH || !reader.next_is_buffered()) {
-            sink(&views);
+    let mut hand_on = |views: &mut Vec<SampleView>| {
+        if !views.is_empty() {
+            sink(views);
             views.clear();
+        }
+    };
+    let ending = loop {
+        if views.len() >= SINK_BATCH || !reader.next_is_buffered() {
+            hand_on(&mut views);
         }
         let (kind, payload) = match reader.next_raw() {
             Ok(Some(frame)) => frame,
@@ -256,9 +261,8 @@ fn read_frames(
             Ok(frame) => frame,
             Err(why) => break Err(OutputError::Invalid(why)),
         };
-        if !matches!(frame, Frame::Samples(_)) && !views.is_empty() {
-            sink(&views);
-            views.clear();
+        if !matches!(frame, Frame::Samples(_)) {
+            hand_on(&mut views);
         }
         let before = views.len();
         if let Err(e) = checker.accept(&frame, &mut views) {
@@ -298,9 +302,7 @@ fn read_frames(
         }
     };
     // What was checked before the end, or before a frame that broke the protocol, counts.
-    if !views.is_empty() {
-        sink(&views);
-    }
+    hand_on(&mut views);
     if ending.is_err() {
         // Nothing it sends after a violation can count: stop it now rather than at its
         // deadline (a worker that floods its pipe would never end).
