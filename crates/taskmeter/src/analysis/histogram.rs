@@ -543,11 +543,7 @@ impl SignedHistogram {
                 return;
             }
         }
-        if value < 0 {
-            self.uncounted_negative.push(counts_index(value.unsigned_abs()) as u32);
-        } else {
-            self.uncounted_positive.push(counts_index(value as u64) as u32);
-        }
+        note_counter(value, &mut self.uncounted_positive, &mut self.uncounted_negative);
         if self.uncounted_positive.len().max(self.uncounted_negative.len()) >= BATCH {
             self.flush();
         }
@@ -591,10 +587,7 @@ impl SignedHistogram {
     fn count_values(&mut self, values: impl Iterator<Item = i64>, len: usize) {
         let (mut positive, mut negative) = (Vec::with_capacity(len), Vec::new());
         for value in values {
-            match value {
-                ..0 => negative.push(counts_index(value.unsigned_abs()) as u32),
-                _ => positive.push(counts_index(value as u64) as u32),
-            }
+            note_counter(value, &mut positive, &mut negative);
         }
         self.positive.add_by_page(&positive);
         self.negative.add_by_page(&negative);
@@ -779,6 +772,16 @@ fn compress(plain: &[u8]) -> String {
     bytes[4..8].copy_from_slice(&(len as u32).to_be_bytes());
     bytes.truncate(8 + len);
     base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Notes the counter of `value` (below 0: of its magnitude, among the negative counters).
+#[inline]
+fn note_counter(value: i64, positive: &mut Vec<u32>, negative: &mut Vec<u32>) {
+    // Every index is below 48 << 17: it fits 32 bits.
+    match value {
+        ..0 => negative.push(counts_index(value.unsigned_abs()) as u32),
+        _ => positive.push(counts_index(value as u64) as u32),
+    }
 }
 
 /// The index of `value` in the counts of an HdrHistogram of 5 significant digits from 1 (the
