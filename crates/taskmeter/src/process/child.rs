@@ -252,12 +252,14 @@ impl Spawned {
         let (mut stopped, mut killed, mut deadline_passed) = (None, None, false);
         let exit = loop {
             let now = Instant::now();
-            let next =
-                [Some(limits.deadline), stop_at, kill_at, self.early_tick, Some(now + Duration::from_millis(250))]
-                    .into_iter()
-                    .flatten()
-                    .min()
-                    .expect("one");
+            // Once passed, the deadline is no time to wake for: the child was killed, and its
+            // exit is waited for (a wait that timed out at once, again and again, would spin).
+            let deadline = (!deadline_passed).then_some(limits.deadline);
+            let next = [deadline, stop_at, kill_at, self.early_tick, Some(now + Duration::from_millis(250))]
+                .into_iter()
+                .flatten()
+                .min()
+                .expect("one");
             match self.events.recv_timeout(next.saturating_duration_since(now)) {
                 Ok(Event::Exited(exit)) => break exit,
                 Ok(Event::Signal(urgency)) => {
@@ -349,4 +351,29 @@ pub fn output(mut command: Command, what: &str, limit: Duration) -> Result<std::
     }
     let status = ended.exit.map_err(|e| Failure::Spawn(format!("could not wait for the {what}: {e}")))?.status;
     Ok(std::process::Output { status, stdout, stderr })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn past_its_deadline_it_waits_for_the_exit_without_spinning() {
+        let mut command = Command::new("sh");
+        // Killed at its deadline, it is gone a little later: the waiter reaps it in its own time.
+        command.args(["-c", "sleep 30"]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        let child = Spawned::start(command, "test").expect("sh starts");
+        let limits = Limits {
+            deadline: child.started() + Duration::from_millis(300),
+            ask: Ask::Signal(libc::SIGTERM),
+            grace: Duration::from_secs(1),
+            stop_at: None,
+        };
+        let mut ticks = 0u128;
+        let ended = child.wait(limits, |moment| ticks += u128::from(moment == Moment::Tick));
+        assert_eq!(ended.stopped, Some(Stop::Deadline));
+        // A tick every 250 ms, and one at each limit it passed: never more, however slow the exit.
+        let bound = ended.wall.as_millis() / 250 + 3;
+        assert!(ticks <= bound, "{ticks} ticks in {:?} (at most {bound})", ended.wall);
+    }
 }
