@@ -314,11 +314,11 @@ fn stat_fields(stat: &str) -> Vec<&str> {
     stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default()
 }
 
-/// Threads of `pid` now, 0 if it is gone: its `num_threads` (field 20 of /proc/PID/stat), one
-/// read where listing /proc/PID/task took 10-20 ms of kernel time at 10,000 threads.
+/// Threads of `pid` now, 0 if it is gone: `Threads:` of /proc/PID/status, one read where listing
+/// /proc/PID/task took 10-20 ms of kernel time at 10,000 threads (and /proc/PID/stat, which has
+/// the count too, sums the CPU time of every thread to write its line).
 pub fn threads_of(pid: i32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    stat_fields(&stat).get(20 - 3).and_then(|n| n.parse().ok()).unwrap_or(0)
+    super::status::Status::open(&pid.to_string()).and_then(|mut status| status.field("Threads:")).unwrap_or(0)
 }
 
 /// When the two readings of a worker's counters begin (CLOCK_MONOTONIC ns): first as planned
@@ -423,9 +423,13 @@ mod tests {
     }
 
     #[test]
-    fn threads_are_counted_from_the_stat_line() {
+    fn stat_fields_skip_the_command_name() {
         let fields = stat_fields("42 (a) (b c) S 1 42 42 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 7 0 99");
         assert_eq!((fields[0], fields[20 - 3]), ("S", "7"), "the command name may hold ') ('");
+    }
+
+    #[test]
+    fn threads_are_counted() {
         let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
         let threads = threads_of(child.id() as i32);
         child.kill().unwrap();

@@ -5,5 +5,6 @@ pub mod env;
 pub mod idle;
 pub mod room;
 pub mod sched;
+pub mod status;
 pub mod streams;
 pub mod taskstats;

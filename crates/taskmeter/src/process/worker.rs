@@ -9,6 +9,7 @@ use super::{describe, last_line, Failure};
 use crate::machine;
 use crate::machine::counters::{self, Counters};
 use crate::machine::sched::{Policy, SchedInfo, SchedSettings};
+use crate::machine::status::Status;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
@@ -117,7 +118,7 @@ pub fn spawn_and_wait(
     // page faults again (about 1 ms a row, 0.3 points of a default run's harness share), and
     // the VmHWM read while the worker runs gave the same peaks.
     let _ = std::fs::write("/proc/self/clear_refs", "5");
-    let parent_rss_kb = status_kb("self", "VmRSS:").unwrap_or(u64::MAX);
+    let parent_rss_kb = Status::open("self").and_then(|mut status| status.field("VmRSS:")).unwrap_or(u64::MAX);
     let mut child = Spawned::start(command, "worker").map_err(|failure| match failure {
         Failure::Spawn(why) if !sched.is_default() => Failure::Spawn(why.replacen(
             "could not start the worker",
@@ -127,6 +128,7 @@ pub fn spawn_and_wait(
         other => other,
     })?;
     let pid = child.pid();
+    let mut worker_status = Status::open(&pid.to_string());
     // Policy, slack and affinity are set before exec and are read now; what the worker does
     // while starting (a preloaded mlockall, a runtime's own threads) is read again shortly after.
     let mut readback = SchedInfo::of(pid);
@@ -173,7 +175,9 @@ pub fn spawn_and_wait(
                 readback = now;
             }
         }
-        high_water_kb = high_water_kb.max(status_kb(&pid.to_string(), "VmHWM:").unwrap_or(0));
+        if let Some(kb) = worker_status.as_mut().and_then(|status| status.field("VmHWM:")) {
+            high_water_kb = high_water_kb.max(kb);
+        }
         tick()
     });
     drop(stop_counting);
@@ -309,13 +313,6 @@ fn read_frames(
         super::kill_group(pid, libc::SIGKILL);
     }
     Stream { ending, first_samples_ns, wakeups_counted, reader_sched, writer_sched }
-}
-
-/// A `kB` field of /proc/PID/status (`self` for taskmeter).
-fn status_kb(pid: &str, field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with(field))?;
-    line[field.len()..].trim().trim_end_matches("kB").trim().parse().ok()
 }
 
 /// Runs a worker on a plan and judges what it did.
