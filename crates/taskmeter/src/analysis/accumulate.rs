@@ -3,8 +3,8 @@
 //! Count, mean, standard deviation, min, max and the deviation columns are always exact
 //! (integer sums, see `Moments`). Percentiles are exact while the row's measured samples fit its
 //! budget (`--exact-samples`): each metric's values from 0 to 262 µs are counted one by one,
-//! the others kept and sorted at the end, and the percentiles are the nearest ranks of the
-//! values, as `Summary::of`'s. Past the budget the kept values are traded for HdrHistograms (5
+//! the others kept, and the percentiles are the nearest ranks of the values, as `Summary::of`'s
+//! (each selected among the kept values at the end). Past the budget the kept values are traded for HdrHistograms (5
 //! significant digits), and the row says so (`basis: histogram`).
 
 use crate::analysis::histogram::SignedHistogram;
@@ -67,7 +67,7 @@ impl MetricStats {
         self.histogram.make_approximate();
     }
 
-    /// Sorts what is kept (once: percentiles and histograms are then read in order).
+    /// Counts what is recorded (once: every question after reads the counters as they are).
     fn settle(&mut self) {
         self.histogram.settle();
     }
@@ -143,7 +143,7 @@ impl MetricSet {
         }
     }
 
-    /// The summaries; the values are sorted.
+    /// The summaries; every value is counted.
     fn statistics(&self) -> Statistics {
         PerMetric::from_fn(|metric| self.metrics.get(metric).summary())
     }

@@ -1,19 +1,27 @@
-//! The distribution of a row's samples, kept in `run.json` so charts and `compare` can be
-//! rebuilt from it alone: an HdrHistogram with 5 significant digits (exact below 262 µs,
-//! within 0.001 % above), serialised in the V2 format with deflate, then base64.
+//! The distribution of a row's samples. A row's statistics count it at 5 significant digits
+//! (exact below 262 µs, within 0.001 % above), and keep exactly, within its budget, the values
+//! they need for exact percentiles. `run.json` stores it, for the charts to be redrawn from it
+//! alone, as an HdrHistogram of 3 significant digits (exact below 2,048 ns, within 1/1,024 of a
+//! value above it: a pixel of a chart is coarser), serialised in the V2 format with deflate,
+//! then base64. At 5 digits, encoding and compressing the stored distributions of a 10,000-unit
+//! run (4 MB of counts) was a sixth of taskmeter's CPU (issue 28); at 3 they are a hundredth of
+//! that size.
 
 use base64::Engine;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use std::sync::Mutex;
 
+/// The precision of a row's counters, from which its statistics come past its exact budget.
 pub const SIGNIFICANT_DIGITS: u8 = 5;
+/// The precision of the distributions `run.json` stores.
+pub const STORED_DIGITS: u8 = 3;
 
-/// Records the values; negative ones (a wake-up before its deadline) are recorded as 0 and
-/// counted by the caller, since the histogram holds only values >= 0.
+/// Records the values as `run.json` stores them; negative ones (a wake-up before its deadline)
+/// are recorded as 0 and counted by the caller, since the histogram holds only values >= 0.
 /// Sorted values record fastest (each run of equal values at once, the counters in order).
 pub fn of(values: &[i64]) -> Histogram<u64> {
-    let mut h = Histogram::<u64>::new(SIGNIFICANT_DIGITS).expect("5 significant digits are valid");
+    let mut h = Histogram::<u64>::new(STORED_DIGITS).expect("3 significant digits are valid");
     for run in values.chunk_by(|a, b| a == b) {
         h.record_n(run[0].max(0) as u64, run.len() as u64).expect("an auto-resizing histogram takes any value");
     }
@@ -50,12 +58,9 @@ pub struct SignedHistogram {
     uncounted_negative: Vec<u32>,
 }
 
-/// The values an exact histogram keeps as they are, in runs that are each sorted once settled.
-/// A histogram absorbed whole brings its runs along: a row made of its priority classes is not
-/// sorted again after each class was sorted for its own statistics, its ranks are found across
-/// the runs, and its stored encodings count each run's values by counter (ending a row of 3
-/// million such values in two classes: 260 to 113-116 ms, `WIDE=1 CLASSES=2 BUDGET=4000000
-/// fold_cost`).
+/// The values an exact histogram keeps as they are, in runs, in no order: a histogram absorbed
+/// whole brings its runs along (a row made of its priority classes takes theirs without a
+/// copy), and a rank's value is selected among them ([`select`]), not read from a sorted list.
 #[derive(Clone, Debug, Default)]
 struct Kept {
     runs: Vec<Run>,
@@ -63,15 +68,19 @@ struct Kept {
 
 /// A run's values, in two lists: those from 262,144 to 2^32 - 1 (every late wake-up, every
 /// sleep and period under 4.29 s: nearly all of them) in 32 bits, the others (below 0, or
-/// beyond) in 64. Half the bytes to store, sort and count: the radix sort of a 10,000-unit row's
-/// kept values was a fifth of taskmeter's CPU (issue 28), and it moves every byte four times.
+/// beyond) in 64: half the bytes to store and read.
 #[derive(Clone, Debug, Default)]
 struct Run {
     narrow: Vec<u32>,
     wide: Vec<i64>,
-    /// Sorted when last settled, and nothing came since.
-    settled: bool,
+    /// The 32-bit values counted by bucket of a stored histogram, when there were as many as
+    /// `counted` (see [`Run::count`]).
+    narrow_counts: Vec<u64>,
+    counted: Option<usize>,
 }
+
+/// Buckets of a stored histogram that 32-bit values reach.
+const NARROW_BUCKETS: usize = stored_index(u32::MAX as u64) + 1;
 
 /// The vectors of values that ended rows kept exactly, held for the next rows to fill (up to
 /// 32 MiB, emptied, in increasing order of capacity): a row of 10,000 units keeps millions of
@@ -108,7 +117,6 @@ impl Run {
             Ok(narrow) => self.narrow.push(narrow),
             Err(_) => self.wide.push(value),
         }
-        self.settled = false;
     }
 
     fn is_empty(&self) -> bool {
@@ -119,6 +127,30 @@ impl Run {
     fn values(&self) -> impl Iterator<Item = i64> + '_ {
         self.narrow.iter().map(|v| i64::from(*v)).chain(self.wide.iter().copied())
     }
+
+    /// Counts the 32-bit values by bucket of a stored histogram, once for all the questions
+    /// after: each rank's bucket is found from these counts (a class's, then its row's, which
+    /// takes the class's runs as they are), and the stored encoding is made of them.
+    fn count(&mut self) {
+        if self.counted == Some(self.narrow.len()) || self.narrow.is_empty() {
+            return;
+        }
+        self.narrow_counts.clear();
+        self.narrow_counts.resize(NARROW_BUCKETS, 0);
+        for value in &self.narrow {
+            self.narrow_counts[stored_index(u64::from(*value))] += 1;
+        }
+        self.counted = Some(self.narrow.len());
+    }
+
+    /// Its 32-bit values' counts by bucket (as far as the last bucket with any), if counted
+    /// since the last came.
+    fn narrow_counts(&self) -> Option<&[u64]> {
+        match self.counted == Some(self.narrow.len()) {
+            true => Some(&self.narrow_counts[..]),
+            false => self.narrow.is_empty().then_some(&[]),
+        }
+    }
 }
 
 /// Past this many runs they are joined into one: every question looks at each run.
@@ -128,7 +160,7 @@ impl Kept {
     /// Where new values go: the last run.
     fn open(&mut self) -> &mut Run {
         if self.runs.is_empty() {
-            self.runs.push(Run { narrow: spare_values(), wide: Vec::new(), settled: false });
+            self.runs.push(Run { narrow: spare_values(), wide: Vec::new(), narrow_counts: Vec::new(), counted: None });
         }
         self.runs.last_mut().expect("one run at least")
     }
@@ -142,7 +174,6 @@ impl Kept {
                 joined.narrow.append(&mut run.narrow);
                 joined.wide.append(&mut run.wide);
             }
-            joined.settled = false;
             self.runs.push(joined);
         }
     }
@@ -155,113 +186,101 @@ impl Kept {
         self.runs.iter().map(|run| run.narrow.len() + run.wide.len()).sum()
     }
 
-    fn is_settled(&self) -> bool {
-        self.runs.iter().all(|run| run.settled)
+    /// The runs' 32-bit lists and their other lists.
+    fn lists(&self) -> (Vec<&[u32]>, Vec<&[i64]>) {
+        self.runs.iter().map(|run| (&run.narrow[..], &run.wide[..])).unzip()
     }
 
-    fn settle(&mut self) {
-        for run in self.runs.iter_mut().filter(|run| !run.settled) {
-            if !run.narrow.is_sorted() {
-                radsort::sort(&mut run.narrow);
+    fn count(&mut self) {
+        self.runs.iter_mut().for_each(Run::count);
+    }
+
+    /// The 32-bit values' counts by bucket of a stored histogram (as far as the last bucket
+    /// with any): the runs' own, added, if each was counted since its last value came, else
+    /// counted now.
+    fn narrow_counts(&self) -> std::borrow::Cow<'_, [u64]> {
+        let runs: Vec<&Run> = self.runs.iter().filter(|run| !run.narrow.is_empty()).collect();
+        match runs[..] {
+            [] => return std::borrow::Cow::Borrowed(&[]),
+            [only] if only.narrow_counts().is_some() => {
+                return std::borrow::Cow::Borrowed(only.narrow_counts().expect("counted"))
             }
-            if !run.wide.is_sorted() {
-                radsort::sort(&mut run.wide);
-            }
-            run.settled = true;
+            _ => {}
         }
-    }
-
-    /// Of settled runs, each run's values in three sorted lists.
-    fn parts(&self) -> Parts<'_> {
-        let mut parts = Parts::default();
-        for run in &self.runs {
-            let (negative, rest) = run.wide.split_at(run.wide.partition_point(|v| *v < 0));
-            parts.below.push(negative);
-            parts.narrow.push(&run.narrow[..]);
-            parts.beyond.push(rest);
-        }
-        parts
-    }
-}
-
-/// The kept values by run, in three lists, each of which follows the other in value.
-#[derive(Default)]
-struct Parts<'a> {
-    /// Below 0.
-    below: Vec<&'a [i64]>,
-    /// From 262,144 to 2^32 - 1.
-    narrow: Vec<&'a [u32]>,
-    /// From 2^32.
-    beyond: Vec<&'a [i64]>,
-}
-
-/// The `rank`-th smallest value (1-based, at most their count) of sorted slices.
-fn kth<T: Copy + Into<i64>>(slices: &[&[T]], rank: u64) -> i64 {
-    let slices: Vec<&[T]> = slices.iter().copied().filter(|s| !s.is_empty()).collect();
-    if let [only] = slices[..] {
-        return only[rank as usize - 1].into();
-    }
-    let wide = |v: T| i128::from(v.into());
-    // The smallest value with `rank` values at most it is one of theirs.
-    let mut low = slices.iter().map(|s| wide(s[0])).min().expect("a value at that rank");
-    let mut high = slices.iter().map(|s| wide(s[s.len() - 1])).max().expect("a value at that rank");
-    while low < high {
-        let middle = (low + high).div_euclid(2);
-        let at_most: usize = slices.iter().map(|s| s.partition_point(|v| wide(*v) <= middle)).sum();
-        if at_most as u64 >= rank {
-            high = middle;
-        } else {
-            low = middle + 1;
-        }
-    }
-    low as i64
-}
-
-/// Puts (counter index, count) of the counters that sorted runs of values reach by their
-/// magnitude, in increasing order of index. Counted as they are read, without a vector between:
-/// an exact row at 10,000 units keeps millions of values, and counting and merging them through
-/// vectors fresh for each row cost a page fault every 4 KiB (issue 28). `negative`: the runs'
-/// values are below 0, read from their ends (their magnitudes increase that way).
-fn count_runs<T: Copy + Into<i64>>(runs: &[&[T]], negative: bool, mut put: impl FnMut(usize, u64)) {
-    let mut runs: Vec<&[T]> = runs.iter().copied().filter(|run| !run.is_empty()).collect();
-    let magnitude = |v: T| v.into().unsigned_abs();
-    let smallest = |run: &[T]| magnitude(if negative { run[run.len() - 1] } else { run[0] });
-    while let Some(lowest) = runs.iter().map(|run| smallest(run)).min() {
-        let index = counts_index(lowest);
-        let highest = index_range(index).1;
-        let within = |v: &T| magnitude(*v) <= highest;
-        let mut count = 0;
-        for run in &mut runs {
-            if negative {
-                let n = leading(run.rchunks(8), within);
-                *run = &run[..run.len() - n];
-                count += n;
-            } else {
-                let n = leading(run.chunks(8), within);
-                *run = &run[n..];
-                count += n;
+        let mut counts = vec![0u64; NARROW_BUCKETS];
+        for run in runs {
+            match run.narrow_counts() {
+                Some(counted) => counts.iter_mut().zip(counted).for_each(|(sum, count)| *sum += count),
+                None => run.narrow.iter().for_each(|value| counts[stored_index(u64::from(*value))] += 1),
             }
         }
-        put(index, count as u64);
-        if runs.iter().any(|run| run.is_empty()) {
-            runs.retain(|run| !run.is_empty());
-        }
+        std::borrow::Cow::Owned(counts)
     }
 }
 
-/// How many values lead a sorted run in `within` (a prefix of it, read in `chunks` from the end
-/// it starts at), counted eight at a time: a counter holds a few values, and a scan value by
-/// value mispredicted its end once a counter.
-fn leading<'a, T: 'a>(chunks: impl Iterator<Item = &'a [T]>, within: impl Fn(&T) -> bool) -> usize {
-    let mut n = 0;
-    for chunk in chunks {
-        let inside = chunk.iter().filter(|v| within(v)).count();
-        n += inside;
-        if inside < chunk.len() {
+/// The values at 1-based `ranks` (ascending, each at most their count) of the values of `lists`
+/// that `keep` keeps, in any order, without sorting them all: each value is counted by its
+/// bucket of a stored histogram (exact below 2,048, then 1,024 buckets a doubling), each rank's
+/// bucket found from the counts, and only the values of those few buckets sorted. Radix-sorting
+/// an exact row's millions of kept values cost 10 ns a value alone and 25 in a real run (a
+/// tenth of taskmeter's CPU at 10,000 units, issue 28); this reads them twice, and once more
+/// for each set of them asked again (a class's values counted by [`Run::count`] are read once
+/// for the class, once for its row). `negative`: the values are below 0, bucketed by their
+/// magnitudes (whose order is theirs reversed).
+fn select<T: Copy + Into<i64>>(lists: &[&[T]], keep: impl Fn(i64) -> bool, ranks: &[u64], negative: bool) -> Vec<i64> {
+    let bucket = |value: i64| stored_index(value.unsigned_abs());
+    let mut counts = vec![0u64; stored_index(u64::MAX) + 1];
+    for list in lists {
+        for value in list.iter().map(|v| (*v).into()).filter(|v| keep(*v)) {
+            counts[bucket(value)] += 1;
+        }
+    }
+    select_counted(lists, keep, &counts, ranks, negative)
+}
+
+/// [`select`], the values kept already counted by bucket (`counts`, as far as the last bucket
+/// with any).
+fn select_counted<T: Copy + Into<i64>>(
+    lists: &[&[T]],
+    keep: impl Fn(i64) -> bool,
+    counts: &[u64],
+    ranks: &[u64],
+    negative: bool,
+) -> Vec<i64> {
+    let bucket = |value: i64| stored_index(value.unsigned_abs());
+    let values = || lists.iter().flat_map(|list| list.iter().map(|v| (*v).into())).filter(|v| keep(*v));
+    // Each rank's bucket and rank within it, the buckets taken in increasing order of value.
+    let mut wanted: Vec<(usize, u64)> = Vec::with_capacity(ranks.len());
+    let order: Box<dyn Iterator<Item = usize>> =
+        if negative { Box::new((0..counts.len()).rev()) } else { Box::new(0..counts.len()) };
+    let mut before = 0;
+    for index in order {
+        if wanted.len() == ranks.len() {
             break;
         }
+        let count = counts[index];
+        while let Some(rank) = ranks.get(wanted.len()).filter(|rank| **rank <= before + count) {
+            wanted.push((index, rank - before));
+        }
+        before += count;
     }
-    n
+    assert_eq!(wanted.len(), ranks.len(), "every rank is within the values' count");
+    // The values of those buckets, each bucket's in order.
+    let mut slot = vec![u32::MAX; counts.len()];
+    let mut members: Vec<Vec<i64>> = Vec::new();
+    for (index, _) in &wanted {
+        if slot[*index] == u32::MAX {
+            slot[*index] = members.len() as u32;
+            members.push(Vec::new());
+        }
+    }
+    values().for_each(|value| {
+        if let Some(members) = slot.get(bucket(value)).and_then(|slot| members.get_mut(*slot as usize)) {
+            members.push(value);
+        }
+    });
+    members.iter_mut().for_each(|values| radsort::sort(values));
+    wanted.iter().map(|(index, rank)| members[slot[*index] as usize][*rank as usize - 1]).collect()
 }
 
 /// Counters by index, in pages of [`PAGE`] allocated on first use, with each page's total so
@@ -597,25 +616,15 @@ impl SignedHistogram {
         !(self.uncounted_positive.is_empty() && self.uncounted_negative.is_empty())
     }
 
-    /// Counts what is recorded and sorts the exact values (so that questions need no copy).
+    /// Counts what is recorded, and the kept values by bucket (so that questions need no copy
+    /// and no count of their own).
     pub fn settle(&mut self) {
         if self.has_uncounted() {
             self.flush();
         }
         if let Some(kept) = &mut self.outliers {
-            kept.settle();
+            kept.count();
         }
-    }
-
-    /// Settled: before any question is asked.
-    fn settled(&self) -> std::borrow::Cow<'_, SignedHistogram> {
-        let sorted = self.outliers.as_ref().is_none_or(Kept::is_settled);
-        if !self.has_uncounted() && sorted {
-            return std::borrow::Cow::Borrowed(self);
-        }
-        let mut settled = self.clone();
-        settled.settle();
-        std::borrow::Cow::Owned(settled)
     }
 
     pub fn len(&self) -> u64 {
@@ -632,65 +641,86 @@ impl SignedHistogram {
     /// reference that [`SignedHistogram::at_ranks`] is tested against.)
     #[cfg(test)]
     fn buckets(&self) -> Vec<(i64, u64)> {
-        let settled = self.settled();
-        let this = settled.as_ref();
-        let mut outliers: Vec<i64> = this.outliers.iter().flat_map(Kept::values).collect();
-        outliers.sort();
-        let split = outliers.partition_point(|v| *v < 0);
-        let runs = |values: &[i64]| -> Vec<(i64, u64)> {
-            values.chunk_by(|a, b| a == b).map(|run| (run[0], run.len() as u64)).collect()
-        };
-        let mut buckets = runs(&outliers[..split]);
-        let mut negative: Vec<(i64, u64)> =
-            this.negative.nonzero().into_iter().map(|(i, c)| (-(index_range(i).0 as i64), c)).collect();
-        negative.reverse();
-        buckets.extend(negative);
-        // Exact values above the counted range and counters above it never coexist.
-        let (low, high): (Vec<_>, Vec<_>) =
-            this.positive.nonzero().into_iter().partition(|(i, _)| (*i as u64) < EXACT_BELOW);
-        buckets.extend(low.into_iter().map(|(i, c)| (i as i64, c)));
-        buckets.extend(runs(&outliers[split..]));
-        buckets.extend(high.into_iter().map(|(i, c)| (index_range(i).1 as i64, c)));
-        buckets
+        self.flushed(|this| {
+            let mut outliers: Vec<i64> = this.outliers.iter().flat_map(Kept::values).collect();
+            outliers.sort();
+            let split = outliers.partition_point(|v| *v < 0);
+            let runs = |values: &[i64]| -> Vec<(i64, u64)> {
+                values.chunk_by(|a, b| a == b).map(|run| (run[0], run.len() as u64)).collect()
+            };
+            let mut buckets = runs(&outliers[..split]);
+            let mut negative: Vec<(i64, u64)> =
+                this.negative.nonzero().into_iter().map(|(i, c)| (-(index_range(i).0 as i64), c)).collect();
+            negative.reverse();
+            buckets.extend(negative);
+            // Exact values above the counted range and counters above it never coexist.
+            let (low, high): (Vec<_>, Vec<_>) =
+                this.positive.nonzero().into_iter().partition(|(i, _)| (*i as u64) < EXACT_BELOW);
+            buckets.extend(low.into_iter().map(|(i, c)| (i as i64, c)));
+            buckets.extend(runs(&outliers[split..]));
+            buckets.extend(high.into_iter().map(|(i, c)| (index_range(i).1 as i64, c)));
+            buckets
+        })
     }
 
     /// The value at each 1-based rank in `ranks` (ascending), within the histogram's precision:
     /// that of [`SignedHistogram::buckets`], found without listing them (each run of counters is
-    /// skipped by its pages' totals).
+    /// skipped by its pages' totals, and the kept values are selected from, not sorted).
     pub fn at_ranks(&self, ranks: &[u64]) -> Vec<i64> {
-        let settled = self.settled();
-        let this = settled.as_ref();
-        let Parts { below: negative, narrow, beyond } = this.outliers.as_ref().map(Kept::parts).unwrap_or_default();
-        fn count<T>(slices: &[&[T]]) -> u64 {
-            slices.iter().map(|s| s.len() as u64).sum()
-        }
-        let all_pages = this.positive.page_count().max(EXACT_PAGES);
-        // The runs of values in increasing order, as `buckets` lists them: how many values each
-        // holds, and the value at a rank within it.
-        let runs: [(u64, &dyn Fn(u64) -> i64); 6] = [
-            (count(&negative), &|r| kth(&negative, r)),
-            (this.negative.total(), &|r| {
-                -(index_range(this.negative.index_at(0..this.negative.page_count(), true, r)).0 as i64)
-            }),
-            (this.positive.total_of(0..EXACT_PAGES), &|r| this.positive.index_at(0..EXACT_PAGES, false, r) as i64),
-            (count(&narrow), &|r| kth(&narrow, r)),
-            (count(&beyond), &|r| kth(&beyond, r)),
-            (this.positive.total_of(EXACT_PAGES..all_pages), &|r| {
-                index_range(this.positive.index_at(EXACT_PAGES..all_pages, false, r)).1 as i64
-            }),
-        ];
-        let mut values = Vec::with_capacity(ranks.len());
-        for &rank in ranks.iter().take_while(|r| **r <= this.len) {
-            let mut before = 0;
-            for (count, value_at) in &runs {
-                if rank <= before + count {
-                    values.push(value_at(rank - before));
-                    break;
+        self.flushed(|this| {
+            let (narrow, wide) = this.outliers.as_ref().map(Kept::lists).unwrap_or_default();
+            let below = wide.iter().flat_map(|list| list.iter()).filter(|v| **v < 0).count() as u64;
+            let beyond = wide.iter().map(|list| list.len() as u64).sum::<u64>() - below;
+            let all_pages = this.positive.page_count().max(EXACT_PAGES);
+            fn counted(
+                counters: &Counters,
+                pages: std::ops::Range<usize>,
+                descending: bool,
+                value: fn(usize) -> i64,
+            ) -> impl Fn(&[u64]) -> Vec<i64> + '_ {
+                move |ranks| {
+                    ranks.iter().map(|rank| value(counters.index_at(pages.clone(), descending, *rank))).collect()
                 }
-                before += count;
             }
-        }
-        values
+            // The regions of values in increasing order, as `buckets` lists them: how many
+            // values each holds, and the values at ranks within it.
+            let regions: [(u64, ValuesAt<'_>); 6] = [
+                (below, Box::new(|r: &[u64]| select(&wide, |v| v < 0, r, true))),
+                (
+                    this.negative.total(),
+                    Box::new(counted(&this.negative, 0..this.negative.page_count(), true, |i| {
+                        -(index_range(i).0 as i64)
+                    })),
+                ),
+                (
+                    this.positive.total_of(0..EXACT_PAGES),
+                    Box::new(counted(&this.positive, 0..EXACT_PAGES, false, |i| i as i64)),
+                ),
+                (
+                    narrow.iter().map(|list| list.len() as u64).sum(),
+                    Box::new(|r: &[u64]| {
+                        let counts = this.outliers.as_ref().map(Kept::narrow_counts).unwrap_or_default();
+                        select_counted(&narrow, |_| true, &counts, r, false)
+                    }),
+                ),
+                (beyond, Box::new(|r: &[u64]| select(&wide, |v| v >= 0, r, false))),
+                (
+                    this.positive.total_of(EXACT_PAGES..all_pages),
+                    Box::new(counted(&this.positive, EXACT_PAGES..all_pages, false, |i| index_range(i).1 as i64)),
+                ),
+            ];
+            let ranks: Vec<u64> = ranks.iter().copied().take_while(|r| *r <= this.len).collect();
+            let (mut values, mut before, mut at) = (Vec::with_capacity(ranks.len()), 0, 0);
+            for (count, values_at) in &regions {
+                let end = at + ranks[at..].partition_point(|rank| *rank <= before + count);
+                if end > at {
+                    let within: Vec<u64> = ranks[at..end].iter().map(|rank| rank - before).collect();
+                    values.extend(values_at(&within));
+                }
+                (before, at) = (before + count, end);
+            }
+            values
+        })
     }
 
     /// The magnitudes of the negative values (how early each wake-up was), if any.
@@ -705,46 +735,113 @@ impl SignedHistogram {
         decode(&self.encode_clamped()).expect("our own encoding")
     }
 
-    /// The histogram as stored in run.json (negative values recorded as 0), encoded: what
-    /// [`encode`] writes for the library's histogram of the same values.
+    /// The histogram as stored in run.json (negative values recorded as 0), encoded.
     pub fn encode_clamped(&self) -> String {
-        let settled = self.settled();
-        let this = settled.as_ref();
-        let Parts { below: negative, narrow, beyond } = this.outliers.as_ref().map(Kept::parts).unwrap_or_default();
-        let below_zero = this.negative.total() + negative.iter().map(|s| s.len() as u64).sum::<u64>();
-        // The highest value, as the library's histogram of these values would be bounded by.
-        let highest = [
-            this.positive.last_nonzero().map(|i| index_range(i).1),
-            narrow.iter().filter_map(|s| s.last()).max().map(|v| u64::from(*v)),
-            beyond.iter().filter_map(|s| s.last()).max().map(|v| *v as u64),
-        ];
-        // Exact, the counters hold the values below 262,144 and the kept ones are above, the
-        // 32-bit ones first: one list follows the other (merging them copied the kept list:
-        // ending a row of 3 million exact values took 106-107 ms, 95-98 without, `WIDE=1
-        // CLASSES=2 BUDGET=4000000 fold_cost`).
-        let mut encoder = SparseEncoder::default();
-        encoder.add(0, below_zero);
-        this.positive.for_each_nonzero(|index, count| encoder.add(index, count));
-        count_runs(&narrow, false, |index, count| encoder.add(index, count));
-        count_runs(&beyond, false, |index, count| encoder.add(index, count));
-        encoder.finish(highest.into_iter().flatten().max())
+        encode(&self.flushed(|this| {
+            let (narrow, wide) =
+                this.outliers.as_ref().map(|kept| (kept.narrow_counts(), kept.lists().1)).unwrap_or_default();
+            let wide = || wide.iter().flat_map(|list| list.iter().map(|v| v.max(&0).unsigned_abs()));
+            let narrow_highest = narrow.iter().rposition(|count| *count > 0).map(|index| stored_lowest(index + 1) - 1);
+            let highest = [this.positive.last_nonzero().map(|i| index_range(i).1), narrow_highest, wide().max()];
+            let mut stored = stored_up_to(highest.into_iter().flatten().max());
+            stored.saturating_record_n(0, this.negative.total());
+            record_counters(&mut stored, &this.positive);
+            for (index, count) in narrow.iter().enumerate().filter(|(_, count)| **count > 0) {
+                stored.saturating_record_n(stored_lowest(index), *count);
+            }
+            record_each(&mut stored, wide());
+            stored
+        }))
     }
 
     /// How early the values below 0 were (their magnitudes), encoded; None without any.
     pub fn encode_negatives(&self) -> Option<String> {
-        let settled = self.settled();
-        let this = settled.as_ref();
-        let negative = this.outliers.as_ref().map(Kept::parts).unwrap_or_default().below;
-        // Exact, every value below 0 is kept and none counted; approximate, none is kept.
-        let mut encoder = SparseEncoder::default();
-        this.negative.for_each_nonzero(|index, count| encoder.add(index, count));
-        count_runs(&negative, true, |index, count| encoder.add(index, count));
-        let highest = [
-            this.negative.last_nonzero().map(|i| index_range(i).1),
-            negative.iter().filter_map(|s| s.first()).min().map(|v| v.unsigned_abs()),
-        ];
-        (!encoder.is_empty()).then(|| encoder.finish(highest.into_iter().flatten().max()))
+        let stored = self.flushed(|this| {
+            let kept_below = || this.outliers.iter().flat_map(Kept::values).filter(|v| *v < 0);
+            let highest =
+                this.negative.last_nonzero().map(|i| index_range(i).1).max(kept_below().min().map(i64::unsigned_abs));
+            let mut stored = stored_up_to(highest);
+            record_counters(&mut stored, &this.negative);
+            record_each(&mut stored, kept_below().map(i64::unsigned_abs));
+            stored
+        });
+        (!stored.is_empty()).then(|| encode(&stored))
     }
+
+    /// `read` of this histogram with every value counted or kept (the kept ones in any order).
+    fn flushed<T>(&self, read: impl FnOnce(&SignedHistogram) -> T) -> T {
+        if !self.has_uncounted() {
+            return read(self);
+        }
+        let mut flushed = self.clone();
+        flushed.flush();
+        read(&flushed)
+    }
+}
+
+/// The values at ranks (ascending) within one region of a histogram's values.
+type ValuesAt<'a> = Box<dyn Fn(&[u64]) -> Vec<i64> + 'a>;
+
+/// An empty histogram as `run.json` stores one, for values up to `highest`.
+fn stored_up_to(highest: Option<u64>) -> Histogram<u64> {
+    Histogram::new_with_bounds(1, highest.unwrap_or(0).max(2), STORED_DIGITS).expect("valid bounds")
+}
+
+/// Records the values of `counters` (5 digits) in `stored` (3 digits), each stored bucket once:
+/// a wide row has hundreds of thousands of counters above 0, a hundred or so to a bucket of
+/// 3 digits (a call of the library's `record_n` for each was most of ending such a row).
+fn record_counters(stored: &mut Histogram<u64>, counters: &Counters) {
+    let mut pending: Option<(usize, u64)> = None;
+    counters.for_each_nonzero(|index, count| {
+        // A counter of 5 digits lies within one bucket of 3 (both are the library's layout).
+        let bucket = stored_index(index_range(index).0);
+        match &mut pending {
+            Some((at, sum)) if *at == bucket => *sum += count,
+            _ => {
+                if let Some((at, sum)) = pending.replace((bucket, count)) {
+                    stored.saturating_record_n(stored_lowest(at), sum);
+                }
+            }
+        }
+    });
+    if let Some((at, sum)) = pending {
+        stored.saturating_record_n(stored_lowest(at), sum);
+    }
+}
+
+/// Records `values` (at most `stored`'s highest) in `stored`: counted first in a plain array of
+/// its counters, then each counter at once. A wide exact row keeps millions of values; the
+/// library's `record` checks and tracks more per value (ending such a row took 12 % longer
+/// than counting its sorted values; the array, a few thousand counters for values up to
+/// seconds, stays in the caches, so the values count in any order).
+fn record_each(stored: &mut Histogram<u64>, values: impl Iterator<Item = u64>) {
+    let mut counts = vec![0u64; stored_index(stored.high()) + 1];
+    values.for_each(|value| counts[stored_index(value)] += 1);
+    for (index, count) in counts.iter().enumerate().filter(|(_, count)| **count > 0) {
+        stored.saturating_record_n(stored_lowest(index), *count);
+    }
+}
+
+/// Half the counters of a bucket of the stored histograms, as a power of two: 3 significant
+/// digits take 2,048 counters a bucket (the first counts 0 to 2,047 one by one, each later one
+/// has its upper half, twice as wide as the one before).
+const STORED_HALF: u32 = 10;
+
+/// The index of `value` among the counters of a stored histogram (the library's layout).
+const fn stored_index(value: u64) -> usize {
+    let bucket = 64 - (STORED_HALF + 1) - (value | ((1 << (STORED_HALF + 1)) - 1)).leading_zeros();
+    let sub_bucket = (value >> bucket) as usize;
+    ((bucket as usize + 1) << STORED_HALF) + sub_bucket - (1 << STORED_HALF)
+}
+
+/// The lowest value counted at `index` of a stored histogram (the inverse of [`stored_index`]).
+fn stored_lowest(index: usize) -> u64 {
+    if index < 2 << STORED_HALF {
+        return index as u64;
+    }
+    let bucket = (index >> STORED_HALF) as u32 - 1;
+    let sub_bucket = ((index & ((1 << STORED_HALF) - 1)) + (1 << STORED_HALF)) as u64;
+    sub_bucket << bucket
 }
 
 /// The V2 deflate format (`V2DeflateSerializer`'s: a cookie, the compressed length, a zlib
@@ -806,81 +903,6 @@ fn index_range(index: usize) -> (u64, u64) {
     (sub_bucket << bucket, ((sub_bucket + 1) << bucket) - 1)
 }
 
-/// The V2 deflate encoding of (counter index, count) pairs added in increasing order of index,
-/// as [`encode`] writes it for an HdrHistogram of 5 significant digits holding them whose highest
-/// value is `highest`, byte for byte. Written from the pairs alone: building that histogram
-/// meant zeroing megabytes of counters for each of a row's eight stored distributions, most of
-/// taskmeter's own CPU in a run of short rows. The pairs are added, not iterated, so that each
-/// source's loop writes straight into the encoding.
-#[derive(Default)]
-struct SparseEncoder {
-    encoded: Vec<u8>,
-    /// The index after the last counter written.
-    next: usize,
-    /// A counter not yet written: the next pair may add to it.
-    pending: Option<(usize, u64)>,
-}
-
-impl SparseEncoder {
-    #[inline]
-    fn add(&mut self, index: usize, count: u64) {
-        if count == 0 {
-            return;
-        }
-        match &mut self.pending {
-            Some((i, c)) if *i == index => *c += count,
-            Some(done) => {
-                let done = *done;
-                self.put(done);
-                self.pending = Some((index, count));
-            }
-            None => self.pending = Some((index, count)),
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.pending.is_none()
-    }
-
-    fn put(&mut self, (index, count): (usize, u64)) {
-        // A run of empty counters is written as its negated length (a single one as a 0).
-        match index - self.next {
-            0 => {}
-            1 => zig_zag_varint(&mut self.encoded, 0),
-            zeros => zig_zag_varint(&mut self.encoded, -(zeros as i64)),
-        }
-        zig_zag_varint(&mut self.encoded, count as i64);
-        self.next = index + 1;
-    }
-
-    fn finish(mut self, highest: Option<u64>) -> String {
-        match self.pending.take() {
-            Some(last) => self.put(last),
-            None => zig_zag_varint(&mut self.encoded, 0), // an empty histogram: one empty counter
-        }
-        let encoded = self.encoded;
-        let mut plain = Vec::with_capacity(40 + encoded.len());
-        plain.extend_from_slice(&(0x1c84_9303u32 | 0x10).to_be_bytes()); // V2
-        plain.extend_from_slice(&(encoded.len() as u32).to_be_bytes());
-        plain.extend_from_slice(&0u32.to_be_bytes()); // normalizing index offset
-        plain.extend_from_slice(&u32::from(SIGNIFICANT_DIGITS).to_be_bytes());
-        plain.extend_from_slice(&1u64.to_be_bytes()); // lowest discernible value
-        plain.extend_from_slice(&highest.unwrap_or(0).max(2).to_be_bytes());
-        plain.extend_from_slice(&1.0f64.to_be_bytes()); // integer to double ratio
-        plain.extend_from_slice(&encoded);
-        compress(&plain)
-    }
-}
-
-fn zig_zag_varint(out: &mut Vec<u8>, n: i64) {
-    let mut z = ((n << 1) ^ (n >> 63)) as u64;
-    while z >= 0x80 {
-        out.push(0x80 | (z & 0x7f) as u8);
-        z >>= 7;
-    }
-    out.push(z as u8);
-}
-
 pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text)
@@ -891,7 +913,7 @@ pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
 /// Several stored histograms as one (e.g. the repetitions of a runtime at a point).
 pub fn merge<'a>(texts: impl IntoIterator<Item = &'a String>) -> Result<Histogram<u64>, String> {
     // A fresh histogram resizes itself to any value; a decoded one may not.
-    let mut merged = Histogram::<u64>::new(SIGNIFICANT_DIGITS).expect("5 significant digits are valid");
+    let mut merged = Histogram::<u64>::new(STORED_DIGITS).expect("3 significant digits are valid");
     for text in texts {
         merged.add(decode(text)?).map_err(|e| format!("cannot merge histograms: {e:?}"))?;
     }
@@ -931,14 +953,16 @@ mod tests {
 
     #[test]
     fn round_trips_and_keeps_small_values_exact() {
-        let values = [-5, 0, 1, 17, 250_000, 250_001, 1_000_000_007];
+        let values = [-5, 0, 1, 17, 2_046, 2_047, 250_000, 250_001, 1_000_000_007];
         let h = of(&values);
         let back = decode(&encode(&h)).unwrap();
-        assert_eq!(back.len(), 7);
+        assert_eq!(back.len(), 9);
         assert_eq!(back.count_at(0), 2, "the negative value is recorded as 0");
-        assert_eq!(back.count_at(250_000), 1);
-        assert_eq!(back.count_at(250_001), 1, "exact below 262 µs");
-        assert!(back.equivalent(back.max(), 1_000_000_007), "within 5 significant digits");
+        assert_eq!(back.count_at(2_046), 1);
+        assert_eq!(back.count_at(2_047), 1, "exact below 2,048 ns");
+        assert_eq!(back.count_at(250_000), 2, "one counter 128 ns wide from 2^17 to 2^18");
+        assert!(back.equivalent(back.max(), 1_000_000_007), "within 3 significant digits");
+        assert!(back.max() - 1_000_000_007 < 1_000_000_007 / 1_024, "a counter is at most 1/1,024 of its values");
         // The same bytes the library's own deflate serialiser would frame, so any V2 reader
         // (HdrHistogram in Java, Python, Go) reads them.
         let mut reference = Vec::new();
@@ -1003,10 +1027,65 @@ mod tests {
         }
     }
 
+    /// Selected ranks are those of the sorted values: a few ranks or every one, values spread
+    /// over many buckets or crowded into one, above and below 0.
     #[test]
-    fn the_sparse_encoding_is_the_library_s_byte_for_byte() {
-        // Values in every region: 0, the counted range, several buckets above it, repeats, and
-        // negative ones (stored as 0; their magnitudes apart).
+    fn selected_ranks_are_the_sorted_values_ranks() {
+        let mut next = xorshift(0x51_7cc1_b727_220a);
+        let spread: Vec<i64> = (0..30_000).map(|_| 262_144 + (next() % 20_000_000) as i64).collect();
+        let crowded: Vec<i64> = (0..30_000).map(|_| 1_000_000 + (next() % 300) as i64).collect();
+        let below: Vec<i64> = (0..30_000).map(|_| -1 - (next() % 5_000_000) as i64).collect();
+        for (values, negative) in [(spread, false), (crowded, false), (below, true)] {
+            let mut sorted = values.clone();
+            sorted.sort();
+            let n = values.len() as u64;
+            let percentiles: Vec<u64> = [1, n / 2, n * 9 / 10, n * 99 / 100, n * 999 / 1000, n - 1, n].to_vec();
+            for ranks in [percentiles, (1..=n).collect()] {
+                let expected: Vec<i64> = ranks.iter().map(|r| sorted[*r as usize - 1]).collect();
+                let lists = [&values[..5_000], &values[5_000..]];
+                assert_eq!(select(&lists, |_| true, &ranks, negative), expected, "negative {negative}");
+            }
+        }
+    }
+
+    /// Values that come after the kept ones were counted by bucket are counted too.
+    #[test]
+    fn values_after_a_settle_rank_and_encode_as_the_others() {
+        let mut next = xorshift(77);
+        let values: Vec<i64> = (0..20_000).map(|_| 262_144 + (next() % 9_000_000) as i64).collect();
+        let (mut settled, mut one) = (SignedHistogram::exact(), SignedHistogram::exact());
+        values[..12_000].iter().for_each(|v| settled.record(*v));
+        settled.settle();
+        values[12_000..].iter().for_each(|v| settled.record(*v));
+        values.iter().for_each(|v| one.record(*v));
+        let mut sorted = values.clone();
+        sorted.sort();
+        let ranks: Vec<u64> = (1..=values.len() as u64).step_by(7).collect();
+        let expected: Vec<i64> = ranks.iter().map(|r| sorted[*r as usize - 1]).collect();
+        assert_eq!(settled.at_ranks(&ranks), expected);
+        assert_eq!(settled.encode_clamped(), one.encode_clamped());
+        settled.settle();
+        assert_eq!(settled.at_ranks(&ranks), expected);
+        assert_eq!(settled.encode_clamped(), one.encode_clamped());
+    }
+
+    #[test]
+    fn stored_counters_are_indexed_as_the_library_s_buckets() {
+        let layout = Histogram::<u64>::new_with_bounds(1, u64::MAX >> 1, STORED_DIGITS).unwrap();
+        let mut value = 0u64;
+        while value < u64::MAX >> 2 {
+            let index = stored_index(value);
+            assert_eq!(stored_lowest(index), layout.lowest_equivalent(value), "{value}");
+            assert_eq!(stored_index(layout.highest_equivalent(value)), index, "{value}");
+            assert_eq!(stored_index(layout.highest_equivalent(value) + 1), index + 1, "{value}");
+            value = value * 3 / 2 + 1;
+        }
+    }
+
+    #[test]
+    fn stored_distributions_count_as_the_library_s_histogram_of_the_values() {
+        // Values in every region: 0, the range counted one by one, several buckets above it,
+        // repeats, and negative ones (stored as 0; their magnitudes apart).
         let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         let mut values: Vec<i64> = (0..20_000)
             .map(|_| {
@@ -1015,36 +1094,31 @@ mod tests {
                 (random >> 8) as i64 % scale as i64 - i64::from(random % 50 == 0) * 40_000
             })
             .collect();
-        values.extend([0, 0, 262_143, 262_144, u32::MAX as i64, 1 << 32, 1 << 40]);
+        values.extend([0, 0, 2_047, 2_048, 262_143, 262_144, u32::MAX as i64, 1 << 32, 1 << 40]);
+        // (lowest value, count) of each bucket, and the total.
         let library = |values: &mut dyn Iterator<Item = u64>| {
-            let values: Vec<u64> = values.collect();
-            let highest = values.iter().copied().max().unwrap_or(0).max(2);
-            let mut h = Histogram::<u64>::new_with_bounds(1, highest, SIGNIFICANT_DIGITS).unwrap();
-            values.iter().for_each(|v| h.record(*v).unwrap());
-            let mut plain = Vec::new();
-            V2Serializer::new().serialize(&h, &mut plain).unwrap();
-            plain
+            let mut h = Histogram::<u64>::new(STORED_DIGITS).unwrap();
+            values.for_each(|v| h.record(v).unwrap());
+            (counts(&h), h.len())
         };
-        let plain = |text: &str| {
-            use std::io::Read;
-            let bytes = base64::engine::general_purpose::STANDARD.decode(text).unwrap();
-            let mut plain = Vec::new();
-            flate2::read::ZlibDecoder::new(&bytes[8..]).read_to_end(&mut plain).unwrap();
-            plain
+        let ours = |text: &str| {
+            let h = decode(text).unwrap();
+            assert_eq!(h.sigfig(), STORED_DIGITS);
+            (counts(&h), h.len())
         };
         for exact in [true, false] {
             let mut h = if exact { SignedHistogram::exact() } else { SignedHistogram::default() };
             values.iter().for_each(|v| h.record(*v));
-            // Bucketed values are stored at their bucket's top: the library sees the same.
-            let layout = Histogram::<u64>::new(SIGNIFICANT_DIGITS).unwrap();
-            let stored = |v: u64| if exact || v < EXACT_BELOW { v } else { layout.highest_equivalent(v) };
-            let clamped = library(&mut values.iter().map(|v| stored((*v).max(0) as u64)));
-            assert_eq!(plain(&h.encode_clamped()), clamped, "exact: {exact}");
-            let magnitudes = library(&mut values.iter().filter(|v| **v < 0).map(|v| stored(v.unsigned_abs())));
-            assert_eq!(plain(&h.encode_negatives().unwrap()), magnitudes, "exact: {exact}");
+            // Counted at 5 digits or kept, each value lands in its own bucket of 3.
+            let clamped = library(&mut values.iter().map(|v| (*v).max(0) as u64));
+            assert_eq!(ours(&h.encode_clamped()), clamped, "exact: {exact}");
+            let magnitudes = library(&mut values.iter().filter(|v| **v < 0).map(|v| v.unsigned_abs()));
+            assert_eq!(ours(&h.encode_negatives().unwrap()), magnitudes, "exact: {exact}");
+            // As the library's deflate serialiser frames it, so any V2 reader reads it.
+            let bytes = base64::engine::general_purpose::STANDARD.decode(h.encode_clamped()).unwrap();
+            assert_eq!(bytes[..4], 0x1c84_9314u32.to_be_bytes(), "the V2 deflate cookie");
         }
-        let empty = library(&mut std::iter::empty());
-        assert_eq!(plain(&SignedHistogram::exact().encode_clamped()), empty);
+        assert_eq!(ours(&SignedHistogram::exact().encode_clamped()), (vec![], 0));
         assert!(SignedHistogram::exact().encode_negatives().is_none());
     }
 
@@ -1088,47 +1162,6 @@ mod tests {
             assert_eq!(merged.encode_negatives(), one.encode_negatives());
             let ranks: Vec<u64> = (1..=all.len() as u64).collect();
             assert_eq!(merged.at_ranks(&ranks), one.at_ranks(&ranks), "{a_exact} {b_exact}");
-        }
-    }
-
-    /// Counting sorted runs as they merge gives each counter the count of its values, whatever
-    /// the runs' number and lengths (one value of a counter may sit in every run).
-    #[test]
-    fn runs_are_counted_as_their_values_one_by_one() {
-        let mut random = xorshift(29);
-        for runs_of in 1..=4 {
-            let runs: Vec<Vec<i64>> = (0..runs_of)
-                .map(|run| {
-                    let mut values: Vec<i64> =
-                        (0..run * 700).map(|_| (random() % 40_000_000) as i64 - 20_000_000).collect();
-                    values.sort();
-                    values
-                })
-                .collect();
-            for negative in [false, true] {
-                let halves: Vec<&[i64]> = runs
-                    .iter()
-                    .map(|run| {
-                        let (below, rest) = run.split_at(run.partition_point(|v| *v < 0));
-                        if negative {
-                            below
-                        } else {
-                            rest
-                        }
-                    })
-                    .collect();
-                let mut expected = std::collections::BTreeMap::new();
-                for value in halves.iter().flat_map(|run| run.iter()) {
-                    *expected.entry(counts_index(value.unsigned_abs())).or_insert(0u64) += 1;
-                }
-                let mut counted: Vec<(usize, u64)> = Vec::new();
-                count_runs(&halves, negative, |index, count| match counted.last_mut() {
-                    Some((at, sum)) if *at == index => *sum += count,
-                    _ => counted.push((index, count)),
-                });
-                assert!(counted.windows(2).all(|w| w[0].0 < w[1].0), "increasing indices");
-                assert_eq!(counted, expected.into_iter().collect::<Vec<_>>(), "{runs_of} runs, negative {negative}");
-            }
         }
     }
 
