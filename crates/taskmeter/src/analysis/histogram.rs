@@ -202,8 +202,10 @@ impl Kept {
         let runs: Vec<&Run> = self.runs.iter().filter(|run| !run.narrow.is_empty()).collect();
         match runs[..] {
             [] => return std::borrow::Cow::Borrowed(&[]),
-            [only] if only.narrow_counts().is_some() => {
-                return std::borrow::Cow::Borrowed(only.narrow_counts().expect("counted"))
+            [only] => {
+                if let Some(counted) = only.narrow_counts() {
+                    return std::borrow::Cow::Borrowed(counted);
+                }
             }
             _ => {}
         }
@@ -827,21 +829,14 @@ fn record_each(stored: &mut Histogram<u64>, values: impl Iterator<Item = u64>) {
 /// has its upper half, twice as wide as the one before).
 const STORED_HALF: u32 = 10;
 
-/// The index of `value` among the counters of a stored histogram (the library's layout).
+/// The index of `value` among the counters of a stored histogram.
 const fn stored_index(value: u64) -> usize {
-    let bucket = 64 - (STORED_HALF + 1) - (value | ((1 << (STORED_HALF + 1)) - 1)).leading_zeros();
-    let sub_bucket = (value >> bucket) as usize;
-    ((bucket as usize + 1) << STORED_HALF) + sub_bucket - (1 << STORED_HALF)
+    layout_index(value, STORED_HALF)
 }
 
 /// The lowest value counted at `index` of a stored histogram (the inverse of [`stored_index`]).
 fn stored_lowest(index: usize) -> u64 {
-    if index < 2 << STORED_HALF {
-        return index as u64;
-    }
-    let bucket = (index >> STORED_HALF) as u32 - 1;
-    let sub_bucket = ((index & ((1 << STORED_HALF) - 1)) + (1 << STORED_HALF)) as u64;
-    sub_bucket << bucket
+    layout_range(index, STORED_HALF).0
 }
 
 /// The V2 deflate format (`V2DeflateSerializer`'s: a cookie, the compressed length, a zlib
@@ -881,25 +876,39 @@ fn note_counter(value: i64, positive: &mut Vec<u32>, negative: &mut Vec<u32>) {
     }
 }
 
-/// The index of `value` in the counts of an HdrHistogram of 5 significant digits from 1 (the
-/// library's layout: bucket 0 counts 0 to 2^18 - 1 one by one, each later bucket has half as
-/// many counters, twice as wide).
+/// The index of `value` in the counts of an HdrHistogram of 5 significant digits.
+#[inline]
 fn counts_index(value: u64) -> usize {
-    let bucket = 64 - 18 - (value | (EXACT_BELOW - 1)).leading_zeros();
-    let sub_bucket = (value >> bucket) as usize;
-    ((bucket as usize + 1) << HALF_MAGNITUDE) + sub_bucket - (1 << HALF_MAGNITUDE)
+    layout_index(value, HALF_MAGNITUDE)
 }
 
 /// Half of the 2^18 counters of a bucket, as a power of two.
 const HALF_MAGNITUDE: u32 = 17;
+const _: () = assert!(EXACT_BELOW == 2 << HALF_MAGNITUDE);
 
 /// The lowest and highest value counted at `index` (the inverse of [`counts_index`]).
 fn index_range(index: usize) -> (u64, u64) {
-    if (index as u64) < EXACT_BELOW {
+    layout_range(index, HALF_MAGNITUDE)
+}
+
+/// The index of `value` among the counters of an HdrHistogram from 1 whose buckets hold
+/// `2 << half` counters (the library's layout: bucket 0 counts 0 to `(2 << half) - 1` one by one,
+/// each later bucket has its upper half, twice as wide as the one before).
+#[inline]
+const fn layout_index(value: u64, half: u32) -> usize {
+    let bucket = 64 - (half + 1) - (value | ((2 << half) - 1)).leading_zeros();
+    let sub_bucket = (value >> bucket) as usize;
+    ((bucket as usize + 1) << half) + sub_bucket - (1 << half)
+}
+
+/// The lowest and highest value counted at `index` in that layout (the inverse of
+/// [`layout_index`]).
+fn layout_range(index: usize, half: u32) -> (u64, u64) {
+    if index < 2 << half {
         return (index as u64, index as u64);
     }
-    let bucket = (index >> HALF_MAGNITUDE) as u32 - 1;
-    let sub_bucket = ((index & ((1 << HALF_MAGNITUDE) - 1)) + (1 << HALF_MAGNITUDE)) as u64;
+    let bucket = (index >> half) as u32 - 1;
+    let sub_bucket = ((index & ((1 << half) - 1)) + (1 << half)) as u64;
     (sub_bucket << bucket, ((sub_bucket + 1) << bucket) - 1)
 }
 
