@@ -12,7 +12,7 @@
 //! `/proc/PID/task/TID/schedstat` (`CONFIG_SCHED_INFO`) and `sched` (or `status`, which has the
 //! switches but no migrations) give the same figures, at ten times the cost (`man 5 proc`).
 
-use super::taskstats::{Taskstats, ThreadCounts};
+use super::taskstats::{Exits, Taskstats, ThreadCounts};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,10 +32,12 @@ pub struct Counters {
     pub wakeups: u64,
     /// Threads of the worker at the window's end.
     pub threads: u32,
-    /// Threads that existed at the start and were gone at the end: what they did in the window
-    /// is missing from the per-thread figures (CPU, switches, migrations, run-queue wait), and
-    /// for a worker read as a whole (more than [`MIGRATIONS_UP_TO_THREADS`] threads), CPU and
-    /// run-queue wait include it but there are no switches.
+    /// Threads that ended in the window: what they did in it is missing from the per-thread
+    /// figures (CPU, switches, migrations, run-queue wait), and for a worker read as a whole
+    /// (more than [`MIGRATIONS_UP_TO_THREADS`] threads), CPU and run-queue wait include it but
+    /// there are no switches. Read per thread, or without taskstats, these are the threads
+    /// listed at the start and gone at the end; read as a whole through taskstats, every thread
+    /// whose exit the kernel notified (those born in the window too).
     pub threads_exited: u32,
     /// Time on a CPU, every thread (schedstat's first field, ns; from the clock ticks of
     /// utime + stime when schedstat is unavailable).
@@ -70,7 +72,14 @@ struct Thread {
 pub struct Snapshot {
     start_ns: u64,
     end_ns: u64,
+    /// Per thread; read as a whole, only which threads there were, or nothing when the
+    /// kernel's exit notices count the threads that end ([`Snapshot::ended`]).
     threads: HashMap<u32, Thread>,
+    thread_count: u32,
+    /// The threads that ended since the first reading, and whether the kernel dropped notices
+    /// (the count is then a lower bound), from its exit notices: in the last reading of a
+    /// process read as a whole through taskstats.
+    ended: Option<(u32, bool)>,
     /// Read as a whole (more threads than [`MIGRATIONS_UP_TO_THREADS`]): the process's sums
     /// from taskstats, and `threads` only says which threads there were.
     process: Option<ThreadCounts>,
@@ -113,8 +122,19 @@ enum Detail {
     Process,
 }
 
-/// Reads every counter of process `pid` now, in `detail` (None: as its number of threads asks).
-fn snapshot(pid: i32, source: &mut Source, detail: Option<Detail>) -> Result<(Snapshot, Detail), String> {
+impl Detail {
+    /// As a process's number of threads asks.
+    fn of(threads: u64) -> Detail {
+        match threads as usize <= MIGRATIONS_UP_TO_THREADS {
+            true => Detail::PerThread,
+            false => Detail::Process,
+        }
+    }
+}
+
+/// Reads every counter of process `pid` now, in `detail`; `list` says whether to list its
+/// threads when it is read as a whole (not when the kernel's exit notices count those that end).
+fn snapshot(pid: i32, source: &mut Source, detail: Detail, list: bool) -> Result<Snapshot, String> {
     let start_ns = taskmeter_record::clock::now_ns();
     let gone = |e: std::io::Error| format!("could not read /proc/{pid}: {e}");
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_err(gone)?;
@@ -127,16 +147,22 @@ fn snapshot(pid: i32, source: &mut Source, detail: Option<Detail>) -> Result<(Sn
     };
     let (minor_faults, major_faults, utime_ticks, stime_ticks) = (field(10)?, field(12)?, field(14)?, field(15)?);
     let tasks = format!("/proc/{pid}/task");
-    let tids: Vec<u32> = std::fs::read_dir(&tasks)
-        .map_err(gone)?
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
-        .collect();
-    let few = tids.len() <= MIGRATIONS_UP_TO_THREADS;
-    let detail = detail.unwrap_or(if few { Detail::PerThread } else { Detail::Process });
+    let by_taskstats = matches!(source, Source::Taskstats(_));
+    let tids: Vec<u32> = match list || detail == Detail::PerThread || !by_taskstats {
+        true => std::fs::read_dir(&tasks)
+            .map_err(gone)?
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+            .collect(),
+        false => Vec::new(),
+    };
+    let thread_count = match tids.is_empty() {
+        true => threads_of(pid) as u32,
+        false => tids.len() as u32,
+    };
+    let few = thread_count as usize <= MIGRATIONS_UP_TO_THREADS;
     let mut threads = HashMap::with_capacity(tids.len());
     let mut process = None;
-    let by_taskstats = matches!(source, Source::Taskstats(_));
     match (source, detail) {
         (Source::Taskstats(stats), Detail::Process) => {
             process = Some(stats.process(pid as u32).map_err(|e| format!("taskstats of process {pid}: {e}"))?);
@@ -162,18 +188,19 @@ fn snapshot(pid: i32, source: &mut Source, detail: Option<Detail>) -> Result<(Sn
             }
         }
     }
-    let snapshot = Snapshot {
+    Ok(Snapshot {
         start_ns,
         end_ns: taskmeter_record::clock::now_ns(),
         threads,
+        thread_count,
+        ended: None,
         process,
         migrations_skipped: by_taskstats && (process.is_some() || !few),
         utime_ticks,
         stime_ticks,
         minor_faults,
         major_faults,
-    };
-    Ok((snapshot, detail))
+    })
 }
 
 /// `key: value` or `key value` in a /proc text file.
@@ -212,8 +239,11 @@ pub fn between(start: &Snapshot, end: &Snapshot) -> Counters {
         start_ns: start.start_ns,
         end_ns: end.end_ns,
         read_ns: (start.end_ns - start.start_ns).max(end.end_ns - end.start_ns),
-        threads: end.threads.len() as u32,
-        threads_exited: start.threads.keys().filter(|tid| !end.threads.contains_key(tid)).count() as u32,
+        threads: end.thread_count,
+        threads_exited: match end.ended {
+            Some((ended, _)) => ended,
+            None => start.threads.keys().filter(|tid| !end.threads.contains_key(tid)).count() as u32,
+        },
         user_ns: end.utime_ticks.saturating_sub(start.utime_ticks) * tick_ns,
         system_ns: end.stime_ticks.saturating_sub(start.stime_ticks) * tick_ns,
         minor_faults: end.minor_faults.saturating_sub(start.minor_faults),
@@ -245,10 +275,12 @@ pub fn between(start: &Snapshot, end: &Snapshot) -> Counters {
             add(&mut migrations, now.migrations, before.migrations);
         }
     }
-    let switches_lost = start.process.is_some() && c.threads_exited > 0;
+    let notices_dropped = matches!(end.ended, Some((_, true)));
+    let switches_lost = start.process.is_some() && (c.threads_exited > 0 || notices_dropped);
     if switches_lost {
+        let at_least = if notices_dropped { "at least " } else { "" };
         c.unavailable.push(format!(
-            "context switches: {} threads ended in the window, and the kernel's sums for a worker of more than {MIGRATIONS_UP_TO_THREADS} threads keep no switches of ended threads",
+            "context switches: {at_least}{} threads ended in the window, and the kernel's sums for a worker of more than {MIGRATIONS_UP_TO_THREADS} threads keep no switches of ended threads",
             c.threads_exited
         ));
     } else {
@@ -265,7 +297,7 @@ pub fn between(start: &Snapshot, end: &Snapshot) -> Counters {
     if start.migrations_skipped || end.migrations_skipped {
         c.unavailable.push(format!(
             "migrations: not read for {} threads (each thread's scheduler file costs about 15 µs a reading; read up to {MIGRATIONS_UP_TO_THREADS})",
-            start.threads.len().max(end.threads.len())
+            start.thread_count.max(end.thread_count)
         ));
     } else if migrations.is_none() {
         c.unavailable.push("migrations: no se.nr_migrations in /proc/PID/task/TID/sched (CONFIG_SCHED_DEBUG)".into());
@@ -284,8 +316,9 @@ fn clock_ticks_per_second() -> u64 {
 }
 
 /// What a reading costs here per thread, about (measured on 500 and 3,000 threads, 2026-11-26):
-/// through taskstats 22 µs with each thread's migrations, 2 µs for a process read as a whole
-/// (listing its threads); through /proc 30 µs (two files).
+/// through taskstats 22 µs with each thread's migrations; for a process read as a whole, 2 µs
+/// where its threads are listed (without exit notices; with them a reading takes about 0.4 ms,
+/// and the estimate only starts it early); through /proc 30 µs (two files).
 fn read_ns_per_thread(threads: u64) -> u64 {
     match (taskstats_answers(), threads as usize <= MIGRATIONS_UP_TO_THREADS) {
         (true, true) => 25_000,
@@ -341,20 +374,35 @@ pub fn over_window(pid: i32, times: &ReadingTimes, stop: &Receiver<()>) -> Resul
         Err(RecvTimeoutError::Disconnected) => return Err("the worker ended before its measured window began".into()),
     }
     let mut source = Source::open();
-    let mut reading = |which: usize, detail: Option<Detail>| {
-        times[which].store(taskmeter_record::clock::now_ns(), Ordering::Release);
-        snapshot(pid, &mut source, detail)
+    let detail = Detail::of(threads_of(pid));
+    // Read as a whole through taskstats, the threads that end are counted from the kernel's
+    // notices, not by listing /proc/PID/task at each reading.
+    let mut exits = match (&source, detail) {
+        (Source::Taskstats(_), Detail::Process) => Exits::watch(pid as u32).ok(),
+        _ => None,
     };
-    let (first, detail) = reading(0, None)?;
+    let list = exits.is_none();
+    let mut reading = |which: usize| {
+        times[which].store(taskmeter_record::clock::now_ns(), Ordering::Release);
+        snapshot(pid, &mut source, detail, list)
+    };
+    let first = reading(0)?;
     let _ = stop.recv_timeout(until(times[1].load(Ordering::Acquire)));
-    let (last, _) =
-        reading(1, Some(detail)).map_err(|_| "the worker ended before its measured window closed".to_string())?;
+    let mut last = reading(1).map_err(|_| "the worker ended before its measured window closed".to_string())?;
+    if let Some(exits) = exits.as_mut() {
+        last.ended = Some(exits.ended().map_err(|e| format!("taskstats exit notices: {e}"))?);
+    }
     Ok(between(&first, &last))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A note under the row starts with `start`.
+    fn assert_noted(c: &Counters, start: &str) {
+        assert!(c.unavailable.iter().any(|u| u.starts_with(start)), "{start}: {:?}", c.unavailable);
+    }
 
     fn thread(on_cpu: u64, wait: u64, voluntary: u64, migrations: u64) -> Thread {
         Thread { on_cpu_ns: Some(on_cpu), wait_ns: Some(wait), voluntary, involuntary: 1, migrations: Some(migrations) }
@@ -365,6 +413,8 @@ mod tests {
             start_ns: at,
             end_ns: at + 10,
             threads: threads.iter().copied().collect(),
+            thread_count: threads.len() as u32,
+            ended: None,
             process: None,
             migrations_skipped: false,
             utime_ticks: ticks.0,
@@ -443,14 +493,15 @@ mod tests {
     fn reads_this_process_from_either_source() {
         let this = std::process::id() as i32;
         for mut source in [Source::open(), Source::Proc] {
-            let (first, detail) = snapshot(this, &mut source, None).unwrap();
+            let detail = Detail::of(threads_of(this));
             assert_eq!(detail, Detail::PerThread);
+            let first = snapshot(this, &mut source, detail, false).unwrap();
             let mut x = 0u64;
             for i in 0..2_000_000u64 {
                 x = std::hint::black_box(x.wrapping_add(i));
             }
             std::thread::sleep(std::time::Duration::from_millis(2));
-            let c = between(&first, &snapshot(this, &mut source, Some(detail)).unwrap().0);
+            let c = between(&first, &snapshot(this, &mut source, detail, false).unwrap());
             assert!(c.threads >= 1);
             assert!(c.voluntary_switches >= Some(1), "the sleep switched out: {c:?}");
             if std::path::Path::new("/proc/self/schedstat").exists() {
@@ -469,6 +520,7 @@ mod tests {
             process: Some(counts),
             migrations_skipped: true,
             threads: tids.iter().map(|t| (*t, Thread::default())).collect(),
+            thread_count: tids.len() as u32,
             ..snap(at, &[], (0, 0), 0)
         };
         let c = between(&whole(0, &[1, 2], sums(100, 7)), &whole(9, &[1, 2, 3], sums(400, 10)));
@@ -481,11 +533,79 @@ mod tests {
         // Thread 2 ended: the time stays right, the switches are not given.
         let c = between(&whole(0, &[1, 2], sums(100, 7)), &whole(9, &[1], sums(400, 5)));
         assert_eq!((c.cpu_ns, c.voluntary_switches, c.threads_exited), (300, None, 1));
-        assert!(
-            c.unavailable.iter().any(|u| u.starts_with("context switches: 1 threads ended")),
-            "{:?}",
-            c.unavailable
-        );
+        assert_noted(&c, "context switches: 1 threads ended");
+    }
+
+    /// Read as a whole with the kernel's exit notices, no thread is listed: the count comes from
+    /// the notices (threads born in the window and ended in it too), and dropped notices make
+    /// the switches unknown even when none was counted.
+    #[test]
+    fn a_process_read_as_a_whole_with_exit_notices() {
+        let sums = |cpu, switches| ThreadCounts { on_cpu_ns: cpu, wait_ns: 0, voluntary: switches, involuntary: 0 };
+        let whole = |at, threads, counts, ended| Snapshot {
+            process: Some(counts),
+            migrations_skipped: true,
+            thread_count: threads,
+            ended,
+            ..snap(at, &[], (0, 0), 0)
+        };
+        let start = whole(0, 5_000, sums(100, 7), None);
+        let c = between(&start, &whole(9, 5_000, sums(400, 10), Some((0, false))));
+        assert_eq!((c.threads, c.threads_exited, c.voluntary_switches), (5_000, 0, Some(3)));
+        // As many threads as before, but one was born and one ended: the switches are not given.
+        let c = between(&start, &whole(9, 5_000, sums(400, 10), Some((1, false))));
+        assert_eq!((c.threads, c.threads_exited, c.voluntary_switches), (5_000, 1, None));
+        assert_noted(&c, "context switches: 1 threads ended");
+        let c = between(&start, &whole(9, 5_000, sums(400, 10), Some((0, true))));
+        assert_eq!((c.threads_exited, c.voluntary_switches), (0, None));
+        assert_noted(&c, "context switches: at least 0 threads");
+        assert_noted(&c, "migrations: not read for 5000 threads");
+    }
+
+    /// A worker of more threads than the limit, read through the kernel's exit notices, is not
+    /// listed: its threads are counted, and the ones that end are seen.
+    #[test]
+    fn many_threads_are_read_as_a_whole_and_their_exits_seen() {
+        let script = "import threading, time\n\
+                      stop = threading.Event()\n\
+                      ts = [threading.Thread(target=stop.wait) for _ in range(1100)]\n\
+                      [t.start() for t in ts]\n\
+                      print('ready', flush=True)\n\
+                      input()\n\
+                      stop.set()\n\
+                      [t.join() for t in ts[:7]]\n\
+                      print('ended', flush=True)\n\
+                      input()\n";
+        let mut child = std::process::Command::new("python3")
+            .args(["-c", script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3");
+        let pid = child.id() as i32;
+        let (mut stdin, mut stdout) =
+            (child.stdin.take().unwrap(), std::io::BufReader::new(child.stdout.take().unwrap()));
+        let mut line = String::new();
+        use std::io::{BufRead, Write};
+        stdout.read_line(&mut line).unwrap();
+        assert_eq!(line, "ready\n");
+        // The first reading at once, the second when told to stop.
+        let times = planned((0, taskmeter_record::clock::now_ns() + 60_000_000_000));
+        let (tell, stop) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || over_window(pid, &times, &stop));
+        std::thread::sleep(Duration::from_millis(300));
+        writeln!(stdin).unwrap();
+        stdout.read_line(&mut line).unwrap();
+        tell.send(()).unwrap();
+        let c = reader.join().unwrap().unwrap();
+        writeln!(stdin).unwrap();
+        child.wait().unwrap();
+        assert!(c.threads_exited >= 7, "seven threads were joined: {c:?}");
+        assert!(c.threads >= 1 && c.threads <= 1101 - 7, "{c:?}");
+        if taskstats_answers() {
+            // Read as a whole: the switches of ended threads are gone, and the row says so.
+            assert_eq!(c.voluntary_switches, None, "{c:?}");
+        }
     }
 
     /// Past the thread limit, migrations are not read, and the row says why.
