@@ -35,9 +35,9 @@ pub struct Counters {
     /// Threads that ended in the window: what they did in it is missing from the per-thread
     /// figures (CPU, switches, migrations, run-queue wait), and for a worker read as a whole
     /// (more than [`MIGRATIONS_UP_TO_THREADS`] threads), CPU and run-queue wait include it but
-    /// there are no switches. Read per thread, or without taskstats, these are the threads
-    /// listed at the start and gone at the end; read as a whole through taskstats, every thread
-    /// whose exit the kernel notified (those born in the window too).
+    /// there are no switches. Every thread whose exit the kernel notified between the two
+    /// readings, those born in the window too (through taskstats); without it, the threads
+    /// listed at the first reading and gone at the last.
     pub threads_exited: u32,
     /// Time on a CPU, every thread (schedstat's first field, ns; from the clock ticks of
     /// utime + stime when schedstat is unavailable).
@@ -286,6 +286,10 @@ pub fn between(start: &Snapshot, end: &Snapshot) -> Counters {
     } else {
         (c.voluntary_switches, c.involuntary_switches) = (Some(voluntary), Some(involuntary));
     }
+    if notices_dropped && !switches_lost {
+        c.unavailable
+            .push(format!("threads ended: at least {}: the kernel dropped notices of ended threads", c.threads_exited));
+    }
     c.cpu_ns = on_cpu.unwrap_or(c.user_ns + c.system_ns);
     c.runqueue_wait_ns = wait;
     c.migrations = migrations;
@@ -375,11 +379,11 @@ pub fn over_window(pid: i32, times: &ReadingTimes, stop: &Receiver<()>) -> Resul
     }
     let mut source = Source::open();
     let detail = Detail::of(threads_of(pid));
-    // Read as a whole through taskstats, the threads that end are counted from the kernel's
-    // notices, not by listing /proc/PID/task at each reading.
-    let mut exits = match (&source, detail) {
-        (Source::Taskstats(_), Detail::Process) => Exits::watch(pid as u32).ok(),
-        _ => None,
+    // Through taskstats, the threads that end are counted from the kernel's notices: those born
+    // in the window too, and a worker read as a whole need not be listed at each reading.
+    let mut exits = match &source {
+        Source::Taskstats(_) => Exits::watch(pid as u32).ok(),
+        Source::Proc => None,
     };
     let list = exits.is_none();
     let mut reading = |which: usize| {
@@ -536,9 +540,10 @@ mod tests {
         assert_noted(&c, "context switches: 1 threads ended");
     }
 
-    /// Read as a whole with the kernel's exit notices, no thread is listed: the count comes from
-    /// the notices (threads born in the window and ended in it too), and dropped notices make
-    /// the switches unknown even when none was counted.
+    /// With the kernel's exit notices, the count comes from them (threads born in the window and
+    /// ended in it too), and a process read as a whole is not listed; dropped notices make its
+    /// switches unknown even when none was counted, and a count read per thread a lower bound,
+    /// each said.
     #[test]
     fn a_process_read_as_a_whole_with_exit_notices() {
         let sums = |cpu, switches| ThreadCounts { on_cpu_ns: cpu, wait_ns: 0, voluntary: switches, involuntary: 0 };
@@ -560,24 +565,56 @@ mod tests {
         assert_eq!((c.threads_exited, c.voluntary_switches), (0, None));
         assert_noted(&c, "context switches: at least 0 threads");
         assert_noted(&c, "migrations: not read for 5000 threads");
+        // Read per thread, dropped notices make the count a lower bound, said so.
+        let one = [(1, thread(1, 1, 1, 0))];
+        let per_thread = Snapshot { ended: Some((2, true)), ..snap(9, &one, (0, 0), 0) };
+        let c = between(&snap(0, &one, (0, 0), 0), &per_thread);
+        assert_eq!((c.threads_exited, c.voluntary_switches), (2, Some(0)));
+        assert_noted(&c, "threads ended: at least 2");
     }
 
-    /// A worker of more threads than the limit, read through the kernel's exit notices, is not
-    /// listed: its threads are counted, and the ones that end are seen.
+    /// A worker's threads that end in the window are counted, per thread (20) and read as a
+    /// whole (1,100, not listed): 7 of those there at the first reading, and, from the kernel's
+    /// exit notices, 3 born after it and ended before the last, which no listing sees.
     #[test]
-    fn many_threads_are_read_as_a_whole_and_their_exits_seen() {
-        let script = "import threading, time\n\
-                      stop = threading.Event()\n\
-                      ts = [threading.Thread(target=stop.wait) for _ in range(1100)]\n\
-                      [t.start() for t in ts]\n\
-                      print('ready', flush=True)\n\
-                      input()\n\
-                      stop.set()\n\
-                      [t.join() for t in ts[:7]]\n\
-                      print('ended', flush=True)\n\
-                      input()\n";
+    fn the_threads_that_end_in_the_window_are_counted() {
+        for threads in [20, 1_100] {
+            let c = window_of_a_process_whose_threads_end(threads);
+            let born_and_ended = if taskstats_answers() { 3 } else { 0 };
+            assert_eq!(c.threads_exited, 7 + born_and_ended, "{threads}: {c:?}");
+            assert_eq!(c.threads as usize, threads + 1 - 7, "{threads}: {c:?}");
+            if taskstats_answers() && threads > MIGRATIONS_UP_TO_THREADS {
+                // Read as a whole: the switches of ended threads are gone, and the row says so.
+                assert_eq!(c.voluntary_switches, None, "{c:?}");
+            }
+        }
+    }
+
+    /// The counters of a Python process of `threads` waiting threads over a window in which 3
+    /// threads are born and end, then 7 of the waiting ones end (a joined Python thread may still
+    /// be ending in the kernel: the script waits until its thread count says they are gone).
+    fn window_of_a_process_whose_threads_end(threads: usize) -> Counters {
+        use std::io::{BufRead, Write};
+        let script = format!(
+            "import threading, time\n\
+             stop, rest = threading.Event(), threading.Event()\n\
+             ts = [threading.Thread(target=(stop if i < 7 else rest).wait) for i in range({threads})]\n\
+             [t.start() for t in ts]\n\
+             print('ready', flush=True)\n\
+             input()\n\
+             born = [threading.Thread(target=lambda: None) for _ in range(3)]\n\
+             [t.start() for t in born]\n\
+             [t.join() for t in born]\n\
+             stop.set()\n\
+             [t.join() for t in ts[:7]]\n\
+             left = lambda: int(next(l for l in open('/proc/self/status') if l.startswith('Threads:')).split()[1])\n\
+             while left() > {threads} + 1 - 7: time.sleep(0.01)\n\
+             print('ended', flush=True)\n\
+             input()\n\
+             rest.set()\n"
+        );
         let mut child = std::process::Command::new("python3")
-            .args(["-c", script])
+            .args(["-c", &script])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()
@@ -586,26 +623,27 @@ mod tests {
         let (mut stdin, mut stdout) =
             (child.stdin.take().unwrap(), std::io::BufReader::new(child.stdout.take().unwrap()));
         let mut line = String::new();
-        use std::io::{BufRead, Write};
         stdout.read_line(&mut line).unwrap();
         assert_eq!(line, "ready\n");
-        // The first reading at once, the second when told to stop.
+        // The first reading at once (its start is written when it begins), the second when told.
         let times = planned((0, taskmeter_record::clock::now_ns() + 60_000_000_000));
         let (tell, stop) = std::sync::mpsc::channel();
-        let reader = std::thread::spawn(move || over_window(pid, &times, &stop));
+        let reader = {
+            let times = times.clone();
+            std::thread::spawn(move || over_window(pid, &times, &stop))
+        };
+        while times[0].load(Ordering::Acquire) == 0 {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // Time for the first reading to end (it lists the threads, or reads each of them).
         std::thread::sleep(Duration::from_millis(300));
         writeln!(stdin).unwrap();
         stdout.read_line(&mut line).unwrap();
         tell.send(()).unwrap();
-        let c = reader.join().unwrap().unwrap();
+        let counters = reader.join().unwrap().unwrap();
         writeln!(stdin).unwrap();
         child.wait().unwrap();
-        assert!(c.threads_exited >= 7, "seven threads were joined: {c:?}");
-        assert!(c.threads >= 1 && c.threads <= 1101 - 7, "{c:?}");
-        if taskstats_answers() {
-            // Read as a whole: the switches of ended threads are gone, and the row says so.
-            assert_eq!(c.voluntary_switches, None, "{c:?}");
-        }
+        counters
     }
 
     /// Past the thread limit, migrations are not read, and the row says why.
