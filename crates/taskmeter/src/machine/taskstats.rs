@@ -186,9 +186,9 @@ impl Taskstats {
 /// notices (each thread that exits on a watched CPU sends its listeners its final counters).
 /// For a worker read as a whole, this replaces listing `/proc/PID/task` at each reading to see
 /// which threads went: at 10,000 threads two listings cost 20-40 ms of taskmeter's CPU, a tenth
-/// of all it did in a 10,000-unit run (issue 28). It also sees the threads that were born and
-/// ended between the readings, which two listings miss. Notices come from every process on the
-/// machine; those of others are skipped.
+/// of all it did in a 10,000-unit run (issue 28). For any worker, it also sees the threads that
+/// were born and ended between the readings, which two listings miss. Notices come from every
+/// process on the machine; those of others are skipped.
 pub struct Exits {
     stats: Taskstats,
     cpus: String,
@@ -201,8 +201,8 @@ const EXITS_BUFFER_BYTES: libc::c_int = 16 << 20;
 
 impl Exits {
     /// Starts counting the exits of process `tgid`'s threads, on every CPU. Fails where
-    /// taskstats cannot be asked, or where its counters do not name a thread's process (kernels
-    /// before taskstats version 12, Linux 5.19).
+    /// taskstats cannot be asked, or where its counters do not name a thread's process (before
+    /// taskstats version 12; the caller then lists the threads as before).
     pub fn watch(tgid: u32) -> io::Result<Exits> {
         let mut stats = Taskstats::open()?;
         let version = stats.version()?;
