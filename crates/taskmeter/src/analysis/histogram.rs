@@ -294,49 +294,43 @@ trait KeptValue: Copy + Into<i64> {
 
 impl KeptValue for i64 {}
 
-impl KeptValue for u32 {
-    /// Nearly every value is in none of a summary's few buckets (up to 6): a block of 16 is first
-    /// compared with the buckets' ranges, at once (the compiler makes vector instructions of it),
-    /// and only a block with a member is looked at value by value: ending a wide exact row took
-    /// 52 ms, 36 so (`WIDE=1 CLASSES=2 BUDGET=4000000 fold_cost`).
-    fn members(lists: &[&[u32]], keep: impl Fn(i64) -> bool, buckets: &[usize], slots: usize) -> Vec<Vec<i64>> {
-        match buckets.len() {
-            1 => members_within::<1>(lists, keep, buckets),
-            2 => members_within::<2>(lists, keep, buckets),
-            3 => members_within::<3>(lists, keep, buckets),
-            4 => members_within::<4>(lists, keep, buckets),
-            5 => members_within::<5>(lists, keep, buckets),
-            6 => members_within::<6>(lists, keep, buckets),
-            _ => members_of(lists, keep, buckets, slots),
-        }
-    }
-}
+/// Up to this many buckets, 32-bit values are found by the buckets' ranges (a summary asks 5).
+const RANGES: usize = 6;
 
-/// [`KeptValue::members`] of 32-bit values for `N` buckets, by their ranges.
-fn members_within<const N: usize>(lists: &[&[u32]], keep: impl Fn(i64) -> bool, buckets: &[usize]) -> Vec<Vec<i64>> {
-    // Each bucket as its lowest value and width: `v - low <= width` (wrapping) is one compare.
-    let (mut low, mut width) = ([0u32; N], [0u32; N]);
-    for i in 0..N {
-        let (lowest, highest) = layout_range(buckets[i], STORED_HALF);
-        let (lowest, highest) = (lowest.min(u32::MAX as u64) as u32, highest.min(u32::MAX as u64) as u32);
-        (low[i], width[i]) = (lowest, highest - lowest);
-    }
-    let within = |v: u32| (0..N).fold(0u32, |at, i| at | u32::from(v.wrapping_sub(low[i]) <= width[i]));
-    let mut members = vec![Vec::new(); N];
-    for list in lists {
-        for block in list.chunks(16) {
-            if block.iter().fold(0, |any, v| any | within(*v)) == 0 {
-                continue;
-            }
-            for value in block.iter().filter(|v| within(**v) != 0).map(|v| i64::from(*v)) {
-                if keep(value) {
-                    let at = buckets.binary_search(&stored_index(value as u64)).expect("within a bucket's range");
-                    members[at].push(value);
+impl KeptValue for u32 {
+    /// Nearly every value is in none of a summary's few buckets: a block of 16 is first compared
+    /// with the buckets' ranges, at once (the compiler makes vector instructions of it), and only
+    /// a block with a member is looked at value by value: ending a wide exact row took 52 ms, 38
+    /// so (`WIDE=1 CLASSES=2 BUDGET=4000000 fold_cost`).
+    fn members(lists: &[&[u32]], keep: impl Fn(i64) -> bool, buckets: &[usize], slots: usize) -> Vec<Vec<i64>> {
+        if buckets.is_empty() || buckets.len() > RANGES {
+            return members_of(lists, keep, buckets, slots);
+        }
+        // Each bucket as its lowest value and width: `v - low <= width` (wrapping) is one compare.
+        // The ranges left over repeat the last bucket's.
+        let (mut low, mut width) = ([0u32; RANGES], [0u32; RANGES]);
+        for i in 0..RANGES {
+            let (lowest, highest) = layout_range(buckets[i.min(buckets.len() - 1)], STORED_HALF);
+            let (lowest, highest) = (lowest.min(u32::MAX as u64) as u32, highest.min(u32::MAX as u64) as u32);
+            (low[i], width[i]) = (lowest, highest - lowest);
+        }
+        let within = |v: u32| (0..RANGES).fold(0u32, |at, i| at | u32::from(v.wrapping_sub(low[i]) <= width[i]));
+        let mut members = vec![Vec::new(); buckets.len()];
+        for list in lists {
+            for block in list.chunks(16) {
+                if block.iter().fold(0, |any, v| any | within(*v)) == 0 {
+                    continue;
+                }
+                for value in block.iter().filter(|v| within(**v) != 0).map(|v| i64::from(*v)) {
+                    if keep(value) {
+                        let at = buckets.binary_search(&stored_index(value as u64)).expect("within a bucket's range");
+                        members[at].push(value);
+                    }
                 }
             }
         }
+        members
     }
-    members
 }
 
 /// [`KeptValue::members`], each value's bucket's slot looked up in a table.

@@ -76,7 +76,7 @@ pub struct Snapshot {
     /// kernel's exit notices count the threads that end ([`Snapshot::ended`]).
     threads: HashMap<u32, Thread>,
     thread_count: u32,
-    /// The threads that ended since the first reading, and whether the kernel dropped notices
+    /// The threads that ended since the first reading, and whether notices were lost
     /// (the count is then a lower bound), from its exit notices: in the last reading of a
     /// process read as a whole through taskstats.
     ended: Option<(u32, bool)>,
@@ -287,8 +287,7 @@ pub fn between(start: &Snapshot, end: &Snapshot) -> Counters {
         (c.voluntary_switches, c.involuntary_switches) = (Some(voluntary), Some(involuntary));
     }
     if notices_dropped && !switches_lost {
-        c.unavailable
-            .push(format!("threads ended: at least {}: the kernel dropped notices of ended threads", c.threads_exited));
+        c.unavailable.push(format!("threads ended: at least {}: notices of ended threads were lost", c.threads_exited));
     }
     c.cpu_ns = on_cpu.unwrap_or(c.user_ns + c.system_ns);
     c.runqueue_wait_ns = wait;
@@ -394,7 +393,7 @@ pub fn over_window(pid: i32, times: &ReadingTimes, stop: &Receiver<()>) -> Resul
     let _ = stop.recv_timeout(until(times[1].load(Ordering::Acquire)));
     let mut last = reading(1).map_err(|_| "the worker ended before its measured window closed".to_string())?;
     if let Some(exits) = exits.as_mut() {
-        last.ended = Some(exits.ended().map_err(|e| format!("taskstats exit notices: {e}"))?);
+        last.ended = Some(exits.ended());
     }
     Ok(between(&first, &last))
 }
