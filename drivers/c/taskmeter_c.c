@@ -1,8 +1,10 @@
-/* taskmeter C driver, runtime "c-thread": one POSIX thread per unit, worker protocol v3
- * (protocol/README.md): a flat plan on stdin, binary frames on stdout. libc and pthreads only.
+/* taskmeter C driver, runtime "c-thread": one POSIX thread per unit, worker protocol v4
+ * (protocol/README.md): a flat plan on stdin, binary frames on stdout, sample frames in the
+ * sample file (fd 3). libc and pthreads only.
  * Build: cc -O2 -std=gnu11 -pthread -o driver taskmeter_c.c */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <gnu/libc-version.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -15,16 +17,25 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/timerfd.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #define RUNTIME "c-thread"
+#define SAMPLE_FD 3   /* the sample file, opened for appending by taskmeter */
+/* Threads besides the units: main, the writer and the stdin watcher (/proc/self/status shows
+   Threads: 3 before unit 1). The plan's room was measured before they existed. */
+#define OWN_THREADS 3
 
 enum { FIXED, BY_UNIT, MODULO, NONE };
 static struct {
     uint64_t units, classes, start_limit, warmup, duration, sleep, modulo, iters, ring, flush;
     int schedule;
     bool atomic_sum, absolute, yield;
+    bool room_known;            /* room_threads is a number, not null */
+    uint64_t room;              /* room_threads */
+    int room_why_len;           /* room_threads_why, without its quotes */
+    const char *room_why;
 } P;
 
 typedef struct {
@@ -32,7 +43,8 @@ typedef struct {
     uint64_t id, origin, n, n_meas, lost, busy_result;   /* n, n_meas: the loop's counts */
     int klass;
     uint64_t *ring;                  /* P.ring samples of six u64, written before the gate */
-    _Atomic uint64_t head, tail;     /* SPSC: the unit publishes head, the writer tail */
+    _Atomic uint64_t head, tail;     /* the unit publishes head; tail moves by compare-and-swap,
+                                        by the writer or by the unit when its ring is full */
 } unit;
 
 static unit *units;
@@ -59,6 +71,24 @@ static void flush_out(void) {
     out_len = 0;
 }
 
+/* One writev(2) to the sample file: one system call, so on a file open for appending the frames
+   of the writer and of units writing at once never interleave. A short write is a failure, never
+   completed by a second write (another thread's frame could come between). */
+static bool append_samples(const struct iovec *iov, int n, size_t len) {
+    ssize_t w;
+    while ((w = writev(SAMPLE_FD, iov, n)) < 0 && errno == EINTR) {}
+    return w == (ssize_t)len;
+}
+
+/* The writer's buffer of whole sample frames, in one write. */
+static void flush_samples(void) {
+    if (out_len && !append_samples(&(struct iovec){ out, out_len }, 1, out_len)) {
+        fprintf(stderr, "taskmeter-c: cannot append %zu bytes to the sample file: %s\n", out_len, strerror(errno));
+        exit(1);
+    }
+    out_len = 0;
+}
+
 /* Room for one frame of `len` bytes in the buffer: writes its header, returns its payload. */
 static unsigned char *frame(char kind, size_t len) {
     if (out_len + 5 + len > sizeof out) flush_out();
@@ -80,7 +110,7 @@ static void json(char kind, const char *fmt, ...) {
 
 /* E frame, then exit: 2 for a plan this worker refuses, 1 for a failure. Only before G. */
 static _Noreturn void fail(int status, const char *fmt, ...) {
-    char msg[400];
+    char msg[700];   /* may hold a start_error */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);   /* never holds '"' or '\\': no escaping needed */
@@ -96,7 +126,7 @@ static const char *value(const char *key) {
     char pattern[40];
     snprintf(pattern, sizeof pattern, "\"%s\":", key);
     const char *v = strstr(plan, pattern);
-    if (!v) fail(2, "the plan has no '%s' (this worker speaks protocol 3)", key);
+    if (!v) fail(2, "the plan has no '%s' (this worker speaks protocol 4)", key);
     return v + strlen(pattern);
 }
 static bool has(const char *key) {
@@ -123,7 +153,7 @@ static void read_plan(void) {
         plan[n++] = c;
     }
     if (n == sizeof plan - 1) fail(2, "the plan line is longer than %zu bytes", sizeof plan - 1);
-    if (num("protocol") != 3) fail(2, "unsupported protocol version %" PRIu64 " (this worker speaks 3)", num("protocol"));
+    if (num("protocol") != 4) fail(2, "unsupported protocol version %" PRIu64 " (this worker speaks 4)", num("protocol"));
     if (!is("runtime", RUNTIME)) {
         const char *r = value("runtime");
         fail(2, "runtime '%.*s' is not served by this driver (" RUNTIME ")", (int)strcspn(r + 1, "\"\\"), r + 1);
@@ -136,6 +166,8 @@ static void read_plan(void) {
     P.sleep = num("sleep_ns"), P.modulo = num("modulo");
     P.iters = num("busy_iters"), P.yield = !strncmp(value("busy_yield"), "true", 4);
     P.ring = num("ring"), P.flush = num("flush_ns");
+    P.room_known = *value("room_threads") != 'n', P.room = num("room_threads");
+    P.room_why = value("room_threads_why") + 1, P.room_why_len = (int)strcspn(P.room_why, "\"");
 }
 
 static uint64_t now_ns(void) {
@@ -295,10 +327,30 @@ static void park_at_gate(void) {
     pthread_rwlock_unlock(&gate);
 }
 
-/* A full ring loses the sample (counted): the unit never waits for the writer. */
+/* The 29 bytes before a sample frame's samples: kind, length, unit, count, origin, first. */
+static void sample_header(unsigned char *f, char kind, const unit *un, uint64_t count, uint64_t first) {
+    f[0] = (unsigned char)kind;
+    memcpy(f + 1, (uint32_t[3]){ (uint32_t)(24 + 48 * count), (uint32_t)un->id, (uint32_t)count }, 12);
+    memcpy(f + 13, (uint64_t[2]){ un->origin, first }, 16);
+}
+
+/* The ring is full (the writer fell behind): the unit takes its samples back with a
+   compare-and-swap of tail (if it fails, the writer took them and there is room) and appends them
+   as one F frame itself, straight from the ring's two halves, which stay its own until its next
+   put. So the unit never waits for the writer; a failed write loses the samples, counted. */
+static void write_own_ring(unit *un, uint64_t t, uint64_t h) {
+    if (!atomic_compare_exchange_strong(&un->tail, &t, h)) return;
+    uint64_t at = h % P.ring;   /* the oldest sample's slot: h - t == P.ring */
+    unsigned char header[29];
+    sample_header(header, 'F', un, P.ring, t);
+    struct iovec iov[3] = { { header, 29 }, { un->ring + 6 * at, 48 * (P.ring - at) }, { un->ring, 48 * at } };
+    if (!append_samples(iov, 3, 29 + 48 * P.ring)) un->lost += P.ring;
+}
+
 static void put_sample(unit *un, uint64_t p, uint64_t t0, uint64_t t1, uint64_t intended, uint64_t t2, uint64_t m) {
     uint64_t h = atomic_load_explicit(&un->head, memory_order_relaxed);
-    if (h - atomic_load_explicit(&un->tail, memory_order_acquire) == P.ring) { un->lost++; return; }
+    uint64_t t = atomic_load_explicit(&un->tail, memory_order_acquire);
+    if (h - t == P.ring) write_own_ring(un, t, h);
     uint64_t *s = un->ring + 6 * (h % P.ring);
     s[0] = p; s[1] = t0; s[2] = t1; s[3] = intended; s[4] = t2; s[5] = m;
     atomic_store_explicit(&un->head, h + 1, memory_order_release);
@@ -345,38 +397,46 @@ static void *run_unit(void *arg) {
 static pthread_mutex_t phase_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t phase_changed;   /* on CLOCK_MONOTONIC */
 static int phase;                      /* 0: before G, 1: units run, 2: every unit has ended */
+static uint64_t create_start, run_start;   /* for G: written before phase 1 */
+static char start_error[700];   /* with room_threads_why (at most 500 bytes); G stays below 1024 */
 
 /* One unit's new samples as S frames, each one copy: two when they wrap around the ring's end
-   (more only beyond the output buffer); then their slots go back to the unit. */
+   (more only beyond the output buffer). A frame is kept only if the compare-and-swap of tail from
+   the value read succeeds, which gives its slots back to the unit; if it fails, the unit took
+   those samples itself meanwhile and may be rewriting their slots: the copy is dropped. */
 static void drain(unit *un) {
+    uint64_t t = atomic_load_explicit(&un->tail, memory_order_acquire);
     uint64_t head = atomic_load_explicit(&un->head, memory_order_acquire);
-    uint64_t t = atomic_load_explicit(&un->tail, memory_order_relaxed);
     while (t < head) {
-        uint64_t at = t % P.ring, count = head - t;
+        if (out_len + 29 + 48 > sizeof out) flush_samples();
+        uint64_t at = t % P.ring, count = head - t, room = (sizeof out - out_len - 29) / 48;
         if (count > P.ring - at) count = P.ring - at;
-        if (count > (sizeof out - 21) / 48) count = (sizeof out - 21) / 48;
-        unsigned char *f = frame('S', 16 + 48 * count);
-        memcpy(f, (uint32_t[2]){ (uint32_t)un->id, (uint32_t)count }, 8);
-        memcpy(f + 8, &un->origin, 8);
-        memcpy(f + 16, un->ring + 6 * at, 48 * count);
+        if (count > room) count = room;
+        sample_header(out + out_len, 'S', un, count, t);
+        memcpy(out + out_len + 29, un->ring + 6 * at, 48 * count);
+        if (!atomic_compare_exchange_strong(&un->tail, &t, t + count)) return;
+        out_len += 29 + 48 * count;
         t += count;
     }
-    atomic_store_explicit(&un->tail, t, memory_order_release);
 }
 
-/* Wakes every flush_ns (sooner when every unit has ended), sends what the rings hold, and
-   after the units' end takes what is left once more and stops. */
+/* Sends G once the gate is open; then wakes every flush_ns (sooner when every unit has ended),
+   appends what the rings hold to the sample file, and after the units' end takes what is left
+   once more and stops. */
 static void *writer(void *arg) {
     (void)arg;
     pthread_mutex_lock(&phase_lock);
     while (phase == 0) pthread_cond_wait(&phase_changed, &phase_lock);
+    json('G', "{\"create_start_ns\":%" PRIu64 ",\"run_start_ns\":%" PRIu64 ",\"units\":%" PRIu64 "%s%s%s}", create_start,
+         run_start, started, start_error[0] ? ",\"start_error\":\"" : "", start_error, start_error[0] ? "\"" : "");
+    flush_out();
     for (;;) {
         struct timespec at = to_timespec(now_ns() + P.flush);
         while (phase == 1 && pthread_cond_timedwait(&phase_changed, &phase_lock, &at) != ETIMEDOUT) {}
         bool last = phase == 2;
         pthread_mutex_unlock(&phase_lock);
         for (uint64_t i = 0; i < started; i++) drain(&units[i]);
-        flush_out();
+        flush_samples();
         if (last) return NULL;
         pthread_mutex_lock(&phase_lock);
     }
@@ -586,10 +646,14 @@ int main(void) {
     }
     char wait[64] = "";
     if (recipe_name) snprintf(wait, sizeof wait, ",\"wait\":\"%s\"", recipe_name);
-    json('H', "{\"protocol\":3,\"runtime\":\"" RUNTIME "\",\"runtime_version\":\"glibc %s\",\"clock\":\"CLOCK_MONOTONIC\","
+    json('H', "{\"protocol\":4,\"runtime\":\"" RUNTIME "\",\"runtime_version\":\"glibc %s\",\"clock\":\"CLOCK_MONOTONIC\","
          "\"pid\":%ld,\"priority\":\"%s\"%s}", gnu_get_libc_version(), (long)getpid(), priority, wait);
     flush_out();
     if (is("experiment", "granularity")) return granularity(plan_read);
+    /* Started by hand, fd 3 may be an unrelated file: write only to one open for appending. */
+    int fl = fcntl(SAMPLE_FD, F_GETFL);
+    if (fl == -1 || !(fl & O_APPEND) || (fl & O_ACCMODE) == O_RDONLY)
+        fail(2, "fd 3, the sample file, is not open for appending (taskmeter opens it for every worker it starts)");
 
     /* The helper threads exist before the units, so a thread limit reached by the units
        cannot refuse them. */
@@ -612,14 +676,21 @@ int main(void) {
        Linux's PID_MAX_LIMIT (2^22), so neither can the unit table (calloc maps it lazily). */
     uint64_t table = P.units < (1u << 22) ? P.units : 1u << 22;
     size_t ring_bytes = P.schedule == NONE ? 0 : (size_t)P.ring * 48;
-    char start_error[300] = "";
     if (!(units = calloc((size_t)table, sizeof *units))) fail(1, "cannot allocate the unit table: %s", strerror(errno));
     pthread_rwlock_wrlock(&gate);   /* the gate is closed while units are created */
-    uint64_t create_start = now_ns();
+    create_start = now_ns();
 #define STOP(...) snprintf(start_error, sizeof start_error, __VA_ARGS__)
+    /* A thread a unit, within the plan's room less the worker's own threads. */
+    uint64_t room_units = P.room > OWN_THREADS ? P.room - OWN_THREADS : 0;
+    char room_note[600] = "";   /* for a refusal within that room: other processes took it */
+    if (P.room_known)
+        snprintf(room_note, sizeof room_note, " (the machine's room as this worker started: %.*s)", P.room_why_len, P.room_why);
     for (; started < P.units && !atomic_load(&priority_failed); started++) {
         unit *un = &units[started];
-        if (started > 0 && now_ns() - plan_read >= P.start_limit)
+        if (started > 0 && P.room_known && started >= room_units)
+            STOP(RUNTIME " stops at %" PRIu64 " units, the machine's room: the plan leaves room for %" PRIu64
+                 " threads, of which %d are the worker's own; %.*s", room_units, P.room, OWN_THREADS, P.room_why_len, P.room_why);
+        else if (started > 0 && now_ns() - plan_read >= P.start_limit)
             STOP("start limit of %" PRIu64 " ns reached after %" PRIu64 " units", P.start_limit, started);
         else if (started > 0 && started == table)
             STOP("unit %" PRIu64 ": no process can have more than %" PRIu64 " threads", started + 1, table);
@@ -630,7 +701,7 @@ int main(void) {
         else {
             un->id = started + 1, un->klass = (int)(started % P.classes);
             if (!(rc = pthread_create(&un->thread, NULL, run_unit, un))) continue;
-            STOP("pthread_create for unit %" PRIu64 ": %s", un->id, strerror(rc));
+            STOP("pthread_create for unit %" PRIu64 ": %s%s", un->id, strerror(rc), room_note);
         }
         if (started == 0) fail(1, "%s", start_error);
         break;
@@ -641,15 +712,11 @@ int main(void) {
     while (arrived < started) pthread_cond_wait(&arrival, &arrival_lock);
     pthread_mutex_unlock(&arrival_lock);
     if (atomic_load(&priority_failed)) fail(1, "cannot apply the priority class of %s", priority_error);
-    uint64_t run_start = now_ns();
+    run_start = now_ns();
     measure_start_ns = run_start + P.warmup;
     end_ns = measure_start_ns + P.duration;
     pthread_rwlock_unlock(&gate);   /* the units' rdlock sees the window written above */
-
-    json('G', "{\"create_start_ns\":%" PRIu64 ",\"run_start_ns\":%" PRIu64 ",\"units\":%" PRIu64 "%s%s%s}", create_start,
-         run_start, started, start_error[0] ? ",\"start_error\":\"" : "", start_error, start_error[0] ? "\"" : "");
-    flush_out();
-    set_phase(1);
+    set_phase(1);                   /* the writer sends G */
     for (uint64_t i = 0; i < started; i++) pthread_join(units[i].thread, NULL);
     set_phase(2);
     pthread_join(writer_thread, NULL);

@@ -1,4 +1,4 @@
-// Command driver is the taskmeter Go driver, worker protocol v3 (protocol/README.md). It serves
+// Command driver is the taskmeter Go driver, worker protocol v4 (protocol/README.md). It serves
 // "go" (one goroutine per unit) and "go-locked" (one goroutine per unit, each locked to its own
 // OS thread). Standard library only, Linux.
 package main
@@ -81,12 +81,40 @@ func appendFrame(buf []byte, kind byte, payload map[string]any) []byte {
 	return append(buf, text...)
 }
 
-// emit writes whole frames once buf holds at least min bytes, and returns what is left to send.
+// emit writes whole frames to stdout once buf holds at least min bytes, and returns what is
+// left to send.
 func emit(buf []byte, min int) []byte {
 	if len(buf) < max(min, 1) {
 		return buf
 	} else if _, err := os.Stdout.Write(buf); err != nil {
 		os.Exit(1) // the orchestrator is gone: no one is left to tell
+	}
+	return buf[:0]
+}
+
+// sampleFile is the descriptor of the sample file, which taskmeter opens for appending.
+const sampleFile = 3
+
+// appendSamples writes whole frames to the sample file in one write(2), so that frames of the
+// writer and of units writing at once never interleave: syscall.Write, since an os.File would
+// finish a short write with a second one, which another goroutine's frame could precede. False
+// when the write failed or was short.
+func appendSamples(frames []byte) bool {
+	for {
+		n, err := syscall.Write(sampleFile, frames)
+		if err != syscall.EINTR {
+			return err == nil && n == len(frames)
+		}
+	}
+}
+
+// emitSamples is emit for the writer's S frames, to the sample file.
+func emitSamples(buf []byte, min int) []byte {
+	if len(buf) < max(min, 1) {
+		return buf
+	} else if !appendSamples(buf) {
+		fmt.Fprintf(os.Stderr, "taskmeter go driver: cannot append %d bytes to the sample file\n", len(buf))
+		os.Exit(1)
 	}
 	return buf[:0]
 }
@@ -100,12 +128,45 @@ func fail(status int, format string, args ...any) {
 // ---------- units ----------
 
 type unit struct {
-	id, class          uint64
-	ring               []uint64      // ring samples of 6 words, filled before the gate
-	head, tail         atomic.Uint64 // head: published by the unit; tail: by the writer
+	id, class uint64
+	ring      []uint64 // ring samples of 6 words, filled before the gate
+	// Positions: head is published by the unit; tail moves by compare-and-swap, by the writer
+	// or by the unit when its ring is full.
+	head, tail         atomic.Uint64
 	origin, busyResult uint64
-	n, nMeas, lost     uint64   // the loop's n and n_meas; samples the full ring refused
+	n, nMeas, lost     uint64   // the loop's n and n_meas; samples whose own write failed
+	own                []byte   // the F frame of its full ring, made at its first own write
 	_                  [64]byte // keeps one unit's hot fields off its neighbour's cache line
+}
+
+// appendFrame appends an S or F frame (kind) of the samples at positions from to to. A
+// consumer's copy may race the unit's rewrite of a slot it has taken back (a racy read of a
+// word still yields a word written): such a copy is thrown away when its swap of tail fails.
+func (u *unit) appendFrame(buf []byte, kind byte, from, to uint64) []byte {
+	le, ring := binary.LittleEndian, uint64(len(u.ring)/6)
+	buf = le.AppendUint32(append(buf, kind), uint32(24+48*(to-from)))
+	buf = le.AppendUint32(le.AppendUint32(buf, uint32(u.id)), uint32(to-from))
+	buf = le.AppendUint64(le.AppendUint64(buf, u.origin), from) // origin: set before the first sample
+	for t := from; t < to; t++ {
+		for _, v := range u.ring[t%ring*6:][:6] {
+			buf = le.AppendUint64(buf, v)
+		}
+	}
+	return buf
+}
+
+// writeOwnRing: the ring is full (the writer fell behind, tail was read at t), so the unit takes
+// its samples back by a compare-and-swap of tail (if it fails, the writer took them and there is
+// room) and appends them as one F frame itself: it never waits for the writer. The slots are its
+// own until its next put. A failed write loses them, counted.
+func (u *unit) writeOwnRing(t, head uint64) {
+	if !u.tail.CompareAndSwap(t, head) {
+		return
+	}
+	u.own = u.appendFrame(u.own[:0], 'F', t, head)
+	if !appendSamples(u.own) {
+		u.lost += head - t
+	}
 }
 
 type worker struct {
@@ -297,29 +358,36 @@ func (w *worker) run(u *unit, ready chan<- error) {
 		if t0 >= w.measureStart {
 			u.nMeas++
 		}
-		if !p.none { // SPSC ring: never wait for the writer, count what does not fit
-			if head-u.tail.Load() == p.Ring {
-				u.lost++
-			} else {
-				copy(u.ring[head%p.Ring*6:], s[:])
-				head++
-				u.head.Store(head)
+		if !p.none {
+			if t := u.tail.Load(); head-t == p.Ring {
+				u.writeOwnRing(t, head)
 			}
+			copy(u.ring[head%p.Ring*6:], s[:])
+			head++
+			u.head.Store(head)
 		}
 	}
 }
 
 // ---------- writer ----------
 
-// write is the one writer: once G is out (the units arrive), every flush_ns, or at once when
-// every unit has ended (ended is closed), it sends what each ring holds as S frames; after the
-// units ended, one last time.
-func (w *worker) write(named chan<- struct{}, unitsReady <-chan []unit, ended <-chan struct{}) {
+// opened is what the writer gets when the gate opens: the G frame to send, and the units.
+type opened struct {
+	gate  []byte
+	units []unit
+}
+
+// write is the one writer: once the gate opens it sends G, then every flush_ns, or at once when
+// every unit has ended (ended is closed), it appends what each ring holds to the sample file as
+// S frames; after the units ended, one last time.
+func (w *worker) write(named chan<- struct{}, gateOpened <-chan opened, ended <-chan struct{}) {
 	// On a thread of its own, named so that the orchestrator finds it and runs it above the units.
 	runtime.LockOSThread()
 	_ = os.WriteFile("/proc/thread-self/comm", []byte("tm-writer"), 0)
 	close(named)
-	units := <-unitsReady
+	open := <-gateOpened
+	emit(open.gate, 0)
+	units := open.units
 	flush := time.Duration(w.plan.Flush)
 	timer := time.NewTimer(flush)
 	var buf []byte
@@ -331,27 +399,24 @@ func (w *worker) write(named chan<- struct{}, unitsReady <-chan []unit, ended <-
 			last = true
 		}
 		for i := range units {
-			buf = w.drain(&units[i], buf)
+			buf = drain(&units[i], buf)
 		}
-		buf = emit(buf, 0)
+		buf = emitSamples(buf, 0)
 	}
 }
 
-// drain appends unit u's new samples to buf as S frames, then gives their slots back.
-func (w *worker) drain(u *unit, buf []byte) []byte {
-	le := binary.LittleEndian
+// drain appends unit u's samples to buf as S frames, each kept only if the compare-and-swap of
+// tail from the value read succeeds (which gives their slots back to the unit); if it fails,
+// the unit took those samples itself meanwhile: the copy is dropped.
+func drain(u *unit, buf []byte) []byte {
 	for t, h := u.tail.Load(), u.head.Load(); t < h; {
-		count := min(h-t, 1<<14) // frames below 1 MB
-		buf = le.AppendUint32(append(buf, 'S'), uint32(16+48*count))
-		buf = le.AppendUint32(le.AppendUint32(buf, uint32(u.id)), uint32(count))
-		buf = le.AppendUint64(buf, u.origin) // written before head was first published
-		for end := t + count; t < end; t++ {
-			for _, v := range u.ring[t%w.plan.Ring*6:][:6] {
-				buf = le.AppendUint64(buf, v)
-			}
+		count, before := min(h-t, 1<<14), len(buf) // frames below 1 MB
+		buf = u.appendFrame(buf, 'S', t, t+count)
+		if !u.tail.CompareAndSwap(t, t+count) {
+			return buf[:before]
 		}
-		u.tail.Store(t)
-		buf = emit(buf, 1<<20) // writes of about a megabyte
+		t += count
+		buf = emitSamples(buf, 1<<20) // writes of about a megabyte
 	}
 	return buf
 }
@@ -374,8 +439,8 @@ func main() {
 	switch {
 	case err != nil:
 		fail(2, "the plan is not a flat JSON object: %v", err)
-	case p.Protocol != 3:
-		fail(2, "unsupported protocol version %d (this worker speaks 3)", p.Protocol)
+	case p.Protocol != 4:
+		fail(2, "unsupported protocol version %d (this worker speaks 4)", p.Protocol)
 	case p.Runtime != "go" && p.Runtime != "go-locked":
 		fail(2, "runtime %q is not served by this driver (go, go-locked)", p.Runtime)
 	case p.Wait != "" && recipes[p.Wait] == nil:
@@ -402,7 +467,7 @@ func main() {
 	if p.locked {
 		version += " (LockOSThread)"
 	}
-	hello := map[string]any{"protocol": 3, "runtime": p.Runtime, "runtime_version": version,
+	hello := map[string]any{"protocol": 4, "runtime": p.Runtime, "runtime_version": version,
 		"clock": "CLOCK_MONOTONIC", "pid": os.Getpid(), "priority": prio.desc}
 	if p.Wait != "" {
 		hello["wait"] = p.Wait
@@ -419,12 +484,17 @@ func main() {
 		w.grains(planRead)
 		return
 	}
+	// Started by hand, fd 3 may be an unrelated file: write only to one open for appending.
+	flags, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(sampleFile), syscall.F_GETFL, 0)
+	if errno != 0 || flags&syscall.O_APPEND == 0 || flags&syscall.O_ACCMODE == syscall.O_RDONLY {
+		fail(2, "fd 3, the sample file, is not open for appending (taskmeter opens it for every worker it starts)")
+	}
 
 	// The writer starts before the units (protocol: "The writer"): once 100,000 goroutines are
 	// released, a goroutine started after them would wait behind them.
 	allEnded, written, viewed := make(chan struct{}), make(chan struct{}), make(chan map[string]any, 1)
-	unitsReady, named := make(chan []unit, 1), make(chan struct{})
-	go func() { w.write(named, unitsReady, allEnded); close(written) }()
+	gateOpened, named := make(chan opened, 1), make(chan struct{})
+	go func() { w.write(named, gateOpened, allEnded); close(written) }()
 	<-named // the writer's thread has its name before G, when the orchestrator looks for it
 	unlockMain()
 
@@ -471,11 +541,10 @@ func main() {
 	if startError != "" {
 		gate["start_error"] = startError
 	}
-	emit(appendFrame(nil, 'G', gate), 0)
+	gateOpened <- opened{appendFrame(nil, 'G', gate), units} // the writer sends G
 	fmt.Fprintf(os.Stderr, "taskmeter go driver: %s started %d of %d units in %.3f s\n",
 		p.Runtime, started, p.Units, float64(runStart-createStart)/1e9)
 
-	unitsReady <- units
 	go func() { ended.Wait(); close(allEnded) }()
 	go func() { viewed <- w.view(allEnded) }()
 	<-written
@@ -806,8 +875,8 @@ func limitUnits(p *plan) (uint64, string) {
 	if threadPerUnit {
 		perUnit = 128 << 10
 	}
-	if !p.none {
-		perUnit += 48 * p.Ring
+	if !p.none { // its ring, and the F frame it may write the ring in
+		perUnit += 2 * 48 * p.Ring
 	}
 	n, why := uint64(math.MaxUint64), ""
 	if p.RoomMemory != nil {

@@ -1,16 +1,18 @@
 /*
- * taskmeter Java driver, worker protocol v3 (protocol/README.md): runtime "java-thread" (one
+ * taskmeter Java driver, worker protocol v4 (protocol/README.md): runtime "java-thread" (one
  * platform thread per unit) and "java-virtual" (one virtual thread per unit). The flat plan
- * arrives on stdin; binary frames go to stdout. JDK 17 or newer (java-virtual: JDK 21 or newer),
- * standard library only.
+ * arrives on stdin; binary frames go to stdout, sample frames to the sample file (fd 3). JDK 17
+ * or newer (java-virtual: JDK 21 or newer), standard library only.
  */
 
 import java.io.*;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.*;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
@@ -33,6 +35,7 @@ public final class TaskmeterDriver {
     private static final AtomicInteger RUNNING = new AtomicInteger();    // units started and not yet ended
     private static volatile boolean stop, interrupted;                   // stop: end of file on stdin
     private static volatile Throwable writeFailure;
+    private static FileChannel samples;                                  // fd 3: set before the writer starts
     private static Thread writer;                                        // set before the first unit starts
     private static volatile boolean gateSent;                            // after G: no E frame, the writer runs
 
@@ -157,8 +160,8 @@ public final class TaskmeterDriver {
         FileInputStream in = new FileInputStream(FileDescriptor.in);
         Map<String, String> map = readPlan(in);
         long planRead = System.nanoTime();   // start_limit_ns counts from here
-        if (!"3".equals(map.get("protocol")))
-            throw new Failure(2, "unsupported protocol " + map.get("protocol") + " (this worker speaks 3)");
+        if (!"4".equals(map.get("protocol")))
+            throw new Failure(2, "unsupported protocol " + map.get("protocol") + " (this worker speaks 4)");
         String runtime = map.get("runtime");
         if (!THREAD.equals(runtime) && !VIRTUAL.equals(runtime))
             throw new Failure(2, "runtime " + runtime + " is not served by this driver (" + THREAD + ", " + VIRTUAL + ")");
@@ -176,7 +179,7 @@ public final class TaskmeterDriver {
 
         ThreadFactory threads = plan.virtual() ? virtualThreads() : Thread::new;
         String priority = prime(threads, plan);
-        sendFrame('H', "{\"protocol\":3,\"runtime\":" + q(runtime) + ",\"runtime_version\":"
+        sendFrame('H', "{\"protocol\":4,\"runtime\":" + q(runtime) + ",\"runtime_version\":"
             + q("Java " + System.getProperty("java.version") + " (" + System.getProperty("java.vendor", "unknown vendor") + ")")
             + ",\"clock\":\"CLOCK_MONOTONIC\",\"pid\":" + ProcessHandle.current().pid()
             + ",\"priority\":" + q(priority) + (recipe == null ? "" : ",\"wait\":" + q(wait)) + "}");
@@ -197,7 +200,8 @@ public final class TaskmeterDriver {
             return;
         }
 
-        Writer w = new Writer(plan, new ArrayList<>(), ByteBuffer.allocate(1 << 20).order(ByteOrder.LITTLE_ENDIAN));
+        samples = openSampleFile();
+        Writer w = new Writer(plan, new ArrayList<>(), ByteBuffer.allocateDirect(1 << 20).order(ByteOrder.LITTLE_ENDIAN));
         // Started now, while the OS still has a thread for it; it waits for the G frame.
         writer = new Thread(w, "writer");
         writer.start();
@@ -653,10 +657,57 @@ public final class TaskmeterDriver {
         return b.append('"').toString();
     }
 
+    /*
+     * The sample file, fd 3: Java cannot write to a descriptor by its number, so the same file is
+     * opened again, for appending. Only if fd 3 is open for appending, as taskmeter opens it: in a
+     * JVM started without it, fd 3 is one of the JVM's own files (lib/modules, read-only), which
+     * root could open for writing.
+     */
+    private static FileChannel openSampleFile() throws Failure {
+        try {
+            Matcher m = Pattern.compile("flags:\\s*([0-7]+)").matcher(Files.readString(Path.of("/proc/self/fdinfo/3")));
+            long flags = m.find() ? Long.parseLong(m.group(1), 8) : 0;
+            if ((flags & 02000) == 0 || (flags & 3) == 0)   // O_APPEND, and not O_RDONLY
+                throw new IOException("flags " + Long.toOctalString(flags));
+            return FileChannel.open(Path.of("/proc/self/fd/3"), StandardOpenOption.WRITE, StandardOpenOption.APPEND);
+        } catch (IOException e) {
+            throw new Failure(2, "fd 3, the sample file, is not open for appending (taskmeter opens it for every"
+                + " worker it starts): " + e);
+        }
+    }
+
+    /*
+     * Appends frames (the buffer from 0 to its position) to the sample file in one write(2):
+     * FileChannel.write of a direct buffer is one call (again only after EINTR, which wrote
+     * nothing), so frames written at once by the writer and by units never interleave. A short
+     * write is a failure, never continued: its rest would land after another thread's frames.
+     */
+    private static void append(ByteBuffer frames) throws IOException {
+        frames.flip();
+        try {
+            int size = frames.remaining(), n = samples.write(frames);
+            if (n != size) throw new IOException("the sample file took " + n + " of " + size + " bytes");
+        } finally {
+            frames.clear();
+        }
+    }
+
+    /*
+     * Puts an S or F frame of the unit's samples of positions first .. first + n - 1 (n <= ring)
+     * into buf: one bulk copy, two when they wrap around the ring's end.
+     */
+    private static void putSamples(ByteBuffer buf, char kind, Unit u, long first, int n) {
+        buf.put((byte) kind).putInt(24 + 48 * n).putInt(u.id).putInt(n).putLong(u.origin).putLong(first);
+        int ring = u.plan.ring(), at = (int) (first % ring), before = Math.min(n, ring - at);
+        buf.asLongBuffer().put(u.slab, u.base + 6 * at, 6 * before).put(u.slab, u.base, 6 * (n - before));
+        buf.position(buf.position() + 48 * n);
+    }
+
     /**
      * The one writer, on a platform thread of its own: every flush_ns (a timed park that the last
-     * unit to end cuts short) it sends what each ring holds as S frames, through one
-     * little-endian buffer of 1 MiB; once every unit has ended, it drains once more and stops.
+     * unit to end cuts short) it appends what each ring holds to the sample file as S frames,
+     * through one little-endian buffer of 1 MiB; once every unit has ended, it drains once more
+     * and stops.
      */
     private record Writer(Plan plan, List<Unit> units, ByteBuffer buf, CountDownLatch named) implements Runnable {
         Writer(Plan plan, List<Unit> units, ByteBuffer buf) {
@@ -694,30 +745,31 @@ public final class TaskmeterDriver {
         }
 
         /*
-         * The samples from the unit's tail up to its head (acquire), each run of them one bulk
-         * copy (two frames when they wrap around the ring's end: a starved writer loses samples),
-         * then tail = head (release).
+         * The samples from the unit's tail up to its head (acquire loads), as S frames of as many
+         * as the buffer holds: each copied first, then kept only if tail still is where it was
+         * read (compare-and-swap to the end of the copy). If not, the unit took those samples
+         * itself meanwhile and may be overwriting their slots: the copy is thrown away.
          */
         private void drain(Unit u) throws IOException {
-            long head = u.cursor.getAcquire(0), t = u.cursor.get(1);
+            long t = u.cursor.getAcquire(1), head = u.cursor.getAcquire(0);
             while (t < head) {
-                int at = (int) (t % plan.ring());
-                int n = (int) Math.min(Math.min(head - t, plan.ring() - at), (buf.remaining() - 21) / 48);
-                if (n <= 0) {
+                int n = (int) Math.min(head - t, (buf.remaining() - 29) / 48);
+                if (n <= 0) {   // the buffer is full of frames already taken: send them
                     write();
                     continue;
                 }
-                buf.put((byte) 'S').putInt(16 + 48 * n).putInt(u.id).putInt(n).putLong(u.origin);
-                buf.asLongBuffer().put(u.slab, u.base + 6 * at, 6 * n);
-                buf.position(buf.position() + 48 * n);
+                int before = buf.position();
+                putSamples(buf, 'S', u, t, n);
+                if (!u.cursor.compareAndSet(1, t, t + n)) {
+                    buf.position(before);
+                    return;
+                }
                 t += n;
             }
-            u.cursor.setRelease(1, head);
         }
 
         private void write() throws IOException {
-            OUT.write(buf.array(), 0, buf.position());
-            buf.clear();
+            if (buf.position() > 0) append(buf);
         }
     }
 
@@ -820,7 +872,8 @@ public final class TaskmeterDriver {
         }
     }
 
-    /** One unit: its thread runs the work loop and fills its ring (the writer drains it). */
+    /** One unit: its thread runs the work loop and fills its ring (the writer drains it; the
+        unit writes it itself when it finds it full). */
     private static final class Unit implements Runnable {
         final Plan plan;
         final int id, index, cls;   // index: in the list of units started (the gate's tree)
@@ -829,10 +882,12 @@ public final class TaskmeterDriver {
         final long[] slab;          // the ring: 6 longs per sample from base
         final int base, ringLongs;
         Thread thread;
-        final AtomicLongArray cursor = new AtomicLongArray(2);   // head (the unit's), tail (the writer's)
+        // head (put by the unit), tail (moved by compareAndSet by the writer or the unit, whichever takes)
+        final AtomicLongArray cursor = new AtomicLongArray(2);
         long origin, iterations, measured, lost, busyResult;
         boolean busyRan;
         Throwable failure;
+        ByteBuffer own;   // the F frame of a full ring: made at the first one, direct (written without a copy)
 
         Unit(Plan plan, int id, int index, boolean priority, Gate gate, Slabs slabs, int ringLongs, long unitsLeft) {
             this.plan = plan;
@@ -863,9 +918,9 @@ public final class TaskmeterDriver {
         }
 
         /*
-         * The work loop of the protocol README, line for line; no I/O, no allocation. The counts
-         * stay in locals until the loop ends; only the head (and the atomic-sum counter) is
-         * shared while timed.
+         * The work loop of the protocol README, line for line; no I/O and no allocation but in
+         * the write of a full ring. The counts stay in locals until the loop ends; only head and tail
+         * (and the atomic-sum counter) are shared while timed.
          */
         private void loop() {
             final Plan p = plan;
@@ -924,18 +979,16 @@ public final class TaskmeterDriver {
                     n++;
                     if (t0 >= measureStart) nMeas++;
                     if (sleeps) {
-                        if (h - cursor.getAcquire(1) == ring) {
-                            lostHere++;   // the ring is full: never wait for the writer
-                        } else {
-                            int at = base + (int) (h % ring) * 6;
-                            r[at] = period;
-                            r[at + 1] = t0;
-                            r[at + 2] = t1;
-                            r[at + 3] = intended;
-                            r[at + 4] = t2;
-                            r[at + 5] = m;
-                            cursor.setRelease(0, ++h);
-                        }
+                        long t = cursor.getAcquire(1);
+                        if (h - t == ring) lostHere += writeOwnRing(t, h);   // never wait for the writer
+                        int at = base + (int) (h % ring) * 6;
+                        r[at] = period;
+                        r[at + 1] = t0;
+                        r[at + 2] = t1;
+                        r[at + 3] = intended;
+                        r[at + 4] = t2;
+                        r[at + 5] = m;
+                        cursor.setRelease(0, ++h);
                     }
                 }
             } finally {
@@ -944,6 +997,24 @@ public final class TaskmeterDriver {
                 lost = lostHere;
                 busyResult = result;
                 busyRan = ran;
+            }
+        }
+
+        /*
+         * The ring is full (the writer fell behind): takes it (tail from t to head, unless the
+         * writer took it meanwhile: then there is room) and appends it to the sample file as one F
+         * frame. The slots stay the unit's until its next sample, so the copy is whole. Returns
+         * the samples lost: those of a failed write.
+         */
+        private long writeOwnRing(long t, long head) {
+            if (!cursor.compareAndSet(1, t, head)) return 0;
+            if (own == null) own = ByteBuffer.allocateDirect(29 + 48 * plan.ring()).order(ByteOrder.LITTLE_ENDIAN);
+            putSamples(own, 'F', this, t, (int) (head - t));
+            try {
+                append(own);
+                return 0;
+            } catch (IOException e) {
+                return head - t;
             }
         }
     }

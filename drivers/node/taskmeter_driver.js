@@ -1,8 +1,10 @@
 'use strict';
-/* taskmeter Node.js driver, worker protocol v3 (protocol/README.md). Runtime "node": one async
+/* taskmeter Node.js driver, worker protocol v4 (protocol/README.md). Runtime "node": one async
  * function (a promise chain) per unit on the main event loop; "node-worker": one worker_threads
  * Worker per unit (this file, role "unit"). The units' cells and rings live in one
- * SharedArrayBuffer, which the writer (this file, role "writer") sends as S frames. Linux only. */
+ * SharedArrayBuffer, which the writer (this file, role "writer") appends to the sample file
+ * (fd 3) as S frames; a unit that finds its ring full appends it there itself as an F frame.
+ * Linux only. */
 
 const fs = require('fs');
 const os = require('os');
@@ -19,7 +21,10 @@ const [SUM, BUSY, HAS_BUSY, INTERRUPTED, END] = [6, 7, 8, 9, 10];
 // Each unit's cells, 8 u64 (a cache line); all units' cells come first, then all their rings.
 const [HEAD, TAIL, ORIGIN, ITERATIONS, MEASURED, LOST, CELLS] = [0, 1, 2, 3, 4, 5, 8];
 const SAMPLE = 6; // u64 a sample: period, start, busy_end, intended, wake, missed
-const CHUNK = 4 << 20; // bytes a write to stdout at most
+const SAMPLE_BYTES = SAMPLE * 8;
+const RING_HEAD = 5 + 24; // an S or F frame's header and its unit, count, origin, first
+const SAMPLE_FD = 3; // the sample file, opened by taskmeter for appending
+const CHUNK = 4 << 20; // bytes a write at most (to the sample file: whole frames, one may be larger)
 const MAX_TIMEOUT_MS = 2147483647; // setTimeout turns anything longer into 1 ms
 const START_WINDOW = 4; // node-worker: Workers starting at once (each takes ~18 ms of CPU)
 const MEM_FLOOR = 0.2; // start no unit once MemAvailable is below this share of MemTotal
@@ -36,12 +41,14 @@ const setup = (raw) => ({
   iters: BigInt(raw.busy_iters), yield: raw.busy_yield, warmup: BigInt(raw.warmup_ns),
   duration: BigInt(raw.duration_ns), startLimit: BigInt(raw.start_limit_ns), flushMs: raw.flush_ns / 1e6,
   maxMapCount: raw.max_map_count, // vm.max_map_count as the orchestrator read it; null when unknown
+  roomThreads: raw.room_threads, roomThreadsWhy: raw.room_threads_why, // the machine's room; null when unknown
 });
 
-/** The units' cells and rings in the shared memory. */
+/** The units' cells and rings in the shared memory (the rings also as bytes, for frames). */
 const views = (sab, plan) => ({
   cells: new BigInt64Array(sab, 0, plan.units * CELLS),
   samples: new BigInt64Array(sab, plan.units * CELLS * 8),
+  bytes: Buffer.from(sab, plan.units * CELLS * 8),
 });
 
 // ---------- measurement ----------
@@ -159,18 +166,16 @@ async function runUnit(u, env) {
     if (plan.atomic) Atomics.add(ctl, SUM, 1n); // sequentially consistent
     n++;
     if (t0 >= measureStart) measured++;
-    if (plan.sleeps) { // into the ring (SPSC: the writer publishes TAIL), or lost when it is full
-      if (head - Number(Atomics.load(cells, c + TAIL)) === ring) lost++;
-      else {
-        const i = base + (head % ring) * SAMPLE;
-        samples[i] = p;
-        samples[i + 1] = t0;
-        samples[i + 2] = t1;
-        samples[i + 3] = intended;
-        samples[i + 4] = t2;
-        samples[i + 5] = m;
-        Atomics.store(cells, c + HEAD, BigInt(++head));
-      }
+    if (plan.sleeps) { // into the ring, after writing it out first if the writer fell behind
+      if (head - Number(Atomics.load(cells, c + TAIL)) === ring) lost += writeOwnRing(env, u, origin, head);
+      const i = base + (head % ring) * SAMPLE;
+      samples[i] = p;
+      samples[i + 1] = t0;
+      samples[i + 2] = t1;
+      samples[i + 3] = intended;
+      samples[i + 4] = t2;
+      samples[i + 5] = m;
+      Atomics.store(cells, c + HEAD, BigInt(++head));
     }
   }
   Atomics.store(cells, c + ITERATIONS, BigInt(n));
@@ -184,6 +189,30 @@ async function runUnit(u, env) {
   if (Atomics.add(ctl, ENDED, 1n) + 1n === Atomics.load(ctl, STARTED)) {
     Atomics.store(ctl, ALL_ENDED, 1n);
     Atomics.notify(ctl, ALL_ENDED);
+  }
+}
+
+// The F frame of this thread's units, made at the first full ring and reused: a unit fills and
+// writes it without awaiting, so the units of one event loop can share it.
+let ownFrame = null;
+
+/** Unit u's ring is full: it takes the samples (moves TAIL to head, unless the writer took them
+    meanwhile and there is room) and appends them to the sample file as one F frame, so none is
+    lost however long the writer waits for a CPU. Returns the samples lost: those of a failed write. */
+function writeOwnRing(env, u, origin, head) {
+  const { plan, cells } = env;
+  const c = (u - 1) * CELLS;
+  const tail = Atomics.load(cells, c + TAIL);
+  // Tail moved (to head when the writer took all): the writer took them since, and there is room.
+  if (tail === BigInt(head) || Atomics.compareExchange(cells, c + TAIL, tail, BigInt(head)) !== tail) return 0;
+  // The slots stay this unit's until it puts the next sample: the copy is whole.
+  ownFrame ??= Buffer.allocUnsafe(RING_HEAD + plan.ring * SAMPLE_BYTES);
+  const size = ringFrame(ownFrame, 'F', env, u, origin, Number(tail), head);
+  try {
+    writeSamples(ownFrame.subarray(0, size));
+    return 0;
+  } catch {
+    return head - Number(tail);
   }
 }
 
@@ -262,50 +291,82 @@ function writeAll(buf) {
   }
 }
 
-/** A frame: kind, u32 length, payload (JSON text, or the bytes of an S frame). */
-function frame(kind, payload) {
-  const bytes = Buffer.from(payload);
-  const head = Buffer.from([kind.charCodeAt(0), 0, 0, 0, 0]);
-  head.writeUInt32LE(bytes.length, 1);
-  return Buffer.concat([head, bytes]);
+/** Starts a frame in buf: kind, u32 length of the payload. */
+function putHead(buf, kind, length) {
+  buf[0] = kind.charCodeAt(0);
+  buf.writeUInt32LE(length, 1);
+}
+
+/** A JSON frame. */
+function frame(kind, text) {
+  const bytes = Buffer.from(text);
+  const out = Buffer.allocUnsafe(5 + bytes.length);
+  putHead(out, kind, bytes.length);
+  bytes.copy(out, 5);
+  return out;
+}
+
+/** Puts the samples of unit u at positions tail..head-1 at the start of out as one frame of `kind`
+    (S or F), copied in two pieces where they wrap round the ring's end; returns its size. */
+function ringFrame(out, kind, { plan, bytes }, u, origin, tail, head) {
+  const count = head - tail;
+  putHead(out, kind, RING_HEAD - 5 + count * SAMPLE_BYTES);
+  out.writeUInt32LE(u, 5);
+  out.writeUInt32LE(count, 9);
+  out.writeBigUInt64LE(origin, 13);
+  out.writeBigUInt64LE(BigInt(tail), 21);
+  const ring = (u - 1) * plan.ring * SAMPLE_BYTES;
+  const slot = tail % plan.ring;
+  const before = Math.min(count, plan.ring - slot); // up to the ring's end
+  const at = ring + slot * SAMPLE_BYTES;
+  bytes.copy(out, RING_HEAD, at, at + before * SAMPLE_BYTES);
+  bytes.copy(out, RING_HEAD + before * SAMPLE_BYTES, ring, ring + (count - before) * SAMPLE_BYTES);
+  return RING_HEAD + count * SAMPLE_BYTES;
+}
+
+/** Appends whole frames to the sample file in ONE write(2), so frames the writer and units write
+    at once never interleave. A short write fails: its rest would not follow it in the file. */
+function writeSamples(buf) {
+  const n = fs.writeSync(SAMPLE_FD, buf);
+  if (n !== buf.length) throw new Error(`the sample file took ${n} of ${buf.length} bytes`);
 }
 
 /* The writer: parked until G is out; then every flush_ns, or once every unit has ended, it copies
-   what each ring holds into S frames (two where the samples wrap round the ring's end), gives
-   the slots back (TAIL) and writes. After the units have ended, one last drain and it exits. */
+   what each ring holds into an S frame and moves TAIL past it with a compare-and-swap, which
+   fails when the unit took those samples itself meanwhile (its ring was full): then the copy is
+   thrown away. The frames go to the sample file in writes of whole frames. After the units have
+   ended, one last drain and it exits. */
 function writerMain({ raw, ctl: ctlBuffer, sab }) {
   // Its name lets the orchestrator find this thread and run it above the units.
   try { fs.writeFileSync('/proc/thread-self/comm', 'tm-writer'); } catch { /* then it says so */ }
   const plan = setup(raw);
   const ctl = new BigInt64Array(ctlBuffer);
-  const { cells, samples } = views(sab, plan);
-  const bytes = Buffer.from(sab); // the same memory
+  const env = { plan, ...views(sab, plan) };
+  const { cells } = env;
   parentPort.postMessage('ready');
   Atomics.wait(ctl, WRITE, 0n);
-  const tails = new Float64Array(Number(ctl[STARTED]));
+  const units = Number(ctl[STARTED]);
   for (;;) {
+    Atomics.wait(ctl, ALL_ENDED, 0n, plan.flushMs);
     const last = Atomics.load(ctl, ALL_ENDED) !== 0n; // read before the drain, which then takes all
-    const frames = [];
-    for (let u = 1; u <= tails.length; u++) {
-      const c = (u - 1) * CELLS;
-      const head = Number(Atomics.load(cells, c + HEAD));
-      for (let tail = tails[u - 1]; tail < head; tail = tails[u - 1]) {
-        const slot = tail % plan.ring;
-        const count = Math.min(head - tail, plan.ring - slot);
-        const payload = Buffer.allocUnsafe(16 + count * SAMPLE * 8);
-        payload.writeUInt32LE(u, 0);
-        payload.writeUInt32LE(count, 4);
-        payload.writeBigInt64LE(cells[c + ORIGIN], 8);
-        const from = samples.byteOffset + ((u - 1) * plan.ring + slot) * SAMPLE * 8;
-        bytes.copy(payload, 16, from, from + count * SAMPLE * 8);
-        frames.push(frame('S', payload));
-        tails[u - 1] = tail + count;
-        Atomics.store(cells, c + TAIL, BigInt(tail + count)); // copied: the slots are the unit's again
+    let frames = [];
+    let size = 0;
+    for (let c = 0, u = 1; u <= units; u++, c += CELLS) {
+      const tail = Atomics.load(cells, c + TAIL);
+      const head = Atomics.load(cells, c + HEAD);
+      if (head === tail) continue;
+      const out = Buffer.allocUnsafe(RING_HEAD + Number(head - tail) * SAMPLE_BYTES);
+      ringFrame(out, 'S', env, u, cells[c + ORIGIN], Number(tail), Number(head));
+      if (Atomics.compareExchange(cells, c + TAIL, tail, head) !== tail) continue; // the unit took them
+      frames.push(out);
+      size += out.length;
+      if (size >= CHUNK) {
+        writeSamples(Buffer.concat(frames));
+        [frames, size] = [[], 0];
       }
     }
-    if (frames.length) writeAll(Buffer.concat(frames));
+    if (size) writeSamples(Buffer.concat(frames));
     if (last) return;
-    Atomics.wait(ctl, ALL_ENDED, 0n, plan.flushMs);
   }
 }
 
@@ -386,6 +447,19 @@ function mapBudget(limit) {
   };
 }
 
+/** node-worker: why unit u may not start, a thread beyond the plan's room_threads, or null (unit 1
+    always starts; no check when the room is unknown). A Worker is one OS thread: /proc/self/status
+    "Threads:" grows by exactly one per Worker, also while Workers start (V8's platform threads are
+    the process's). The room was measured before this worker existed, so its own threads (main,
+    V8's platform and Node's, the writer: 8 with Node v20.20.2) are counted here, before unit 1. */
+function threadRoom({ runtime, roomThreads: room, roomThreadsWhy: why }) {
+  if (typeof room !== 'number') return () => null;
+  const own = Number(/^Threads:\s+(\d+)/m.exec(fs.readFileSync('/proc/self/status', 'latin1'))[1]);
+  const cap = Math.max(0, room - own);
+  return (u) => (u > Math.max(cap, 1) ? `${runtime} stops at ${cap} units, the machine's room: the plan leaves ` +
+    `room for ${room} threads, of which ${own} are the worker's own; ${why}` : null);
+}
+
 function formatNs(ns) { // ns >= 1
   const [unit, size] = [['s', 1e9], ['ms', 1e6], ['us', 1e3], ['ns', 1]].find(([, n]) => ns >= BigInt(n));
   return `${Number(ns) / size} ${unit}`;
@@ -428,15 +502,19 @@ async function startWorkers(env, shared) {
   let failing = false;
   let startError = null;
   const mapShortage = mapBudget(env.plan.maxMapCount);
+  const beyondRoom = threadRoom(env.plan);
+  // A thread refused within the room: other processes took some since it was measured.
+  const refusedNote = typeof env.plan.roomThreads === 'number'
+    ? ` (the machine's room as this worker started: ${env.plan.roomThreadsWhy})` : '';
   for (let u = 1; u <= env.plan.units && !failing; u++) {
     // The clock and memory are checked when a start can really begin, after waiting for a slot.
     while (starting.size >= START_WINDOW) await Promise.race(starting);
-    if (u > 1 && (startError = startBlocker(env, u, () => memoryShortage() || mapShortage(u)))) break;
+    if (u > 1 && (startError = beyondRoom(u) || startBlocker(env, u, () => memoryShortage() || mapShortage(u)))) break;
     let worker;
     try {
       worker = new Worker(__filename, { workerData: { ...shared, role: 'unit', unit: u } });
     } catch (err) { // ERR_WORKER_INIT_FAILED "EAGAIN" when the OS refuses the thread
-      startError = `cannot start the worker thread of unit ${u}: ${err.code ? `${err.code}: ` : ''}${err.message}`;
+      startError = `cannot start the worker thread of unit ${u}: ${err.code ? `${err.code}: ` : ''}${err.message}${refusedNote}`;
       break;
     }
     const ready = new Promise((resolve) => {
@@ -658,7 +736,7 @@ function taskMain() {
 
 let gateOpen = false;
 
-/** A failure: an E frame before G, else (nothing may follow S frames) a line on stderr; exit. */
+/** A failure: an E frame before G, else (no E may follow G) a line on stderr; exit. */
 function die(status, message, detail) {
   if (detail) process.stderr.write(`${detail}\n`);
   try {
@@ -666,6 +744,19 @@ function die(status, message, detail) {
     else writeAll(frame('E', JSON.stringify({ message })));
   } finally {
     process.exit(status);
+  }
+}
+
+/** Whether fd 3 is the sample file: a regular file open for appending and writing. Started by
+    hand, fd 3 may be an unrelated file, or one of Node's own descriptors (its event loop's);
+    Node has no fcntl, so the flags are read from /proc/self/fdinfo/3. */
+function sampleFileOpen() {
+  try {
+    const flags = parseInt(/flags:\s*([0-7]+)/.exec(fs.readFileSync('/proc/self/fdinfo/3', 'utf8'))[1], 8);
+    const O_APPEND = 0o2000, O_ACCMODE = 0o3;
+    return fs.fstatSync(SAMPLE_FD).isFile() && (flags & O_APPEND) !== 0 && (flags & O_ACCMODE) !== 0;
+  } catch {
+    return false;
   }
 }
 
@@ -718,17 +809,20 @@ async function main() {
   } catch (err) {
     return die(2, `the plan is not JSON: ${err.message}`);
   }
-  if (raw.protocol !== 3) return die(2, `protocol ${JSON.stringify(raw.protocol)}: this worker speaks 3`);
+  if (raw.protocol !== 4) return die(2, `protocol ${JSON.stringify(raw.protocol)}: this worker speaks 4`);
   if (!RUNTIMES.includes(raw.runtime)) return die(2, `runtime ${JSON.stringify(raw.runtime)}: not served here`);
   const recipe = recipeOf(raw);
   if (recipe === undefined) return die(2, `runtime ${raw.runtime} has no wait recipe ${JSON.stringify(raw.wait)}`);
   const plan = setup(raw);
   const priority = priorityPlan(plan);
   writeAll(frame('H', JSON.stringify({
-    protocol: 3, runtime: plan.runtime, runtime_version: `node ${process.version}`, clock: 'CLOCK_MONOTONIC',
+    protocol: 4, runtime: plan.runtime, runtime_version: `node ${process.version}`, clock: 'CLOCK_MONOTONIC',
     pid: process.pid, priority: priority.text, ...(recipe ? { wait: raw.wait } : {}),
   })));
   if (raw.experiment === 'granularity') return granularity(raw, ctl, readAt);
+  if (!sampleFileOpen()) {
+    return die(2, 'fd 3, the sample file, is not open for appending (taskmeter opens it for every worker it starts)');
+  }
 
   // Pages are mapped only when a started unit writes its part.
   const sab = new SharedArrayBuffer(plan.units * (CELLS + plan.ring * SAMPLE) * 8);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""taskmeter Python driver: worker protocol 3 (protocol/README.md), standard library, Python 3.8+
+"""taskmeter Python driver: worker protocol 4 (protocol/README.md), standard library, Python 3.8+
 (but python-asyncio's optional uvloop recipe, which imports uvloop when a plan asks for it).
 
 python-thread   a threading.Thread per unit; time.sleep; os.sched_yield() to yield
@@ -10,6 +10,7 @@ python-abs      a threading.Thread per unit; clock_nanosleep(CLOCK_MONOTONIC, TI
 import asyncio
 import ctypes
 import errno
+import fcntl
 import itertools
 import json
 import os
@@ -24,6 +25,8 @@ from types import SimpleNamespace
 RUNTIMES = ("python-thread", "python-asyncio", "python-abs")
 U64 = (1 << 64) - 1       # the busy work wraps around at 2^64
 FIELDS = 6                # a sample: period, start, busy_end, intended, wake, missed
+SAMPLE_FD = 3             # the sample file, open for appending: S and F frames go there
+WRITE_BYTES = 1 << 20     # frames are gathered into writes of about this much
 now = time.monotonic_ns   # clock_gettime(CLOCK_MONOTONIC), an exact int
 GATE_OPEN = False         # G is sent: a failure now goes to stderr, never into an E frame
 
@@ -43,23 +46,32 @@ def frame(kind, payload):
 
 
 def write(frames):
-    """Writes frames, gathered into writes of about 1 MiB (b"" at the end: write the rest)."""
+    """Writes frames to stdout, gathered into writes of about WRITE_BYTES (b"" at the end: write the rest)."""
     out = bytearray()
     for data in itertools.chain(frames, [b""]):
         out += data
-        while len(out) >= 1 << 20 or (out and not data):
+        while len(out) >= WRITE_BYTES or (out and not data):
             del out[:os.write(1, out)]   # a pipe may take a large write in pieces
 
 
-def s_frames(units, size):
-    """One S frame per unit with new samples; a ring that wraps is copied into one frame."""
+def write_samples(data):
+    """Whole frames to the sample file in ONE write(2): with O_APPEND the writer's and the units'
+    frames never interleave, so a short write is a failure, never continued."""
+    written = os.write(SAMPLE_FD, data)
+    if written != len(data):
+        raise OSError("the sample file took %d of %d bytes" % (written, len(data)))
+
+
+def send_samples(units):
+    """One S frame per unit with new samples, in writes of about WRITE_BYTES."""
+    out = bytearray()
     for unit in units:
-        head, tail = unit.head, unit.tail   # under the GIL, every slot below head is written
-        if head != tail:
-            ring, a, b = unit.ring, tail % size * FIELDS, head % size * FIELDS
-            data = ring[a:b].tobytes() if a < b else ring[a:].tobytes() + ring[:b].tobytes()
-            unit.tail = head   # copied: the slots go back to the unit
-            yield frame(b"S", struct.pack("<IIQ", unit.id, head - tail, unit.origin) + data)
+        out += unit.take()
+        if len(out) >= WRITE_BYTES:
+            write_samples(out)
+            del out[:]
+    if out:
+        write_samples(out)
 
 
 def name_writer_thread(thread):
@@ -74,34 +86,72 @@ def name_writer_thread(thread):
 
 def writer(run, units):
     """Started before the units (a thread limit may leave no thread for it later), it waits for
-    G, then every flush_ns, and at once when every unit has ended, sends what the rings hold."""
+    G, then every flush_ns, and at once when every unit has ended, appends what the rings hold
+    to the sample file."""
     run.opened.wait()
     try:
         while GATE_OPEN and not run.ended.wait(run.plan.flush_ns / 1e9):
-            write(s_frames(units, run.plan.ring))
+            send_samples(units)
         if GATE_OPEN:
-            write(s_frames(units, run.plan.ring))   # the final drain
+            send_samples(units)   # the final drain
     except BaseException as exc:
         run.fail("writer", exc)
 
 
 class Unit:
-    __slots__ = ("id", "ring", "size", "head", "tail", "lost", "origin", "n", "n_meas", "busy_result")
+    """A unit and its ring: the unit puts samples; the writer takes them, and so does the unit
+    itself when it finds the ring full. head and tail are positions (plain ints, never wrapped):
+    under the GIL the slot's stores come before the store of head (the protocol's release)."""
+    __slots__ = ("id", "ring", "size", "head", "tail", "tail_lock", "lost", "origin", "n", "n_meas", "busy_result")
 
     def __init__(self, uid, size):
         self.id, self.size, self.ring, self.busy_result = uid, size, None, None
         self.head = self.tail = self.lost = self.origin = self.n = self.n_meas = 0
+        # Python has no compare-and-swap: this lock makes swap_tail one, held for nothing else.
+        self.tail_lock = threading.Lock()
 
     def put(self, p, t0, t1, intended, t2, m):
-        # head and tail are plain ints: the GIL orders the slot's stores before the store of head,
-        # and the writer's copy before its store of tail (the protocol's release and acquire).
         head, size = self.head, self.size
-        if head - self.tail < size:
-            ring, i = self.ring, head % size * FIELDS
-            ring[i], ring[i + 1], ring[i + 2], ring[i + 3], ring[i + 4], ring[i + 5] = p, t0, t1, intended, t2, m
-            self.head = head + 1
-        else:
-            self.lost += 1   # a full ring: the unit never waits for the writer
+        if head - self.tail == size:
+            self.write_own(head)   # the unit never waits for the writer
+        ring, i = self.ring, head % size * FIELDS
+        ring[i], ring[i + 1], ring[i + 2], ring[i + 3], ring[i + 4], ring[i + 5] = p, t0, t1, intended, t2, m
+        self.head = head + 1
+
+    def write_own(self, head):
+        """The ring is full: write it as one F frame, unless the writer took it meanwhile (then
+        there is room). The slots stay the unit's until its next put, so the copy is whole; a
+        failed write loses those samples, counted."""
+        tail = self.tail
+        if self.swap_tail(tail, head):
+            try:
+                write_samples(self.frame_of(b"F", tail, head))
+            except OSError:
+                self.lost += head - tail
+
+    def take(self):
+        """The writer's S frame of what the ring holds (b"" when nothing, or when the unit took
+        the samples itself while they were copied: the copy may hold overwritten slots)."""
+        tail = self.tail
+        head = self.head   # after tail: head - tail is never negative
+        if head == tail:
+            return b""
+        data = self.frame_of(b"S", tail, head)
+        return data if self.swap_tail(tail, head) else b""
+
+    def swap_tail(self, tail, head):
+        """Compare-and-swap: moves tail from `tail` to head if no other consumer moved it."""
+        with self.tail_lock:
+            if self.tail != tail:
+                return False
+            self.tail = head
+            return True
+
+    def frame_of(self, kind, tail, head):
+        """The frame of positions tail..head; a ring that wraps is copied into one frame."""
+        ring, a, b = self.ring, tail % self.size * FIELDS, head % self.size * FIELDS
+        data = ring[a:b].tobytes() if a < b else ring[a:].tobytes() + ring[:b].tobytes()
+        return frame(kind, struct.pack("<IIQQ", self.id, head - tail, self.origin, tail) + data)
 
 
 def busy(iters, pause=None):
@@ -181,8 +231,9 @@ class Run:
         with self.arrivals:
             self.arrivals.wait_for(lambda: self.arrived >= count)
 
-    def start_units(self, units, start, refuses=lambda uid: None):
-        """Starts units 1, 2, ... until one must not or cannot start (unit 1 always starts, or E)."""
+    def start_units(self, units, start, refuses=lambda uid: None, refused_note=""):
+        """Starts units 1, 2, ... until one must not or cannot start (unit 1 always starts, or E);
+        refused_note follows the error of a start that fails."""
         plan, self.create_start = self.plan, now()
         for uid in range(1, plan.units + 1):
             after = "%d unit%s" % (uid - 1, "" if uid == 2 else "s")
@@ -198,7 +249,7 @@ class Run:
             try:
                 start(unit)
             except (RuntimeError, MemoryError) as exc:   # "can't start new thread": EAGAIN, ENOMEM
-                self.start_error = "starting unit %d: %s: %s" % (uid, type(exc).__name__, exc)
+                self.start_error = "starting unit %d: %s: %s%s" % (uid, type(exc).__name__, exc, refused_note)
                 if uid == 1:
                     raise Failure(self.start_error)
                 return
@@ -487,6 +538,24 @@ def map_budget(run):
     return refuses
 
 
+def thread_room(run):
+    """refuses(uid) that keeps the units, a thread each, within the plan's room_threads, less the
+    threads this worker already has (main, stdin watcher, writer: counted, as the room was
+    measured before the worker existed). No check when the room is unknown."""
+    room = run.plan.room_threads
+    if room is None:
+        return lambda uid: None
+    try:
+        with open("/proc/self/status") as f:
+            own = next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
+    except (OSError, StopIteration):
+        own = threading.active_count()
+    cap = max(0, room - own)
+    why = ("%s stops at %d units, the machine's room: the plan leaves room for %d threads, of which %d are the "
+           "worker's own; %s" % (run.plan.runtime, cap, room, own, run.plan.room_threads_why))
+    return lambda uid: why if uid > max(cap, 1) else None   # unit 1 always starts
+
+
 def run_threads(run, units, apply_priority, sleepers):
     """Starts the units, each parking at the gate; opens it when all are parked; joins them."""
     threads = []
@@ -499,7 +568,11 @@ def run_threads(run, units, apply_priority, sleepers):
         threads.append(thread)
     run.gate.acquire()
     try:
-        run.start_units(units, start, map_budget(run))
+        within_room, within_maps = thread_room(run), map_budget(run)
+        # A thread refused within the room: other processes took some since it was measured.
+        note = "" if run.plan.room_threads is None else (
+            " (the machine's room as this worker started: %s)" % run.plan.room_threads_why)
+        run.start_units(units, start, lambda uid: within_room(uid) or within_maps(uid), note)
         run.wait_arrivals(len(threads))
         run.open(units)
     except BaseException:
@@ -799,7 +872,7 @@ def execute(plan, read_at):
     version = "%s %s" % (platform.python_implementation(), platform.python_version())
     version += {"python-asyncio": ", asyncio", "python-abs": ", ctypes clock_nanosleep, %s %s" % platform.libc_ver()}.get(plan.runtime, "")
     version = version.rstrip(", ") + ("; " + loop_version if loop_version else "")
-    hello = {"protocol": 3, "runtime": plan.runtime, "runtime_version": version,
+    hello = {"protocol": 4, "runtime": plan.runtime, "runtime_version": version,
              "clock": "CLOCK_MONOTONIC", "pid": os.getpid(), "priority": priority}
     if plan.wait:
         hello["wait"] = plan.wait
@@ -809,6 +882,13 @@ def execute(plan, read_at):
     threading.Thread(target=watch_stdin, args=(run.stop,), daemon=True).start()
     if plan.experiment == "granularity":
         return granularity(plan, read_at, run.stop, new_loop)
+    # Started by hand, fd 3 may be an unrelated file: write only to one open for appending.
+    try:
+        flags = fcntl.fcntl(SAMPLE_FD, fcntl.F_GETFL)
+    except OSError:
+        flags = 0
+    if not flags & os.O_APPEND or flags & os.O_ACCMODE == os.O_RDONLY:
+        raise Failure("fd 3, the sample file, is not open for appending (taskmeter opens it for every worker it starts)", 2)
     writer_thread = threading.Thread(target=writer, args=(run, units), daemon=True)
     writer_thread.start()
     name_writer_thread(writer_thread)   # before any unit: named when G is read
@@ -835,11 +915,11 @@ def main():
     try:
         line = sys.stdin.buffer.readline()
         read_at = now()   # start_limit_ns counts from here
-        if sys.byteorder != "little":   # S frames are the rings' bytes as they are
-            raise Failure("S frames are little-endian and this machine is not", 2)
+        if sys.byteorder != "little":   # S and F frames are the rings' bytes as they are
+            raise Failure("sample frames are little-endian and this machine is not", 2)
         plan = json.loads(line)   # a flat object the orchestrator has checked
-        if plan.get("protocol") != 3:
-            raise Failure("unsupported protocol version %r (this worker speaks 3)" % plan.get("protocol"), 2)
+        if plan.get("protocol") != 4:
+            raise Failure("unsupported protocol version %r (this worker speaks 4)" % plan.get("protocol"), 2)
         if plan.get("runtime") not in RUNTIMES:
             raise Failure("runtime %r is not served by this driver (%s)" % (plan.get("runtime"), ", ".join(RUNTIMES)), 2)
         wait = plan.pop("wait", "sleep")

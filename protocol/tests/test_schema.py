@@ -1,14 +1,16 @@
-"""The JSON Schemas, the vectors and real worker output agree (protocol v3).
+"""The JSON Schemas, the vectors and real worker output agree (protocol v4).
 
 The Rust test suite checks the semantics (the orchestrator's validator, check-driver); this
 checks the schema files a driver author in another language would use, against the same
 vectors and against the frames the workers really send.
 """
+import itertools
 import json
 import os
 import pathlib
 import struct
 import subprocess
+import tempfile
 
 import jsonschema
 import pytest
@@ -73,7 +75,7 @@ def test_stream_vectors_match_the_frame_schemas(path):
 
 
 def decode_frames(data):
-    """(kind, payload) of every frame: JSON objects, and S frames as their JSON vector form."""
+    """(kind, payload) of every frame: JSON objects, and S and F frames as their JSON vector form."""
     frames, at = [], 0
     while at < len(data):
         kind, length = struct.unpack_from("<cI", data, at)
@@ -81,50 +83,71 @@ def decode_frames(data):
         assert len(payload) == length, "a frame cut short"
         at += 5 + length
         kind = kind.decode()
-        if kind == "S":
-            unit, count, origin = struct.unpack_from("<IIQ", payload)
-            assert len(payload) == 16 + 48 * count
-            words = struct.unpack_from(f"<{6 * count}Q", payload, 16)
+        if kind in ("S", "F"):
+            unit, count, origin, first = struct.unpack_from("<IIQQ", payload)
+            assert len(payload) == 24 + 48 * count
+            words = struct.unpack_from(f"<{6 * count}Q", payload, 24)
             samples = [list(words[i : i + 6]) for i in range(0, len(words), 6)]
-            frames.append((kind, {"unit": unit, "origin": origin, "samples": samples}))
+            frames.append((kind, {"unit": unit, "origin": origin, "first": first, "samples": samples}))
         else:
             frames.append((kind, json.loads(payload)))
     return frames
 
 
 def run_worker(command, runtime, plan_name):
-    """The worker's frames for a vector plan; stdin stays open meanwhile (closing it asks the
-    worker to stop early)."""
+    """The worker's frames for a vector plan: those of stdout, then those of its sample file
+    (fd 3, a file open for appending); stdin stays open meanwhile (closing it asks the worker
+    to stop early)."""
     plan = (PROTOCOL / "vectors" / "plans" / f"{plan_name}.json").read_text().replace("RUNTIME", runtime)
-    worker = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    worker.stdin.write(plan.encode())
-    worker.stdin.flush()
-    stdout = worker.stdout.read()
-    worker.stdin.close()
-    assert worker.wait(timeout=30) == 0
+    with tempfile.TemporaryFile() as samples:
+        fd = os.open(f"/proc/self/fd/{samples.fileno()}", os.O_WRONLY | os.O_APPEND)
+        try:
+            # close_fds would close fd 3 after preexec_fn has made it.
+            worker = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                close_fds=False,
+                preexec_fn=lambda: os.dup2(fd, 3),
+            )
+        finally:
+            os.close(fd)
+        worker.stdin.write(plan.encode())
+        worker.stdin.flush()
+        stdout = worker.stdout.read()
+        worker.stdin.close()
+        assert worker.wait(timeout=30) == 0
+        samples.seek(0)
+        sample_frames = decode_frames(samples.read())
     frames = decode_frames(stdout)
-    for kind, payload in frames:
+    assert all(kind not in ("S", "F") for kind, _ in frames), "stdout holds no sample frames"
+    assert all(kind in ("S", "F") for kind, _ in sample_frames), "the sample file holds sample frames only"
+    for kind, payload in frames + sample_frames:
         frame_validator(kind).validate(payload)
-    return frames
+    return frames, sample_frames
 
 
 @pytest.mark.parametrize("runtime", ["thread", "tokio-ct", "tokio-mt", "smol", "embassy"])
 @pytest.mark.parametrize("plan_name", ["absolute-busy-yield", "by-unit"])
 def test_real_worker_frames_match_the_frame_schemas(runtime, plan_name):
-    frames = run_worker([taskmeter_binary(), "worker"], runtime, plan_name)
+    frames, sample_frames = run_worker([taskmeter_binary(), "worker"], runtime, plan_name)
     kinds = [kind for kind, _ in frames]
     assert kinds[:2] == ["H", "G"] and kinds[-1] == "D"
     assert frames[-1][1]["interrupted"] is False
     units = frames[1][1]["units"]
     assert kinds.count("U") == units
-    samples = sum(len(p["samples"]) for k, p in frames if k == "S")
+    samples = sum(len(p["samples"]) for _, p in sample_frames)
     iterations = sum(p["iterations"] - p["lost"] for k, p in frames if k == "U")
-    assert samples == iterations, "every iteration's sample is in an S frame or counted lost"
+    assert samples == iterations, "every iteration's sample is in a sample frame or counted lost"
+    for unit in range(1, units + 1):
+        spans = sorted((p["first"], len(p["samples"])) for _, p in sample_frames if p["unit"] == unit)
+        assert [first for first, _ in spans] == list(itertools.accumulate([0] + [n for _, n in spans[:-1]]))
 
 
 @pytest.mark.parametrize("runtime", ["thread", "tokio-mt", "embassy"])
 def test_real_granularity_frames_match_the_frame_schemas(runtime):
-    frames = run_worker([taskmeter_binary(), "worker"], runtime, "granularity-chain")
+    frames, sample_frames = run_worker([taskmeter_binary(), "worker"], runtime, "granularity-chain")
+    assert sample_frames == []
     kinds = [kind for kind, _ in frames]
     plan = json.loads((PROTOCOL / "vectors" / "plans" / "granularity-chain.json").read_text())
     grains = [int(g) for g in plan["grains_ns"].split(",")]

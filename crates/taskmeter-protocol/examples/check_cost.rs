@@ -6,8 +6,8 @@
 //!     cargo run --release -p taskmeter-protocol --example check_cost
 
 use std::time::Instant;
-use taskmeter_protocol::frames::{decode, put_json, put_samples, FrameReader};
-use taskmeter_protocol::{Checker, Gate, Hello, Plan, Sample, SampleView, CLOCK};
+use taskmeter_protocol::frames::{decode, put_json, put_samples, ChunkHead, FrameReader};
+use taskmeter_protocol::{Checker, Gate, Hello, Plan, Sample, SampleView, CLOCK, PROTOCOL};
 
 const UNITS: u32 = 10_000;
 const PER_FRAME: u64 = 9;
@@ -15,7 +15,7 @@ const ROUNDS: u64 = 33;
 
 fn main() {
     let plan = Plan::from_json(&format!(
-        r#"{{"protocol": 3, "runtime": "c-thread", "experiment": "sleep", "units": {UNITS}, "classes": 2,
+        r#"{{"protocol": {PROTOCOL}, "runtime": "c-thread", "experiment": "sleep", "units": {UNITS}, "classes": 2,
             "start_limit_ns": 10000000000, "warmup_ns": 1000000, "duration_ns": 100000000000,
             "mode": "relative", "schedule": "modulo", "sleep_ns": 1000000, "modulo": 20, "busy_iters": 10,
             "busy_yield": false, "ring": 64, "flush_ns": 200000000, "room_threads": 30000,
@@ -24,7 +24,7 @@ fn main() {
     .expect("a valid plan");
     let mut stream = Vec::new();
     let hello = Hello {
-        protocol: 3,
+        protocol: PROTOCOL,
         runtime: "c-thread".into(),
         runtime_version: "check_cost".into(),
         clock: CLOCK.into(),
@@ -53,7 +53,8 @@ fn main() {
                 wake[unit as usize - 1] = sample.wake_ns;
                 sample
             });
-            put_samples(&mut stream, unit, 1_000, samples.collect::<Vec<_>>().into_iter());
+            let head = ChunkHead { unit, origin_ns: 1_000, first: round * PER_FRAME, by_unit: false };
+            put_samples(&mut stream, head, samples.collect::<Vec<_>>().into_iter());
         }
     }
     let total = u64::from(UNITS) * ROUNDS * PER_FRAME;

@@ -4,6 +4,12 @@
 
 use crate::busy::busy_reference;
 use crate::frames::{Chunk, Done, Frame, Gate, Hello, Point, RuntimeView, Sample, UnitEnd, CLOCK, PRIORITY_MECHANISMS};
+use std::collections::{BTreeMap, VecDeque};
+
+/// Samples of frames that came before an earlier position of their unit, held until it comes
+/// (a writer's frame taken before, and written after, the unit's own): beyond this, a worker
+/// is taken to have skipped a position for good.
+const HELD_BYTES: usize = 256 << 20;
 use crate::plan::{Experiment, Mode, Plan, MAX_WIDTH, PROTOCOL};
 
 /// Why a worker's output was not accepted.
@@ -50,6 +56,9 @@ pub struct SampleView {
     pub previous_wake_ns: Option<u64>,
     /// The sample started at or after `measure_start`.
     pub measured: bool,
+    /// The sample's iteration began right after its unit wrote its full ring itself (an `F`
+    /// frame), which may have delayed it: left out of the statistics, and counted.
+    pub after_flush: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -63,6 +72,22 @@ struct UnitState {
     /// A sample followed lost ones.
     gap: bool,
     end: Option<UnitEnd>,
+    /// The position the unit's next frame must start at to be checked now.
+    next_position: u64,
+    /// Frames that start past `next_position`, by their first position.
+    held: BTreeMap<u64, Held>,
+    /// Positions of samples whose iteration began right after an `F` frame was written.
+    after_flush: VecDeque<u64>,
+    /// Positions skipped to check frames held past them (their samples were lost).
+    skipped: u64,
+}
+
+/// A frame's samples, held until its unit's earlier positions have come.
+#[derive(Clone, Debug)]
+struct Held {
+    origin_ns: u64,
+    by_unit: bool,
+    bytes: Vec<u8>,
 }
 
 /// What a worker delivered, checked.
@@ -83,6 +108,11 @@ pub struct Delivered {
     pub view: Option<RuntimeView>,
     /// The granularity experiment's grains, measured (`P`), in the plan's order.
     pub points: Vec<Point>,
+    /// `F` frames (a unit wrote its full ring itself) and the samples they held.
+    pub flushes: u64,
+    pub flushed: u64,
+    /// Samples whose iteration began right after such a write (`SampleView::after_flush`).
+    pub after_flush: u64,
 }
 
 impl Delivered {
@@ -129,6 +159,10 @@ pub struct Checker {
     last_wake_ns: Option<u64>,
     view: Option<RuntimeView>,
     points: Vec<Point>,
+    held_bytes: usize,
+    flushes: u64,
+    flushed: u64,
+    after_flush: u64,
 }
 
 impl Checker {
@@ -147,6 +181,10 @@ impl Checker {
             last_wake_ns: None,
             view: None,
             points: Vec::new(),
+            held_bytes: 0,
+            flushes: 0,
+            flushed: 0,
+            after_flush: 0,
         }
     }
 
@@ -166,7 +204,17 @@ impl Checker {
         self.samples
     }
 
-    /// Checks the next frame; appends each sample of an `S` frame, checked, to `samples`.
+    /// The stream has no more samples (it was cut): frames held for a position that never came
+    /// are checked now, after a gap, and appended to `samples`.
+    pub fn end_of_samples(&mut self, samples: &mut Vec<SampleView>) -> Result<(), OutputError> {
+        for unit in 1..=self.units.len() as u32 {
+            self.release_held(unit, samples)?;
+        }
+        Ok(())
+    }
+
+    /// Checks the next frame; appends each sample of an `S` or `F` frame, checked, to `samples`
+    /// (a frame that comes before an earlier position of its unit is held until that comes).
     pub fn accept(&mut self, frame: &Frame, samples: &mut Vec<SampleView>) -> Result<(), OutputError> {
         match (self.stage, frame) {
             (Stage::Done, f) => invalid(format!("a frame {} comes after D", f.name())),
@@ -195,12 +243,18 @@ impl Checker {
             (Stage::Hello, f) => invalid(format!("a frame {} comes before G", f.name())),
             (_, Frame::Gate(_)) => invalid("a second G frame".into()),
             (Stage::Running, Frame::Samples(chunk)) => self.check_chunk(chunk, samples),
-            (_, Frame::Samples(chunk)) => invalid(format!("an S frame of unit {} comes after a U frame", chunk.unit)),
+            (_, Frame::Samples(chunk)) => {
+                invalid(format!("a sample frame of unit {} comes after a U frame", chunk.unit))
+            }
             (_, Frame::Unit(_) | Frame::View(_)) if self.plan.grain.is_some() => {
                 invalid(format!("a frame {} in the granularity experiment", frame.name()))
             }
             (Stage::Running | Stage::Ending, Frame::Unit(u)) => {
                 self.stage = Stage::Ending;
+                if (1..=self.units.len()).contains(&(u.unit as usize)) {
+                    // Its samples have all been written: a position still missing was lost.
+                    self.release_held(u.unit, samples)?;
+                }
                 self.check_unit_end(u)
             }
             (Stage::Running, Frame::Point(p)) => self.check_point(p),
@@ -241,6 +295,9 @@ impl Checker {
                     measured_per_unit,
                     view: self.view,
                     points: self.points,
+                    flushes: self.flushes,
+                    flushed: self.flushed,
+                    after_flush: self.after_flush,
                 };
                 if self.stage == Stage::Done {
                     Ending::Complete(delivered)
@@ -317,12 +374,68 @@ impl Checker {
 
     fn check_chunk(&mut self, chunk: &Chunk, samples: &mut Vec<SampleView>) -> Result<(), OutputError> {
         let unit = chunk.unit;
+        let kind = if chunk.by_unit { 'F' } else { 'S' };
         if unit == 0 || unit as usize > self.units.len() {
-            return invalid(format!("an S frame names unit {unit} (G says {} units)", self.units.len()));
+            return invalid(format!("an {kind} frame names unit {unit} (G says {} units)", self.units.len()));
         }
         if !self.plan.sleep.schedule.sleeps() {
-            return invalid(format!("an S frame of unit {unit} with the schedule none (which records no samples)"));
+            return invalid(format!(
+                "an {kind} frame of unit {unit} with the schedule none (which records no samples)"
+            ));
         }
+        let state = &mut self.units[unit as usize - 1];
+        let next = state.next_position;
+        if chunk.first < next {
+            return invalid(format!(
+                "unit {unit}: an {kind} frame starts at sample position {} but every position below {next} has come",
+                chunk.first
+            ));
+        }
+        if chunk.first > next {
+            let held = Held { origin_ns: chunk.origin_ns, by_unit: chunk.by_unit, bytes: chunk.bytes().to_vec() };
+            self.held_bytes += held.bytes.len();
+            if state.held.insert(chunk.first, held).is_some() {
+                return invalid(format!("unit {unit}: two frames start at sample position {}", chunk.first));
+            }
+            if self.held_bytes > HELD_BYTES {
+                return invalid(format!(
+                    "unit {unit}: frames wait for sample position {next}, which has not come after {} MiB of later ones",
+                    HELD_BYTES >> 20
+                ));
+            }
+            return Ok(());
+        }
+        self.check_in_order(chunk, samples)?;
+        self.release_fitting(unit, samples)
+    }
+
+    /// Checks the frames held for `unit` that now start where its samples stand.
+    fn release_fitting(&mut self, unit: u32, samples: &mut Vec<SampleView>) -> Result<(), OutputError> {
+        loop {
+            let state = &mut self.units[unit as usize - 1];
+            let next = state.next_position;
+            let Some(entry) = state.held.first_entry().filter(|e| *e.key() == next) else { return Ok(()) };
+            let held = entry.remove();
+            self.held_bytes -= held.bytes.len();
+            self.check_in_order(&Chunk::new(unit, held.origin_ns, next, held.by_unit, &held.bytes), samples)?;
+        }
+    }
+
+    /// Checks every frame still held for `unit`, in order, past the positions that never came
+    /// (their samples were lost: the unit's `U.lost` must count them).
+    fn release_held(&mut self, unit: u32, samples: &mut Vec<SampleView>) -> Result<(), OutputError> {
+        loop {
+            let state = &mut self.units[unit as usize - 1];
+            let Some((&first, _)) = state.held.first_key_value() else { return Ok(()) };
+            state.skipped += first - state.next_position;
+            state.next_position = first;
+            self.release_fitting(unit, samples)?;
+        }
+    }
+
+    /// Checks a frame that starts at its unit's next position.
+    fn check_in_order(&mut self, chunk: &Chunk, samples: &mut Vec<SampleView>) -> Result<(), OutputError> {
+        let unit = chunk.unit;
         let window = self.window.expect("the gate is open");
         let state = &mut self.units[unit as usize - 1];
         match state.origin_ns {
@@ -334,12 +447,13 @@ impl Checker {
             }
             None => state.origin_ns = Some(chunk.origin_ns),
             Some(origin) if origin != chunk.origin_ns => {
-                return invalid(format!("unit {unit}: an S frame says origin {} after {origin}", chunk.origin_ns));
+                return invalid(format!("unit {unit}: a frame says origin {} after {origin}", chunk.origin_ns));
             }
             Some(_) => {}
         }
         let class = self.plan.class_of(unit);
         let context = SampleContext { plan: &self.plan, window, unit, class, origin_ns: chunk.origin_ns };
+        let base = samples.len();
         for sample in chunk.samples() {
             match context.check(state, sample, samples) {
                 Ok(()) => {}
@@ -352,6 +466,23 @@ impl Checker {
                 }
             }
             self.last_wake_ns = self.last_wake_ns.max(Some(sample.wake_ns));
+        }
+        let end = chunk.first + chunk.len() as u64;
+        state.next_position = end;
+        // Marked per frame, not per sample: such samples are rare.
+        while let Some(&position) = state.after_flush.front().filter(|p| **p < end) {
+            state.after_flush.pop_front();
+            if position >= chunk.first {
+                samples[base + (position - chunk.first) as usize].after_flush = true;
+                self.after_flush += 1;
+            }
+        }
+        if chunk.by_unit {
+            // The unit put the sample that found its ring full (position `end`) after writing
+            // this frame; the iteration after that one began late by the write.
+            state.after_flush.push_back(end + 1);
+            self.flushes += 1;
+            self.flushed += chunk.len() as u64;
         }
         self.samples += chunk.len() as u64;
         Ok(())
@@ -387,6 +518,12 @@ impl Checker {
         }
         if !self.plan.sleep.schedule.sleeps() && u.lost != 0 {
             return invalid(format!("U of unit {name}: lost {} with the schedule none (no samples to lose)", u.lost));
+        }
+        if state.skipped > u.lost {
+            return invalid(format!(
+                "U of unit {name}: lost {} but {} sample positions never came",
+                u.lost, state.skipped
+            ));
         }
         if u.lost == 0 && state.gap {
             return invalid(format!("U of unit {name}: its samples skip periods, yet it lost none"));
@@ -580,7 +717,15 @@ impl SampleContext<'_> {
         state.measured += u64::from(measured);
         // Written where it goes: a view returned, then pushed, was copied through the stack (a
         // stalled load, a fifth of checking a sample).
-        out.push(SampleView { unit: self.unit, class: self.class, sample: s, expected_ns, previous_wake_ns, measured });
+        out.push(SampleView {
+            unit: self.unit,
+            class: self.class,
+            sample: s,
+            expected_ns,
+            previous_wake_ns,
+            measured,
+            after_flush: false,
+        });
         Ok(())
     }
 }
@@ -594,8 +739,12 @@ pub fn check_output(plan: &Plan, mut stdout: &[u8]) -> (Result<Ending, OutputErr
     loop {
         let (kind, payload) = match reader.next_raw() {
             Ok(Some(frame)) => frame,
-            Ok(None) => return (Ok(checker.finish()), views),
-            Err(crate::frames::ReadError::Cut { .. }) => return (Ok(checker.finish()), views),
+            Ok(None) | Err(crate::frames::ReadError::Cut { .. }) => {
+                return match checker.end_of_samples(&mut views) {
+                    Ok(()) => (Ok(checker.finish()), views),
+                    Err(e) => (Err(e), views),
+                }
+            }
             Err(e) => return (Err(OutputError::Invalid(e.to_string())), views),
         };
         let frame = match crate::frames::decode(kind, payload) {
@@ -688,6 +837,30 @@ mod tests {
             "the runtime's view is delivered"
         );
         assert_eq!(views.iter().map(|v| v.previous_wake_ns).collect::<Vec<_>>(), [Some(110), Some(1150), None]);
+
+        // A unit's own frame came before the writer's earlier one: checked in position order.
+        let (plan, vector) = stream("flushed");
+        let (ending, views) = run(&plan, &vector);
+        let Ok(Ending::Complete(delivered)) = ending else { panic!("{ending:?}") };
+        assert_eq!(views.iter().map(|v| v.sample.period).collect::<Vec<_>>(), [0, 1, 2, 3, 4, 5]);
+        assert_eq!(views.iter().map(|v| v.after_flush).collect::<Vec<_>>(), [false, false, false, false, false, true]);
+        assert_eq!((delivered.flushes, delivered.flushed, delivered.after_flush, delivered.lost()), (1, 2, 1, 0));
+        assert_eq!(views[5].previous_wake_ns, Some(5350), "the write's time shows between the wake and the start");
+        // The same samples all written by the writer: nothing is marked.
+        let mut frames = vector["frames"].clone();
+        frames[2][0] = serde_json::json!("S");
+        let (ending, views) = check_output(&plan, &encode_stream(&frames));
+        let Ok(Ending::Complete(delivered)) = ending else { panic!("{ending:?}") };
+        assert_eq!((delivered.flushes, delivered.after_flush), (0, 0));
+        assert!(views.iter().all(|v| !v.after_flush));
+        // Cut before the writer's frame came: the unit's own frame is still checked, after a gap.
+        let frames = serde_json::Value::Array(vector["frames"].as_array().unwrap()[..3].to_vec());
+        let (ending, views) = check_output(&plan, &encode_stream(&frames));
+        assert!(matches!(ending, Ok(Ending::Cut(_))), "{ending:?}");
+        assert_eq!(
+            views.iter().map(|v| (v.sample.period, v.previous_wake_ns)).collect::<Vec<_>>(),
+            [(2, None), (3, Some(3250))]
+        );
 
         let (plan, vector) = stream("granularity");
         let Ok(Ending::Complete(delivered)) = run(&plan, &vector).0 else { panic!("a complete stream") };
@@ -801,8 +974,9 @@ mod tests {
                     f[4][1]["iterations"] = json!(3);
                     f[4][1]["measured_iterations"] = json!(3);
                 }),
-                "skip periods, yet it lost none",
+                "lost 0 but 2 sample positions never came",
             ),
+            ("relative", Box::new(|f| f[3][1]["samples"][0][0] = json!(3)), "skip periods, yet it lost none"),
             (
                 "lost",
                 Box::new(|f| {
@@ -830,6 +1004,15 @@ mod tests {
                 }),
                 "comes after D",
             ),
+            (
+                "relative",
+                Box::new(|f| f[3][1]["first"] = json!(1)),
+                "starts at sample position 1 but every position below 2",
+            ),
+            ("relative", Box::new(|f| f[3][1]["first"] = json!(5)), "lost 0 but 3 sample positions never came"),
+            ("flushed", Box::new(|f| f[3][1]["first"] = json!(2)), "two frames start at sample position 2"),
+            ("flushed", Box::new(|f| f[4][1]["first"] = json!(2)), "every position below 4 has come"),
+            ("flushed", Box::new(|f| f[2][1]["origin"] = json!(111)), "origin 111 after 110"),
             ("atomic-partial", Box::new(|f| f[4][1]["atomic_sum"] = json!(8)), "atomic_sum 8 differs from the 9"),
             (
                 "atomic-partial",
@@ -903,9 +1086,10 @@ mod tests {
             (
                 "atomic-partial",
                 Box::new(|f| {
-                    f.as_array_mut()
-                        .unwrap()
-                        .insert(2, json!(["S", {"unit": 1, "origin": 110, "samples": [[0, 120, 120, 120, 120, 0]]}]))
+                    f.as_array_mut().unwrap().insert(
+                        2,
+                        json!(["S", {"unit": 1, "origin": 110, "first": 0, "samples": [[0, 120, 120, 120, 120, 0]]}]),
+                    )
                 }),
                 "schedule none",
             ),

@@ -1,20 +1,24 @@
-//! The frames a worker writes on stdout (protocol/README.md, "Frames"): a 5-byte header (kind,
-//! payload length as u32 little-endian), then the payload: JSON for `H`, `G`, `U`, `D` and `E`,
-//! binary samples for `S`.
+//! The frames a worker writes (protocol/README.md, "Frames"): a 5-byte header (kind, payload
+//! length as u32 little-endian), then the payload: JSON for `H`, `G`, `U`, `D`, `E`, `V` and `P`
+//! on stdout, binary samples for `S` and `F` in the sample file (fd 3).
 
 use serde::{Deserialize, Serialize};
 use std::io::{self, BufRead, Read, Write};
 
 pub const CLOCK: &str = "CLOCK_MONOTONIC";
 pub const HEADER_BYTES: usize = 5;
-/// An `S` payload: unit (u32), count (u32), origin (u64), then the samples.
-pub const CHUNK_HEADER_BYTES: usize = 16;
+/// An `S` or `F` payload: unit (u32), count (u32), origin (u64), first (u64), then the samples.
+pub const CHUNK_HEADER_BYTES: usize = 24;
+/// The worker's descriptor of the sample file, where its `S` and `F` frames go.
+pub const SAMPLE_FD: i32 = 3;
 pub const SAMPLE_BYTES: usize = 48;
 /// The name of a worker's writer thread (its `comm`), by which the orchestrator finds it to run
 /// it above the units (protocol: "The writer").
 pub const WRITER_THREAD: &str = "tm-writer";
-/// A frame longer than this is a protocol violation (a worker writes a few megabytes at most).
-pub const MAX_PAYLOAD: usize = 64 << 20;
+/// A frame longer than this is a protocol violation: a whole ring of the largest size the
+/// orchestrator gives (`RING_BUDGET` samples, 192 MiB), which a unit whose ring is full writes
+/// as one frame, fits; anything longer is garbage.
+pub const MAX_PAYLOAD: usize = CHUNK_HEADER_BYTES + SAMPLE_BYTES * crate::plan::RING_BUDGET as usize;
 
 /// The mechanisms a worker may name in `H.priority`.
 pub const PRIORITY_MECHANISMS: &[&str] = &["none", "nice", "rt-priority", "embassy", "java"];
@@ -23,6 +27,8 @@ pub mod kind {
     pub const HELLO: u8 = b'H';
     pub const GATE: u8 = b'G';
     pub const SAMPLES: u8 = b'S';
+    /// Samples a unit wrote itself, its ring being full.
+    pub const FLUSHED: u8 = b'F';
     pub const UNIT: u8 = b'U';
     pub const DONE: u8 = b'D';
     pub const ERROR: u8 = b'E';
@@ -180,15 +186,30 @@ impl Sample {
     }
 }
 
-/// The samples of one `S` frame, read in place.
+/// The samples of one `S` or `F` frame, read in place.
 #[derive(Clone, Copy, Debug)]
 pub struct Chunk<'a> {
     pub unit: u32,
     pub origin_ns: u64,
+    /// The position of its first sample among the unit's samples (0 for the unit's first).
+    pub first: u64,
+    /// An `F` frame: the unit wrote it itself, its ring being full.
+    pub by_unit: bool,
     bytes: &'a [u8],
 }
 
 impl<'a> Chunk<'a> {
+    /// A chunk over `bytes`, whole samples of 48 bytes.
+    pub fn new(unit: u32, origin_ns: u64, first: u64, by_unit: bool, bytes: &'a [u8]) -> Chunk<'a> {
+        debug_assert_eq!(bytes.len() % SAMPLE_BYTES, 0);
+        Chunk { unit, origin_ns, first, by_unit, bytes }
+    }
+
+    /// The samples' bytes, as the frame holds them.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
     pub fn len(&self) -> usize {
         self.bytes.len() / SAMPLE_BYTES
     }
@@ -222,6 +243,7 @@ impl Frame<'_> {
         match self {
             Frame::Hello(_) => "H (hello)",
             Frame::Gate(_) => "G (gate)",
+            Frame::Samples(c) if c.by_unit => "F (samples flushed by their unit)",
             Frame::Samples(_) => "S (samples)",
             Frame::Unit(_) => "U (unit)",
             Frame::Done(_) => "D (done)",
@@ -245,21 +267,26 @@ pub fn decode(kind: u8, payload: &[u8]) -> Result<Frame<'_>, String> {
         kind::ERROR => Frame::Error(json("E", payload)?),
         kind::VIEW => Frame::View(json("V", payload)?),
         kind::POINT => Frame::Point(json("P", payload)?),
-        kind::SAMPLES => {
+        kind::SAMPLES | kind::FLUSHED => {
+            let name = kind as char;
             if payload.len() < CHUNK_HEADER_BYTES {
-                return Err(format!("an S frame of {} bytes is shorter than its 16-byte header", payload.len()));
+                return Err(format!(
+                    "an {name} frame of {} bytes is shorter than its {CHUNK_HEADER_BYTES}-byte header",
+                    payload.len()
+                ));
             }
             let unit = u32::from_le_bytes(payload[0..4].try_into().expect("4 bytes"));
             let count = u32::from_le_bytes(payload[4..8].try_into().expect("4 bytes")) as usize;
             let origin_ns = u64::from_le_bytes(payload[8..16].try_into().expect("8 bytes"));
+            let first = u64::from_le_bytes(payload[16..24].try_into().expect("8 bytes"));
             let bytes = &payload[CHUNK_HEADER_BYTES..];
             if count == 0 || bytes.len() != count * SAMPLE_BYTES {
                 return Err(format!(
-                    "an S frame of unit {unit} says {count} samples but holds {} bytes of samples (48 each, at least 1)",
+                    "an {name} frame of unit {unit} says {count} samples but holds {} bytes of samples (48 each, at least 1)",
                     bytes.len()
                 ));
             }
-            Frame::Samples(Chunk { unit, origin_ns, bytes })
+            Frame::Samples(Chunk { unit, origin_ns, first, by_unit: kind == kind::FLUSHED, bytes })
         }
         other => return Err(format!("unknown frame kind {}", describe_kind(other))),
     })
@@ -367,6 +394,14 @@ impl<R: Read> FrameReader<io::BufReader<R>> {
     }
 }
 
+/// The kind and whole length (header and payload) of the first frame of `bytes` if they hold
+/// all of it; None when they hold only part of it (for readers of a stream that grows).
+pub fn whole_frame(bytes: &[u8]) -> Result<Option<(u8, usize)>, ReadError> {
+    let Some(header) = bytes.get(..HEADER_BYTES) else { return Ok(None) };
+    let (kind, len) = parse_header(header)?;
+    Ok((bytes.len() >= HEADER_BYTES + len).then_some((kind, HEADER_BYTES + len)))
+}
+
 /// A frame header's kind and payload length.
 fn parse_header(header: &[u8]) -> Result<(u8, usize), ReadError> {
     let kind = header[0];
@@ -404,13 +439,26 @@ pub fn put_json<T: Serialize>(out: &mut Vec<u8>, kind: u8, value: &T) {
     out.extend_from_slice(&payload);
 }
 
-/// Appends an `S` frame of `samples` (at least one) to `out`.
-pub fn put_samples(out: &mut Vec<u8>, unit: u32, origin_ns: u64, samples: impl ExactSizeIterator<Item = Sample>) {
+/// Which unit's samples a frame holds, from which position, and who wrote it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkHead {
+    pub unit: u32,
+    pub origin_ns: u64,
+    /// The position of the first sample among the unit's samples.
+    pub first: u64,
+    /// `F`: the unit itself, its ring being full; `S`: the writer.
+    pub by_unit: bool,
+}
+
+/// Appends an `S` (or `F`) frame of `samples` (at least one) to `out`.
+pub fn put_samples(out: &mut Vec<u8>, head: ChunkHead, samples: impl ExactSizeIterator<Item = Sample>) {
     let count = samples.len();
-    put_header(out, kind::SAMPLES, CHUNK_HEADER_BYTES + count * SAMPLE_BYTES);
-    out.extend_from_slice(&unit.to_le_bytes());
+    let kind = if head.by_unit { kind::FLUSHED } else { kind::SAMPLES };
+    put_header(out, kind, CHUNK_HEADER_BYTES + count * SAMPLE_BYTES);
+    out.extend_from_slice(&head.unit.to_le_bytes());
     out.extend_from_slice(&(count as u32).to_le_bytes());
-    out.extend_from_slice(&origin_ns.to_le_bytes());
+    out.extend_from_slice(&head.origin_ns.to_le_bytes());
+    out.extend_from_slice(&head.first.to_le_bytes());
     for sample in samples {
         for word in sample.to_words() {
             out.extend_from_slice(&word.to_le_bytes());
@@ -435,21 +483,22 @@ mod tests {
         let mut bytes = Vec::new();
         put_json(&mut bytes, kind::ERROR, &ErrorFrame { message: "no".into() });
         let samples = [Sample { period: 1, start_ns: 2, busy_end_ns: 3, intended_ns: 4, wake_ns: 5, missed: 6 }; 2];
-        put_samples(&mut bytes, 7, 99, samples.iter().copied());
+        put_samples(&mut bytes, ChunkHead { unit: 7, origin_ns: 99, first: 5, by_unit: true }, samples.iter().copied());
         let mut reader = FrameReader::new(bytes.as_slice());
         let (k, payload) = reader.next_raw().unwrap().unwrap();
         assert!(matches!(decode(k, payload).unwrap(), Frame::Error(ErrorFrame { message }) if message == "no"));
         let (k, payload) = reader.next_raw().unwrap().unwrap();
         let Frame::Samples(chunk) = decode(k, payload).unwrap() else { panic!("an S frame") };
-        assert_eq!((chunk.unit, chunk.origin_ns, chunk.len()), (7, 99, 2));
+        assert_eq!((chunk.unit, chunk.origin_ns, chunk.first, chunk.by_unit, chunk.len()), (7, 99, 5, true, 2));
         assert_eq!(chunk.samples().collect::<Vec<_>>(), samples);
         assert!(reader.next_raw().unwrap().is_none(), "a clean end");
 
         let cut = &bytes[..bytes.len() - 3];
         let mut reader = FrameReader::new(cut);
         reader.next_raw().unwrap();
-        assert!(matches!(reader.next_raw(), Err(ReadError::Cut { kind: b'S', missing: 3 })));
-        assert!(decode(b'S', &payload_of(&bytes)[..20]).unwrap_err().contains("holds 4 bytes"));
+        assert!(matches!(reader.next_raw(), Err(ReadError::Cut { kind: b'F', missing: 3 })));
+        assert!(decode(b'S', &payload_of(&bytes)[..28]).unwrap_err().contains("holds 4 bytes"));
+        assert!(decode(b'F', &payload_of(&bytes)[..20]).unwrap_err().contains("shorter than its 24-byte header"));
         assert!(decode(b'X', b"{}").unwrap_err().contains("unknown frame kind 'X'"));
         assert!(decode(b'H', b"{\"protocol\":3}").unwrap_err().contains("missing field"));
     }
@@ -468,7 +517,8 @@ mod tests {
                 wake_ns: 4 + p,
                 missed: 0,
             });
-            put_samples(&mut bytes, unit, 10 * u64::from(unit), samples);
+            let head = ChunkHead { unit, origin_ns: 10 * u64::from(unit), first: 0, by_unit: false };
+            put_samples(&mut bytes, head, samples);
             put_json(&mut bytes, kind::ERROR, &ErrorFrame { message: format!("after unit {unit}") });
         }
         fn frames(mut reader: FrameReader<impl BufRead>) -> Vec<(u8, Vec<u8>)> {
@@ -495,7 +545,8 @@ mod tests {
     #[test]
     fn the_reader_knows_whether_the_next_frame_is_already_buffered() {
         let mut bytes = Vec::new();
-        put_samples(&mut bytes, 1, 10, [Sample::default(); 2].into_iter());
+        let head = ChunkHead { unit: 1, origin_ns: 10, first: 0, by_unit: false };
+        put_samples(&mut bytes, head, [Sample::default(); 2].into_iter());
         let first = bytes.len();
         put_json(&mut bytes, kind::ERROR, &ErrorFrame { message: "next".into() });
         // The buffer holds both frames, then the first and part of the second.

@@ -11,11 +11,11 @@ macro_rules! vectors {
 
 pub const PLANS: &[(&str, &str)] = vectors!("plans":
     "relative-fixed", "absolute-busy-yield", "absolute-overrun", "by-unit", "modulo-absolute",
-    "priority-classes", "atomic-sum-sleep", "atomic-sum-yield", "sleep-yield", "lost-samples", "granularity-trivial", "granularity-chain",
+    "priority-classes", "atomic-sum-sleep", "atomic-sum-yield", "sleep-yield", "full-rings", "granularity-trivial", "granularity-chain",
     "granularity-stencil");
 
 pub const INVALID_PLANS: &[(&str, &str)] = vectors!("invalid-plans":
-    "not-json", "protocol-2", "protocol-4", "zero-units", "unknown-mode", "unknown-schedule",
+    "not-json", "protocol-3", "protocol-5", "zero-units", "unknown-mode", "unknown-schedule",
     "unknown-experiment", "missing-busy-iters", "missing-start-limit", "modulo-zero", "negative-duration",
     "absolute-zero-period", "absolute-sub-microsecond", "three-classes", "zero-start-limit", "zero-ring",
     "short-flush", "unknown-key", "repeated-key", "float-integer", "above-2-pow-53", "overflowing-end",
@@ -24,17 +24,18 @@ pub const INVALID_PLANS: &[(&str, &str)] = vectors!("invalid-plans":
     "grain-keys-in-sleep", "granularity-unknown-pattern", "granularity-hex-grain", "room-above-2-pow-53",
     "missing-max-map-count", "quoted-why", "wait-bad-name", "wait-with-none");
 
-pub const STREAMS: &[(&str, &str)] =
-    vectors!("streams": "relative", "absolute", "atomic-partial", "lost", "killed", "refused", "granularity");
+pub const STREAMS: &[(&str, &str)] = vectors!("streams": "relative", "absolute", "atomic-partial", "lost", "flushed", "killed", "refused", "granularity");
 
-/// The bytes of a stream vector's `frames`: `[kind, payload]` pairs, the `S` payloads written as
-/// `{"unit", "origin", "samples": [[period, start, busy_end, intended, wake, missed], ...]}`.
+/// The bytes of a stream vector's `frames`: `[kind, payload]` pairs, the `S` and `F` payloads
+/// written as `{"unit", "origin", "first", "samples": [[period, start, busy_end, intended, wake,
+/// missed], ...]}`. One stream, as the orchestrator reads it: the sample file's frames in their
+/// place among stdout's.
 pub fn encode_stream(frames: &serde_json::Value) -> Vec<u8> {
     let mut bytes = Vec::new();
     for frame in frames.as_array().expect("frames are an array") {
         let kind = frame[0].as_str().expect("a kind").as_bytes()[0];
         let payload = &frame[1];
-        if kind == crate::frames::kind::SAMPLES {
+        if kind == crate::frames::kind::SAMPLES || kind == crate::frames::kind::FLUSHED {
             let word = |v: &serde_json::Value| v.as_u64().expect("an integer");
             let samples: Vec<crate::frames::Sample> = payload["samples"]
                 .as_array()
@@ -45,12 +46,13 @@ pub fn encode_stream(frames: &serde_json::Value) -> Vec<u8> {
                     crate::frames::Sample::from_words(w.try_into().expect("six integers"))
                 })
                 .collect();
-            crate::frames::put_samples(
-                &mut bytes,
-                word(&payload["unit"]) as u32,
-                word(&payload["origin"]),
-                samples.into_iter(),
-            );
+            let head = crate::frames::ChunkHead {
+                unit: word(&payload["unit"]) as u32,
+                origin_ns: word(&payload["origin"]),
+                first: word(&payload["first"]),
+                by_unit: kind == crate::frames::kind::FLUSHED,
+            };
+            crate::frames::put_samples(&mut bytes, head, samples.into_iter());
         } else {
             crate::frames::put_json(&mut bytes, kind, payload);
         }

@@ -1,8 +1,10 @@
 //! Worker mode (`taskmeter worker`): runs one plan in one in-process Rust runtime and speaks
-//! protocol v3 on stdin/stdout, exactly as a driver in another language does: `H`, `G` and the
-//! `S` frames from the writer while the units run, then `U` and `D`.
+//! protocol v4, exactly as a driver in another language does: `H` and `G` on stdout, the `S`
+//! frames of the writer (and the `F` frames of a unit whose ring is full) in the sample file
+//! while the units run, then `U` and `D` on stdout.
 
 use crate::runtime;
+use crate::workload::SampleSink;
 use crate::workload::{busy, LoopContext};
 use std::fs::File;
 use std::io::{Read, Write};
@@ -12,7 +14,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
-use taskmeter_protocol::frames::{kind, put_json, write_json, WRITER_THREAD};
+use taskmeter_protocol::frames::{kind, put_json, write_json, SAMPLE_FD, WRITER_THREAD};
 use taskmeter_protocol::{Done, ErrorFrame, Experiment, Gate, GrainPlan, Hello, Pattern, Plan, Point, CLOCK};
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -24,6 +26,33 @@ const WRITE_BYTES: usize = 4 << 20;
 fn stdout() -> ManuallyDrop<File> {
     // SAFETY: fd 1 stays open for the whole process; ManuallyDrop never closes it.
     ManuallyDrop::new(unsafe { File::from_raw_fd(1) })
+}
+
+/// The sample file (fd 3, open for appending): each call one write(2), so the frames of the
+/// writer and of the units, writing at once, never interleave.
+fn sample_file() -> SampleSink {
+    Box::new(|bytes| loop {
+        // SAFETY: writes from a live buffer to a descriptor; a closed one fails with EBADF.
+        let n = unsafe { libc::write(SAMPLE_FD, bytes.as_ptr().cast(), bytes.len()) };
+        if n == bytes.len() as isize {
+            return Ok(());
+        }
+        let error = std::io::Error::last_os_error();
+        match n {
+            -1 if error.kind() == std::io::ErrorKind::Interrupted => {}
+            -1 => return Err(error),
+            n => return Err(std::io::Error::other(format!("the sample file took {n} of {} bytes", bytes.len()))),
+        }
+    })
+}
+
+/// Whether fd 3 is open for appending and writing, as the orchestrator hands every worker its
+/// sample file: a process started otherwise may hold an unrelated file there, never to be
+/// written to.
+fn sample_file_open() -> bool {
+    // SAFETY: F_GETFL only reads the descriptor's flags.
+    let flags = unsafe { libc::fcntl(SAMPLE_FD, libc::F_GETFL) };
+    flags != -1 && flags & libc::O_APPEND != 0 && flags & libc::O_ACCMODE != libc::O_RDONLY
 }
 
 pub fn main() -> ExitCode {
@@ -80,7 +109,12 @@ pub fn main() -> ExitCode {
     if let Some(grain) = &plan.grain {
         return measure_grains(served, Box::leak(Box::new(grain.clone())), &plan, plan_read_ns);
     }
-    let ctx: &'static LoopContext = Box::leak(Box::new(LoopContext::new(plan, plan_read_ns, &STOP)));
+    if !sample_file_open() {
+        return refuse(
+            "fd 3, the sample file, is not open for appending (taskmeter opens it for every worker it starts)",
+        );
+    }
+    let ctx: &'static LoopContext = Box::leak(Box::new(LoopContext::new(plan, plan_read_ns, &STOP, sample_file())));
     let (units_ended, ended) = mpsc::channel::<()>();
     let writer = std::thread::Builder::new().name(WRITER_THREAD.into()).spawn(move || write_samples(ctx, ended));
     let writer = match writer {
@@ -132,26 +166,28 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// The writer (protocol: "The writer"): once the gate opens, sends `G`, then every `flush_ns`
-/// what the rings hold, and once more when the units have ended (`ended` closes). False when
-/// the gate never opened.
+/// The writer (protocol: "The writer"): once the gate opens, sends `G` on stdout, then every
+/// `flush_ns` what the rings hold to the sample file, and once more when the units have ended
+/// (`ended` closes). False when the gate never opened.
 fn write_samples(ctx: &LoopContext, ended: mpsc::Receiver<()>) -> std::io::Result<bool> {
     pump(ctx, ended, |bytes| stdout().write_all(bytes))
 }
 
-/// The writer's loop, writing its frames with `write` (in pieces of at most a few megabytes).
+/// The writer's loop: `G` through `control`, then the samples through the context's sink (in
+/// writes of at most a few megabytes).
 pub fn pump(
     ctx: &LoopContext,
     ended: mpsc::Receiver<()>,
-    mut write: impl FnMut(&[u8]) -> std::io::Result<()>,
+    control: impl FnOnce(&[u8]) -> std::io::Result<()>,
 ) -> std::io::Result<bool> {
     let Some(window) = ctx.gate.wait_open() else { return Ok(false) };
     let (units, start_error) = ctx.gate.started();
     let gate = Gate { create_start_ns: window.create_start_ns, run_start_ns: window.run_start_ns, units, start_error };
     let mut out = Vec::new();
     put_json(&mut out, kind::GATE, &gate);
-    write(&out)?;
+    control(&out)?;
     out.clear();
+    let write = &ctx.samples;
     let flush = Duration::from_nanos(ctx.plan.flush_ns);
     loop {
         let last = !matches!(ended.recv_timeout(flush), Err(RecvTimeoutError::Timeout));
@@ -162,8 +198,10 @@ pub fn pump(
                 out.clear();
             }
         }
-        write(&out)?;
-        out.clear();
+        if !out.is_empty() {
+            write(&out)?;
+            out.clear();
+        }
         if last {
             return Ok(true);
         }

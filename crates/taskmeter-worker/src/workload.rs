@@ -198,6 +198,10 @@ impl StartGate {
     }
 }
 
+/// Where sample frames go: the sample file (protocol: "Streams"), in one write each call, so
+/// that frames written by the writer and by the units never interleave.
+pub type SampleSink = Box<dyn Fn(&[u8]) -> std::io::Result<()> + Send + Sync>;
+
 /// What every unit of one worker shares.
 pub struct LoopContext {
     pub plan: Plan,
@@ -211,6 +215,8 @@ pub struct LoopContext {
     slots: Box<[OnceLock<UnitSlot>]>,
     /// The runtime's own view of the measured window, when it has one (protocol frame `V`).
     pub view: OnceLock<taskmeter_protocol::frames::RuntimeView>,
+    /// Where the writer, and a unit whose ring is full, write sample frames.
+    pub samples: SampleSink,
 }
 
 /// What the writer reads of a unit: its ring and, once it passed the gate, its origin.
@@ -227,7 +233,7 @@ impl UnitSlot {
 }
 
 impl LoopContext {
-    pub fn new(plan: Plan, plan_read_ns: u64, stop: &'static AtomicBool) -> LoopContext {
+    pub fn new(plan: Plan, plan_read_ns: u64, stop: &'static AtomicBool, samples: SampleSink) -> LoopContext {
         let slots = (0..plan.units).map(|_| OnceLock::new()).collect();
         LoopContext {
             gate: StartGate::new(&plan),
@@ -237,6 +243,7 @@ impl LoopContext {
             counter: AtomicU64::new(0),
             slots,
             view: OnceLock::new(),
+            samples,
         }
     }
 
@@ -286,6 +293,8 @@ pub struct UnitLoop<'a> {
     pub busy_result: Option<u64>,
     last_wake_ns: u64,
     end: UnitEnd,
+    /// The frame a unit whose ring is full writes itself (made at its first such write).
+    own_frame: Vec<u8>,
 }
 
 impl<'a> UnitLoop<'a> {
@@ -305,6 +314,7 @@ impl<'a> UnitLoop<'a> {
             busy_result: None,
             last_wake_ns: 0,
             end: UnitEnd { unit, origin_ns: 0, iterations: 0, measured_iterations: 0, lost: 0 },
+            own_frame: Vec::new(),
         }
     }
 
@@ -370,7 +380,7 @@ impl<'a> UnitLoop<'a> {
     }
 
     /// Ends a sleeping iteration: reads the wake-up time, advances the schedule, counts the
-    /// iteration and puts the sample in the ring (or counts it lost).
+    /// iteration and puts the sample in the ring (writing the ring itself first when it is full).
     #[inline]
     pub fn finish(&mut self, start: u64, busy_end: u64, intended: u64) {
         let wake = now_ns();
@@ -391,7 +401,21 @@ impl<'a> UnitLoop<'a> {
         let sample =
             Sample { period, start_ns: start, busy_end_ns: busy_end, intended_ns: intended, wake_ns: wake, missed };
         if !self.slot.ring.push(sample) {
-            self.end.lost += 1;
+            self.write_own_ring();
+            let put = self.slot.ring.push(sample);
+            debug_assert!(put, "a ring taken or drained has room");
+        }
+    }
+
+    /// The ring is full (its writer fell behind): the unit writes what it holds as an `F` frame
+    /// itself, so no sample is lost however long the writer waits for a CPU. A failed write
+    /// loses those samples, counted.
+    #[cold]
+    fn write_own_ring(&mut self) {
+        self.own_frame.clear();
+        let taken = self.slot.ring.take_own(self.unit, self.end.origin_ns, &mut self.own_frame);
+        if taken > 0 && (self.ctx.samples)(&self.own_frame).is_err() {
+            self.end.lost += taken;
         }
     }
 

@@ -58,6 +58,7 @@ fn samples(count: usize, classes: u32, wide: bool, expected: u64) -> Vec<SampleV
                 expected_ns: expected,
                 previous_wake_ns: Some(start),
                 measured: true,
+                after_flush: false,
             }
         })
         .collect()

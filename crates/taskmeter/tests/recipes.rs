@@ -87,7 +87,13 @@ fn each_runtime_waits_every_way_it_has_and_spinning_costs_a_core() {
         assert_eq!(its.len(), recipes.len() + 1, "{group}: its own sleep and each recipe, once");
         for row in &its {
             let runtime = row["runtime"].as_str().unwrap();
-            assert_eq!(row["status"], "ok", "{runtime}: {}", row["reason"]);
+            let reason = row["reason"].as_str().unwrap_or_default();
+            if row["status"] == "skipped" && reason.contains("(install: ") {
+                // An optional package missing here (uvloop): skipped with the line that installs it.
+                common::skip(&format!("{runtime}: {reason}"));
+                continue;
+            }
+            assert_eq!(row["status"], "ok", "{runtime}: {reason}");
             let wait = runtime.split_once('/').map_or("sleep", |(_, recipe)| recipe);
             assert_eq!(row["plan"]["runtime"], base.as_str(), "{runtime} runs in its runtime's worker");
             assert_eq!(row["plan"]["wait"], wait, "{runtime} waits as it says");

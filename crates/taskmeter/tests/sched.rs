@@ -89,7 +89,7 @@ fn slack_affinity_and_memory_locking_are_read_back() {
 }
 
 #[test]
-fn a_policy_the_kernel_refuses_fails_its_rows_with_the_reason() {
+fn a_policy_flag_the_host_refuses_is_an_error_before_anything_is_measured() {
     if !common::root("running taskmeter as another user (setpriv)") {
         return;
     }
@@ -100,14 +100,11 @@ fn a_policy_the_kernel_refuses_fails_its_rows_with_the_reason() {
     let run = ["run", "--runtimes", "thread,smol", "--policy", "fifo:10", "--busy", "0", "--duration", "100ms"];
     let args = [&run[..], &["--warmup", "0", "-o", folder.to_str().unwrap()]].concat();
     let output = common::as_user(dir.path(), 65534, None, &args);
-    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    assert!(
-        stdout(&output).contains("FAILED: could not give the worker policy fifo:10: Operation not permitted"),
-        "{}",
-        stdout(&output)
-    );
-    let record = run_json(&folder);
-    assert_eq!(record["rows"].as_array().unwrap().len(), 2, "both rows kept, with their reason");
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let said = stderr(&output);
+    assert!(said.contains("--policy: the host refuses policy fifo:10: real-time scheduling is refused"), "{said}");
+    assert!(said.contains("CAP_SYS_NICE") && said.lines().count() == 1, "one line, with what grants it: {said}");
+    assert!(!folder.exists(), "nothing was measured");
 }
 
 #[test]

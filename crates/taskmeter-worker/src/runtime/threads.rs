@@ -29,10 +29,15 @@ pub fn grains(
     embassy_futures::block_on(granularity::measure(grain, warmup_ns, duration_ns, &Threads, stop, send))
 }
 
+/// The worker's own threads besides its units: its main thread, the writer and the thread that
+/// watches stdin (the machine's room was measured before the worker existed).
+const OWN_THREADS: u64 = 3;
+
 /// Runs up to `units` units, each `make(unit)` on its own thread, and returns their results in
-/// order. Every unit parks at the start gate, so all threads exist before the run starts. A
-/// thread the OS refuses, the memory maps, or the start limit end the start: the units already
-/// started still run, and the reason is returned with them.
+/// order. Every unit parks at the start gate, so all threads exist before the run starts. The
+/// machine's room for threads (the plan's), a thread the OS refuses, the memory maps, or the
+/// start limit end the start: the units already started still run, and the reason is returned
+/// with them.
 pub fn run<Out, Body>(
     ctx: &'static LoopContext,
     units: u32,
@@ -46,8 +51,19 @@ where
     let mut start_error = None;
     let mut maps = MapBudget::new(ctx.plan.room.max_map_count);
     ctx.gate.begin_creating();
+    let room = &ctx.plan.room;
+    let room_threads = room.threads.map(|r| r.saturating_sub(OWN_THREADS));
     for unit in 1..=units {
-        if let Some(reason) = ctx.start_refused(unit).or_else(|| maps.refuses(unit, &ctx.gate)) {
+        let beyond_room = room_threads.filter(|r| unit > 1 && u64::from(unit) > *r).map(|r| {
+            format!(
+                "thread stops at {r} units, the machine's room: the plan leaves room for {} threads, of which \
+                 {OWN_THREADS} are the worker's own; {}",
+                room.threads.unwrap_or(0),
+                room.threads_why
+            )
+        });
+        if let Some(reason) = beyond_room.or_else(|| ctx.start_refused(unit)).or_else(|| maps.refuses(unit, &ctx.gate))
+        {
             start_error = Some(reason);
             break;
         }
@@ -59,7 +75,11 @@ where
         match std::thread::Builder::new().name(format!("unit-{unit}")).spawn(guarded) {
             Ok(handle) => handles.push(handle),
             Err(e) if unit > 1 => {
-                start_error = Some(format!("could not spawn the thread of unit {unit}: {e}"));
+                // Other processes took the room measured before this worker started.
+                start_error = Some(format!(
+                    "could not spawn the thread of unit {unit}: {e} (the machine's room as this worker started: {})",
+                    room.threads_why
+                ));
                 break;
             }
             Err(e) => return Err(format!("could not spawn the thread of unit 1: {e}").into()),

@@ -160,6 +160,9 @@ pub struct SampleCounts {
     pub early: u64,
     /// Measured samples after lost ones (they have no `full`).
     pub after_gap: u64,
+    /// Measured samples left out: their iteration began right after their unit wrote its full
+    /// ring itself (protocol `F` frame), which may have delayed it.
+    pub left_out: u64,
 }
 
 /// What the live view shows of a running row: its measured samples so far and their lateness.
@@ -227,6 +230,10 @@ impl RowStats {
             if !view.measured {
                 self.counts.warmup += 1;
                 self.counts.missed_warmup += s.missed;
+                continue;
+            }
+            if view.after_flush {
+                self.counts.left_out += 1;
                 continue;
             }
             let c = &mut self.counts;
@@ -333,6 +340,7 @@ mod tests {
             expected_ns: expected,
             previous_wake_ns: previous,
             measured,
+            after_flush: false,
         }
     }
 
@@ -460,6 +468,7 @@ mod live_tests {
             expected_ns: 500,
             previous_wake_ns: None,
             measured: true,
+            after_flush: false,
         }
     }
 

@@ -42,6 +42,7 @@ impl What {
 pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCode, CliError> {
     let target = match Target::choose(history, false)? {
         Target::Off => return Err("the history is off (TASKMETER_HISTORY=off): give --history".to_string().into()),
+        Target::Unplaced(why) => return Err(format!("no history: {why}").into()),
         target => target,
     };
     let mut store = crate::history::open(&target).map_err(|e| match e.contains(&target.describe()) {

@@ -65,7 +65,13 @@ pub fn print_recipes(as_json: bool) {
                        "available": reason.is_none(), "reason": reason})
             })
             .collect();
-        let knobs: Vec<_> = runtimes::Knob::ALL.iter().map(|k| json!({"name": k.name(), "about": k.about()})).collect();
+        let knobs: Vec<_> = runtimes::Knob::ALL
+            .iter()
+            .map(|k| {
+                let reason = k.refused();
+                json!({"name": k.name(), "about": k.about(), "available": reason.is_none(), "reason": reason})
+            })
+            .collect();
         let list = json!({ "recipes": list, "knobs": knobs });
         crate::outln!("{}", serde_json::to_string_pretty(&list).expect("a list is JSON"));
         return;
@@ -80,7 +86,8 @@ pub fn print_recipes(as_json: bool) {
     crate::outln!("\nevery runtime also waits with its own sleep (RUNTIME alone); no recipe: {}", without.join(", "));
     crate::outln!("and under a machine knob, its worker set apart (RUNTIME+KNOB, RUNTIME/RECIPE+KNOB; run recipes: the first runtime of each language, and with slack each recipe that sleeps if its units are OS threads):");
     for knob in runtimes::Knob::ALL {
-        crate::outln!("  +{:<6} {}", knob.name(), knob.about());
+        let available = knob.refused().map_or_else(String::new, |why| format!(" (unavailable here: {why})"));
+        crate::outln!("  +{:<6} {}{available}", knob.name(), knob.about());
     }
 }
 

@@ -182,14 +182,13 @@ fn loop_ns_per_sample(runtime: &str, duration_ns: u64, sleeping: bool) -> Result
         grain: None,
         wait: taskmeter_protocol::plan::DEFAULT_WAIT.to_string(),
     };
-    let ctx: &'static LoopContext = Box::leak(Box::new(LoopContext::new(plan, now_ns(), &NEVER)));
-    let (units_ended, ended) = std::sync::mpsc::channel::<()>();
-    let writer = std::thread::spawn(move || {
-        taskmeter_worker::worker::pump(ctx, ended, |bytes| {
-            black_box(bytes);
-            Ok(())
-        })
+    let discard: taskmeter_worker::workload::SampleSink = Box::new(|bytes| {
+        black_box(bytes);
+        Ok(())
     });
+    let ctx: &'static LoopContext = Box::leak(Box::new(LoopContext::new(plan, now_ns(), &NEVER, discard)));
+    let (units_ended, ended) = std::sync::mpsc::channel::<()>();
+    let writer = std::thread::spawn(move || taskmeter_worker::worker::pump(ctx, ended, |_| Ok(())));
     let served =
         taskmeter_worker::runtime::find(runtime).ok_or_else(|| format!("{runtime} does not run in process"))?;
     let runs = (served.run)(ctx, sleeping);

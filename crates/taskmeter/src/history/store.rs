@@ -14,6 +14,9 @@ pub enum Target {
     Sqlite(PathBuf),
     /// A `postgres://` or `postgresql://` URL.
     Postgres(String),
+    /// The default place cannot be found (no HOME): why. A run is measured all the same and
+    /// says once that it was not recorded; the history commands refuse.
+    Unplaced(String),
 }
 
 /// The environment variable that names the history when no flag does.
@@ -38,7 +41,7 @@ impl Target {
         match std::env::var(ENV) {
             Ok(value) if value == "off" => Ok(Target::Off),
             Ok(value) if !value.is_empty() => Target::parse(&value),
-            _ => Target::default_path().map(Target::Sqlite),
+            _ => Ok(Target::default_path().map_or_else(Target::Unplaced, Target::Sqlite)),
         }
     }
 
@@ -62,7 +65,11 @@ impl Target {
             Some(dir) => PathBuf::from(dir),
             None => match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
                 Some(home) => PathBuf::from(home).join(".local/share"),
-                None => return Err("no history: neither XDG_DATA_HOME nor HOME is set (give --history)".into()),
+                None => {
+                    return Err("neither XDG_DATA_HOME nor HOME is set, so the history has no place \
+                                (give --history FILE, or --no-history)"
+                        .into())
+                }
             },
         };
         Ok(data.join("taskmeter").join("history.sqlite"))
@@ -72,6 +79,7 @@ impl Target {
     pub fn describe(&self) -> String {
         match self {
             Target::Off => "no history".into(),
+            Target::Unplaced(_) => "no place for the history".into(),
             Target::Sqlite(path) => path.display().to_string(),
             Target::Postgres(url) => redact(url),
         }
@@ -234,6 +242,7 @@ impl Store {
     pub fn connect(target: &Target) -> Result<Store, String> {
         let engine = match target {
             Target::Off => return Err("the history is off (--no-history or TASKMETER_HISTORY=off)".into()),
+            Target::Unplaced(why) => return Err(why.clone()),
             Target::Sqlite(path) => Engine::Sqlite(open_sqlite(path)?),
             Target::Postgres(url) => {
                 let mut config: postgres::Config = url.parse().map_err(line)?;

@@ -29,6 +29,9 @@ pub struct Environment {
     /// Idle states, PM QoS, frequency scaling, SMT, isolated CPUs, huge pages.
     #[serde(default)]
     pub machine: crate::machine::idle::MachineSettings,
+    /// What the host grants taskmeter (real-time scheduling, negative nice, ...), probed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub privileges: Option<crate::machine::privilege::Privileges>,
 }
 
 impl Environment {
@@ -64,6 +67,7 @@ impl Environment {
             load_average_after: None,
             toolchains: Default::default(),
             machine: crate::machine::idle::MachineSettings::capture(),
+            privileges: Some(crate::machine::privilege::probe().clone()),
         }
     }
 }

@@ -3,6 +3,7 @@
 pub mod counters;
 pub mod env;
 pub mod idle;
+pub mod privilege;
 pub mod room;
 pub mod sched;
 pub mod status;

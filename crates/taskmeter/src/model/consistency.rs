@@ -127,11 +127,17 @@ fn count_problems(row: &Row, schema_version: u32) -> Vec<String> {
     };
     let measured = counts.samples_measured;
     let mut problems = Vec::new();
-    let measured_and_warmup = measured as u128 + counts.samples_warmup as u128;
-    if measured_and_warmup != counts.samples_total as u128 {
+    let parts = measured as u128 + counts.samples_warmup as u128 + counts.samples_left_out as u128;
+    if parts != counts.samples_total as u128 {
         problems.push(format!(
-            "counts.samples_total is {}, but samples_measured {measured} + samples_warmup {} is {measured_and_warmup}",
-            counts.samples_total, counts.samples_warmup
+            "counts.samples_total is {}, but samples_measured {measured} + samples_warmup {} + samples_left_out {} is {parts}",
+            counts.samples_total, counts.samples_warmup, counts.samples_left_out
+        ));
+    }
+    if counts.samples_left_out > counts.unit_flushes {
+        problems.push(format!(
+            "counts.samples_left_out {} is more than unit_flushes {} (one sample follows each)",
+            counts.samples_left_out, counts.unit_flushes
         ));
     }
     for metric in [Metric::Lateness, Metric::Actual, Metric::Busy] {

@@ -223,6 +223,10 @@ pub struct WorkerInfo {
     /// registry's `writer`: a goroutine); absent, the writer is a thread of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writer: Option<String>,
+    /// The most the worker's sample file held unread when taskmeter's reader looked, bytes (48
+    /// a sample): how far the reader fell behind (it never costs a sample, only memory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_backlog_peak_bytes: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -247,9 +251,20 @@ pub struct Counts {
     pub missed_periods_warmup: u64,
     /// Measured samples that woke before their intended time (negative lateness).
     pub early_wakeups: u64,
-    /// Samples the units' full rings refused (never sent; see protocol "Storage: the ring").
+    /// Samples lost: a unit's own write of its full ring failed (protocol "Storage: the ring").
     #[serde(default)]
     pub samples_lost: u64,
+    /// Samples that reached taskmeter through their unit's own write of its full ring (its
+    /// worker's writer had fallen behind), and how many such writes there were.
+    #[serde(default)]
+    pub samples_flushed_by_units: u64,
+    #[serde(default)]
+    pub unit_flushes: u64,
+    /// Measured samples left out of the statistics: their iteration began right after their
+    /// unit's own write, which may have delayed it (counted in `samples_total`, not in
+    /// `samples_measured`).
+    #[serde(default)]
+    pub samples_left_out: u64,
     /// Measured samples that came after lost ones: they have no `full` value.
     #[serde(default)]
     pub samples_after_gap: u64,

@@ -7,6 +7,7 @@
 pub mod child;
 pub mod guard;
 pub mod pipe;
+pub mod samples;
 pub mod signals;
 pub mod spare;
 pub mod worker;

@@ -29,6 +29,19 @@ impl PipeState {
         ready < 0 || poll.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
     }
 
+    /// Waits up to `timeout_ms` for something to read (or the end, or an abandon): false when
+    /// the time passed first.
+    pub fn readable_within(&self, timeout_ms: i32) -> bool {
+        let wake = self.wake.as_ref().map_or(-1, |w| w.as_raw_fd());
+        let mut polls = [
+            libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: wake, events: libc::POLLIN, revents: 0 },
+        ];
+        // SAFETY: two valid pollfds (a negative fd is ignored).
+        let ready = unsafe { libc::poll(polls.as_mut_ptr(), 2, timeout_ms) };
+        ready != 0 || self.abandoned.load(Ordering::SeqCst)
+    }
+
     /// Makes the reader see end of file at its next read, waking it if it waits.
     pub fn abandon(&self) {
         self.abandoned.store(true, Ordering::SeqCst);
@@ -51,6 +64,11 @@ pub struct Pipe {
 pub const WORKER_PIPE_BYTES: i32 = 1 << 20;
 
 impl Pipe {
+    /// What the reader shares with the supervisor, to wait on the pipe with a timeout.
+    pub fn state(&self) -> Arc<PipeState> {
+        self.state.clone()
+    }
+
     /// Asks the kernel for a buffer of `bytes`; where it refuses (a lower pipe-max-size, the
     /// user's pipe quota reached), the pipe keeps its size, which only costs wake-ups.
     pub fn enlarge(&self, bytes: i32) {

@@ -5,6 +5,7 @@
 //! partial one (the stream was cut after the gate), or a [`Failure`].
 
 use super::child::{Ask, Ended, Limits, Moment, Spawned, Stop};
+use super::samples::{SampleFile, SampleReader};
 use super::{describe, last_line, Failure};
 use crate::machine;
 use crate::machine::counters::{self, Counters};
@@ -43,6 +44,9 @@ pub struct Stream {
     /// How the reading thread and the worker's writer were scheduled.
     pub reader_sched: String,
     pub writer_sched: String,
+    /// The most the worker's sample file held unread when the reader looked (bytes): how far
+    /// the reader fell behind.
+    pub backlog_peak_bytes: u64,
 }
 
 #[derive(Debug)]
@@ -58,6 +62,8 @@ pub struct WorkerRun {
     pub stderr: String,
     /// How taskmeter's reader and the worker's writer were scheduled.
     pub harness: Option<String>,
+    /// How far taskmeter's reader fell behind the worker's samples, bytes at most.
+    pub backlog_peak_bytes: Option<u64>,
 }
 
 /// How long a worker may run: its plan's own bound plus a grace for start-up and output.
@@ -106,6 +112,11 @@ pub fn spawn_and_wait(
     mut tick: impl FnMut(),
 ) -> Result<RawRun, Failure> {
     command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let samples =
+        SampleFile::create().map_err(|e| Failure::Spawn(format!("could not make the worker's sample file: {e}")))?;
+    let samples_fd = samples.raw_fd();
+    // SAFETY: the closure only makes system calls between fork and exec.
+    unsafe { command.pre_exec(move || SampleFile::install_in_child(samples_fd)) };
     if !sched.is_default() {
         let (settings, cpu_set) = (sched.clone(), sched.cpu_set());
         // SAFETY: the closure only makes system calls (no allocation, no locks) between fork and exec.
@@ -138,7 +149,9 @@ pub fn spawn_and_wait(
     child.send(&format!("{}\n", input.trim_end()));
     let (gate_tx, gate_rx) = mpsc::channel();
     let (frames, plan_copy, units_policy) = (child.stdout(), plan.clone(), sched.policy);
-    let stdout = child.on_spare(move || read_frames(frames, pid, plan_copy, sink, gate_tx, units_policy));
+    // taskmeter's descriptor stays open in the reader: the worker has its own copy as fd 3.
+    let samples = samples.reader();
+    let stdout = child.on_spare(move || read_frames(frames, samples, pid, plan_copy, sink, gate_tx, units_policy));
     let (stop_counting, stop_rx) = mpsc::channel();
     let counters = child.on_spare(move || {
         // Above the units, as the reader: at normal weight, one reading of 3,000 busy threads
@@ -189,6 +202,7 @@ pub fn spawn_and_wait(
         wakeups_counted: 0,
         reader_sched: "unknown".into(),
         writer_sched: "unknown".into(),
+        backlog_peak_bytes: 0,
     });
     if let Ok(c) = counters.as_mut() {
         c.wakeups = stream.wakeups_counted;
@@ -215,17 +229,115 @@ pub const WRITER_ON_MAIN: &str = "not raised: it is the worker's main thread";
 /// views stay in the core's first cache between the checker and the fold).
 const SINK_BATCH: usize = 512;
 
+/// How often the reader looks at the sample file while stdout is quiet, at most (a writer
+/// flushes every `flush_ns`, 200 ms by default).
+const SAMPLE_POLL_MS: u64 = 50;
+
+/// The checker and what its checked samples go to, on the reader's thread.
+struct Delivery {
+    checker: Checker,
+    sink: SampleSink,
+    /// Checked samples of consecutive sample frames, handed on together: when the reader
+    /// would wait for more, before any other frame, and every `SINK_BATCH` (one lock of the
+    /// row's statistics a frame, of some ten samples at 10,000 units, was 2 % of taskmeter's
+    /// CPU).
+    views: Vec<SampleView>,
+    first_samples_ns: Option<u64>,
+    /// When the counters are read, once the gate is known, and the samples woken between.
+    reading_times: Option<counters::ReadingTimes>,
+    wakeups_counted: u64,
+    backlog_peak_bytes: u64,
+}
+
+impl Delivery {
+    fn hand_on(&mut self) {
+        if !self.views.is_empty() {
+            (self.sink)(&self.views);
+            self.views.clear();
+        }
+    }
+
+    /// Checks a frame; a frame that broke the protocol counts none of its samples.
+    fn accept(&mut self, frame: &Frame) -> Result<(), OutputError> {
+        if self.views.len() >= SINK_BATCH {
+            self.hand_on();
+        }
+        let before = self.views.len();
+        if let Err(e) = self.checker.accept(frame, &mut self.views) {
+            self.views.truncate(before);
+            return Err(e);
+        }
+        self.count(before);
+        Ok(())
+    }
+
+    /// Counts the samples checked since `before` for the counters' window and the first arrival.
+    fn count(&mut self, before: usize) {
+        let new = &self.views[before..];
+        if let Some(times) = &self.reading_times {
+            let between = times[0].load(Ordering::Acquire)..=times[1].load(Ordering::Acquire);
+            self.wakeups_counted += new.iter().filter(|v| between.contains(&v.sample.wake_ns)).count() as u64;
+        }
+        if !new.is_empty() {
+            self.first_samples_ns.get_or_insert_with(taskmeter_record::clock::now_ns);
+        }
+    }
+
+    /// Checks every whole frame the sample file holds now. A frame cut by the worker's end is
+    /// left unread, as one on stdout would be.
+    fn drain(&mut self, file: &mut SampleReader) -> Result<(), OutputError> {
+        self.backlog_peak_bytes = self.backlog_peak_bytes.max(file.behind());
+        loop {
+            let (kind, payload) = match file.next_frame() {
+                Ok(Some(frame)) => frame,
+                Ok(None) => match file.fill() {
+                    Ok(true) => continue,
+                    Ok(false) => return Ok(()),
+                    Err(e) => return Err(OutputError::Invalid(format!("cannot read the sample file: {e}"))),
+                },
+                Err(e) => return Err(OutputError::Invalid(format!("in the sample file, {e}"))),
+            };
+            match decode(kind, payload) {
+                Ok(frame @ Frame::Samples(_)) => self.accept(&frame)?,
+                Ok(other) => {
+                    return Err(OutputError::Invalid(format!(
+                        "a frame {} in the sample file (it holds S and F frames only)",
+                        other.name()
+                    )))
+                }
+                Err(why) => return Err(OutputError::Invalid(why)),
+            }
+        }
+    }
+
+    /// The stream has ended: frames held for a position that never came are checked now.
+    fn finish(mut self) -> (Result<Ending, OutputError>, Option<u64>, u64, u64) {
+        let before = self.views.len();
+        let held = self.checker.end_of_samples(&mut self.views);
+        match &held {
+            Ok(()) => self.count(before),
+            Err(_) => self.views.truncate(before),
+        }
+        self.hand_on();
+        let ending = held.map(|()| self.checker.finish());
+        (ending, self.first_samples_ns, self.wakeups_counted, self.backlog_peak_bytes)
+    }
+}
+
 /// Reads, checks and hands on the worker's frames, on a thread of its own, until the stream
-/// ends. A frame cut by the worker's end closes the stream as a clean end would: what came
-/// before it is kept.
+/// ends: the control frames from stdout and, once the gate is read, the sample frames from the
+/// sample file, which is read to its end before each `U`, `V` and `D` frame (the worker wrote
+/// its samples before them) and when stdout is quiet. A frame cut by the worker's end closes the
+/// stream as a clean end would: what came before it is kept.
 /// As soon as the gate is read, when to read the counters of process `pid` goes to `counters`,
 /// and the samples that wake between the two readings' starts (as planned, then as they
 /// really began) are counted.
 fn read_frames(
     stdout: Option<super::pipe::Pipe>,
+    mut samples: SampleReader,
     pid: i32,
     plan: Plan,
-    mut sink: SampleSink,
+    sink: SampleSink,
     counters: mpsc::Sender<counters::ReadingTimes>,
     units_policy: Option<Policy>,
 ) -> Stream {
@@ -233,48 +345,69 @@ fn read_frames(
     let reader_sched = machine::sched::run_above_units(unsafe { libc::gettid() }, units_policy);
     let mut writer_sched = "not found: the gate never opened".to_string();
     let (warmup_ns, duration_ns) = (plan.warmup_ns, plan.duration_ns);
+    let poll_ms = (plan.flush_ns / 2_000_000).clamp(1, SAMPLE_POLL_MS) as i32;
     // The granularity experiment has no window to count over: its grains are timed apart.
     let has_window = plan.grain.is_none();
-    let mut checker = Checker::new(plan);
-    let mut first_samples_ns = None;
-    let (mut reading_times, mut wakeups_counted) = (None::<counters::ReadingTimes>, 0);
-    let Some(stdout) = stdout else {
-        return Stream { ending: Ok(checker.finish()), first_samples_ns, wakeups_counted, reader_sched, writer_sched };
+    let mut delivery = Delivery {
+        checker: Checker::new(plan),
+        sink,
+        views: Vec::new(),
+        first_samples_ns: None,
+        reading_times: None,
+        wakeups_counted: 0,
+        backlog_peak_bytes: 0,
     };
-    let mut reader = FrameReader::new(std::io::BufReader::with_capacity(1 << 20, stdout));
-    // The checked samples of consecutive S frames, handed on together: before the reader would
-    // wait for more, before any other frame, and every `SINK_BATCH` (one lock of the row's
-    // statistics a frame, of some ten samples at 10,000 units, was 2 % of taskmeter's CPU).
-    let mut views = Vec::new();
-    let mut hand_on = |views: &mut Vec<SampleView>| {
-        if !views.is_empty() {
-            sink(views);
-            views.clear();
+    let stream = |(ending, first_samples_ns, wakeups_counted, backlog_peak_bytes), writer_sched| Stream {
+        ending,
+        first_samples_ns,
+        wakeups_counted,
+        reader_sched: reader_sched.clone(),
+        writer_sched,
+        backlog_peak_bytes,
+    };
+    let Some(stdout) = stdout else { return stream(delivery.finish(), writer_sched) };
+    let waiter = stdout.state();
+    let mut reader = FrameReader::new(std::io::BufReader::with_capacity(64 << 10, stdout));
+    let mut gate_read = false;
+    let violation = loop {
+        if gate_read {
+            if let Err(e) = delivery.drain(&mut samples) {
+                break Some(e);
+            }
         }
-    };
-    let ending = loop {
-        if views.len() >= SINK_BATCH || !reader.next_is_buffered() {
-            hand_on(&mut views);
+        if !reader.next_is_buffered() {
+            delivery.hand_on();
+            if !waiter.readable_within(poll_ms) {
+                continue;
+            }
         }
         let (kind, payload) = match reader.next_raw() {
             Ok(Some(frame)) => frame,
-            Ok(None) | Err(ReadError::Cut { .. }) => break Ok(checker.finish()),
-            Err(e) => break Err(OutputError::Invalid(e.to_string())),
+            Ok(None) | Err(ReadError::Cut { .. }) => break None,
+            Err(e) => break Some(OutputError::Invalid(e.to_string())),
         };
         let frame = match decode(kind, payload) {
+            Ok(Frame::Samples(chunk)) => {
+                break Some(OutputError::Invalid(format!(
+                    "a sample frame of unit {} on stdout (sample frames go to the sample file, fd 3)",
+                    chunk.unit
+                )))
+            }
             Ok(frame) => frame,
-            Err(why) => break Err(OutputError::Invalid(why)),
+            Err(why) => break Some(OutputError::Invalid(why)),
         };
-        if !matches!(frame, Frame::Samples(_)) {
-            hand_on(&mut views);
+        delivery.hand_on();
+        if gate_read && matches!(frame, Frame::Unit(_) | Frame::View(_) | Frame::Done(_)) {
+            // Written after the samples: they are all in the file now.
+            if let Err(e) = delivery.drain(&mut samples) {
+                break Some(e);
+            }
         }
-        let before = views.len();
-        if let Err(e) = checker.accept(&frame, &mut views) {
-            // A frame that broke the protocol counts none of its samples.
-            views.truncate(before);
-            break Err(e);
+        if let Err(e) = delivery.accept(&frame) {
+            break Some(e);
         }
-        if let Frame::Gate(_) = &frame {
+        if let Frame::Gate(g) = &frame {
+            gate_read = true;
             // At once, from this thread already above the units: the units released by the
             // gate would keep any thread of normal priority (and so the writer) waiting.
             writer_sched = match machine::sched::thread_named(pid, WRITER_THREAD) {
@@ -283,36 +416,39 @@ fn read_frames(
                 Some(tid) => machine::sched::run_above_units(tid, units_policy),
                 None => format!("not found (no thread named {WRITER_THREAD})"),
             };
-        }
-        if let (Frame::Gate(g), true) = (&frame, has_window) {
-            let measure_start_ns = g.run_start_ns + warmup_ns;
-            let threads = counters::threads_of(pid);
-            let times = counters::planned(counters::reading_times(
-                g.run_start_ns,
-                measure_start_ns,
-                measure_start_ns + duration_ns,
-                threads,
-            ));
-            let _ = counters.send(times.clone());
-            reading_times = Some(times);
-        }
-        let new = &views[before..];
-        if let Some(times) = &reading_times {
-            let between = times[0].load(Ordering::Acquire)..=times[1].load(Ordering::Acquire);
-            wakeups_counted += new.iter().filter(|v| between.contains(&v.sample.wake_ns)).count() as u64;
-        }
-        if !new.is_empty() {
-            first_samples_ns.get_or_insert_with(taskmeter_record::clock::now_ns);
+            if has_window {
+                let measure_start_ns = g.run_start_ns + warmup_ns;
+                let threads = counters::threads_of(pid);
+                let times = counters::planned(counters::reading_times(
+                    g.run_start_ns,
+                    measure_start_ns,
+                    measure_start_ns + duration_ns,
+                    threads,
+                ));
+                let _ = counters.send(times.clone());
+                delivery.reading_times = Some(times);
+            }
         }
     };
-    // What was checked before the end, or before a frame that broke the protocol, counts.
-    hand_on(&mut views);
-    if ending.is_err() {
-        // Nothing it sends after a violation can count: stop it now rather than at its
-        // deadline (a worker that floods its pipe would never end).
-        super::kill_group(pid, libc::SIGKILL);
-    }
-    Stream { ending, first_samples_ns, wakeups_counted, reader_sched, writer_sched }
+    let result = match violation {
+        // The end: what the file holds was written before it.
+        None if gate_read => match delivery.drain(&mut samples) {
+            Ok(()) => delivery.finish(),
+            Err(e) => {
+                delivery.hand_on();
+                (Err(e), delivery.first_samples_ns, delivery.wakeups_counted, delivery.backlog_peak_bytes)
+            }
+        },
+        None => delivery.finish(),
+        Some(e) => {
+            // What was checked before the violation counts; nothing it sends after can:
+            // stop it now rather than at its deadline (a worker that floods would never end).
+            delivery.hand_on();
+            super::kill_group(pid, libc::SIGKILL);
+            (Err(e), delivery.first_samples_ns, delivery.wakeups_counted, delivery.backlog_peak_bytes)
+        }
+    };
+    stream(result, writer_sched)
 }
 
 /// Runs a worker on a plan and judges what it did.
@@ -339,6 +475,7 @@ pub fn run_worker(
             counters: Err("the worker did not start".into()),
             stderr: String::new(),
             harness: None,
+            backlog_peak_bytes: None,
         },
         Ok(raw) => {
             let outcome = classify(&raw);
@@ -351,6 +488,7 @@ pub fn run_worker(
                 wall_ns,
                 counters: raw.counters,
                 stderr: raw.stderr,
+                backlog_peak_bytes: Some(raw.stream.backlog_peak_bytes),
                 harness: Some(raw.harness),
             }
         }

@@ -73,8 +73,7 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
         Layout::Study => {
             out.push('\n');
             out.push_str(&format!("{} (µs)\n", record.metric.name()));
-            let study = study_table_of(record);
-            out.push_str(&render_table(&[vec![study.header], study.lines].concat()));
+            out.push_str(&render_with_reasons(&study_table_of(record)));
         }
         Layout::Volume => {
             out.push('\n');
@@ -90,6 +89,9 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
             for table in super::recipes::tables(record) {
                 out.push_str(&format!("\n{}\n{}", table.title, render_table(&table.lines)));
                 out.push_str(&table.advice.unwrap_or_default());
+                for note in &table.notes {
+                    out.push_str(&format!("  {note}\n"));
+                }
             }
         }
         Layout::Why => {
@@ -159,6 +161,20 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
     out
 }
 
+/// The run's total of a count, and "RUNTIME at N units: what" for each row where it is above 0.
+fn per_row(
+    record: &RunRecord,
+    count: impl Fn(&crate::model::run::Counts) -> u64,
+    what: impl Fn(&crate::model::run::Row, &crate::model::run::Counts) -> String,
+) -> (u64, Vec<String>) {
+    let rows = record.rows.iter().filter_map(|r| Some((r, r.counts.as_ref().filter(|c| count(c) > 0)?)));
+    let total = rows.clone().map(|(_, c)| count(c)).sum();
+    (
+        total,
+        rows.map(|(r, c)| format!("{} at {} units: {}", r.runtime, format_count(c.units as u64), what(r, c))).collect(),
+    )
+}
+
 /// What a reader must know before quoting a figure of a run: starved units, lost samples,
 /// early wake-ups (the console prints them as `warning:` lines, report.html at its top).
 pub fn warnings(record: &RunRecord) -> Vec<String> {
@@ -167,36 +183,39 @@ pub fn warnings(record: &RunRecord) -> Vec<String> {
     if starved > 0 {
         out.push(format!("{starved} units made no measured iteration (starved, or started after the warm-up ended)"));
     }
-    let lost: u64 = record.rows.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.samples_lost).sum();
-    if lost > 0 {
-        let rows: Vec<String> = record
-            .rows
-            .iter()
-            .filter_map(|r| {
-                let c = r.counts.as_ref().filter(|c| c.samples_lost > 0)?;
-                let harness = r.worker.as_ref().and_then(|w| w.harness_sched.as_deref()).unwrap_or("unknown");
-                // Above the units' threads, a writer still waits where the runtime itself
-                // schedules it among them (the row says where, from the registry: a goroutine
-                // has no priority), a limit of the runtime. Elsewhere the kernel ran it first:
-                // it was held outside them.
-                let why = match r.worker.as_ref().and_then(|w| w.writer.as_deref()) {
-                    Some(writer) => format!("; its writer is {writer}: a limit of the runtime"),
-                    None if harness.contains("writer SCHED_FIFO") => "; the writer's thread ran above the units' \
-                         threads, so it was held outside them (writing to taskmeter, or in the kernel)"
-                        .to_string(),
-                    None => String::new(),
-                };
-                Some(format!(
-                    "{} at {} units: {} ({harness}{why})",
-                    r.runtime,
-                    format_count(c.units as u64),
-                    format_count(c.samples_lost)
-                ))
-            })
-            .collect();
+    let (flushed, rows) = per_row(
+        record,
+        |c| c.samples_flushed_by_units,
+        |r, c| {
+            let harness = r.worker.as_ref().and_then(|w| w.harness_sched.as_deref()).unwrap_or("unknown");
+            // Where the runtime itself schedules the writer among its units (a goroutine has no
+            // priority), no thread priority helps: the row says so, from the registry.
+            let why = match r.worker.as_ref().and_then(|w| w.writer.as_deref()) {
+                Some(writer) => format!("; its writer is {writer}: a limit of the runtime"),
+                None => String::new(),
+            };
+            format!(
+                "{} samples in {} writes, {} left out ({harness}{why})",
+                format_count(c.samples_flushed_by_units),
+                format_count(c.unit_flushes),
+                format_count(c.samples_left_out)
+            )
+        },
+    );
+    if flushed > 0 {
         out.push(format!(
-            "{} samples were lost: a unit's ring was full because its worker's writer fell behind (they are \
-             counted, not measured): {}",
+            "{} samples reached taskmeter through their units' own writes: a unit's ring was full because its \
+             worker's writer fell behind, so the unit wrote it to the sample file itself, and the measured sample \
+             that began right after each write is left out of the statistics (it may have waited for the write): {}",
+            format_count(flushed),
+            rows.join("; ")
+        ));
+    }
+    let (lost, rows) = per_row(record, |c| c.samples_lost, |_, c| format_count(c.samples_lost));
+    if lost > 0 {
+        out.push(format!(
+            "{} samples were lost: a unit's own write of its full ring to the sample file failed (memory or file \
+             limits; they are counted, not measured): {}",
             format_count(lost),
             rows.join("; ")
         ));
@@ -273,7 +292,8 @@ fn width(lines: &[Vec<String>], column: usize) -> usize {
 
 /// A plain table: the first column left-aligned, the others right-aligned.
 pub fn render_table(lines: &[Vec<String>]) -> String {
-    let right: Vec<bool> = (0..lines[0].len()).map(|c| c > 0).collect();
+    let Some(first) = lines.first() else { return String::new() };
+    let right: Vec<bool> = (0..first.len()).map(|c| c > 0).collect();
     render(lines, &right)
 }
 
@@ -335,6 +355,9 @@ pub fn env_line(env: &Environment, worker_sched: Option<&SchedInfo>, dma_latency
             parts.extend(env.machine.describe(None).into_iter().filter(|p| !p.starts_with("cpu_dma_latency")));
             parts.push("cpu_dma_latency per point (see the report)".into());
         }
+    }
+    if let Some(privileges) = &env.privileges {
+        parts.push(privileges.describe());
     }
     // What is not known (the load after, at the start of a bench) is left out, never shown as `?`.
     let load = |l: &Option<[f64; 3]>| l.map(|l| format!("{:.2}", l[0]));

@@ -3,7 +3,7 @@
 
 use super::format::{format_count, format_ns};
 use crate::analysis::recipes::{advise, groups_at, RecipeRow, MAX_MISSED};
-use crate::model::run::RunRecord;
+use crate::model::run::{RowStatus, RunRecord};
 
 /// The budget of the first advice: a tenth of a core per waiting unit.
 pub const CPU_BUDGET: f64 = 0.10;
@@ -66,12 +66,40 @@ pub fn advice_line(rows: &[RecipeRow], cpus: usize) -> Option<String> {
     ))
 }
 
-/// One runtime's ways to wait at one point (or the runtimes that have only their own sleep).
+/// One runtime's ways to wait at one point (or the runtimes that have only their own sleep), or
+/// the ways not measured there (no lines, only `notes`).
 pub struct RecipeTable {
     pub title: String,
     /// The header, then one line per way to wait.
     pub lines: Vec<Vec<String>>,
     pub advice: Option<String>,
+    /// Ways not measured, one line per reason: "skipped (why): thread+fifo, c-thread+fifo".
+    pub notes: Vec<String>,
+}
+
+/// The ways not measured at a point (skipped, failed, interrupted), grouped by their reason.
+fn not_measured(record: &RunRecord, point: usize) -> Vec<String> {
+    let mut reasons: Vec<(String, Vec<&str>)> = Vec::new();
+    let unmeasured = |s: RowStatus| matches!(s, RowStatus::Skipped | RowStatus::Failed | RowStatus::Interrupted);
+    for row in record.rows.iter().filter(|r| r.point == point && unmeasured(r.status)) {
+        let what = match row.status {
+            RowStatus::Skipped => "skipped",
+            RowStatus::Interrupted => "interrupted",
+            _ => "FAILED",
+        };
+        let reason = format!("{what} ({})", row.reason.as_deref().unwrap_or("no reason given"));
+        match reasons.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, ways)) => ways.push(&row.runtime),
+            None => reasons.push((reason, vec![&row.runtime])),
+        }
+    }
+    reasons
+        .into_iter()
+        .map(|(reason, mut ways)| {
+            ways.sort_unstable();
+            format!("{reason}: {}", ways.join(", "))
+        })
+        .collect()
 }
 
 /// Every point's tables: runtimes with recipes one table each, with their advice; the runtimes
@@ -85,6 +113,7 @@ pub fn tables(record: &RunRecord) -> Vec<RecipeTable> {
         title,
         lines: std::iter::once(header.clone()).chain(rows.into_iter().map(line)).collect(),
         advice,
+        notes: Vec::new(),
     };
     let mut out = Vec::new();
     for point in &record.points {
@@ -97,6 +126,10 @@ pub fn tables(record: &RunRecord) -> Vec<RecipeTable> {
         }
         if !alone.is_empty() {
             out.push(table(format!("its own sleep only{at}"), alone.iter().flatten().collect(), None));
+        }
+        let notes = not_measured(record, point.index);
+        if !notes.is_empty() {
+            out.push(RecipeTable { title: format!("not measured{at}"), lines: Vec::new(), advice: None, notes });
         }
     }
     out

@@ -135,10 +135,15 @@ impl Report for RunRecord {
         if self.experiment == "recipes" {
             let mut blocks = Vec::new();
             for table in super::recipes::tables(self) {
-                let (header, lines) = table.lines.split_first().expect("a header");
-                let table_of = Table { header: header.clone(), lines: lines.to_vec(), without_statistics: Vec::new() };
-                blocks.push(Block::Table(table.title, table_of, "results"));
+                if let Some((header, lines)) = table.lines.split_first() {
+                    let table_of =
+                        Table { header: header.clone(), lines: lines.to_vec(), without_statistics: Vec::new() };
+                    blocks.push(Block::Table(table.title.clone(), table_of, "results"));
+                }
                 blocks.extend(table.advice.map(|a| Block::Text(a.trim().to_string())));
+                if !table.notes.is_empty() {
+                    blocks.push(Block::Text(format!("{}: {}.", table.title, table.notes.join("; "))));
+                }
             }
             blocks.push(Block::Text(format!("{}.", super::recipes::explain())));
             blocks.push(Block::Figures("recipes".into()));

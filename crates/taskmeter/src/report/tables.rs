@@ -372,15 +372,14 @@ pub fn study_table_of(record: &RunRecord) -> Table {
     lines[0].extend(["max (µs)", "p50 (µs)", "p99 (µs)"].map(str::to_string));
     let us = |v: Option<f64>| v.map(|v| format!("{:.1}", v / 1e3)).unwrap_or_else(|| "-".into());
     let metric = record.metric;
+    // Cells without statistics (a policy the host refuses, ...) are said under the table.
+    let mut without_statistics = Vec::new();
     for point in &record.points {
         for cell in cells(record, point.index) {
             let mut line = vec![cell.runtime.to_string()];
             line.extend(point.values.iter().map(|(p, v)| p.format_value(*v)));
             if cell.repetitions() == 0 {
-                let reasons = unmeasured_lines(record, &cell);
-                line.push(reasons.first().map(|r| r.1.clone()).unwrap_or_default());
-                line.resize(lines[0].len(), String::new());
-                lines.push(line);
+                without_statistics.extend(unmeasured_lines(record, &cell).into_iter().take(1));
                 continue;
             }
             let mean = cell.mean_estimate(metric, Statistic::Mean);
@@ -401,7 +400,7 @@ pub fn study_table_of(record: &RunRecord) -> Table {
         }
     }
     let header = lines.remove(0);
-    Table { header, lines, without_statistics: Vec::new() }
+    Table { header, lines, without_statistics }
 }
 
 /// The run's settings in one line, e.g. "sleep | 5 units | fixed:1ms absolute | busy 1000";

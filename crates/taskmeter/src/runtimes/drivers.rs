@@ -67,6 +67,9 @@ pub struct ToolchainSpec {
     /// (or, for a row `RUNTIME@VERSION`, the newest of that version).
     #[serde(default)]
     pub find: Option<String>,
+    /// How a user installs it, said when it is missing or too old.
+    #[serde(default)]
+    pub install: Option<String>,
 }
 
 #[derive(Deserialize, Debug, Clone)]
@@ -95,6 +98,41 @@ pub struct RuntimeEntry {
 pub struct RecipeEntry {
     pub name: String,
     pub about: String,
+    /// An optional part outside the language's standard library that the recipe needs.
+    #[serde(default)]
+    pub needs: Option<Needs>,
+}
+
+/// An optional part a recipe needs (uvloop): how to see it is there, and how to install it.
+#[derive(Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
+#[serde(deny_unknown_fields)]
+pub struct Needs {
+    /// What it is, for messages ("the uvloop package").
+    pub what: String,
+    /// Arguments to the toolchain's program that exit 0 exactly when it is there.
+    pub check: Vec<String>,
+    /// How a user installs it ("pip install uvloop").
+    pub install: String,
+}
+
+/// Whether the optional part is there for the toolchain (asked once per process).
+pub fn present(spec: &ToolchainSpec, version: Option<&str>, needs: &Needs) -> Result<(), String> {
+    type Asked = HashMap<(ToolchainSpec, Option<String>, Needs), Result<(), String>>;
+    static ASKED: OnceLock<Mutex<Asked>> = OnceLock::new();
+    let tool = toolchain_at(spec, version)?;
+    let mut asked = ASKED.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    let key = (spec.clone(), version.map(str::to_string), needs.clone());
+    asked
+        .entry(key)
+        .or_insert_with(|| {
+            let mut command = Command::new(&tool.program);
+            command.args(&needs.check);
+            match output(command, "check", PROBE_LIMIT) {
+                Ok(out) if out.status.success() => Ok(()),
+                _ => Err(format!("needs {}, which is not installed here (install: {})", needs.what, needs.install)),
+            }
+        })
+        .clone()
 }
 
 fn unit<'de, D: serde::Deserializer<'de>>(names: D) -> Result<Unit, D::Error> {
@@ -194,7 +232,18 @@ pub fn toolchain_at(spec: &ToolchainSpec, version: Option<&str>) -> Result<Toolc
     type Found = HashMap<(ToolchainSpec, Option<String>), Result<Toolchain, String>>;
     static FOUND: OnceLock<Mutex<Found>> = OnceLock::new();
     let mut found = FOUND.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
-    found.entry((spec.clone(), version.map(str::to_string))).or_insert_with(|| find_toolchain(spec, version)).clone()
+    found
+        .entry((spec.clone(), version.map(str::to_string)))
+        .or_insert_with(|| find_toolchain(spec, version).map_err(|e| with_install(e, spec)))
+        .clone()
+}
+
+/// A toolchain's absence, with how to install it where the manifest says.
+pub fn with_install(why: String, spec: &ToolchainSpec) -> String {
+    match &spec.install {
+        Some(install) => format!("{why} (install: {install})"),
+        None => why,
+    }
 }
 
 /// The versions (`major`) of a manifest's toolchain installed side by side: every JDK at least

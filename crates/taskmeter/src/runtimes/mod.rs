@@ -8,6 +8,7 @@
 
 pub mod drivers;
 
+use crate::machine::privilege;
 use crate::machine::sched::{Policy, SchedSettings};
 use drivers::Program;
 use std::os::unix::process::CommandExt;
@@ -62,6 +63,8 @@ pub struct RuntimeInfo {
     /// Where the runtime itself schedules the worker's writer among its units (protocol: "The
     /// writer"), how: raising its thread does not make it run then. None: a thread of its own.
     pub writer: Option<&'static str>,
+    /// An optional part outside the standard library that its recipe needs (uvloop).
+    pub needs: Option<&'static drivers::Needs>,
 }
 
 /// Every runtime, in-process first, then the drivers' in folder order (read once per process;
@@ -87,6 +90,7 @@ pub fn all() -> &'static [RuntimeInfo] {
                 description: r.description,
                 priority: r.priority,
                 writer: None,
+                needs: None,
             })
             .collect();
         for program in drivers::programs().iter().filter(|p| p.root == "drivers") {
@@ -113,6 +117,7 @@ pub fn all() -> &'static [RuntimeInfo] {
                     description: leak(&runtime.description),
                     priority: leak(&runtime.priority),
                     writer: program.manifest.writer.as_deref().map(leak),
+                    needs: None,
                 });
             }
         }
@@ -195,8 +200,13 @@ impl Knob {
     pub fn about(self) -> &'static str {
         match self {
             Knob::Slack => "its own sleep with a timer slack of 1 ns (PR_SET_TIMERSLACK) rather than 50 µs",
-            Knob::Fifo => "its own sleep with the worker under SCHED_FIFO, priority 1 (needs root)",
+            Knob::Fifo => "its own sleep with the worker under SCHED_FIFO, priority 1 (needs root or CAP_SYS_NICE)",
         }
+    }
+
+    /// Why this host refuses the knob (with what would grant it), or None.
+    pub fn refused(self) -> Option<String> {
+        privilege::refusal(&self.applied_to(&SchedSettings::default()))
     }
 
     /// What the knob does to a recipe's row.
@@ -240,7 +250,15 @@ fn variant(
         description,
         priority: base.priority,
         writer: base.writer,
+        needs: base.needs.or_else(|| recipe_needs(base, recipe)),
     }
+}
+
+/// What a driver's recipe needs beyond the standard library, from its manifest.
+fn recipe_needs(base: &RuntimeInfo, recipe: &str) -> Option<&'static drivers::Needs> {
+    let Launch::Driver(program) = base.launch else { return None };
+    let runtime = program.manifest.runtime.iter().find(|r| r.id == base.base)?;
+    runtime.recipe.iter().find(|r| r.name == recipe)?.needs.as_ref()
 }
 
 /// Every runtime and every recipe row under each knob, `RUNTIME+KNOB` (its own sleep) and
@@ -291,10 +309,17 @@ pub fn override_variable(runtime: &str) -> String {
     format!("TASKMETER_DRIVER_{}", runtime.to_uppercase().replace('-', "_"))
 }
 
-/// Why the runtime cannot run here, or Ok.
+/// Why the row cannot run here (its toolchain or an optional part missing, or a privilege the
+/// host refuses, each with what would grant it), or Ok.
 pub fn availability(info: &RuntimeInfo) -> Result<(), String> {
+    if let Some(why) = info.knob.and_then(Knob::refused) {
+        return Err(why);
+    }
     if std::env::var_os(override_variable(info.base)).is_some() {
         return Ok(());
+    }
+    if let (Some(needs), Launch::Driver(program)) = (info.needs, info.launch) {
+        drivers::present(&program.manifest.toolchain, info.toolchain, needs)?;
     }
     match (info.launch, info.toolchain) {
         (Launch::InProcess, None) => Ok(()),
@@ -305,9 +330,12 @@ pub fn availability(info: &RuntimeInfo) -> Result<(), String> {
         (Launch::Driver(program), version) => {
             let tool = drivers::toolchain_at(&program.manifest.toolchain, version)?;
             match info.toolchain_minimum {
-                Some(minimum) if !drivers::at_least(&tool.version, Some(minimum)) => Err(format!(
-                    "{} needs {} {minimum} or newer, not {}",
-                    info.base, program.manifest.toolchain.program, tool.version
+                Some(minimum) if !drivers::at_least(&tool.version, Some(minimum)) => Err(drivers::with_install(
+                    format!(
+                        "{} needs {} {minimum} or newer, not {}",
+                        info.base, program.manifest.toolchain.program, tool.version
+                    ),
+                    &program.manifest.toolchain,
                 )),
                 _ => Ok(()),
             }

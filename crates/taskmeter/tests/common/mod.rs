@@ -99,6 +99,12 @@ pub fn registry(kind: &str) -> Vec<Listed> {
 
 /// Every wait recipe of the registry, as (runtime, recipe), from `taskmeter list recipes`.
 pub fn recipes() -> Vec<(String, String)> {
+    recipes_with_reasons().into_iter().map(|(runtime, recipe, _)| (runtime, recipe)).collect()
+}
+
+/// Every wait recipe of the registry, as (runtime, recipe, why it cannot run here if it cannot:
+/// an optional package missing).
+pub fn recipes_with_reasons() -> Vec<(String, String, Option<String>)> {
     let output = run(&["list", "recipes", "--format", "json"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let list: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("list recipes is JSON");
@@ -107,7 +113,7 @@ pub fn recipes() -> Vec<(String, String)> {
         .as_array()
         .expect("a list of recipes")
         .iter()
-        .map(|r| (text(&r["runtime"]), text(&r["recipe"])))
+        .map(|r| (text(&r["runtime"]), text(&r["recipe"]), r["reason"].as_str().map(str::to_string)))
         .collect()
 }
 

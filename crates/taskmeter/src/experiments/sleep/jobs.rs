@@ -17,6 +17,11 @@ pub struct Job<'a> {
 }
 
 impl Job<'_> {
+    /// The scheduling its worker gets: the point's, with the row's knob set.
+    pub fn sched(&self) -> crate::machine::sched::SchedSettings {
+        self.info.knob.map_or_else(|| self.settings.sched.clone(), |knob| knob.applied_to(&self.settings.sched))
+    }
+
     /// "thread", "thread busy=1000 #2": what the progress line calls it.
     pub fn label(&self, points: usize, repeat: u32) -> String {
         let mut label = self.info.id.to_string();

@@ -12,6 +12,7 @@ pub use check::check_settings;
 pub use rows::plan_for;
 
 use crate::machine::idle::{cpu_dma_latency_us, LatencyRequest};
+use crate::machine::privilege;
 use crate::model::run::{Metric, Order, Row, RowStatus, RunRecord, Settings};
 use crate::model::sweep::{self, Sweep};
 use crate::report::samples::SamplesFile;
@@ -66,6 +67,7 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
     if let Some(us) = point_settings.iter().find_map(|s| s.cpu_dma_latency_us) {
         LatencyRequest::hold(us)?;
     }
+    refuse_what_the_host_refuses(&options)?;
     let mut session = Session::start(options.experiment, options.output)?;
 
     let mut availability: Vec<_> = base
@@ -139,6 +141,24 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
     ))
 }
 
+/// A privilege a flag asks for that this host refuses: an error before anything is measured.
+/// (A policy swept over is judged per point: its refused points are skipped rows.)
+fn refuse_what_the_host_refuses(options: &RunOptions) -> Result<(), super::ExperimentError> {
+    let sched = &options.settings.sched;
+    let swept = options.sweeps.iter().any(|s| s.param == sweep::Param::Policy);
+    if let (Some(why), false) = (privilege::refusal(sched), swept) {
+        return Err(super::ExperimentError::Settings(format!("--policy: {why}")));
+    }
+    let mlock = &privilege::probe().mlock;
+    if sched.mlock && !mlock.granted {
+        return Err(super::ExperimentError::Settings(format!(
+            "--mlock cannot lock a worker's memory here: {}",
+            mlock.detail
+        )));
+    }
+    Ok(())
+}
+
 /// `--busy` as a time, turned into each available runtime's own iteration count by its worker;
 /// a runtime whose worker cannot say is not run, with the reason.
 fn busy_iterations(
@@ -194,7 +214,8 @@ fn run_batches(
             let skipped = match (job.available, &stop) {
                 (Err(reason), _) => Some(reason.clone()),
                 (Ok(()), Some(stop)) => Some(format!("not run: {stop}")),
-                (Ok(()), None) => None,
+                // A point of a sweep over policies that the host refuses.
+                (Ok(()), None) => privilege::refusal(&job.sched()),
             };
             match skipped {
                 Some(reason) => {

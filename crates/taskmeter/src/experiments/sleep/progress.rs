@@ -120,8 +120,15 @@ impl Progress {
             }
             (_, Some(c)) if c.samples_lost > 0 => {
                 format!(
-                    "{label}: {} samples in {elapsed:.1} s, {} LOST (the worker's writer fell behind)",
+                    "{label}: {} samples in {elapsed:.1} s, {} LOST (a unit's own write of its full ring failed)",
                     c.samples_measured, c.samples_lost
+                )
+            }
+            (_, Some(c)) if c.samples_flushed_by_units > 0 => {
+                format!(
+                    "{label}: {} samples in {elapsed:.1} s ({} written by their units, the writer having fallen \
+                     behind; {} left out)",
+                    c.samples_measured, c.samples_flushed_by_units, c.samples_left_out
                 )
             }
             (_, Some(c)) => format!("{label}: {} samples in {elapsed:.1} s", c.samples_measured),

@@ -50,7 +50,7 @@ pub fn run_job(job: &Job, label: &str, run: &RunContext) -> Row {
     let grace = Duration::from_nanos(job.settings.grace_ns);
     // The machine's room as this worker starts (other rows' workers have ended, or run beside it).
     plan.room = crate::machine::room::now();
-    let sched = job.info.knob.map_or_else(|| job.settings.sched.clone(), |knob| knob.applied_to(&job.settings.sched));
+    let sched = job.sched();
     let worker = worker::run_worker(command, &plan, &sched, grace, sink, || run.progress.tick());
     drop(_watched);
     let finished =
@@ -107,6 +107,7 @@ fn row_from(of: &RuntimeInfo, plan: Plan, worker: WorkerRun, toolchain: String, 
         cpu_dma_latency_us: None,
         stderr: None,
         harness_sched: worker.harness,
+        sample_backlog_peak_bytes: worker.backlog_peak_bytes,
         writer: of.writer.map(str::to_string),
     };
     let (status, delivered, stopped) = match worker.outcome {
@@ -187,7 +188,7 @@ fn counts(plan: &Plan, d: &Delivered, finished: &Finished, cut: bool) -> Counts 
         cut.then(|| d.last_wake_ns.unwrap_or(0).min(window.end_ns).saturating_sub(window.measure_start_ns));
     let (iterations_total, iterations_measured, units_starved) = if cut {
         let starved = d.measured_per_unit.iter().filter(|m| **m == 0).count() as u32;
-        (c.measured + c.warmup, c.measured, starved)
+        (c.measured + c.warmup + c.left_out, c.measured + c.left_out, starved)
     } else {
         let units = d.units.iter();
         (
@@ -205,13 +206,16 @@ fn counts(plan: &Plan, d: &Delivered, finished: &Finished, cut: bool) -> Counts 
         iterations_per_s: per_second(iterations_measured, covered_ns.unwrap_or(plan.duration_ns)),
         atomic_sum: d.done.as_ref().and_then(|d| d.atomic_sum),
         units_starved,
-        samples_total: c.measured + c.warmup,
+        samples_total: c.measured + c.warmup + c.left_out,
         samples_warmup: c.warmup,
         samples_measured: c.measured,
         missed_periods: c.missed,
         missed_periods_warmup: c.missed_warmup,
         early_wakeups: c.early,
         samples_lost: d.lost(),
+        samples_flushed_by_units: d.flushed,
+        unit_flushes: d.flushes,
+        samples_left_out: c.left_out,
         samples_after_gap: c.after_gap,
         covered_ns,
         create_ns,
