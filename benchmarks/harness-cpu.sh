@@ -7,7 +7,8 @@
 #   10k, 100k: the volume preset (thread, tokio-mt, embassy, go, python-asyncio, java-virtual)
 #           at 10,000 and 100,000 units;
 #   lost:   `run volume --runtimes thread,tokio-mt --units 100000`, the issue's case for samples
-#           lost when thousands of threads compete with the worker's writer.
+#           lost when thousands of threads compete with the worker's writer (protocol 4: the units
+#           write their full rings themselves instead, counted).
 # taskmeter's CPU is run.json's taskmeter_cpu_ns: getrusage(RUSAGE_SELF) from the first worker
 # to the last row's statistics (reading, checking and folding every frame, ending each row;
 # the environment probe before and the charts after are not in it). The workers' is wait4's.
@@ -40,8 +41,10 @@ workers = sum(r["worker"].get("cpu_ns") or 0 for r in rows)
 own = record["taskmeter_cpu_ns"]
 samples = sum((r.get("counts") or {}).get("samples_total", 0) for r in rows)
 lost = sum((r.get("counts") or {}).get("samples_lost", 0) for r in rows)
+# Protocol 4: samples a unit wrote itself when the writer fell behind (none lost for it).
+own_writes = sum((r.get("counts") or {}).get("samples_flushed_by_units", 0) for r in rows)
 print(f"{name} run {i}: taskmeter {own / 1e9:.2f} s = {100 * own / workers:.2f} % of its workers' {workers / 1e9:.1f} s; "
-      f"{samples:,} samples, {lost:,} lost, {len(rows)} rows")
+      f"{samples:,} samples, {lost:,} lost, {own_writes:,} written by their units, {len(rows)} rows")
 for r in rows:
     c = r.get("counts") or {}
     if c.get("samples_lost"):

@@ -195,6 +195,8 @@ pub struct Chunk<'a> {
     pub first: u64,
     /// An `F` frame: the unit wrote it itself, its ring being full.
     pub by_unit: bool,
+    /// The frame's last samples (false for a piece of a frame but its last: see `pieces`).
+    pub ends_frame: bool,
     bytes: &'a [u8],
 }
 
@@ -202,7 +204,19 @@ impl<'a> Chunk<'a> {
     /// A chunk over `bytes`, whole samples of 48 bytes.
     pub fn new(unit: u32, origin_ns: u64, first: u64, by_unit: bool, bytes: &'a [u8]) -> Chunk<'a> {
         debug_assert_eq!(bytes.len() % SAMPLE_BYTES, 0);
-        Chunk { unit, origin_ns, first, by_unit, bytes }
+        Chunk { unit, origin_ns, first, by_unit, ends_frame: true, bytes }
+    }
+
+    /// The frame in pieces of at most `most` samples, in order (a reader hands samples on in
+    /// batches that stay in a core's cache; a writer's frame may hold 2 million).
+    pub fn pieces(self, most: usize) -> impl Iterator<Item = Chunk<'a>> {
+        let count = self.bytes.chunks(most.max(1) * SAMPLE_BYTES).count();
+        self.bytes.chunks(most.max(1) * SAMPLE_BYTES).enumerate().map(move |(i, bytes)| Chunk {
+            first: self.first + (i * most.max(1)) as u64,
+            ends_frame: self.ends_frame && i + 1 == count,
+            bytes,
+            ..self
+        })
     }
 
     /// The samples' bytes, as the frame holds them.
@@ -286,7 +300,7 @@ pub fn decode(kind: u8, payload: &[u8]) -> Result<Frame<'_>, String> {
                     bytes.len()
                 ));
             }
-            Frame::Samples(Chunk { unit, origin_ns, first, by_unit: kind == kind::FLUSHED, bytes })
+            Frame::Samples(Chunk::new(unit, origin_ns, first, kind == kind::FLUSHED, bytes))
         }
         other => return Err(format!("unknown frame kind {}", describe_kind(other))),
     })

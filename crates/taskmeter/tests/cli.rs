@@ -239,7 +239,7 @@ fn summary_agrees_with_statistics_recomputed_from_the_raw_samples() {
 
     let record = run_json(&folder);
     assert_eq!(record["schema"], "taskmeter.run");
-    assert_eq!(record["schema_version"], 5);
+    assert_eq!(record["schema_version"], 6);
     assert_eq!(record["complete"], true);
     for key in [
         "kernel",
@@ -487,7 +487,7 @@ fn the_kernels_counters_explain_a_row_per_wake_up() {
     assert!(table.contains("CPU/wake") && table.contains("vol cs/wake") && table.contains("runq wait/wake"), "{table}");
     assert!(table.lines().any(|l| l.starts_with("thread ")), "{table}");
     let record = run_json(&folder);
-    assert_eq!(record["schema_version"], 5);
+    assert_eq!(record["schema_version"], 6);
     let thread = row(&record, "thread");
     let c = &thread["counters"];
     let number = |key: &str| c[key].as_u64().unwrap_or_else(|| panic!("{key} in {c}"));

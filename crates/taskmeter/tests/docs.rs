@@ -249,6 +249,13 @@ fn every_flag_the_docs_name_exists() {
         "--time",
         "--runtime",
         "--dry-run",
+        // docs/containers.md: Docker's and setpriv's, granting what taskmeter probes.
+        "--cap-add",
+        "--cpu-rt-runtime",
+        "--device",
+        "--rm",
+        "--inh-caps",
+        "--bounding-set",
     ];
     let mut unknown = Vec::new();
     for (page, text) in pages() {

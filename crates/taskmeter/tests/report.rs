@@ -236,7 +236,7 @@ fn bad_results_and_comparisons_get_one_line_and_exit_2() {
         folder
     };
     let truncated = write("truncated", &json[..json.len() / 2]);
-    let future = write("future", &json.replacen("\"schema_version\": 5", "\"schema_version\": 6", 1));
+    let future = write("future", &json.replacen("\"schema_version\": 6", "\"schema_version\": 7", 1));
     let other = write("other", &json.replacen("\"experiment\": \"sleep\"", "\"experiment\": \"volume\"", 1));
     let not_ours = write("not-ours", "{\"hello\": 1}");
     let missing = dir.path().join("missing");
@@ -244,10 +244,10 @@ fn bad_results_and_comparisons_get_one_line_and_exit_2() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["report", missing.to_str().unwrap()], "does not exist"),
         (vec!["report", truncated.to_str().unwrap()], "is not valid JSON (truncated?)"),
-        (vec!["report", future.to_str().unwrap()], "has schema version 6: it was written by a newer taskmeter than this one (which reads versions 2 to 5); upgrade taskmeter to read it"),
+        (vec!["report", future.to_str().unwrap()], "has schema version 7: it was written by a newer taskmeter than this one (which reads versions 2 to 6); upgrade taskmeter to read it"),
         (vec!["report", not_ours.to_str().unwrap()], "is not a taskmeter record"),
         (vec!["compare", g, missing.to_str().unwrap()], "does not exist"),
-        (vec!["compare", g, future.to_str().unwrap()], "schema version 6"),
+        (vec!["compare", g, future.to_str().unwrap()], "schema version 7"),
         (vec!["compare", g, other.to_str().unwrap()], "the two runs measured different things (experiment sleep -> volume): compare them anyway with --force"),
         (vec!["compare", g, g, "--threshold", "lots"], "is not a percentage"),
         (vec!["compare", g, g, "--metric", "speed"], "unknown metric 'speed'"),
@@ -502,14 +502,14 @@ fn a_run_record_that_does_not_hold_together_is_refused_one_line_per_problem() {
     }
 
     // A record from a newer (or an older) format says which, in one line.
-    let newer = edited_folder(dir.path(), "newer", "run.json", &edited(&|r| r["schema_version"] = 6.into()));
+    let newer = edited_folder(dir.path(), "newer", "run.json", &edited(&|r| r["schema_version"] = 7.into()));
     let older = edited_folder(dir.path(), "older", "run.json", &edited(&|r| r["schema_version"] = 1.into()));
     let newer_line = format!(
-        "{} has schema version 6: it was written by a newer taskmeter than this one (which reads versions 2 to 5); upgrade taskmeter to read it",
+        "{} has schema version 7: it was written by a newer taskmeter than this one (which reads versions 2 to 6); upgrade taskmeter to read it",
         newer.join("run.json").display()
     );
     let older_line = format!(
-        "{} has schema version 1: it is older than this taskmeter reads (versions 2 to 5); read it with the taskmeter that wrote it, or measure again",
+        "{} has schema version 1: it is older than this taskmeter reads (versions 2 to 6); read it with the taskmeter that wrote it, or measure again",
         older.join("run.json").display()
     );
     let (n, o) = (newer.to_str().unwrap(), older.to_str().unwrap());

@@ -58,6 +58,8 @@ struct Facts {
     memlock_limit: Option<u64>,
     /// The real-time runtime of taskmeter's cpu cgroup (v1 `cpu.rt_runtime_us`) and its path.
     cgroup_rt_runtime: Option<(String, i64)>,
+    /// `kernel.sched_rt_runtime_us`: the machine's real-time runtime a period (-1: unlimited).
+    machine_rt_runtime: Option<i64>,
 }
 
 const CAP_IPC_LOCK: u32 = 14;
@@ -146,6 +148,13 @@ fn real_time_refusal(facts: &Facts, error: &str) -> String {
             facts.rtprio_limit.map_or("unknown".into(), |l| l.to_string())
         ));
     }
+    if facts.machine_rt_runtime == Some(0) {
+        missing.push(
+            "the machine has no real-time runtime (kernel.sched_rt_runtime_us 0): grant some (sysctl -w \
+             kernel.sched_rt_runtime_us=950000)"
+                .to_string(),
+        );
+    }
     if let Some((path, 0)) = &facts.cgroup_rt_runtime {
         missing.push(format!(
             "the cpu cgroup {path} has no real-time runtime (cpu.rt_runtime_us 0): grant some (docker run \
@@ -233,6 +242,9 @@ fn facts() -> Facts {
         nice_limit: at_most(limit(libc::RLIMIT_NICE), 40),
         memlock_limit: limit(libc::RLIMIT_MEMLOCK).filter(|l| *l != libc::RLIM_INFINITY),
         cgroup_rt_runtime: cgroup_rt_runtime(),
+        machine_rt_runtime: std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us")
+            .ok()
+            .and_then(|s| s.trim().parse().ok()),
     }
 }
 
@@ -336,9 +348,12 @@ mod tests {
         let why = real_time_refusal(&no_runtime, "Operation not permitted");
         assert!(why.contains("cpu cgroup /ci has no real-time runtime") && why.contains("--cpu-rt-runtime"), "{why}");
         assert!(!why.contains("CAP_SYS_NICE"), "{why}");
-        let neither = Facts { cgroup_rt_runtime: Some(("/ci".into(), 0)), ..plain };
+        let neither = Facts { cgroup_rt_runtime: Some(("/ci".into(), 0)), ..plain.clone() };
         let why = real_time_refusal(&neither, "Operation not permitted");
         assert!(why.contains("--cap-add SYS_NICE") && why.contains("; and the cpu cgroup /ci"), "{why}");
+        let machine = Facts { cap_sys_nice: true, machine_rt_runtime: Some(0), ..plain };
+        let why = real_time_refusal(&machine, "Operation not permitted");
+        assert!(why.ends_with("(sysctl -w kernel.sched_rt_runtime_us=950000)"), "{why}");
         assert!(mlock(&Facts { memlock_limit: Some(8 << 20), ..Default::default() }).detail.contains("8192 KiB"));
         assert!(mlock(&Facts { cap_ipc_lock: true, memlock_limit: Some(8 << 20), ..Default::default() }).granted);
     }

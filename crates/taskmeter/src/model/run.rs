@@ -227,6 +227,10 @@ pub struct WorkerInfo {
     /// a sample): how far the reader fell behind (it never costs a sample, only memory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_backlog_peak_bytes: Option<u64>,
+    /// How long after the worker's exit taskmeter read and folded the rest of its samples, ns
+    /// (long when the reader fell behind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_drain_after_exit_ns: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -312,9 +316,11 @@ pub type Histograms = PerMetric<String>;
 impl Record for RunRecord {
     const SCHEMA: &'static str = "taskmeter.run";
     const FILE: &'static str = "run.json";
-    /// Version 5 added the kernel's counters; version 4 (protocol v3) the basis of the
-    /// statistics, lost samples and cut rows; version 3 repetitions; versions 2 to 4 still read.
-    const VERSIONS: std::ops::RangeInclusive<u32> = 2..=5;
+    /// Version 6 (protocol v4) added the samples units wrote themselves and those left out after
+    /// them, how far the reader fell behind, and the host's privileges; 5 the kernel's counters;
+    /// 4 (protocol v3) the basis of the statistics, lost samples and cut rows; 3 repetitions;
+    /// versions 2 to 5 still read.
+    const VERSIONS: std::ops::RangeInclusive<u32> = 2..=6;
 
     fn header(&self) -> &Header {
         &self.header

@@ -130,8 +130,8 @@ pub struct Spawned {
 }
 
 /// The threads a child needs, started before it: the waiter, its stdout's and stderr's readers,
-/// and a worker's reader of its kernel counters.
-const SPARES: usize = 4;
+/// and a worker's reader of its kernel counters and the thread that folds its samples.
+const SPARES: usize = 5;
 
 impl Spawned {
     /// Starts `command` (its streams as the caller set them) under supervision; refuses to

@@ -5,6 +5,7 @@
 //! protocol on top. Whatever went wrong is a typed [`Failure`], said the same way everywhere.
 
 pub mod child;
+pub mod fold;
 pub mod guard;
 pub mod pipe;
 pub mod samples;

@@ -5,6 +5,7 @@
 //! partial one (the stream was cut after the gate), or a [`Failure`].
 
 use super::child::{Ask, Ended, Limits, Moment, Spawned, Stop};
+use super::fold::{self, Fold};
 use super::samples::{SampleFile, SampleReader};
 use super::{describe, last_line, Failure};
 use crate::machine;
@@ -30,9 +31,7 @@ pub enum Outcome {
     Failed(Failure),
 }
 
-/// Receives the checked samples of each `S` frame as it arrives (on the thread reading the
-/// worker's stdout).
-pub type SampleSink = Box<dyn FnMut(&[SampleView]) + Send>;
+pub use super::fold::SampleSink;
 
 /// What the reader of a worker's stdout found.
 pub struct Stream {
@@ -47,6 +46,8 @@ pub struct Stream {
     /// The most the worker's sample file held unread when the reader looked (bytes): how far
     /// the reader fell behind.
     pub backlog_peak_bytes: u64,
+    /// How long after the worker's exit taskmeter read and folded the rest of its samples.
+    pub drained_after_exit_ns: u64,
 }
 
 #[derive(Debug)]
@@ -62,8 +63,10 @@ pub struct WorkerRun {
     pub stderr: String,
     /// How taskmeter's reader and the worker's writer were scheduled.
     pub harness: Option<String>,
-    /// How far taskmeter's reader fell behind the worker's samples, bytes at most.
+    /// How far taskmeter's reader fell behind the worker's samples, bytes at most, and how long
+    /// after the worker's exit it read the rest.
     pub backlog_peak_bytes: Option<u64>,
+    pub drained_after_exit_ns: Option<u64>,
 }
 
 /// How long a worker may run: its plan's own bound plus a grace for start-up and output.
@@ -115,6 +118,9 @@ pub fn spawn_and_wait(
     let samples =
         SampleFile::create().map_err(|e| Failure::Spawn(format!("could not make the worker's sample file: {e}")))?;
     let samples_fd = samples.raw_fd();
+    // The reader's mapping is made now: a failure is the row's, before any worker runs.
+    let samples =
+        samples.reader().map_err(|e| Failure::Spawn(format!("could not map the worker's sample file: {e}")))?;
     // SAFETY: the closure only makes system calls between fork and exec.
     unsafe { command.pre_exec(move || SampleFile::install_in_child(samples_fd)) };
     if !sched.is_default() {
@@ -150,8 +156,9 @@ pub fn spawn_and_wait(
     let (gate_tx, gate_rx) = mpsc::channel();
     let (frames, plan_copy, units_policy) = (child.stdout(), plan.clone(), sched.policy);
     // taskmeter's descriptor stays open in the reader: the worker has its own copy as fd 3.
-    let samples = samples.reader();
-    let stdout = child.on_spare(move || read_frames(frames, samples, pid, plan_copy, sink, gate_tx, units_policy));
+    let (fold, its_thread) = Fold::new(sink);
+    let folded = child.on_spare(its_thread);
+    let stdout = child.on_spare(move || read_frames(frames, samples, pid, plan_copy, fold, gate_tx, units_policy));
     let (stop_counting, stop_rx) = mpsc::channel();
     let counters = child.on_spare(move || {
         // Above the units, as the reader: at normal weight, one reading of 3,000 busy threads
@@ -193,6 +200,7 @@ pub fn spawn_and_wait(
         }
         tick()
     });
+    let exited = Instant::now();
     drop(stop_counting);
     let (mut counters, counters_sched) =
         counters.join().unwrap_or_else(|_| (Err("the reader of the counters failed".into()), "unknown".into()));
@@ -203,7 +211,11 @@ pub fn spawn_and_wait(
         reader_sched: "unknown".into(),
         writer_sched: "unknown".into(),
         backlog_peak_bytes: 0,
+        drained_after_exit_ns: 0,
     });
+    // The reader has ended, and its fold with it: the fold's thread takes what is left, then ends.
+    let _ = folded.join();
+    let stream = Stream { drained_after_exit_ns: exited.elapsed().as_nanos() as u64, ..stream };
     if let Ok(c) = counters.as_mut() {
         c.wakeups = stream.wakeups_counted;
     }
@@ -225,20 +237,21 @@ pub fn spawn_and_wait(
 /// scheduling taskmeter records as the worker's (so it is not raised; protocol: "The writer").
 pub const WRITER_ON_MAIN: &str = "not raised: it is the worker's main thread";
 
-/// Samples handed on together at most: some fifty frames at 10,000 units, in 44 KiB (their
-/// views stay in the core's first cache between the checker and the fold).
-const SINK_BATCH: usize = 512;
+/// How often the reader looks at the sample file while stdout is quiet: as often as the writer
+/// appends to it (every `flush_ns`), within these bounds; more often would only wake a thread
+/// among the busy units for nothing.
+const SAMPLE_POLL_MS: std::ops::RangeInclusive<u64> = 10..=1000;
 
-/// How often the reader looks at the sample file while stdout is quiet, at most (a writer
-/// flushes every `flush_ns`, 200 ms by default).
-const SAMPLE_POLL_MS: u64 = 50;
+/// Read at once beyond this, the reader has fallen behind the worker: the fold moves to a thread
+/// of its own (a writer's flush of 10,000 units is some 10 MB).
+const BEHIND_BYTES: u64 = 64 << 20;
 
-/// The checker and what its checked samples go to, on the reader's thread.
+/// The checker and where its checked samples go, on the reader's thread.
 struct Delivery {
     checker: Checker,
-    sink: SampleSink,
+    fold: Fold,
     /// Checked samples of consecutive sample frames, handed on together: when the reader
-    /// would wait for more, before any other frame, and every `SINK_BATCH` (one lock of the
+    /// would wait for more, before any other frame, and every `fold::BATCH` (one lock of the
     /// row's statistics a frame, of some ten samples at 10,000 units, was 2 % of taskmeter's
     /// CPU).
     views: Vec<SampleView>,
@@ -252,14 +265,24 @@ struct Delivery {
 impl Delivery {
     fn hand_on(&mut self) {
         if !self.views.is_empty() {
-            (self.sink)(&self.views);
-            self.views.clear();
+            self.fold.take(&mut self.views);
         }
     }
 
-    /// Checks a frame; a frame that broke the protocol counts none of its samples.
+    /// Checks a frame, a sample frame in pieces of at most `fold::BATCH` samples, each handed
+    /// on while it is still in the core's cache; a piece that broke the protocol counts none of
+    /// its samples.
     fn accept(&mut self, frame: &Frame) -> Result<(), OutputError> {
-        if self.views.len() >= SINK_BATCH {
+        match frame {
+            Frame::Samples(chunk) if chunk.len() > fold::BATCH => {
+                chunk.pieces(fold::BATCH).try_for_each(|piece| self.accept_whole(&Frame::Samples(piece)))
+            }
+            _ => self.accept_whole(frame),
+        }
+    }
+
+    fn accept_whole(&mut self, frame: &Frame) -> Result<(), OutputError> {
+        if self.views.len() >= fold::BATCH {
             self.hand_on();
         }
         let before = self.views.len();
@@ -286,8 +309,17 @@ impl Delivery {
     /// Checks every whole frame the sample file holds now. A frame cut by the worker's end is
     /// left unread, as one on stdout would be.
     fn drain(&mut self, file: &mut SampleReader) -> Result<(), OutputError> {
-        self.backlog_peak_bytes = self.backlog_peak_bytes.max(file.behind());
+        let behind = file.behind();
+        self.backlog_peak_bytes = self.backlog_peak_bytes.max(behind);
+        let (start, mut moved) = (file.offset(), behind > BEHIND_BYTES);
         loop {
+            if !moved && file.offset() - start > BEHIND_BYTES {
+                moved = true;
+            }
+            if moved && !self.fold.on_its_thread() {
+                self.hand_on();
+                self.fold.move_to_its_thread();
+            }
             let (kind, payload) = match file.next_frame() {
                 Ok(Some(frame)) => frame,
                 Ok(None) => match file.fill() {
@@ -319,7 +351,10 @@ impl Delivery {
             Err(_) => self.views.truncate(before),
         }
         self.hand_on();
-        let ending = held.map(|()| self.checker.finish());
+        let ending = match self.fold.gone {
+            true => Err(OutputError::Invalid("taskmeter's thread folding the samples ended early".into())),
+            false => held.map(|()| self.checker.finish()),
+        };
         (ending, self.first_samples_ns, self.wakeups_counted, self.backlog_peak_bytes)
     }
 }
@@ -337,7 +372,7 @@ fn read_frames(
     mut samples: SampleReader,
     pid: i32,
     plan: Plan,
-    sink: SampleSink,
+    fold: Fold,
     counters: mpsc::Sender<counters::ReadingTimes>,
     units_policy: Option<Policy>,
 ) -> Stream {
@@ -345,12 +380,12 @@ fn read_frames(
     let reader_sched = machine::sched::run_above_units(unsafe { libc::gettid() }, units_policy);
     let mut writer_sched = "not found: the gate never opened".to_string();
     let (warmup_ns, duration_ns) = (plan.warmup_ns, plan.duration_ns);
-    let poll_ms = (plan.flush_ns / 2_000_000).clamp(1, SAMPLE_POLL_MS) as i32;
+    let poll_ms = (plan.flush_ns / 1_000_000).clamp(*SAMPLE_POLL_MS.start(), *SAMPLE_POLL_MS.end()) as i32;
     // The granularity experiment has no window to count over: its grains are timed apart.
     let has_window = plan.grain.is_none();
     let mut delivery = Delivery {
         checker: Checker::new(plan),
-        sink,
+        fold,
         views: Vec::new(),
         first_samples_ns: None,
         reading_times: None,
@@ -364,18 +399,23 @@ fn read_frames(
         reader_sched: reader_sched.clone(),
         writer_sched,
         backlog_peak_bytes,
+        drained_after_exit_ns: 0,
     };
     let Some(stdout) = stdout else { return stream(delivery.finish(), writer_sched) };
     let waiter = stdout.state();
     let mut reader = FrameReader::new(std::io::BufReader::with_capacity(64 << 10, stdout));
-    let mut gate_read = false;
+    // The sample file is read from the gate on, whenever stdout has nothing to read, and a
+    // last time before the first `U` (or `D`): the worker writes them after its samples. Not
+    // before each of 10,000 `U` frames: two system calls each cost a 10,000-unit run a fifth of
+    // taskmeter's CPU.
+    let (mut gate_read, mut samples_ended) = (false, false);
     let violation = loop {
-        if gate_read {
-            if let Err(e) = delivery.drain(&mut samples) {
-                break Some(e);
-            }
-        }
         if !reader.next_is_buffered() {
+            if gate_read && !samples_ended {
+                if let Err(e) = delivery.drain(&mut samples) {
+                    break Some(e);
+                }
+            }
             delivery.hand_on();
             if !waiter.readable_within(poll_ms) {
                 continue;
@@ -397,11 +437,12 @@ fn read_frames(
             Err(why) => break Some(OutputError::Invalid(why)),
         };
         delivery.hand_on();
-        if gate_read && matches!(frame, Frame::Unit(_) | Frame::View(_) | Frame::Done(_)) {
-            // Written after the samples: they are all in the file now.
+        if gate_read && !samples_ended && matches!(frame, Frame::Unit(_) | Frame::View(_) | Frame::Done(_)) {
+            // Written after the samples (a `V` may come while they still do): read them first.
             if let Err(e) = delivery.drain(&mut samples) {
                 break Some(e);
             }
+            samples_ended = !matches!(frame, Frame::View(_));
         }
         if let Err(e) = delivery.accept(&frame) {
             break Some(e);
@@ -432,7 +473,7 @@ fn read_frames(
     };
     let result = match violation {
         // The end: what the file holds was written before it.
-        None if gate_read => match delivery.drain(&mut samples) {
+        None if gate_read && !samples_ended => match delivery.drain(&mut samples) {
             Ok(()) => delivery.finish(),
             Err(e) => {
                 delivery.hand_on();
@@ -476,6 +517,7 @@ pub fn run_worker(
             stderr: String::new(),
             harness: None,
             backlog_peak_bytes: None,
+            drained_after_exit_ns: None,
         },
         Ok(raw) => {
             let outcome = classify(&raw);
@@ -489,6 +531,7 @@ pub fn run_worker(
                 counters: raw.counters,
                 stderr: raw.stderr,
                 backlog_peak_bytes: Some(raw.stream.backlog_peak_bytes),
+                drained_after_exit_ns: Some(raw.stream.drained_after_exit_ns),
                 harness: Some(raw.harness),
             }
         }

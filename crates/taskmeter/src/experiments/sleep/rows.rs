@@ -108,6 +108,7 @@ fn row_from(of: &RuntimeInfo, plan: Plan, worker: WorkerRun, toolchain: String, 
         stderr: None,
         harness_sched: worker.harness,
         sample_backlog_peak_bytes: worker.backlog_peak_bytes,
+        sample_drain_after_exit_ns: worker.drained_after_exit_ns,
         writer: of.writer.map(str::to_string),
     };
     let (status, delivered, stopped) = match worker.outcome {
