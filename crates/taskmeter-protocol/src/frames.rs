@@ -210,9 +210,10 @@ impl<'a> Chunk<'a> {
     /// The frame in pieces of at most `most` samples, in order (a reader hands samples on in
     /// batches that stay in a core's cache; a writer's frame may hold 2 million).
     pub fn pieces(self, most: usize) -> impl Iterator<Item = Chunk<'a>> {
-        let count = self.bytes.chunks(most.max(1) * SAMPLE_BYTES).count();
-        self.bytes.chunks(most.max(1) * SAMPLE_BYTES).enumerate().map(move |(i, bytes)| Chunk {
-            first: self.first + (i * most.max(1)) as u64,
+        let most = most.max(1);
+        let count = self.len().div_ceil(most);
+        self.bytes.chunks(most * SAMPLE_BYTES).enumerate().map(move |(i, bytes)| Chunk {
+            first: self.first + (i * most) as u64,
             ends_frame: self.ends_frame && i + 1 == count,
             bytes,
             ..self

@@ -472,6 +472,27 @@ mod live_tests {
         }
     }
 
+    /// A measured sample that followed its unit's own write of its ring is counted and left out
+    /// of every statistic; one in the warm-up is a warm-up sample.
+    #[test]
+    fn samples_after_a_units_own_write_are_counted_and_left_out() {
+        let lateness = [10_000, 999_000, 20_000, 30_000, 888_000, 40_000];
+        let after = [false, true, false, false, true, false];
+        let mut views: Vec<SampleView> =
+            lateness.iter().zip(after).map(|(l, a)| SampleView { after_flush: a, ..late(*l) }).collect();
+        views.push(SampleView { after_flush: true, measured: false, ..late(777_000) });
+        let mut row = RowStats::new(1, u64::MAX, true);
+        row.add(&views);
+        let done = row.finish();
+        assert_eq!((done.counts.measured, done.counts.left_out, done.counts.warmup), (4, 2, 1));
+        let lateness = &done.statistics.lateness;
+        assert_eq!(
+            (lateness.count, lateness.max, lateness.mean),
+            (4, Some(40_000), Some(25_000.0)),
+            "the four others only"
+        );
+    }
+
     #[test]
     fn the_live_line_ends_where_the_table_starts() {
         // Early wake-ups, the exact range, and values past 262 us where 5 digits apply.

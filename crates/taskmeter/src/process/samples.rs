@@ -180,14 +180,10 @@ impl SampleReader {
         self.offset
     }
 
-    /// Bytes in the file not read yet (what the worker has written ahead of the reader).
+    /// Bytes of the file not read yet when it was last looked at (`fill`): how far the worker
+    /// has written ahead of the reader.
     pub fn behind(&self) -> u64 {
-        self.file.metadata().map_or(0, |m| m.len().saturating_sub(self.offset))
-    }
-
-    /// Whether a frame was begun but not whole when the file was last looked at.
-    pub fn holds_part(&self) -> bool {
-        self.size > self.offset
+        self.size.saturating_sub(self.offset)
     }
 }
 
@@ -222,10 +218,9 @@ mod tests {
         // A frame written in two pieces is read only once whole.
         writer.write_all(&bytes[..20]).unwrap();
         assert_eq!(kinds(&mut reader), [] as [u8; 0]);
-        assert!(reader.holds_part());
+        assert_eq!(reader.behind(), 20, "a frame begun, not whole");
         writer.write_all(&bytes[20..]).unwrap();
         assert_eq!(kinds(&mut reader), [b'S', b'E']);
-        assert!(!reader.holds_part());
         assert_eq!(reader.behind(), 0);
     }
 

@@ -309,6 +309,7 @@ impl Delivery {
     /// Checks every whole frame the sample file holds now. A frame cut by the worker's end is
     /// left unread, as one on stdout would be.
     fn drain(&mut self, file: &mut SampleReader) -> Result<(), OutputError> {
+        file.fill().map_err(|e| OutputError::Invalid(format!("cannot read the sample file: {e}")))?;
         let behind = file.behind();
         self.backlog_peak_bytes = self.backlog_peak_bytes.max(behind);
         let (start, mut moved) = (file.offset(), behind > BEHIND_BYTES);
