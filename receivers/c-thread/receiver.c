@@ -131,9 +131,19 @@ static void put_u32(unsigned char *at, uint32_t n) {
     for (int i = 0; i < 4; i++) at[i] = (unsigned char)(n >> (8 * i));
 }
 
-/* Judges a whole hello, in the reference's order (magic, index, token, already joined: a wrong
- * token never learns whether its index has joined). NULL when the sender joins, its index in
- * *index; else the verdict to send, and why. */
+/* Whether a hello's token is `expected`, in a time that does not depend on where they differ
+ * (as every receiver compares: memcmp stops at the first difference, which would tell a stranger
+ * by its timing how much of a token it has right). Every byte is read; the volatile accumulator
+ * keeps the compiler from ending the loop early. */
+static int same_token(const unsigned char *token, const unsigned char *expected) {
+    volatile unsigned char differ = 0;
+    for (int i = 0; i < 32; i++) differ |= token[i] ^ expected[i];
+    return differ == 0;
+}
+
+/* Judges a whole hello, in the reference's order (magic, index, token in constant time, already
+ * joined: a wrong token never learns whether its index has joined). NULL when the sender joins,
+ * its index in *index; else the verdict to send, and why. */
 static const char *judge(const unsigned char *hello, uint32_t *index, char *why, size_t room) {
     uint32_t i = get_u32(hello + 8);
     const char *verdict = NULL;
@@ -145,7 +155,7 @@ static const char *judge(const unsigned char *hello, uint32_t *index, char *why,
     if (i >= (uint32_t)gate.connections) {
         snprintf(why, room, "sender %u is not of this point", i);
         verdict = "TMNET2DU";
-    } else if (memcmp(hello + 12, gate.tokens[i], 32) != 0) {
+    } else if (!same_token(hello + 12, gate.tokens[i])) {
         snprintf(why, room, "wrong token for sender %u", i);
         verdict = "TMNET2NO";
     } else if (gate.joined[i]) {

@@ -10,7 +10,9 @@
 //!   `deviation_min`, `deviation_max`); every field but `count` is absent when there are no values.
 //! - Intervals: [`t_interval`] (Student's t over repetitions), [`normal_interval`] (one
 //!   repetition's samples taken as independent), [`ratio_interval`] (first-order propagation).
-//! - Tests: [`welch_p`] (repetitions), [`mann_whitney_counts`] (distributions).
+//! - Tests: [`student_p`] and [`welch_p`] (two sets of runs), [`prediction_p`] (one run against a set),
+//!   [`mann_whitney_counts`] (distributions); [`holm`] adjusts a family of p-values so that the
+//!   chance of any false rejection among them is at most alpha.
 
 pub mod format;
 
@@ -184,6 +186,57 @@ pub fn welch_p(a: &[f64], b: &[f64]) -> Option<f64> {
     let df = (va + vb).powi(2) / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
     let tail = StudentsT::new(0.0, 1.0, df).expect("df > 0").cdf(-t.abs());
     Some((2.0 * tail).min(1.0))
+}
+
+/// Two-sided p-value of Student's t-test between two sets of values with a pooled variance,
+/// n_a + n_b - 2 degrees of freedom: with equal counts it keeps its level when the variances
+/// differ (Welch's degrees of freedom, with 3 a side, can fall to 2 where these are 4). None
+/// when either has fewer than two values or both have no variance.
+pub fn student_p(a: &[f64], b: &[f64]) -> Option<f64> {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    let (sa, sb) = (float_sample_std(a)?, float_sample_std(b)?);
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let pooled = ((na - 1.0) * sa * sa + (nb - 1.0) * sb * sb) / (na + nb - 2.0);
+    if pooled == 0.0 {
+        return None;
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let t = (mean(a) - mean(b)) / (pooled * (1.0 / na + 1.0 / nb)).sqrt();
+    let tail = StudentsT::new(0.0, 1.0, na + nb - 2.0).expect("df > 0").cdf(-t.abs());
+    Some((2.0 * tail).min(1.0))
+}
+
+/// Two-sided p-value of one new value `x` against `values` (n >= 2) drawn from the same normal
+/// distribution: `t = (x - mean) / (s · sqrt(1 + 1/n))`, n - 1 degrees of freedom (the
+/// prediction interval's test). None for fewer than two values or none of variance.
+pub fn prediction_p(values: &[f64], x: f64) -> Option<f64> {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    let s = float_sample_std(values)?;
+    if s == 0.0 {
+        return None;
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let t = (x - mean) / (s * (1.0 + 1.0 / n).sqrt());
+    let tail = StudentsT::new(0.0, 1.0, n - 1.0).expect("df > 0").cdf(-t.abs());
+    Some((2.0 * tail).min(1.0))
+}
+
+/// Holm's step-down adjustment of a family of p-values (Holm 1979), in their order: the k-th
+/// smallest becomes `max over j <= k of min(1, (m - j + 1) · p_(j))`. Rejecting every hypothesis
+/// whose adjusted p is below alpha keeps the chance of one or more false rejections at most
+/// alpha, whatever the dependence between the tests.
+pub fn holm(p_values: &[f64]) -> Vec<f64> {
+    let m = p_values.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|a, b| p_values[*a].total_cmp(&p_values[*b]));
+    let mut adjusted = vec![0.0; m];
+    let mut running = 0.0_f64;
+    for (rank, index) in order.into_iter().enumerate() {
+        running = running.max(((m - rank) as f64 * p_values[index]).min(1.0));
+        adjusted[index] = running;
+    }
+    adjusted
 }
 
 /// Sample standard deviation (n - 1) of floats; None for fewer than two.
@@ -582,6 +635,41 @@ mod tests {
         assert!((welch_p(&[1.0, 2.0, 3.0], &[1.0, 2.0, 3.0]).unwrap() - 1.0).abs() < 1e-12);
         assert_eq!(welch_p(&[1.0], &[2.0, 3.0]), None);
         assert_eq!(welch_p(&[2.0, 2.0], &[2.0, 2.0]), None);
+    }
+
+    #[test]
+    fn student_matches_a_hand_computed_case() {
+        // a = 1 2 3 (var 1), b = 4 5 9 (var 7): pooled var 4, t = -4 / sqrt(4 x 2/3) = -2.4495,
+        // df 4; p = 2 P(T4 < -2.4495) = 0.070484 (numerical integration of the t density).
+        let p = student_p(&[1.0, 2.0, 3.0], &[4.0, 5.0, 9.0]).unwrap();
+        assert!((p - 0.070484).abs() < 1e-5, "p = {p}");
+        assert_eq!(student_p(&[1.0], &[2.0, 3.0]), None);
+        assert_eq!(student_p(&[2.0, 2.0], &[3.0, 3.0]), None);
+    }
+
+    #[test]
+    fn prediction_matches_a_hand_computed_case() {
+        // values 1 2 3 (mean 2, s 1), x = 6: t = 4 / sqrt(4/3) = 3.4641, df 2;
+        // p = 2 P(T2 < -3.4641) = 0.074180 (scipy: 2 * t.sf(3.4641016, 2)).
+        let p = prediction_p(&[1.0, 2.0, 3.0], 6.0).unwrap();
+        assert!((p - 0.074180).abs() < 1e-5, "p = {p}");
+        assert!((prediction_p(&[1.0, 2.0, 3.0], 2.0).unwrap() - 1.0).abs() < 1e-12);
+        assert_eq!(prediction_p(&[1.0], 2.0), None);
+        assert_eq!(prediction_p(&[2.0, 2.0], 3.0), None);
+    }
+
+    #[test]
+    fn holm_matches_a_hand_computed_case() {
+        // m = 4, sorted 0.01 0.02 0.03 0.5: 4 x 0.01 = 0.04, 3 x 0.02 = 0.06, 2 x 0.03 = 0.06,
+        // 1 x 0.5 = 0.5 (R: p.adjust(c(0.03, 0.01, 0.5, 0.02), "holm") = 0.06 0.04 0.50 0.06).
+        let adjusted = holm(&[0.03, 0.01, 0.5, 0.02]);
+        let expected = [0.06, 0.04, 0.5, 0.06];
+        for (a, e) in adjusted.iter().zip(expected) {
+            assert!((a - e).abs() < 1e-12, "{adjusted:?}");
+        }
+        // Monotone and capped at 1: 3 x 0.4 = 1.2 -> 1, then max(1, 2 x 0.45) = 1.
+        assert_eq!(holm(&[0.4, 0.45, 0.9]), vec![1.0, 1.0, 1.0]);
+        assert!(holm(&[]).is_empty());
     }
 
     #[test]

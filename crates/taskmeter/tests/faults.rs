@@ -298,19 +298,8 @@ fn a_signal_stops_every_command_that_starts_processes() {
     receiver.wait_for_stderr("waiting for");
     let cookie = receiver.cookie();
     let send = Background::start(
-        &[
-            "net",
-            "send",
-            "--to",
-            &format!("127.0.0.1:{port}"),
-            "--cookie",
-            &cookie,
-            "--senders",
-            "1",
-            "--messages",
-            "100000000",
-        ],
-        &[],
+        &["net", "send", "--to", &format!("127.0.0.1:{port}"), "--senders", "1", "--messages", "100000000"],
+        &[("TASKMETER_NET_COOKIE", Path::new(&cookie))],
     );
     std::thread::sleep(Duration::from_millis(1500));
     send.signal(libc::SIGTERM);

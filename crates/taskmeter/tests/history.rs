@@ -283,9 +283,9 @@ fn compare_judges_labels_and_machines_as_compare_does() {
         (Some("a"), Some("b"), Some("regressed"))
     );
     assert_eq!(
-        (line["old_runs"].as_u64(), line["new_runs"].as_u64()),
-        (Some(12), Some(12)),
-        "every repetition is a run"
+        (line["old_invocations"].as_u64(), line["old_repetitions"].as_u64(), line["level"].as_str()),
+        (Some(4), Some(12), Some("invocations")),
+        "a run is one invocation, its 3 repetitions averaged"
     );
     // Two runs: one repetition set a side, judged the same way.
     let output = ok(with_history(&history, &["history", "compare", "1", "2"]));
@@ -352,4 +352,104 @@ fn compare_refuses_different_workloads_as_compare_does() {
     let out = stdout(&forced);
     assert!(out.contains("differs (knob, run 1 -> run 2): settings.sched.timer_slack_ns (none) -> 1000"), "{out}");
     assert!(out.contains("inconclusive"), "one run a side: {out}");
+}
+
+/// One notion of a run: repetitions share their invocation's offset (its machine state), so
+/// `compare` of results folders and `history compare` of the same runs give the same line: the
+/// invocations' means judged, not 12 repetitions taken as independent (which would call the
+/// offsets a change). An interrupted run is left out by both, and said.
+#[test]
+fn compare_and_history_compare_nest_repetitions_in_their_invocation() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("h.sqlite");
+    let template = dir.path().join("template");
+    ok(with_history(
+        &history,
+        &[
+            "run",
+            "--runtimes",
+            "thread",
+            "--duration",
+            "100ms",
+            "--warmup",
+            "0",
+            "--repeat",
+            "3",
+            "--no-history",
+            "-o",
+            template.to_str().unwrap(),
+        ],
+    ));
+    let record = common::run_json(&template);
+    // Each side 4 invocations; the invocation offsets spread them by ±6 %, the repetitions by
+    // ±0.1 %: the new side's mean is 7 % higher, inside the invocations' spread.
+    let offsets = [[1.06, 0.94, 1.04, 0.96], [1.13, 1.01, 1.11, 1.03]];
+    for (side, label) in ["old", "new"].iter().enumerate().map(|(i, l)| (i, *l)) {
+        for (i, offset) in offsets[side].iter().enumerate() {
+            let mut r = record.clone();
+            r["label"] = label.into();
+            r["started_at"] = format!("2026-11-2{}T10:0{i}:00Z", side + 1).into();
+            for row in r["rows"].as_array_mut().unwrap() {
+                let rep = row["repetition"].as_f64().unwrap();
+                row["statistics"]["lateness"]["p50"] =
+                    ((50_000.0 * offset * (1.0 + (rep - 2.0) * 0.001)) as i64).into();
+            }
+            let folder = dir.path().join(label).join(format!("run-{i}"));
+            std::fs::create_dir_all(&folder).unwrap();
+            std::fs::write(folder.join("run.json"), serde_json::to_string_pretty(&r).unwrap()).unwrap();
+        }
+    }
+    // An interrupted run on the new side, far off: left out, or it would be a change.
+    let mut interrupted = record.clone();
+    interrupted["label"] = "new".into();
+    interrupted["complete"] = false.into();
+    interrupted["started_at"] = "2026-11-22T11:00:00Z".into();
+    for row in interrupted["rows"].as_array_mut().unwrap() {
+        row["statistics"]["lateness"]["p50"] = 500_000.into();
+    }
+    let folder = dir.path().join("new").join("run-9");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("run.json"), serde_json::to_string_pretty(&interrupted).unwrap()).unwrap();
+
+    let (old, new) = (dir.path().join("old"), dir.path().join("new"));
+    let folders =
+        ok(with_history(&history, &["compare", old.to_str().unwrap(), new.to_str().unwrap(), "--format", "json"]));
+    let folders: Value = serde_json::from_str(&stdout(&folders)).unwrap();
+    let line = &folders["lines"][0];
+    assert_eq!(
+        (
+            line["verdict"].as_str(),
+            line["level"].as_str(),
+            line["old_invocations"].as_u64(),
+            line["new_invocations"].as_u64()
+        ),
+        (Some("no_change"), Some("invocations"), Some(4), Some(4)),
+        "{line}"
+    );
+    // Welch on the means (1.06 0.94 1.04 0.96) x 50 µs against (1.13 1.01 1.11 1.03) x 50 µs:
+    // t = 0.07 / sqrt(2 x 0.0034667 / 4) = 1.6813, df 6, p = 0.1437 (numerical integration).
+    let p = line["p_value"].as_f64().unwrap();
+    assert!((p - 0.1437).abs() < 5e-4, "{line}");
+    assert_eq!(folders["left_out"]["incomplete_runs"].as_array().unwrap().len(), 1, "{folders}");
+
+    let mut imported = vec!["history", "import"];
+    let all: Vec<String> = ["old", "new"]
+        .iter()
+        .flat_map(|l| std::fs::read_dir(dir.path().join(l)).unwrap().map(|e| e.unwrap().path().display().to_string()))
+        .collect();
+    imported.extend(all.iter().map(String::as_str));
+    ok(with_history(&history, &imported));
+    let stored = ok(with_history(&history, &["history", "compare", "--by", "label", "old", "new", "--format", "json"]));
+    let stored: Value = serde_json::from_str(&stdout(&stored)).unwrap();
+    let same = &stored["lines"][0];
+    assert_eq!((same["verdict"].as_str(), same["level"].as_str()), (Some("no_change"), Some("invocations")), "{same}");
+    assert!((same["p_value"].as_f64().unwrap() - p).abs() < 1e-9, "the same p from the store: {same}");
+    assert_eq!(stored["left_out"]["incomplete_runs"].as_array().unwrap().len(), 1, "{stored}");
+    // With the interrupted run, both see its offset.
+    let all_runs = ok(with_history(
+        &history,
+        &["history", "compare", "--by", "label", "old", "new", "--include-incomplete", "--format", "json"],
+    ));
+    let all_runs: Value = serde_json::from_str(&stdout(&all_runs)).unwrap();
+    assert_eq!(all_runs["lines"][0]["new_invocations"], 5, "{all_runs}");
 }

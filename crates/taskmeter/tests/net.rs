@@ -201,6 +201,16 @@ fn send(port: u16, credentials: &[&str], load: &[&str]) -> std::process::Output 
         .unwrap()
 }
 
+/// `net send` with the session cookie in its environment (never on its command line).
+fn send_with_cookie(port: u16, cookie: &str, load: &[&str]) -> std::process::Output {
+    taskmeter()
+        .args(["net", "send", "--to", &format!("127.0.0.1:{port}")])
+        .env("TASKMETER_NET_COOKIE", cookie)
+        .args(load)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn serve_and_send_on_two_sides() {
     let port = free_port();
@@ -209,7 +219,7 @@ fn serve_and_send_on_two_sides() {
         &[],
     );
     // The senders wait for the receiver to listen, at each point.
-    let sent = send(port, &["--cookie", &serve.cookie()], &["--senders", "1,2", "--messages", "50"]);
+    let sent = send_with_cookie(port, &serve.cookie(), &["--senders", "1,2", "--messages", "50"]);
     assert!(sent.status.success(), "{}{}", stdout(&sent), stderr(&sent));
     let text = stdout(&sent);
     assert!(
@@ -288,7 +298,7 @@ fn strangers_never_join_and_every_message_of_the_senders_is_acknowledged() {
         serve.wait_for_stderr("waiting for 2 sender(s)");
         let strays = strangers(port, crowd);
         std::thread::sleep(Duration::from_millis(300)); // the strays first
-        let sent = send(port, &["--cookie", &cookie], &["--senders", "2", "--messages", "20000"]);
+        let sent = send_with_cookie(port, &cookie, &["--senders", "2", "--messages", "20000"]);
         assert!(sent.status.success(), "{receiver}: {}{}", stdout(&sent), stderr(&sent));
         assert!(stdout(&sent).contains("20000 of 20000 messages acknowledged"), "{receiver}: {}", stdout(&sent));
         strays.join().unwrap();
@@ -313,7 +323,7 @@ fn a_connection_during_a_point_never_joins_and_the_point_is_measured_in_full() {
     let cookie = serve.cookie();
     serve.wait_for_stderr("waiting for 2 sender(s)");
     let sender =
-        std::thread::spawn(move || send(port, &["--cookie", &cookie], &["--senders", "2", "--messages", "300000"]));
+        std::thread::spawn(move || send_with_cookie(port, &cookie, &["--senders", "2", "--messages", "300000"]));
     std::thread::sleep(Duration::from_millis(500));
     // Refused by the kernel once every sender has joined (the receiver stopped listening), or
     // by the handshake before: either way it is closed, never served.
@@ -341,6 +351,9 @@ fn a_sender_with_the_wrong_key_or_cookie_and_a_port_that_is_not_a_receiver_get_o
     let (key, other) = (dir.path().join("key"), dir.path().join("other"));
     std::fs::write(&key, [7u8; 32]).unwrap();
     std::fs::write(&other, [8u8; 32]).unwrap();
+    let (cookie, bad_cookie) = (dir.path().join("cookie"), dir.path().join("bad-cookie"));
+    std::fs::write(&cookie, "0123456789abcdef0123456789abcdef\n").unwrap();
+    std::fs::write(&bad_cookie, "xyz\n").unwrap();
     let port = free_port();
     let serve = start_serve(
         &[
@@ -360,9 +373,7 @@ fn a_sender_with_the_wrong_key_or_cookie_and_a_port_that_is_not_a_receiver_get_o
     serve.wait_for_stderr("waiting for 1 sender(s)");
     assert!(serve.stderr().contains("a key is required"));
     let load = ["--senders", "1", "--messages", "100"];
-    for credentials in
-        [vec!["--key-file", other.to_str().unwrap()], vec!["--cookie", "0123456789abcdef0123456789abcdef"]]
-    {
+    for credentials in [vec!["--key-file", other.to_str().unwrap()], vec!["--cookie-file", cookie.to_str().unwrap()]] {
         let refused = send(port, &credentials, &load);
         assert_eq!(refused.status.code(), Some(1), "{credentials:?}");
         assert!(
@@ -398,17 +409,18 @@ fn a_sender_with_the_wrong_key_or_cookie_and_a_port_that_is_not_a_receiver_get_o
             }
         });
         let started = Instant::now();
-        let output = send(port, &["--cookie", "0123456789abcdef0123456789abcdef"], &load);
+        let output = send(port, &["--cookie-file", cookie.to_str().unwrap()], &load);
         assert_eq!(output.status.code(), Some(1));
         assert!(stdout(&output).contains(expected), "{}", stdout(&output));
         assert!(started.elapsed() < Duration::from_secs(60), "bounded");
     }
     assert_refused(&[
         (
-            vec!["net", "send", "--to", "127.0.0.1:1", "--cookie", "xyz"],
-            "--cookie 'xyz' is not the 32 hexadecimal digits",
+            vec!["net", "send", "--to", "127.0.0.1:1", "--cookie-file", bad_cookie.to_str().unwrap()],
+            "is not the 32 hexadecimal digits `net serve` prints: it holds characters other than hexadecimal digits",
         ),
-        (vec!["net", "send", "--to", "127.0.0.1:1"], "--cookie"),
+        (vec!["net", "send", "--to", "127.0.0.1:1", "--cookie", "xyz"], "takes no session cookie on its command line"),
+        (vec!["net", "send", "--to", "127.0.0.1:1"], "--cookie-file FILE"),
         (vec!["net", "serve", "--key-file", "/nonexistent/key"], "cannot read the key file /nonexistent/key"),
     ]);
 }
@@ -549,7 +561,15 @@ fn repetitions_give_each_point_an_interval() {
         assert!(t["value"].as_f64().unwrap() > 0.0 && t["half_width"].as_f64().unwrap() >= 0.0, "{s}");
         assert_eq!(t["degrees_of_freedom"], 2.0);
     }
-    // The 1-sender ratio of the means is 1, its interval from the repetitions.
-    assert_eq!(summaries[0]["ratio"]["value"], 1.0);
-    assert!(stdout(&output).contains("95 % Student-t interval over the repetitions"), "{}", stdout(&output));
+    // The 1-sender ratio is 1 by definition, the reference: no interval (no width, null degrees
+    // of freedom). The 2-sender ratio has one, from both means' repetitions.
+    let reference = &summaries[0]["ratio"];
+    assert_eq!(reference["value"], 1.0);
+    assert_eq!((reference["half_width"].as_f64(), reference["standard_error"].as_f64()), (Some(0.0), Some(0.0)));
+    assert_eq!(reference["degrees_of_freedom"], serde_json::Value::Null);
+    assert_eq!(summaries[1]["ratio"]["degrees_of_freedom"], 2.0);
+    assert!(summaries[1]["ratio"]["half_width"].as_f64().unwrap() > 0.0, "{}", summaries[1]);
+    let text = stdout(&output);
+    assert!(text.contains("95 % Student-t interval over the repetitions"), "{text}");
+    assert!(text.contains("1 (reference)") && !text.contains("1.00 ±"), "{text}");
 }

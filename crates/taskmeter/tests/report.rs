@@ -300,7 +300,8 @@ fn repetitions_are_interleaved_workers_and_give_intervals_between_them() {
     // compare tests repetitions against repetitions; against itself nothing changes.
     let f = folder.to_str().unwrap();
     let same = run_compare(&["compare", f, f]);
-    assert!(same.contains("3 vs 3") && same.contains("no change") && same.contains("0 regressed"), "{same}");
+    assert!(same.contains("1×3 vs 1×3") && same.contains("no change") && same.contains("0 regressed"), "{same}");
+    assert!(same.contains("its repetitions were the runs"), "one invocation a side is said: {same}");
 }
 
 fn run_compare(args: &[&str]) -> String {
@@ -602,8 +603,8 @@ fn compare_needs_runs_to_judge_refuses_another_workload_and_speaks_json() {
     let once = run(&["compare", a, b]);
     assert_eq!(once.status.code(), Some(0), "{}", stderr(&once));
     let table = stdout(&once);
-    assert!(table.contains("1 vs 1") && table.lines().any(|l| l.ends_with("inconclusive")), "{table}");
-    assert!(table.contains("run both with --repeat 3"), "{table}");
+    assert!(table.contains("1×1 vs 1×1") && table.lines().any(|l| l.ends_with("inconclusive")), "{table}");
+    assert!(table.contains("a verdict needs a measure of the noise: 2 or more results folders a side"), "{table}");
     // Another busy work is another measurement: refused, unless forced.
     assert_refused(&[(vec!["compare", a, c], "measured different things (settings.busy.iters 1000 -> 1300)")]);
     let forced = run(&["compare", a, c, "--force"]);
@@ -614,13 +615,18 @@ fn compare_needs_runs_to_judge_refuses_another_workload_and_speaks_json() {
     let value: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON and nothing else");
     assert_eq!(
         (value["schema"].as_str(), value["schema_version"].as_u64(), value["kind"].as_str()),
-        (Some("taskmeter.compare"), Some(1), Some("run"))
+        (Some("taskmeter.compare"), Some(2), Some("run"))
     );
     let line = &value["lines"][0];
     assert_eq!(line["subject"]["runtime"], "thread");
     assert_eq!(
-        (line["verdict"].as_str(), line["old_runs"].as_u64(), line["p_value"].is_null()),
-        (Some("inconclusive"), Some(1), true)
+        (
+            line["verdict"].as_str(),
+            line["old_invocations"].as_u64(),
+            line["p_value"].is_null(),
+            line["p_adjusted"].is_null()
+        ),
+        (Some("inconclusive"), Some(1), true, true)
     );
     assert_eq!(value["counts"]["inconclusive"], 1);
 }
@@ -650,7 +656,7 @@ fn compare_judges_net_granularity_and_bench_between_runs() {
     assert!(net.status.code().is_some_and(|c| c <= 1), "{}", stderr(&net));
     let table = stdout(&net);
     assert_eq!(
-        table.lines().filter(|l| l.starts_with("thread ") && l.contains("msg/s") && l.contains("2 vs 2")).count(),
+        table.lines().filter(|l| l.starts_with("thread ") && l.contains("msg/s") && l.contains("1×2 vs 1×2")).count(),
         2,
         "{table}"
     );
@@ -710,7 +716,10 @@ fn compare_judges_net_granularity_and_bench_between_runs() {
     let bench = run(&["compare", path("bench-a").to_str().unwrap(), path("bench-b").to_str().unwrap()]);
     let table = stdout(&bench);
     assert!(bench.status.code().is_some_and(|c| c <= 1), "{}", stderr(&bench));
-    assert!(table.lines().any(|l| l.starts_with("nap ") && l.contains("mean gap") && l.contains("2 vs 2")), "{table}");
+    assert!(
+        table.lines().any(|l| l.starts_with("nap ") && l.contains("mean gap") && l.contains("2×1 vs 2×1")),
+        "{table}"
+    );
     assert!(table.contains("2 results folders"), "{table}");
 }
 

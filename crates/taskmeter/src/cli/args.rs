@@ -147,13 +147,18 @@ pub(super) enum Command {
         /// Noise threshold in percent: smaller changes are never a verdict
         #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = percent)]
         threshold: f64,
-        /// Significance level of Welch's t-test between runs
+        /// The chance, for the whole comparison, of a verdict where nothing changed (Holm's
+        /// adjustment over its lines)
         #[arg(long, default_value_t = 0.05, value_parser = probability)]
         alpha: f64,
         /// Compare even when the two measured different things (another busy work, sleep,
         /// duration, units...)
         #[arg(long)]
         force: bool,
+        /// Judge interrupted runs and repetitions that are not whole (partial, interrupted,
+        /// failed) too; by default they are left out and counted
+        #[arg(long)]
+        include_incomplete: bool,
         /// `table` (default) or `json` (schema taskmeter.compare, see docs/statistics.md)
         #[arg(long, value_enum, default_value = "table")]
         format: TextFormat,
@@ -265,10 +270,18 @@ pub(super) enum NetAction {
         /// The receiver's address and port
         #[arg(long, value_name = "ADDR")]
         to: std::net::SocketAddr,
-        /// The session cookie `net serve` printed
-        #[arg(long, required_unless_present = "key_file", conflicts_with = "key_file")]
+        /// The session cookie `net serve` printed, from a file: its first line (make it
+        /// readable by you alone: `umask 077; echo COOKIE > FILE`)
+        ///
+        /// Or in the environment variable TASKMETER_NET_COOKIE, or `--cookie -`. Never on the
+        /// command line, where `ps` shows it to every user.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["key_file", "cookie"])]
+        cookie_file: Option<PathBuf>,
+        /// `-`: read the session cookie from standard input (one line); a cookie given here is
+        /// refused, as `ps` would show it
+        #[arg(long, value_name = "-", conflicts_with = "key_file")]
         cookie: Option<String>,
-        /// The key file `net serve` was given
+        /// The key file `net serve` was given (instead of a session cookie)
         #[arg(long, value_name = "FILE")]
         key_file: Option<PathBuf>,
         #[command(flatten)]
@@ -898,8 +911,9 @@ pub(super) enum HistoryAction {
         of: Selection,
         #[command(flatten)]
         rule: RuleArgs,
-        /// Shuffles of the permutation test
-        #[arg(long, default_value_t = 199, value_parser = clap::value_parser!(u32).range(19..=100_000))]
+        /// Shuffles of each permutation test at most (a test stops early once 20 shuffles
+        /// reached its statistic)
+        #[arg(long, default_value_t = 999, value_parser = clap::value_parser!(u32).range(19..=100_000))]
         permutations: u32,
         /// The fewest runs on each side of a change
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(2..=1000))]
@@ -944,6 +958,10 @@ pub(super) struct Selection {
     pub(super) filter: FilterArgs,
     #[command(flatten)]
     pub(super) what: What,
+    /// Use interrupted runs and repetitions that are not ok (partial, interrupted, failed) too;
+    /// by default they are left out and counted
+    #[arg(long)]
+    pub(super) include_incomplete: bool,
 }
 
 /// When a change is a verdict (`history compare` and `check`).
@@ -952,8 +970,8 @@ pub(super) struct RuleArgs {
     /// Noise threshold in percent: a smaller change is never a verdict
     #[arg(long, default_value = "5%", value_parser = percent)]
     pub(super) threshold: f64,
-    /// Significance level: of Welch's t-test between runs (compare), of the permutation test
-    /// (check)
+    /// The chance, for the whole comparison or check, of a verdict where nothing changed
+    /// (Holm's adjustment over its lines or series)
     #[arg(long, default_value_t = 0.05, value_parser = probability)]
     pub(super) alpha: f64,
 }

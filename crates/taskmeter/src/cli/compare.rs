@@ -11,13 +11,13 @@
 
 use super::CliError;
 use crate::analysis::cells::cells;
-use crate::analysis::compare::{judge, Judgement, Rule, Verdict, METHOD};
+use crate::analysis::compare::{decide, judge, Judgement, Level, Rule, Verdict, METHOD};
 use crate::analysis::differences::{self, Difference, Kind};
 use crate::model::any::AnyRecord;
 use crate::model::consistency::load_checked;
 use crate::model::granularity::Metg;
 use crate::model::header::record_file;
-use crate::model::run::{Metric, Row, METRICS};
+use crate::model::run::{Metric, Row, RowStatus, METRICS};
 use crate::report::format::format_ns;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -32,13 +32,74 @@ pub struct CompareOptions {
     pub rule: Rule,
     /// Compare even when the workloads differ.
     pub force: bool,
+    /// Judge interrupted runs and rows that are not whole (partial, interrupted) too.
+    pub include_incomplete: bool,
     pub json: bool,
 }
 
-/// One side: its records, each from a results folder.
+/// One side: its records, each from a results folder (one invocation of taskmeter).
 struct Side {
     path: PathBuf,
     records: Vec<(PathBuf, AnyRecord)>,
+}
+
+/// What a comparison left out of its judgement, and why.
+#[derive(Default, Serialize)]
+struct LeftOut {
+    /// Results folders whose run was interrupted (`complete` false).
+    incomplete_runs: Vec<String>,
+    /// Repetitions (rows, points) whose status is not ok, by status.
+    repetitions: BTreeMap<String, usize>,
+}
+
+impl LeftOut {
+    fn is_empty(&self) -> bool {
+        self.incomplete_runs.is_empty() && self.repetitions.is_empty()
+    }
+
+    fn said(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.incomplete_runs.is_empty() {
+            parts.push(format!(
+                "{} interrupted run(s) ({})",
+                self.incomplete_runs.len(),
+                self.incomplete_runs.join(", ")
+            ));
+        }
+        for (status, n) in &self.repetitions {
+            parts.push(format!("{n} {status} repetition(s)"));
+        }
+        format!(
+            "left out: {} (only whole measurements are judged; --include-incomplete judges them too)",
+            parts.join(", ")
+        )
+    }
+}
+
+/// The side with its whole runs only (all with `include`), the others noted.
+fn whole_runs(side: Side, include: bool, left_out: &mut LeftOut) -> Result<Side, CliError> {
+    let total = side.records.len();
+    let (kept, interrupted): (Vec<_>, Vec<_>) =
+        side.records.into_iter().partition(|(_, record)| include || crate::report::page::of(record).header().complete);
+    left_out.incomplete_runs.extend(interrupted.iter().map(|(path, _)| path.display().to_string()));
+    if kept.is_empty() {
+        return Err(format!(
+            "{}: its {} run(s) were interrupted, and only whole runs are judged (--include-incomplete judges them too)",
+            side.path.display(),
+            total
+        )
+        .into());
+    }
+    Ok(Side { path: side.path, records: kept })
+}
+
+/// Whether a repetition is judged: ok, or any with `include`; the others counted.
+fn whole(status: &str, include: bool, left_out: &mut LeftOut) -> bool {
+    if include || status == "ok" {
+        return true;
+    }
+    *left_out.repetitions.entry(status.to_string()).or_default() += 1;
+    false
 }
 
 /// A results folder (or its record file), or a folder of results folders.
@@ -88,11 +149,15 @@ struct Line {
     subject: Vec<(&'static str, String)>,
     /// `ns`, `msg/s`.
     unit: &'static str,
+    /// A throughput: higher is better.
+    #[serde(skip)]
+    higher_is_better: bool,
     #[serde(flatten)]
     judgement: Judgement,
 }
 
-/// The comparison, as `--format json` prints it (schema `taskmeter.compare`, version 1).
+/// The comparison, as `--format json` prints it (schema `taskmeter.compare`, version 2: the
+/// invocations and repetitions of each side, the adjusted p, the reason, what was left out).
 #[derive(Serialize)]
 struct Comparison {
     schema: &'static str,
@@ -106,11 +171,15 @@ struct Comparison {
     differences: Vec<Difference>,
     lines: Vec<Line>,
     not_compared: Vec<String>,
+    left_out: LeftOut,
     counts: BTreeMap<&'static str, usize>,
 }
 
 pub fn run(options: CompareOptions) -> Result<ExitCode, CliError> {
-    let (old, new) = (load_side(&options.old)?, load_side(&options.new)?);
+    let mut left_out = LeftOut::default();
+    let include = options.include_incomplete;
+    let old = whole_runs(load_side(&options.old)?, include, &mut left_out)?;
+    let new = whole_runs(load_side(&options.new)?, include, &mut left_out)?;
     let kinds: Vec<&str> = old.records.iter().chain(&new.records).map(|(_, r)| kind_of(r)).collect();
     if kinds.iter().any(|k| *k != kinds[0]) {
         return Err(format!(
@@ -149,16 +218,17 @@ pub fn run(options: CompareOptions) -> Result<ExitCode, CliError> {
         )
         .into());
     }
-    let (lines, not_compared) = match kinds[0] {
-        "run" => run_lines(&old, &new, &options)?,
-        "net" => net_lines(&old, &new, options.rule),
-        "granularity" => grain_lines(&old, &new, options.rule),
-        _ => bench_lines(&old, &new, options.rule),
+    let (mut lines, not_compared) = match kinds[0] {
+        "run" => run_lines(&old, &new, &options, &mut left_out)?,
+        "net" => net_lines(&old, &new, include, &mut left_out),
+        "granularity" => grain_lines(&old, &new, include, &mut left_out),
+        _ => bench_lines(&old, &new, include, &mut left_out),
     };
     if lines.is_empty() {
         let why = if not_compared.is_empty() { String::new() } else { format!(" ({})", not_compared.join("; ")) };
         return Err(format!("the two {} results have nothing measured in common{why}", kinds[0]).into());
     }
+    decide(lines.iter_mut().map(|l| (&mut l.judgement, l.higher_is_better)), options.rule);
     let mut counts: BTreeMap<&'static str, usize> =
         [Verdict::Improved, Verdict::Regressed, Verdict::NoChange, Verdict::Inconclusive]
             .map(|v| (v.as_str(), 0))
@@ -169,7 +239,7 @@ pub fn run(options: CompareOptions) -> Result<ExitCode, CliError> {
     let regressed = counts["regressed"];
     let comparison = Comparison {
         schema: "taskmeter.compare",
-        schema_version: 1,
+        schema_version: 2,
         kind: kinds[0],
         old: old.records.iter().map(|(p, _)| p.display().to_string()).collect(),
         new: new.records.iter().map(|(p, _)| p.display().to_string()).collect(),
@@ -179,6 +249,7 @@ pub fn run(options: CompareOptions) -> Result<ExitCode, CliError> {
         differences: found,
         lines,
         not_compared,
+        left_out,
         counts,
     };
     if options.json {
@@ -221,14 +292,20 @@ fn console(c: &Comparison, old: &Side, new: &Side) -> String {
     for d in &c.differences {
         let _ = writeln!(out, "differs ({}): {} {} -> {}", d.kind.as_str(), d.what, d.old, d.new);
     }
-    let _ = writeln!(out, "method: {METHOD}; alpha {}, noise threshold {:.1} %", c.alpha, c.threshold * 100.0);
+    let tested = c.lines.iter().filter(|l| l.judgement.p_value.is_some()).count();
+    let _ = writeln!(
+        out,
+        "method: {METHOD}; alpha {} for the comparison ({tested} line(s) tested), noise threshold {:.1} %",
+        c.alpha,
+        c.threshold * 100.0
+    );
     out.push('\n');
     let subject_names: Vec<&str> =
         c.lines.first().map(|l| l.subject.iter().map(|(k, _)| *k).collect()).unwrap_or_default();
     let mut table: Vec<Vec<String>> = vec![subject_names
         .iter()
         .map(|s| s.to_string())
-        .chain(["old", "new", "change", "runs", "p", "verdict"].map(str::to_string))
+        .chain(["old", "new", "change", "runs", "p", "p adj.", "verdict"].map(str::to_string))
         .collect()];
     for line in &c.lines {
         let value = |v: f64| match line.unit {
@@ -241,8 +318,9 @@ fn console(c: &Comparison, old: &Side, new: &Side) -> String {
             value(j.old),
             value(j.new),
             j.change.map_or("n/a".into(), |c| format!("{:+.1} %", c * 100.0)),
-            format!("{} vs {}", j.old_runs, j.new_runs),
-            j.p_value.map_or("-".into(), |p| format!("{p:.3}")),
+            j.runs(),
+            p_text(j.p_value, j.level.is_some()),
+            p_text(j.p_adjusted, j.level.is_some()),
             j.verdict.as_str().into(),
         ]);
         table.push(row);
@@ -250,6 +328,9 @@ fn console(c: &Comparison, old: &Side, new: &Side) -> String {
     out.push_str(&crate::report::console::render_table(&table));
     for line in &c.not_compared {
         let _ = writeln!(out, "not compared: {line}");
+    }
+    if !c.left_out.is_empty() {
+        let _ = writeln!(out, "{}", c.left_out.said());
     }
     out.push('\n');
     let n = |v: &str| c.counts.get(v).copied().unwrap_or(0);
@@ -261,10 +342,35 @@ fn console(c: &Comparison, old: &Side, new: &Side) -> String {
         n("no change"),
         n("inconclusive")
     );
-    if n("inconclusive") > 0 {
-        let _ = writeln!(out, "inconclusive: one run a side says nothing of how much two runs differ when nothing changed; run both with --repeat 3 (or more), or compare folders of results folders");
+    // Why lines had no verdict, each reason once.
+    let mut reasons: Vec<&str> = c.lines.iter().filter_map(|l| l.judgement.reason.as_deref()).collect();
+    reasons.sort();
+    reasons.dedup();
+    for reason in reasons {
+        let _ = writeln!(out, "inconclusive: {reason}");
+    }
+    if c.lines.iter().any(|l| l.judgement.level.is_none()) {
+        let _ = writeln!(out, "a verdict needs a measure of the noise: 2 or more results folders a side (each one invocation of taskmeter), or one a side with --repeat 2 or more");
+    }
+    if c.lines.iter().any(|l| l.judgement.level == Some(Level::Repetitions)) {
+        let _ = writeln!(
+            out,
+            "one invocation a side: its repetitions were the runs, and the noise between invocations (another minute, \
+another process's neighbours) is not in the test; compare folders of 2 or more results folders a side for a verdict \
+about the code (docs/statistics.md)"
+        );
     }
     out
+}
+
+/// A p-value as the table shows it: "undefined" where a test ran and could not give one.
+pub(super) fn p_text(p: Option<f64>, tested: bool) -> String {
+    match (p, tested) {
+        (Some(p), _) if p < 0.001 => format!("{p:.1e}"),
+        (Some(p), _) => format!("{p:.3}"),
+        (None, true) => "undefined".into(),
+        (None, false) => "-".into(),
+    }
 }
 
 fn started(side: &Side) -> String {
@@ -286,9 +392,29 @@ fn score(row: &Row, metric: Metric) -> Option<f64> {
 /// What a line is about: its columns and their values (runtime, point, metric...).
 type Subject = Vec<(&'static str, String)>;
 
-/// What one side measured of each subject, in the order to show: its runs' values, or why
-/// they cannot be compared.
-type Measured = Vec<(Subject, Result<Vec<f64>, String>)>;
+/// What one side measured of each subject, in the order to show: its invocations' values (one
+/// per repetition), or why they cannot be compared.
+type Measured = Vec<(Subject, Result<Vec<Vec<f64>>, String>)>;
+
+/// The invocations of `key` in `found` (added, empty, where new: keys stay in the order they
+/// came), at least `count` of them.
+fn invocations_of<K: PartialEq, T>(found: &mut Vec<(K, Vec<Vec<T>>)>, key: K, count: usize) -> &mut Vec<Vec<T>> {
+    let at = found.iter().position(|(k, _)| *k == key).unwrap_or_else(|| {
+        found.push((key, Vec::new()));
+        found.len() - 1
+    });
+    let invocations = &mut found[at].1;
+    if invocations.len() < count {
+        invocations.resize_with(count, Vec::new);
+    }
+    invocations
+}
+
+/// Adds `value` to `subject`'s values in invocation `invocation` (0-based, a side's records in
+/// order).
+fn note(found: &mut Vec<(Subject, Vec<Vec<f64>>)>, subject: Subject, invocation: usize, value: f64) {
+    invocations_of(found, subject, invocation + 1)[invocation].push(value);
+}
 
 /// One line per subject both sides measured; the rest said in `not compared`.
 fn pair_up(
@@ -297,9 +423,9 @@ fn pair_up(
     unit: &'static str,
     higher_is_better: bool,
     (old, new): (&Side, &Side),
-    rule: Rule,
 ) -> (Vec<Line>, Vec<String>) {
     let label = |s: &Subject| s.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>().join(" ");
+    let measured = |x: &[Vec<f64>]| x.iter().any(|i| !i.is_empty());
     let mut lines = Vec::new();
     let mut not_compared = Vec::new();
     for (subject, x) in &a {
@@ -309,12 +435,12 @@ fn pair_up(
         };
         match (x, y) {
             (Err(why), _) | (_, Err(why)) => not_compared.push(format!("{}: {why}", label(subject))),
-            (Ok(x), Ok(y)) if !x.is_empty() && !y.is_empty() => {
-                lines.push(Line { subject: subject.clone(), unit, judgement: judge(x, y, higher_is_better, rule) })
+            (Ok(x), Ok(y)) if measured(x) && measured(y) => {
+                lines.push(Line { subject: subject.clone(), unit, higher_is_better, judgement: judge(x, y) })
             }
             // Measured on one side only; on neither, it is not a figure of these runs.
-            (Ok(x), Ok(y)) if x.is_empty() != y.is_empty() => {
-                let empty = if x.is_empty() { old } else { new };
+            (Ok(x), Ok(y)) if measured(x) != measured(y) => {
+                let empty = if measured(x) { new } else { old };
                 not_compared.push(format!("{}: nothing measured in {}", label(subject), empty.path.display()))
             }
             _ => {}
@@ -326,24 +452,42 @@ fn pair_up(
     (lines, not_compared)
 }
 
-fn run_lines(old: &Side, new: &Side, options: &CompareOptions) -> Result<(Vec<Line>, Vec<String>), CliError> {
+/// A runtime and a point's label.
+type RuntimeAtPoint = (String, String);
+
+fn status_word(status: RowStatus) -> String {
+    serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+fn run_lines(
+    old: &Side,
+    new: &Side,
+    options: &CompareOptions,
+    left_out: &mut LeftOut,
+) -> Result<(Vec<Line>, Vec<String>), CliError> {
     let metrics: Vec<Metric> = options.metric.map(|m| vec![m]).unwrap_or_else(|| METRICS.to_vec());
     // In the old run's order of runtimes, then points.
     let order: Vec<String> = match &old.records[0].1 {
         AnyRecord::Run(r) => r.settings.runtimes.clone(),
         _ => Vec::new(),
     };
-    let measured = |side: &Side| -> Measured {
-        let mut rows: Vec<((String, String), Vec<Row>)> = Vec::new();
-        for (_, record) in &side.records {
+    let mut measured = |side: &Side| -> Measured {
+        // Each (runtime, point)'s rows, by invocation.
+        let mut rows: Vec<(RuntimeAtPoint, Vec<Vec<&Row>>)> = Vec::new();
+        for (invocation, (_, record)) in side.records.iter().enumerate() {
             let AnyRecord::Run(record) = record else { continue };
             for point in &record.points {
                 for cell in cells(record, point.index).into_iter().filter(|c| c.repetitions() > 0) {
                     let key = (cell.runtime.to_string(), point.label());
-                    match rows.iter_mut().find(|(k, _)| *k == key) {
-                        Some((_, found)) => found.extend(cell.measured.into_iter().cloned()),
-                        None => rows.push((key, cell.measured.into_iter().cloned().collect())),
+                    let invocations = invocations_of(&mut rows, key, side.records.len());
+                    for failed in cell.unmeasured.iter().filter(|r| r.status == RowStatus::Failed) {
+                        whole(&status_word(failed.status), false, left_out);
                     }
+                    invocations[invocation].extend(
+                        cell.measured
+                            .into_iter()
+                            .filter(|r| whole(&status_word(r.status), options.include_incomplete, left_out)),
+                    );
                 }
             }
         }
@@ -351,54 +495,66 @@ fn run_lines(old: &Side, new: &Side, options: &CompareOptions) -> Result<(Vec<Li
             (order.iter().position(|r| r == runtime).unwrap_or(usize::MAX), point.clone())
         });
         rows.iter()
-            .flat_map(|((runtime, point), rows)| {
+            .flat_map(|((runtime, point), invocations)| {
                 metrics.iter().map(move |metric| {
                     let subject = vec![
                         ("runtime", runtime.clone()),
                         ("point", point.clone()),
                         ("metric", metric.name().to_string()),
                     ];
-                    (subject, Ok(rows.iter().filter_map(|r| score(r, *metric)).collect()))
+                    let values = invocations.iter().map(|rows| rows.iter().filter_map(|r| score(r, *metric)).collect());
+                    (subject, Ok(values.collect()))
                 })
             })
             .collect()
     };
-    Ok(pair_up(measured(old), measured(new), "ns", false, (old, new), options.rule))
+    let (a, b) = (measured(old), measured(new));
+    Ok(pair_up(a, b, "ns", false, (old, new)))
 }
 
-fn net_lines(old: &Side, new: &Side, rule: Rule) -> (Vec<Line>, Vec<String>) {
-    let throughputs = |side: &Side| -> Measured {
-        let mut found: BTreeMap<(String, u32), Vec<f64>> = BTreeMap::new();
-        for (_, record) in &side.records {
+fn net_lines(old: &Side, new: &Side, include: bool, left_out: &mut LeftOut) -> (Vec<Line>, Vec<String>) {
+    let mut throughputs = |side: &Side| -> Measured {
+        let mut found = Vec::new();
+        for (invocation, (_, record)) in side.records.iter().enumerate() {
             let AnyRecord::Net(r) = record else { continue };
-            for p in r.points.iter().filter(|p| p.error.is_none()) {
-                if let Some(t) = p.throughput {
-                    found.entry((p.receiver.clone(), p.senders)).or_default().push(t);
+            for p in &r.points {
+                let status = if p.error.is_none() { "ok" } else { "failed" };
+                if let (Some(t), true) = (p.throughput, whole(status, include, left_out)) {
+                    let subject = vec![("receiver", p.receiver.clone()), ("senders", p.senders.to_string())];
+                    note(&mut found, subject, invocation, t);
                 }
             }
         }
-        found
-            .into_iter()
-            .map(|((receiver, senders), v)| (vec![("receiver", receiver), ("senders", senders.to_string())], Ok(v)))
-            .collect()
+        found.sort_by_key(|(s, _)| (s[0].1.clone(), s[1].1.parse::<u32>().unwrap_or(0)));
+        found.into_iter().map(|(s, v)| (s, Ok(v))).collect()
     };
-    pair_up(throughputs(old), throughputs(new), "msg/s", true, (old, new), rule)
+    let (a, b) = (throughputs(old), throughputs(new));
+    pair_up(a, b, "msg/s", true, (old, new))
 }
 
-fn grain_lines(old: &Side, new: &Side, rule: Rule) -> (Vec<Line>, Vec<String>) {
+fn grain_lines(old: &Side, new: &Side, include: bool, left_out: &mut LeftOut) -> (Vec<Line>, Vec<String>) {
     // Each run's METG; a bound (every or no task size efficient) cannot be averaged.
-    let metgs = |side: &Side| -> Measured {
-        let mut found: BTreeMap<String, (Vec<f64>, Vec<String>)> = BTreeMap::new();
-        for (_, record) in &side.records {
+    let mut metgs = |side: &Side| -> Measured {
+        let mut found: BTreeMap<String, (Vec<Vec<f64>>, Vec<String>)> = BTreeMap::new();
+        for (invocation, (_, record)) in side.records.iter().enumerate() {
             let AnyRecord::Granularity(r) = record else { continue };
             for run in &r.runs {
                 let entry = found.entry(run.runtime.clone()).or_default();
-                match (run.metg, &run.error) {
-                    (Some(Metg::Interpolated { ns }), None) => entry.0.push(ns),
-                    (Some(Metg::Below { ns }), None) => entry.1.push(format!("< {}", format_ns(ns))),
-                    (Some(Metg::Above { ns }), None) => entry.1.push(format!("> {}", format_ns(ns))),
-                    // A failed worker, or every task size invalid: no METG in this run.
-                    _ => {}
+                entry.0.resize(side.records.len(), Vec::new());
+                let status = match (&run.error, run.interrupted) {
+                    (Some(_), _) => "failed",
+                    (None, true) => "interrupted",
+                    (None, false) => "ok",
+                };
+                if !whole(status, include, left_out) {
+                    continue;
+                }
+                match run.metg {
+                    Some(Metg::Interpolated { ns }) => entry.0[invocation].push(ns),
+                    Some(Metg::Below { ns }) => entry.1.push(format!("< {}", format_ns(ns))),
+                    Some(Metg::Above { ns }) => entry.1.push(format!("> {}", format_ns(ns))),
+                    // Every task size invalid: no METG in this run.
+                    None => {}
                 }
             }
         }
@@ -407,7 +563,7 @@ fn grain_lines(old: &Side, new: &Side, rule: Rule) -> (Vec<Line>, Vec<String>) {
             .map(|(runtime, (values, bounds))| {
                 let values = if !bounds.is_empty() {
                     Err(format!("METG is a bound in some runs ({}): widen --task-busy", bounds.join(", ")))
-                } else if values.is_empty() {
+                } else if values.iter().all(Vec::is_empty) {
                     Err("no run has a METG (its workers failed, or every task size was invalid)".to_string())
                 } else {
                     Ok(values)
@@ -416,29 +572,33 @@ fn grain_lines(old: &Side, new: &Side, rule: Rule) -> (Vec<Line>, Vec<String>) {
             })
             .collect()
     };
-    pair_up(metgs(old), metgs(new), "ns", false, (old, new), rule)
+    let (a, b) = (metgs(old), metgs(new));
+    pair_up(a, b, "ns", false, (old, new))
 }
 
-fn bench_lines(old: &Side, new: &Side, rule: Rule) -> (Vec<Line>, Vec<String>) {
-    let gaps = |side: &Side| -> Measured {
-        let mut found: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
-        for (_, record) in &side.records {
+fn bench_lines(old: &Side, new: &Side, include: bool, left_out: &mut LeftOut) -> (Vec<Line>, Vec<String>) {
+    let mut gaps = |side: &Side| -> Measured {
+        let mut found = Vec::new();
+        for (invocation, (_, record)) in side.records.iter().enumerate() {
             let AnyRecord::Bench(r) = record else { continue };
             for result in &r.report.results {
+                let status = if result.error.is_some() { "failed" } else { "ok" };
+                if !whole(status, include, left_out) {
+                    continue;
+                }
                 if let Some(gap) = &result.measured.gap {
-                    found
-                        .entry((result.scenario.clone(), result.input.clone().unwrap_or_else(|| "-".into())))
-                        .or_default()
-                        .push(gap.mean);
+                    let subject = vec![
+                        ("scenario", result.scenario.clone()),
+                        ("input", result.input.clone().unwrap_or_else(|| "-".into())),
+                        ("figure", "mean gap".to_string()),
+                    ];
+                    note(&mut found, subject, invocation, gap.mean);
                 }
             }
         }
-        found
-            .into_iter()
-            .map(|((scenario, input), v)| {
-                (vec![("scenario", scenario), ("input", input), ("figure", "mean gap".to_string())], Ok(v))
-            })
-            .collect()
+        found.sort_by(|x, y| x.0.cmp(&y.0));
+        found.into_iter().map(|(s, v)| (s, Ok(v))).collect()
     };
-    pair_up(gaps(old), gaps(new), "ns", false, (old, new), rule)
+    let (a, b) = (gaps(old), gaps(new));
+    pair_up(a, b, "ns", false, (old, new))
 }

@@ -4,12 +4,12 @@
 
 use super::args::{ByArg, FilterArgs, GroupBy, HistoryAction, RuleArgs, Selection, TextFormat, What, HISTORY_STATS};
 use super::CliError;
-use crate::analysis::compare::{judge, Judgement, Rule, Verdict, METHOD};
+use crate::analysis::compare::{decide, judge, Judgement, Level, Rule, Verdict, METHOD};
 use crate::analysis::differences::{self, Difference, Kind};
 use crate::history::changepoint::Settings;
 use crate::history::check::{self, Finding};
 use crate::history::entry::{higher_is_better, score_stat};
-use crate::history::query::{self, Filter, Observation};
+use crate::history::query::{self, Filter, LeftOut, Observation};
 use crate::history::series;
 use crate::history::trend::{self, By};
 use crate::history::{import, Store, Target};
@@ -91,8 +91,8 @@ pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCo
                 return Ok(ExitCode::FAILURE);
             }
         }
-        HistoryAction::Trend { of: Selection { filter, what }, by, output, format } => {
-            let found = observations(&mut store, &filter.filter(), &what)?;
+        HistoryAction::Trend { of: Selection { filter, what, include_incomplete }, by, output, format } => {
+            let (found, left_out) = observations(&mut store, &filter.filter(), &what, include_incomplete)?;
             let grouped = series::group(&found);
             let of = filter.runtime.as_ref().map_or(String::new(), |r| format!("{r}: "));
             let title = format!("{of}{} {} over runs", what.metric, what.stat());
@@ -105,9 +105,14 @@ pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCo
                 std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
             }
             if format == TextFormat::Json {
-                let out = serde_json::json!({"metric": what.metric, "stat": what.stat(), "lines": trend.json_lines()});
+                let out = serde_json::json!({
+                    "metric": what.metric, "stat": what.stat(), "lines": trend.json_lines(), "left_out": left_out,
+                });
                 crate::outln!("{out}");
             } else {
+                if !left_out.is_empty() {
+                    crate::outln!("{}", left_out.said());
+                }
                 crate::outln!(
                     "trend of {} {}: {} run(s), {} line(s): {} ({})",
                     what.metric,
@@ -119,36 +124,71 @@ pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCo
                 );
             }
         }
-        HistoryAction::Compare { old, new, by, of: Selection { filter, what }, rule, force, format } => {
+        HistoryAction::Compare {
+            old,
+            new,
+            by,
+            of: Selection { filter, what, include_incomplete },
+            rule,
+            force,
+            format,
+        } => {
             let rule = Rule { threshold: rule.threshold, alpha: rule.alpha };
-            return compare(&mut store, (old, new, by), &filter.filter(), &what, rule, (force, format));
+            return compare(
+                &mut store,
+                (old, new, by),
+                (&filter.filter(), &what, include_incomplete),
+                rule,
+                (force, format),
+            );
         }
-        HistoryAction::Check { of: Selection { filter, what }, rule, permutations, min_runs, recent, format } => {
+        HistoryAction::Check {
+            of: Selection { filter, what, include_incomplete },
+            rule,
+            permutations,
+            min_runs,
+            recent,
+            format,
+        } => {
             let RuleArgs { threshold, alpha } = rule;
-            let found = observations(&mut store, &filter.filter(), &what)?;
+            let (found, left_out) = observations(&mut store, &filter.filter(), &what, include_incomplete)?;
             let settings = Settings {
                 alpha,
                 permutations: permutations as usize,
                 min_size: min_runs as usize,
                 ..Settings::default()
             };
-            let findings: Vec<Finding> = series::group(&found)
-                .iter()
-                .map(|(key, runs)| {
-                    check::check(key, runs, (higher_is_better(&what.metric), threshold, recent as usize), settings)
-                })
-                .collect();
+            let grouped = series::group(&found);
+            let findings = check::check_all(
+                grouped.iter().map(|(key, runs)| (key, runs.as_slice())),
+                (higher_is_better(&what.metric), threshold, recent as usize),
+                settings,
+            );
             let regressions = findings.iter().filter(|f| f.verdict == check::Verdict::Regression).count();
+            // The smallest p a permutation test can give, against Holm's smallest threshold.
+            let tested = findings.iter().filter(|f| f.p_value.is_some()).count();
+            let too_few_permutations = (tested as f64) / (permutations as f64 + 1.0) >= alpha;
             if format == TextFormat::Json {
                 let out = serde_json::json!({
-                    "schema": "taskmeter.history.check", "schema_version": 1,
+                    "schema": "taskmeter.history.check", "schema_version": 2,
                     "metric": what.metric, "stat": what.stat(), "threshold": threshold, "alpha": alpha,
-                    "method": "E-Divisive means (Matteson and James 2014, as Apache Otava), permutation test",
-                    "findings": findings, "regressions": regressions,
+                    "method": CHECK_METHOD, "permutations": permutations,
+                    "findings": findings, "regressions": regressions, "left_out": left_out,
                 });
                 crate::outln!("{}", serde_json::to_string_pretty(&out).expect("serialises"));
             } else {
                 crate::out!("{}", check_console(&findings, &what, threshold, alpha));
+                if !left_out.is_empty() {
+                    crate::outln!("{}", left_out.said());
+                }
+            }
+            if too_few_permutations {
+                crate::errln!(
+                    "warning: {permutations} permutations cannot give a p below {:.4}, and Holm's adjustment over {tested} series needs one below {:.4}: no series can be flagged (give --permutations {} or more)",
+                    1.0 / (permutations as f64 + 1.0),
+                    alpha / tested as f64,
+                    ((20.0 * tested as f64 / alpha).ceil() as u64).max(999)
+                );
             }
             if regressions > 0 {
                 return Ok(ExitCode::FAILURE);
@@ -158,8 +198,14 @@ pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCo
     Ok(ExitCode::SUCCESS)
 }
 
-/// The observations of the metric and stat, or why there are none.
-fn observations(store: &mut Store, filter: &Filter, what: &What) -> Result<Vec<Observation>, String> {
+/// The observations of the metric and stat in whole measurements (all with `include`), and
+/// what was left out; or why there are none.
+fn observations(
+    store: &mut Store,
+    filter: &Filter,
+    what: &What,
+    include: bool,
+) -> Result<(Vec<Observation>, LeftOut), String> {
     let found = query::observations(store, filter, &what.metric, &what.stat())?;
     if found.is_empty() {
         return Err(format!(
@@ -168,7 +214,11 @@ fn observations(store: &mut Store, filter: &Filter, what: &What) -> Result<Vec<O
             what.stat()
         ));
     }
-    Ok(found)
+    let (kept, left_out) = query::whole(found, include);
+    if kept.is_empty() {
+        return Err(format!("no whole measurement matches with {} {}: {}", what.metric, what.stat(), left_out.said()));
+    }
+    Ok((kept, left_out))
 }
 
 fn is_time(metric: &str) -> bool {
@@ -239,8 +289,8 @@ fn show(store: &mut Store, id: i64, format: TextFormat) -> Result<(), String> {
     Ok(())
 }
 
-/// Each (experiment, runtime, point)'s values, one per repetition of each run.
-type Sides = BTreeMap<(String, String, String), Vec<f64>>;
+/// Each (experiment, runtime, point)'s values: per run (an invocation), one per repetition.
+type Sides = BTreeMap<(String, String, String), Vec<Vec<f64>>>;
 
 /// One line of `history compare`.
 #[derive(Serialize)]
@@ -258,8 +308,7 @@ struct CompareLine {
 fn compare(
     store: &mut Store,
     (old, new, by): (Option<String>, Option<String>, GroupBy),
-    filter: &Filter,
-    what: &What,
+    (filter, what, include): (&Filter, &What, bool),
     rule: Rule,
     (force, format): (bool, TextFormat),
 ) -> Result<ExitCode, CliError> {
@@ -308,18 +357,30 @@ fn compare(
     let stat = what.stat();
     let mut lines = Vec::new();
     let mut differences = Vec::new();
+    let mut left_out = LeftOut::default();
     for ((old_name, old_filter), (new_name, new_filter)) in &pairs {
-        let values = |store: &mut Store, f: &Filter, name: &str| -> Result<(Sides, Vec<i64>), String> {
+        let mut values = |store: &mut Store, f: &Filter, name: &str| -> Result<(Sides, Vec<i64>), String> {
             let found = query::observations(store, f, &what.metric, &stat)?;
             if found.is_empty() {
                 let unknown = if by == GroupBy::Run { " (see `taskmeter history list`)" } else { "" };
                 return Err(format!("{name}: no recorded run with {} {stat}{unknown}", what.metric));
             }
+            let (found, left) = query::whole(found, include);
+            left_out.incomplete_runs.extend(left.incomplete_runs.iter().copied());
+            for (status, n) in &left.repetitions {
+                *left_out.repetitions.entry(status.clone()).or_default() += n;
+            }
+            if found.is_empty() {
+                return Err(format!("{name}: no whole measurement with {} {stat}: {}", what.metric, left.said()));
+            }
             let mut runs: Vec<i64> = found.iter().map(|o| o.run).collect();
             runs.dedup();
-            let mut out: BTreeMap<_, Vec<f64>> = BTreeMap::new();
+            let mut out: Sides = BTreeMap::new();
             for o in found {
-                out.entry((o.experiment, o.subject, o.point)).or_default().push(o.value);
+                let invocations = out.entry((o.experiment, o.subject, o.point)).or_default();
+                let at = runs.iter().position(|r| *r == o.run).unwrap_or(0);
+                invocations.resize(runs.len(), Vec::new());
+                invocations[at].push(o.value);
             }
             Ok((out, runs))
         };
@@ -334,7 +395,7 @@ fn compare(
                     experiment: key.0.clone(),
                     runtime: key.1.clone(),
                     point: key.2.clone(),
-                    judgement: judge(x, y, higher_is_better(&what.metric), rule),
+                    judgement: judge(x, y),
                 });
             }
         }
@@ -342,24 +403,45 @@ fn compare(
     if lines.is_empty() {
         return Err("the two sides have nothing measured in common".to_string().into());
     }
+    let higher = higher_is_better(&what.metric);
+    decide(lines.iter_mut().map(|l| (&mut l.judgement, higher)), rule);
+    left_out.incomplete_runs.sort();
+    left_out.incomplete_runs.dedup();
     let regressed = lines.iter().filter(|l| l.judgement.verdict == Verdict::Regressed).count();
     if format == TextFormat::Json {
         let out = serde_json::json!({
-            "schema": "taskmeter.history.compare", "schema_version": 1, "metric": what.metric, "stat": stat,
+            "schema": "taskmeter.history.compare", "schema_version": 2, "metric": what.metric, "stat": stat,
             "method": METHOD, "threshold": rule.threshold, "alpha": rule.alpha, "differences": differences,
-            "lines": lines,
+            "lines": lines, "left_out": left_out,
         });
         crate::outln!("{}", serde_json::to_string_pretty(&out).expect("serialises"));
     } else {
         for (pair, d) in &differences {
             crate::outln!("differs ({}, {pair}): {} {} -> {}", d.kind.as_str(), d.what, d.old, d.new);
         }
-        crate::outln!("method: {METHOD}; alpha {}, noise threshold {:.1} %", rule.alpha, rule.threshold * 100.0);
-        crate::outln!("{} {} of each repetition of each run", what.metric, stat);
-        let mut table =
-            vec![["old", "new", "experiment", "runtime", "point", "old", "new", "change", "runs", "p", "verdict"]
-                .map(str::to_string)
-                .to_vec()];
+        let tested = lines.iter().filter(|l| l.judgement.p_value.is_some()).count();
+        crate::outln!(
+            "method: {METHOD}; alpha {} for the comparison ({tested} line(s) tested), noise threshold {:.1} %",
+            rule.alpha,
+            rule.threshold * 100.0
+        );
+        crate::outln!("{} {} of each repetition, averaged in each run", what.metric, stat);
+        let mut table = vec![[
+            "old",
+            "new",
+            "experiment",
+            "runtime",
+            "point",
+            "old",
+            "new",
+            "change",
+            "runs",
+            "p",
+            "p adj.",
+            "verdict",
+        ]
+        .map(str::to_string)
+        .to_vec()];
         for l in &lines {
             let j = &l.judgement;
             table.push(vec![
@@ -371,12 +453,25 @@ fn compare(
                 value(&what.metric, j.old),
                 value(&what.metric, j.new),
                 j.change.map_or("n/a".into(), |c| format!("{:+.1} %", c * 100.0)),
-                format!("{} vs {}", j.old_runs, j.new_runs),
-                j.p_value.map_or("-".into(), |p| format!("{p:.3}")),
+                j.runs(),
+                super::compare::p_text(j.p_value, j.level.is_some()),
+                super::compare::p_text(j.p_adjusted, j.level.is_some()),
                 j.verdict.as_str().into(),
             ]);
         }
         crate::out!("{}", render_table(&table));
+        if !left_out.is_empty() {
+            crate::outln!("{}", left_out.said());
+        }
+        let mut reasons: Vec<&str> = lines.iter().filter_map(|l| l.judgement.reason.as_deref()).collect();
+        reasons.sort();
+        reasons.dedup();
+        for reason in reasons {
+            crate::outln!("inconclusive: {reason}");
+        }
+        if lines.iter().any(|l| l.judgement.level == Some(Level::Repetitions)) {
+            crate::outln!("one run a side: its repetitions were the runs, and the noise between runs is not in the test (docs/statistics.md)");
+        }
         crate::outln!("{regressed} regressed of {} compared", lines.len());
     }
     Ok(if regressed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
@@ -446,26 +541,38 @@ fn check_workloads(
     Ok(found.into_iter().map(|d| (format!("{old} -> {new}"), d)).collect())
 }
 
+/// What `history check` says of its method.
+const CHECK_METHOD: &str = "each run one value (the mean of its repetitions); each series tested for any change by \
+E-Divisive means (Matteson and James 2014) with a permutation test, Holm's adjustment over the series, then the \
+change points of the series below alpha";
+
 fn check_console(findings: &[Finding], what: &What, threshold: f64, alpha: f64) -> String {
-    let mut table =
-        vec![["series", "runs", "verdict", "since run", "before", "after", "change", "p"].map(str::to_string).to_vec()];
+    let p_text = |p: Option<f64>| p.map_or("-".to_string(), |p| super::compare::p_text(Some(p), true));
+    let mut table = vec![["series", "runs", "p", "p adj.", "verdict", "since run", "before", "after", "change"]
+        .map(str::to_string)
+        .to_vec()];
     for f in findings {
-        let mut line = vec![f.series.label(), f.runs.to_string(), f.verdict.as_str().to_string()];
+        let mut line = vec![
+            f.series.label(),
+            f.runs.to_string(),
+            p_text(f.p_value),
+            p_text(f.p_adjusted),
+            f.verdict.as_str().to_string(),
+        ];
         match &f.change {
             Some(c) => line.extend([
                 format!("{}{}", c.run, c.label.as_ref().map_or(String::new(), |l| format!(" ({l})"))),
                 value(&what.metric, c.before),
                 value(&what.metric, c.after),
                 c.change.map_or("n/a".into(), |v| format!("{:+.1} %", v * 100.0)),
-                format!("{:.3}", c.p_value),
             ]),
-            None => line.extend(["-", "-", "-", "-", "-"].map(str::to_string)),
+            None => line.extend(["-", "-", "-", "-"].map(str::to_string)),
         }
         table.push(line);
     }
     let regressions = findings.iter().filter(|f| f.verdict == check::Verdict::Regression).count();
     format!(
-        "{} {} per run (the mean of its repetitions); E-Divisive means, permutation test at alpha {alpha}, noise threshold {:.1} %\n{}{regressions} regression(s) in {} series\n",
+        "{} {} per run (the mean of its repetitions)\nmethod: {CHECK_METHOD}; alpha {alpha} for the check, noise threshold {:.1} %\n{}{regressions} regression(s) in {} series\n",
         what.metric,
         what.stat(),
         threshold * 100.0,

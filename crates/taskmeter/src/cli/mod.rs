@@ -217,9 +217,57 @@ fn dry_run(command: Command) -> Result<ExitCode, CliError> {
         Command::Bench(args) => {
             options::bench_options(*args)?;
         }
+        Command::Net { action: NetAction::Send { cookie_file, cookie, key_file, .. } } => {
+            net_send_credentials(cookie_file.as_deref(), cookie.as_deref(), key_file.as_deref())?
+        }
         _ => {}
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether `net send` was told where its secret is, before anything is read: `--cookie VALUE`
+/// is refused, as `ps` shows every process's command line to every user (the error names the
+/// ways that keep the cookie off it, never the value).
+fn net_send_credentials(
+    cookie_file: Option<&std::path::Path>,
+    cookie: Option<&str>,
+    key_file: Option<&std::path::Path>,
+) -> Result<(), CliError> {
+    use crate::experiments::net::handshake::COOKIE_ENV;
+    let ways =
+        format!("in a file (--cookie-file FILE), in the environment ({COOKIE_ENV}) or on standard input (--cookie -)");
+    match cookie {
+        Some(value) if value != "-" => Err(CliError::Usage(format!(
+            "net send takes no session cookie on its command line, where ps shows it to every user: give it {ways}"
+        ))),
+        None if cookie_file.is_none()
+            && key_file.is_none()
+            && std::env::var_os(COOKIE_ENV).is_none_or(|v| v.is_empty()) =>
+        {
+            Err(CliError::Usage(format!(
+                "net send needs the session cookie `net serve` printed, {ways}; or the key of --key-file"
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The secret `net send` proves itself with: the key of `--key-file`, or the session cookie from
+/// `--cookie-file`, `--cookie -` (standard input) or the environment, in that order.
+fn net_send_secret(
+    cookie_file: Option<&std::path::Path>,
+    cookie: Option<&str>,
+    key_file: Option<&std::path::Path>,
+) -> Result<crate::experiments::net::handshake::Secret, CliError> {
+    use crate::experiments::net::handshake::Secret;
+    net_send_credentials(cookie_file, cookie, key_file)?;
+    let secret = match (key_file, cookie_file, cookie) {
+        (Some(path), ..) => Secret::key_file(path),
+        (None, Some(path), _) => Secret::cookie_file(path),
+        (None, None, Some(_)) => Secret::cookie_stdin(),
+        (None, None, None) => Secret::cookie_env().unwrap_or_else(|| Err("no session cookie".into())),
+    };
+    secret.map_err(CliError::Usage)
 }
 
 fn dispatch(command: Command) -> Result<ExitCode, CliError> {
@@ -247,13 +295,8 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
                 key_file.as_deref(),
             )?
         }
-        Command::Net { action: NetAction::Send { to, cookie, key_file, load } } => {
-            use crate::experiments::net::handshake::Secret;
-            let secret = match (&key_file, &cookie) {
-                (Some(path), _) => Secret::key_file(path)?,
-                (None, Some(cookie)) => Secret::cookie(cookie)?,
-                (None, None) => unreachable!("clap requires one"),
-            };
+        Command::Net { action: NetAction::Send { to, cookie_file, cookie, key_file, load } } => {
+            let secret = net_send_secret(cookie_file.as_deref(), cookie.as_deref(), key_file.as_deref())?;
             crate::experiments::net::send_only(to, &load.settings(Vec::new(), 1), &secret)?
         }
         Command::NetReceiver { runtime } => ExitCode::from(crate::experiments::net::native::main(&runtime)),
@@ -262,7 +305,7 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
         Command::Report { results, samples_csv, table, figures } => {
             rebuild::rebuild(&results, samples_csv.as_deref(), table, figures.as_deref())?
         }
-        Command::Compare { old, new, metric, threshold, alpha, force, format } => {
+        Command::Compare { old, new, metric, threshold, alpha, force, include_incomplete, format } => {
             let metric = match metric {
                 Some(MetricChoice::All) => None,
                 Some(MetricChoice::One(m)) => Some(m),
@@ -275,6 +318,7 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
                 metric,
                 rule,
                 force,
+                include_incomplete,
                 json: format == args::TextFormat::Json,
             })?
         }

@@ -180,6 +180,60 @@ pub struct Observation {
     pub point: String,
     pub repetition: i64,
     pub value: f64,
+    /// The repetition's status (`ok`, `partial`, `interrupted`, `failed`).
+    pub status: String,
+    /// Whether its run ran to the end.
+    pub complete: bool,
+}
+
+/// What a history command left out of its figures, and why.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LeftOut {
+    /// Runs that were interrupted (ids).
+    pub incomplete_runs: Vec<i64>,
+    /// Repetitions whose status is not ok, by status.
+    pub repetitions: std::collections::BTreeMap<String, usize>,
+}
+
+impl LeftOut {
+    pub fn is_empty(&self) -> bool {
+        self.incomplete_runs.is_empty() && self.repetitions.is_empty()
+    }
+
+    /// One line for the console.
+    pub fn said(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.incomplete_runs.is_empty() {
+            let ids: Vec<String> = self.incomplete_runs.iter().map(i64::to_string).collect();
+            parts.push(format!("{} interrupted run(s) ({})", ids.len(), ids.join(", ")));
+        }
+        for (status, n) in &self.repetitions {
+            parts.push(format!("{n} {status} repetition(s)"));
+        }
+        format!("left out: {} (only whole measurements are used; --include-incomplete uses them too)", parts.join(", "))
+    }
+}
+
+/// The observations of whole measurements (every one with `include`): runs that ran to the
+/// end, repetitions whose status is ok; what was left out, counted.
+pub fn whole(observations: Vec<Observation>, include: bool) -> (Vec<Observation>, LeftOut) {
+    let mut left_out = LeftOut::default();
+    let mut kept = Vec::new();
+    for o in observations {
+        if include {
+            kept.push(o);
+        } else if !o.complete {
+            if left_out.incomplete_runs.last() != Some(&o.run) {
+                left_out.incomplete_runs.push(o.run);
+            }
+        } else if o.status != "ok" {
+            *left_out.repetitions.entry(o.status.clone()).or_default() += 1;
+        } else {
+            kept.push(o);
+        }
+    }
+    left_out.incomplete_runs.dedup();
+    (kept, left_out)
 }
 
 /// Every value of `metric` and `stat` in the runs that match, oldest run first.
@@ -200,7 +254,8 @@ pub fn observations(store: &mut Store, filter: &Filter, metric: &str, stat: &str
         subject = format!(" AND m.subject IN ({})", any.join(", "));
     }
     let sql = format!(
-        "SELECT r.id, r.started_at, r.machine, r.label, r.experiment, m.subject, m.point, m.repetition, m.value \
+        "SELECT r.id, r.started_at, r.machine, r.label, r.experiment, m.subject, m.point, m.repetition, m.value, \
+         m.status, r.complete \
          FROM measurements m JOIN runs r ON r.id = m.run_id \
          WHERE m.metric = $1 AND m.stat = $2 AND m.value IS NOT NULL AND {clause}{subject} \
          ORDER BY r.started_at, r.id, m.subject, m.point, m.repetition"
@@ -218,6 +273,8 @@ pub fn observations(store: &mut Store, filter: &Filter, metric: &str, stat: &str
             point: row[6].string(),
             repetition: row[7].int().unwrap_or(1),
             value: row[8].real().unwrap_or(f64::NAN),
+            status: row[9].string(),
+            complete: row[10].int().unwrap_or(1) != 0,
         })
         .collect())
 }

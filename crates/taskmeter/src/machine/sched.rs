@@ -240,7 +240,8 @@ fn cgroup_quota() -> Option<f64> {
     None
 }
 
-fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
+/// The CPUs of a kernel CPU list ("0-3,8"), sorted, each once.
+pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
     let mut cpus = Vec::new();
     for part in text.split(',').map(str::trim) {
         let number = |s: &str| s.trim().parse::<usize>().map_err(|_| format!("'{s}' is not a CPU number"));

@@ -79,7 +79,10 @@ pub struct NetSummary {
     /// Repetitions that measured a throughput (failed ones are not in the mean).
     pub repetitions: u32,
     pub throughput: Option<Interval>,
-    /// Mean throughput / the mean 1-sender throughput, the interval propagated from both.
+    /// Mean throughput / the mean 1-sender throughput, the interval propagated from both (first
+    /// order: their relative variances add; with one repetition on either side, none). The
+    /// 1-sender row's is exactly 1, the reference, with no interval: `half_width` and
+    /// `standard_error` 0, `degrees_of_freedom` null.
     pub ratio: Option<Interval>,
 }
 

@@ -133,14 +133,8 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
     for line in partial {
         out.push_str(&format!("partial: {line}\n"));
     }
-    let workers_cpu: u64 = record.rows.iter().filter_map(|r| r.worker.as_ref()?.cpu_ns).sum();
-    if let Some(own) = record.taskmeter_cpu_ns.filter(|_| workers_cpu > 0) {
-        out.push_str(&format!(
-            "cpu: taskmeter {}, its workers {} ({:.1} % for taskmeter)\n",
-            format_ns(own as f64),
-            format_ns(workers_cpu as f64),
-            100.0 * own as f64 / (own + workers_cpu) as f64
-        ));
+    if let Some(line) = cpu_line(record) {
+        out.push_str(&line);
     }
     let estimated: Vec<&str> = record
         .rows
@@ -159,6 +153,27 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
         out.push_str(&format!("warning: {warning}\n"));
     }
     out
+}
+
+/// taskmeter's CPU share: its own CPU time over its workers' CPU time (not over the sum of both),
+/// the figure of the goal "taskmeter under 2 % of its workers' CPU". None when the workers used
+/// none.
+pub fn taskmeter_cpu_share(own_ns: u64, workers_ns: u64) -> Option<f64> {
+    (workers_ns > 0).then(|| own_ns as f64 / workers_ns as f64)
+}
+
+/// "cpu: taskmeter 10.0 ms, its workers 1.00 s: taskmeter used 1.00 % of its workers' CPU", or None
+/// without either figure.
+pub fn cpu_line(record: &RunRecord) -> Option<String> {
+    let workers: u64 = record.rows.iter().filter_map(|r| r.worker.as_ref()?.cpu_ns).sum();
+    let own = record.taskmeter_cpu_ns?;
+    let share = taskmeter_cpu_share(own, workers)?;
+    Some(format!(
+        "cpu: taskmeter {}, its workers {}: taskmeter used {:.2} % of its workers' CPU\n",
+        format_ns(own as f64),
+        format_ns(workers as f64),
+        100.0 * share
+    ))
 }
 
 /// The run's total of a count, and "RUNTIME at N units: what" for each row where it is above 0.
@@ -368,4 +383,55 @@ pub fn env_line(env: &Environment, worker_sched: Option<&SchedInfo>, dma_latency
         (None, None) => {}
     }
     parts.join(" | ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn taskmeter_s_cpu_share_is_its_own_over_its_workers() {
+        // 10 ms against workers' 1000 ms: 1.00 % (own / (own + workers) would say 0.99 %).
+        assert_eq!(taskmeter_cpu_share(10_000_000, 1_000_000_000), Some(0.01));
+        // 240 ms against 6.49 s: 3.70 % (the sum in the denominator said 3.6 %).
+        assert!((taskmeter_cpu_share(240_000_000, 6_490_000_000).unwrap() - 0.036_980).abs() < 1e-6);
+        assert_eq!(taskmeter_cpu_share(5, 0), None, "no workers' CPU, no share");
+    }
+
+    #[test]
+    fn the_cpu_line_says_what_the_share_is_of() {
+        use crate::model::header::Record;
+        let settings = serde_json::json!({
+            "runtimes": ["a", "b"], "experiment": "sleep", "units": 1, "priority_classes": 1,
+            "start_limit_ns": 1, "together": false, "duration_ns": 1, "warmup_ns": 0,
+            "sleep": {"mode": "absolute", "schedule": {"kind": "fixed", "ns": 1}}, "sleep_spec": "fixed:1ns",
+            "busy": {"iters": 0, "yield": false}, "grace_ns": 1
+        });
+        let mut record = RunRecord {
+            header: RunRecord::new_header(Vec::new(), String::new(), Environment::default()),
+            experiment: "sleep".into(),
+            metric: crate::model::run::Metric::Lateness,
+            settings: serde_json::from_value(settings).unwrap(),
+            sweeps: Vec::new(),
+            points: Vec::new(),
+            order: crate::model::run::Order { shuffled: false, seed: None },
+            rows: Vec::new(),
+            taskmeter_cpu_ns: Some(10_000_000),
+        };
+        assert_eq!(cpu_line(&record), None, "no workers' CPU");
+        for (runtime, cpu_ns) in [("a", 600_000_000u64), ("b", 400_000_000)] {
+            let worker = serde_json::json!({
+                "runtime_version": null, "toolchain": "", "pid": null, "sched": null, "wall_ns": 0,
+                "stderr": null, "cpu_ns": cpu_ns
+            });
+            record.rows.push(crate::model::run::Row {
+                worker: Some(serde_json::from_value(worker).unwrap()),
+                ..crate::model::run::Row::new(runtime, RowStatus::Ok)
+            });
+        }
+        assert_eq!(
+            cpu_line(&record).unwrap(),
+            "cpu: taskmeter 10.0 ms, its workers 1.00 s: taskmeter used 1.00 % of its workers' CPU\n"
+        );
+    }
 }

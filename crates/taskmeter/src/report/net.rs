@@ -32,6 +32,30 @@ fn with_interval(i: Option<Interval>, decimals: usize) -> String {
     }
 }
 
+/// A ratio to 1 sender: "1 (reference)" for the 1-sender row, which is its own base (exactly 1,
+/// no interval), else the ratio with its interval when it has one.
+fn ratio_cell(summary: Option<&NetSummary>) -> String {
+    match summary {
+        Some(s) if s.senders == 1 && s.ratio.is_some() => REFERENCE.into(),
+        _ => with_interval(summary.and_then(|s| s.ratio), 2),
+    }
+}
+
+/// The 1-sender row's ratio, in every table.
+const REFERENCE: &str = "1 (reference)";
+
+/// What the ± means, under the tables.
+fn intervals_note(repeated: bool) -> &'static str {
+    if repeated {
+        "± = 95 % Student-t interval over the repetitions (each its own receiver process); a ratio's interval \
+         combines the uncertainty of both means (relative variances add), except the 1-sender ratio: 1 by \
+         definition, no interval; round trips: mean over repetitions"
+    } else {
+        "one repetition: no interval (a point's throughput varies by tens of percent from run to run here); \
+         --repeat 3 gives intervals"
+    }
+}
+
 /// The console report: every point, then the ratio matrix (senders x receivers).
 pub fn console(record: &NetRecord) -> String {
     let s = &record.settings;
@@ -47,11 +71,7 @@ pub fn console(record: &NetRecord) -> String {
         out.push_str("\nthroughput / the receiver's own 1-sender throughput:\n");
         out.push_str(&render_table(&matrix));
     }
-    out.push_str(if repeated {
-        "\n± = 95 % Student-t interval over the repetitions (each its own receiver process); round trips: mean over repetitions\n"
-    } else {
-        "\none repetition: no interval (a point's throughput varies by tens of percent from run to run here); --repeat 3 gives intervals\n"
-    });
+    let _ = writeln!(out, "\n{}", intervals_note(repeated));
     for skip in &record.skipped {
         let _ = writeln!(out, "skipped: {}: {}", skip.receiver, skip.reason);
     }
@@ -135,7 +155,9 @@ pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
             "Throughput relative to 1 sender (the TCP study's ratio graph)",
             "ratio to 1 sender",
             Unit::Plain,
-            &|p| p.ratio,
+            // The 1-sender point is the reference, without an error bar (even in a net.json
+            // written before it had none).
+            &|p| p.ratio.map(|r| if p.senders == 1 { Interval::single(1.0) } else { r }),
         ),
         ("throughput.svg", "Throughput at the receiver", "messages per second", Unit::Count, &|p| p.throughput),
         ("round-trip-p99.svg", "Round trip p99 at the senders", "round trip p99", Unit::Nanos, &mean_rtt_p99),
@@ -197,6 +219,7 @@ impl Report for NetRecord {
             out.push_str("\n_throughput / the receiver's own 1-sender throughput_\n\n");
             out.push_str(&table(&matrix));
         }
+        let _ = writeln!(out, "\n_{}_", intervals_note(s.repeat > 1));
         out
     }
 
@@ -247,14 +270,10 @@ impl Report for NetRecord {
                 "results",
             ));
         }
-        blocks.push(Block::Text(
-            if self.settings.repeat > 1 {
-                "± = 95 % Student-t interval over the repetitions (each its own receiver process); round trips: mean over repetitions."
-            } else {
-                "One repetition: no interval (a point's throughput varies by tens of percent from run to run here); --repeat 3 gives intervals."
-            }
-            .into(),
-        ));
+        let note = intervals_note(self.settings.repeat > 1);
+        let mut chars = note.chars();
+        let first: String = chars.next().into_iter().flat_map(char::to_uppercase).collect();
+        blocks.push(Block::Text(format!("{first}{}.", chars.as_str())));
         blocks.push(Block::Figures("curves".into()));
         vec![
             Section { id: "results".into(), heading: "Results".into(), blocks },
@@ -268,7 +287,9 @@ impl Report for NetRecord {
 }
 
 const READING: &str = "Throughput is the study's: all messages received / (last receive - first receive) at the \
-    receiver. The ratio divides it by the same receiver's throughput with 1 sender. The round trip is timed per \
+    receiver. The ratio divides it by the same receiver's throughput with 1 sender: the 1-sender row is \
+    the reference, 1 by definition and without an interval; with repetitions, the other rows' interval combines the \
+    uncertainty of both means (first order: their relative variances add). The round trip is timed per \
     message at the senders, from the start of the write to the end of the ack. Every point checks that every \
     message was sent, received and acknowledged with the same bytes.";
 
@@ -303,7 +324,7 @@ fn summary_table(record: &NetRecord) -> Vec<Vec<String>> {
             summary.receiver.clone(),
             summary.senders.to_string(),
             with_interval(summary.throughput, 0),
-            with_interval(summary.ratio, 2),
+            ratio_cell(Some(summary)),
             rtt(|s| s.p50),
             rtt(|s| s.p99),
             format!(
@@ -333,9 +354,86 @@ fn ratio_matrix(record: &NetRecord) -> Option<Vec<Vec<String>>> {
         let mut line = vec![n.to_string()];
         for r in &receivers {
             let summary = record.summaries.iter().find(|p| &p.receiver == r && p.senders == n);
-            line.push(with_interval(summary.and_then(|p| p.ratio), 2));
+            line.push(ratio_cell(summary));
         }
         matrix.push(line);
     }
     Some(matrix)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::env::Environment;
+    use crate::model::header::Record;
+    use crate::model::net::NetSettings;
+
+    /// thread at 1 and 2 senders, three repetitions each (90, 100, 110 and 180, 200, 220 msg/s).
+    fn record() -> NetRecord {
+        let mut points: Vec<NetPoint> = [(1, 90.0), (2, 180.0), (1, 100.0), (2, 200.0), (1, 110.0), (2, 220.0)]
+            .iter()
+            .enumerate()
+            .map(|(i, &(senders, t))| NetPoint {
+                receiver: "thread".into(),
+                senders,
+                repetition: i as u32 / 2 + 1,
+                messages_planned: 10,
+                messages_acked: 10,
+                throughput: Some(t),
+                ..Default::default()
+            })
+            .collect();
+        let summaries = crate::analysis::net::summarise(&mut points);
+        NetRecord {
+            header: NetRecord::new_header(Vec::new(), String::new(), Environment::default()),
+            settings: NetSettings {
+                receivers: vec!["thread".into()],
+                senders: vec![1, 2],
+                messages: 10,
+                per_sender: false,
+                message_size: 8,
+                repeat: 3,
+            },
+            points,
+            summaries,
+            skipped: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_1_sender_ratio_is_the_reference_without_an_interval() {
+        let record = record();
+        // Summary table: the 1-sender row says 1 (reference); the 2-sender row 2.00 ± 0.70
+        // (hand-computed in analysis::net's test).
+        let table = summary_table(&record);
+        assert_eq!(table[0][3], "ratio to 1 sender");
+        assert_eq!(table[1][3], "1 (reference)");
+        assert_eq!(table[2][3], "2.00 ± 0.70");
+        assert_eq!(table[1][2], "100 ± 25", "the throughput keeps its interval: t(2) 4.30 x 5.77");
+        let matrix = ratio_matrix(&record).unwrap();
+        assert_eq!(matrix[1], ["1", "1 (reference)"]);
+        assert_eq!(matrix[2], ["2", "2.00 ± 0.70"]);
+        for text in [console(&record), record.markdown()] {
+            assert!(!text.contains("1.00 ±"), "{text}");
+            assert!(text.contains("1 (reference)") && text.contains("relative variances add"), "{text}");
+        }
+        // net.json: the 1-sender ratio has no width and null degrees of freedom.
+        let json: serde_json::Value = serde_json::to_value(&record).unwrap();
+        let ratio = &json["summaries"][0]["ratio"];
+        assert_eq!(ratio["value"], 1.0);
+        assert_eq!(ratio["half_width"], 0.0);
+        assert_eq!(ratio["standard_error"], 0.0);
+        assert_eq!(ratio["degrees_of_freedom"], serde_json::Value::Null);
+        assert_eq!(json["summaries"][1]["ratio"]["degrees_of_freedom"], 2.0);
+    }
+
+    #[test]
+    fn an_older_record_s_1_sender_ratio_is_still_shown_as_the_reference() {
+        // net.json written before: the 1-sender ratio carried a width (its base's error, twice).
+        let mut record = record();
+        record.summaries[0].ratio =
+            Some(Interval { value: 1.0, half_width: 0.35, standard_error: 0.08, degrees_of_freedom: Some(2.0) });
+        assert_eq!(summary_table(&record)[1][3], "1 (reference)");
+        assert_eq!(ratio_matrix(&record).unwrap()[1][1], "1 (reference)");
+    }
 }

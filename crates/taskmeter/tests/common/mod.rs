@@ -344,9 +344,9 @@ impl Background {
     /// The session cookie `net serve` printed: once its receiver is built, which takes minutes
     /// the first time for the WebAssembly hosts.
     pub fn cookie(&self) -> String {
-        self.wait_for_stderr_up_to("--cookie ", Duration::from_secs(30 * 60));
+        self.wait_for_stderr_up_to("session cookie: ", Duration::from_secs(30 * 60));
         let text = self.stderr.lock().unwrap().clone();
-        text.split("--cookie ").nth(1).unwrap().chars().take(32).collect()
+        text.split("session cookie: ").nth(1).unwrap().chars().take(32).collect()
     }
 
     pub fn signal(&self, signal: i32) {

@@ -20,6 +20,7 @@ use std::os::wasi::io::{AsRawFd, FromRawFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
+use subtle::ConstantTimeEq;
 
 const CHALLENGE_MAGIC: &[u8; 8] = b"TMNET2C\0";
 const HELLO_MAGIC: &[u8; 8] = b"TMNET2H\0";
@@ -27,6 +28,12 @@ const JOINED: &[u8; 8] = b"TMNET2OK";
 const WRONG_TOKEN: &[u8; 8] = b"TMNET2NO";
 const INDEX_TAKEN: &[u8; 8] = b"TMNET2DU";
 const HELLO_BYTES: usize = 44;
+
+/// Whether a hello's token is `expected`, in a time that does not depend on where they differ
+/// (as every receiver compares: an early exit would tell a stranger how much it has right).
+fn same_token(token: &[u8], expected: &[u8; 32]) -> bool {
+    token.ct_eq(&expected[..]).into()
+}
 
 /// How long the accept loop waits on the listener before it looks again whether every sender
 /// has joined: nothing can wake a blocked accept in WASI preview 1.
@@ -292,7 +299,9 @@ impl Gate {
         let mut joined = self.joined.lock().unwrap_or_else(|e| e.into_inner());
         match joined.get_mut(index as usize) {
             None => Err((INDEX_TAKEN, format!("sender {index} is not of this point"))),
-            Some(_) if hello[12..] != self.plan.tokens[index as usize] => {
+            // In constant time, and before the slot: only a sender with the secret learns who
+            // has joined.
+            Some(_) if !same_token(&hello[12..], &self.plan.tokens[index as usize]) => {
                 Err((WRONG_TOKEN, format!("wrong token for sender {index}")))
             }
             Some(true) => Err((INDEX_TAKEN, format!("sender {index} had already joined"))),

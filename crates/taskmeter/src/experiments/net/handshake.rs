@@ -1,8 +1,9 @@
 //! The session handshake of net protocol 2 (receivers/README.md, "The handshake"): who may join
 //! a point as a sender. The receiver sends a challenge (the point's nonce and settings), the
 //! sender answers with its index and a token, `HMAC-SHA256(secret, ...)` of that nonce; the
-//! receiver compares it with the token taskmeter computed for that index, and starts every
-//! sender together once all have joined. All the cryptography is here: a receiver compares bytes.
+//! receiver compares it with the token taskmeter computed for that index (in constant time:
+//! [`same_token`]), and starts every sender together once all have joined. All the cryptography
+//! is here: a receiver compares bytes.
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -10,6 +11,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
+use subtle::ConstantTimeEq;
 
 pub const CHALLENGE_MAGIC: &[u8; 8] = b"TMNET2C\0";
 pub const HELLO_MAGIC: &[u8; 8] = b"TMNET2H\0";
@@ -25,6 +27,11 @@ pub const HANDSHAKE: Duration = Duration::from_secs(2);
 pub const MAX_PENDING: u32 = 64;
 /// The shortest key `--key-file` accepts.
 pub const MIN_KEY_BYTES: usize = 16;
+/// The environment variable `net send` takes the session cookie from (neither `ps` nor another
+/// user sees a process's environment; its own user can, in `/proc/PID/environ`).
+pub const COOKIE_ENV: &str = "TASKMETER_NET_COOKIE";
+/// The most `net send` reads of a cookie file or of standard input: a cookie is one short line.
+const COOKIE_READ_LIMIT: u64 = 4096;
 
 /// What proves a sender belongs to the session: a key both sides hold, or the cookie
 /// `net serve` made.
@@ -39,14 +46,46 @@ impl Secret {
         Ok((Secret(cookie.clone().into_bytes()), cookie))
     }
 
-    /// The cookie a user typed (`net send --cookie`).
-    pub fn cookie(text: &str) -> Result<Secret, String> {
+    /// The cookie `net send` was given, from `source` (said in an error, which never shows the
+    /// cookie, right or wrong: a cookie off by one digit is nearly the secret).
+    pub fn cookie(text: &str, source: &str) -> Result<Secret, String> {
         let text = text.trim();
-        if text.len() != 32 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
-            let shown: String = text.chars().take(40).collect();
-            return Err(format!("--cookie '{shown}' is not the 32 hexadecimal digits `net serve` prints"));
+        let wrong = if text.is_empty() {
+            "it is empty".to_string()
+        } else if !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            "it holds characters other than hexadecimal digits".to_string()
+        } else if text.len() != 32 {
+            format!("it has {} digits", text.len())
+        } else {
+            return Ok(Secret(text.to_ascii_lowercase().into_bytes()));
+        };
+        Err(format!("the session cookie from {source} is not the 32 hexadecimal digits `net serve` prints: {wrong}"))
+    }
+
+    /// The cookie on the first line of `path` (`net send --cookie-file`).
+    pub fn cookie_file(path: &Path) -> Result<Secret, String> {
+        let file =
+            std::fs::File::open(path).map_err(|e| format!("cannot read the cookie file {}: {e}", path.display()))?;
+        let line = first_line(std::io::BufReader::new(file))
+            .map_err(|e| format!("cannot read the cookie file {}: {e}", path.display()))?;
+        Secret::cookie(&line, &format!("the file {}", path.display()))
+    }
+
+    /// The cookie on the first line of standard input (`net send --cookie -`).
+    pub fn cookie_stdin() -> Result<Secret, String> {
+        use std::io::IsTerminal;
+        if std::io::stdin().is_terminal() {
+            crate::errln!("taskmeter net send: type the session cookie `net serve` printed, then Enter");
         }
-        Ok(Secret(text.to_ascii_lowercase().into_bytes()))
+        let line = first_line(std::io::stdin().lock())
+            .map_err(|e| format!("cannot read the session cookie from standard input: {e}"))?;
+        Secret::cookie(&line, "standard input")
+    }
+
+    /// The cookie in [`COOKIE_ENV`], if it is set and not empty.
+    pub fn cookie_env() -> Option<Result<Secret, String>> {
+        let value = std::env::var_os(COOKIE_ENV).filter(|v| !v.is_empty())?;
+        Some(Secret::cookie(value.to_str().unwrap_or("\u{fffd}"), COOKIE_ENV))
     }
 
     /// The key in `path` (its bytes as they are), at least [`MIN_KEY_BYTES`] long.
@@ -68,6 +107,23 @@ impl Secret {
         }
         mac.finalize().into_bytes().into()
     }
+}
+
+/// The first line of `reader`, as text: up to its newline (a terminal's Enter) or the end, at
+/// most [`COOKIE_READ_LIMIT`] bytes.
+fn first_line(reader: impl std::io::BufRead) -> std::io::Result<String> {
+    use std::io::BufRead;
+    let mut bytes = Vec::new();
+    reader.take(COOKIE_READ_LIMIT).read_until(b'\n', &mut bytes)?;
+    // Not text: no cookie either; the cookie's check says so without showing the bytes.
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Whether a hello's token is `expected`, in a time that does not depend on where they differ
+/// (every receiver compares this way: a comparison that stops at the first difference would
+/// tell a stranger, by its timing, how much of a token it has right).
+pub fn same_token(token: &[u8], expected: &[u8; 32]) -> bool {
+    token.ct_eq(&expected[..]).into()
 }
 
 /// A receiver's plan for one point: a new nonce, and every sender's token for it.
@@ -248,8 +304,63 @@ mod tests {
     fn cookies_are_32_hex_digits() {
         let (_, cookie) = Secret::new_cookie().unwrap();
         assert_eq!(cookie.len(), 32);
-        assert!(Secret::cookie(&cookie).is_ok());
-        assert!(Secret::cookie("xyz").is_err());
-        assert_eq!(Secret::cookie(&cookie.to_uppercase()).unwrap().0, Secret::cookie(&cookie).unwrap().0);
+        assert!(Secret::cookie(&cookie, "here").is_ok());
+        assert!(Secret::cookie("xyz", "here").is_err());
+        assert_eq!(
+            Secret::cookie(&cookie.to_uppercase(), "here").unwrap().0,
+            Secret::cookie(&cookie, "here").unwrap().0
+        );
+    }
+
+    #[test]
+    fn a_wrong_cookie_is_said_without_its_value() {
+        let (_, cookie) = Secret::new_cookie().unwrap();
+        for (text, why) in [
+            (&cookie[..31], "it has 31 digits"),
+            (&format!("{cookie}0")[..], "it has 33 digits"),
+            (&format!("{}z", &cookie[..31])[..], "other than hexadecimal digits"),
+            ("  ", "it is empty"),
+        ] {
+            let error = Secret::cookie(text, "the file c").err().unwrap();
+            assert!(
+                error.starts_with("the session cookie from the file c is not the 32 hexadecimal digits"),
+                "{error}"
+            );
+            assert!(error.contains(why), "{error}");
+            assert!(!error.contains(&cookie[..8]), "the value is never shown: {error}");
+        }
+    }
+
+    #[test]
+    fn a_cookie_file_gives_its_first_line_trimmed() {
+        let folder = tempfile::tempdir().unwrap();
+        let dir = folder.path();
+        let (_, cookie) = Secret::new_cookie().unwrap();
+        let path = dir.join("cookie");
+        std::fs::write(&path, format!("  {cookie}\t\r\nsecond line\n")).unwrap();
+        assert_eq!(Secret::cookie_file(&path).unwrap().0, cookie.as_bytes());
+        std::fs::write(&path, [0xffu8, 0xfe, b'\n']).unwrap();
+        let error = Secret::cookie_file(&path).err().unwrap();
+        assert!(error.contains("other than hexadecimal digits"), "{error}");
+        let error = Secret::cookie_file(&dir.join("none")).err().unwrap();
+        assert!(error.starts_with("cannot read the cookie file "), "{error}");
+    }
+
+    #[test]
+    fn the_constant_time_comparison_answers_as_equality_does() {
+        let expected: [u8; 32] = std::array::from_fn(|i| i as u8 * 7 + 1);
+        let mut first = expected;
+        first[0] ^= 0x80;
+        let mut last = expected;
+        last[31] ^= 0x01;
+        let all = expected.map(|b| !b);
+        for (token, equal) in [(expected, true), (first, false), (last, false), (all, false)] {
+            assert_eq!(same_token(&token, &expected), equal, "{token:?}");
+            assert_eq!(same_token(&token, &expected), token == expected);
+        }
+        // A hello's token is a slice of it; one of another length is never equal.
+        assert!(same_token(&expected[..], &expected));
+        assert!(!same_token(&expected[..31], &expected));
+        assert!(!same_token(&[], &expected));
     }
 }

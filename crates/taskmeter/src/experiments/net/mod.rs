@@ -420,11 +420,13 @@ pub fn serve_only(
 ) -> Result<ExitCode, super::ExperimentError> {
     signals::install();
     let command = registry::command(receiver)?;
-    let (secret, admission) = match key_file {
-        Some(path) => (Secret::key_file(path)?, format!("--key-file {}", path.display())),
+    // The cookie is said once, on a line of its own; the command to type takes it from a file
+    // (or from the environment), never from its command line, where `ps` shows it.
+    let (secret, cookie, admission) = match key_file {
+        Some(path) => (Secret::key_file(path)?, None, format!("--key-file {}", path.display())),
         None => {
             let (secret, cookie) = Secret::new_cookie()?;
-            (secret, format!("--cookie {cookie}"))
+            (secret, Some(cookie), "--cookie-file FILE".to_string())
         }
     };
     let mut status = ExitCode::SUCCESS;
@@ -439,6 +441,12 @@ pub fn serve_only(
             let key =
                 if key_file.is_some() { "a key is required" } else { "no key: the session cookie admits senders" };
             crate::errln!("taskmeter net serve: listening on {address}{everywhere}; {key}");
+            if let Some(cookie) = &cookie {
+                crate::errln!(
+                    "session cookie: {cookie} (on the sending machine, put it in a file only you can read, `umask 077; echo COOKIE > FILE`, or in the environment variable {}: not on net send's command line, where ps shows it)",
+                    handshake::COOKIE_ENV
+                );
+            }
             let senders: Vec<String> = settings.senders.iter().map(u32::to_string).collect();
             crate::errln!(
                 "on the sending machine: taskmeter net send --to THIS-HOST:{} {admission} --senders {} --messages {}{} --message-size {}",

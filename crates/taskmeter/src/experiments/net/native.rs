@@ -79,7 +79,9 @@ impl Gate {
         let mut joined = self.joined.lock().unwrap_or_else(|e| e.into_inner());
         match joined.get_mut(index as usize) {
             None => Err((INDEX_TAKEN, format!("sender {index} is not of this point"))),
-            Some(_) if hello[12..] != self.tokens[index as usize] => {
+            // In constant time, and before the slot: only a sender with the secret learns who
+            // has joined.
+            Some(_) if !handshake::same_token(&hello[12..], &self.tokens[index as usize]) => {
                 Err((WRONG_TOKEN, format!("wrong token for sender {index}")))
             }
             Some(true) => Err((INDEX_TAKEN, format!("sender {index} had already joined"))),

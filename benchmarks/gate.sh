@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# How often `compare` fails a gate (issue 45): on identical runs (A/A), and how often it finds a
+# real change (A/B). Collect invocations of `taskmeter run` first, spread in time (A/A pairs
+# back to back and far apart), then judge them in pairs with each number of invocations a side.
+#
+#   benchmarks/gate.sh collect DIR N [RUN FLAGS...]   N rounds: 5 A runs, then one of each
+#                                                     change (--timer-slack 1; --busy 1300),
+#                                                     PAUSE seconds (default 15) between runs
+#   benchmarks/gate.sh judge DIR [K...]               pairs of K invocations a side (default 1 2 3)
+#
+# Every run is `taskmeter run --quick --repeat 3 --no-history RUN FLAGS`: the default runtimes,
+# each invocation with 3 repetitions. TASKMETER=path measures that binary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+taskmeter=${TASKMETER:-target/release/taskmeter}
+[[ -n ${TASKMETER:-} ]] || cargo build --release --quiet -p taskmeter
+what=${1:?collect or judge}
+dir=${2:?the folder of the runs}
+shift 2
+case $what in
+collect)
+    rounds=${1:?how many rounds}
+    shift
+    mkdir -p "$dir"/a "$dir"/slack "$dir"/busy
+    for ((round = 0; round < rounds; round++)); do
+        for kind in a a a slack a a busy; do
+            extra=()
+            [[ $kind == slack ]] && extra=(--timer-slack 1)
+            [[ $kind == busy ]] && extra=(--busy 1300)
+            out="$dir/$kind/$(date +%Y%m%dT%H%M%S)"
+            "$taskmeter" run --quick --repeat 3 --no-history "${extra[@]}" "$@" -o "$out" >/dev/null 2>"$out.err" || true
+            echo "$kind $out"
+            sleep "${PAUSE:-15}"
+        done
+    done
+    ;;
+judge)
+    python3 - "$taskmeter" "$dir" "${@:-1 2 3}" <<'PY'
+import json, os, subprocess, sys, tempfile
+taskmeter, root = sys.argv[1], sys.argv[2]
+ks = [int(k) for k in " ".join(sys.argv[3:]).split()]
+
+def invocations(kind):
+    base = os.path.join(root, kind)
+    if not os.path.isdir(base):
+        return []
+    found = []
+    for name in sorted(os.listdir(base)):
+        path = os.path.join(base, name)
+        if os.path.isfile(os.path.join(path, "run.json")):
+            record = json.load(open(os.path.join(path, "run.json")))
+            if record.get("complete"):
+                found.append((record["started_at"], path))
+    return [p for _, p in sorted(found)]
+
+def compare(old, new, *flags):
+    """compare of two sets of invocations (folders of symlinks), as JSON."""
+    with tempfile.TemporaryDirectory() as tmp:
+        sides = []
+        for name, paths in (("old", old), ("new", new)):
+            side = os.path.join(tmp, name)
+            os.makedirs(side)
+            for i, p in enumerate(paths):
+                os.symlink(os.path.abspath(p), os.path.join(side, f"{i:03}"))
+            sides.append(side if len(paths) > 1 else os.path.join(side, "000"))
+        out = subprocess.run([taskmeter, "compare", *sides, "--format", "json", *flags], capture_output=True, text=True)
+        if out.returncode == 2:
+            raise SystemExit(f"compare refused: {out.stderr.strip()}")
+        return out.returncode, json.loads(out.stdout)
+
+a = invocations("a")
+print(f"{len(a)} A invocations, {len(invocations('slack'))} with --timer-slack 1, {len(invocations('busy'))} with --busy 1300 (in {root})")
+for k in ks:
+    # A/A: disjoint sets of k invocations, neighbours in time (back to back) and the first half
+    # against the second (apart).
+    groups = [a[i:i + k] for i in range(0, len(a) - k + 1, k)]
+    near = [(groups[i], groups[i + 1]) for i in range(0, len(groups) - 1, 2)]
+    half = len(groups) // 2
+    far = [(groups[i], groups[i + half]) for i in range(half)] if half else []
+    for label, pairs in (("back to back", near), ("apart", far)):
+        failed = changed = lines = verdicts = 0
+        worst = []
+        for old, new in pairs:
+            code, c = compare(old, new)
+            failed += code == 1
+            lines += len(c["lines"])
+            v = [l for l in c["lines"] if l["verdict"] in ("regressed", "improved")]
+            verdicts += len(v)
+            changed += bool(v)
+            worst += [f'{l["subject"]["runtime"]} {l["verdict"]} {100 * (l["change"] or 0):+.0f} % p {l["p_value"]:.2g} adj. {l["p_adjusted"]:.2g}' for l in v]
+        if pairs:
+            print(f"A/A, {k} invocation(s) a side, {label}: {failed} of {len(pairs)} pairs failed the gate, {changed} had a verdict, {verdicts} verdicts on {lines} lines"
+                  + (f" ({'; '.join(worst)})" if worst else ""))
+    # A/B: each changed set of k against the k A invocations nearest in time before it.
+    for kind, metric in (("slack", "lateness"), ("busy", "busy")):
+        changed_runs = invocations(kind)
+        sets = [changed_runs[i:i + k] for i in range(0, len(changed_runs) - k + 1, k)]
+        found = total = unmoved_ok = unmoved = 0
+        for new in sets:
+            old = [p for p in a if os.path.basename(p) < os.path.basename(new[0])][-k:]
+            if len(old) < k:
+                continue
+            flags = ["--force", "--metric", "all"] if kind == "busy" else ["--metric", "all"]
+            _, c = compare(old, new, *flags)
+            for l in c["lines"]:
+                # The line the knob moves: every runtime's lateness under timer slack 1 ns
+                # (their sleeps no longer wait up to 50 µs), the busy phase under 1.3 x the work.
+                if l["subject"]["metric"] == metric:
+                    total += 1
+                    found += l["verdict"] in ("regressed", "improved")
+                elif kind == "busy" and l["subject"]["metric"] == "lateness":
+                    unmoved += 1
+                    unmoved_ok += l["verdict"] == "no_change"
+        if total:
+            extra = f"; lateness lines (which 0.3 µs more busy work moves little, but 35 µs more under Python's GIL does) said no change: {unmoved_ok} of {unmoved}" if unmoved else ""
+            print(f"A/B --{'timer-slack 1' if kind == 'slack' else 'busy 1300'}, {k} invocation(s) a side: {found} of {total} {metric} lines found ({100 * found / total:.0f} %){extra}")
+PY
+    ;;
+*) echo "usage: benchmarks/gate.sh collect DIR N [RUN FLAGS] | judge DIR [K...]" >&2; exit 2 ;;
+esac
