@@ -47,8 +47,8 @@ impl Verdict {
 /// What the compare commands say of their method, at the top of their output.
 pub const METHOD: &str = "each invocation is one run (its repetitions averaged); a t-test between the sides' \
 invocations on a log scale (Student's with equal counts, else Welch's; one invocation against several: the prediction \
-test; one a side: its repetitions); Holm's adjustment over every line of the comparison; a verdict needs the adjusted \
-p below alpha and a change beyond the threshold";
+test; one a side: its repetitions, a p without a verdict); Holm's adjustment over every line of the comparison; a \
+verdict needs the adjusted p below alpha and a change beyond the threshold";
 
 /// When a change is a verdict.
 #[derive(Clone, Copy, Debug)]
@@ -179,7 +179,11 @@ pub fn judge(old: &[Vec<f64>], new: &[Vec<f64>]) -> Judgement {
 /// lateness).
 pub fn decide<'a>(lines: impl IntoIterator<Item = (&'a mut Judgement, bool)>, rule: Rule) {
     let mut lines: Vec<(&mut Judgement, bool)> = lines.into_iter().collect();
-    let tested: Vec<usize> = (0..lines.len()).filter(|i| lines[*i].0.p_value.is_some()).collect();
+    // The family: the lines tested between invocations. A line of one invocation a side was
+    // tested on its repetitions, which miss the noise between invocations: no verdict rests on it.
+    let tested: Vec<usize> = (0..lines.len())
+        .filter(|i| lines[*i].0.p_value.is_some() && lines[*i].0.level == Some(Level::Invocations))
+        .collect();
     let adjusted = holm(&tested.iter().map(|i| lines[*i].0.p_value.unwrap_or(1.0)).collect::<Vec<_>>());
     for (i, p) in tested.into_iter().zip(adjusted) {
         lines[i].0.p_adjusted = Some(p);
@@ -187,6 +191,10 @@ pub fn decide<'a>(lines: impl IntoIterator<Item = (&'a mut Judgement, bool)>, ru
     for (j, higher_is_better) in lines {
         j.verdict = match (j.change, j.p_adjusted) {
             (Some(c), _) if c.abs() <= rule.threshold && j.level.is_some() => Verdict::NoChange,
+            (Some(_), _) if j.level == Some(Level::Repetitions) => {
+                j.reason.get_or_insert_with(|| ONE_INVOCATION.into());
+                Verdict::Inconclusive
+            }
             (Some(c), Some(p)) if p < rule.alpha => {
                 if (c > 0.0) == higher_is_better {
                     Verdict::Improved
@@ -203,6 +211,11 @@ pub fn decide<'a>(lines: impl IntoIterator<Item = (&'a mut Judgement, bool)>, ru
         };
     }
 }
+
+/// Why a change beyond the threshold between two single invocations is no verdict.
+pub const ONE_INVOCATION: &str = "one invocation a side: its repetitions share that invocation's machine state, and \
+identical invocations differ by more than their repetitions do (p is of the repetitions); a verdict needs 2 or more \
+results folders a side";
 
 /// Judges one line alone (a family of one).
 pub fn judge_alone(old: &[Vec<f64>], new: &[Vec<f64>], higher_is_better: bool, rule: Rule) -> Judgement {
@@ -279,13 +292,21 @@ mod tests {
         assert!((j.p_value.unwrap() - 0.074180).abs() < 1e-5, "{j:?}");
     }
 
-    /// One invocation a side: its repetitions are the runs, and the line says so.
+    /// One invocation a side: its repetitions are tested, and say how much the two invocations
+    /// differ beyond them, but a verdict about the code needs the noise between invocations.
     #[test]
     fn one_invocation_a_side_falls_back_on_its_repetitions() {
-        // Student's t on the logs: t = -2.9241, df 4, p = 0.043068.
+        // Student's t on the logs: t = -2.9241, df 4, p = 0.043068; a p, and no verdict on it.
         let j = judge_alone(&[vec![1.0, 2.0, 3.0]], &[vec![4.0, 5.0, 6.0]], false, RULE);
         assert_eq!(j.level, Some(Level::Repetitions));
         assert!((j.p_value.unwrap() - 0.043068).abs() < 1e-5, "{j:?}");
+        assert_eq!((j.verdict, j.p_adjusted, j.reason.as_deref()), (Verdict::Inconclusive, None, Some(ONE_INVOCATION)));
+        // Far beyond any noise, still no verdict: the noise between invocations is unknown.
+        let j = judge_alone(&[vec![1.0, 1.01, 0.99]], &[vec![9.0, 9.1, 8.9]], false, RULE);
+        assert!(j.p_value.unwrap() < 1e-6 && j.verdict == Verdict::Inconclusive, "{j:?}");
+        // Within the threshold it is no change, as with any line.
+        let j = judge_alone(&[vec![1.0, 1.01, 0.99]], &[vec![1.02, 1.03, 1.01]], false, RULE);
+        assert_eq!(j.verdict, Verdict::NoChange);
         assert_eq!(j.runs(), "1×3 vs 1×3");
     }
 

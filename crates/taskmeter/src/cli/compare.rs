@@ -11,7 +11,7 @@
 
 use super::CliError;
 use crate::analysis::cells::cells;
-use crate::analysis::compare::{decide, judge, Judgement, Level, Rule, Verdict, METHOD};
+use crate::analysis::compare::{decide, judge, Judgement, Rule, Verdict, METHOD};
 use crate::analysis::differences::{self, Difference, Kind};
 use crate::model::any::AnyRecord;
 use crate::model::consistency::load_checked;
@@ -350,15 +350,7 @@ fn console(c: &Comparison, old: &Side, new: &Side) -> String {
         let _ = writeln!(out, "inconclusive: {reason}");
     }
     if c.lines.iter().any(|l| l.judgement.level.is_none()) {
-        let _ = writeln!(out, "a verdict needs a measure of the noise: 2 or more results folders a side (each one invocation of taskmeter), or one a side with --repeat 2 or more");
-    }
-    if c.lines.iter().any(|l| l.judgement.level == Some(Level::Repetitions)) {
-        let _ = writeln!(
-            out,
-            "one invocation a side: its repetitions were the runs, and the noise between invocations (another minute, \
-another process's neighbours) is not in the test; compare folders of 2 or more results folders a side for a verdict \
-about the code (docs/statistics.md)"
-        );
+        let _ = writeln!(out, "a verdict needs a measure of the noise: 2 or more results folders a side (each one invocation of taskmeter; 5 recommended, docs/statistics.md)");
     }
     out
 }

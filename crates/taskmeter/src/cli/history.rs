@@ -4,7 +4,7 @@
 
 use super::args::{ByArg, FilterArgs, GroupBy, HistoryAction, RuleArgs, Selection, TextFormat, What, HISTORY_STATS};
 use super::CliError;
-use crate::analysis::compare::{decide, judge, Judgement, Level, Rule, Verdict, METHOD};
+use crate::analysis::compare::{decide, judge, Judgement, Rule, Verdict, METHOD};
 use crate::analysis::differences::{self, Difference, Kind};
 use crate::history::changepoint::Settings;
 use crate::history::check::{self, Finding};
@@ -468,9 +468,6 @@ fn compare(
         reasons.dedup();
         for reason in reasons {
             crate::outln!("inconclusive: {reason}");
-        }
-        if lines.iter().any(|l| l.judgement.level == Some(Level::Repetitions)) {
-            crate::outln!("one run a side: its repetitions were the runs, and the noise between runs is not in the test (docs/statistics.md)");
         }
         crate::outln!("{regressed} regressed of {} compared", lines.len());
     }
