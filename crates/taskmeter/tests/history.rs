@@ -453,3 +453,49 @@ fn compare_and_history_compare_nest_repetitions_in_their_invocation() {
     let all_runs: Value = serde_json::from_str(&stdout(&all_runs)).unwrap();
     assert_eq!(all_runs["lines"][0]["new_invocations"], 5, "{all_runs}");
 }
+
+/// Only whole measurements: an interrupted run and failed repetitions, however far off, change
+/// neither `history check` nor `trend`; they are counted, and `--include-incomplete` uses them.
+#[test]
+fn check_and_trend_leave_out_what_is_not_whole_and_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("h.sqlite");
+    synthetic(&history, &[("m", "thread", values(14, 0, 50_000.0, 1.0))]);
+    // The newest 4 runs: one interrupted and three with a failed repetition, all 10 times later.
+    let db = rusqlite::Connection::open(&history).unwrap();
+    db.execute("UPDATE runs SET complete = 0 WHERE label = 'c14'", []).unwrap();
+    db.execute(
+        "UPDATE measurements SET status = 'failed', value = value * 10 WHERE repetition = 1 AND run_id IN \
+         (SELECT id FROM runs WHERE label IN ('c11', 'c12', 'c13'))",
+        [],
+    )
+    .unwrap();
+    db.execute(
+        "UPDATE measurements SET value = value * 10 WHERE run_id IN (SELECT id FROM runs WHERE label = 'c14')",
+        [],
+    )
+    .unwrap();
+    drop(db);
+    let checked = ok(with_history(&history, &["history", "check", "--format", "json"]));
+    let json: Value = serde_json::from_str(&stdout(&checked)).unwrap();
+    assert_eq!(json["findings"][0]["verdict"], "no_change", "{json}");
+    assert_eq!(json["findings"][0]["runs"], 13, "the interrupted run is not one of the series' runs: {json}");
+    assert_eq!(json["left_out"]["incomplete_runs"].as_array().unwrap().len(), 1, "{json}");
+    assert_eq!(json["left_out"]["repetitions"]["failed"], 3, "one p50 in each of 3 runs: {json}");
+    let console = stdout(&ok(with_history(&history, &["history", "check"])));
+    assert!(
+        console.contains("left out: 1 interrupted run(s)") && console.contains("failed repetition(s)"),
+        "{console}"
+    );
+    // With them, the tenfold values are a regression.
+    let all = with_history(&history, &["history", "check", "--include-incomplete", "--format", "json"]);
+    assert_eq!(all.status.code(), Some(1), "{}", stdout(&all));
+    let out = dir.path().join("trend");
+    let trend: Value = serde_json::from_str(&stdout(&ok(with_history(
+        &history,
+        &["history", "trend", "--format", "json", "-o", out.to_str().unwrap()],
+    ))))
+    .unwrap();
+    assert_eq!(trend["lines"][0]["points"].as_array().unwrap().len(), 13, "{trend}");
+    assert_eq!(trend["left_out"]["incomplete_runs"].as_array().unwrap().len(), 1, "{trend}");
+}
