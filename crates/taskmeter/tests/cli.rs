@@ -372,6 +372,11 @@ fn bad_input_gets_one_clear_line_and_exit_status_2() {
         (vec!["run", "-o", &occupied], "already exists and is not empty"),
         (vec!["check-driver", "fibers"], "unknown runtime 'fibers'"),
         (vec!["frobnicate"], "unrecognized subcommand"),
+        // A typo of a command, at any level, gets the nearest; a missing argument, the usage line.
+        (vec!["comapre", "a", "b"], "unrecognized subcommand 'comapre' (did you mean 'completions' or 'compare'?)"),
+        (vec!["history", "lsit"], "unrecognized subcommand 'lsit' (did you mean 'list'?)"),
+        (vec!["reprot", "x"], "(did you mean 'report'?)"),
+        (vec!["compare", "r1"], "not provided: <NEW>; usage: taskmeter compare <OLD> <NEW>"),
         // A flag for another experiment is refused, naming the experiments it applies to.
         (
             vec!["run", "net", "--busy", "5"],
@@ -885,5 +890,26 @@ fn rows_record_a_writer_their_runtime_schedules_among_its_units() {
         let registry = taskmeter::runtimes::find(runtime).unwrap().writer;
         assert_eq!(registry.is_some(), runtime.starts_with("go"), "{runtime}");
         assert_eq!(row["worker"]["writer"].as_str(), registry, "{runtime}");
+    }
+}
+
+/// A bare command or command group answers with its short help on stderr and exit status 2, as
+/// git and cargo do; the top level also names the two commands to start with.
+#[test]
+fn a_bare_command_shows_its_commands() {
+    for (args, commands) in [
+        (vec![], vec!["run ", "compare ", "history ", "list "]),
+        (vec!["history"], vec!["list ", "trend ", "check "]),
+        (vec!["net"], vec!["serve ", "send "]),
+    ] {
+        let output = run(&args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(stdout(&output).is_empty(), "{args:?}: help on stderr, not in a pipe's data");
+        let help = stderr(&output);
+        assert!(help.contains("Commands:"), "{args:?}: {help}");
+        for command in commands {
+            assert!(help.lines().any(|l| l.trim_start().starts_with(command)), "{args:?} lists {command}: {help}");
+        }
+        assert_eq!(help.contains("Start with: taskmeter run --quick"), args.is_empty(), "{help}");
     }
 }

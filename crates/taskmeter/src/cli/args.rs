@@ -213,10 +213,17 @@ pub(super) enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print taskmeter's man page
+    /// Print the man page of taskmeter or of one command, or write every page
     ///
-    /// In roff: `taskmeter man > /usr/local/share/man/man1/taskmeter.1`
-    Man,
+    /// In roff: `taskmeter man run | man -l -`; for packagers, `taskmeter man --dir
+    /// /usr/local/share/man/man1` writes taskmeter.1, taskmeter-run.1 and one page per command.
+    Man {
+        /// The command whose page to print (`run`, `history check`) [default: taskmeter's own]
+        command: Vec<String>,
+        /// Write every command's page into this folder instead
+        #[arg(long, value_name = "DIR", conflicts_with = "command")]
+        dir: Option<PathBuf>,
+    },
     /// Run one plan read from stdin (the worker protocol); used by the orchestrator
     #[command(hide = true)]
     Worker,

@@ -7,6 +7,7 @@ pub mod check_driver;
 pub mod compare;
 mod history;
 pub mod list;
+mod man;
 mod options;
 pub mod preset;
 mod rebuild;
@@ -159,6 +160,18 @@ fn run_command() -> ExitCode {
                 _ => ExitCode::SUCCESS,
             };
         }
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            // A bare command or group (`taskmeter`, `taskmeter history`): its short help, as git
+            // and cargo answer, on stderr with exit status 2 (it is not what was asked for).
+            let help = e.render().to_string();
+            crate::errln!("{}", help.trim_end());
+            if !help.contains("Usage: taskmeter history") && !help.contains("Usage: taskmeter net") {
+                crate::errln!(
+                    "\nStart with: taskmeter run --quick    (a first look, about 10 s)\n            taskmeter list           (the runtimes, and whether each can run here)"
+                );
+            }
+            return ExitCode::from(crate::session::exit::USAGE);
+        }
         Err(e) => {
             let rendered = e.render().to_string();
             let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
@@ -192,13 +205,29 @@ fn hints(e: &clap::Error) -> String {
         Some(ContextValue::Strings(v)) if !v.is_empty() => Some(v.join(", ")),
         _ => None,
     };
-    let near = text(ContextKind::SuggestedValue).or_else(|| text(ContextKind::SuggestedArg));
-    match (near, text(ContextKind::ValidValue)) {
+    let near = text(ContextKind::SuggestedValue).or_else(|| text(ContextKind::SuggestedArg)).or_else(|| {
+        // Subcommands near a typo, each quoted: 'completions' or 'compare'.
+        match e.get(ContextKind::SuggestedSubcommand) {
+            Some(ContextValue::Strings(v)) if !v.is_empty() => Some(v.join("' or '")),
+            Some(ContextValue::String(s)) => Some(s.clone()),
+            _ => None,
+        }
+    });
+    // A missing argument or an unknown command: the usage line says what the command takes.
+    let usage = match (e.kind(), e.get(ContextKind::Usage)) {
+        (clap::error::ErrorKind::MissingRequiredArgument, Some(ContextValue::StyledStr(u))) => {
+            format!("; usage: {}", u.to_string().trim().trim_start_matches("Usage: "))
+        }
+        (clap::error::ErrorKind::InvalidSubcommand, _) => "; see --help for the commands".to_string(),
+        _ => String::new(),
+    };
+    let said = match (near, text(ContextKind::ValidValue)) {
         (Some(near), Some(valid)) => format!(" (did you mean '{near}'? known: {valid})"),
         (Some(near), None) => format!(" (did you mean '{near}'?)"),
         (None, Some(valid)) => format!(" (known: {valid})"),
         (None, None) => String::new(),
-    }
+    };
+    format!("{said}{usage}")
 }
 
 /// `--dry-run`: what a command would run with, checked as far as it can be without starting
@@ -338,10 +367,13 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
             crate::out!("{}", String::from_utf8_lossy(&script));
             ExitCode::SUCCESS
         }
-        Command::Man => {
-            let mut page = Vec::new();
-            clap_mangen::Man::new(Cli::command()).render(&mut page).expect("rendering to memory cannot fail");
-            crate::out!("{}", String::from_utf8_lossy(&page));
+        Command::Man { command, dir: None } => {
+            crate::out!("{}", man::page(&command)?);
+            ExitCode::SUCCESS
+        }
+        Command::Man { dir: Some(dir), .. } => {
+            let written = man::write_all(&dir)?;
+            crate::outln!("{} man pages in {}", written.len(), dir.display());
             ExitCode::SUCCESS
         }
         Command::Worker | Command::Guard => unreachable!("handled before dispatch"),
