@@ -3,13 +3,16 @@
 # real change (A/B). Collect invocations of `taskmeter run` first, spread in time (A/A pairs
 # back to back and far apart), then judge them in pairs with each number of invocations a side.
 #
-#   benchmarks/gate.sh collect DIR N [RUN FLAGS...]   N rounds: 5 A runs, then one of each
-#                                                     change (--timer-slack 1; --busy 1300),
-#                                                     PAUSE seconds (default 15) between runs
-#   benchmarks/gate.sh judge DIR [K...]               pairs of K invocations a side (default 1 2 3)
+#   benchmarks/gate.sh collect DIR N [RUN FLAGS...]   N rounds of 4 A runs, one with
+#                                                     --timer-slack 1, 4 A runs, one with
+#                                                     --busy 1300; PAUSE seconds (default 5)
+#                                                     between runs
+#   benchmarks/gate.sh judge DIR [K...]               pairs of K invocations a side (default 1 3 5 8)
 #
-# Every run is `taskmeter run --quick --repeat 3 --no-history RUN FLAGS`: the default runtimes,
-# each invocation with 3 repetitions. TASKMETER=path measures that binary.
+# Every run is `taskmeter run --quick --repeat REPEAT --no-history RUN FLAGS` (REPEAT default 1:
+# for a fixed number of worker processes, more invocations of one repetition give the test more
+# degrees of freedom and a smaller variance than fewer invocations of several, as the
+# repetitions of one invocation share its noise). TASKMETER=path measures that binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 taskmeter=${TASKMETER:-target/release/taskmeter}
@@ -23,19 +26,19 @@ collect)
     shift
     mkdir -p "$dir"/a "$dir"/slack "$dir"/busy
     for ((round = 0; round < rounds; round++)); do
-        for kind in a a a slack a a busy; do
+        for kind in a a a a slack a a a a busy; do
             extra=()
             [[ $kind == slack ]] && extra=(--timer-slack 1)
             [[ $kind == busy ]] && extra=(--busy 1300)
             out="$dir/$kind/$(date +%Y%m%dT%H%M%S)"
-            "$taskmeter" run --quick --repeat 3 --no-history "${extra[@]}" "$@" -o "$out" >/dev/null 2>"$out.err" || true
+            "$taskmeter" run --quick --repeat "${REPEAT:-1}" --no-history "${extra[@]}" "$@" -o "$out" >/dev/null 2>"$out.err" || true
             echo "$kind $out"
-            sleep "${PAUSE:-15}"
+            sleep "${PAUSE:-5}"
         done
     done
     ;;
 judge)
-    python3 - "$taskmeter" "$dir" "${@:-1 2 3}" <<'PY'
+    python3 - "$taskmeter" "$dir" "${@:-1 3 5 8}" <<'PY'
 import json, os, subprocess, sys, tempfile
 taskmeter, root = sys.argv[1], sys.argv[2]
 ks = [int(k) for k in " ".join(sys.argv[3:]).split()]

@@ -35,7 +35,13 @@ fn a_run_is_listed_shown_and_not_imported_twice() {
     let dir = tempfile::tempdir().unwrap();
     let history = dir.path().join("history.sqlite");
     let folder = dir.path().join("results").join("one");
-    ok(quick_run(&history, &folder, &["--label", "abc123"]));
+    let said = stderr(&ok(quick_run(&history, &folder, &["--label", "abc123"])));
+    assert!(
+        said.contains(&format!("history: recorded as run 1 in {}; --no-history to skip", history.display())),
+        "a run says where it was recorded: {said}"
+    );
+    let quiet = ok(quick_run(&dir.path().join("quiet.sqlite"), &dir.path().join("quiet"), &["-q"]));
+    assert!(!stderr(&quiet).contains("history:"), "-q silences it: {}", stderr(&quiet));
     let runs = list(&history, &[]);
     assert_eq!(runs.len(), 1, "{runs:?}");
     let run = &runs[0];

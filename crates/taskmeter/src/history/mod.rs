@@ -34,7 +34,16 @@ pub fn record(record: &dyn entry::Recorded, folder: Option<&Path>, target: &Targ
     }
     let folder = folder.map(|f| std::fs::canonicalize(f).unwrap_or_else(|_| f.to_path_buf()));
     let entry = entry::of(record, folder.as_deref(), None);
-    if let Err(why) = open(target).and_then(|mut store| entry::insert(&mut store, &entry)) {
-        crate::errln!("taskmeter: warning: the run was not recorded in the history ({}): {why}", target.describe());
+    match open(target).and_then(|mut store| entry::insert(&mut store, &entry)) {
+        // Said on stderr (silent under -q): a run writes into a store the user may not know of.
+        Ok(entry::Inserted::New(id)) => {
+            crate::progressln!("history: recorded as run {id} in {}; --no-history to skip", target.describe())
+        }
+        Ok(entry::Inserted::Already(id)) => {
+            crate::progressln!("history: already there as run {id} in {}", target.describe())
+        }
+        Err(why) => {
+            crate::errln!("taskmeter: warning: the run was not recorded in the history ({}): {why}", target.describe())
+        }
     }
 }
