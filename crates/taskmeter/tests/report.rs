@@ -770,7 +770,8 @@ fn every_kind_gets_a_page_of_tables_figures_settings_and_warnings_on_top() {
     ] {
         let ran = run_ok(&args);
         if args[0] == "bench" {
-            assert!(stdout(&ran).contains("warning: slow: only"), "the console warns too: {}", stdout(&ran));
+            assert!(stderr(&ran).contains("taskmeter: warning: slow: only"), "the console warns too: {}", stderr(&ran));
+            assert!(!stdout(&ran).contains("warning:"), "warnings on stderr, the table on stdout: {}", stdout(&ran));
         }
     }
     for (kind, dir) in [("net", &net), ("granularity", &grain), ("bench", &bench), ("run", &sleep)] {

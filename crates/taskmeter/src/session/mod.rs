@@ -207,7 +207,14 @@ impl Session {
         if self.output.json {
             crate::out!("{}", crate::report::json(&record));
         } else {
-            crate::out!("{}", console(&record));
+            // The table on stdout; its warnings on stderr, with the other notices, so that a
+            // script reading the table gets the table.
+            let text = console(&record);
+            let (warnings, table): (Vec<&str>, Vec<&str>) = text.lines().partition(|l| l.starts_with("warning: "));
+            crate::out!("{}", table.iter().map(|l| format!("{l}\n")).collect::<String>());
+            for warning in warnings {
+                crate::errln!("taskmeter: {warning}");
+            }
             if let Some(at) = &written {
                 crate::outln!("results: {} (report: {})", at.display(), at.join("report.html").display());
             }
