@@ -338,3 +338,13 @@ fn the_readme_is_a_front_page_with_a_table_of_contents_into_docs() {
         assert!(readme.contains(&format!("]({page})")), "the README does not lead to {page}");
     }
 }
+
+/// docs/cli.md, which the README calls every command and flag, names every flag of every
+/// command: a flag added without its line there fails here.
+#[test]
+fn the_cli_page_names_every_flag() {
+    let page = std::fs::read_to_string(repo().join("docs/cli.md")).unwrap();
+    let named: BTreeSet<String> = long_flags(&page).into_iter().collect();
+    let missing: Vec<String> = known_flags().into_iter().filter(|f| !named.contains(f)).collect();
+    assert!(missing.is_empty(), "docs/cli.md does not name: {}", missing.join(" "));
+}
