@@ -526,7 +526,7 @@ fn the_kernels_counters_explain_a_row_per_wake_up() {
     }
     let report = std::fs::read_to_string(folder.join("report.html")).unwrap();
     assert!(report.contains("Why the rows differ"));
-    assert!(folder.join("charts/why-point-1-frontier.svg").exists());
+    assert!(folder.join("charts/why-point-0-frontier.svg").exists());
     let again = run(&["report", folder.to_str().unwrap(), "--table", "why"]);
     assert!(again.status.success() && stdout(&again).contains("CPU/wake"), "{}", stderr(&again));
 }

@@ -56,9 +56,9 @@ fn percentile_plot(record: &RunRecord, point: &Point) -> Result<Vec<Chart>, Stri
     }
     let title = format!("{} by percentile{}", metric.name(), at(record, point));
     let axis = Axis::new(metric.name(), Unit::Nanos);
-    let file = format!("point-{}-{}-percentiles", point.index + 1, metric.name());
+    let file = format!("point-{}-{}-percentiles", point.index, metric.name());
     let mut charts = vec![Chart {
-        group: format!("point-{}", point.index + 1),
+        group: format!("point-{}", point.index),
         file: format!("{file}.svg"),
         title: title.clone(),
         svg: percentile_chart(&title, &axis, &lines)?,
@@ -66,7 +66,7 @@ fn percentile_plot(record: &RunRecord, point: &Point) -> Result<Vec<Chart>, Stri
     let title = format!("{title}, by language family");
     if let Some(svg) = percentile_panels(&title, &axis, &lines, PILED_UP)? {
         charts.push(Chart {
-            group: format!("point-{}", point.index + 1),
+            group: format!("point-{}", point.index),
             file: format!("{file}-by-family.svg"),
             title,
             svg,
@@ -102,8 +102,8 @@ fn deviation_bars(record: &RunRecord, point: &Point) -> Result<Option<Chart>, St
     let axis = Axis::new("mean |value - expected|", Unit::Nanos);
     let svg = bar_chart(&title, &axis, &names, &groups)?;
     Ok(Some(Chart {
-        group: format!("point-{}", point.index + 1),
-        file: format!("point-{}-deviation-bars.svg", point.index + 1),
+        group: format!("point-{}", point.index),
+        file: format!("point-{}-deviation-bars.svg", point.index),
         title,
         svg,
     }))
@@ -331,7 +331,7 @@ fn frontier_chart(record: &RunRecord, point: &Point) -> Result<Option<Chart>, St
     let x = Axis::new("CPU time of the worker per wake-up", Unit::Nanos).scale(Scale::Log);
     let y = Axis::new("lateness p50 (marker) to p99 (ring)", Unit::Nanos);
     let svg = span_chart(&title, &x, &y, &spans)?;
-    Ok(Some(Chart { group: "why".into(), file: format!("why-point-{}-frontier.svg", point.index + 1), title, svg }))
+    Ok(Some(Chart { group: "why".into(), file: format!("why-point-{}-frontier.svg", point.index), title, svg }))
 }
 
 /// The recipes experiment's frontier: for each runtime with recipes, its ways to wait at one
@@ -361,7 +361,7 @@ fn recipe_frontiers(record: &RunRecord, point: &Point) -> Result<Vec<Chart>, Str
         let x = Axis::new("CPU per waiting unit (% of a core)", Unit::Percent).scale(Scale::Log);
         let y = Axis::new("lateness p50 (marker) to p99 (ring)", Unit::Nanos);
         let svg = span_chart(&title, &x, &y, &spans)?;
-        let file = format!("recipes-point-{}-{base}.svg", point.index + 1);
+        let file = format!("recipes-point-{}-{base}.svg", point.index);
         charts.push(Chart { group: "recipes".into(), file, title, svg });
     }
     Ok(charts)

@@ -62,7 +62,7 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
             for point in &record.points {
                 out.push('\n');
                 if record.points.len() > 1 {
-                    out.push_str(&format!("point {}/{}: {}\n", point.index + 1, record.points.len(), point.label()));
+                    out.push_str(&format!("point {}: {}\n", point.index, point.label()));
                 }
                 out.push_str(&table(record, point.index));
             }

@@ -20,7 +20,7 @@ pub fn markdown(record: &RunRecord) -> String {
     }
     for point in &record.points {
         if record.points.len() > 1 {
-            out.push_str(&format!("**point {}/{}: {}**\n\n", point.index + 1, record.points.len(), point.label()));
+            out.push_str(&format!("**point {}: {}**\n\n", point.index, point.label()));
         }
         markdown_table(&mut out, &table_of(record, point.index));
     }

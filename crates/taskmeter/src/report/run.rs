@@ -125,10 +125,10 @@ impl Report for RunRecord {
         for point in self.points.iter().filter(|_| !volume) {
             let caption = match self.points.len() {
                 1 => String::new(),
-                n => format!("point {}/{n}: {}", point.index + 1, point.label()),
+                _ => format!("point {}: {}", point.index, point.label()),
             };
             results.push(Block::Table(caption, table_of(self, point.index), "results"));
-            results.push(Block::Figures(format!("point-{}", point.index + 1)));
+            results.push(Block::Figures(format!("point-{}", point.index)));
         }
         let section = |id: &str, heading: &str, blocks| Section { id: id.into(), heading: heading.into(), blocks };
         let mut sections = vec![section("results", "Results", results)];
