@@ -152,6 +152,7 @@ fn a_job_array_records_every_node_in_the_shared_history() {
         .env("TASKMETER_HISTORY", &url)
         .env("TASKMETER", env!("CARGO_BIN_EXE_taskmeter"))
         .env("TASKMETER_ARGS", "run --quick --runtimes thread -q")
+        .env("TASKMETER_INVOCATIONS", "2")
         .env("TASKMETER_RESULTS", &results)
         .output()
         .unwrap();
@@ -165,14 +166,14 @@ fn a_job_array_records_every_node_in_the_shared_history() {
             .collect();
         panic!("the array did not run: {out}{err}\njob logs: {logs:?}")
     });
-    // Both tasks' runs arrived, labelled with the array's job id, from this one node.
+    // Both tasks' runs (2 invocations each) arrived, labelled with the array's job id, from this one node.
     let listed = taskmeter()
         .args(["history", "list", "--format", "json", "--label", &format!("slurm-{job}"), "--history", &url])
         .output()
         .unwrap();
     let runs: serde_json::Value = serde_json::from_str(&stdout(&listed)).unwrap();
-    assert_eq!(runs.as_array().unwrap().len(), 2, "{runs}\n{out}{err}");
-    assert_eq!(std::fs::read_dir(&results).unwrap().count(), 2, "two results folders");
+    assert_eq!(runs.as_array().unwrap().len(), 4, "2 tasks x 2 invocations: {runs}\n{out}{err}");
+    assert_eq!(std::fs::read_dir(&results).unwrap().count(), 4, "four results folders");
     // One node is one machine: the comparison by machine says so rather than judging.
     assert_eq!(output.status.code(), Some(2), "{out}{err}");
     assert!(err.contains(&format!("only one machine ({})", hostname())), "{err}");
