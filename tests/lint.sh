@@ -81,6 +81,21 @@ for file in $(tracked '*.c'); do
     check "cc $file" cc -std=gnu11 -pthread -Wall -Wextra -Werror -fsyntax-only -Iclients/c "$file"
 done
 
+# Erlang: the BEAM driver and the record() client, every warning an error; the client's escripts'
+# own check (`escript -s` prints warnings and still succeeds, so any output fails); the driver's
+# launcher is POSIX sh (`sh -n`: it parses).
+for file in $(tracked 'drivers/erlang/*.erl' 'clients/erlang/*.erl'); do
+    check "erlc $file" erlc +warnings_as_errors -o "$classes" "$file"
+done
+for file in $(tracked 'drivers/erlang/*.sh'); do
+    check "sh -n $file" sh -n "$file"
+done
+for file in $(tracked 'clients/erlang/*.escript'); do
+    check_silent "escript -s $file" escript -s "$file"
+done
+# Elixir: the record() client's Mix project, formatted as `mix format` formats it.
+check "mix format (clients/elixir)" bash -c "cd clients/elixir && mix format --check-formatted"
+
 if [ ${#failed[@]} -gt 0 ]; then
     echo "lint: ${#failed[@]} check(s) failed: ${failed[*]}" >&2
     exit 1

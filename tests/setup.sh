@@ -27,6 +27,9 @@ command -v initdb >/dev/null || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/
 # Debian's packages stand in when one is missing (Debian has no JDK 21+: java-* would be skipped).
 command -v go >/dev/null || need_apt+=(golang-go)
 command -v node >/dev/null || need_apt+=(nodejs)
+# The BEAM from Debian (no Hex: the Erlang and Elixir code uses the standard libraries only).
+command -v erl >/dev/null || need_apt+=(erlang-nox)
+command -v mix >/dev/null || need_apt+=(elixir)                # the Elixir record() client
 # JDK 17 beside the newest: the java-thread@17 rows of `run recipes` and their test.
 compgen -G '/usr/lib/jvm/*17*/bin/javac' >/dev/null || need_apt+=(openjdk-17-jdk-headless)
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -21,7 +21,7 @@ pub const WRITER_THREAD: &str = "tm-writer";
 pub const MAX_PAYLOAD: usize = CHUNK_HEADER_BYTES + SAMPLE_BYTES * crate::plan::RING_BUDGET as usize;
 
 /// The mechanisms a worker may name in `H.priority`.
-pub const PRIORITY_MECHANISMS: &[&str] = &["none", "nice", "rt-priority", "embassy", "java"];
+pub const PRIORITY_MECHANISMS: &[&str] = &["none", "nice", "rt-priority", "embassy", "java", "beam"];
 
 pub mod kind {
     pub const HELLO: u8 = b'H';

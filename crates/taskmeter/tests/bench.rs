@@ -44,6 +44,28 @@ fn build_clients() -> (PathBuf, PathBuf) {
     (out.join("go-conformance"), target.join("debug/examples/conformance"))
 }
 
+/// Builds the BEAM clients: the Elixir one (`mix compile`, once per test binary: concurrent builds
+/// of one Mix project would race) and the Erlang module alone (`erlc`); returns the folder of the
+/// Elixir build's applications (for `ERL_LIBS`) and that of the Erlang module (for `erl -pa`).
+fn build_beam_clients() -> (PathBuf, PathBuf) {
+    static BUILT: std::sync::OnceLock<(PathBuf, PathBuf)> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let elixir = repo().join("clients/elixir");
+            build(Command::new("mix").arg("compile").env("MIX_ENV", "dev").current_dir(&elixir));
+            let ebin = Path::new(env!("CARGO_TARGET_TMPDIR")).join("clients/erlang");
+            std::fs::create_dir_all(&ebin).unwrap();
+            build(
+                Command::new("erlc")
+                    .args(["+warnings_as_errors", "-o"])
+                    .arg(&ebin)
+                    .arg(repo().join("clients/erlang/taskmeter_record.erl")),
+            );
+            (elixir.join("_build/dev/lib"), ebin)
+        })
+        .clone()
+}
+
 fn bench(args: &[&str], out: &Path) -> (std::process::Output, serde_json::Value) {
     let output = taskmeter().current_dir(repo()).arg("bench").args(args).arg("-o").arg(out).output().unwrap();
     let text = std::fs::read_to_string(out.join("bench.json")).unwrap_or_else(|_| panic!("{}", stderr(&output)));
@@ -62,12 +84,15 @@ fn result<'a>(record: &'a serde_json::Value, scenario: &str) -> &'a serde_json::
 #[test]
 fn every_client_passes_the_contract() {
     let (go, rust) = build_clients();
+    let (elixir_libs, _) = build_beam_clients();
     let programs = [
         ("c", "clients/c/build/conformance".to_string()),
         ("rust", rust.display().to_string()),
         ("go", go.display().to_string()),
         ("python", "python3 clients/python/conformance.py".into()),
         ("node", "node clients/node/conformance.js".into()),
+        ("erlang", "escript clients/erlang/conformance.escript".into()),
+        ("elixir", format!("ERL_LIBS='{}' elixir clients/elixir/conformance.exs", elixir_libs.display())),
     ];
     let dir = tempfile::tempdir().unwrap();
     // A window that a loaded machine's slowest start (Python, Node) fits in with room to spare.
@@ -115,6 +140,7 @@ fn every_client_passes_the_contract() {
 #[test]
 fn without_a_collector_the_clients_do_nothing() {
     let (go, rust) = build_clients();
+    let (elixir_libs, _) = build_beam_clients();
     let repo = repo();
     let commands: Vec<Vec<String>> = vec![
         vec![repo.join("clients/c/build/conformance").display().to_string()],
@@ -122,11 +148,14 @@ fn without_a_collector_the_clients_do_nothing() {
         vec![go.display().to_string()],
         vec!["python3".into(), "clients/python/conformance.py".into()],
         vec!["node".into(), "clients/node/conformance.js".into()],
+        vec!["escript".into(), "clients/erlang/conformance.escript".into()],
+        vec!["elixir".into(), "clients/elixir/conformance.exs".into()],
     ];
     for command in commands {
         let output = Command::new(&command[0])
             .args(&command[1..])
             .current_dir(&repo)
+            .env("ERL_LIBS", &elixir_libs)
             .env_remove("TASKMETER_RECORD")
             .env_remove("TASKMETER_RECORD_STREAM")
             .output()
@@ -247,11 +276,23 @@ fn a_thread_still_running_at_exit_loses_nothing() {
 #[test]
 fn a_final_batch_waits_for_a_collector_whose_queue_is_full() {
     build_clients();
+    let (elixir_libs, erlang_ebin) = build_beam_clients();
     let sent = 100;
     // Each program prints a line, then exits, and only at exit sends its final batch: the C
     // program's thread has sent nothing yet; Python's flood has flushed into the full queue, so
-    // its events are dropped and the final batch must carry the count.
-    let programs = [["clients/c/build/live_thread_at_exit", "100", "0"], ["python3", "clients/python/flood.py", "100"]];
+    // its events are dropped and the final batch must carry the count. The BEAM's: their batch
+    // goes 100 ms after its first event, into the full queue, unless the exit comes first; the
+    // final batch then goes at init:stop (Erlang) or at the end of the script (Elixir).
+    let erlang = "[taskmeter_record:record() || _ <- lists:seq(1, 100)], \
+                  io:format(standard_error, \"recorded~n\", []), init:stop().";
+    let elixir = r#"for _ <- 1..100, do: TaskMeter.record()
+                    IO.puts(:stderr, "recorded")"#;
+    let programs: [&[&str]; 4] = [
+        &["clients/c/build/live_thread_at_exit", "100", "0"],
+        &["python3", "clients/python/flood.py", "100"],
+        &["erl", "-noshell", "-pa", erlang_ebin.to_str().unwrap(), "-eval", erlang],
+        &["elixir", "-e", elixir],
+    ];
     for program in programs {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("slow.sock");
@@ -261,6 +302,7 @@ fn a_final_batch_waits_for_a_collector_whose_queue_is_full() {
             .args(&program[1..])
             .current_dir(repo())
             .env("TASKMETER_RECORD", &path)
+            .env("ERL_LIBS", &elixir_libs)
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
@@ -343,4 +385,78 @@ fn the_documented_python_example_runs_as_written() {
     assert!(r["units"].as_u64().unwrap() >= 1);
     assert!(r["gap"]["min"].as_i64().unwrap() >= 100 * MS, "{r}");
     assert!(stdout(&output).contains("case_100_ms"));
+}
+
+#[test]
+fn the_beam_clients_end_their_stream_at_every_exit_the_beam_lets_them_see() {
+    let (elixir_libs, erlang_ebin) = build_beam_clients();
+    let (libs, ebin) = (elixir_libs.display(), erlang_ebin.display());
+    // Never a flush: the end of an `elixir` script (System.at_exit/1), init:stop/0 (the server
+    // under kernel_safe_sup is shut down), and the SIGTERM that stops a body still running after
+    // the drain (the BEAM's own handler calls init:stop/0). The last one records every
+    // millisecond from a process of no application, which still runs after the server's final
+    // batch: each of its later events goes on its own, as the final batch of a new stream.
+    let erl = format!("erl -noshell -pa '{ebin}' -eval");
+    let scenarios = [
+        format!("script_end=ERL_LIBS='{libs}' elixir -e 'TaskMeter.record(); TaskMeter.record_n(3)' && sleep 60"),
+        format!("init_stop={erl} 'taskmeter_record:start(1), taskmeter_record:complete(1), init:stop().' && sleep 60"),
+        format!("sigterm=exec {erl} 'L = fun L() -> taskmeter_record:record(), timer:sleep(1), L() end, L().'"),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec!["--warmup", "0", "--duration", "2s", "--drain", "100ms"];
+    for scenario in &scenarios {
+        args.extend(["--scenario", scenario]);
+    }
+    let (output, record) = bench(&args, &dir.path().join("out"));
+    assert!(output.status.success(), "{}", stderr(&output));
+    for (name, events) in [("script_end", Some(2)), ("init_stop", Some(2)), ("sigterm", None)] {
+        let r = result(&record, name);
+        assert_eq!(r["error"], serde_json::Value::Null, "{name}: {r}");
+        let d = &r["delivery"];
+        let counts = ["streams_without_final", "events_dropped_by_clients", "batches_missing", "malformed_batches"]
+            .map(|k| d[k].as_u64());
+        assert_eq!(counts, [Some(0); 4], "{name}: {d}");
+        if let Some(events) = events {
+            assert_eq!((d["events_received"].as_u64(), d["streams"].as_u64()), (Some(events), Some(1)), "{name}: {d}");
+        }
+    }
+    assert_eq!(result(&record, "script_end")["units"], 4);
+    assert_eq!(result(&record, "init_stop")["latency"]["count"], 1);
+    let sigterm = result(&record, "sigterm");
+    assert!(sigterm["units"].as_u64().unwrap() > 100, "{sigterm}");
+    assert!(sigterm["notes"][0].as_str().unwrap().contains("was stopped"), "{sigterm}");
+}
+
+#[test]
+fn the_documented_elixir_example_and_the_erlang_sleeper_run_as_written() {
+    let (elixir_libs, _) = build_beam_clients();
+    let page = std::fs::read_to_string(repo().join("docs/experiments.md")).unwrap();
+    let start = page.find("# work.exs").expect("the Elixir example in docs/experiments.md");
+    let program = &page[start..start + page[start..].find("```").unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("work.exs"), program).unwrap();
+    let sleeper = repo().join("clients/erlang/examples/sleeper.escript");
+    let output = taskmeter()
+        .current_dir(dir.path())
+        .env("ERL_LIBS", &elixir_libs)
+        .args(["bench", "--scenario", "case_100_ms=elixir work.exs 100", "--scenario"])
+        .arg(format!("erlang=escript '{}' 100", sleeper.display()))
+        // A window that the BEAM's start (0.3-0.5 s here) fits in on a loaded machine.
+        .args(["--warmup", "100ms", "--duration", "2s", "--extended-statistics", "-o", "out"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/bench.json")).unwrap()).unwrap();
+    for name in ["case_100_ms", "erlang"] {
+        let r = result(&record, name);
+        assert_eq!(r["invocations"], 1, "{name}: the program loops while running() and ends on its own");
+        assert!(r["units"].as_u64().unwrap() >= 1, "{name}: {r}");
+        assert!(r["gap"]["min"].as_i64().unwrap() >= 100 * MS, "{name}: {r}");
+        // The Elixir script ends without a flush: the client's System.at_exit/1 handler sends
+        // the final batch.
+        assert_eq!(r["delivery"]["streams_without_final"], 0, "{name}: {r}");
+    }
+    let text = stdout(&output);
+    assert!(text.contains("case_100_ms") && text.contains("sample size"), "{text}");
 }

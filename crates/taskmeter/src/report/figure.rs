@@ -4,7 +4,7 @@
 //! - Axes: logarithmic where the values span two decades, with ticks at 1-2-5 or at decades,
 //!   labelled in their unit (`500 ns`, `2 µs`, `10 ms`, `1k`, `50 %`): no 251, 398 or 3162.
 //! - Colours: a runtime's hue is its language family's and its shade, dash and marker its own
-//!   within the family ([`styles`]), so 15 lines stay apart, and a family reads as one.
+//!   within the family ([`styles`]), so 17 lines stay apart, and a family reads as one.
 //! - Legends: below the plot, never over the data.
 //! - The latency distribution: a percentile plot (HdrHistogram's), its x axis 0, 50, 90, 99,
 //!   99.9, 99.99 % so the tail gets as much room as the body.
@@ -337,11 +337,12 @@ pub enum Marker {
     Diamond,
 }
 
-/// The families a runtime's name tells (`c-`, `go`, `java`, `node`, `python`; the rest are the
-/// Rust worker's), each a hue with shades from dark to light (ColorBrewer's sequential ramps,
+/// The families a runtime's name tells (`c-`, `beam`, `go`, `java`, `node`, `python`; the rest are
+/// the Rust worker's), each a hue with shades from dark to light (ColorBrewer's sequential ramps,
 /// without their lightest steps, which vanish on white).
-const FAMILIES: [(&str, &str, &[RGBColor]); 6] = [
+const FAMILIES: [(&str, &str, &[RGBColor]); 7] = [
     ("c-", "C", &[RGBColor(37, 37, 37), RGBColor(115, 115, 115)]),
+    ("beam", "Erlang", &[RGBColor(122, 1, 119), RGBColor(221, 52, 151), RGBColor(73, 0, 106)]),
     ("go", "Go", &[RGBColor(1, 102, 94), RGBColor(53, 151, 143), RGBColor(0, 60, 48)]),
     ("java", "Java", &[RGBColor(84, 39, 143), RGBColor(128, 125, 186), RGBColor(63, 0, 125)]),
     ("node", "Node.js", &[RGBColor(0, 109, 44), RGBColor(65, 171, 93), RGBColor(0, 68, 27)]),
@@ -1052,8 +1053,8 @@ mod tests {
 
     /// The runtimes of a default run, in the registry's order.
     fn default_runtimes() -> Vec<String> {
-        "thread tokio-ct tokio-mt smol embassy c-thread go go-locked java-thread java-virtual node node-worker \
-         python-thread python-asyncio python-abs"
+        "thread tokio-ct tokio-mt smol embassy c-thread beam beam-1 go go-locked java-thread java-virtual node \
+         node-worker python-thread python-asyncio python-abs"
             .split_whitespace()
             .map(String::from)
             .collect()
@@ -1106,7 +1107,7 @@ mod tests {
     }
 
     #[test]
-    fn fifteen_runtimes_get_fifteen_looks_and_a_family_shares_its_hue() {
+    fn the_default_runtimes_get_a_look_each_and_a_family_shares_its_hue() {
         let names = default_runtimes();
         let styles = styles(&names);
         for (i, a) in styles.iter().enumerate() {
@@ -1114,9 +1115,10 @@ mod tests {
                 assert_ne!(a, b, "two runtimes look alike");
             }
         }
-        assert_ne!(styles[6].colour, styles[7].colour, "go and go-locked: two shades");
-        assert_eq!(styles[6].dash, Dash::Solid);
-        assert_eq!(styles[7].dash, Dash::Dashed);
+        assert_eq!(names.len(), 17);
+        assert_ne!(styles[8].colour, styles[9].colour, "go and go-locked: two shades");
+        assert_eq!(styles[8].dash, Dash::Solid);
+        assert_eq!(styles[9].dash, Dash::Dashed);
     }
 
     #[test]
@@ -1137,7 +1139,7 @@ mod tests {
     }
 
     #[test]
-    fn fifteen_distributions_also_come_as_one_panel_per_family() {
+    fn the_default_runtimes_distributions_also_come_as_one_panel_per_family() {
         let names = default_runtimes();
         let lines: Vec<Distribution> = styles(&names)
             .into_iter()
@@ -1149,10 +1151,10 @@ mod tests {
             })
             .collect();
         let axis = Axis::new("lateness", Unit::Nanos);
-        let svg = percentile_panels("t", &axis, &lines, 8).unwrap().expect("15 lines pile up");
+        let svg = percentile_panels("t", &axis, &lines, 8).unwrap().expect("17 lines pile up");
         assert!(svg.contains(&format!("width=\"{WIDE}\"")), "two columns of a paper wide");
         let texts: Vec<String> = texts(&svg).into_iter().map(|(_, t)| t).collect();
-        for family in ["Rust", "C", "Go", "Java", "Node.js", "Python"] {
+        for family in ["Rust", "C", "Erlang", "Go", "Java", "Node.js", "Python"] {
             assert!(texts.iter().any(|t| t == family), "{family}");
         }
         for name in &names {

@@ -1,0 +1,3 @@
+[
+  inputs: ["{mix,.formatter}.exs", "*.exs", "{lib,examples}/**/*.{ex,exs}"]
+]
