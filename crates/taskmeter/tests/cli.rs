@@ -105,7 +105,8 @@ fn all_runtimes_compare_in_one_table() {
 fn list_names_every_runtime_and_its_availability() {
     let output = run(&["list"]);
     assert!(output.status.success());
-    let table = stdout(&output);
+    // A description wider than the terminal wraps under itself: joined again.
+    let table = common::unwrapped(&stdout(&output));
     let runtimes = common::registry("runtimes");
     assert!(!runtimes.is_empty());
     for kind in ["runtimes", "receivers"] {
@@ -356,7 +357,12 @@ fn bad_input_gets_one_clear_line_and_exit_status_2() {
             "known: units, busy, sleep, modulo, duration, warmup, policy, timer-slack, cpu-dma-latency",
         ),
         // A typo gets the nearest name, on the same line.
-        (vec!["run", "--runtimes", "tokyo-mt"], "unknown runtime 'tokyo-mt' (did you mean 'tokio-mt'? known: thread,"),
+        // Among the many runtimes, a few alike (the nearest first) and where to see them all.
+        (
+            vec!["run", "--runtimes", "tokyo-mt"],
+            "unknown runtime 'tokyo-mt' (did you mean 'tokio-mt'? also alike: tokio-ct,",
+        ),
+        (vec!["run", "--runtimes", "tokyo-mt"], "in `taskmeter list` and `list recipes`)"),
         (vec!["run", "--duraton", "1s"], "unexpected argument '--duraton' found (did you mean '--duration'?)"),
         (vec!["run", "--table", "studdy"], "(did you mean 'study'? known: ranked, study, volume, why, recipes)"),
         (vec!["run", "--runtimes", "thread,thread"], "listed twice"),
@@ -620,7 +626,7 @@ fn past_the_exact_budget_percentiles_come_from_histograms_and_say_so() {
 fn help_for_sweep_names_every_parameter_that_can_be_swept() {
     // The parameters, as the error for an unknown one lists them.
     let refused = run(&["run", "--sweep", "nope=1"]);
-    let error = stderr(&refused);
+    let error = common::unwrapped(&stderr(&refused));
     let known = error.split("known: ").nth(1).expect("the known names").trim().trim_end_matches(')');
     let help = stdout(&run(&["run", "--help"]));
     let paragraph = help.split("--sweep <NAME=VALUES>").nth(1).expect("--sweep in the help");
@@ -912,4 +918,79 @@ fn a_bare_command_shows_its_commands() {
         }
         assert_eq!(help.contains("Start with: taskmeter run --quick"), args.is_empty(), "{help}");
     }
+}
+
+/// The widest line of `text` in columns (Unicode scalar values; the test runs with NO_COLOR).
+fn widest(text: &str) -> (usize, String) {
+    text.lines().map(|l| (l.chars().count(), l.to_string())).max_by_key(|(n, _)| *n).unwrap_or_default()
+}
+
+#[test]
+fn every_output_fits_80_and_100_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("history.sqlite");
+    let at = |width: usize, args: &[&str]| {
+        let output = taskmeter()
+            .args(args)
+            .env("COLUMNS", width.to_string())
+            .env("NO_COLOR", "1")
+            .env("TASKMETER_HISTORY", &history)
+            .output()
+            .expect("taskmeter runs");
+        (output.status.code(), stdout(&output), stderr(&output))
+    };
+    let label = "a label long enough to need cutting in any table of runs, as a user may well give one to say what \
+                 the run was for";
+    // A run of many runtimes with a long label, for `history list`.
+    let many =
+        "thread,smol,tokio-ct,tokio-mt,embassy,thread/nanosleep,thread/timerfd,tokio-ct/timerfd,tokio-mt/timerfd";
+    let folder = dir.path().join("many");
+    let (code, _, err) =
+        at(100, &["run", "--quick", "--runtimes", many, "--label", label, "-o", folder.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    for width in [80, 100] {
+        let folder = dir.path().join(format!("r{width}"));
+        let mut outputs = vec![(
+            "run --quick",
+            at(width, &["run", "--quick", "--runtimes", "thread,smol", "-o", folder.to_str().unwrap()]),
+        )];
+        assert_eq!(outputs[0].1 .0, Some(0), "{}", outputs[0].1 .2);
+        outputs.push(("history list", at(width, &["history", "list"])));
+        outputs.push(("list", at(width, &["list"])));
+        let (r80, r100) = (dir.path().join("r80"), dir.path().join("r100"));
+        if width == 100 {
+            outputs.push(("compare", at(width, &["compare", r80.to_str().unwrap(), r100.to_str().unwrap()])));
+        }
+        outputs.push(("an unknown runtime", at(width, &["run", "--runtimes", "tokyo-mt"])));
+        for (what, (_, out, err)) in &outputs {
+            for (stream, text) in [("stdout", out), ("stderr", err)] {
+                let (columns, line) = widest(text);
+                assert!(columns <= width, "{what} at {width} columns: a {stream} line of {columns}:\n{line}\n\n{text}");
+            }
+        }
+        let report = &outputs[0].1 .1;
+        // Prose wraps between words: joined again, its phrases are whole.
+        let joined = common::unwrapped(report);
+        for phrase in ["busy phase per loop (median):", "lateness = wake-up time - intended wake-up time", "env: "] {
+            assert!(joined.contains(phrase), "{phrase}: {report}");
+        }
+        assert!(report.lines().count() > joined.lines().count(), "the env line wraps at {width}:\n{report}");
+        // The history's table cuts the label, and says so with "…".
+        let list = &outputs[1].1 .1;
+        assert!(list.contains('…') && !list.contains(label), "{list}");
+        // The error: the nearest names, and where to see all, in about 200 characters.
+        let error = common::unwrapped(&outputs.last().unwrap().1 .2);
+        assert_eq!(error.lines().count(), 1, "{error}");
+        assert!(error.chars().count() <= 220, "{} characters: {error}", error.chars().count());
+        assert!(error.contains("did you mean 'tokio-mt'?") && error.contains("`taskmeter list`"), "{error}");
+    }
+    // compare at 80 columns, once both folders are there.
+    let (r80, r100) = (dir.path().join("r80"), dir.path().join("r100"));
+    let (code, out, err) = at(80, &["compare", r80.to_str().unwrap(), r100.to_str().unwrap()]);
+    assert!(code.is_some(), "{err}");
+    for text in [&out, &err] {
+        let (columns, line) = widest(text);
+        assert!(columns <= 80, "compare at 80 columns: a line of {columns}:\n{line}\n\n{text}");
+    }
+    assert!(out.contains("verdict"), "the verdict column stays: {out}");
 }

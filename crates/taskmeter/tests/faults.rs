@@ -516,7 +516,8 @@ fn an_unusable_output_folder_is_refused_before_anything_runs() {
         )
         .finish();
         assert_eq!(done.status.code(), Some(2), "{folder:?}: {}", done.stderr);
-        assert_eq!(done.stderr.lines().count(), 1, "{folder:?}: one line: {}", done.stderr);
+        // One line, wrapped to the width of stderr.
+        assert_eq!(common::unwrapped(&done.stderr).lines().count(), 1, "{folder:?}: one line: {}", done.stderr);
         assert!(done.stderr.starts_with("taskmeter: ") && done.stderr.contains(message), "{folder:?}: {}", done.stderr);
         // Refused before the 20 s measurement: no worker ran.
         assert!(started.elapsed() < Duration::from_secs(15), "{folder:?}: refused at once");
@@ -647,7 +648,7 @@ fn a_full_or_closed_stdout_never_panics_and_the_folder_is_written() {
         let output = taskmeter().args(&args).stdout(full()).output().unwrap();
         let stderr = common::stderr(&output);
         assert_eq!(output.status.code(), Some(3), "{args:?}: {stderr}");
-        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert_eq!(common::unwrapped(&stderr).lines().count(), 1, "{args:?}: {stderr}");
     }
     // A closed pipe (`| head -c 0`): quiet, and the status is the command's own.
     for args in [
@@ -689,7 +690,8 @@ fn bad_input_is_one_line_even_for_a_huge_value() {
     let preset = dir.path().join("huge.toml");
     std::fs::write(&preset, format!("runtimes = [\"{}\"]\n", "x".repeat(50 << 20))).unwrap();
     let output = common::run(&["run", preset.to_str().unwrap()]);
-    let stderr = common::stderr(&output);
+    // One line, wrapped to the width of stderr: joined again.
+    let stderr = common::unwrapped(&common::stderr(&output));
     assert_eq!(output.status.code(), Some(2));
     assert_eq!(stderr.lines().count(), 1);
     assert!(stderr.len() < 2000, "{} bytes", stderr.len());

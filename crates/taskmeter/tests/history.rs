@@ -116,7 +116,8 @@ fn a_history_that_cannot_take_the_run_costs_one_warning_line() {
     let folder = dir.path().join("unwritable");
     let output = quick_run(&file.join("history.sqlite"), &folder, &["-q"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let err = stderr(&output);
+    // One line, wrapped to the width of stderr.
+    let err = common::unwrapped(&stderr(&output));
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with("taskmeter: warning: the run was not recorded in the history"), "{err}");
     assert!(folder.join("run.json").is_file());
@@ -129,7 +130,8 @@ fn a_history_that_cannot_take_the_run_costs_one_warning_line() {
     let folder = dir.path().join("locked");
     let output = quick_run(&history, &folder, &["-q"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let err = stderr(&output);
+    // One line, wrapped to the width of stderr.
+    let err = common::unwrapped(&stderr(&output));
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("not recorded") && err.contains("locked"), "{err}");
     assert!(folder.join("run.json").is_file());

@@ -120,7 +120,8 @@ fn in_a_container_the_recipes_run_whole_and_skip_what_the_host_refuses() {
     let folder = container.folder("recipes");
     let output = container.run(&["run", "recipes", "--quick", "-o", folder.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(0), "{}", said(&output));
-    let table = stdout(&output);
+    // The env line wraps at 100 columns: joined again.
+    let table = unwrapped(&stdout(&output));
     assert!(table.contains("privileges: ") && table.contains("(refused: fifo/rr, negative nice"), "{table}");
     let record = run_json(&folder);
     let rows = record["rows"].as_array().unwrap();
@@ -202,7 +203,7 @@ fn in_a_container_every_preset_exits_0() {
         assert!(folder.exists(), "{preset}: its results folder");
         if *preset == "nanosleep-study" {
             // Its real-time points are skipped rows, with the reason under the table.
-            let table = stdout(&output);
+            let table = unwrapped(&stdout(&output));
             assert!(table.contains("skipped at policy=fifo:99: the host refuses policy fifo:99"), "{table}");
             assert!(table.lines().any(|l| l.starts_with("c-thread") && l.contains(" other ")), "{table}");
         }
@@ -251,7 +252,8 @@ fn a_run_with_no_place_for_its_history_measures_and_says_so_once() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", said(&output));
-    let err = stderr(&output);
+    // Each notice one line, wrapped to the width of stderr: joined again.
+    let err = unwrapped(&stderr(&output));
     let warned: Vec<&str> = err.lines().filter(|l| l.contains("history")).collect();
     assert_eq!(warned.len(), 1, "one warning: {warned:?}");
     assert!(warned[0].contains("not recorded in the history") && warned[0].contains("neither XDG_DATA_HOME nor HOME"));
@@ -265,5 +267,9 @@ fn a_run_with_no_place_for_its_history_measures_and_says_so_once() {
         .output()
         .unwrap();
     assert_eq!(history.status.code(), Some(2), "{}", said(&history));
-    assert!(stderr(&history).contains("no history: neither XDG_DATA_HOME nor HOME is set"), "{}", said(&history));
+    assert!(
+        unwrapped(&stderr(&history)).contains("no history: neither XDG_DATA_HOME nor HOME is set"),
+        "{}",
+        said(&history)
+    );
 }

@@ -508,7 +508,8 @@ fn a_missing_rust_target_makes_the_wasm_receiver_unavailable_and_skipped() {
     std::fs::create_dir_all(dir.path().join("sysroot/lib/rustlib/x86_64-unknown-linux-gnu/lib")).unwrap();
     let rustc = fake_receiver(dir.path(), "rustc", &format!("echo {}", dir.path().join("sysroot").display()));
     let output = taskmeter().env("RUSTC", &rustc).arg("list").output().unwrap();
-    let list = stdout(&output);
+    // The reason wraps at 100 columns: joined again.
+    let list = common::unwrapped(&stdout(&output));
     let line = list.lines().find(|l| l.starts_with("wasm-thread")).unwrap();
     assert!(line.contains("unavailable") && line.contains("rustup target add wasm32-wasip1-threads"), "{line}");
     let out = dir.path().join("out");
@@ -531,12 +532,13 @@ fn a_missing_rust_target_makes_the_wasm_receiver_unavailable_and_skipped() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "a skipped receiver is not a failure: {}", stderr(&output));
-    assert!(stderr(&output).contains("skipping wasm-thread: the Rust target wasm32-wasip1-threads is not installed"));
+    assert!(common::unwrapped(&stderr(&output))
+        .contains("skipping wasm-thread: the Rust target wasm32-wasip1-threads is not installed"));
     let record = net_json(&out);
     assert_eq!(record["skipped"][0]["receiver"], "wasm-thread");
     assert!(points(&record, "wasm-thread").is_empty());
     assert_eq!(points(&record, "thread").len(), 1);
-    assert!(stdout(&output).contains("skipped: wasm-thread"));
+    assert!(common::unwrapped(&stdout(&output)).contains("skipped: wasm-thread"));
 }
 
 #[test]

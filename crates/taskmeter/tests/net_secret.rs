@@ -118,7 +118,8 @@ fn a_cookie_on_the_command_line_is_refused_and_no_error_repeats_a_cookie() {
             command.env("TASKMETER_NET_COOKIE", value);
         }
         let output = command.output().unwrap();
-        let err = stderr(&output);
+        // One line, wrapped to the width of stderr: joined again.
+        let err = common::unwrapped(&stderr(&output));
         assert_eq!(output.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: one line:\n{err}");
         assert!(err.starts_with("taskmeter: "), "{err}");

@@ -293,7 +293,8 @@ fn repetitions_are_interleaved_workers_and_give_intervals_between_them() {
     let order: Vec<(String, u64)> =
         rows.iter().map(|r| (r["runtime"].as_str().unwrap().to_string(), r["point"].as_u64().unwrap())).collect();
     assert!(order.windows(3).any(|w| w[0] != w[1] || w[1] != w[2]));
-    let table = stdout(&output);
+    // The settings line and the note wrap at 100 columns: joined again.
+    let table = common::unwrapped(&stdout(&output));
     assert!(table.contains("| 3 repetitions"), "{table}");
     assert!(table.contains("95 % CI") && table.contains("Student-t over 3 repetitions"), "{table}");
     // Each runtime has one line per point, whatever the repetitions.
@@ -418,7 +419,8 @@ fn edited_folder(dir: &Path, name: &str, file: &str, record: &Value) -> PathBuf 
 /// (each after `taskmeter: `), nothing on stdout, and no report written.
 fn assert_refused_lines(args: &[&str], folder: &Path, lines: &[String]) {
     let output = run(args);
-    let err = stderr(&output);
+    // Each problem one line, wrapped to the width of stderr: joined again.
+    let err = common::unwrapped(&stderr(&output));
     assert_eq!(output.status.code(), Some(2), "{args:?}: {err}");
     let expected: Vec<String> = lines.iter().map(|l| format!("taskmeter: {l}")).collect();
     assert_eq!(err.lines().collect::<Vec<_>>(), expected, "{args:?}");

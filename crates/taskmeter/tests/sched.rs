@@ -101,7 +101,8 @@ fn a_policy_flag_the_host_refuses_is_an_error_before_anything_is_measured() {
     let args = [&run[..], &["--warmup", "0", "-o", folder.to_str().unwrap()]].concat();
     let output = common::as_user(dir.path(), 65534, None, &args);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    let said = stderr(&output);
+    // One line, wrapped to the width of stderr: joined again.
+    let said = common::unwrapped(&stderr(&output));
     assert!(said.contains("--policy: the host refuses policy fifo:10: real-time scheduling is refused"), "{said}");
     assert!(said.contains("CAP_SYS_NICE") && said.lines().count() == 1, "one line, with what grants it: {said}");
     assert!(!folder.exists(), "nothing was measured");

@@ -28,7 +28,8 @@ fn volume_reports_delay_iterations_classes_and_memory_per_unit() {
         "-o",
         folder.to_str().unwrap(),
     ]);
-    let out = stdout(&output);
+    // Lines wider than 100 columns wrap: joined again.
+    let out = common::unwrapped(&stdout(&output));
     assert_eq!(output.status.code(), Some(0), "{out}{}", stderr(&output));
     for wanted in [
         "delay",
@@ -188,7 +189,7 @@ fn together_runs_the_runtimes_of_a_point_at_the_same_time() {
         folder.to_str().unwrap(),
     ]);
     assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
-    assert!(stdout(&output).contains("runtimes together"));
+    assert!(common::unwrapped(&stdout(&output)).contains("runtimes together"));
     let record = run_json(&folder);
     let windows: Vec<(u64, u64)> = rows(&record)
         .iter()

@@ -821,7 +821,12 @@ pub(super) fn runtime_id(text: &str) -> Result<String, String> {
     }
     match runtimes::find(text) {
         Some(info) => Ok(info.id.to_string()),
-        None => Err(crate::model::names::unknown("runtime", text, &runtimes::names())),
+        None => Err(crate::model::names::unknown_listed(
+            "runtime",
+            text,
+            &runtimes::names(),
+            "`taskmeter list` and `list recipes`",
+        )),
     }
 }
 

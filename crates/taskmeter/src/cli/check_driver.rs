@@ -70,7 +70,7 @@ pub fn check_driver(id: &str) -> Result<ExitCode, String> {
     let runtime = info.base;
     if let Err(reason) = runtimes::availability(info) {
         // Nothing of it can be checked here, and nothing failed.
-        crate::outln!("skip {id}: {reason}");
+        crate::textln!("skip {id}: {reason}");
         return Ok(ExitCode::SUCCESS);
     }
     // Sent as written, their room (room_threads, max_map_count, ...) included: the protocol's
@@ -201,13 +201,13 @@ pub fn check_driver(id: &str) -> Result<ExitCode, String> {
             (false, true) => "ok  ",
             (false, false) => "FAIL",
         };
-        crate::outln!("{mark} {name}: {}", verdict.line);
+        crate::textln!("{mark} {name}: {}", verdict.line);
         failures += usize::from(!verdict.ok);
         skipped += usize::from(verdict.skipped);
     }
     match skipped {
-        0 => crate::outln!("{id}: {} of {total} checks passed", total - failures),
-        _ => crate::outln!(
+        0 => crate::textln!("{id}: {} of {total} checks passed", total - failures),
+        _ => crate::textln!(
             "{id}: {} of {} checks passed, {skipped} skipped (what they need is missing here)",
             total - failures - skipped,
             total - skipped

@@ -255,7 +255,7 @@ pub fn run(options: CompareOptions) -> Result<ExitCode, CliError> {
     if options.json {
         crate::outln!("{}", serde_json::to_string_pretty(&comparison).expect("a comparison serialises"));
     } else {
-        crate::out!("{}", console(&comparison, &old, &new));
+        crate::text!("{}", console(&comparison, &old, &new));
     }
     Ok(if regressed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
@@ -273,6 +273,9 @@ fn in_order<S: serde::Serializer>(pairs: &[(&'static str, String)], serializer: 
 fn said(d: Difference) -> String {
     format!("{} {} -> {}", d.what, d.old, d.new)
 }
+
+/// The columns of compare's table in the order they are left out when the terminal is too narrow.
+const LEFT_OUT_FIRST: [&str; 7] = ["p", "runs", "point", "p adj.", "metric", "old", "new"];
 
 fn console(c: &Comparison, old: &Side, new: &Side) -> String {
     use std::fmt::Write;
@@ -325,7 +328,10 @@ fn console(c: &Comparison, old: &Side, new: &Side) -> String {
         ]);
         table.push(row);
     }
-    out.push_str(&crate::report::console::render_table(&table));
+    // Fitted to the terminal: the columns that say least go first, the change and verdict last.
+    let fit = crate::machine::terminal::Fit { drop: LEFT_OUT_FIRST.to_vec(), ..Default::default() };
+    let right: Vec<bool> = (0..table[0].len()).map(|c| c > 0).collect();
+    out.push_str(&crate::report::console::render_fitted(&table, &right, &fit));
     for line in &c.not_compared {
         let _ = writeln!(out, "not compared: {line}");
     }

@@ -13,7 +13,8 @@ use crate::history::query::{self, Filter, LeftOut, Observation};
 use crate::history::series;
 use crate::history::trend::{self, By};
 use crate::history::{import, Store, Target};
-use crate::report::console::render_table;
+use crate::machine::terminal::{Fit, Shrink};
+use crate::report::console::{render_fitted, render_table_fitted};
 use crate::report::format::format_ns;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -39,6 +40,18 @@ impl What {
     }
 }
 
+/// `history list`'s columns: the id right-aligned, the rest left-aligned.
+const LIST_RIGHT: [bool; 7] = [true, false, false, false, false, false, false];
+
+/// How `history list` fits the terminal: the runtimes abbreviated ("thread,+14"), the label cut
+/// with "…", then the runtimes left out, then the machine and the rest from the right.
+fn list_fit() -> Fit<'static> {
+    Fit {
+        shrink: vec![("runtimes", Shrink::List, 14), ("label", Shrink::Ellipsis, 12)],
+        drop: vec!["runtimes", "machine", "complete", "experiment"],
+    }
+}
+
 pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCode, CliError> {
     let target = match Target::choose(history, false)? {
         Target::Off => return Err("the history is off (TASKMETER_HISTORY=off): give --history".to_string().into()),
@@ -55,7 +68,7 @@ pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCo
             if format == TextFormat::Json {
                 crate::outln!("{}", serde_json::to_string_pretty(&runs).expect("serialises"));
             } else if runs.is_empty() {
-                crate::outln!("no runs in the history {} match", target.describe());
+                crate::textln!("no runs in the history {} match", target.describe());
             } else {
                 let mut table = vec![["id", "started", "experiment", "machine", "label", "runtimes", "complete"]
                     .map(str::to_string)
@@ -71,7 +84,7 @@ pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCo
                         if r.complete { "yes" } else { "no" }.to_string(),
                     ]);
                 }
-                crate::out!("{}", render_table(&table));
+                crate::out!("{}", render_fitted(&table, &LIST_RIGHT, &list_fit()));
             }
         }
         HistoryAction::Show { id, format } => show(&mut store, id, format)?,
@@ -80,7 +93,7 @@ pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCo
             for failed in &done.failed {
                 crate::errln!("taskmeter: not imported: {failed}");
             }
-            crate::outln!(
+            crate::textln!(
                 "imported {} run(s) into {} ({} already there{})",
                 done.added,
                 target.describe(),
@@ -111,9 +124,9 @@ pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCo
                 crate::outln!("{out}");
             } else {
                 if !left_out.is_empty() {
-                    crate::outln!("{}", left_out.said());
+                    crate::textln!("{}", left_out.said());
                 }
-                crate::outln!(
+                crate::textln!(
                     "trend of {} {}: {} run(s), {} line(s): {} ({})",
                     what.metric,
                     what.stat(),
@@ -177,9 +190,9 @@ pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCo
                 });
                 crate::outln!("{}", serde_json::to_string_pretty(&out).expect("serialises"));
             } else {
-                crate::out!("{}", check_console(&findings, &what, threshold, alpha));
+                crate::text!("{}", check_console(&findings, &what, threshold, alpha));
                 if !left_out.is_empty() {
-                    crate::outln!("{}", left_out.said());
+                    crate::textln!("{}", left_out.said());
                 }
             }
             if too_few_permutations {
@@ -249,18 +262,19 @@ fn show(store: &mut Store, id: i64, format: TextFormat) -> Result<(), String> {
         return Ok(());
     }
     let i = &run.info;
-    crate::outln!("run {}: {} on {}, {} to {}", i.id, i.experiment, i.machine, i.started_at, i.finished_at);
+    crate::textln!("run {}: {} on {}, {} to {}", i.id, i.experiment, i.machine, i.started_at, i.finished_at);
     if let Some(label) = &i.label {
-        crate::outln!("label: {label}");
+        crate::textln!("label: {label}");
     }
-    crate::outln!("complete: {}", if i.complete { "yes" } else { "no" });
-    crate::outln!("cpu: {}; kernel: {}; taskmeter {}", i.cpu_model, i.kernel, i.taskmeter_version);
+    crate::textln!("complete: {}", if i.complete { "yes" } else { "no" });
+    crate::textln!("cpu: {}; kernel: {}; taskmeter {}", i.cpu_model, i.kernel, i.taskmeter_version);
     if let Some(folder) = &i.folder {
-        crate::outln!("folder: {folder}");
+        crate::textln!("folder: {folder}");
     }
     let words: Vec<&str> = run.command_line.as_array().into_iter().flatten().filter_map(|v| v.as_str()).collect();
-    crate::outln!("command: {}", words.join(" "));
-    crate::outln!("settings: {}", run.settings);
+    crate::textln!("command: {}", words.join(" "));
+    // The settings as compact JSON with a space after each member, so that the line can wrap.
+    crate::textln!("settings: {}", run.settings.to_string().replace(",\"", ", \""));
     // One line per (runtime, point, repetition, metric), its stats in columns.
     let columns: Vec<&str> =
         HISTORY_STATS.iter().copied().filter(|s| run.measurements.iter().any(|m| m.stat == *s)).collect();
@@ -285,7 +299,7 @@ fn show(store: &mut Store, id: i64, format: TextFormat) -> Result<(), String> {
         table.push(line);
     }
     crate::outln!();
-    crate::out!("{}", render_table(&table));
+    crate::out!("{}", render_table_fitted(&table));
     Ok(())
 }
 
@@ -417,15 +431,15 @@ fn compare(
         crate::outln!("{}", serde_json::to_string_pretty(&out).expect("serialises"));
     } else {
         for (pair, d) in &differences {
-            crate::outln!("differs ({}, {pair}): {} {} -> {}", d.kind.as_str(), d.what, d.old, d.new);
+            crate::textln!("differs ({}, {pair}): {} {} -> {}", d.kind.as_str(), d.what, d.old, d.new);
         }
         let tested = lines.iter().filter(|l| l.judgement.p_value.is_some()).count();
-        crate::outln!(
+        crate::textln!(
             "method: {METHOD}; alpha {} for the comparison ({tested} line(s) tested), noise threshold {:.1} %",
             rule.alpha,
             rule.threshold * 100.0
         );
-        crate::outln!("{} {} of each repetition, averaged in each run", what.metric, stat);
+        crate::textln!("{} {} of each repetition, averaged in each run", what.metric, stat);
         let mut table = vec![[
             "old",
             "new",
@@ -459,17 +473,20 @@ fn compare(
                 j.verdict.as_str().into(),
             ]);
         }
-        crate::out!("{}", render_table(&table));
+        // The sides' names and the p before adjustment go first when the terminal is narrow.
+        let fit = Fit { drop: vec!["p", "runs", "new", "experiment", "point", "p adj."], ..Fit::default() };
+        let right: Vec<bool> = (0..table[0].len()).map(|c| c > 4).collect();
+        crate::out!("{}", render_fitted(&table, &right, &fit));
         if !left_out.is_empty() {
-            crate::outln!("{}", left_out.said());
+            crate::textln!("{}", left_out.said());
         }
         let mut reasons: Vec<&str> = lines.iter().filter_map(|l| l.judgement.reason.as_deref()).collect();
         reasons.sort();
         reasons.dedup();
         for reason in reasons {
-            crate::outln!("inconclusive: {reason}");
+            crate::textln!("inconclusive: {reason}");
         }
-        crate::outln!("{regressed} regressed of {} compared", lines.len());
+        crate::textln!("{regressed} regressed of {} compared", lines.len());
     }
     Ok(if regressed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
@@ -568,12 +585,17 @@ fn check_console(findings: &[Finding], what: &What, threshold: f64, alpha: f64) 
         table.push(line);
     }
     let regressions = findings.iter().filter(|f| f.verdict == check::Verdict::Regression).count();
+    // A narrow terminal: the series' label is cut, then the p before adjustment, the runs and the
+    // values either side of the change go.
+    let fit =
+        Fit { shrink: vec![("series", Shrink::Ellipsis, 20)], drop: vec!["p", "runs", "before", "after", "since run"] };
+    let right: Vec<bool> = (0..table[0].len()).map(|c| c > 0).collect();
     format!(
         "{} {} per run (the mean of its repetitions)\nmethod: {CHECK_METHOD}; alpha {alpha} for the check, noise threshold {:.1} %\n{}{regressions} regression(s) in {} series\n",
         what.metric,
         what.stat(),
         threshold * 100.0,
-        render_table(&table),
+        render_fitted(&table, &right, &fit),
         findings.len()
     )
 }

@@ -2,6 +2,7 @@
 //! why not; as a table, or as JSON for scripts and for the tests, which iterate it.
 
 use crate::experiments::net::registry;
+use crate::machine::terminal::{self, wrap};
 use crate::runtimes;
 use serde_json::json;
 
@@ -33,23 +34,23 @@ pub fn print(as_json: bool) {
     };
     let width = runtimes::all().iter().map(|r| r.id.len()).max().unwrap_or(0);
     for info in runtimes::all() {
-        crate::outln!(
+        crate::textln!(
             "{:<width$}  {}\n{:<width$}  {}",
             info.id,
             status(runtimes::availability(info)),
             "",
             info.description
         );
-        crate::outln!("{:<width$}  a unit is {}; priority classes: {}", "", unit_name(info.unit), info.priority);
+        crate::textln!("{:<width$}  a unit is {}; priority classes: {}", "", unit_name(info.unit), info.priority);
         let others = runtimes::other_versions(info);
         if !others.is_empty() {
             let rows: Vec<String> = others.iter().map(|v| format!("{}@{v}", info.id)).collect();
-            crate::outln!("{:<width$}  also on another toolchain installed here: {}", "", rows.join(", "));
+            crate::textln!("{:<width$}  also on another toolchain installed here: {}", "", rows.join(", "));
         }
     }
-    crate::outln!("\nreceivers of `taskmeter run net`:");
+    crate::textln!("\nreceivers of `taskmeter run net`:");
     for (id, description) in registry::RECEIVERS {
-        crate::outln!("{id:<width$}  {}\n{:<width$}  {description}", status(registry::availability(id)), "");
+        crate::textln!("{id:<width$}  {}\n{:<width$}  {description}", status(registry::availability(id)), "");
     }
 }
 
@@ -80,14 +81,16 @@ pub fn print_recipes(as_json: bool) {
     for info in recipes {
         let available =
             runtimes::availability(info).err().map_or_else(String::new, |why| format!(" (unavailable: {why})"));
-        crate::outln!("{:<width$}  {}{available}", info.id, info.description);
+        // The description's lines under its first, when it wraps.
+        let line = format!("{:<width$}  {}{available}", info.id, info.description);
+        crate::textln!("{}", wrap(&line, terminal::width(), &" ".repeat(width + 2)).join("\n"));
     }
     let without: Vec<&str> = runtimes::all().iter().filter(|r| r.recipes.is_empty()).map(|r| r.id).collect();
-    crate::outln!("\nevery runtime also waits with its own sleep (RUNTIME alone); no recipe: {}", without.join(", "));
-    crate::outln!("and under a machine knob, its worker set apart (RUNTIME+KNOB, RUNTIME/RECIPE+KNOB; run recipes: the first runtime of each language, and with slack each recipe that sleeps if its units are OS threads):");
+    crate::textln!("\nevery runtime also waits with its own sleep (RUNTIME alone); no recipe: {}", without.join(", "));
+    crate::textln!("and under a machine knob, its worker set apart (RUNTIME+KNOB, RUNTIME/RECIPE+KNOB; run recipes: the first runtime of each language, and with slack each recipe that sleeps if its units are OS threads):");
     for knob in runtimes::Knob::ALL {
         let available = knob.refused().map_or_else(String::new, |why| format!(" (unavailable here: {why})"));
-        crate::outln!("  +{:<6} {}{available}", knob.name(), knob.about());
+        crate::textln!("  +{:<6} {}{available}", knob.name(), knob.about());
     }
 }
 

@@ -96,6 +96,7 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ("TASKMETER_GO, TASKMETER_NODE, TASKMETER_PYTHON, TASKMETER_ERL, CC, JAVA_HOME", "The toolchain a driver uses instead of the one on PATH."),
     ("TASKMETER_NET_COOKIE", "net send: the session cookie net serve printed (never on the command line)."),
     ("NO_COLOR, CLICOLOR_FORCE", "No colour, or colour even when the output is not a terminal (--color overrides both)."),
+    ("COLUMNS", "The width text is fitted to, instead of the terminal's (100 columns when the output is not a terminal)."),
 ];
 
 const FILES: &[(&str, &str)] = &[

@@ -136,10 +136,14 @@ fn run_command() -> ExitCode {
         args::ColorArg::Always => clap::ColorChoice::Always,
         args::ColorArg::Never => clap::ColorChoice::Never,
     };
-    let parsed = Cli::command().color(clap_color).max_term_width(100).try_get_matches_from(args).and_then(|matches| {
-        let cli = Cli::from_arg_matches(&matches)?;
-        Ok((cli, matches))
-    });
+    // Help as wide as the terminal (COLUMNS first, as for every output: `machine::terminal`), at
+    // most 100 columns.
+    let help_width = crate::machine::terminal::width().min(100);
+    let parsed =
+        Cli::command().color(clap_color).term_width(help_width).try_get_matches_from(args).and_then(|matches| {
+            let cli = Cli::from_arg_matches(&matches)?;
+            Ok((cli, matches))
+        });
     let cli = match parsed {
         Ok((mut cli, matches)) => {
             if let Err(message) = scope::check_flag_scope(&matches) {

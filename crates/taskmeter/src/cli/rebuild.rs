@@ -28,7 +28,7 @@ pub fn rebuild(
         crate::outln!("{}", out.display());
     }
     match (&record, table) {
-        (AnyRecord::Run(r), Some(layout)) => crate::out!("{}", crate::report::console::report(r, Some(layout))),
+        (AnyRecord::Run(r), Some(layout)) => crate::text!("{}", crate::report::console::report(r, Some(layout))),
         (_, Some(_)) => return Err(format!("--table applies to a run's record ({} is not one)", file.display()).into()),
         _ => {}
     }

@@ -9,3 +9,4 @@ pub mod sched;
 pub mod status;
 pub mod streams;
 pub mod taskstats;
+pub mod terminal;

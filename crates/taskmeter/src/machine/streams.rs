@@ -3,6 +3,9 @@
 //! filter, and leaves the exit status as it was; any other error (`> /dev/full`) is one line on
 //! stderr, the printing stops, and the command exits non-zero ([`stdout_failed`]). stderr is
 //! best effort: an error there cannot be told to anyone.
+//!
+//! Everything on stderr is text for a reader, fitted to its width ([`super::terminal`]); on
+//! stdout only what is written with [`text`] (`textln!`) is, never JSON, CSV or a man page.
 
 use std::io::{ErrorKind, Write};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -30,9 +33,15 @@ pub fn out(text: &str) {
     }
 }
 
-/// Writes `text` to stderr, ignoring errors.
+/// Writes text for a reader to stdout at once, each line wider than stdout's width wrapped.
+pub fn text(text: &str) {
+    out(&super::terminal::fit(text, super::terminal::width()))
+}
+
+/// Writes `text` to stderr, each line wider than stderr's width wrapped, ignoring errors.
 pub fn err(text: &str) {
-    let text = &warnings_tinted(text, COLOR_ERR.load(Ordering::Relaxed));
+    let text = super::terminal::fit(text, super::terminal::stderr_width());
+    let text = &warnings_tinted(&text, COLOR_ERR.load(Ordering::Relaxed));
     let mut stderr = std::io::stderr().lock();
     let _ = stderr.write_all(text.as_bytes()).and_then(|_| stderr.flush());
 }
@@ -140,6 +149,19 @@ macro_rules! outln {
 #[macro_export]
 macro_rules! out {
     ($($arg:tt)*) => { $crate::machine::streams::out(&format!($($arg)*)) };
+}
+
+/// `println!` to [`text`]: text for a reader, fitted to the width of stdout.
+#[macro_export]
+macro_rules! textln {
+    () => { $crate::machine::streams::text("\n") };
+    ($($arg:tt)*) => { $crate::machine::streams::text(&format!("{}\n", format_args!($($arg)*))) };
+}
+
+/// `print!` to [`text`].
+#[macro_export]
+macro_rules! text {
+    ($($arg:tt)*) => { $crate::machine::streams::text(&format!($($arg)*)) };
 }
 
 /// `eprintln!` to [`err`].

@@ -1,16 +1,44 @@
-//! The console report of a run: settings, environment, the tables, how to read them.
+//! The console report of a run: settings, environment, the tables, how to read them. Its tables
+//! fit the width of stdout (`machine::terminal`: columns left out, said under the table); its
+//! prose is wrapped where it is printed (`streams::text`).
 
 use super::format::{format_count, format_ns};
 use super::tables::*;
 use super::why;
 use crate::machine::env::Environment;
 use crate::machine::sched::SchedInfo;
+use crate::machine::terminal::{self, Fit};
 use crate::model::run::{RowStatus, RunRecord};
 
 fn render_with_reasons(t: &Table) -> String {
+    render_with_reasons_fitted(t, &[])
+}
+
+/// The columns of the volume table in the order they are left out when the terminal is too
+/// narrow: the classes' (the table by priority class has them), then the rings and the cost of
+/// creating a unit, before the delay, the throughput and the memory the study is about.
+const VOLUME_LEFT_OUT_FIRST: [&str; 12] = [
+    "delay low",
+    "delay high",
+    "low",
+    "high",
+    "rings",
+    "create/unit",
+    "95 % CI",
+    "95 % CI",
+    "iter/unit",
+    "p99",
+    "lateness p50",
+    "peak RSS",
+];
+
+/// A table with the rows without statistics under it, fitted to the width of stdout with the
+/// columns of `drop` left out first (then the others, from the right).
+fn render_with_reasons_fitted(t: &Table, drop: &[&str]) -> String {
     let mut all = vec![t.header.clone()];
     all.extend(t.lines.iter().cloned());
-    let mut out = render_table(&all);
+    let fit = Fit { drop: drop.to_vec(), ..Fit::default() };
+    let mut out = render_fitted(&all, &right_aligned(&all), &fit);
     let w = width(&all, 0);
     for (runtime, reason) in &t.without_statistics {
         out.push_str(&format!("{runtime:<w$}  {reason}\n"));
@@ -18,11 +46,17 @@ fn render_with_reasons(t: &Table) -> String {
     out
 }
 
+/// The columns of the ranked table in the order they are left out when the terminal is too
+/// narrow for them all: the counts and the extremes first; the mean the table is ranked by
+/// stays longest, then the median.
+const RANKED_LEFT_OUT_FIRST: [&str; 7] = ["missed", "max", "samples", "95 % CI", "p99", "vs best", "p50"];
+
 pub fn table(record: &RunRecord, point: usize) -> String {
     let t = table_of(record, point);
     let mut all = vec![t.header.clone()];
     all.extend(t.lines.iter().cloned());
-    let mut out = tinted_ranking(render(&all, &[false, true, true, true, true, true, true, true, true]));
+    let fit = Fit { drop: RANKED_LEFT_OUT_FIRST.to_vec(), ..Fit::default() };
+    let mut out = tinted_ranking(render_fitted(&all, &right_aligned(&all), &fit));
     let w = width(&all, 0);
     for (runtime, reason) in &t.without_statistics {
         out.push_str(&format!("{runtime:<w$}  {reason}\n"));
@@ -77,7 +111,7 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
         }
         Layout::Volume => {
             out.push('\n');
-            out.push_str(&render_with_reasons(&volume_table_of(record)));
+            out.push_str(&render_with_reasons_fitted(&volume_table_of(record), &VOLUME_LEFT_OUT_FIRST));
             if record.sweeps.iter().any(|s| s.param == Param::Units) {
                 out.push_str("\nmemory per unit:\n");
                 for line in memory_lines(record) {
@@ -87,7 +121,7 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
         }
         Layout::Recipes => {
             for table in super::recipes::tables(record) {
-                out.push_str(&format!("\n{}\n{}", table.title, render_table(&table.lines)));
+                out.push_str(&format!("\n{}\n{}", table.title, render_table_fitted(&table.lines)));
                 out.push_str(&table.advice.unwrap_or_default());
                 for note in &table.notes {
                     out.push_str(&format!("  {note}\n"));
@@ -107,7 +141,7 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
     }
     if let Some(classes) = class_table_of(record) {
         out.push_str("\nby priority class:\n");
-        out.push_str(&render_table(&[vec![classes.header.clone()], classes.lines.clone()].concat()));
+        out.push_str(&render_table_fitted(&[vec![classes.header.clone()], classes.lines.clone()].concat()));
         out.push_str("priority classes as applied:\n");
         for line in priority_lines(record) {
             out.push_str(&format!("  {line}\n"));
@@ -310,6 +344,42 @@ pub fn render_table(lines: &[Vec<String>]) -> String {
     let Some(first) = lines.first() else { return String::new() };
     let right: Vec<bool> = (0..first.len()).map(|c| c > 0).collect();
     render(lines, &right)
+}
+
+/// The first column left-aligned, the others right-aligned.
+fn right_aligned(lines: &[Vec<String>]) -> Vec<bool> {
+    (0..lines.first().map_or(0, Vec::len)).map(|c| c > 0).collect()
+}
+
+/// A plain table (as [`render_table`]) fitted to the width of stdout: columns left out from the
+/// right until it fits, and said under it.
+pub fn render_table_fitted(lines: &[Vec<String>]) -> String {
+    render_fitted(lines, &right_aligned(lines), &Fit::default())
+}
+
+/// A table fitted to the width of stdout as `fit` says ([`terminal::fit_table`]), each column
+/// aligned as `right` says, with a line naming the columns left out, if any.
+pub fn render_fitted(lines: &[Vec<String>], right: &[bool], fit: &Fit) -> String {
+    render_fitted_to(lines, right, fit, terminal::width())
+}
+
+/// [`render_fitted`] at `width` columns.
+pub fn render_fitted_to(lines: &[Vec<String>], right: &[bool], fit: &Fit, width: usize) -> String {
+    if lines.is_empty() {
+        return String::new();
+    }
+    let fitted = terminal::fit_table(lines, width, fit);
+    let right: Vec<bool> = fitted.kept.iter().map(|c| right.get(*c).copied().unwrap_or(true)).collect();
+    let mut out = render(&fitted.lines, &right);
+    if !fitted.left_out.is_empty() {
+        let said =
+            format!("left out to fit {width} columns: {} (all take {})", fitted.left_out.join(", "), fitted.natural);
+        for line in terminal::wrap(&said, width, "  ") {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
 }
 
 fn render(lines: &[Vec<String>], right: &[bool]) -> String {

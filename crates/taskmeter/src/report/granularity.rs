@@ -2,7 +2,7 @@
 //! runtime at every task size, `granularity.json`, `summary.csv`, the efficiency and overhead
 //! charts and `report.html`.
 
-use super::console::render_table;
+use super::console::render_table_fitted;
 use super::figure::{bar_chart, line_chart, style_of, Axis, Bars, Chart, Level, Scale, Series, Style, Unit};
 use super::page::{table, Block, Report, Section};
 use crate::analysis::granularity::{baselines, BASELINE_SPREAD, THRESHOLD};
@@ -136,9 +136,9 @@ fn settings_line(record: &GrainRecord) -> String {
 /// The console report.
 pub fn console(record: &GrainRecord) -> String {
     let mut out = format!("\n{}\n\n", settings_line(record));
-    out.push_str(&render_table(&ranked_table(record)));
+    out.push_str(&render_table_fitted(&ranked_table(record)));
     out.push_str("\nefficiency (%) at each task size (useful work / (wall x cores)):\n");
-    out.push_str(&render_table(&efficiency_matrix(record)));
+    out.push_str(&render_table_fitted(&efficiency_matrix(record)));
     out.push_str(&format!(
         "\nMETG(50 %): the task granularity (wall x cores / tasks) at which efficiency falls to {:.0} %; lower is better.\n",
         100.0 * THRESHOLD

@@ -1,7 +1,7 @@
 //! What `run net` shows and writes: the console tables, `net.json`, `summary.csv`, the charts
 //! (the study's ratio graph, throughput, round-trip p99) and `report.html`.
 
-use super::console::render_table;
+use super::console::render_table_fitted;
 use super::figure::{line_chart, styles, Axis, Chart, Series, Unit};
 use super::format::format_ns;
 use super::page::{table, Block, Report, Section};
@@ -66,10 +66,10 @@ pub fn console(record: &NetRecord) -> String {
         if s.per_sender { "per sender" } else { "split across the senders" }
     );
     let repeated = s.repeat > 1;
-    out.push_str(&render_table(&summary_table(record)));
+    out.push_str(&render_table_fitted(&summary_table(record)));
     if let Some(matrix) = ratio_matrix(record) {
         out.push_str("\nthroughput / the receiver's own 1-sender throughput:\n");
-        out.push_str(&render_table(&matrix));
+        out.push_str(&render_table_fitted(&matrix));
     }
     let _ = writeln!(out, "\n{}", intervals_note(repeated));
     for skip in &record.skipped {

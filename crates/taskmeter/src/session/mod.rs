@@ -211,12 +211,13 @@ impl Session {
             // script reading the table gets the table.
             let text = console(&record);
             let (warnings, table): (Vec<&str>, Vec<&str>) = text.lines().partition(|l| l.starts_with("warning: "));
-            crate::out!("{}", table.iter().map(|l| format!("{l}\n")).collect::<String>());
+            // Text for a reader: wrapped to the width of stdout (the tables already fit it).
+            crate::text!("{}", table.iter().map(|l| format!("{l}\n")).collect::<String>());
             for warning in warnings {
                 crate::errln!("taskmeter: {warning}");
             }
             if let Some(at) = &written {
-                crate::outln!("results: {} (report: {})", at.display(), at.join("report.html").display());
+                crate::textln!("results: {} (report: {})", at.display(), at.join("report.html").display());
             }
         }
         if let Some(reason) = &reason {

@@ -19,8 +19,29 @@ pub fn taskmeter() -> Command {
     let n = INVOCATION.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     command.env("TASKMETER_HISTORY", tmp.join("history").join(format!("{}-{n}.sqlite", std::process::id())));
     command.env("XDG_DATA_HOME", tmp.join("xdg-data"));
+    // Text wraps at 100 columns, as for any output that is no terminal, whatever the shell says.
+    command.env_remove("COLUMNS");
     command.stdin(Stdio::null());
     command
+}
+
+/// `text` with its wrapped lines joined again: taskmeter wraps a line too wide for the terminal
+/// with a hanging indent two columns deeper than the line's own (`machine::terminal::fit`), so a
+/// line indented two more than the line it follows continues it. A phrase can then be searched
+/// for wherever the width broke it.
+pub fn unwrapped(text: &str) -> String {
+    let indent = |line: &str| line.len() - line.trim_start_matches(' ').len();
+    let mut lines: Vec<(usize, String)> = Vec::new();
+    for line in text.lines() {
+        match lines.last_mut() {
+            Some((own, joined)) if !line.trim().is_empty() && indent(line) == *own + 2 => {
+                joined.push(' ');
+                joined.push_str(line.trim_start());
+            }
+            _ => lines.push((indent(line), line.to_string())),
+        }
+    }
+    lines.into_iter().map(|(_, line)| line + "\n").collect()
 }
 
 pub fn run(args: &[&str]) -> Output {
@@ -39,11 +60,12 @@ pub fn run_json(folder: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(folder.join("run.json")).unwrap()).unwrap()
 }
 
-/// Each command must fail with exit status 2 and one line on stderr containing its message.
+/// Each command must fail with exit status 2 and one line on stderr (wrapped to the width)
+/// containing its message.
 pub fn assert_refused(cases: &[(Vec<&str>, &str)]) {
     for (args, message) in cases {
         let output = run(args);
-        let err = stderr(&output);
+        let err = unwrapped(&stderr(&output));
         assert_eq!(output.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: one line, got:\n{err}");
         assert!(err.starts_with("taskmeter: "), "{args:?}: {err}");

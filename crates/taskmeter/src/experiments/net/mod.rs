@@ -385,7 +385,7 @@ pub fn send_only(to: SocketAddr, settings: &NetSettings, secret: &Secret) -> Res
         let acked: u64 = results.iter().map(|r| r.acked).sum();
         let planned: u64 = shares.iter().sum();
         let summary = round_trips(&results);
-        crate::outln!(
+        crate::textln!(
             "{senders:>3} senders: {acked} of {planned} messages acknowledged in {seconds:.3} s = {:.0} msg/s at the senders; round trip p50 {} p99 {}",
             acked as f64 / seconds,
             summary.as_ref().and_then(|s| s.p50).map_or("-".into(), |v| crate::report::format::format_ns(v as f64)),
@@ -395,7 +395,7 @@ pub fn send_only(to: SocketAddr, settings: &NetSettings, secret: &Secret) -> Res
         let mut said: Vec<&String> = Vec::new();
         for error in results.iter().filter_map(|r| r.error.as_ref()) {
             if !said.contains(&error) {
-                crate::outln!("    {error}");
+                crate::textln!("    {error}");
                 said.push(error);
             }
         }
@@ -478,19 +478,19 @@ pub fn serve_only(
             n => format!("; {n} connection(s) refused"),
         };
         match receive_window(&reports).filter(|w| *w > 0) {
-            Some(w) => crate::outln!(
+            Some(w) => crate::textln!(
                 "{connections:>3} senders: {received} messages in {:.3} s = {:.0} msg/s at the receiver{refused}",
                 w as f64 / 1e9,
                 received as f64 * 1e9 / w as f64
             ),
-            _ => crate::outln!("{connections:>3} senders: {received} messages{refused}"),
+            _ => crate::textln!("{connections:>3} senders: {received} messages{refused}"),
         }
         for problem in reports
             .iter()
             .filter_map(|r| r.error.as_ref().map(|e| format!("connection {}: {e}", r.index)))
             .chain(failure)
         {
-            crate::outln!("    {problem}");
+            crate::textln!("    {problem}");
             status = ExitCode::from(1);
         }
     }

@@ -90,13 +90,14 @@ impl Progress {
             return;
         }
         state.last_refresh = Instant::now();
-        let lines: Vec<String> = state
+        let fields: Vec<Vec<String>> = state
             .running
             .iter()
-            .map(|(label, stats)| live_line(label, &stats.lock().unwrap_or_else(|e| e.into_inner()).live()))
+            .map(|(label, stats)| live_fields(label, &stats.lock().unwrap_or_else(|e| e.into_inner()).live()))
             .collect();
-        if !lines.is_empty() {
-            bar.set_message(lines.join(" | "));
+        if !fields.is_empty() {
+            let room = crate::machine::terminal::stderr_width().saturating_sub(BAR_COLUMNS);
+            bar.set_message(live_message(&fields, room));
         }
     }
 
@@ -135,7 +136,7 @@ impl Progress {
             _ => format!("{label}: done in {elapsed:.1} s"),
         };
         match &self.bar {
-            Some(bar) => bar.println(line),
+            Some(bar) => bar.println(crate::machine::terminal::fit(&line, crate::machine::terminal::stderr_width())),
             None => crate::errln!("taskmeter: {line}"),
         }
     }
@@ -147,17 +148,66 @@ impl Progress {
     }
 }
 
-/// "go: 12,034 samples, lateness p50 51 µs p99 80 µs max 1.2 ms".
-fn live_line(label: &str, live: &Live) -> String {
+/// The columns the bar takes before its message: "[00:00:12] " (11), the bar (20), " 100%"
+/// (5), " ETA " (5), the ETA ("59s", "89m": 3) and a space, and one column spare, so that the
+/// line never reaches the terminal's last column.
+const BAR_COLUMNS: usize = 11 + 20 + 5 + 5 + 3 + 1 + 1;
+
+/// A running row's live figures as fields: "go: 12,034 samples", ", lateness p50 51 µs",
+/// " p99 80 µs", " max 1.2 ms" (together, cyclictest's live line).
+fn live_fields(label: &str, live: &Live) -> Vec<String> {
     let value = |v: Option<i64>| v.map(|v| format_ns(v as f64)).unwrap_or_else(|| "-".into());
     if live.samples == 0 {
-        return format!("{label}: warming up");
+        return vec![format!("{label}: warming up")];
     }
-    format!(
-        "{label}: {} samples, lateness p50 {} p99 {} max {}",
-        format_count(live.samples),
-        value(live.p50),
-        value(live.p99),
-        value(live.max)
-    )
+    vec![
+        format!("{label}: {} samples", format_count(live.samples)),
+        format!(", lateness p50 {}", value(live.p50)),
+        format!(" p99 {}", value(live.p99)),
+        format!(" max {}", value(live.max)),
+    ]
+}
+
+/// The running rows' fields in `room` columns, rows apart by " | ": whole fields are left out
+/// from the end until the rest fits, never one cut in the middle of its value (the first field
+/// stays, cut with "…" only when not even it fits).
+fn live_message(rows: &[Vec<String>], room: usize) -> String {
+    use crate::machine::terminal::{columns, truncate};
+    let mut fields: Vec<String> = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        for (j, field) in row.iter().enumerate() {
+            fields.push(if i > 0 && j == 0 { format!(" | {field}") } else { field.clone() });
+        }
+    }
+    let mut used: usize = fields.iter().map(|f| columns(f)).sum();
+    while fields.len() > 1 && used > room {
+        used -= fields.pop().map_or(0, |f| columns(&f));
+    }
+    truncate(&fields.concat(), room.max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(label: &str) -> Vec<String> {
+        let live = Live { samples: 12_034, p50: Some(51_200), p99: Some(250_000), max: Some(1_200_000) };
+        live_fields(label, &live)
+    }
+
+    #[test]
+    fn the_live_line_drops_whole_fields_rather_than_cutting_one() {
+        let full = "go: 12,034 samples, lateness p50 51.2 µs p99 250 µs max 1.20 ms";
+        assert_eq!(live_message(&[row("go")], 100), full);
+        // 100 columns less the bar: the max goes, p99 keeps its unit.
+        assert_eq!(
+            live_message(&[row("go")], 100 - BAR_COLUMNS),
+            "go: 12,034 samples, lateness p50 51.2 µs p99 250 µs"
+        );
+        assert_eq!(live_message(&[row("go")], 45), "go: 12,034 samples, lateness p50 51.2 µs");
+        assert_eq!(live_message(&[row("go")], 30), "go: 12,034 samples");
+        assert_eq!(live_message(&[row("go")], 10), "go: 12,03…", "only the first field is ever cut");
+        let two = live_message(&[row("go"), row("tokio-mt")], 90);
+        assert_eq!(two, "go: 12,034 samples, lateness p50 51.2 µs p99 250 µs max 1.20 ms | tokio-mt: 12,034 samples");
+    }
 }
