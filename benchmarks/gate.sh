@@ -39,7 +39,7 @@ collect)
     ;;
 judge)
     python3 - "$taskmeter" "$dir" "${@:-1 3 5 8}" <<'PY'
-import json, os, subprocess, sys, tempfile
+import json, math, os, statistics, subprocess, sys, tempfile
 taskmeter, root = sys.argv[1], sys.argv[2]
 ks = [int(k) for k in " ".join(sys.argv[3:]).split()]
 
@@ -80,7 +80,16 @@ for k in ks:
     near = [(groups[i], groups[i + 1]) for i in range(0, len(groups) - 1, 2)]
     half = len(groups) // 2
     far = [(groups[i], groups[i + half]) for i in range(half)] if half else []
-    for label, pairs in (("back to back", near), ("apart", far)):
+    # Interleaved, as a CI job runs the old and the new build in turn: 2k invocations in a row,
+    # every other one a side, so a slow drift of the machine falls on both alike.
+    windows = [a[i:i + 2 * k] for i in range(0, len(a) - 2 * k + 1, 2 * k)]
+    interleaved = [(w[0::2], w[1::2]) for w in windows]
+    def started(path):
+        from datetime import datetime
+        return datetime.fromisoformat(json.load(open(os.path.join(path, "run.json")))["started_at"].replace("Z", "+00:00"))
+    gaps = sorted((started(new[0]) - started(old[0])).total_seconds() / 60 for old, new in far)
+    apart = f"apart (median {gaps[len(gaps) // 2]:.0f} min)" if gaps else "apart"
+    for label, pairs in (("interleaved", interleaved), ("back to back", near), (apart, far)):
         failed = changed = lines = verdicts = 0
         worst = []
         for old, new in pairs:
@@ -119,17 +128,27 @@ for k in ks:
         if not sets:
             continue
         everything = lambda runs: [json.load(open(os.path.join(p, "run.json"))) for p in runs]
-        def means(records):
+        # Per runtime, the logs of every invocation's value: moved when the change between all
+        # A and all changed invocations is beyond 20 % and clear (|t| > 4 between the pools),
+        # unmoved when within 5 %.
+        def logs(records):
             values = {}
             for r in records:
                 for row in r["rows"]:
                     s = row.get("statistics")
-                    if s and row["status"] == "ok" and s[metric]["p50"]:
-                        values.setdefault(row["runtime"], []).append(s[metric]["p50"])
-            return {rt: sum(v) / len(v) for rt, v in values.items()}
-        before, after = means(everything(a)), means(everything(changed_runs))
-        moved = {rt for rt in before if rt in after and abs(after[rt] / before[rt] - 1) > 0.20}
-        unmoved = {rt for rt in before if rt in after and abs(after[rt] / before[rt] - 1) < 0.05}
+                    if s and row["status"] == "ok" and (s[metric]["p50"] or 0) > 0:
+                        values.setdefault(row["runtime"], []).append(math.log(s[metric]["p50"]))
+            return values
+        before, after = logs(everything(a)), logs(everything(changed_runs))
+        def clear(rt):
+            x, y = before[rt], after[rt]
+            if len(x) < 2 or len(y) < 2:
+                return False
+            se = math.sqrt(statistics.variance(x) / len(x) + statistics.variance(y) / len(y))
+            return se > 0 and abs(statistics.mean(y) - statistics.mean(x)) / se > 4
+        ratio = {rt: math.exp(statistics.mean(after[rt]) - statistics.mean(before[rt])) for rt in before if rt in after}
+        moved = {rt for rt, r in ratio.items() if abs(r - 1) > 0.20 and clear(rt)}
+        unmoved = {rt for rt, r in ratio.items() if abs(r - 1) < 0.05}
         found = total = still = quiet = 0
         for new in sets:
             old = [p for p in a if os.path.basename(p) < os.path.basename(new[0])][-k:]

@@ -356,7 +356,7 @@ fn console(c: &Comparison, old: &Side, new: &Side) -> String {
         let _ = writeln!(out, "inconclusive: {reason}");
     }
     if c.lines.iter().any(|l| l.judgement.level.is_none()) {
-        let _ = writeln!(out, "a verdict needs a measure of the noise: 2 or more results folders a side (each one invocation of taskmeter; 5 recommended, docs/statistics.md)");
+        let _ = writeln!(out, "a verdict needs a measure of the noise: 2 or more results folders a side (each one invocation of taskmeter; 8, in turn with the other side's, recommended: docs/statistics.md)");
     }
     out
 }
