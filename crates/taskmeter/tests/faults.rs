@@ -557,8 +557,9 @@ fn spoiled_run(folder: &Path, spoil: impl FnOnce()) -> Finished {
 
 /// The fallback folder stderr names, and its record.
 fn fallback(done: &Finished) -> (PathBuf, serde_json::Value) {
-    let line = done
-        .stderr
+    // The line as one, however stderr's width wrapped it.
+    let stderr = common::unwrapped(&done.stderr);
+    let line = stderr
         .lines()
         .find(|l| l.contains("the results are in "))
         .unwrap_or_else(|| panic!("no fallback named: {}", done.stderr));
