@@ -50,7 +50,7 @@ fn concurrent_writers_all_arrive_once() {
     labels.sort();
     assert_eq!(labels, ["w0", "w1", "w2", "w3"]);
     // Imported again: nothing new.
-    let said = stdout(&history(&url, &["history", "import", path(&dir.path().join("results"))]));
+    let said = common::unwrapped(&stdout(&history(&url, &["history", "import", path(&dir.path().join("results"))])));
     assert!(said.contains("imported 0 run(s)") && said.contains("4 already there"), "{said}");
     assert_eq!(listed(&url).len(), 4);
     // The same statistics as SQLite keeps: show, trend and compare read them.
@@ -86,7 +86,7 @@ fn a_server_that_goes_away_costs_one_warning_line() {
     // Back up: the folder imports, once.
     cluster.control("start").unwrap();
     for expected in ["imported 1 run(s)", "imported 0 run(s)"] {
-        let said = stdout(&history(&url, &["history", "import", path(&folder)]));
+        let said = common::unwrapped(&stdout(&history(&url, &["history", "import", path(&folder)])));
         assert!(said.contains(expected), "{said}");
     }
     assert_eq!(listed(&url).len(), 1);
