@@ -685,8 +685,8 @@ fn compare_judges_net_granularity_and_bench_between_runs() {
     let table = stdout(&grain);
     if grain.status.code() == Some(2) {
         // A loaded machine can leave --quick's few task sizes all invalid, or all on one side of
-        // 50 %: nothing to judge, and the error says why.
-        let why = stderr(&grain);
+        // 50 %: nothing to judge, and the error says why (one line, however stderr wrapped it).
+        let why = common::unwrapped(&stderr(&grain));
         assert!(
             why.contains("smol METG(50 %): no run has a METG") || why.contains("smol METG(50 %): METG is a bound"),
             "{why}"
