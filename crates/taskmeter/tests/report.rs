@@ -72,6 +72,17 @@ fn a_sweep_draws_every_chart_and_a_self_contained_report() {
         assert!(svg.starts_with("<svg") && svg.len() > 2_000, "{chart} is a real drawing");
         assert!(svg.contains("thread") && svg.contains("smol"), "{chart} has a legend or labels for both runtimes");
         assert!(report.contains(&svg), "{chart} is inlined in report.html");
+        // Accessible: a title and a description (the run, what against what, the runtimes)
+        // before anything drawn.
+        let head = svg.split("<rect").next().unwrap();
+        let title = head.split("<title>").nth(1).and_then(|t| t.split("</title>").next()).expect(chart);
+        assert!(!title.is_empty() && svg.contains("role=\"img\""), "{chart}: {head}");
+        let desc = head.split("<desc>").nth(1).and_then(|d| d.split("</desc>").next()).expect(chart);
+        assert!(
+            desc.starts_with("taskmeter sleep run of ") && (desc.contains(" against ") || desc.contains(" a row each")),
+            "{chart}: {desc}"
+        );
+        assert!(desc.contains("thread") && desc.contains("smol"), "{chart}: {desc}");
     }
     assert!(
         !report.contains("src=\"http") && !report.contains("href=\"http") && !report.contains("<link"),
@@ -125,9 +136,10 @@ fn a_sweep_draws_every_chart_and_a_self_contained_report() {
     for tick in ["50", "90", "99"] {
         assert!(percentiles.contains(&format!(">\n{tick}\n</text>")), "{tick}");
     }
-    // ...and every axis is labelled in units, at 1-2-5 steps or decades.
+    // ...and every axis names its unit in its title, its ticks plain numbers.
     let mean = std::fs::read_to_string(figures.join("sweep-busy-mean.svg")).unwrap();
-    assert!(mean.contains(" µs\n</text>") || mean.contains(" ns\n</text>"), "{mean}");
+    assert!(["(ns", "(µs", "(ms"].iter().any(|unit| mean.contains(&format!("mean lateness {unit}"))), "{mean}");
+    assert!(!mean.contains(" µs\n</text>") && !mean.contains(" ns\n</text>"), "{mean}");
 }
 
 /// A PNG's width and its pHYs density (pixels per metre).

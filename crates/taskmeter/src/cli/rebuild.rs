@@ -36,7 +36,7 @@ pub fn rebuild(
     crate::report::page::write_report(folder, report)?;
     crate::outln!("{}", folder.join("report.html").display());
     if let Some(out) = figures {
-        let charts = report.figures().map_err(crate::report::ReportError::Chart)?;
+        let charts = crate::report::page::described_figures(report).map_err(crate::report::ReportError::Chart)?;
         for file in crate::report::print::write_figures(out, &charts)? {
             crate::outln!("{}", file.display());
         }

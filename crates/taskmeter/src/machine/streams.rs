@@ -46,6 +46,12 @@ pub fn err(text: &str) {
     let _ = stderr.write_all(text.as_bytes()).and_then(|_| stderr.flush());
 }
 
+/// Writes `text` to stderr as it is, never wrapped: a command line for the user to copy.
+pub fn err_verbatim(text: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_all(text.as_bytes()).and_then(|_| stderr.flush());
+}
+
 static COLOR_OUT: AtomicBool = AtomicBool::new(false);
 static COLOR_ERR: AtomicBool = AtomicBool::new(false);
 

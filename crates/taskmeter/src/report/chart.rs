@@ -329,7 +329,7 @@ fn frontier_chart(record: &RunRecord, point: &Point) -> Result<Option<Chart>, St
         .collect();
     let title = format!("lateness against CPU per wake-up{}", at(record, point));
     let x = Axis::new("CPU time of the worker per wake-up", Unit::Nanos).scale(Scale::Log);
-    let y = Axis::new("lateness p50 (marker) to p99 (ring)", Unit::Nanos);
+    let y = Axis::new("lateness: p50 marker, p99 ring", Unit::Nanos);
     let svg = span_chart(&title, &x, &y, &spans)?;
     Ok(Some(Chart { group: "why".into(), file: format!("why-point-{}-frontier.svg", point.index), title, svg }))
 }
@@ -358,8 +358,8 @@ fn recipe_frontiers(record: &RunRecord, point: &Point) -> Result<Vec<Chart>, Str
         }
         let base = &group[0].base;
         let title = format!("{base}: lateness against CPU per unit{}", at(record, point));
-        let x = Axis::new("CPU per waiting unit (% of a core)", Unit::Percent).scale(Scale::Log);
-        let y = Axis::new("lateness p50 (marker) to p99 (ring)", Unit::Nanos);
+        let x = Axis::new("CPU per waiting unit, share of a core", Unit::Percent).scale(Scale::Log);
+        let y = Axis::new("lateness: p50 marker, p99 ring", Unit::Nanos);
         let svg = span_chart(&title, &x, &y, &spans)?;
         let file = format!("recipes-point-{}-{base}.svg", point.index);
         charts.push(Chart { group: "recipes".into(), file, title, svg });

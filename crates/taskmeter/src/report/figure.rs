@@ -1,8 +1,12 @@
 //! The house style: every figure of every report is drawn here, with plotters, as SVG sized for
 //! one column of a two-column paper (8.5 cm: [`WIDTH`] px, fonts of 7 to 8 pt at that width).
 //!
-//! - Axes: logarithmic where the values span two decades, with ticks at 1-2-5 or at decades,
-//!   labelled in their unit (`500 ns`, `2 µs`, `10 ms`, `1k`, `50 %`): no 251, 398 or 3162.
+//! - Axes: logarithmic where the values span two decades, with ticks at 1-2-5 or at decades
+//!   (no 251, 398 or 3162). Each axis is written in one unit, named in its title (`lateness
+//!   (µs, log)`), the one that suits its middle, so ticks read `0.5`, `2`, `10`; counts keep
+//!   their multipliers (`2k`).
+//! - Every SVG opens with a `<title>` and a `<desc>` (what it plots against what, in which
+//!   units, and its lines), for screen readers and file previews.
 //! - Colours: a runtime's hue is its language family's and its shade, dash and marker its own
 //!   within the family ([`styles`]), so 17 lines stay apart, and a family reads as one.
 //! - Legends: below the plot, never over the data.
@@ -139,6 +143,9 @@ struct Mapped {
     /// Ticks placed and labelled by the chart (a percentile axis).
     fixed: Option<Vec<(f64, String)>>,
     range: Range<f64>,
+    /// The unit the ticks are written in, and its size in the axis' values (`µs`: 1000 ns);
+    /// none for counts and plain numbers.
+    shown: Option<(f64, &'static str)>,
 }
 
 impl Mapped {
@@ -170,6 +177,7 @@ impl Mapped {
             },
             fixed: None,
             range: 0.0..1.0,
+            shown: None,
         };
         let to: Vec<f64> = finite.iter().map(|v| mapped.to(*v)).collect();
         let lo = to.iter().copied().fold(f64::INFINITY, f64::min);
@@ -192,7 +200,24 @@ impl Mapped {
                 (if from_zero && lo >= 0.0 { lo } else { lo - pad })..(hi + pad)
             }
         };
+        mapped.shown = mapped.unit_shown();
         mapped
+    }
+
+    /// The one unit of the axis' ticks: for time the largest not above the axis' middle (on a
+    /// log axis its geometric middle, else its largest value), so that ticks read 0.5 to 1000.
+    fn unit_shown(&self) -> Option<(f64, &'static str)> {
+        let Range { start, end } = self.range;
+        let middle = if self.log { 10f64.powf((start + end) / 2.0) } else { start.abs().max(end.abs()) };
+        match self.unit {
+            Unit::Nanos => {
+                let units = [(1.0, "ns"), (1e3, "µs"), (1e6, "ms"), (1e9, "s")];
+                Some(units.iter().rev().find(|(f, _)| middle >= *f * 0.9995).copied().unwrap_or(units[0]))
+            }
+            Unit::Percent => Some((1.0, "%")),
+            Unit::Mib => Some((1.0, "MiB")),
+            Unit::Count | Unit::Plain => None,
+        }
     }
 
     fn to(&self, v: f64) -> f64 {
@@ -284,18 +309,29 @@ impl Mapped {
                 String::new()
             };
         }
-        match (self.log, self.zero_at) {
-            (true, Some(zero)) if (t - zero).abs() < 1e-9 => "0".into(),
-            (true, _) => self.unit.label(10f64.powf(t)),
-            (false, _) => self.unit.label(t),
+        let value = match (self.log, self.zero_at) {
+            (true, Some(zero)) if (t - zero).abs() < 1e-9 => return "0".into(),
+            (true, _) => 10f64.powf(t),
+            (false, _) => t,
+        };
+        match self.shown {
+            Some((size, _)) => number(value / size),
+            None => self.unit.label(value),
         }
     }
 
+    /// The axis' title with its unit and scale: `lateness (µs, log)`.
     fn desc(&self, desc: &str) -> String {
-        match (self.log, self.zero_at) {
-            (true, Some(_)) => format!("{desc} (log; 0 drawn apart)"),
-            (true, None) => format!("{desc} (log)"),
-            _ => desc.to_string(),
+        let scale = match (self.log, self.zero_at) {
+            (true, Some(_)) => Some("log; 0 drawn apart"),
+            (true, None) => Some("log"),
+            _ => None,
+        };
+        match (self.shown.map(|(_, name)| name), scale) {
+            (Some(unit), Some(scale)) => format!("{desc} ({unit}, {scale})"),
+            (Some(unit), None) => format!("{desc} ({unit})"),
+            (None, Some(scale)) => format!("{desc} ({scale})"),
+            (None, None) => desc.to_string(),
         }
     }
 }
@@ -610,9 +646,10 @@ fn line_at(chart: &mut Plot, points: Vec<(f64, f64)>, s: Style, width: u32) -> R
 }
 
 /// Draws a figure: the title above, the plot with its axes, the legend below; `draw` adds the
-/// data to the plot.
+/// data to the plot. `what` names the kind of chart in its `<desc>` ("Line chart").
 fn figure(
     title: &str,
+    what: &str,
     (x, y): (&Mapped, &Mapped),
     plot_height: u32,
     descs: (&str, &str),
@@ -634,7 +671,47 @@ fn figure(
         draw_legend(&legend_area, keys, WIDTH)?;
         root.present().map_err(err)?;
     }
-    Ok(svg)
+    let plotted = match &y.categories {
+        // Categories are numbered from the bottom; a reader meets them from the top.
+        Some(rows) => {
+            let top_down: Vec<&str> = rows.iter().rev().map(String::as_str).collect();
+            format!("{what} of {}, a row each, top down, for {}.", x.desc(descs.0), top_down.join(", "))
+        }
+        None => format!("{what} of {} against {}.", y.desc(descs.1), x.desc(descs.0)),
+    };
+    Ok(accessible(svg, title, &format!("{plotted}{}", legend_text(keys))))
+}
+
+/// The legend as a sentence of the `<desc>`: " Lines: go, java-virtual." (none when empty).
+fn legend_text(keys: &[Key]) -> String {
+    if keys.is_empty() {
+        return String::new();
+    }
+    let kind = match keys[0].kind {
+        KeyKind::Bar => "Bars",
+        KeyKind::Marker => "Spans",
+        KeyKind::Line | KeyKind::LineWithMarker => "Lines",
+    };
+    let names: Vec<&str> = keys.iter().map(|k| k.label.as_str()).collect();
+    format!(" {kind}: {}.", names.join(", "))
+}
+
+/// The figure's `<title>` and `<desc>`, first inside its `<svg>` (with `role="img"`): what a
+/// screen reader says of it and a file browser's preview shows.
+fn accessible(svg: String, title: &str, desc: &str) -> String {
+    let Some(open) = svg.find("<svg").and_then(|at| svg[at..].find('>').map(|end| at + end)) else {
+        return svg;
+    };
+    let (head, rest) = svg.split_at(open);
+    let (title, desc) = (super::html::escape(title), super::html::escape(desc));
+    format!("{head} role=\"img\">\n<title>{title}</title>\n<desc>{desc}</desc>{}", &rest[1..])
+}
+
+/// Says in a figure's `<desc>` what it belongs to (`taskmeter sleep run of 2026-11-29...`),
+/// before what it plots.
+pub fn within(chart: &mut Chart, subject: &str) {
+    let said = format!("<desc>{}: ", super::html::escape(subject));
+    chart.svg = chart.svg.replacen("<desc>", &said, 1);
 }
 
 /// Lines of text from the top of `area`, `left` px in.
@@ -745,7 +822,12 @@ pub fn line_chart(title: &str, x: &Axis, y: &Axis, series: &[Series], level: Opt
         keys.push(Key { label: level.label.clone(), style, kind: KeyKind::Line });
     }
     let x_span = xm.range.end - xm.range.start;
-    figure(title, (&xm, &ym), PLOT_HEIGHT, (&x.desc, &y.desc), &keys, |chart| {
+    let what = if series.iter().any(|s| s.errors.iter().any(Option::is_some)) {
+        "Line chart (error bars: 95 % intervals)"
+    } else {
+        "Line chart"
+    };
+    figure(title, what, (&xm, &ym), PLOT_HEIGHT, (&x.desc, &y.desc), &keys, |chart| {
         // Lines with error bars are set a little apart, so that bars at one x do not hide each other.
         let dodged = series.iter().any(|s| s.errors.iter().any(Option::is_some));
         for (k, line) in series.iter().enumerate() {
@@ -806,7 +888,10 @@ pub fn percentile_chart(title: &str, y: &Axis, lines: &[Distribution]) -> Result
     let p = Percentiles::of(y, lines);
     let keys: Vec<Key> =
         lines.iter().map(|d| Key { label: d.name.clone(), style: d.style, kind: KeyKind::Line }).collect();
-    figure(title, (&p.x, &p.y), PLOT_HEIGHT, ("percentile (%)", &p.desc), &keys, |chart| p.draw(chart, lines, None))
+    let what = "Percentile plot (each line ends at its maximum)";
+    figure(title, what, (&p.x, &p.y), PLOT_HEIGHT, ("percentile (%)", &p.desc), &keys, |chart| {
+        p.draw(chart, lines, None)
+    })
 }
 
 /// The curves of a percentile plot, mapped, and its axes.
@@ -862,6 +947,7 @@ impl Percentiles {
             categories: None,
             fixed: Some(shown),
             range: 0.0..end + 0.08,
+            shown: None,
         };
         let low = values.iter().any(|v| *v <= 0.0);
         let desc = if low { format!("{}, <= 0 at the bottom", y.desc) } else { y.desc.clone() };
@@ -942,7 +1028,20 @@ pub fn percentile_panels(title: &str, y: &Axis, lines: &[Distribution], most: us
         }
         root.present().map_err(err)?;
     }
-    Ok(Some(svg))
+    let panels: Vec<String> = families
+        .iter()
+        .map(|(f, members)| {
+            let names: Vec<&str> = members.iter().map(|i| lines[*i].name.as_str()).collect();
+            format!("{} ({})", FAMILIES[*f].1, names.join(", "))
+        })
+        .collect();
+    let desc = format!(
+        "Percentile plots, a panel per language family, of {} against {}. Panels: {}.",
+        p.y.desc(&p.desc),
+        p.x.desc("percentile (%)"),
+        panels.join("; ")
+    );
+    Ok(Some(accessible(svg, title, &desc)))
 }
 
 /// A panel's plot, axes included.
@@ -980,7 +1079,8 @@ pub fn bar_chart(title: &str, value: &Axis, categories: &[String], groups: &[Bar
     let height = PLOT_HEIGHT.max(rows as u32 * 24 + 70);
     let band = 0.8 / groups.len().max(1) as f64;
     let base = if xm.log { xm.range.start } else { 0.0 };
-    figure(title, (&xm, &ym), height, (&value.desc, ""), &keys, |chart| {
+    let what = "Horizontal bar chart (whiskers: 95 % intervals)";
+    figure(title, what, (&xm, &ym), height, (&value.desc, ""), &keys, |chart| {
         for (k, group) in groups.iter().enumerate() {
             for (i, v) in group.values.iter().enumerate() {
                 let Some((v, e)) = v else { continue };
@@ -1034,7 +1134,8 @@ pub fn span_chart(title: &str, x: &Axis, y: &Axis, spans: &[Span]) -> Result<Str
     let (xm, ym) = (Mapped::fit(x, &xs), Mapped::fit(y, &ys));
     let keys: Vec<Key> =
         spans.iter().map(|s| Key { label: s.name.clone(), style: s.style, kind: KeyKind::Marker }).collect();
-    figure(title, (&xm, &ym), PLOT_HEIGHT, (&x.desc, &y.desc), &keys, |chart| {
+    let what = "Span chart (a filled marker at the low end, a ring at the high end)";
+    figure(title, what, (&xm, &ym), PLOT_HEIGHT, (&x.desc, &y.desc), &keys, |chart| {
         for s in spans {
             let (a, lo, hi) = (xm.to(s.x), ym.to(s.low.max(floor)), ym.to(s.high.max(floor)));
             chart
@@ -1161,6 +1262,74 @@ mod tests {
             assert_eq!(texts.iter().filter(|t| *t == name).count(), 1, "{name} in its own panel's legend only");
         }
         assert!(percentile_panels("t", &axis, &lines[..5], 8).unwrap().is_none(), "5 lines do not pile up");
+    }
+
+    /// The text of an SVG's first `<tag>`.
+    fn element<'a>(svg: &'a str, tag: &str) -> &'a str {
+        svg.split(&format!("<{tag}>")).nth(1).and_then(|t| t.split(&format!("</{tag}>")).next()).unwrap_or_default()
+    }
+
+    #[test]
+    fn every_figure_opens_with_its_title_and_a_description() {
+        let names: Vec<String> = ["go", "node"].map(String::from).to_vec();
+        let look = styles(&names);
+        let series: Vec<Series> =
+            names.iter().zip(&look).map(|(n, s)| Series::new(n, *s, vec![(1.0, 2e3), (100.0, 5e5)])).collect();
+        let cdf: Vec<(f64, f64)> = (1..=100).map(|i| (i as f64 * 1e3, i as f64 / 100.0)).collect();
+        let lines: Vec<Distribution> = names
+            .iter()
+            .zip(&look)
+            .map(|(n, s)| Distribution { name: n.clone(), style: *s, cdf: cdf.clone(), count: 100 })
+            .collect();
+        let bars: Vec<Bars> = names
+            .iter()
+            .zip(&look)
+            .map(|(n, s)| Bars { name: n.clone(), style: *s, values: vec![Some((3e3, Some(1e2)))] })
+            .collect();
+        let spans: Vec<Span> = names
+            .iter()
+            .zip(&look)
+            .map(|(n, s)| Span { name: n.clone(), style: *s, x: 1e3, low: 1e3, high: 1e5 })
+            .collect();
+        let (units, late) = (Axis::new("units", Unit::Count), Axis::new("lateness", Unit::Nanos));
+        let figures = [
+            line_chart("a & b", &units, &late, &series, None).unwrap(),
+            percentile_chart("a & b", &late, &lines).unwrap(),
+            bar_chart("a & b", &late, &["point 0".into()], &bars).unwrap(),
+            span_chart("a & b", &Axis::new("CPU", Unit::Nanos), &late, &spans).unwrap(),
+        ];
+        for svg in &figures {
+            let head = svg.split("<rect").next().unwrap();
+            assert!(head.contains("role=\"img\""), "{head}");
+            assert_eq!(element(head, "title"), "a &amp; b", "escaped");
+            let desc = element(head, "desc");
+            assert!(desc.contains("lateness (µs") && desc.contains("go, node"), "{desc}");
+        }
+        assert!(element(&figures[0], "desc").starts_with("Line chart of lateness (µs, log) against units (log)."));
+        let mut chart = Chart { group: "g".into(), file: "f.svg".into(), title: "t".into(), svg: figures[0].clone() };
+        within(&mut chart, "taskmeter sleep run of 2026-11-29");
+        assert!(element(&chart.svg, "desc").starts_with("taskmeter sleep run of 2026-11-29: Line chart of"));
+    }
+
+    #[test]
+    fn an_axis_names_its_one_unit_in_its_title_and_its_ticks_are_numbers() {
+        let late = Axis::new("lateness", Unit::Nanos);
+        // Linear to 2.5 ms: in ms.
+        let linear = Mapped::fit(&late.clone().scale(Scale::Linear), &[0.0, 2.5e6]);
+        assert_eq!(linear.desc("lateness"), "lateness (ms)");
+        let (ticks, _) = linear.ticks(330.0, true);
+        let labels: Vec<String> = ticks.iter().map(|t| linear.label(*t)).collect();
+        assert!(labels.contains(&"0.5".to_string()) && labels.contains(&"2".to_string()), "{labels:?}");
+        // Log from 100 ns to 10 ms: in µs, the middle's unit (0.1 to 10000).
+        let log = Mapped::fit(&late, &[100.0, 1e7]);
+        assert_eq!(log.desc("lateness"), "lateness (µs, log)");
+        assert_eq!(log.label(2.0), "0.1");
+        assert_eq!(log.label(7.0), "10000");
+        // A share in %, a count with its multipliers and no unit.
+        let share = Mapped::fit(&Axis::new("efficiency", Unit::Percent), &[10.0, 90.0]);
+        assert_eq!((share.desc("efficiency").as_str(), share.label(50.0).as_str()), ("efficiency (%)", "50"));
+        let count = Mapped::fit(&Axis::new("units", Unit::Count), &[1.0, 1e6]);
+        assert_eq!((count.desc("units").as_str(), count.label(4.0).as_str()), ("units (log)", "10k"));
     }
 
     #[test]

@@ -106,8 +106,18 @@ pub fn write_report(dir: &Path, report: &dyn Report) -> Result<(), ReportError> 
     for (file, text) in report.derived() {
         write(&dir.join(file), text)?;
     }
-    let figures = report.figures()?;
+    let figures = described_figures(report)?;
     write_charts_and_page(dir, &figures, &html(report, &figures))
+}
+
+/// [`Report::figures`], each saying in its `<desc>` which run it is of (the page's title).
+pub fn described_figures(report: &dyn Report) -> Result<Vec<Chart>, String> {
+    let mut figures = report.figures()?;
+    let subject = report.title();
+    for chart in &mut figures {
+        super::figure::within(chart, &subject);
+    }
+    Ok(figures)
 }
 
 /// A table whose first line is its header.

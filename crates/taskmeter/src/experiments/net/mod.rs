@@ -448,14 +448,16 @@ pub fn serve_only(
                 );
             }
             let senders: Vec<String> = settings.senders.iter().map(u32::to_string).collect();
-            crate::errln!(
-                "on the sending machine: taskmeter net send --to THIS-HOST:{} {admission} --senders {} --messages {}{} --message-size {}",
+            // The command on a line of its own, unwrapped, so that it can be copied whole.
+            crate::errln!("on the sending machine:");
+            crate::machine::streams::err_verbatim(&format!(
+                "  taskmeter net send --to THIS-HOST:{} {admission} --senders {} --messages {}{} --message-size {}\n",
                 address.port(),
                 senders.join(","),
                 settings.messages,
                 if settings.per_sender { " --per-sender" } else { "" },
                 settings.message_size
-            );
+            ));
         }
         let process = match handshake::plan(&secret, connections, settings.message_size)
             .and_then(|plan| Receiver::start(&command, &listener, plan, Duration::from_secs(30)))
