@@ -5,16 +5,26 @@
 # else. With CI=true, a test that cannot run here fails instead of being skipped.
 set -euo pipefail
 cd "$(dirname "$0")"
-tests/setup.sh
+# Each part's time, said at the end (BENCHMARKS.md keeps the table: where the suite's time goes).
+parts=()
+part() {
+    local name=$1 start=$SECONDS
+    shift
+    "$@"
+    parts+=("$name $((SECONDS - start)) s")
+}
+said() { if [ ${#parts[@]} -gt 0 ]; then (IFS=,; echo "suite: ${parts[*]}; $SECONDS s in all" | sed 's/,/, /g'); fi; }
+part setup tests/setup.sh
 # A CI build is built once: incremental caches would only take disk (a third of target/debug).
 if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
 # Runs of the tests are recorded in a history of their own, never the user's (removed after).
 history=$(mktemp -d)
-trap 'rm -rf "$history"' EXIT
+trap 'rm -rf "$history"; said' EXIT
 export TASKMETER_HISTORY="$history/history.sqlite"
-tests/lint.sh
-cargo build --locked --quiet
-cargo test --locked --workspace
+part lint tests/lint.sh
+part build cargo build --locked --quiet
+part "test build" cargo test --locked --workspace --no-run --quiet
+part "cargo test" cargo test --locked --workspace
 # The figures again with the feature print: their PNGs at 300 dpi (resvg).
-cargo test --locked -p taskmeter --features print --test report a_sweep
-python3 -m pytest -q protocol/tests clients/python/tests tests/browser
+part "print" cargo test --locked -p taskmeter --features print --test report a_sweep
+part pytest python3 -m pytest -q protocol/tests clients/python/tests tests/browser

@@ -6,24 +6,32 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 failed=()
+# The checks that took 5 s or more, with their time (said at the end: where the gate's time goes).
+slow=()
+took() {
+    local seconds=$((SECONDS - $2))
+    if [ "$seconds" -ge 5 ]; then slow+=("$1 ${seconds} s"); fi
+}
 # check NAME COMMAND...: the command must succeed.
 check() {
-    local name=$1 output
+    local name=$1 output start=$SECONDS
     shift
     if ! output=$("$@" 2>&1); then
         printf 'lint: %s\n%s\n' "$name" "$output" >&2
         failed+=("$name")
     fi
+    took "$name" "$start"
 }
 # check_silent NAME COMMAND...: for the tools that name offenders and still succeed (gofmt -l).
 check_silent() {
-    local name=$1 output
+    local name=$1 output start=$SECONDS
     shift
     output=$("$@" 2>&1)
     if [ $? -ne 0 ] || [ -n "$output" ]; then
         printf 'lint: %s\n%s\n' "$name" "$output" >&2
         failed+=("$name")
     fi
+    took "$name" "$start"
 }
 # The files git tracks, so that builds and caches are never linted.
 tracked() { git ls-files -- "$@"; }
@@ -96,6 +104,10 @@ done
 # Elixir: the record() client's Mix project, formatted as `mix format` formats it.
 check "mix format (clients/elixir)" bash -c "cd clients/elixir && mix format --check-formatted"
 
+if [ ${#slow[@]} -gt 0 ]; then
+    printf 'lint: %s in all; ' "$SECONDS s" >&2
+    (IFS=,; printf 'of it: %s\n' "${slow[*]}" | sed 's/,/, /g' >&2)
+fi
 if [ ${#failed[@]} -gt 0 ]; then
     echo "lint: ${#failed[@]} check(s) failed: ${failed[*]}" >&2
     exit 1

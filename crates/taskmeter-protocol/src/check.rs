@@ -907,6 +907,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::too_many_lines, reason = "a table of cases, one mutation a line")]
     fn each_single_mutation_is_rejected_with_its_reason() {
         use serde_json::json;
         type Mutation = Box<dyn FnOnce(&mut serde_json::Value)>;

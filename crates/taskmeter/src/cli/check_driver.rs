@@ -67,12 +67,22 @@ pub fn check_driver(id: &str) -> Result<ExitCode, String> {
             info.base
         ));
     }
-    let runtime = info.base;
     if let Err(reason) = runtimes::availability(info) {
         // Nothing of it can be checked here, and nothing failed.
         crate::textln!("skip {id}: {reason}");
         return Ok(ExitCode::SUCCESS);
     }
+    let checks = checks(info);
+    Ok(run_checks(id, &checks))
+}
+
+/// A check: its name, and what runs it.
+type Check = (String, Box<dyn Fn() -> Verdict>);
+
+/// Every check of a runtime, in order: each vector plan, stopping early, the start limit,
+/// streaming, each wait recipe, and the refusals.
+fn checks(info: &'static runtimes::RuntimeInfo) -> Vec<Check> {
+    let runtime = info.base;
     // Sent as written, their room (room_threads, max_map_count, ...) included: the protocol's
     // figures, the same on every machine; sleep-yield and granularity-trivial have every limit
     // unknown (null).
@@ -80,7 +90,7 @@ pub fn check_driver(id: &str) -> Result<ExitCode, String> {
         let text = PLANS.iter().find(|(n, _)| *n == name).expect("a vector plan").1;
         Plan::from_json(&text.replace("RUNTIME", runtime)).expect("the vector plans are valid")
     };
-    let mut checks: Vec<(String, Box<dyn Fn() -> Verdict + '_>)> = Vec::new();
+    let mut checks: Vec<Check> = Vec::new();
     for (name, _) in PLANS {
         checks.push((
             name.to_string(),
@@ -181,11 +191,16 @@ pub fn check_driver(id: &str) -> Result<ExitCode, String> {
     for (name, input) in refusals {
         checks.push((format!("refuses {name}"), Box::new(move || refuse(info, &vector("relative-fixed"), &input))));
     }
+    checks
+}
 
+/// Runs the checks in order, a line each, and the total: after a check that hung, or a signal,
+/// the rest are not run.
+fn run_checks(id: &str, checks: &[Check]) -> ExitCode {
     let total = checks.len();
     let (mut failures, mut skipped) = (0, 0);
     let mut hung: Option<String> = None;
-    for (name, check) in &checks {
+    for (name, check) in checks {
         let verdict = match (signals::reason(), &hung) {
             (Some(reason), _) => Verdict::new(false, format!("not run: {reason}")),
             (None, Some(earlier)) => {
@@ -213,11 +228,11 @@ pub fn check_driver(id: &str) -> Result<ExitCode, String> {
             total - skipped
         ),
     }
-    Ok(match signals::exit_status() {
+    match signals::exit_status() {
         Some(status) => ExitCode::from(status),
         None if failures == 0 => ExitCode::SUCCESS,
         None => ExitCode::FAILURE,
-    })
+    }
 }
 
 /// Whether a signal stopped the worker, it had to be killed at its deadline, or it left

@@ -63,30 +63,7 @@ pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCo
         false => format!("history {}: {e}", target.describe()),
     })?;
     match action {
-        HistoryAction::List { filter, limit, format } => {
-            let runs = query::runs(&mut store, &filter.filter(), limit)?;
-            if format == TextFormat::Json {
-                crate::outln!("{}", serde_json::to_string_pretty(&runs).expect("serialises"));
-            } else if runs.is_empty() {
-                crate::textln!("no runs in the history {} match", target.describe());
-            } else {
-                let mut table = vec![["id", "started", "experiment", "machine", "label", "runtimes", "complete"]
-                    .map(str::to_string)
-                    .to_vec()];
-                for r in &runs {
-                    table.push(vec![
-                        r.id.to_string(),
-                        r.started_at.clone(),
-                        r.experiment.clone(),
-                        r.machine.clone(),
-                        r.label.clone().unwrap_or_default(),
-                        r.runtimes.join(","),
-                        if r.complete { "yes" } else { "no" }.to_string(),
-                    ]);
-                }
-                crate::out!("{}", render_fitted(&table, &LIST_RIGHT, &list_fit()));
-            }
-        }
+        HistoryAction::List { filter, limit, format } => list(&mut store, &target, &filter.filter(), limit, format)?,
         HistoryAction::Show { id, format } => show(&mut store, id, format)?,
         HistoryAction::Import { folders } => {
             let done = import::import(&mut store, &folders)?;
@@ -105,37 +82,7 @@ pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCo
             }
         }
         HistoryAction::Trend { of: Selection { filter, what, include_incomplete }, by, output, format } => {
-            let (found, left_out) = observations(&mut store, &filter.filter(), &what, include_incomplete)?;
-            let grouped = series::group(&found);
-            let of = filter.runtime.as_ref().map_or(String::new(), |r| format!("{r}: "));
-            let title = format!("{of}{} {} over runs", what.metric, what.stat());
-            let by = if by == ByArg::Machine { By::Machine } else { By::Runtime };
-            let trend = trend::build(&grouped, by, title, unit_desc(&what.metric), is_time(&what.metric));
-            let svg = trend.svg()?;
-            std::fs::create_dir_all(&output).map_err(|e| format!("cannot create {}: {e}", output.display()))?;
-            for (file, text) in [("trend.svg", svg.clone()), ("trend.html", trend.html(&svg))] {
-                let path = output.join(file);
-                std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-            }
-            if format == TextFormat::Json {
-                let out = serde_json::json!({
-                    "metric": what.metric, "stat": what.stat(), "lines": trend.json_lines(), "left_out": left_out,
-                });
-                crate::outln!("{out}");
-            } else {
-                if !left_out.is_empty() {
-                    crate::textln!("{}", left_out.said());
-                }
-                crate::textln!(
-                    "trend of {} {}: {} run(s), {} line(s): {} ({})",
-                    what.metric,
-                    what.stat(),
-                    trend.runs.len(),
-                    trend.lines.len(),
-                    output.join("trend.html").display(),
-                    output.join("trend.svg").display()
-                );
-            }
+            trend(&mut store, (&filter.filter(), &what, include_incomplete), by, &output, format)?
         }
         HistoryAction::Compare {
             old,
@@ -163,52 +110,144 @@ pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCo
             recent,
             format,
         } => {
-            let RuleArgs { threshold, alpha } = rule;
-            let (found, left_out) = observations(&mut store, &filter.filter(), &what, include_incomplete)?;
-            let settings = Settings {
-                alpha,
-                permutations: permutations as usize,
-                min_size: min_runs as usize,
-                ..Settings::default()
-            };
-            let grouped = series::group(&found);
-            let findings = check::check_all(
-                grouped.iter().map(|(key, runs)| (key, runs.as_slice())),
-                (higher_is_better(&what.metric), threshold, recent as usize),
-                settings,
+            let runs =
+                Settings { permutations: permutations as usize, min_size: min_runs as usize, ..Settings::default() };
+            return check(
+                &mut store,
+                (&filter.filter(), &what, include_incomplete),
+                rule,
+                runs,
+                recent as usize,
+                format,
             );
-            let regressions = findings.iter().filter(|f| f.verdict == check::Verdict::Regression).count();
-            // The smallest p a permutation test can give, against Holm's smallest threshold.
-            let tested = findings.iter().filter(|f| f.p_value.is_some()).count();
-            let too_few_permutations = (tested as f64) / (permutations as f64 + 1.0) >= alpha;
-            if format == TextFormat::Json {
-                let out = serde_json::json!({
-                    "schema": "taskmeter.history.check", "schema_version": 2,
-                    "metric": what.metric, "stat": what.stat(), "threshold": threshold, "alpha": alpha,
-                    "method": CHECK_METHOD, "permutations": permutations,
-                    "findings": findings, "regressions": regressions, "left_out": left_out,
-                });
-                crate::outln!("{}", serde_json::to_string_pretty(&out).expect("serialises"));
-            } else {
-                crate::text!("{}", check_console(&findings, &what, threshold, alpha));
-                if !left_out.is_empty() {
-                    crate::textln!("{}", left_out.said());
-                }
-            }
-            if too_few_permutations {
-                crate::errln!(
-                    "warning: {permutations} permutations cannot give a p below {:.4}, and Holm's adjustment over {tested} series needs one below {:.4}: no series can be flagged (give --permutations {} or more)",
-                    1.0 / (permutations as f64 + 1.0),
-                    alpha / tested as f64,
-                    ((20.0 * tested as f64 / alpha).ceil() as u64).max(999)
-                );
-            }
-            if regressions > 0 {
-                return Ok(ExitCode::FAILURE);
-            }
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `history list`: the matching runs, newest first, as a table fitted to the terminal or JSON.
+fn list(
+    store: &mut Store,
+    target: &Target,
+    filter: &Filter,
+    limit: Option<usize>,
+    format: TextFormat,
+) -> Result<(), CliError> {
+    let runs = query::runs(store, filter, limit)?;
+    if format == TextFormat::Json {
+        crate::outln!("{}", serde_json::to_string_pretty(&runs).expect("serialises"));
+    } else if runs.is_empty() {
+        crate::textln!("no runs in the history {} match", target.describe());
+    } else {
+        let mut table = vec![["id", "started", "experiment", "machine", "label", "runtimes", "complete"]
+            .map(str::to_string)
+            .to_vec()];
+        for r in &runs {
+            table.push(vec![
+                r.id.to_string(),
+                r.started_at.clone(),
+                r.experiment.clone(),
+                r.machine.clone(),
+                r.label.clone().unwrap_or_default(),
+                r.runtimes.join(","),
+                if r.complete { "yes" } else { "no" }.to_string(),
+            ]);
+        }
+        crate::out!("{}", render_fitted(&table, &LIST_RIGHT, &list_fit()));
+    }
+    Ok(())
+}
+
+/// `history trend`: a line per series across the runs, written as `trend.svg` and `trend.html`
+/// in `output`, and said in a line (or JSON).
+fn trend(
+    store: &mut Store,
+    (filter, what, include_incomplete): (&Filter, &What, bool),
+    by: ByArg,
+    output: &std::path::Path,
+    format: TextFormat,
+) -> Result<(), CliError> {
+    let (found, left_out) = observations(store, filter, what, include_incomplete)?;
+    let grouped = series::group(&found);
+    let of = filter.runtime.as_ref().map_or(String::new(), |r| format!("{r}: "));
+    let title = format!("{of}{} {} over runs", what.metric, what.stat());
+    let by = if by == ByArg::Machine { By::Machine } else { By::Runtime };
+    let trend = trend::build(&grouped, by, title, unit_desc(&what.metric), is_time(&what.metric));
+    let svg = trend.svg()?;
+    std::fs::create_dir_all(output).map_err(|e| format!("cannot create {}: {e}", output.display()))?;
+    for (file, text) in [("trend.svg", svg.clone()), ("trend.html", trend.html(&svg))] {
+        let path = output.join(file);
+        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    if format == TextFormat::Json {
+        let out = serde_json::json!({
+            "metric": what.metric, "stat": what.stat(), "lines": trend.json_lines(), "left_out": left_out,
+        });
+        crate::outln!("{out}");
+    } else {
+        if !left_out.is_empty() {
+            crate::textln!("{}", left_out.said());
+        }
+        crate::textln!(
+            "trend of {} {}: {} run(s), {} line(s): {} ({})",
+            what.metric,
+            what.stat(),
+            trend.runs.len(),
+            trend.lines.len(),
+            output.join("trend.html").display(),
+            output.join("trend.svg").display()
+        );
+    }
+    Ok(())
+}
+
+/// `history check`: change points at the newest runs of each series (E-Divisive, Holm over the
+/// series); exit status 1 on a regression.
+fn check(
+    store: &mut Store,
+    (filter, what, include_incomplete): (&Filter, &What, bool),
+    rule: RuleArgs,
+    runs: Settings,
+    recent: usize,
+    format: TextFormat,
+) -> Result<ExitCode, CliError> {
+    let RuleArgs { threshold, alpha } = rule;
+    let (found, left_out) = observations(store, filter, what, include_incomplete)?;
+    let settings = Settings { alpha, ..runs };
+    let permutations = settings.permutations;
+    let grouped = series::group(&found);
+    let findings = check::check_all(
+        grouped.iter().map(|(key, runs)| (key, runs.as_slice())),
+        (higher_is_better(&what.metric), threshold, recent),
+        settings,
+    );
+    let regressions = findings.iter().filter(|f| f.verdict == check::Verdict::Regression).count();
+    // The smallest p a permutation test can give, against Holm's smallest threshold.
+    let tested = findings.iter().filter(|f| f.p_value.is_some()).count();
+    let too_few_permutations = (tested as f64) / (permutations as f64 + 1.0) >= alpha;
+    if format == TextFormat::Json {
+        let out = serde_json::json!({
+            "schema": "taskmeter.history.check", "schema_version": 2,
+            "metric": what.metric, "stat": what.stat(), "threshold": threshold, "alpha": alpha,
+            "method": CHECK_METHOD, "permutations": permutations,
+            "findings": findings, "regressions": regressions, "left_out": left_out,
+        });
+        crate::outln!("{}", serde_json::to_string_pretty(&out).expect("serialises"));
+    } else {
+        crate::text!("{}", check_console(&findings, what, threshold, alpha));
+        if !left_out.is_empty() {
+            crate::textln!("{}", left_out.said());
+        }
+    }
+    if too_few_permutations {
+        crate::errln!(
+            "warning: {permutations} permutations cannot give a p below {:.4}, and Holm's adjustment over {tested} series needs one below {:.4}: no series can be flagged (give --permutations {} or more)",
+            1.0 / (permutations as f64 + 1.0),
+            alpha / tested as f64,
+            ((20.0 * tested as f64 / alpha).ceil() as u64).max(999)
+        );
+    }
+    Ok(if regressions > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
 /// The observations of the metric and stat in whole measurements (all with `include`), and
@@ -326,43 +365,7 @@ fn compare(
     rule: Rule,
     (force, format): (bool, TextFormat),
 ) -> Result<ExitCode, CliError> {
-    // The sides, each a name and its filter.
-    let side = |name: &str| -> Result<(String, Filter), String> {
-        let mut f = filter.clone();
-        match by {
-            GroupBy::Run => {
-                let id = name.parse::<i64>().map_err(|_| format!("'{name}' is not a run id (a number)"))?;
-                f.ids = vec![id];
-                Ok((format!("run {id}"), f))
-            }
-            GroupBy::Label => {
-                f.label = Some(name.to_string());
-                Ok((format!("label {name}"), f))
-            }
-            GroupBy::Machine => {
-                f.machine = Some(name.to_string());
-                Ok((name.to_string(), f))
-            }
-        }
-    };
-    let pairs: Vec<((String, Filter), (String, Filter))> = match (by, old, new) {
-        (_, Some(old), Some(new)) => vec![(side(&old)?, side(&new)?)],
-        (GroupBy::Machine, old, None) => {
-            let mut machines: Vec<String> = query::runs(store, filter, None)?.into_iter().map(|r| r.machine).collect();
-            machines.sort();
-            machines.dedup();
-            let base =
-                old.or_else(|| machines.first().cloned()).ok_or_else(|| "no recorded run matches".to_string())?;
-            let others: Vec<&String> = machines.iter().filter(|m| **m != base).collect();
-            if others.is_empty() {
-                return Err(format!("only one machine ({base}) in the matching runs: nothing to compare").into());
-            }
-            others.into_iter().map(|m| Ok((side(&base)?, side(m)?))).collect::<Result<_, String>>()?
-        }
-        _ => {
-            return Err("history compare needs OLD and NEW (run ids, labels or machines: see --by)".to_string().into())
-        }
-    };
+    let pairs = compared_pairs(store, filter, by, (old, new))?;
     for ((_, a), (_, b)) in &pairs {
         for id in a.ids.iter().chain(&b.ids) {
             query::run(store, *id)?;
@@ -373,33 +376,10 @@ fn compare(
     let mut differences = Vec::new();
     let mut left_out = LeftOut::default();
     for ((old_name, old_filter), (new_name, new_filter)) in &pairs {
-        let mut values = |store: &mut Store, f: &Filter, name: &str| -> Result<(Sides, Vec<i64>), String> {
-            let found = query::observations(store, f, &what.metric, &stat)?;
-            if found.is_empty() {
-                let unknown = if by == GroupBy::Run { " (see `taskmeter history list`)" } else { "" };
-                return Err(format!("{name}: no recorded run with {} {stat}{unknown}", what.metric));
-            }
-            let (found, left) = query::whole(found, include);
-            left_out.incomplete_runs.extend(left.incomplete_runs.iter().copied());
-            for (status, n) in &left.repetitions {
-                *left_out.repetitions.entry(status.clone()).or_default() += n;
-            }
-            if found.is_empty() {
-                return Err(format!("{name}: no whole measurement with {} {stat}: {}", what.metric, left.said()));
-            }
-            let mut runs: Vec<i64> = found.iter().map(|o| o.run).collect();
-            runs.dedup();
-            let mut out: Sides = BTreeMap::new();
-            for o in found {
-                let invocations = out.entry((o.experiment, o.subject, o.point)).or_default();
-                let at = runs.iter().position(|r| *r == o.run).unwrap_or(0);
-                invocations.resize(runs.len(), Vec::new());
-                invocations[at].push(o.value);
-            }
-            Ok((out, runs))
-        };
-        let ((a, old_runs), (b, new_runs)) =
-            (values(store, old_filter, old_name)?, values(store, new_filter, new_name)?);
+        let ((a, old_runs), (b, new_runs)) = (
+            side_values(store, (old_filter, old_name), (what, by, include), &mut left_out)?,
+            side_values(store, (new_filter, new_name), (what, by, include), &mut left_out)?,
+        );
         differences.extend(check_workloads(store, (old_name, &old_runs), (new_name, &new_runs), force)?);
         for (key, x) in &a {
             if let Some(y) = b.get(key) {
@@ -430,65 +410,164 @@ fn compare(
         });
         crate::outln!("{}", serde_json::to_string_pretty(&out).expect("serialises"));
     } else {
-        for (pair, d) in &differences {
-            crate::textln!("differs ({}, {pair}): {} {} -> {}", d.kind.as_str(), d.what, d.old, d.new);
-        }
-        let tested = lines.iter().filter(|l| l.judgement.p_value.is_some()).count();
-        crate::textln!(
-            "method: {METHOD}; alpha {} for the comparison ({tested} line(s) tested), noise threshold {:.1} %",
-            rule.alpha,
-            rule.threshold * 100.0
-        );
-        crate::textln!("{} {} of each repetition, averaged in each run", what.metric, stat);
-        let mut table = vec![[
-            "old",
-            "new",
-            "experiment",
-            "runtime",
-            "point",
-            "old",
-            "new",
-            "change",
-            "runs",
-            "p",
-            "p adj.",
-            "verdict",
-        ]
-        .map(str::to_string)
-        .to_vec()];
-        for l in &lines {
-            let j = &l.judgement;
-            table.push(vec![
-                l.baseline.clone(),
-                l.judged.clone(),
-                l.experiment.clone(),
-                l.runtime.clone(),
-                l.point.clone(),
-                value(&what.metric, j.old),
-                value(&what.metric, j.new),
-                j.change.map_or("n/a".into(), |c| format!("{:+.1} %", c * 100.0)),
-                j.runs(),
-                super::compare::p_text(j.p_value, j.level.is_some()),
-                super::compare::p_text(j.p_adjusted, j.level.is_some()),
-                j.verdict.as_str().into(),
-            ]);
-        }
-        // The sides' names and the p before adjustment go first when the terminal is narrow.
-        let fit = Fit { drop: vec!["p", "runs", "new", "experiment", "point", "p adj."], ..Fit::default() };
-        let right: Vec<bool> = (0..table[0].len()).map(|c| c > 4).collect();
-        crate::out!("{}", render_fitted(&table, &right, &fit));
-        if !left_out.is_empty() {
-            crate::textln!("{}", left_out.said());
-        }
-        let mut reasons: Vec<&str> = lines.iter().filter_map(|l| l.judgement.reason.as_deref()).collect();
-        reasons.sort();
-        reasons.dedup();
-        for reason in reasons {
-            crate::textln!("inconclusive: {reason}");
-        }
-        crate::textln!("{regressed} regressed of {} compared", lines.len());
+        print_compare(&lines, &differences, &left_out, what, rule);
     }
     Ok(if regressed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// A side of `history compare`: its name ("run 42", "label a", a machine) and its runs' filter.
+type Side = (String, Filter);
+
+/// The pairs `history compare` judges: OLD against NEW, or with `--by machine` and no NEW,
+/// every other machine against OLD (or the first machine).
+fn compared_pairs(
+    store: &mut Store,
+    filter: &Filter,
+    by: GroupBy,
+    (old, new): (Option<String>, Option<String>),
+) -> Result<Vec<(Side, Side)>, CliError> {
+    // The sides, each a name and its filter.
+    let side = |name: &str| -> Result<Side, String> {
+        let mut f = filter.clone();
+        match by {
+            GroupBy::Run => {
+                let id = name.parse::<i64>().map_err(|_| format!("'{name}' is not a run id (a number)"))?;
+                f.ids = vec![id];
+                Ok((format!("run {id}"), f))
+            }
+            GroupBy::Label => {
+                f.label = Some(name.to_string());
+                Ok((format!("label {name}"), f))
+            }
+            GroupBy::Machine => {
+                f.machine = Some(name.to_string());
+                Ok((name.to_string(), f))
+            }
+        }
+    };
+    Ok(match (by, old, new) {
+        (_, Some(old), Some(new)) => vec![(side(&old)?, side(&new)?)],
+        (GroupBy::Machine, old, None) => {
+            let mut machines: Vec<String> = query::runs(store, filter, None)?.into_iter().map(|r| r.machine).collect();
+            machines.sort();
+            machines.dedup();
+            let base =
+                old.or_else(|| machines.first().cloned()).ok_or_else(|| "no recorded run matches".to_string())?;
+            let others: Vec<&String> = machines.iter().filter(|m| **m != base).collect();
+            if others.is_empty() {
+                return Err(format!("only one machine ({base}) in the matching runs: nothing to compare").into());
+            }
+            others.into_iter().map(|m| Ok((side(&base)?, side(m)?))).collect::<Result<_, String>>()?
+        }
+        _ => {
+            return Err("history compare needs OLD and NEW (run ids, labels or machines: see --by)".to_string().into())
+        }
+    })
+}
+
+/// A side's values, by (experiment, runtime, point), each a list of its invocations'
+/// repetitions, and its runs in order; what is not whole is left out (and counted in `left_out`)
+/// unless `include`.
+fn side_values(
+    store: &mut Store,
+    (f, name): (&Filter, &str),
+    (what, by, include): (&What, GroupBy, bool),
+    left_out: &mut LeftOut,
+) -> Result<(Sides, Vec<i64>), String> {
+    let stat = what.stat();
+    let found = query::observations(store, f, &what.metric, &stat)?;
+    if found.is_empty() {
+        let unknown = if by == GroupBy::Run { " (see `taskmeter history list`)" } else { "" };
+        return Err(format!("{name}: no recorded run with {} {stat}{unknown}", what.metric));
+    }
+    let (found, left) = query::whole(found, include);
+    left_out.incomplete_runs.extend(left.incomplete_runs.iter().copied());
+    for (status, n) in &left.repetitions {
+        *left_out.repetitions.entry(status.clone()).or_default() += n;
+    }
+    if found.is_empty() {
+        return Err(format!("{name}: no whole measurement with {} {stat}: {}", what.metric, left.said()));
+    }
+    let mut runs: Vec<i64> = found.iter().map(|o| o.run).collect();
+    runs.dedup();
+    let mut out: Sides = BTreeMap::new();
+    for o in found {
+        let invocations = out.entry((o.experiment, o.subject, o.point)).or_default();
+        let at = runs.iter().position(|r| *r == o.run).unwrap_or(0);
+        invocations.resize(runs.len(), Vec::new());
+        invocations[at].push(o.value);
+    }
+    Ok((out, runs))
+}
+
+/// `history compare`'s console output: what differs between the sides' settings, the method,
+/// a line per comparison, what was left out and why a line is inconclusive.
+fn print_compare(
+    lines: &[CompareLine],
+    differences: &[(String, Difference)],
+    left_out: &LeftOut,
+    what: &What,
+    rule: Rule,
+) {
+    let stat = what.stat();
+    let regressed = lines.iter().filter(|l| l.judgement.verdict == Verdict::Regressed).count();
+    for (pair, d) in differences {
+        crate::textln!("differs ({}, {pair}): {} {} -> {}", d.kind.as_str(), d.what, d.old, d.new);
+    }
+    let tested = lines.iter().filter(|l| l.judgement.p_value.is_some()).count();
+    crate::textln!(
+        "method: {METHOD}; alpha {} for the comparison ({tested} line(s) tested), noise threshold {:.1} %",
+        rule.alpha,
+        rule.threshold * 100.0
+    );
+    crate::textln!("{} {} of each repetition, averaged in each run", what.metric, stat);
+    let mut table = vec![[
+        "old",
+        "new",
+        "experiment",
+        "runtime",
+        "point",
+        "old",
+        "new",
+        "change",
+        "runs",
+        "p",
+        "p adj.",
+        "verdict",
+    ]
+    .map(str::to_string)
+    .to_vec()];
+    for l in lines {
+        let j = &l.judgement;
+        table.push(vec![
+            l.baseline.clone(),
+            l.judged.clone(),
+            l.experiment.clone(),
+            l.runtime.clone(),
+            l.point.clone(),
+            value(&what.metric, j.old),
+            value(&what.metric, j.new),
+            j.change.map_or("n/a".into(), |c| format!("{:+.1} %", c * 100.0)),
+            j.runs(),
+            super::compare::p_text(j.p_value, j.level.is_some()),
+            super::compare::p_text(j.p_adjusted, j.level.is_some()),
+            j.verdict.as_str().into(),
+        ]);
+    }
+    // The sides' names and the p before adjustment go first when the terminal is narrow.
+    let fit = Fit { drop: vec!["p", "runs", "new", "experiment", "point", "p adj."], ..Fit::default() };
+    let right: Vec<bool> = (0..table[0].len()).map(|c| c > 4).collect();
+    crate::out!("{}", render_fitted(&table, &right, &fit));
+    if !left_out.is_empty() {
+        crate::textln!("{}", left_out.said());
+    }
+    let mut reasons: Vec<&str> = lines.iter().filter_map(|l| l.judgement.reason.as_deref()).collect();
+    reasons.sort();
+    reasons.dedup();
+    for reason in reasons {
+        crate::textln!("inconclusive: {reason}");
+    }
+    crate::textln!("{regressed} regressed of {} compared", lines.len());
 }
 
 /// A recorded run as `analysis::differences` reads a record: its schema, experiment, settings

@@ -13,7 +13,7 @@ use super::figure::{
     bar_chart, line_chart, percentile_chart, percentile_panels, span_chart, style_of, Axis, Bars, Distribution, Scale,
     Series, Span, Style, Unit,
 };
-use crate::analysis::cells::{cells, Statistic};
+use crate::analysis::cells::{cells, Cell, Statistic};
 use crate::analysis::histogram;
 use crate::model::run::{ClassResult, Metric, Row, RunRecord};
 use crate::model::sweep::{Param, Point};
@@ -117,9 +117,140 @@ fn at(record: &RunRecord, point: &Point) -> String {
     }
 }
 
-/// Charts along one swept parameter, the other swept parameters held at each of their values.
+/// Charts along one swept parameter, the other swept parameters held at each of their values:
+/// per priority class, per statistic of [`plotted`], and the ratio to the first point.
 fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> {
+    let mut charts = Vec::new();
+    for slice in slices(record, param) {
+        if record.settings.priority_classes > 1 {
+            for value in plotted_by_class(record) {
+                let series = slice.class_series(record, value.get.as_ref());
+                if !series.is_empty() {
+                    let title = format!("{} by priority class across {}{}", value.desc, param.name(), slice.label);
+                    charts.push(slice.chart(value.name, title, Axis::new(value.desc, value.unit), &series)?);
+                }
+            }
+        }
+        for value in plotted(record) {
+            let series = slice.series(record, value.get.as_ref());
+            if !series.is_empty() {
+                let title = format!("{} across {}{}", value.name, param.name(), slice.label);
+                charts.push(slice.chart(value.name, title, Axis::new(value.desc, value.unit), &series)?);
+            }
+        }
+        let ratios = slice.ratio_series(record);
+        if !ratios.is_empty() {
+            let title = format!("mean {} relative to the first {}{}", record.metric.name(), param.name(), slice.label);
+            let first = slice.points[0].0;
+            let y_desc = format!("ratio to {}={}", param.name(), param.format_value(first));
+            charts.push(slice.chart("ratio", title, Axis::new(y_desc, Unit::Plain), &ratios)?);
+        }
+    }
+    Ok(charts)
+}
+
+/// A value drawn across a sweep: its file name, its axis' title and unit, and how a row (or a
+/// priority class of one) gives it.
+struct Plotted<T> {
+    name: &'static str,
+    desc: String,
+    unit: Unit,
+    get: Getter<T>,
+}
+
+/// How a row (or a priority class of one) gives a value.
+type Getter<T> = Box<dyn Fn(&T) -> Option<f64>>;
+
+/// The values drawn across a sweep: the metric's mean and p99 and the iterations measured, and
+/// for the volume table also the delay, the iterations per unit, the rate and the peak RSS.
+fn plotted(record: &RunRecord) -> Vec<Plotted<Row>> {
     let metric = record.metric;
+    let plot = |name, desc: String, unit, get: Getter<Row>| Plotted { name, desc, unit, get };
+    let mut values = vec![
+        plot(
+            "mean",
+            format!("mean {}", metric.name()),
+            Unit::Nanos,
+            Box::new(move |r| r.statistics.as_ref()?.get(metric).mean),
+        ),
+        plot(
+            "p99",
+            format!("p99 {}", metric.name()),
+            Unit::Nanos,
+            Box::new(move |r| r.statistics.as_ref()?.get(metric).p99.map(|v| v as f64)),
+        ),
+        plot(
+            "samples",
+            "measured iterations (all units)".into(),
+            Unit::Count,
+            Box::new(|r| r.counts.as_ref().map(|c| c.iterations_measured as f64)),
+        ),
+    ];
+    if super::tables::default_layout(record) == super::tables::Layout::Volume {
+        let rate = super::tables::iteration_word(record);
+        values.extend([
+            plot(
+                "delay",
+                "delay: mean |actual - expected|".into(),
+                Unit::Nanos,
+                Box::new(|r| r.statistics.as_ref()?.actual.mean_absolute_deviation),
+            ),
+            plot(
+                "count",
+                "measured iterations per unit".into(),
+                Unit::Count,
+                Box::new(|r| r.counts.as_ref().map(|c| c.iterations_measured as f64 / c.units.max(1) as f64)),
+            ),
+            plot(
+                "rate",
+                format!("{rate} per second (all units)"),
+                Unit::Count,
+                Box::new(|r| r.counts.as_ref().map(|c| c.iterations_per_s)),
+            ),
+            plot(
+                "rss",
+                "peak RSS of the worker".into(),
+                Unit::Mib,
+                Box::new(|r| r.worker.as_ref()?.peak_rss_kb.map(|kb| kb as f64 / 1024.0)),
+            ),
+        ]);
+    }
+    values
+}
+
+/// The values drawn per priority class: the delay and the rate.
+fn plotted_by_class(record: &RunRecord) -> [Plotted<ClassResult>; 2] {
+    let rate = super::tables::iteration_word(record);
+    [
+        Plotted {
+            name: "class-delay",
+            desc: "delay: mean |actual - expected|".into(),
+            unit: Unit::Nanos,
+            get: Box::new(|c| c.statistics.as_ref()?.actual.mean_absolute_deviation),
+        },
+        Plotted {
+            name: "class-rate",
+            desc: format!("{rate} per second"),
+            unit: Unit::Count,
+            get: Box::new(|c| Some(c.iterations_per_s)),
+        },
+    ]
+}
+
+/// The points of a sweep along `param` where the other swept parameters hold one value each,
+/// with every runtime's cell at each (found once).
+struct Slice<'a> {
+    param: Param,
+    /// The other parameters' values, for a title (" units=4") and a file name ("-units4").
+    label: String,
+    slug: String,
+    /// Each point's value of `param`, its x on the chart, and its cells.
+    points: Vec<(u64, f64, Vec<Cell<'a>>)>,
+    x_axis: Axis,
+}
+
+/// The slices of a sweep along `param` with two points or more, in the order of their first point.
+fn slices(record: &RunRecord, param: Param) -> Vec<Slice<'_>> {
     let others = |p: &Point| -> Vec<(Param, u64)> { p.values.iter().filter(|(q, _)| *q != param).copied().collect() };
     let mut groups: Vec<Vec<(Param, u64)>> = Vec::new();
     for p in &record.points {
@@ -127,187 +258,110 @@ fn sweep_charts(record: &RunRecord, param: Param) -> Result<Vec<Chart>, String> 
             groups.push(others(p));
         }
     }
-    let mut charts = Vec::new();
-    for group in groups {
-        let label: String = group.iter().map(|(p, v)| format!(" {}={}", p.name(), p.format_value(*v))).collect();
-        let slug: String =
-            group.iter().map(|(p, v)| format!("-{}{}", p.name(), p.format_value(*v).replace(':', ""))).collect();
-        let points: Vec<&Point> = record.points.iter().filter(|p| others(p) == group).collect();
-        if points.len() < 2 {
-            continue;
-        }
-        // A categorical parameter (policy) is drawn at positions 0, 1, ... with its values as labels.
-        let categories: Option<Vec<String>> = param
-            .is_categorical()
-            .then(|| points.iter().filter_map(|p| p.value(param)).map(|v| param.format_value(v)).collect());
-        let timed = param.is_duration() || param == Param::TimerSlack;
-        let x_axis = Axis::new(param.axis_label(), if timed { Unit::Nanos } else { Unit::Count });
-        let x_axis = match &categories {
-            Some(c) => x_axis.scale(Scale::Categories(c.clone())),
-            None => x_axis,
-        };
-        // One line per series across the parameter, as `sweep-PARAM[-OTHERS]-NAME.svg`.
-        let sweep_chart = |name: &str, title: String, y: Axis, series: &[Series]| -> Result<Chart, String> {
-            let svg = line_chart(&title, &x_axis, &y, series, None)?;
-            Ok(Chart { group: "sweeps".into(), file: format!("sweep-{}{slug}-{name}.svg", param.name()), title, svg })
-        };
-        let x_of = |v: u64| match &categories {
-            Some(c) => c.iter().position(|label| *label == param.format_value(v)).unwrap_or(0) as f64,
-            None => v as f64,
-        };
-        // A point's value: the mean over its repetitions, with their 95 % interval when there
-        // are two or more.
-        let line_of =
-            |runtime: &String, get: &dyn Fn(&Row) -> Option<f64>| -> (Vec<(f64, f64)>, Vec<Option<Interval>>) {
-                points
-                    .iter()
-                    .filter_map(|p| {
-                        let cell = cells(record, p.index).into_iter().find(|c| c.runtime == runtime)?;
-                        let estimate = cell.estimate(get)?;
-                        Some(((x_of(p.value(param)?), estimate.value), Some(estimate)))
-                    })
-                    .unzip()
-            };
-        let series_of = |name: String,
-                         style: Style,
-                         (line, estimates): (Vec<(f64, f64)>, Vec<Option<Interval>>)|
-         -> Series {
-            let errors =
-                estimates.iter().map(|e| e.filter(|e| e.degrees_of_freedom.is_some()).map(|e| e.half_width)).collect();
-            Series { name, style, points: line, errors }
-        };
-        let stat = |get: &dyn Fn(&Row) -> Option<f64>| -> Vec<Series> {
-            record
-                .settings
-                .runtimes
+    let timed = param.is_duration() || param == Param::TimerSlack;
+    groups
+        .into_iter()
+        .filter_map(|group| {
+            let points: Vec<(&Point, u64)> = record
+                .points
                 .iter()
-                .filter_map(|runtime| {
-                    let line = line_of(runtime, get);
-                    (!line.0.is_empty()).then(|| series_of(runtime.clone(), style(record, runtime), line))
-                })
-                .collect()
-        };
-        // With priority classes: a line per runtime and class, the low class in a lighter shade.
-        let by_class = |get: &dyn Fn(&ClassResult) -> Option<f64>| -> Vec<Series> {
-            let mut series = Vec::new();
-            for runtime in &record.settings.runtimes {
-                for class in 0..record.settings.priority_classes {
-                    // A class with no unit (one unit in all) has nothing to draw.
-                    let of_class = |r: &Row| get(r.classes.iter().find(|c| c.class == class && c.units > 0)?);
-                    let line = line_of(runtime, &of_class);
-                    let name = format!("{runtime} {}", crate::report::tables::class_name(class));
-                    let s = style(record, runtime);
-                    let c = s.colour;
-                    let light = RGBColor(c.0 / 2 + 128, c.1 / 2 + 128, c.2 / 2 + 128);
-                    let shade = if class == 0 { s } else { Style { colour: light, ..s } };
-                    if !line.0.is_empty() {
-                        series.push(series_of(name, shade, line));
-                    }
-                }
+                .filter(|p| others(p) == group)
+                .filter_map(|p| Some((p, p.value(param)?)))
+                .collect();
+            if points.len() < 2 {
+                return None;
             }
-            series
-        };
-        let summary = |r: &Row| r.statistics.as_ref().map(|s| s.get(metric).clone());
-        type Statistic<'a> = Box<dyn Fn(&Row) -> Option<f64> + 'a>;
-        let mut wanted: Vec<(&str, String, Unit, Statistic<'_>)> = vec![
-            ("mean", format!("mean {}", metric.name()), Unit::Nanos, Box::new(move |r| summary(r)?.mean)),
-            (
-                "p99",
-                format!("p99 {}", metric.name()),
-                Unit::Nanos,
-                Box::new(move |r| summary(r)?.p99.map(|v| v as f64)),
-            ),
-            (
-                "samples",
-                "measured iterations (all units)".into(),
-                Unit::Count,
-                Box::new(|r| r.counts.as_ref().map(|c| c.iterations_measured as f64)),
-            ),
-        ];
-        if crate::report::tables::default_layout(record) == crate::report::tables::Layout::Volume {
-            let rate = crate::report::tables::iteration_word(record);
-            wanted.extend::<[(&str, String, Unit, Statistic<'_>); 4]>([
-                (
-                    "delay",
-                    "delay: mean |actual - expected|".into(),
-                    Unit::Nanos,
-                    Box::new(move |r| r.statistics.as_ref()?.actual.mean_absolute_deviation),
-                ),
-                (
-                    "count",
-                    "measured iterations per unit".into(),
-                    Unit::Count,
-                    Box::new(|r| r.counts.as_ref().map(|c| c.iterations_measured as f64 / c.units.max(1) as f64)),
-                ),
-                (
-                    "rate",
-                    format!("{rate} per second (all units)"),
-                    Unit::Count,
-                    Box::new(|r| r.counts.as_ref().map(|c| c.iterations_per_s)),
-                ),
-                (
-                    "rss",
-                    "peak RSS of the worker".into(),
-                    Unit::Mib,
-                    Box::new(|r| r.worker.as_ref()?.peak_rss_kb.map(|kb| kb as f64 / 1024.0)),
-                ),
-            ]);
-        }
-        if record.settings.priority_classes > 1 {
-            let rate = crate::report::tables::iteration_word(record);
-            type ClassStatistic = Box<dyn Fn(&ClassResult) -> Option<f64>>;
-            let classes: [(&str, String, Unit, ClassStatistic); 2] = [
-                (
-                    "class-delay",
-                    "delay: mean |actual - expected|".into(),
-                    Unit::Nanos,
-                    Box::new(move |c| c.statistics.as_ref()?.actual.mean_absolute_deviation),
-                ),
-                ("class-rate", format!("{rate} per second"), Unit::Count, Box::new(|c| Some(c.iterations_per_s))),
-            ];
-            for (name, y_desc, unit, get) in &classes {
-                let series = by_class(get.as_ref());
-                if series.is_empty() {
-                    continue;
-                }
-                let title = format!("{y_desc} by priority class across {}{label}", param.name());
-                charts.push(sweep_chart(name, title, Axis::new(y_desc, *unit), &series)?);
-            }
-        }
-        for (name, y_desc, unit, get) in &wanted {
-            let series = stat(get.as_ref());
-            if series.is_empty() {
-                continue;
-            }
-            let title = format!("{name} across {}{label}", param.name());
-            charts.push(sweep_chart(name, title, Axis::new(y_desc, *unit), &series)?);
-        }
-        // Ratio to each runtime's own first point, its interval propagated from both.
-        let ratios: Vec<Series> = record
-            .settings
-            .runtimes
-            .iter()
-            .filter_map(|runtime| {
-                let (line, estimates) = line_of(runtime, &|r: &Row| summary(r)?.mean);
-                let first = estimates.first().copied().flatten().filter(|f| f.value != 0.0)?;
-                let ratio = |e: Option<Interval>| e.map(|e| ratio_interval(&e, &first));
-                let points = line
+            let x_axis = Axis::new(param.axis_label(), if timed { Unit::Nanos } else { Unit::Count });
+            // A categorical parameter (policy) is drawn at 0, 1, ... with its values as labels.
+            let (x_axis, x_of): (Axis, Box<dyn Fn(usize, u64) -> f64>) = if param.is_categorical() {
+                let names = points.iter().map(|(_, v)| param.format_value(*v)).collect();
+                (x_axis.scale(Scale::Categories(names)), Box::new(|i, _| i as f64))
+            } else {
+                (x_axis, Box::new(|_, v| v as f64))
+            };
+            Some(Slice {
+                param,
+                label: group.iter().map(|(p, v)| format!(" {}={}", p.name(), p.format_value(*v))).collect(),
+                slug: group
                     .iter()
-                    .zip(&estimates)
-                    .map(|((x, _), e)| (*x, ratio(*e).map_or(f64::NAN, |r| r.value)))
-                    .collect();
-                let intervals = estimates.iter().map(|e| ratio(*e)).collect();
-                Some(series_of(runtime.clone(), style(record, runtime), (points, intervals)))
+                    .map(|(p, v)| format!("-{}{}", p.name(), p.format_value(*v).replace(':', "")))
+                    .collect(),
+                points: points
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (p, v))| (*v, x_of(i, *v), cells(record, p.index)))
+                    .collect(),
+                x_axis,
             })
-            .collect();
-        if !ratios.is_empty() {
-            let title = format!("mean {} relative to the first {}{label}", metric.name(), param.name());
-            let y_desc =
-                format!("ratio to {}={}", param.name(), param.format_value(points[0].value(param).unwrap_or(0)));
-            charts.push(sweep_chart("ratio", title, Axis::new(y_desc, Unit::Plain), &ratios)?);
-        }
+        })
+        .collect()
+}
+
+impl Slice<'_> {
+    /// A line chart of `series` across the slice, as `sweep-PARAM[-OTHERS]-NAME.svg`.
+    fn chart(&self, name: &str, title: String, y: Axis, series: &[Series]) -> Result<Chart, String> {
+        let svg = line_chart(&title, &self.x_axis, &y, series, None)?;
+        let file = format!("sweep-{}{}-{name}.svg", self.param.name(), self.slug);
+        Ok(Chart { group: "sweeps".into(), file, title, svg })
     }
-    Ok(charts)
+
+    /// A runtime's line: at each point where it has a value, the mean over its repetitions, with
+    /// their 95 % interval when there are two or more.
+    fn line(&self, runtime: &str, get: &dyn Fn(&Row) -> Option<f64>) -> Vec<(f64, Interval)> {
+        self.points
+            .iter()
+            .filter_map(|(_, x, cells)| Some((*x, cells.iter().find(|c| c.runtime == runtime)?.estimate(get)?)))
+            .collect()
+    }
+
+    /// A line per runtime of a row's value.
+    fn series(&self, record: &RunRecord, get: &dyn Fn(&Row) -> Option<f64>) -> Vec<Series> {
+        let runtimes = &record.settings.runtimes;
+        runtimes.iter().filter_map(|r| drawn(r.clone(), style(record, r), &self.line(r, get))).collect()
+    }
+
+    /// A line per runtime and priority class, the low class in a lighter shade (a class with no
+    /// unit, one unit in all, has nothing to draw).
+    fn class_series(&self, record: &RunRecord, get: &dyn Fn(&ClassResult) -> Option<f64>) -> Vec<Series> {
+        let mut series = Vec::new();
+        for runtime in &record.settings.runtimes {
+            for class in 0..record.settings.priority_classes {
+                let of_class = |r: &Row| get(r.classes.iter().find(|c| c.class == class && c.units > 0)?);
+                let name = format!("{runtime} {}", super::tables::class_name(class));
+                let own = style(record, runtime);
+                let RGBColor(r, g, b) = own.colour;
+                let look = if class == 0 {
+                    own
+                } else {
+                    Style { colour: RGBColor(r / 2 + 128, g / 2 + 128, b / 2 + 128), ..own }
+                };
+                series.extend(drawn(name, look, &self.line(runtime, &of_class)));
+            }
+        }
+        series
+    }
+
+    /// Each runtime's mean relative to its own at the slice's first point, the interval
+    /// propagated from both.
+    fn ratio_series(&self, record: &RunRecord) -> Vec<Series> {
+        let metric = record.metric;
+        let mean = move |r: &Row| r.statistics.as_ref()?.get(metric).mean;
+        let ratios = |runtime: &String| -> Option<Series> {
+            let line = self.line(runtime, &mean);
+            let first = line.first().filter(|(_, e)| e.value != 0.0)?.1;
+            let ratios: Vec<(f64, Interval)> = line.iter().map(|(x, e)| (*x, ratio_interval(e, &first))).collect();
+            drawn(runtime.clone(), style(record, runtime), &ratios)
+        };
+        record.settings.runtimes.iter().filter_map(ratios).collect()
+    }
+}
+
+/// A line of estimates as a series, with error bars where an estimate has an interval; none
+/// when it has no point.
+fn drawn(name: String, style: Style, line: &[(f64, Interval)]) -> Option<Series> {
+    let points = line.iter().map(|(x, e)| (*x, e.value)).collect();
+    let errors = line.iter().map(|(_, e)| e.degrees_of_freedom.is_some().then_some(e.half_width)).collect();
+    (!line.is_empty()).then_some(Series { name, style, points, errors })
 }
 
 /// The precision/cost plane of one point: each runtime's lateness (p50 a filled marker, p99 an
