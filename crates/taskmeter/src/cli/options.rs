@@ -1,5 +1,6 @@
-//! From flags to what each command runs with: settings and sweeps of `run`, the options of
-//! `run net` and `bench`; every refusal is one sentence.
+//! From flags to what each command runs with: settings and sweeps of `run` (the work loop:
+//! sleep, volume, atomic-sum, recipes), the options of `run net`, `run granularity` and `bench`;
+//! every refusal is one sentence. The registry (`families`) calls each family's.
 
 use super::args::*;
 use crate::experiments::bench::BenchOptions;
@@ -39,7 +40,7 @@ fn output(folder: &Option<PathBuf>, exports: &ExportArgs, format: Format) -> Res
     })
 }
 
-/// `run` (sleep, volume, atomic-sum).
+/// `run` of the work loop (sleep, volume, atomic-sum, recipes).
 pub(super) fn run_options(args: &RunArgs) -> Result<RunOptions, String> {
     let (settings, sweeps) = settings(args)?;
     Ok(RunOptions {
