@@ -19,7 +19,7 @@ use taskmeter_protocol::plan::DEFAULT_WAIT;
 use taskmeter_protocol::{BusyPlan, Mode, Pattern, Schedule, SleepPlan};
 
 /// Where a command's results go: its folder, the export files, JSON or the console.
-fn output(folder: &Option<PathBuf>, exports: &ExportArgs, format: Format) -> Result<Output, String> {
+pub(super) fn output(folder: &Option<PathBuf>, exports: &ExportArgs, format: Format) -> Result<Output, String> {
     let files = [
         (ExportFormat::Json, &exports.export_json),
         (ExportFormat::Csv, &exports.export_csv),
