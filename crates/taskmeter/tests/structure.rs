@@ -222,3 +222,113 @@ fn the_reader_sees_paths_in_groups_and_relative_ones() {
     );
     assert_eq!(paths, [vec!["model", "run", "Row", "default"], vec!["report", "format", "format_ns"]]);
 }
+
+/// Where code may name one experiment family among the others (paths under
+/// crates/taskmeter/src): a family's own code, which is a file of `experiments` that declares
+/// the family (`pub const FAMILY`) or any file of a folder of `experiments` whose `mod.rs` does
+/// ([`family_code`]); besides, the catalog of `run`'s experiments and the registry every
+/// command dispatches through. A family's record, report and history entry may live in
+/// `model`, `report` and `history` too, as trait impls: those name their own record, never pick
+/// among records. CONTRIBUTING.md, "Adding an experiment".
+const SHARED_FAMILY_CODE: [&str; 2] = ["experiments/catalog.rs", "cli/families.rs"];
+
+/// Whether `relative` (a path under src) is a family's own code: see [`SHARED_FAMILY_CODE`].
+fn family_code(relative: &str) -> bool {
+    let declares = |file: &str| {
+        std::fs::read_to_string(src().join(file)).is_ok_and(|text| text.contains("\npub const FAMILY: &str = "))
+    };
+    let mut parts = relative.split('/');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some("experiments"), Some(_), None) => declares(relative),
+        (Some("experiments"), Some(folder), Some(_)) => declares(&format!("experiments/{folder}/mod.rs")),
+        _ => SHARED_FAMILY_CODE.contains(&relative),
+    }
+}
+
+/// The names a family or its kind of record goes by, in code that picks one among the others.
+const FAMILY_NAMES: [&str; 5] = ["run", "loop", "net", "granularity", "bench"];
+
+/// Why `line` (code, not a comment) picks a family among the others, if it does: a match arm
+/// or test on a family's or record kind's name or schema, an enum of the families or records,
+/// or a downcast to one record.
+fn picks_a_family(line: &str) -> Option<String> {
+    // `||` is a closure or an or, never a pattern's alternative.
+    let code = line.trim_start().replace("||", "  ");
+    if code.starts_with("//") {
+        return None;
+    }
+    for cast in ["downcast_ref::<", "downcast::<", "of_kind::<"] {
+        if let Some((_, after)) = code.split_once(cast) {
+            let target: String = after.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            if target.ends_with("Record") {
+                return Some(format!("{cast}{target}>"));
+            }
+        }
+    }
+    let mut forms: Vec<String> = ["AnyRecord", "Family::", "SCHEMA =>", "SCHEMA |"].map(String::from).to_vec();
+    for name in FAMILY_NAMES {
+        let quoted = format!("\"{name}\"");
+        forms.extend([
+            format!("{quoted} =>"),
+            format!("{quoted} |"),
+            format!("| {quoted}"),
+            format!("== {quoted}"),
+            format!("!= {quoted}"),
+        ]);
+    }
+    forms.into_iter().find(|form| code.contains(form.as_str()))
+}
+
+#[test]
+fn only_a_family_and_the_registry_pick_a_family() {
+    let mut found = Vec::new();
+    for file in modules().values() {
+        let relative = file.strip_prefix(src()).unwrap().to_string_lossy().replace('\\', "/");
+        if family_code(&relative) {
+            continue;
+        }
+        for (n, line) in std::fs::read_to_string(file).unwrap().lines().enumerate() {
+            if let Some(form) = picks_a_family(line) {
+                found.push(format!("{relative}:{}: `{form}` in: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "code outside a family's own files and the registry (cli/families.rs) picks a family; dispatch through the \
+         registry's traits instead (CONTRIBUTING.md, \"Adding an experiment\"):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn a_family_s_own_code_is_where_it_declares_itself() {
+    for own in
+        ["experiments/sleep/compare.rs", "experiments/net/mod.rs", "experiments/granularity.rs", "experiments/bench.rs"]
+    {
+        assert!(family_code(own), "{own}");
+    }
+    for core in ["experiments/compared.rs", "experiments/family.rs", "cli/compare.rs", "report/page.rs", "lib.rs"] {
+        assert!(!family_code(core), "{core}");
+    }
+}
+
+#[test]
+fn the_family_check_sees_arms_and_tests_and_passes_over_comments() {
+    assert!(picks_a_family("        AnyRecord::Run(r) => r,").is_some());
+    assert!(picks_a_family("    Command::Run(args) if args.experiment.family == Family::Net => {").is_some());
+    assert!(picks_a_family("        RunRecord::SCHEMA => load(value),").is_some());
+    assert!(picks_a_family("        \"granularity\" => grain_lines(&old, &new),").is_some());
+    assert!(picks_a_family(
+        "    let kind = if matches!(experiment, \"net\" | \"bench\") { experiment } else { \"run\" };"
+    )
+    .is_some());
+    assert!(picks_a_family("    if record.kind() == \"run\" {").is_some());
+    assert!(picks_a_family("    let r = record.downcast_ref::<NetRecord>()?;").is_some());
+    assert!(picks_a_family("        for (invocation, r) in of_kind::<GrainRecord>(side) {").is_some());
+    assert!(picks_a_family("// AnyRecord::Run(r) was the old way").is_none());
+    assert!(picks_a_family("    let name = folder.name().unwrap_or_else(|| \"run\".into());").is_none());
+    assert!(picks_a_family("pub fn from_value<R: Record>(file: PathBuf) -> Result<R, LoadError> {").is_none());
+    assert!(picks_a_family("    let (file, schema, value) = schema_of(path, &files())?;").is_none());
+    assert!(picks_a_family("    let family = families::of(args.experiment)?;").is_none());
+}

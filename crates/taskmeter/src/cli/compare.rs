@@ -9,15 +9,14 @@
 //! environments are compared (`analysis::differences`): a different workload is refused unless
 //! `--force`; knobs and the machine are printed.
 
+use super::families::{self, load_checked};
 use super::CliError;
-use crate::analysis::cells::cells;
 use crate::analysis::compare::{decide, judge, Judgement, Rule, Verdict, METHOD};
 use crate::analysis::differences::{self, Difference, Kind};
-use crate::model::any::AnyRecord;
-use crate::model::consistency::load_checked;
-use crate::model::granularity::Metg;
+use crate::experiments::compared::{Asked, LeftOut, Measured, Subject};
+use crate::experiments::family::Loaded;
 use crate::model::header::record_file;
-use crate::model::run::{Metric, Row, RowStatus, METRICS};
+use crate::model::run::Metric;
 use crate::report::format::format_ns;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -40,47 +39,14 @@ pub struct CompareOptions {
 /// One side: its records, each from a results folder (one invocation of taskmeter).
 struct Side {
     path: PathBuf,
-    records: Vec<(PathBuf, AnyRecord)>,
-}
-
-/// What a comparison left out of its judgement, and why.
-#[derive(Default, Serialize)]
-struct LeftOut {
-    /// Results folders whose run was interrupted (`complete` false).
-    incomplete_runs: Vec<String>,
-    /// Repetitions (rows, points) whose status is not ok, by status.
-    repetitions: BTreeMap<String, usize>,
-}
-
-impl LeftOut {
-    fn is_empty(&self) -> bool {
-        self.incomplete_runs.is_empty() && self.repetitions.is_empty()
-    }
-
-    fn said(&self) -> String {
-        let mut parts = Vec::new();
-        if !self.incomplete_runs.is_empty() {
-            parts.push(format!(
-                "{} interrupted run(s) ({})",
-                self.incomplete_runs.len(),
-                self.incomplete_runs.join(", ")
-            ));
-        }
-        for (status, n) in &self.repetitions {
-            parts.push(format!("{n} {status} repetition(s)"));
-        }
-        format!(
-            "left out: {} (only whole measurements are judged; --include-incomplete judges them too)",
-            parts.join(", ")
-        )
-    }
+    records: Vec<(PathBuf, Box<dyn Loaded>)>,
 }
 
 /// The side with its whole runs only (all with `include`), the others noted.
 fn whole_runs(side: Side, include: bool, left_out: &mut LeftOut) -> Result<Side, CliError> {
     let total = side.records.len();
     let (kept, interrupted): (Vec<_>, Vec<_>) =
-        side.records.into_iter().partition(|(_, record)| include || crate::report::page::of(record).header().complete);
+        side.records.into_iter().partition(|(_, record)| include || record.header().complete);
     left_out.incomplete_runs.extend(interrupted.iter().map(|(path, _)| path.display().to_string()));
     if kept.is_empty() {
         return Err(format!(
@@ -93,25 +59,17 @@ fn whole_runs(side: Side, include: bool, left_out: &mut LeftOut) -> Result<Side,
     Ok(Side { path: side.path, records: kept })
 }
 
-/// Whether a repetition is judged: ok, or any with `include`; the others counted.
-fn whole(status: &str, include: bool, left_out: &mut LeftOut) -> bool {
-    if include || status == "ok" {
-        return true;
-    }
-    *left_out.repetitions.entry(status.to_string()).or_default() += 1;
-    false
-}
-
 /// A results folder (or its record file), or a folder of results folders.
 fn load_side(path: &Path) -> Result<Side, CliError> {
-    if record_file(path).is_ok() || !path.is_dir() {
+    let files = families::files();
+    if record_file(path, &files).is_ok() || !path.is_dir() {
         return Ok(Side { path: path.to_path_buf(), records: vec![load_checked(path)?] });
     }
     let mut folders: Vec<PathBuf> = std::fs::read_dir(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.is_dir() && record_file(p).is_ok())
+        .filter(|p| p.is_dir() && record_file(p, &files).is_ok())
         .collect();
     folders.sort();
     if folders.is_empty() {
@@ -124,21 +82,18 @@ fn load_side(path: &Path) -> Result<Side, CliError> {
     Ok(Side { path: path.to_path_buf(), records })
 }
 
-fn kind_of(record: &AnyRecord) -> &'static str {
-    crate::report::page::of(record).kind()
+fn kind_of(record: &dyn Loaded) -> &'static str {
+    record.kind()
 }
 
-fn json_of(record: &AnyRecord) -> serde_json::Value {
-    serde_json::from_str(&crate::report::page::of(record).json()).expect("a record serialises")
+fn json_of(record: &dyn Loaded) -> serde_json::Value {
+    serde_json::from_str(&record.json()).expect("a record serialises")
 }
 
-/// The metric `compare` uses when none is given: the old run's (other experiments have one).
+/// The metric `compare` uses when none is given: the old run's (other experiments have none).
 pub fn default_metric(old: &Path) -> Result<Option<Metric>, CliError> {
     let side = load_side(old)?;
-    Ok(match &side.records[0].1 {
-        AnyRecord::Run(record) => Some(record.metric),
-        _ => None,
-    })
+    Ok(side.records[0].1.default_metric())
 }
 
 /// What one line of the comparison is about, and how its values read.
@@ -180,7 +135,7 @@ pub fn run(options: CompareOptions) -> Result<ExitCode, CliError> {
     let include = options.include_incomplete;
     let old = whole_runs(load_side(&options.old)?, include, &mut left_out)?;
     let new = whole_runs(load_side(&options.new)?, include, &mut left_out)?;
-    let kinds: Vec<&str> = old.records.iter().chain(&new.records).map(|(_, r)| kind_of(r)).collect();
+    let kinds: Vec<&str> = old.records.iter().chain(&new.records).map(|(_, r)| kind_of(&**r)).collect();
     if kinds.iter().any(|k| *k != kinds[0]) {
         return Err(format!(
             "cannot compare a {} result with a {} result (compare takes results of one experiment)",
@@ -191,9 +146,9 @@ pub fn run(options: CompareOptions) -> Result<ExitCode, CliError> {
     }
     // Within a side every run must have measured the same thing, as across the sides.
     for side in [&old, &new] {
-        let first = json_of(&side.records[0].1);
+        let first = json_of(&*side.records[0].1);
         for (path, record) in &side.records[1..] {
-            let workload: Vec<String> = differences::between(&first, &json_of(record))
+            let workload: Vec<String> = differences::between(&first, &json_of(&**record))
                 .into_iter()
                 .filter(|d| d.kind == Kind::Workload)
                 .map(said)
@@ -209,7 +164,7 @@ pub fn run(options: CompareOptions) -> Result<ExitCode, CliError> {
             }
         }
     }
-    let found = differences::between(&json_of(&old.records[0].1), &json_of(&new.records[0].1));
+    let found = differences::between(&json_of(&*old.records[0].1), &json_of(&*new.records[0].1));
     let workload: Vec<String> = found.iter().filter(|d| d.kind == Kind::Workload).cloned().map(said).collect();
     if !workload.is_empty() && !options.force {
         return Err(format!(
@@ -218,12 +173,7 @@ pub fn run(options: CompareOptions) -> Result<ExitCode, CliError> {
         )
         .into());
     }
-    let (mut lines, not_compared) = match kinds[0] {
-        "run" => run_lines(&old, &new, &options, &mut left_out)?,
-        "net" => net_lines(&old, &new, include, &mut left_out),
-        "granularity" => grain_lines(&old, &new, include, &mut left_out),
-        _ => bench_lines(&old, &new, include, &mut left_out),
-    };
+    let (mut lines, not_compared) = lines(&old, &new, &options, &mut left_out);
     if lines.is_empty() {
         let why = if not_compared.is_empty() { String::new() } else { format!(" ({})", not_compared.join("; ")) };
         return Err(format!("the two {} results have nothing measured in common{why}", kinds[0]).into());
@@ -372,46 +322,23 @@ pub(super) fn p_text(p: Option<f64>, tested: bool) -> String {
 }
 
 fn started(side: &Side) -> String {
-    let header = |r: &AnyRecord| crate::report::page::of(r).header().started_at.clone();
+    let header = |r: &dyn Loaded| r.header().started_at.clone();
     let prefix = if side.records.len() > 1 { ", from " } else { "" };
-    format!("{prefix}{}", header(&side.records[0].1))
+    format!("{prefix}{}", header(&*side.records[0].1))
 }
 
-/// The score of one run: its median (lateness, busy) or its mean |value - expected| (actual,
-/// full); lower is better.
-fn score(row: &Row, metric: Metric) -> Option<f64> {
-    let s = row.statistics.as_ref()?.get(metric);
-    match metric {
-        Metric::Lateness | Metric::Busy => s.p50.map(|v| v as f64),
-        Metric::Actual | Metric::Full => s.mean_absolute_deviation,
-    }
-}
-
-/// What a line is about: its columns and their values (runtime, point, metric...).
-type Subject = Vec<(&'static str, String)>;
-
-/// What one side measured of each subject, in the order to show: its invocations' values (one
-/// per repetition), or why they cannot be compared.
-type Measured = Vec<(Subject, Result<Vec<Vec<f64>>, String>)>;
-
-/// The invocations of `key` in `found` (added, empty, where new: keys stay in the order they
-/// came), at least `count` of them.
-fn invocations_of<K: PartialEq, T>(found: &mut Vec<(K, Vec<Vec<T>>)>, key: K, count: usize) -> &mut Vec<Vec<T>> {
-    let at = found.iter().position(|(k, _)| *k == key).unwrap_or_else(|| {
-        found.push((key, Vec::new()));
-        found.len() - 1
-    });
-    let invocations = &mut found[at].1;
-    if invocations.len() < count {
-        invocations.resize_with(count, Vec::new);
-    }
-    invocations
-}
-
-/// Adds `value` to `subject`'s values in invocation `invocation` (0-based, a side's records in
-/// order).
-fn note(found: &mut Vec<(Subject, Vec<Vec<f64>>)>, subject: Subject, invocation: usize, value: f64) {
-    invocations_of(found, subject, invocation + 1)[invocation].push(value);
+/// What both sides measured, by the old side's first record (its kind reads both: they are of
+/// one kind), one line per subject both measured.
+fn lines(old: &Side, new: &Side, options: &CompareOptions, left_out: &mut LeftOut) -> (Vec<Line>, Vec<String>) {
+    let ask = Asked { metric: options.metric, include_incomplete: options.include_incomplete };
+    let first = &*old.records[0].1;
+    let mut measured = |side: &Side| {
+        let records: Vec<&dyn std::any::Any> = side.records.iter().map(|(_, r)| &**r as &dyn std::any::Any).collect();
+        first.measured(&records, &ask, left_out)
+    };
+    let (a, b) = (measured(old), measured(new));
+    let (unit, higher_is_better) = first.unit();
+    pair_up(a, b, unit, higher_is_better, (old, new))
 }
 
 /// One line per subject both sides measured; the rest said in `not compared`.
@@ -448,155 +375,4 @@ fn pair_up(
         not_compared.push(format!("{}: only in {}", label(subject), new.path.display()));
     }
     (lines, not_compared)
-}
-
-/// A runtime and a point's label.
-type RuntimeAtPoint = (String, String);
-
-fn status_word(status: RowStatus) -> String {
-    serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
-}
-
-fn run_lines(
-    old: &Side,
-    new: &Side,
-    options: &CompareOptions,
-    left_out: &mut LeftOut,
-) -> Result<(Vec<Line>, Vec<String>), CliError> {
-    let metrics: Vec<Metric> = options.metric.map(|m| vec![m]).unwrap_or_else(|| METRICS.to_vec());
-    // In the old run's order of runtimes, then points.
-    let order: Vec<String> = match &old.records[0].1 {
-        AnyRecord::Run(r) => r.settings.runtimes.clone(),
-        _ => Vec::new(),
-    };
-    let mut measured = |side: &Side| -> Measured {
-        // Each (runtime, point)'s rows, by invocation.
-        let mut rows: Vec<(RuntimeAtPoint, Vec<Vec<&Row>>)> = Vec::new();
-        for (invocation, (_, record)) in side.records.iter().enumerate() {
-            let AnyRecord::Run(record) = record else { continue };
-            for point in &record.points {
-                for cell in cells(record, point.index).into_iter().filter(|c| c.repetitions() > 0) {
-                    let key = (cell.runtime.to_string(), point.label());
-                    let invocations = invocations_of(&mut rows, key, side.records.len());
-                    for failed in cell.unmeasured.iter().filter(|r| r.status == RowStatus::Failed) {
-                        whole(&status_word(failed.status), false, left_out);
-                    }
-                    invocations[invocation].extend(
-                        cell.measured
-                            .into_iter()
-                            .filter(|r| whole(&status_word(r.status), options.include_incomplete, left_out)),
-                    );
-                }
-            }
-        }
-        rows.sort_by_key(|((runtime, point), _)| {
-            (order.iter().position(|r| r == runtime).unwrap_or(usize::MAX), point.clone())
-        });
-        rows.iter()
-            .flat_map(|((runtime, point), invocations)| {
-                metrics.iter().map(move |metric| {
-                    let subject = vec![
-                        ("runtime", runtime.clone()),
-                        ("point", point.clone()),
-                        ("metric", metric.name().to_string()),
-                    ];
-                    let values = invocations.iter().map(|rows| rows.iter().filter_map(|r| score(r, *metric)).collect());
-                    (subject, Ok(values.collect()))
-                })
-            })
-            .collect()
-    };
-    let (a, b) = (measured(old), measured(new));
-    Ok(pair_up(a, b, "ns", false, (old, new)))
-}
-
-fn net_lines(old: &Side, new: &Side, include: bool, left_out: &mut LeftOut) -> (Vec<Line>, Vec<String>) {
-    let mut throughputs = |side: &Side| -> Measured {
-        let mut found = Vec::new();
-        for (invocation, (_, record)) in side.records.iter().enumerate() {
-            let AnyRecord::Net(r) = record else { continue };
-            for p in &r.points {
-                let status = if p.error.is_none() { "ok" } else { "failed" };
-                if let (Some(t), true) = (p.throughput, whole(status, include, left_out)) {
-                    let subject = vec![("receiver", p.receiver.clone()), ("senders", p.senders.to_string())];
-                    note(&mut found, subject, invocation, t);
-                }
-            }
-        }
-        found.sort_by_key(|(s, _)| (s[0].1.clone(), s[1].1.parse::<u32>().unwrap_or(0)));
-        found.into_iter().map(|(s, v)| (s, Ok(v))).collect()
-    };
-    let (a, b) = (throughputs(old), throughputs(new));
-    pair_up(a, b, "msg/s", true, (old, new))
-}
-
-fn grain_lines(old: &Side, new: &Side, include: bool, left_out: &mut LeftOut) -> (Vec<Line>, Vec<String>) {
-    // Each run's METG; a bound (every or no task size efficient) cannot be averaged.
-    let mut metgs = |side: &Side| -> Measured {
-        let mut found: BTreeMap<String, (Vec<Vec<f64>>, Vec<String>)> = BTreeMap::new();
-        for (invocation, (_, record)) in side.records.iter().enumerate() {
-            let AnyRecord::Granularity(r) = record else { continue };
-            for run in &r.runs {
-                let entry = found.entry(run.runtime.clone()).or_default();
-                entry.0.resize(side.records.len(), Vec::new());
-                let status = match (&run.error, run.interrupted) {
-                    (Some(_), _) => "failed",
-                    (None, true) => "interrupted",
-                    (None, false) => "ok",
-                };
-                if !whole(status, include, left_out) {
-                    continue;
-                }
-                match run.metg {
-                    Some(Metg::Interpolated { ns }) => entry.0[invocation].push(ns),
-                    Some(Metg::Below { ns }) => entry.1.push(format!("< {}", format_ns(ns))),
-                    Some(Metg::Above { ns }) => entry.1.push(format!("> {}", format_ns(ns))),
-                    // Every task size invalid: no METG in this run.
-                    None => {}
-                }
-            }
-        }
-        found
-            .into_iter()
-            .map(|(runtime, (values, bounds))| {
-                let values = if !bounds.is_empty() {
-                    Err(format!("METG is a bound in some runs ({}): widen --task-busy", bounds.join(", ")))
-                } else if values.iter().all(Vec::is_empty) {
-                    Err("no run has a METG (its workers failed, or every task size was invalid)".to_string())
-                } else {
-                    Ok(values)
-                };
-                (vec![("runtime", runtime), ("figure", "METG(50 %)".to_string())], values)
-            })
-            .collect()
-    };
-    let (a, b) = (metgs(old), metgs(new));
-    pair_up(a, b, "ns", false, (old, new))
-}
-
-fn bench_lines(old: &Side, new: &Side, include: bool, left_out: &mut LeftOut) -> (Vec<Line>, Vec<String>) {
-    let mut gaps = |side: &Side| -> Measured {
-        let mut found = Vec::new();
-        for (invocation, (_, record)) in side.records.iter().enumerate() {
-            let AnyRecord::Bench(r) = record else { continue };
-            for result in &r.report.results {
-                let status = if result.error.is_some() { "failed" } else { "ok" };
-                if !whole(status, include, left_out) {
-                    continue;
-                }
-                if let Some(gap) = &result.measured.gap {
-                    let subject = vec![
-                        ("scenario", result.scenario.clone()),
-                        ("input", result.input.clone().unwrap_or_else(|| "-".into())),
-                        ("figure", "mean gap".to_string()),
-                    ];
-                    note(&mut found, subject, invocation, gap.mean);
-                }
-            }
-        }
-        found.sort_by(|x, y| x.0.cmp(&y.0));
-        found.into_iter().map(|(s, v)| (s, Ok(v))).collect()
-    };
-    let (a, b) = (gaps(old), gaps(new));
-    pair_up(a, b, "ns", false, (old, new))
 }

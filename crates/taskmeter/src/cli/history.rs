@@ -66,7 +66,8 @@ pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCo
         HistoryAction::List { filter, limit, format } => list(&mut store, &target, &filter.filter(), limit, format)?,
         HistoryAction::Show { id, format } => show(&mut store, id, format)?,
         HistoryAction::Import { folders } => {
-            let done = import::import(&mut store, &folders)?;
+            let reader = import::Reader { files: &super::families::files(), load: &super::families::load_recorded };
+            let done = import::import(&mut store, &folders, &reader)?;
             for failed in &done.failed {
                 crate::errln!("taskmeter: not imported: {failed}");
             }
@@ -574,9 +575,8 @@ fn print_compare(
 /// and environment.
 fn as_record(run: &query::RunDetail) -> serde_json::Value {
     let experiment = run.info.experiment.as_str();
-    let kind = if matches!(experiment, "net" | "granularity" | "bench") { experiment } else { "run" };
     let mut record = serde_json::json!({
-        "schema": format!("taskmeter.{kind}"),
+        "schema": format!("taskmeter.{}", run.kind),
         "experiment": experiment,
         "environment": run.environment,
         "taskmeter_version": run.info.taskmeter_version,

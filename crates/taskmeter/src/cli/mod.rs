@@ -1,10 +1,12 @@
 //! The command line: flags (`args`), which experiments they apply to (`scope`), presets, the
-//! options each command runs with (`options`), and the commands themselves. Bad input is one
+//! options each command runs with (`options`), the registry of experiment families every
+//! command dispatches through (`families`), and the commands themselves. Bad input is one
 //! line on stderr and exit status 2.
 
 mod args;
 pub mod check_driver;
 pub mod compare;
+mod families;
 mod history;
 pub mod list;
 mod man;
@@ -14,7 +16,6 @@ mod rebuild;
 mod scope;
 pub mod selftest;
 
-use crate::experiments::catalog::Family;
 use crate::experiments::ExperimentError;
 use crate::model::header::LoadError;
 use crate::report::ReportError;
@@ -238,15 +239,7 @@ fn hints(e: &clap::Error) -> String {
 /// anything; the commands that measure nothing are checked by their parsing alone.
 fn dry_run(command: Command) -> Result<ExitCode, CliError> {
     match command {
-        Command::Run(args) if args.experiment.family == Family::Net => {
-            options::net_options(&args)?;
-        }
-        Command::Run(args) if args.experiment.family == Family::Granularity => {
-            crate::experiments::granularity::check(&options::granularity_options(&args)?.settings)?
-        }
-        Command::Run(args) => {
-            crate::experiments::sleep::checked_points(&options::run_options(&args)?)?;
-        }
+        Command::Run(args) => families::of(args.experiment)?.check(&args)?,
         Command::Bench(args) => {
             options::bench_options(*args)?;
         }
@@ -313,13 +306,7 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
             list::print(format == args::TextFormat::Json);
             ExitCode::SUCCESS
         }
-        Command::Run(args) if args.experiment.family == Family::Net => {
-            crate::experiments::net::run(options::net_options(&args)?)?
-        }
-        Command::Run(args) if args.experiment.family == Family::Granularity => {
-            crate::experiments::granularity::run(options::granularity_options(&args)?)?
-        }
-        Command::Run(args) => crate::experiments::sleep::run(options::run_options(&args)?)?,
+        Command::Run(args) => families::of(args.experiment)?.run(&args)?,
         Command::Net { action: NetAction::Serve { runtime, listen, key_file, load } } => {
             crate::experiments::net::serve_only(
                 &runtime,

@@ -1,5 +1,6 @@
-//! From flags to what each command runs with: settings and sweeps of `run`, the options of
-//! `run net` and `bench`; every refusal is one sentence.
+//! From flags to what each command runs with: settings and sweeps of `run` (the work loop:
+//! sleep, volume, atomic-sum, recipes), the options of `run net`, `run granularity` and `bench`;
+//! every refusal is one sentence. The registry (`families`) calls each family's.
 
 use super::args::*;
 use crate::experiments::bench::BenchOptions;
@@ -18,7 +19,7 @@ use taskmeter_protocol::plan::DEFAULT_WAIT;
 use taskmeter_protocol::{BusyPlan, Mode, Pattern, Schedule, SleepPlan};
 
 /// Where a command's results go: its folder, the export files, JSON or the console.
-fn output(folder: &Option<PathBuf>, exports: &ExportArgs, format: Format) -> Result<Output, String> {
+pub(super) fn output(folder: &Option<PathBuf>, exports: &ExportArgs, format: Format) -> Result<Output, String> {
     let files = [
         (ExportFormat::Json, &exports.export_json),
         (ExportFormat::Csv, &exports.export_csv),
@@ -39,7 +40,7 @@ fn output(folder: &Option<PathBuf>, exports: &ExportArgs, format: Format) -> Res
     })
 }
 
-/// `run` (sleep, volume, atomic-sum).
+/// `run` of the work loop (sleep, volume, atomic-sum, recipes).
 pub(super) fn run_options(args: &RunArgs) -> Result<RunOptions, String> {
     let (settings, sweeps) = settings(args)?;
     Ok(RunOptions {

@@ -5,9 +5,8 @@
 //! also writes every figure there, for a paper (`report::print`). A record that does not
 //! hold together (`model::consistency`) is refused, one line per problem, and nothing is written.
 
+use super::families::load_checked;
 use super::CliError;
-use crate::model::any::AnyRecord;
-use crate::model::consistency::load_checked;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -27,12 +26,13 @@ pub fn rebuild(
             .map_err(|e| format!("cannot copy {} to {}: {e}", source.display(), out.display()))?;
         crate::outln!("{}", out.display());
     }
-    match (&record, table) {
-        (AnyRecord::Run(r), Some(layout)) => crate::text!("{}", crate::report::console::report(r, Some(layout))),
-        (_, Some(_)) => return Err(format!("--table applies to a run's record ({} is not one)", file.display()).into()),
-        _ => {}
+    if let Some(layout) = table {
+        match record.console_table(layout) {
+            Some(text) => crate::text!("{text}"),
+            None => return Err(format!("--table applies to a run's record ({} is not one)", file.display()).into()),
+        }
     }
-    let report = crate::report::page::of(&record);
+    let report: &dyn crate::report::page::Report = &*record;
     crate::report::page::write_report(folder, report)?;
     crate::outln!("{}", folder.join("report.html").display());
     if let Some(out) = figures {

@@ -2,6 +2,7 @@
 //! benchmark; the processes it starts report units of work to a collector through the record()
 //! clients (clients/README.md). Statistics and the console report are taskmeter-record's.
 
+use super::compared::{note, of_kind, whole, Asked, Compared, LeftOut, Measured};
 use crate::model::bench::{BenchRecord, NamedText};
 use crate::process::child::{Ask, Limits, Spawned, Stop};
 use crate::process::{describe, last_line, signals};
@@ -16,6 +17,9 @@ use taskmeter_record::clock::now_ns;
 use taskmeter_record::collector::Collector;
 use taskmeter_record::report::{Config, Histograms, Report, ScenarioResult, SCHEMA};
 use taskmeter_record::{console, result_of, Window};
+
+/// The bench family (`taskmeter bench`), as the registry (`cli::families`) names it.
+pub const FAMILY: &str = "bench";
 
 /// After SIGTERM, how long a body's processes get before SIGKILL.
 const TERM_GRACE: Duration = Duration::from_secs(1);
@@ -210,4 +214,34 @@ fn tail(path: &Path) -> String {
     let mut text = String::new();
     let _ = file.read_to_string(&mut text);
     text
+}
+
+/// How `compare` reads a bench record: each (scenario, input)'s mean gap between units (1 /
+/// ips); lower is better.
+impl Compared for BenchRecord {
+    fn unit(&self) -> (&'static str, bool) {
+        ("ns", false)
+    }
+
+    fn measured(&self, side: &[&dyn std::any::Any], ask: &Asked, left_out: &mut LeftOut) -> Measured {
+        let mut found = Vec::new();
+        for (invocation, r) in of_kind::<BenchRecord>(side) {
+            for result in &r.report.results {
+                let status = if result.error.is_some() { "failed" } else { "ok" };
+                if !whole(status, ask.include_incomplete, left_out) {
+                    continue;
+                }
+                if let Some(gap) = &result.measured.gap {
+                    let subject = vec![
+                        ("scenario", result.scenario.clone()),
+                        ("input", result.input.clone().unwrap_or_else(|| "-".into())),
+                        ("figure", "mean gap".to_string()),
+                    ];
+                    note(&mut found, subject, invocation, gap.mean);
+                }
+            }
+        }
+        found.sort_by(|x, y| x.0.cmp(&y.0));
+        found.into_iter().map(|(s, v)| (s, Ok(v))).collect()
+    }
 }

@@ -1,20 +1,10 @@
-//! Every experiment of `taskmeter run`, in one table: its name, what it measures, which process
-//! measures it and, for the experiments of the work loop, their defaults. An experiment that
-//! reuses the loop is one entry here (CONTRIBUTING.md, "Adding an experiment"): the command line,
-//! its help, which flags apply to it and its defaults all come from this table.
+//! Every experiment of `taskmeter run`, in one table: its name, what it measures, its family
+//! (which code measures it: the registry, `cli::families`, knows each by name) and, for the
+//! experiments of the work loop, their defaults. An experiment that reuses the loop is one entry
+//! here (CONTRIBUTING.md, "Adding an experiment"): the command line, its help, which flags apply
+//! to it and its defaults all come from this table and its family.
 
 use taskmeter_protocol::{Experiment, Mode, Schedule};
-
-/// Which process measures an experiment.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Family {
-    /// The work loop in every runtime's worker (protocol: "The work loop").
-    Loop,
-    /// TCP senders against receivers (`experiments/net`).
-    Net,
-    /// Tasks of a swept size in every runtime's worker (protocol: "The granularity experiment").
-    Granularity,
-}
 
 /// The defaults of an experiment of the work loop: what a run gets for each flag not given.
 #[derive(Debug)]
@@ -43,10 +33,16 @@ pub struct ExperimentInfo {
     pub name: &'static str,
     /// One line for `run --help`.
     pub about: &'static str,
-    pub family: Family,
-    /// For [`Family::Loop`].
+    /// The family that measures it, by its name in the registry (`cli::families`): the work
+    /// loop in every runtime's worker ([`LOOP`]), TCP senders against receivers (`net`), tasks
+    /// of a swept size in every runtime's worker (`granularity`).
+    pub family: &'static str,
+    /// For the work loop's experiments (family [`LOOP`]).
     pub defaults: Option<LoopDefaults>,
 }
+
+/// The work loop's family: `experiments::sleep` runs its experiments.
+pub const LOOP: &str = super::sleep::FAMILY;
 
 /// The sleep loop's defaults (the `sleep` experiment's).
 const SLEEP: LoopDefaults = LoopDefaults {
@@ -74,39 +70,39 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
     ExperimentInfo {
         name: "sleep",
         about: "How late units wake up: the work loop at one point, or swept",
-        family: Family::Loop,
+        family: LOOP,
         defaults: Some(SLEEP),
     },
     ExperimentInfo {
         name: "volume",
         about: "The sleep loop over a growing number of units (the v2 study): delay, iterations and memory per unit",
-        family: Family::Loop,
+        family: LOOP,
         defaults: Some(STUDY),
     },
     ExperimentInfo {
         name: "atomic-sum",
         about: "Every iteration increments one shared atomic counter: increments per second vs units",
-        family: Family::Loop,
+        family: LOOP,
         defaults: Some(LoopDefaults { workers_run: Experiment::AtomicSum, ..STUDY }),
     },
     ExperimentInfo {
         name: "net",
         about: "TCP message throughput with 1..N senders against each receiver (the TCP study)",
-        family: Family::Net,
+        family: super::net::FAMILY,
         defaults: None,
     },
     ExperimentInfo {
         name: "granularity",
         about: "The smallest task each runtime runs efficiently: efficiency against task size, and METG(50 %) as \
                 Task Bench defines it",
-        family: Family::Granularity,
+        family: super::granularity::FAMILY,
         defaults: None,
     },
     ExperimentInfo {
         name: "recipes",
         about: "Every way to wait each runtime has (RUNTIME/RECIPE: spin, timerfd, hybrid, ...) beside its own \
                 sleep, at 50 µs to 10 ms and 1 and 100 units: lateness, CPU per unit, and which to use",
-        family: Family::Loop,
+        family: LOOP,
         // The periods the upstream threads ask about: below, at and above a 1 ms timer wheel; about
         // 90 ways to wait at 8 points take about 9 minutes (2 points with --quick).
         defaults: Some(LoopDefaults {
@@ -126,11 +122,6 @@ pub fn find(name: &str) -> Option<&'static ExperimentInfo> {
     EXPERIMENTS.iter().find(|e| e.name == name)
 }
 
-/// The names of the experiments of the families in `families`, in the table's order.
-pub fn names_of(families: &[Family]) -> Vec<&'static str> {
-    EXPERIMENTS.iter().filter(|e| families.contains(&e.family)).map(|e| e.name).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,13 +130,12 @@ mod tests {
     fn names_are_unique_and_each_loop_experiment_has_its_defaults() {
         for (i, e) in EXPERIMENTS.iter().enumerate() {
             assert!(EXPERIMENTS[..i].iter().all(|other| other.name != e.name), "{} twice", e.name);
-            assert_eq!(e.defaults.is_some(), e.family == Family::Loop, "{}", e.name);
+            assert_eq!(e.defaults.is_some(), e.family == LOOP, "{}", e.name);
             assert!(!e.about.is_empty() && !e.about.ends_with('.'), "{}: one line, no full stop", e.name);
         }
         assert_eq!(
             find("atomic-sum").and_then(|e| e.defaults.as_ref()).map(|d| d.workers_run),
             Some(Experiment::AtomicSum)
         );
-        assert_eq!(names_of(&[Family::Net, Family::Granularity]), ["net", "granularity"]);
     }
 }

@@ -2,17 +2,23 @@
 //! METG). One worker per runtime and repetition measures every task size of the plan
 //! (protocol: "The granularity experiment"); the figures come from `analysis::granularity`.
 
+use super::compared::{of_kind, whole, Asked, Compared, LeftOut, Measured};
 use crate::analysis::granularity::{derive, metg, summarise};
 use crate::machine::idle::LatencyRequest;
 use crate::machine::sched::SchedSettings;
-use crate::model::granularity::{GrainRecord, GrainRun, GrainSettings, SkippedRuntime};
+use crate::model::granularity::{GrainRecord, GrainRun, GrainSettings, Metg, SkippedRuntime};
 use crate::process::worker::{run_worker, Outcome};
+use crate::report::format::format_ns;
 use crate::runtimes::{self, RuntimeInfo};
 use crate::session::{Output, Session};
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::Duration;
 use taskmeter_protocol::plan::{FLUSH_NS, MIN_RING};
 use taskmeter_protocol::{BusyPlan, Delivered, Experiment, GrainPlan, Mode, Plan, Room, Schedule, SleepPlan, PROTOCOL};
+
+/// The granularity family, as the registry (`cli::families`) and the catalog name it.
+pub const FAMILY: &str = "granularity";
 
 pub struct GrainOptions {
     pub settings: GrainSettings,
@@ -179,4 +185,50 @@ fn run_one(
         run.metg = metg(&run.points);
     }
     run
+}
+
+/// How `compare` reads a granularity record: each runtime's METG, by run; lower is better. A
+/// bound (every or no task size efficient) cannot be averaged.
+impl Compared for GrainRecord {
+    fn unit(&self) -> (&'static str, bool) {
+        ("ns", false)
+    }
+
+    fn measured(&self, side: &[&dyn std::any::Any], ask: &Asked, left_out: &mut LeftOut) -> Measured {
+        let mut found: BTreeMap<String, (Vec<Vec<f64>>, Vec<String>)> = BTreeMap::new();
+        for (invocation, r) in of_kind::<GrainRecord>(side) {
+            for run in &r.runs {
+                let entry = found.entry(run.runtime.clone()).or_default();
+                entry.0.resize(side.len(), Vec::new());
+                let status = match (&run.error, run.interrupted) {
+                    (Some(_), _) => "failed",
+                    (None, true) => "interrupted",
+                    (None, false) => "ok",
+                };
+                if !whole(status, ask.include_incomplete, left_out) {
+                    continue;
+                }
+                match run.metg {
+                    Some(Metg::Interpolated { ns }) => entry.0[invocation].push(ns),
+                    Some(Metg::Below { ns }) => entry.1.push(format!("< {}", format_ns(ns))),
+                    Some(Metg::Above { ns }) => entry.1.push(format!("> {}", format_ns(ns))),
+                    // Every task size invalid: no METG in this run.
+                    None => {}
+                }
+            }
+        }
+        found
+            .into_iter()
+            .map(|(runtime, (values, bounds))| {
+                let values = if !bounds.is_empty() {
+                    Err(format!("METG is a bound in some runs ({}): widen --task-busy", bounds.join(", ")))
+                } else if values.iter().all(Vec::is_empty) {
+                    Err("no run has a METG (its workers failed, or every task size was invalid)".to_string())
+                } else {
+                    Ok(values)
+                };
+                (vec![("runtime", runtime), ("figure", "METG(50 %)".to_string())], values)
+            })
+            .collect()
+    }
 }

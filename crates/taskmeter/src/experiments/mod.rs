@@ -1,10 +1,13 @@
-//! The experiments: those of the work loop (`sleep`, `volume`, `atomic-sum`, `recipes`: entries of
-//! the `catalog`, run by `sleep`), `net` (TCP throughput), `granularity` (the smallest efficient
-//! task) and `bench` (your own asynchronous work). Each measures through the process supervisor
-//! and writes through a session.
+//! The experiments, by family: the work loop (`sleep`, `volume`, `atomic-sum`, `recipes`: entries
+//! of the `catalog`, run by `sleep`), `net` (TCP throughput), `granularity` (the smallest
+//! efficient task) and `bench` (your own asynchronous work). Each measures through the process
+//! supervisor and writes through a session; what the core asks of a family's record is `family`
+//! (and `compared`), and the registry of families is `cli::families`.
 
 pub mod bench;
 pub mod catalog;
+pub mod compared;
+pub mod family;
 pub mod granularity;
 pub mod net;
 pub mod sleep;

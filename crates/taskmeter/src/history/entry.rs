@@ -4,7 +4,6 @@
 //! and a *stat*.
 
 use super::store::{Dialect, Store, Value};
-use crate::model::any::AnyRecord;
 use crate::model::bench::BenchRecord;
 use crate::model::granularity::GrainRecord;
 use crate::model::granularity::Metg;
@@ -144,16 +143,6 @@ pub struct Parts<'a> {
 /// and stats ([`Measurement`]).
 pub trait Recorded {
     fn parts(&self) -> Parts<'_>;
-}
-
-/// The record of a results folder, whatever its kind, as the history takes it.
-pub fn recorded(record: &AnyRecord) -> &dyn Recorded {
-    match record {
-        AnyRecord::Run(r) => r,
-        AnyRecord::Net(r) => r,
-        AnyRecord::Bench(r) => r,
-        AnyRecord::Granularity(r) => r,
-    }
 }
 
 /// The entry of a record, written to `folder` (None: no folder could be written); its

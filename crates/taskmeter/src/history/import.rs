@@ -2,11 +2,20 @@
 //! one run; any other folder is searched for results folders (a `results/` of many). A run
 //! already there (the same identity: `entry`) is counted, not added again.
 
-use super::entry::{self, Inserted};
+use super::entry::{self, Inserted, Recorded};
 use super::store::Store;
-use crate::model::any::load_any;
-use crate::model::header::{record_file, schema_of};
+use crate::model::header::{record_file, schema_of, LoadError};
 use std::path::{Path, PathBuf};
+
+/// Reads the record of a results folder, whatever its kind, as the history takes it.
+pub type Load<'a> = &'a dyn Fn(&Path) -> Result<Box<dyn Recorded>, LoadError>;
+
+/// How a results folder is read, whatever its kind: the record files there are and the reader
+/// of each by its schema (the families' registry, `cli::families`, passes them down).
+pub struct Reader<'a> {
+    pub files: &'a [&'static str],
+    pub load: Load<'a>,
+}
 
 /// What an import did.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -18,8 +27,8 @@ pub struct Imported {
 }
 
 /// The results folders under `path` (itself when it is one), in name order.
-fn results_folders(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
-    if record_file(path).is_ok() {
+fn results_folders(path: &Path, files: &[&'static str], out: &mut Vec<PathBuf>) -> Result<(), String> {
+    if record_file(path, files).is_ok() {
         out.push(path.to_path_buf());
         return Ok(());
     }
@@ -34,22 +43,23 @@ fn results_folders(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
         .collect();
     entries.sort();
     for entry in entries {
-        let _ = results_folders(&entry, out);
+        let _ = results_folders(&entry, files, out);
     }
     Ok(())
 }
 
 /// Imports every results folder under `paths`; a path that holds none is an error.
-pub fn import(store: &mut Store, paths: &[PathBuf]) -> Result<Imported, String> {
+pub fn import(store: &mut Store, paths: &[PathBuf], reader: &Reader) -> Result<Imported, String> {
     let mut imported = Imported::default();
     for path in paths {
         let mut folders = Vec::new();
-        results_folders(path, &mut folders)?;
+        results_folders(path, reader.files, &mut folders)?;
         if folders.is_empty() {
             return Err(format!("{} holds no results folder", path.display()));
         }
         for folder in folders {
-            let read = schema_of(&folder).and_then(|(_, _, value)| Ok((entry::identity(&value), load_any(&folder)?.1)));
+            let read = schema_of(&folder, reader.files)
+                .and_then(|(_, _, value)| Ok((entry::identity(&value), (reader.load)(&folder)?)));
             let (identity, record) = match read {
                 Ok(read) => read,
                 Err(e) => {
@@ -58,7 +68,7 @@ pub fn import(store: &mut Store, paths: &[PathBuf]) -> Result<Imported, String> 
                 }
             };
             let at = std::fs::canonicalize(&folder).unwrap_or(folder);
-            match entry::insert(store, &entry::of(entry::recorded(&record), Some(&at), Some(identity)))? {
+            match entry::insert(store, &entry::of(record.as_ref(), Some(&at), Some(identity)))? {
                 Inserted::New(_) => imported.added += 1,
                 Inserted::Already(_) => imported.already += 1,
             }

@@ -131,11 +131,15 @@ pub struct RunDetail {
     pub settings: serde_json::Value,
     pub environment: serde_json::Value,
     pub measurements: Vec<super::entry::Measurement>,
+    /// The kind of its record (`run`, `net`...): its schema is `taskmeter.KIND`.
+    #[serde(skip)]
+    pub kind: String,
 }
 
 /// The run `id`, or a sentence saying there is none.
 pub fn run(store: &mut Store, id: i64) -> Result<RunDetail, String> {
-    let sql = format!("SELECT {RUN_COLUMNS}, r.command_line, r.settings, r.environment FROM runs r WHERE r.id = $1");
+    let sql =
+        format!("SELECT {RUN_COLUMNS}, r.command_line, r.settings, r.environment, r.kind FROM runs r WHERE r.id = $1");
     let rows = store.query(&sql, &[Value::Int(id)])?;
     let Some(row) = rows.first() else {
         return Err(format!("no run {id} in the history {} (see `taskmeter history list`)", store.target().describe()));
@@ -164,6 +168,7 @@ pub fn run(store: &mut Store, id: i64) -> Result<RunDetail, String> {
         command_line: json(11),
         settings: json(12),
         environment: json(13),
+        kind: row[14].string(),
         measurements,
     })
 }

@@ -4,32 +4,40 @@
 //! names the row, point or result. Only what taskmeter's own writing makes true is checked, so a
 //! record it wrote always passes.
 
-use super::any::{load_any, AnyRecord};
 use super::bench::BenchRecord;
 use super::granularity::GrainRecord;
-use super::header::LoadError;
 use super::net::{NetPoint, NetRecord, NetSettings};
 use super::run::{Metric, Row, RunRecord};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 
-/// Reads whichever record `path` holds, as [`load_any`] does, and refuses it when it does not hold
-/// together (`LoadError::Inconsistent`, with every problem).
-pub fn load_checked(path: &Path) -> Result<(PathBuf, AnyRecord), LoadError> {
-    let (file, record) = load_any(path)?;
-    match problems(&record) {
-        problems if problems.is_empty() => Ok((file, record)),
-        problems => Err(LoadError::Inconsistent { path: file, problems }),
+/// A kind of record that can say whether it holds together: every problem, one sentence each
+/// (empty when it does). `report` and `compare` refuse a record with any
+/// (`LoadError::Inconsistent`).
+pub trait Consistent {
+    fn problems(&self) -> Vec<String>;
+}
+
+impl Consistent for RunRecord {
+    fn problems(&self) -> Vec<String> {
+        run_problems(self)
     }
 }
 
-/// Every problem of `record`, one sentence each; empty when it holds together.
-pub fn problems(record: &AnyRecord) -> Vec<String> {
-    match record {
-        AnyRecord::Run(r) => run_problems(r),
-        AnyRecord::Net(r) => net_problems(r),
-        AnyRecord::Granularity(r) => granularity_problems(r),
-        AnyRecord::Bench(r) => bench_problems(r),
+impl Consistent for NetRecord {
+    fn problems(&self) -> Vec<String> {
+        net_problems(self)
+    }
+}
+
+impl Consistent for GrainRecord {
+    fn problems(&self) -> Vec<String> {
+        granularity_problems(self)
+    }
+}
+
+impl Consistent for BenchRecord {
+    fn problems(&self) -> Vec<String> {
+        bench_problems(self)
     }
 }
 
@@ -434,8 +442,9 @@ mod tests {
     use super::*;
     use crate::machine::env::Environment;
     use crate::model::granularity::{GrainRun, GrainSettings, GrainSummary};
-    use crate::model::header::{Record, SHOWN_PROBLEMS};
+    use crate::model::header::{LoadError, Record, SHOWN_PROBLEMS};
     use crate::model::net::{ConnectionReport, NetSummary};
+    use std::path::PathBuf;
 
     fn net_point(receiver: &str, senders: u32, messages: u64) -> NetPoint {
         let connections = (0..senders)

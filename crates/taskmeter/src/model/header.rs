@@ -1,5 +1,7 @@
-//! The header every record begins with (`run.json`, `net.json`, `bench.json`), and the one
-//! loader that reads any of them: it checks the schema's name and version before anything else.
+//! The header every record begins with (`run.json`, `net.json`, `bench.json`,
+//! `granularity.json`), and the one loader that reads any of them: it checks the schema's name
+//! and version before anything else. Which kinds there are is the families' registry's
+//! (`cli::families`): it passes their files and reads each by its schema.
 
 use crate::machine::env::Environment;
 use serde::de::DeserializeOwned;
@@ -10,7 +12,7 @@ use std::path::{Path, PathBuf};
 /// The fields every record starts with.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Header {
-    /// `taskmeter.run`, `taskmeter.net` or `taskmeter.bench`.
+    /// `taskmeter.run`, `taskmeter.net`, `taskmeter.bench` or `taskmeter.granularity`.
     pub schema: String,
     pub schema_version: u32,
     pub taskmeter_version: String,
@@ -58,7 +60,8 @@ pub trait Record: Serialize + DeserializeOwned {
 /// Why a record could not be read; each is one sentence for the user.
 #[derive(Debug)]
 pub enum LoadError {
-    Missing(PathBuf),
+    /// No such path, or a folder without any of the record files (second).
+    Missing(PathBuf, Vec<&'static str>),
     Unreadable(PathBuf, std::io::Error),
     NotJson(PathBuf, serde_json::Error),
     NotARecord(PathBuf),
@@ -89,7 +92,7 @@ pub const SHOWN_PROBLEMS: usize = 10;
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LoadError::Missing(p) => write!(f, "{} does not exist (expected a results folder or its run.json, net.json, bench.json or granularity.json)", p.display()),
+            LoadError::Missing(p, files) => write!(f, "{} does not exist (expected a results folder or its {})", p.display(), either(files)),
             LoadError::Unreadable(p, e) => write!(f, "cannot read {}: {e}", p.display()),
             LoadError::NotJson(p, e) => write!(f, "{} is not valid JSON (truncated?): {e}", p.display()),
             LoadError::NotARecord(p) => write!(f, "{} is not a taskmeter record", p.display()),
@@ -121,21 +124,35 @@ impl fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
-/// The record file of `path`: the path itself, or the record file inside a results folder.
-pub fn record_file(path: &Path) -> Result<PathBuf, LoadError> {
-    if !path.is_dir() {
-        return if path.exists() { Ok(path.to_path_buf()) } else { Err(LoadError::Missing(path.to_path_buf())) };
+/// "a, b or c".
+fn either(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
     }
-    ["run.json", "net.json", "bench.json", "granularity.json"]
+}
+
+/// The record file of `path`: the path itself, or the first of `files` (every kind's, from the
+/// families' registry) inside a results folder.
+pub fn record_file(path: &Path, files: &[&'static str]) -> Result<PathBuf, LoadError> {
+    if !path.is_dir() {
+        return if path.exists() {
+            Ok(path.to_path_buf())
+        } else {
+            Err(LoadError::Missing(path.to_path_buf(), files.to_vec()))
+        };
+    }
+    files
         .iter()
         .map(|name| path.join(name))
         .find(|file| file.is_file())
-        .ok_or_else(|| LoadError::Missing(path.join("run.json")))
+        .ok_or_else(|| LoadError::Missing(path.join(files.first().unwrap_or(&"run.json")), files.to_vec()))
 }
 
 /// The schema name of the record at `path` (a folder or a file), read from its header.
-pub fn schema_of(path: &Path) -> Result<(PathBuf, String, serde_json::Value), LoadError> {
-    let file = record_file(path)?;
+pub fn schema_of(path: &Path, files: &[&'static str]) -> Result<(PathBuf, String, serde_json::Value), LoadError> {
+    let file = record_file(path, files)?;
     let text = std::fs::read_to_string(&file).map_err(|e| LoadError::Unreadable(file.clone(), e))?;
     let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| LoadError::NotJson(file.clone(), e))?;
     let schema = value.get("schema").and_then(|s| s.as_str()).filter(|s| s.starts_with("taskmeter."));
@@ -143,13 +160,9 @@ pub fn schema_of(path: &Path) -> Result<(PathBuf, String, serde_json::Value), Lo
     Ok((file, schema, value))
 }
 
-/// Reads a record of kind `R`, checking its schema and version first.
-pub fn load<R: Record>(path: &Path) -> Result<R, LoadError> {
-    let (file, schema, value) = schema_of(path)?;
-    from_value(file, &schema, value)
-}
-
-pub(super) fn from_value<R: Record>(file: PathBuf, schema: &str, value: serde_json::Value) -> Result<R, LoadError> {
+/// A record of kind `R` from its file's JSON (`schema` read from it), checking its schema and
+/// version first.
+pub fn from_value<R: Record>(file: PathBuf, schema: &str, value: serde_json::Value) -> Result<R, LoadError> {
     if schema != R::SCHEMA {
         let kind = |s: &str| s.trim_start_matches("taskmeter.").to_string();
         return Err(LoadError::WrongKind { path: file, expected: kind(R::SCHEMA), found: kind(schema) });

@@ -3,7 +3,6 @@
 //! a record read back holds together (`consistency`), the samples file, and the names a user
 //! types (`names`).
 
-pub mod any;
 pub mod bench;
 pub mod consistency;
 pub mod granularity;

@@ -9,7 +9,6 @@ use super::html::escape;
 use super::tables::Table;
 use super::{write, write_charts_and_page, ReportError};
 use crate::machine::env::Environment;
-use crate::model::any::AnyRecord;
 use crate::model::header::{Header, Record};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -82,15 +81,10 @@ pub trait Report: Stored {
     /// The page's sections, which place the tables and the figures (those of [`Report::figures`],
     /// by group); a section with nothing to show is left out.
     fn sections(&self) -> Vec<Section>;
-}
-
-/// The report of a record of any kind.
-pub fn of(record: &AnyRecord) -> &dyn Report {
-    match record {
-        AnyRecord::Run(r) => r,
-        AnyRecord::Net(r) => r,
-        AnyRecord::Bench(r) => r,
-        AnyRecord::Granularity(r) => r,
+    /// The console's report in `layout` (`taskmeter report --table`); None: the kind has no
+    /// layouts (only a run of the work loop has).
+    fn console_table(&self, _layout: super::tables::Layout) -> Option<String> {
+        None
     }
 }
 

@@ -64,6 +64,9 @@ impl Report for RunRecord {
     fn csv(&self) -> String {
         summary_csv(self)
     }
+    fn console_table(&self, layout: super::tables::Layout) -> Option<String> {
+        Some(super::console::report(self, Some(layout)))
+    }
 
     fn markdown(&self) -> String {
         super::markdown::markdown(self)

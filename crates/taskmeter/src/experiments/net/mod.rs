@@ -5,6 +5,7 @@
 //! (which exist and how each starts), `handshake` (who may join a point), `native` (the Rust
 //! ones, `taskmeter net-receiver`).
 
+mod compare;
 pub mod handshake;
 pub mod native;
 pub mod registry;
@@ -28,6 +29,9 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use taskmeter_record::clock::now_ns;
 use taskmeter_stats::Summary;
+
+/// The net family, as the registry (`cli::families`) and the catalog name it.
+pub const FAMILY: &str = "net";
 
 pub struct NetOptions {
     pub settings: NetSettings,

@@ -1,9 +1,10 @@
-//! `taskmeter run` (sleep, volume, atomic-sum): one worker per runtime, point and repetition,
+//! `taskmeter run` (sleep, volume, atomic-sum, recipes): one worker per runtime, point and repetition,
 //! one row per worker, one results folder. Workers run one after another, in a shuffled order,
 //! or each point's side by side with `--together`.
 
 mod calibrate;
 mod check;
+mod compare;
 mod jobs;
 mod progress;
 mod rows;
@@ -25,9 +26,13 @@ use rows::RunContext;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+/// The family of the work loop (`sleep`, `volume`, `atomic-sum`, `recipes`), as the registry
+/// (`cli::families`) and the catalog name it.
+pub const FAMILY: &str = "loop";
+
 pub struct RunOptions {
     pub settings: Settings,
-    /// The experiment's name on the command line: sleep, volume or atomic-sum.
+    /// The experiment's name on the command line: sleep, volume, atomic-sum or recipes.
     pub experiment: &'static str,
     pub sweeps: Vec<Sweep>,
     /// Run the jobs in a shuffled order; with a seed, a reproducible one.
