@@ -2,7 +2,6 @@
 //! CSS and SVG, nothing fetched): the style, the head with the command line, tables, figures.
 
 use crate::model::header::Header;
-use crate::report::figure::Chart;
 use crate::report::tables::Table;
 use std::fmt::Write as _;
 
@@ -49,18 +48,6 @@ pub fn page(title: &str, body: &str) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{0}</title><style>{STYLE}</style></head><body>\n<h1>{0}</h1>\n{body}</body></html>\n",
         escape(title)
     )
-}
-
-pub(super) fn figure(out: &mut String, chart: &Chart) {
-    let id = chart.file.trim_end_matches(".svg");
-    let _ = writeln!(
-        out,
-        "<figure class=\"chart\" id=\"{}\">{}<figcaption>{} (<code>charts/{}</code>)</figcaption></figure>",
-        escape(id),
-        chart.svg,
-        escape(&chart.title),
-        escape(&chart.file)
-    );
 }
 
 pub(super) fn html_table(out: &mut String, t: &Table, class: &str) {

@@ -154,7 +154,7 @@ pub fn html<R: Report + ?Sized>(report: &R, figures: &[Chart]) -> String {
                 }
                 Block::Figures(group) => {
                     for chart in figures.iter().filter(|c| c.group == group) {
-                        super::html::figure(&mut out, chart);
+                        figure(&mut out, chart);
                     }
                 }
                 Block::Text(text) => {
@@ -172,6 +172,18 @@ pub fn html<R: Report + ?Sized>(report: &R, figures: &[Chart]) -> String {
         escape(&header.schema)
     );
     out
+}
+
+fn figure(out: &mut String, chart: &Chart) {
+    let id = chart.file.trim_end_matches(".svg");
+    let _ = writeln!(
+        out,
+        "<figure class=\"chart\" id=\"{}\">{}<figcaption>{} (<code>charts/{}</code>)</figcaption></figure>",
+        escape(id),
+        chart.svg,
+        escape(&chart.title),
+        escape(&chart.file)
+    );
 }
 
 /// A definition list under a heading.
