@@ -174,6 +174,7 @@ pub fn html<R: Report + ?Sized>(report: &R, figures: &[Chart]) -> String {
     out
 }
 
+/// A figure inline, its title as the caption and its file named.
 fn figure(out: &mut String, chart: &Chart) {
     let id = chart.file.trim_end_matches(".svg");
     let _ = writeln!(
