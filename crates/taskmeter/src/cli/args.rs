@@ -943,7 +943,7 @@ pub(super) enum HistoryAction {
 /// Which runs a command reads.
 #[derive(Args)]
 pub(super) struct FilterArgs {
-    /// Only runs of this experiment (sleep, volume, atomic-sum, net, granularity, bench)
+    /// Only runs of this experiment (sleep, volume, atomic-sum, recipes, net, granularity, bench)
     #[arg(long)]
     pub(super) experiment: Option<String>,
     /// Only runs that measured this runtime (receiver, scenario); a list: any of them
