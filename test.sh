@@ -24,7 +24,8 @@ export TASKMETER_HISTORY="$history/history.sqlite"
 part lint tests/lint.sh
 part build cargo build --locked --quiet
 part "test build" cargo test --locked --workspace --no-run --quiet
-part "cargo test" cargo test --locked --workspace
+# Every test binary, two side by side (tests/lanes.sh), and the doc tests.
+part "cargo test" tests/lanes.sh
 # The figures again with the feature print: their PNGs at 300 dpi (resvg).
 part "print" cargo test --locked -p taskmeter --features print --test report a_sweep
 part pytest python3 -m pytest -q protocol/tests clients/python/tests tests/browser

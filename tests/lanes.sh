@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The workspace's Rust tests, as `cargo test --workspace --no-fail-fast` runs them, but with the
+# test binaries side by side in lanes (TASKMETER_TEST_LANES, default 2), the longest first. Each
+# binary runs as cargo runs it (in its package's folder, its tests two at a time), and its output
+# is printed whole when it ends, with its time. Most of a binary's time is spent waiting on
+# workers that sleep, so side by side they take about half as long (BENCHMARKS.md, "The suite").
+# Exit status: 0 when every binary passed, 1 otherwise (each failure named at the end).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+lanes=${TASKMETER_TEST_LANES:-2}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# Every test binary: its name, its package's folder and its path, from cargo's own report.
+cargo test --locked --workspace --no-run --message-format=json 2>/dev/null | python3 -c '
+import json, os, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["profile"]["test"] and m.get("executable"):
+        kind = m["target"]["kind"][0]
+        name = m["target"]["name"] if kind == "test" else m["target"]["name"] + "-" + kind
+        print(name, os.path.dirname(m["manifest_path"]), m["executable"])
+' > "$work/all"
+# The longest first (their times in BENCHMARKS.md), then the others in cargo's order.
+longest=(hosts cli faults limits recipes bench net)
+for name in "${longest[@]}"; do grep "^$name " "$work/all" || true; done > "$work/order"
+grep -v -F -x -f "$work/order" "$work/all" >> "$work/order" || true
+
+# one NAME DIR EXE: runs one binary, then prints its output whole (one lane at a time).
+one() {
+    local name=$1 dir=$2 exe=$3 log start=$SECONDS status=0
+    log="$work/$(basename "$exe").log"
+    (cd "$dir" && "$exe") > "$log" 2>&1 || status=$?
+    {
+        flock 9
+        printf '     Running %s (%s s)\n' "$name" "$((SECONDS - start))"
+        cat "$log"
+        if [ "$status" -ne 0 ]; then echo "$name" >> "$work/failed"; fi
+    } 9> "$work/print.lock"
+    return 0
+}
+export -f one
+export work
+xargs -P "$lanes" -L 1 bash -c 'one "$@"' one < "$work/order"
+
+# The doc tests (cargo test runs them after the binaries).
+cargo test --locked --workspace --doc --quiet
+if [ -s "$work/failed" ]; then
+    echo "tests: $(wc -l < "$work/failed") binary(ies) failed: $(tr '\n' ' ' < "$work/failed")" >&2
+    exit 1
+fi
+echo "tests: every binary passed ($(wc -l < "$work/order") binaries, $lanes lanes, $SECONDS s)"
