@@ -3,7 +3,8 @@
 # test binaries side by side in lanes (TASKMETER_TEST_LANES, default 2), the longest first. Each
 # binary runs as cargo runs it (in its package's folder, its tests two at a time), and its output
 # is printed whole when it ends, with its time. Most of a binary's time is spent waiting on
-# workers that sleep, so side by side they take about half as long (BENCHMARKS.md, "The suite").
+# workers that sleep, so side by side they take less time (BENCHMARKS.md, "The suite"). A binary
+# that must have the machine to itself (limits) runs first, alone.
 # Exit status: 0 when every binary passed, 1 otherwise (each failure named at the end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,10 +22,14 @@ for line in sys.stdin:
         name = m["target"]["name"] if kind == "test" else m["target"]["name"] + "-" + kind
         print(name, os.path.dirname(m["manifest_path"]), m["executable"])
 ' > "$work/all"
-# The longest first (their times in BENCHMARKS.md), then the others in cargo's order.
-longest=(hosts cli faults limits recipes bench net)
+# Those that must run with nothing beside them: limits takes most of the machine's pids.
+alone=(limits)
+for name in "${alone[@]}"; do grep "^$name " "$work/all" || true; done > "$work/alone"
+# The others side by side, the longest first (their times in BENCHMARKS.md), then cargo's order.
+longest=(hosts cli faults recipes bench net)
 for name in "${longest[@]}"; do grep "^$name " "$work/all" || true; done > "$work/order"
-grep -v -F -x -f "$work/order" "$work/all" >> "$work/order" || true
+cat "$work/alone" "$work/order" > "$work/placed"
+grep -v -F -x -f "$work/placed" "$work/all" >> "$work/order" || true
 
 # one NAME DIR EXE: runs one binary, then prints its output whole (one lane at a time).
 one() {
@@ -41,6 +46,7 @@ one() {
 }
 export -f one
 export work
+xargs -P 1 -L 1 bash -c 'one "$@"' one < "$work/alone"
 xargs -P "$lanes" -L 1 bash -c 'one "$@"' one < "$work/order"
 
 # The doc tests (cargo test runs them after the binaries).
@@ -49,4 +55,4 @@ if [ -s "$work/failed" ]; then
     echo "tests: $(wc -l < "$work/failed") binary(ies) failed: $(tr '\n' ' ' < "$work/failed")" >&2
     exit 1
 fi
-echo "tests: every binary passed ($(wc -l < "$work/order") binaries, $lanes lanes, $SECONDS s)"
+echo "tests: every binary passed ($(cat "$work/alone" "$work/order" | wc -l) binaries, $lanes lanes, $SECONDS s)"
