@@ -203,7 +203,13 @@ fn summary_agrees_with_statistics_recomputed_from_the_raw_samples() {
     for line in rows {
         let f: HashMap<&str, &str> = header.iter().copied().zip(line.split(',')).collect();
         let metric = f["metric_name"].trim_end_matches("_ns").to_string();
-        let (values, references) = &measured[&(f["log_type"].to_string(), metric)];
+        let Some((values, references)) = measured.get(&(f["log_type"].to_string(), metric.clone())) else {
+            // A row whose units never woke in the window (a machine loaded by other tests can
+            // starve a 300 ms window): the summary must then say 0, as the raw samples do.
+            assert_eq!(f["count"], "0", "{line}: samples counted that samples.csv.gz does not hold");
+            checked += 1;
+            continue;
+        };
         let n = values.len();
         assert_eq!(f["count"].parse::<usize>().unwrap(), n);
         let deviations: Vec<f64> = values.iter().zip(references).map(|(v, r)| (v - r).abs() as f64).collect();
