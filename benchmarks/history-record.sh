@@ -40,15 +40,14 @@ measure() { # NAME HISTORY-FLAGS...
 import sys, re
 trace, folder = sys.argv[1], sys.argv[2]
 lines = open(trace).read().splitlines()
-main = lines[0].split()[0]
-renamed = None
+# The main thread is the one that renames the folder into place (the trace's first line may be
+# any thread's).
+main, renamed = None, None
 for line in lines:
     pid, stamp, call = line.split(None, 2)
-    if pid != main:
-        continue
-    if call.startswith("rename(") and folder in call and renamed is None:
-        renamed = float(stamp)
-    elif renamed is not None and call.startswith("write(1,"):
+    if main is None and call.startswith("rename(") and f'"{folder}"' in call:
+        main, renamed = pid, float(stamp)
+    elif pid == main and call.startswith("write(1,"):
         print(f"{(float(stamp) - renamed) * 1000:.2f}")
         break
 PY
