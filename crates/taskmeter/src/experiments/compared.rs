@@ -3,9 +3,7 @@
 //! for every kind alike.
 
 use crate::model::run::Metric;
-use serde::Serialize;
 use std::any::Any;
-use std::collections::BTreeMap;
 
 /// What a line is about: its columns and their values (runtime, point, metric...).
 pub type Subject = Vec<(&'static str, String)>;
@@ -42,38 +40,8 @@ pub fn of_kind<'a, R: 'static>(side: &'a [&'a dyn Any]) -> impl Iterator<Item = 
     side.iter().enumerate().filter_map(|(invocation, record)| Some((invocation, record.downcast_ref::<R>()?)))
 }
 
-/// What a comparison left out of its judgement, and why.
-#[derive(Default, Serialize)]
-pub struct LeftOut {
-    /// Results folders whose run was interrupted (`complete` false).
-    pub incomplete_runs: Vec<String>,
-    /// Repetitions (rows, points) whose status is not ok, by status.
-    pub repetitions: BTreeMap<String, usize>,
-}
-
-impl LeftOut {
-    pub fn is_empty(&self) -> bool {
-        self.incomplete_runs.is_empty() && self.repetitions.is_empty()
-    }
-
-    pub fn said(&self) -> String {
-        let mut parts = Vec::new();
-        if !self.incomplete_runs.is_empty() {
-            parts.push(format!(
-                "{} interrupted run(s) ({})",
-                self.incomplete_runs.len(),
-                self.incomplete_runs.join(", ")
-            ));
-        }
-        for (status, n) in &self.repetitions {
-            parts.push(format!("{n} {status} repetition(s)"));
-        }
-        format!(
-            "left out: {} (only whole measurements are judged; --include-incomplete judges them too)",
-            parts.join(", ")
-        )
-    }
-}
+/// What a comparison left out of its judgement, and why: its results folders by path.
+pub type LeftOut = crate::history::query::LeftOut<String>;
 
 /// Whether a repetition is judged: ok, or any with `include`; the others counted.
 pub fn whole(status: &str, include: bool, left_out: &mut LeftOut) -> bool {

@@ -191,16 +191,17 @@ pub struct Observation {
     pub complete: bool,
 }
 
-/// What a history command left out of its figures, and why.
+/// What a history command or a comparison left out of its figures, and why; its runs named by
+/// their id in the history (`i64`) or by their results folder (`compare`: `String`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct LeftOut {
-    /// Runs that were interrupted (ids).
-    pub incomplete_runs: Vec<i64>,
+pub struct LeftOut<Run = i64> {
+    /// Runs that were interrupted.
+    pub incomplete_runs: Vec<Run>,
     /// Repetitions whose status is not ok, by status.
     pub repetitions: std::collections::BTreeMap<String, usize>,
 }
 
-impl LeftOut {
+impl<Run: std::fmt::Display> LeftOut<Run> {
     pub fn is_empty(&self) -> bool {
         self.incomplete_runs.is_empty() && self.repetitions.is_empty()
     }
@@ -209,8 +210,8 @@ impl LeftOut {
     pub fn said(&self) -> String {
         let mut parts = Vec::new();
         if !self.incomplete_runs.is_empty() {
-            let ids: Vec<String> = self.incomplete_runs.iter().map(i64::to_string).collect();
-            parts.push(format!("{} interrupted run(s) ({})", ids.len(), ids.join(", ")));
+            let runs: Vec<String> = self.incomplete_runs.iter().map(Run::to_string).collect();
+            parts.push(format!("{} interrupted run(s) ({})", runs.len(), runs.join(", ")));
         }
         for (status, n) in &self.repetitions {
             parts.push(format!("{n} {status} repetition(s)"));
