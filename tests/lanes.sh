@@ -1,14 +1,31 @@
 #!/usr/bin/env bash
 # The workspace's Rust tests, as `cargo test --workspace --no-fail-fast` runs them, but with the
-# test binaries side by side in lanes (TASKMETER_TEST_LANES, default 2), the longest first. Each
+# test binaries side by side in lanes (TASKMETER_TEST_LANES; by default 2 on an idle machine, 1 on
+# a busy one), the longest first. Each
 # binary runs as cargo runs it (in its package's folder, its tests two at a time), and its output
 # is printed whole when it ends, with its time. Most of a binary's time is spent waiting on
 # workers that sleep, so side by side they take less time (BENCHMARKS.md, "The suite"). A binary
-# that must have the machine to itself (limits) runs first, alone.
+# that must have the machine to itself (limits, recipes) runs first, alone.
 # Exit status: 0 when every binary passed, 1 otherwise (each failure named at the end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-lanes=${TASKMETER_TEST_LANES:-2}
+# Two lanes when the machine's cores are mostly idle (a second's /proc/stat), one when something
+# else already keeps them busy: side by side on a loaded machine the tests would load it beyond
+# the twice over their bounds allow, and there are no idle cores to gain from.
+idle_share() {
+    local a b
+    read -r -a a < /proc/stat; sleep 1; read -r -a b < /proc/stat
+    local total=0 i
+    for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
+    echo $(( (b[4] + b[5] - a[4] - a[5]) * 100 / (total > 0 ? total : 1) ))
+}
+if [ -n "${TASKMETER_TEST_LANES:-}" ]; then
+    lanes=$TASKMETER_TEST_LANES
+elif [ "$(idle_share)" -ge 50 ]; then
+    lanes=2
+else
+    lanes=1
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -22,11 +39,13 @@ for line in sys.stdin:
         name = m["target"]["name"] if kind == "test" else m["target"]["name"] + "-" + kind
         print(name, os.path.dirname(m["manifest_path"]), m["executable"])
 ' > "$work/all"
-# Those that must run with nothing beside them: limits takes most of the machine's pids.
-alone=(limits)
+# Those that must run with nothing beside them: limits takes most of the machine's pids, and
+# recipes measures how much of a core a spinning unit gets (its bound allows a machine loaded
+# twice over, not the suite's own lanes on top of that).
+alone=(limits recipes)
 for name in "${alone[@]}"; do grep "^$name " "$work/all" || true; done > "$work/alone"
 # The others side by side, the longest first (their times in BENCHMARKS.md), then cargo's order.
-longest=(hosts cli faults recipes bench net)
+longest=(hosts cli faults bench net)
 for name in "${longest[@]}"; do grep "^$name " "$work/all" || true; done > "$work/order"
 cat "$work/alone" "$work/order" > "$work/placed"
 grep -v -F -x -f "$work/placed" "$work/all" >> "$work/order" || true
