@@ -21,9 +21,12 @@ if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
 history=$(mktemp -d)
 trap 'rm -rf "$history"; said' EXIT
 export TASKMETER_HISTORY="$history/history.sqlite"
-part lint tests/lint.sh
-part build cargo build --locked --quiet
-part "test build" cargo test --locked --workspace --no-run --quiet
+# Clippy compiles the workspace's crates for the whole suite (tests/clippy.sh): the lints and
+# the build in one pass. Every cargo call below finds that build only with the same wrapper.
+RUSTC_WORKSPACE_WRAPPER=$(rustup which clippy-driver 2>/dev/null || command -v clippy-driver)
+export RUSTC_WORKSPACE_WRAPPER
+part lint tests/lint.sh --without-clippy
+part "build (clippy)" tests/clippy.sh
 # Every test binary, two side by side (tests/lanes.sh), and the doc tests.
 part "cargo test" tests/lanes.sh
 # The figures again with the feature print: their PNGs at 300 dpi (resvg).

@@ -2,6 +2,7 @@
 # The style gate: formatting and lints of the Rust code and of every driver's, receiver's and
 # client's language, with the toolchain's own linter where it has one. Every check runs; the
 # gate fails at the end with each failing check's output. `./test.sh` runs it first.
+# Usage: tests/lint.sh [--without-clippy]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,18 +37,16 @@ check_silent() {
 # The files git tracks, so that builds and caches are never linted.
 tracked() { git ls-files -- "$@"; }
 
-# Rust: the workspace, and the two crates built on demand outside it (each has its own lock file).
+# Rust: the workspace, and the two crates built on demand outside it (each has its own lock file):
+# rustfmt, then clippy as tests/clippy.sh runs it, while building them (test.sh runs that as its
+# own part, the suite's build, and passes --without-clippy here).
 check "cargo fmt" cargo fmt --all --check
 for manifest in receivers/wasm-thread/host/Cargo.toml receivers/wasm-thread/guest/Cargo.toml; do
     check "cargo fmt ($manifest)" cargo fmt --manifest-path "$manifest" --check
 done
-check "cargo clippy" cargo clippy --quiet --locked --workspace --all-targets -- -D warnings
-# In the target folders taskmeter builds them in (their dependencies are checked once).
-check "cargo clippy (receivers/wasm-thread/host)" env CARGO_TARGET_DIR=target/wasm-host \
-    cargo clippy --quiet --locked --manifest-path receivers/wasm-thread/host/Cargo.toml --all-targets -- -D warnings
-check "cargo clippy (receivers/wasm-thread/guest)" env CARGO_TARGET_DIR=target/wasm-guest \
-    cargo clippy --quiet --locked --manifest-path receivers/wasm-thread/guest/Cargo.toml \
-    --target wasm32-wasip1-threads -- -D warnings
+if [ "${1:-}" != --without-clippy ]; then
+    check "clippy (tests/clippy.sh)" tests/clippy.sh
+fi
 
 # Go: every module, for the platforms it is built for.
 mapfile -t go_files < <(tracked '*.go')
