@@ -26,9 +26,13 @@ export TASKMETER_HISTORY="$history/history.sqlite"
 RUSTC_WORKSPACE_WRAPPER=$(rustup which clippy-driver 2>/dev/null || command -v clippy-driver)
 export RUSTC_WORKSPACE_WRAPPER
 part lint tests/lint.sh --without-clippy
-part "build (clippy)" tests/clippy.sh
-# Every test binary, two side by side (tests/lanes.sh), and the doc tests.
-part "cargo test" tests/lanes.sh
-# The figures again with the feature print: their PNGs at 300 dpi (resvg).
-part "print" cargo test --locked -p taskmeter --features print --test report a_sweep
+part "build (clippy)" tests/clippy.sh workspace
+# Every test binary, two side by side (tests/lanes.sh), and the doc tests. The wasm receivers'
+# build (wasmtime: 3-4 min of CPU, most of the suite's build) runs in a lane beside them; the
+# tests that use it wait on cargo's lock of its target folder.
+part "cargo test" tests/lanes.sh "clippy-wasm tests/clippy.sh wasm"
+# The figures with the feature print (PNGs at 300 dpi): the drawing is taskmeter-print's, tested
+# with the workspace; here the report's unit test again, with the feature (one unit to build, and
+# no other taskmeter binary built beside the one the tests ran).
+part "print" cargo test --locked -p taskmeter --features print --lib --quiet report::print
 part pytest python3 -m pytest -q protocol/tests clients/python/tests tests/browser

@@ -6,6 +6,9 @@
 # is printed whole when it ends, with its time. Most of a binary's time is spent waiting on
 # workers that sleep, so side by side they take less time (BENCHMARKS.md, "The suite"). A binary
 # that must have the machine to itself (limits, recipes) runs first, alone.
+# Usage: tests/lanes.sh ['NAME COMMAND ARGS...']...: each argument a job to run from the
+# repository's root in the lanes, before the test binaries (test.sh builds the wasm receivers so:
+# beside the tests, whose workers mostly sleep, rather than before them).
 # Exit status: 0 when every binary passed, 1 otherwise (each failure named at the end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,12 +52,19 @@ longest=(hosts cli faults bench net)
 for name in "${longest[@]}"; do grep "^$name " "$work/all" || true; done > "$work/order"
 cat "$work/alone" "$work/order" > "$work/placed"
 grep -v -F -x -f "$work/placed" "$work/all" >> "$work/order" || true
+# The jobs given, first: NAME DIR COMMAND ARGS...
+for job in "$@"; do
+    read -r name command <<< "$job"
+    echo "$name $PWD $command"
+done | cat - "$work/order" > "$work/lanes"
 
-# one NAME DIR EXE: runs one binary, then prints its output whole (one lane at a time).
+# one NAME DIR EXE [ARGS...]: runs one binary (or job), then prints its output whole (one lane
+# at a time).
 one() {
     local name=$1 dir=$2 exe=$3 log start=$SECONDS status=0
-    log="$work/$(basename "$exe").log"
-    (cd "$dir" && "$exe") > "$log" 2>&1 || status=$?
+    shift 3
+    log="$work/$name-$(basename "$exe").log"
+    (cd "$dir" && "$exe" "$@") > "$log" 2>&1 || status=$?
     {
         flock 9
         printf '     Running %s (%s s)\n' "$name" "$((SECONDS - start))"
@@ -66,7 +76,7 @@ one() {
 export -f one
 export work
 xargs -P 1 -L 1 bash -c 'one "$@"' one < "$work/alone"
-xargs -P "$lanes" -L 1 bash -c 'one "$@"' one < "$work/order"
+xargs -P "$lanes" -L 1 bash -c 'one "$@"' one < "$work/lanes"
 
 # The doc tests (cargo test runs them after the binaries).
 cargo test --locked --workspace --doc --quiet
@@ -74,4 +84,4 @@ if [ -s "$work/failed" ]; then
     echo "tests: $(wc -l < "$work/failed") binary(ies) failed: $(tr '\n' ' ' < "$work/failed")" >&2
     exit 1
 fi
-echo "tests: every binary passed ($(cat "$work/alone" "$work/order" | wc -l) binaries, $lanes lanes, $SECONDS s)"
+echo "tests: every binary passed ($(cat "$work/alone" "$work/order" | wc -l) binaries and $# job(s), $lanes lanes, $SECONDS s)"

@@ -1,6 +1,6 @@
 //! `taskmeter report DIR --figures FOLDER`: every figure of a report as SVG and, built with the
 //! feature `print`, as a PNG at 300 dpi (8.5 cm wide: one column of a two-column paper), drawn
-//! by resvg with the machine's fonts.
+//! by resvg with the machine's fonts (crate `taskmeter-print`).
 
 use super::figure::Chart;
 use super::{write, ReportError};
@@ -41,38 +41,44 @@ pub fn png(_svg: &str) -> Result<Option<Vec<u8>>, ReportError> {
 
 #[cfg(feature = "print")]
 pub fn png(svg: &str) -> Result<Option<Vec<u8>>, ReportError> {
-    use resvg::{tiny_skia, usvg};
-    let chart = |why: String| ReportError::Chart(format!("cannot draw a PNG: {why}"));
-    let mut options = usvg::Options::default();
-    let fonts = options.fontdb_mut();
-    fonts.load_system_fonts();
-    // plotters names the generic family: give it the first of the usual sans-serif faces here.
-    let known: Vec<String> = fonts.faces().flat_map(|f| f.families.iter().map(|(name, _)| name.clone())).collect();
-    let Some(sans) = ["DejaVu Sans", "Liberation Sans", "Arial", "Helvetica", "Noto Sans"]
-        .into_iter()
-        .find(|family| known.iter().any(|k| k == family))
-    else {
-        return Err(chart("no sans-serif font found (install fonts-dejavu-core or fonts-liberation)".into()));
-    };
-    fonts.set_sans_serif_family(sans);
-    let tree = usvg::Tree::from_str(svg, &options).map_err(|e| chart(e.to_string()))?;
-    let scale = print_width_px() as f32 / super::figure::WIDTH as f32;
-    let size = tree.size();
-    let (w, h) = ((size.width() * scale).round() as u32, (size.height() * scale).round() as u32);
-    let mut pixmap = tiny_skia::Pixmap::new(w, h).ok_or_else(|| chart(format!("a {w} x {h} image")))?;
-    pixmap.fill(tiny_skia::Color::WHITE);
-    resvg::render(&tree, tiny_skia::Transform::from_scale(scale, scale), &mut pixmap.as_mut());
-    let mut out = Vec::new();
-    {
-        let mut encoder = png::Encoder::new(&mut out, w, h);
-        encoder.set_color(png::ColorType::Rgba);
-        encoder.set_depth(png::BitDepth::Eight);
-        // pHYs: 300 dpi in pixels per metre.
-        let per_metre = (DPI / 0.0254).round() as u32;
-        encoder.set_pixel_dims(Some(png::PixelDimensions { xppu: per_metre, yppu: per_metre, unit: png::Unit::Meter }));
-        let mut writer = encoder.write_header().map_err(|e| chart(e.to_string()))?;
-        // Opaque on white: premultiplied and straight alpha are the same bytes.
-        writer.write_image_data(pixmap.data()).map_err(|e| chart(e.to_string()))?;
+    let png = taskmeter_print::png(svg, print_width_px(), DPI);
+    png.map(Some).map_err(|why| ReportError::Chart(format!("cannot draw a PNG: {why}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::figure::{line_chart, styles, Axis, Chart, Series, Unit};
+
+    /// A figure as a report draws it: SVG always, and with the feature `print` a PNG 8.5 cm wide
+    /// at 300 dpi (the drawing itself is tested in taskmeter-print).
+    #[test]
+    fn figures_are_written_as_svg_and_with_print_as_png() {
+        let names = vec!["thread".to_string(), "tokio".to_string()];
+        let series: Vec<Series> = styles(&names)
+            .into_iter()
+            .zip(&names)
+            .map(|(style, name)| Series::new(name.clone(), style, vec![(1.0, 2e3), (10.0, 5e3), (100.0, 9e3)]))
+            .collect();
+        let svg =
+            line_chart("lateness", &Axis::new("units", Unit::Count), &Axis::new("p99", Unit::Nanos), &series, None);
+        let chart =
+            Chart { group: "g".into(), file: "lateness.svg".into(), title: "lateness".into(), svg: svg.unwrap() };
+        let dir = tempfile::tempdir().unwrap();
+        let written = write_figures(dir.path(), &[chart]).unwrap();
+        let (svg, png) = (dir.path().join("lateness.svg"), dir.path().join("lateness.png"));
+        assert!(svg.is_file());
+        if cfg!(feature = "print") {
+            assert_eq!(written, [svg, png.clone()]);
+            let bytes = std::fs::read(&png).unwrap();
+            assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+            // IHDR's width, then pHYs: 300 dpi in pixels a metre.
+            assert_eq!(u32::from_be_bytes(bytes[16..20].try_into().unwrap()), 1004);
+            let at = bytes.windows(4).position(|w| w == b"pHYs").expect("a pHYs chunk") + 4;
+            assert_eq!(u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap()), 11811);
+        } else {
+            assert_eq!(written, [svg]);
+            assert!(!png.exists());
+        }
     }
-    Ok(Some(out))
 }
