@@ -1,20 +1,59 @@
 //! The shape of the core: its folders are layers, and a module uses only modules of its own
 //! layer or below (no arrow up), and no two modules use each other, directly or around a circle
 //! (no cycle). Read from the `crate::` and `super::` paths of every source file, so a newcomer's
-//! change that breaks the shape fails here, with the arrow named.
+//! change that breaks the shape fails here, with the arrow named. The lower layers are the crate
+//! `taskmeter-core`, which this crate re-exports under the same names: one tree of modules, read
+//! from both crates' sources.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The layers, lowest first (lib.rs documents each).
-const LAYERS: [&str; 10] =
-    ["machine", "model", "analysis", "report", "history", "process", "runtimes", "session", "experiments", "cli"];
+/// The layers, lowest first (lib.rs documents each); the first [`CORE_LAYERS`] are the folders of
+/// `taskmeter-core`, the others of this crate.
+const LAYERS: [&str; 11] = [
+    "machine",
+    "model",
+    "analysis",
+    "process",
+    "net",
+    "runtimes",
+    "report",
+    "history",
+    "session",
+    "experiments",
+    "cli",
+];
+const CORE_LAYERS: usize = 6;
 
+/// This crate's sources.
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
-/// Every source file, as its module path (`report/net.rs` -> ["report", "net"]).
+/// The core's sources.
+fn core_src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../taskmeter-core/src")
+}
+
+/// A source file's path under its crate's `src`.
+fn relative(file: &Path) -> String {
+    let under = file.strip_prefix(src()).or_else(|_| file.strip_prefix(core_src())).unwrap();
+    under.to_string_lossy().replace('\\', "/")
+}
+
+/// The folders under a crate's src, sorted.
+fn folders(dir: &Path) -> Vec<String> {
+    let mut folders: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    folders.sort();
+    folders
+}
+
+/// Every source file of both crates, as its module path (`report/net.rs` -> ["report", "net"]).
 fn modules() -> BTreeMap<Vec<String>, PathBuf> {
     fn walk(dir: &Path, prefix: &[String], out: &mut BTreeMap<Vec<String>, PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap().flatten() {
@@ -33,6 +72,7 @@ fn modules() -> BTreeMap<Vec<String>, PathBuf> {
         }
     }
     let mut out = BTreeMap::new();
+    walk(&core_src(), &[], &mut out);
     walk(&src(), &[], &mut out);
     out
 }
@@ -145,17 +185,23 @@ fn layer(module: &[String]) -> Option<usize> {
 }
 
 #[test]
-fn every_folder_is_a_layer_of_the_crate() {
-    let mut folders: Vec<String> = std::fs::read_dir(src())
-        .unwrap()
-        .flatten()
-        .filter(|e| e.path().is_dir())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    folders.sort();
-    let mut layers: Vec<String> = LAYERS.iter().map(|l| l.to_string()).collect();
-    layers.sort();
-    assert_eq!(folders, layers, "a folder under src/ that is no layer (or a layer without a folder)");
+fn every_folder_is_a_layer_of_its_crate() {
+    let sorted = |layers: &[&str]| {
+        let mut layers: Vec<String> = layers.iter().map(|l| l.to_string()).collect();
+        layers.sort();
+        layers
+    };
+    // Every layer of the core below every layer of this crate: the crates' dependency is one way.
+    assert_eq!(
+        folders(&core_src()),
+        sorted(&LAYERS[..CORE_LAYERS]),
+        "a folder under taskmeter-core/src that is no layer of the core (or a core layer without a folder)"
+    );
+    assert_eq!(
+        folders(&src()),
+        sorted(&LAYERS[CORE_LAYERS..]),
+        "a folder under taskmeter/src that is no layer of it (or a layer without a folder)"
+    );
 }
 
 #[test]
@@ -283,7 +329,7 @@ fn picks_a_family(line: &str) -> Option<String> {
 fn only_a_family_and_the_registry_pick_a_family() {
     let mut found = Vec::new();
     for file in modules().values() {
-        let relative = file.strip_prefix(src()).unwrap().to_string_lossy().replace('\\', "/");
+        let relative = relative(file);
         if family_code(&relative) {
             continue;
         }

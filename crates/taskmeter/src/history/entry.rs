@@ -124,9 +124,8 @@ pub fn identity(value: &serde_json::Value) -> String {
     Sha256::digest(value.to_string().as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn identity_of<T: Serialize>(record: &T) -> String {
-    let text = serde_json::to_string(record).expect("a record serialises");
-    identity(&serde_json::from_str(&text).expect("a record reads back"))
+fn identity_of(record: &impl crate::model::header::Record) -> String {
+    identity(&record.to_json_value())
 }
 
 /// What the history takes of a record of any kind.

@@ -17,7 +17,6 @@ pub mod page;
 pub mod print;
 pub mod recipes;
 pub mod run;
-pub mod samples;
 pub mod tables;
 pub mod why;
 
@@ -59,10 +58,8 @@ pub fn write(path: &Path, text: impl AsRef<[u8]>) -> Result<(), ReportError> {
 }
 
 /// A record as JSON, as it is written to its file.
-pub fn json(record: &impl serde::Serialize) -> String {
-    let mut text = serde_json::to_string_pretty(record).expect("a record always serialises");
-    text.push('\n');
-    text
+pub fn json(record: &impl crate::model::header::Record) -> String {
+    record.to_json()
 }
 
 /// `charts/*.svg` and `report.html`: the charts replaced as a whole, the page written aside

@@ -52,7 +52,7 @@ impl<R: Record> Stored for R {
         R::FILE
     }
     fn json(&self) -> String {
-        super::json(self)
+        self.to_json()
     }
 }
 

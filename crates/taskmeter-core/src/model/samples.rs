@@ -1,6 +1,7 @@
-//! `--raw`: every sample of a run, appended to `samples.csv.gz` as the workers send them (gzip,
-//! so a long run fits on disk; `zcat` or `taskmeter report DIR --samples-csv FILE` gives the
-//! plain CSV), one line per sample with its timestamps and metrics.
+//! The samples file of a results folder (`--raw`): its name and columns, how a run writes it (every
+//! sample appended to `samples.csv.gz` as the workers send them: gzip, so a long run fits on disk;
+//! `zcat` or `taskmeter report DIR --samples-csv FILE` gives the plain CSV, one line per sample with
+//! its timestamps and metrics), and how to read it.
 
 use flate2::write::GzEncoder;
 use std::fmt::Write as _;
@@ -10,7 +11,27 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use taskmeter_protocol::SampleView;
 
-use crate::model::samples::{FILE, HEADER};
+pub const FILE: &str = "samples.csv.gz";
+
+/// `full_ns` is empty for a sample that follows lost ones (it has no previous wake).
+pub const HEADER: &str = "runtime,point,repetition,unit,period,phase,expected_ns,start_ns,busy_end_ns,intended_ns,wake_ns,missed,lateness_ns,actual_ns,full_ns,busy_ns";
+
+/// A samples file being read: its path and its lines, decompressed.
+pub type Opened = (PathBuf, Box<dyn std::io::BufRead>);
+
+/// Reads a results folder's samples: `samples.csv.gz`, or a plain `samples.csv`; None without.
+pub fn open(folder: &Path) -> Result<Option<Opened>, String> {
+    let gz = folder.join(FILE);
+    if let Ok(file) = File::open(&gz) {
+        return Ok(Some((gz, Box::new(std::io::BufReader::new(flate2::read::GzDecoder::new(file))))));
+    }
+    let plain = folder.join("samples.csv");
+    match File::open(&plain) {
+        Ok(file) => Ok(Some((plain, Box::new(std::io::BufReader::new(file))))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {}: {e}", plain.display())),
+    }
+}
 
 /// The samples file of a run, shared by the rows that run at once.
 pub struct SamplesFile {

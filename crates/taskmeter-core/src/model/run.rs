@@ -322,6 +322,8 @@ impl Record for RunRecord {
     /// versions 2 to 5 still read.
     const VERSIONS: std::ops::RangeInclusive<u32> = 2..=6;
 
+    crate::record_json!();
+
     fn header(&self) -> &Header {
         &self.header
     }

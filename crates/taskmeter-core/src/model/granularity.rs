@@ -122,6 +122,8 @@ impl Record for GrainRecord {
     const SCHEMA: &'static str = "taskmeter.granularity";
     const FILE: &'static str = "granularity.json";
     const VERSIONS: std::ops::RangeInclusive<u32> = 1..=1;
+    crate::record_json!();
+
     fn header(&self) -> &Header {
         &self.header
     }

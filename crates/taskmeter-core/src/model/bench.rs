@@ -28,6 +28,8 @@ impl Record for BenchRecord {
     /// Version 2 took the shared header (version 1 had a bare number for a schema).
     const VERSIONS: std::ops::RangeInclusive<u32> = 2..=2;
 
+    crate::record_json!();
+
     fn header(&self) -> &Header {
         &self.header
     }

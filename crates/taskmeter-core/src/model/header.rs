@@ -40,6 +40,13 @@ pub trait Record: Serialize + DeserializeOwned {
     fn header(&self) -> &Header;
     fn header_mut(&mut self) -> &mut Header;
 
+    /// The record as its file holds it: pretty JSON and a newline.
+    fn to_json(&self) -> String;
+    /// The record as a JSON value: what its file reads back as.
+    fn to_json_value(&self) -> serde_json::Value;
+    /// The record from its file's JSON, its schema and version checked (see [`from_value`]).
+    fn from_json_value(value: serde_json::Value) -> Result<Self, serde_json::Error>;
+
     /// A header of this kind for a record being written now.
     fn new_header(command_line: Vec<String>, started_at: String, environment: Environment) -> Header {
         Header {
@@ -124,6 +131,34 @@ impl fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
+/// The JSON methods of [`Record`], for one kind: `taskmeter_core::record_json!();` in its impl
+/// (the crate needs `serde_json`). Written out in each kind's impl, so that serde's code for a
+/// record is compiled with the crate that defines it: the four kinds here in the core (opt-level
+/// 3), where a generic serde_json call in the crate taskmeter (opt-level 0) made recording a run
+/// in the history twice as slow (BENCHMARKS.md, "The first build, second pass").
+#[macro_export]
+macro_rules! record_json {
+    () => {
+        #[inline(never)]
+        fn to_json(&self) -> String {
+            let mut text = ::serde_json::to_string_pretty(self).expect("a record always serialises");
+            text.push('\n');
+            text
+        }
+        #[inline(never)]
+        fn to_json_value(&self) -> ::serde_json::Value {
+            // Written and read back, as its file is: `serde_json::to_value` gives another value
+            // for some records (and so another history identity than the folder's).
+            let text = ::serde_json::to_string(self).expect("a record always serialises");
+            ::serde_json::from_str(&text).expect("a record reads back")
+        }
+        #[inline(never)]
+        fn from_json_value(value: ::serde_json::Value) -> Result<Self, ::serde_json::Error> {
+            ::serde_json::from_value(value)
+        }
+    };
+}
+
 /// "a, b or c".
 fn either(names: &[&str]) -> String {
     match names {
@@ -177,5 +212,5 @@ pub fn from_value<R: Record>(file: PathBuf, schema: &str, value: serde_json::Val
             newest: *R::VERSIONS.end(),
         });
     }
-    serde_json::from_value(value).map_err(|e| LoadError::Shape(file, R::SCHEMA, e))
+    R::from_json_value(value).map_err(|e| LoadError::Shape(file, R::SCHEMA, e))
 }
