@@ -47,14 +47,17 @@ for line in sys.stdin:
 # twice over, not the suite's own lanes on top of that).
 alone=(limits recipes)
 for name in "${alone[@]}"; do grep "^$name " "$work/all" || true; done > "$work/alone"
-# The others side by side, the longest first (their times in BENCHMARKS.md), then cargo's order;
-# but hosts (every preset, so the wasm receivers) after cli and faults, which take about as long as
-# the wasm receivers' build (a job given to run first) takes in the other lane: started beside that
-# build, hosts would hold its lane waiting on cargo's lock.
-longest=(cli faults hosts bench net)
+# The others side by side, the longest first (their times in BENCHMARKS.md), then cargo's order,
+# and hosts (every preset, so the wasm receivers) last: the wasm receivers' build, a job given to
+# run first, takes one lane for about as long as all the others take the second; started before
+# that build ends, hosts would hold its lane waiting on cargo's lock.
+longest=(cli faults bench net)
+last=(hosts)
 for name in "${longest[@]}"; do grep "^$name " "$work/all" || true; done > "$work/order"
-cat "$work/alone" "$work/order" > "$work/placed"
+for name in "${last[@]}"; do grep "^$name " "$work/all" || true; done > "$work/last"
+cat "$work/alone" "$work/order" "$work/last" > "$work/placed"
 grep -v -F -x -f "$work/placed" "$work/all" >> "$work/order" || true
+cat "$work/last" >> "$work/order"
 # The jobs given, first: NAME DIR COMMAND ARGS...
 for job in "$@"; do
     read -r name command <<< "$job"

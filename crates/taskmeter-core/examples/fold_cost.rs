@@ -10,10 +10,10 @@
 //! `SHORT=1`: the rows of a default run instead, 9,000 samples each at `fixed:1ms` (actual and
 //! full above the exactly counted range, so kept), 300 of them, each folded and ended.
 //!
-//!     cargo run --release -p taskmeter --example fold_cost
+//!     cargo run --release -p taskmeter-core --example fold_cost
 
 use std::time::Instant;
-use taskmeter::analysis::accumulate::RowStats;
+use taskmeter_core::analysis::accumulate::RowStats;
 use taskmeter_protocol::{Sample, SampleView};
 
 /// A small xorshift generator: the same samples every run.
