@@ -44,7 +44,7 @@ pub trait Record: Serialize + DeserializeOwned {
     fn to_json(&self) -> String;
     /// The record as a JSON value: what its file reads back as.
     fn to_json_value(&self) -> serde_json::Value;
-    /// The record from its file's JSON, its schema and version checked (see [`from_value`]).
+    /// The record from its file's JSON (whose schema and version [`from_value`] checks first).
     fn from_json_value(value: serde_json::Value) -> Result<Self, serde_json::Error>;
 
     /// A header of this kind for a record being written now.

@@ -38,6 +38,8 @@ pub trait Stored {
     fn file(&self) -> &'static str;
     /// The record as its file holds it (`--export-json`).
     fn json(&self) -> String;
+    /// The record as its file reads back.
+    fn json_value(&self) -> serde_json::Value;
     /// The kind's name, its file's stem: `run`, `net`, `bench`, `granularity`.
     fn kind(&self) -> &'static str {
         self.file().trim_end_matches(".json")
@@ -53,6 +55,9 @@ impl<R: Record> Stored for R {
     }
     fn json(&self) -> String {
         self.to_json()
+    }
+    fn json_value(&self) -> serde_json::Value {
+        self.to_json_value()
     }
 }
 
