@@ -131,7 +131,7 @@ fn every_client_passes_the_contract() {
         ("elixir", format!("ERL_LIBS='{}' elixir clients/elixir/conformance.exs", elixir_libs.display())),
     ];
     let dir = tempfile::tempdir().unwrap();
-    let run = |window: &str| {
+    let run = |window: &str, programs: &[&(&str, String)]| {
         // `--time`, bench's old name for --duration, still works.
         let mut args = vec!["--warmup", "0", "--time", window, "--drain", "100ms"];
         // One run each: the program ends, then the shell outlasts the window and is stopped.
@@ -142,10 +142,31 @@ fn every_client_passes_the_contract() {
         }
         bench(&args, &dir.path().join(format!("out-{window}")))
     };
-    let (window, output, record) = with_growing_window(&["3s", "10s", "30s"], run, |record| each_counts(record, 10));
-    assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
+    // Every program in a short window; on a loaded machine, one that had not started within it
+    // (a VM's start) again alone in a longer one, the others' rows kept.
+    let mut pending: Vec<&(&str, String)> = programs.iter().collect();
+    let mut rows = std::collections::HashMap::new();
+    for (i, window) in ["3s", "10s", "30s"].into_iter().enumerate() {
+        let (output, record) = run(window, &pending);
+        let last = i == 2;
+        assert!(output.status.success() || !last, "{}{}", stdout(&output), stderr(&output));
+        pending.retain(|(name, _)| {
+            let found =
+                record["report"]["results"].as_array().and_then(|rows| rows.iter().find(|r| r["scenario"] == *name));
+            let counted = output.status.success() && found.is_some_and(|r| r["units"].as_u64() >= Some(10));
+            if counted || last {
+                rows.insert(*name, result(&record, name).clone());
+            }
+            !(counted || last)
+        });
+        if pending.is_empty() {
+            break;
+        }
+        let names: Vec<&str> = pending.iter().map(|(name, _)| *name).collect();
+        eprintln!("{names:?} had not started within the {window} window: measuring them again with a longer one");
+    }
     for (name, _) in &programs {
-        let r = result(&record, name);
+        let r = &rows[name];
         assert_eq!(r["error"], serde_json::Value::Null, "{name}: {r}");
         assert_eq!(r["invocations"], 1, "{name}");
         assert_eq!(r["units"], 10, "{name}: 3 records + record_n(5) + 2 completions");
@@ -171,7 +192,8 @@ fn every_client_passes_the_contract() {
             "{name}"
         );
     }
-    let report = std::fs::read_to_string(dir.path().join(format!("out-{window}/report.txt"))).unwrap();
+    // The first window ran every program.
+    let report = std::fs::read_to_string(dir.path().join("out-3s/report.txt")).unwrap();
     assert!(report.contains("1 completed with an id never started"), "{report}");
 }
 
