@@ -57,11 +57,6 @@ pub fn write(path: &Path, text: impl AsRef<[u8]>) -> Result<(), ReportError> {
     std::fs::write(path, text).map_err(|source| ReportError::Write { path: path.to_path_buf(), source })
 }
 
-/// A record as JSON, as it is written to its file.
-pub fn json(record: &impl crate::model::header::Record) -> String {
-    record.to_json()
-}
-
 /// `charts/*.svg` and `report.html`: the charts replaced as a whole, the page written aside
 /// and renamed, so a report being rebuilt is never seen half-written.
 pub fn write_charts_and_page(dir: &Path, charts: &[chart::Chart], page: &str) -> Result<(), ReportError> {

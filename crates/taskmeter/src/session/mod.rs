@@ -205,7 +205,7 @@ impl Session {
             }
         }
         if self.output.json {
-            crate::out!("{}", crate::report::json(&record));
+            crate::out!("{}", record.to_json());
         } else {
             // The table on stdout; its warnings on stderr, with the other notices, so that a
             // script reading the table gets the table.

@@ -1,9 +1,9 @@
 //! `taskmeter run net`: TCP message throughput with 1..N senders against each receiver (the TCP
 //! study, seed 003). A receiver is a process behind net protocol 2 (receivers/README.md), run
-//! under the process supervisor; the senders are threads of taskmeter (`sender`, in the core). `net serve` /
-//! `net send` split the two across machines with the same code. The receivers: `registry`
-//! (which exist and how each starts), `handshake` (who may join a point), `native` (the Rust
-//! ones, `taskmeter net-receiver`).
+//! under the process supervisor; the senders are threads of taskmeter (`sender`, in the core).
+//! `net serve` / `net send` split the two across machines with the same code. The receivers:
+//! `registry` (which exist and how each starts), `handshake` (who may join a point), `native`
+//! (the Rust ones, `taskmeter net-receiver`).
 
 mod compare;
 pub mod registry;
