@@ -248,8 +248,13 @@ fn not_a_receiver(peer: &str, got: &[u8], error: Option<std::io::Error>) -> Stri
     format!("{peer} is not a taskmeter receiver: it answered {shown:?}")
 }
 
-/// Fills `buffer` by `deadline`; on failure, how many bytes came and why.
-fn read_full(stream: &mut TcpStream, buffer: &mut [u8], deadline: Instant) -> Result<(), (usize, std::io::Error)> {
+/// Fills `buffer` by `deadline`, in waits of at most 100 ms so that a signal is seen; on failure,
+/// how many bytes came and why (`TimedOut` past the deadline or on a signal, `UnexpectedEof`).
+pub(crate) fn read_full(
+    stream: &mut TcpStream,
+    buffer: &mut [u8],
+    deadline: Instant,
+) -> Result<(), (usize, std::io::Error)> {
     let mut got = 0;
     while got < buffer.len() {
         let left = deadline.saturating_duration_since(Instant::now());

@@ -204,24 +204,13 @@ fn handshake_blocking(stream: &mut std::net::TcpStream, gate: &Gate) -> Result<u
     let _ = stream.set_write_timeout(Some(gate.deadline));
     stream.write_all(&gate.challenge).map_err(|e| format!("cannot send the challenge: {e}"))?;
     let mut hello = [0u8; HELLO_BYTES];
-    let mut got = 0;
-    while got < HELLO_BYTES {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(format!("no hello within {} ms ({got} of {HELLO_BYTES} bytes)", gate.deadline.as_millis()));
+    handshake::read_full(stream, &mut hello, deadline).map_err(|(got, e)| match e.kind() {
+        std::io::ErrorKind::TimedOut => {
+            format!("no hello within {} ms ({got} of {HELLO_BYTES} bytes)", gate.deadline.as_millis())
         }
-        let _ = stream.set_read_timeout(Some(left));
-        match stream.read(&mut hello[got..]) {
-            Ok(0) => return Err(format!("closed after {got} of the {HELLO_BYTES} bytes of a hello")),
-            Ok(n) => got += n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted
-                ) => {}
-            Err(e) => return Err(format!("read failed: {e}")),
-        }
-    }
+        std::io::ErrorKind::UnexpectedEof => format!("closed after {got} of the {HELLO_BYTES} bytes of a hello"),
+        _ => format!("read failed: {e}"),
+    })?;
     let _ = (stream.set_read_timeout(None), stream.set_write_timeout(None));
     gate.judge(&hello).map_err(|(verdict, why)| {
         let _ = stream.write_all(verdict);
@@ -364,4 +353,60 @@ fn with_tokio(listener: std::net::TcpListener, plan: &NetPlan, gate: Gate) -> Re
         all.sort_by_key(|r| r.index);
         Ok(all)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{TcpListener, TcpStream};
+
+    fn gate(deadline_ms: u64) -> Gate {
+        Gate {
+            challenge: [7; CHALLENGE_BYTES],
+            tokens: vec![[1; 32]],
+            deadline: Duration::from_millis(deadline_ms),
+            max_pending: 1,
+            pending: AtomicU32::new(0),
+            joined: Mutex::new(vec![false]),
+        }
+    }
+
+    /// The receiver's end of a connection whose sender's end does `peer` (after reading the
+    /// challenge), and what the handshake made of it.
+    fn handshake_with(gate: &Gate, peer: impl FnOnce(&mut TcpStream) + Send + 'static) -> Result<u32, String> {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let sender = std::thread::spawn(move || {
+            let mut stream = TcpStream::connect(address).unwrap();
+            stream.read_exact(&mut [0; CHALLENGE_BYTES]).unwrap();
+            peer(&mut stream);
+            stream // held open until the receiver is done
+        });
+        let (mut stream, _) = listener.accept().unwrap();
+        let result = handshake_blocking(&mut stream, gate);
+        drop(sender.join().unwrap());
+        result
+    }
+
+    #[test]
+    fn a_hello_that_is_whole_late_cut_or_wrong_is_judged_with_its_byte_count() {
+        let hello = |token: [u8; 32]| {
+            let mut hello = HELLO_MAGIC.to_vec();
+            hello.extend_from_slice(&0u32.to_le_bytes());
+            hello.extend_from_slice(&token);
+            hello
+        };
+        let (right, wrong) = (hello([1; 32]), hello([2; 32]));
+        assert_eq!(handshake_with(&gate(5_000), move |s| s.write_all(&right).unwrap()), Ok(0));
+        assert_eq!(
+            handshake_with(&gate(5_000), move |s| s.write_all(&wrong).unwrap()),
+            Err("wrong token for sender 0".into())
+        );
+        assert_eq!(handshake_with(&gate(50), |_| {}), Err("no hello within 50 ms (0 of 44 bytes)".into()));
+        let cut = |s: &mut TcpStream| {
+            s.write_all(&HELLO_MAGIC[..]).unwrap();
+            s.shutdown(std::net::Shutdown::Write).unwrap();
+        };
+        assert_eq!(handshake_with(&gate(5_000), cut), Err("closed after 8 of the 44 bytes of a hello".into()));
+    }
 }
