@@ -133,6 +133,30 @@ pub struct Row {
     /// What the runtime's own API said about the measured window (protocol frame `V`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_view: Option<taskmeter_protocol::frames::RuntimeView>,
+    /// `--busy TIME`: how this row's busy iterations were fitted to the time before it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_fit: Option<BusyFit>,
+}
+
+/// `--busy TIME` for one row: the iterations whose busy phase, in the work loop itself (one unit,
+/// the row's schedule, its yields when `--yield` asks), is the time asked, found by probes run
+/// just before the row (see `experiments/sleep/calibrate.rs`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct BusyFit {
+    pub target_ns: u64,
+    pub iterations: u64,
+    /// The first estimate, from the runtime's rate of the arithmetic without yields.
+    pub rate_estimate: u64,
+    pub probes: Vec<BusyProbe>,
+}
+
+/// One probe: a short run of the loop at `iterations`, and the median busy phase it measured.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+pub struct BusyProbe {
+    pub iterations: u64,
+    pub median_busy_ns: u64,
+    /// Measured loops the median is of.
+    pub loops: u64,
 }
 
 impl Row {
@@ -156,6 +180,7 @@ impl Row {
             counters: None,
             counters_missing: None,
             runtime_view: None,
+            busy_fit: None,
         }
     }
 }

@@ -1,21 +1,52 @@
-//! `--busy` as a time: each runtime's own worker turns it into busy iterations before anything
-//! is measured, exactly as the granularity experiment sizes a task (protocol, "The granularity
-//! experiment": the worker measures its rate of the shared arithmetic, Java and Node after their
-//! JIT has compiled it, and reports the iterations of the size asked in its `P` frame). A
-//! one-task plan of one round is all it takes; no driver needs to know of busy times.
+//! `--busy` as a time, fitted to what the loop runs, before every repetition.
+//!
+//! 1. Once a run, each runtime's own worker measures its rate of the shared arithmetic without
+//!    yields, exactly as the granularity experiment sizes a task (protocol, "The granularity
+//!    experiment"): the *rate estimate*. It misses what the loop adds to the arithmetic: a
+//!    yield after every step (`--yield`: a `sched_yield` costs C hundreds of times a step), the
+//!    clock reads around the phase, and a core woken from a sleep.
+//! 2. Before each row (each runtime, point and repetition), short *probes* run the work loop
+//!    itself, the row's units, schedule and busy plan (its yields included), and take the median
+//!    busy phase of their measured loops: a phase preempted on a loaded machine is one outlier
+//!    among some fifty, not an offset. From the second probe on, each count comes from a secant
+//!    step on `phase = fixed + per_step x iterations` through the last two probes; the fit stops
+//!    at a probe within 5 % of the time, at a count already probed (whole steps cannot come
+//!    closer), or after four probes. What is fitted is the phase the table reports: with
+//!    several units on one thread (or one GIL) and `--yield`, a unit's phase holds the other
+//!    units' turns, and the fit gives each unit less arithmetic. Each repetition gets its own
+//!    fit, so an error of the fit varies between repetitions and their intervals see it.
+//!
+//! The row's `busy_fit` keeps its probes; its measured busy phase is the check of the fit, and
+//! the console warns when a row's is more than 10 % off the time (`report::console`).
 
 use crate::machine::sched::SchedSettings;
+use crate::model::run::{BusyFit, BusyProbe, Settings};
 use crate::process::worker::{run_worker, Outcome};
 use crate::runtimes::{self, RuntimeInfo};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use taskmeter_protocol::plan::{FLUSH_NS, MIN_RING};
 use taskmeter_protocol::{BusyPlan, Experiment, GrainPlan, Mode, Pattern, Plan, Room, Schedule, SleepPlan, PROTOCOL};
 
 /// How long a worker measures its rate (the granularity experiment's default).
 const CALIBRATE_NS: u64 = 10_000_000;
+/// A probe measures at least this long, and about `PROBE_LOOPS` loops when they are longer.
+const PROBE_MIN_NS: u64 = 100_000_000;
+const PROBE_MAX_NS: u64 = 2_000_000_000;
+const PROBE_LOOPS: u64 = 60;
+/// Fewer measured loops than this and a probe's median says too little.
+const PROBE_MIN_LOOPS: u64 = 5;
+/// Probes a fit may run; it stops at a probe whose phase is this close to the time (a fraction).
+const MAX_PROBES: usize = 4;
+const CLOSE_ENOUGH: f64 = 0.05;
+/// With `--yield`, the first probe runs this many times fewer iterations than the rate
+/// estimate: a step with its yield may cost hundreds of steps without, and a probe that starts
+/// small stays short.
+const YIELD_FIRST_DIVISOR: u64 = 100;
 
-/// The busy iterations that take `busy_ns` in `runtime`, or why they could not be had.
-pub fn iterations(
+/// The rate estimate: the busy iterations that take `busy_ns` in `runtime` without yields, by
+/// its worker's own measurement of its rate, or why it could not say.
+pub fn rate_estimate(
     info: &'static RuntimeInfo,
     busy_ns: u64,
     sched: &SchedSettings,
@@ -55,5 +86,160 @@ pub fn iterations(
         Outcome::Interrupted(_, why) => Err(why),
         Outcome::Cut(_, why) => Err(why.to_string()),
         Outcome::Failed(failure) => Err(failure.to_string()),
+    }
+}
+
+/// Fits the busy iterations of one row (`settings`: its point's, `busy_ns` set) to the loop
+/// its worker will run, from the runtime's rate estimate.
+pub fn fit(
+    info: &'static RuntimeInfo,
+    settings: &Settings,
+    sched: &SchedSettings,
+    rate_estimate: u64,
+) -> Result<BusyFit, String> {
+    let target_ns = settings.busy_ns.ok_or("no --busy time to fit")?;
+    if target_ns == 0 {
+        return Ok(BusyFit { target_ns, iterations: 0, rate_estimate, probes: Vec::new() });
+    }
+    let first_iterations = match settings.busy.yield_each_step {
+        true => rate_estimate / YIELD_FIRST_DIVISOR,
+        false => rate_estimate,
+    }
+    .max(1);
+    let mut probes = vec![probe(info, settings, sched, first_iterations)?];
+    loop {
+        let last = probes[probes.len() - 1];
+        let next = secant(&last, probes.len().checked_sub(2).map(|i| &probes[i]), target_ns);
+        let close = (last.median_busy_ns as f64 / target_ns as f64 - 1.0).abs() <= CLOSE_ENOUGH;
+        let iterations = match close {
+            true => last.iterations,
+            false => next,
+        };
+        if close || probes.len() == MAX_PROBES || probes.iter().any(|p| p.iterations == next) {
+            return Ok(BusyFit { target_ns, iterations, rate_estimate, probes });
+        }
+        probes.push(probe(info, settings, sched, next)?);
+    }
+}
+
+/// The iterations whose busy phase is `target_ns`, on the line through two probes (`phase =
+/// fixed + per_step x iterations`), or through `near` and the origin when there is one probe,
+/// the probes ran the same count, or their phases do not grow with it (noise). At least 1.
+fn secant(near: &BusyProbe, far: Option<&BusyProbe>, target_ns: u64) -> u64 {
+    // A phase of 0 (a clock coarser than the work) counts as 1 ns: never a division by 0.
+    let (n1, b1) = (near.iterations as f64, near.median_busy_ns.max(1) as f64);
+    let per_step = match far {
+        Some(far) if far.iterations != near.iterations => {
+            let slope = (b1 - far.median_busy_ns as f64) / (n1 - far.iterations as f64);
+            Some(slope).filter(|s| *s > 0.0)
+        }
+        _ => None,
+    }
+    .unwrap_or(b1 / n1.max(1.0));
+    let iterations = n1 + (target_ns as f64 - b1) / per_step;
+    iterations.round().clamp(1.0, u64::MAX as f64 / 2.0) as u64
+}
+
+/// Runs the row's loop (its units too) with `iterations` busy iterations, for about
+/// `PROBE_LOOPS` loops after a short warm-up: the median busy phase of its measured loops.
+fn probe(
+    info: &'static RuntimeInfo,
+    settings: &Settings,
+    sched: &SchedSettings,
+    iterations: u64,
+) -> Result<BusyProbe, String> {
+    let mut plan = probe_plan(info, settings, iterations);
+    plan.check().map_err(|e| format!("its probe's plan: {e}"))?;
+    let command = runtimes::worker_command(info)?;
+    plan.room = crate::machine::room::now();
+    let phases = Arc::new(Mutex::new(Vec::new()));
+    let sink_phases = phases.clone();
+    let sink: crate::process::worker::SampleSink = Box::new(move |views| {
+        let mut phases = sink_phases.lock().unwrap_or_else(|e| e.into_inner());
+        phases.extend(views.iter().filter(|v| v.measured).map(|v| v.sample.busy_end_ns - v.sample.start_ns));
+    });
+    let worker = run_worker(command, &plan, sched, Duration::from_nanos(settings.grace_ns), sink, || {});
+    if let Outcome::Failed(failure) = worker.outcome {
+        return Err(failure.to_string());
+    }
+    let mut phases = std::mem::take(&mut *phases.lock().unwrap_or_else(|e| e.into_inner()));
+    if (phases.len() as u64) < PROBE_MIN_LOOPS {
+        return Err(format!(
+            "its probe of {iterations} iterations measured {} loops, fewer than {PROBE_MIN_LOOPS}",
+            phases.len()
+        ));
+    }
+    phases.sort_unstable();
+    Ok(BusyProbe { iterations, median_busy_ns: phases[(phases.len() - 1) / 2], loops: phases.len() as u64 })
+}
+
+/// The row's plan with `iterations`, and a window of about `PROBE_LOOPS` loops of a unit (the
+/// busy phase guessed from the time asked, at most 8 times over).
+fn probe_plan(info: &RuntimeInfo, settings: &Settings, iterations: u64) -> Plan {
+    let busy_ns = settings.busy_ns.unwrap_or(0);
+    let loop_ns = busy_ns.saturating_mul(8).saturating_add(settings.sleep.schedule.expected(1, 0));
+    let probe = Settings {
+        busy: BusyPlan { iters: iterations, ..settings.busy },
+        duration_ns: loop_ns.saturating_mul(PROBE_LOOPS).clamp(PROBE_MIN_NS, PROBE_MAX_NS),
+        warmup_ns: settings.warmup_ns.min(PROBE_MIN_NS),
+        ..settings.clone()
+    };
+    Plan { wait: info.recipe.to_string(), ..super::rows::plan_for(&probe, info.base) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(iterations: u64, median_busy_ns: u64) -> BusyProbe {
+        BusyProbe { iterations, median_busy_ns, loops: 60 }
+    }
+
+    #[test]
+    fn one_probe_scales_its_iterations_to_the_target() {
+        // 19 steps took 14.5 µs: 2 µs is 19 x 2 / 14.5 = 2.62 steps, so 3.
+        assert_eq!(secant(&probe(19, 14_500), None, 2_000), 3);
+        // A phase of 0 ns counts as 1 ns: 10 steps a nanosecond, so 1,000 for 100 ns.
+        assert_eq!(secant(&probe(10, 0), None, 100), 1_000);
+    }
+
+    #[test]
+    fn two_probes_fit_a_fixed_cost_and_a_cost_per_step() {
+        // phase = 200 + 10 x n: probes at 100 (1,200 ns) and 1,000 (10,200 ns); 2,000 ns is
+        // (2,000 - 200) / 10 = 180 steps, where a fit through the origin would say 196.
+        assert_eq!(secant(&probe(1_000, 10_200), Some(&probe(100, 1_200)), 2_000), 180);
+        assert_eq!(secant(&probe(100, 1_200), Some(&probe(1_000, 10_200)), 2_000), 180);
+    }
+
+    #[test]
+    fn a_fit_that_noise_turns_over_falls_back_to_the_near_probe() {
+        // The longer probe measured a shorter phase: no slope; 20 steps in 2,100 ns, so 19.
+        assert_eq!(secant(&probe(20, 2_100), Some(&probe(40, 2_000)), 2_000), 19);
+        // The same count twice: through the origin.
+        assert_eq!(secant(&probe(20, 2_100), Some(&probe(20, 2_300)), 2_000), 19);
+    }
+
+    #[test]
+    fn a_fit_never_asks_for_fewer_than_one_iteration() {
+        assert_eq!(secant(&probe(5, 5_000), Some(&probe(1, 4_000)), 100), 1);
+    }
+
+    #[test]
+    fn a_probe_runs_about_sixty_loops_of_the_row() {
+        let info = runtimes::find("c-thread").unwrap();
+        let mut settings: Settings = serde_json::from_value(serde_json::json!({
+            "runtimes": ["c-thread"], "experiment": "sleep", "units": 5, "priority_classes": 1,
+            "start_limit_ns": 1_000_000_000u64, "together": false, "duration_ns": 1_000_000_000u64,
+            "warmup_ns": 500_000_000u64, "sleep": {"mode": "absolute", "schedule": {"kind": "fixed", "ns": 1_000_000}},
+            "sleep_spec": "fixed:1ms", "busy": {"iters": 0, "yield": true}, "busy_ns": 20_000, "grace_ns": 1_000_000_000u64,
+            "sched": {"policy": null, "timer_slack_ns": null, "cpus": null, "mlock": false}
+        }))
+        .unwrap();
+        let plan = probe_plan(info, &settings, 7);
+        assert_eq!((plan.units, plan.busy.iters, plan.busy.yield_each_step), (5, 7, true));
+        // 60 x (8 x 20 µs + the 1 ms sleep) = 69.6 ms, below the 100 ms floor.
+        assert_eq!(plan.duration_ns, PROBE_MIN_NS);
+        settings.busy_ns = Some(2_000_000);
+        assert_eq!(probe_plan(info, &settings, 7).duration_ns, 60 * (16_000_000 + 1_000_000));
     }
 }

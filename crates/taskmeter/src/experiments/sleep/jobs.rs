@@ -16,10 +16,17 @@ pub struct Job<'a> {
     pub settings: Settings,
 }
 
-impl Job<'_> {
+impl<'a> Job<'a> {
     /// The scheduling its worker gets: the point's, with the row's knob set.
     pub fn sched(&self) -> crate::machine::sched::SchedSettings {
         self.info.knob.map_or_else(|| self.settings.sched.clone(), |knob| knob.applied_to(&self.settings.sched))
+    }
+
+    /// The same job with `iters` busy iterations (`--busy TIME`, fitted before it runs).
+    pub fn with_busy_iters(&self, iters: u64) -> Job<'a> {
+        let mut settings = self.settings.clone();
+        settings.busy.iters = iters;
+        Job { settings, ..*self }
     }
 
     /// "thread", "thread busy=1000 #2": what the progress line calls it.

@@ -23,6 +23,8 @@ use crate::session::{Output, Session};
 use jobs::Job;
 use progress::Progress;
 use rows::RunContext;
+use crate::model::run::BusyFit;
+use std::collections::HashMap;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -84,8 +86,8 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
         })
         .collect();
     runtimes::prepare_drivers(&availability);
-    let busy_iterations = match base.busy_ns {
-        Some(ns) => busy_iterations(&mut availability, ns, base),
+    let rate_estimates = match base.busy_ns {
+        Some(ns) => rate_estimates(&mut availability, ns, base),
         None => Default::default(),
     };
     for (info, available) in &availability {
@@ -94,12 +96,7 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
         }
     }
     let seed = options.shuffle.then(|| options.seed.unwrap_or_else(|| fastrand::u64(..)));
-    let mut jobs = jobs::jobs(&points, &point_settings, &availability, base.repeat, seed);
-    for job in &mut jobs {
-        if let Some(iterations) = busy_iterations.get(job.info.id) {
-            job.settings.busy.iters = *iterations;
-        }
-    }
+    let jobs = jobs::jobs(&points, &point_settings, &availability, base.repeat, seed);
     let batches = jobs::batches(&jobs, base.together);
     let progress = Progress::new(jobs::expected_time(&batches, base.together));
     let samples = match options.raw {
@@ -118,7 +115,7 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
         &progress,
         (points.len(), base.repeat),
         samples.clone(),
-        options.exact_samples,
+        (options.exact_samples, &rate_estimates),
     )?;
     progress.clear();
     if let Some(Err(e)) = samples.as_ref().map(|s| s.finish()) {
@@ -164,17 +161,18 @@ fn refuse_what_the_host_refuses(options: &RunOptions) -> Result<(), super::Exper
     Ok(())
 }
 
-/// `--busy` as a time, turned into each available runtime's own iteration count by its worker;
-/// a runtime whose worker cannot say is not run, with the reason.
-fn busy_iterations(
+/// `--busy` as a time: each available runtime's rate estimate (`calibrate`), from which every
+/// row's iterations are fitted before it runs; a runtime whose worker cannot say is not run,
+/// with the reason.
+fn rate_estimates(
     availability: &mut [(&'static runtimes::RuntimeInfo, Result<(), String>)],
     busy_ns: u64,
     s: &Settings,
-) -> std::collections::HashMap<&'static str, u64> {
-    let mut found = std::collections::HashMap::new();
+) -> HashMap<&'static str, u64> {
+    let mut found = HashMap::new();
     let mut said = Vec::new();
     for (info, available) in availability.iter_mut().filter(|(_, a)| a.is_ok()) {
-        match calibrate::iterations(info, busy_ns, &s.sched, std::time::Duration::from_nanos(s.grace_ns)) {
+        match calibrate::rate_estimate(info, busy_ns, &s.sched, std::time::Duration::from_nanos(s.grace_ns)) {
             Ok(iterations) => {
                 found.insert(info.id, iterations);
                 said.push(format!("{} {}", info.id, crate::report::format::format_count(iterations)));
@@ -188,11 +186,36 @@ fn busy_iterations(
         }
     }
     crate::errln!(
-        "busy work of {} a loop, in iterations each runtime measured for itself: {}",
+        "busy work of {} a loop: iterations from each runtime's rate ({}), fitted to its loop{} before each row",
         crate::report::format::format_ns(busy_ns as f64),
-        said.join(", ")
+        said.join(", "),
+        if s.busy.yield_each_step { " with its yields" } else { "" }
     );
     found
+}
+
+/// `--busy TIME`: each job of a batch with its busy iterations fitted to the time by probes of
+/// its loop (`calibrate::fit`), run one after another just before the batch; a job whose fit
+/// failed becomes a failed row.
+fn fit_busy_work<'a>(
+    to_run: Vec<&Job<'a>>,
+    rate_estimates: &HashMap<&'static str, u64>,
+    progress: &Progress,
+) -> (Vec<(Job<'a>, Option<BusyFit>)>, Vec<(Job<'a>, String)>) {
+    let (mut fitted, mut failed) = (Vec::new(), Vec::new());
+    for job in to_run {
+        let rate = rate_estimates.get(job.info.id);
+        let (Some(rate), Some(_)) = (rate, job.settings.busy_ns) else {
+            fitted.push((job.with_busy_iters(job.settings.busy.iters), None));
+            continue;
+        };
+        progress.start_row(&format!("{}: fitting its busy work", job.info.id));
+        match calibrate::fit(job.info, &job.settings, &job.sched(), *rate) {
+            Ok(fit) => fitted.push((job.with_busy_iters(fit.iterations), Some(fit))),
+            Err(why) => failed.push((job.with_busy_iters(0), format!("could not fit --busy to its loop: {why}"))),
+        }
+    }
+    (fitted, failed)
 }
 
 /// Runs the batches in order, each holding its point's PM QoS request: the rows.
@@ -202,7 +225,7 @@ fn run_batches(
     progress: &Progress,
     (points, repeat): (usize, u32),
     samples: Option<Arc<SamplesFile>>,
-    exact_samples: u64,
+    (exact_samples, rate_estimates): (u64, &HashMap<&'static str, u64>),
 ) -> Result<Vec<Row>, super::ExperimentError> {
     let mut rows = Vec::new();
     let mut latency_request: Option<LatencyRequest> = None;
@@ -235,6 +258,13 @@ fn run_batches(
                 }
             }
         }
+        let (to_run, unfitted) = fit_busy_work(to_run, rate_estimates, progress);
+        for (job, reason) in unfitted {
+            let mut row = rows::failed_job_row(&job, reason);
+            (row.point, row.repetition, row.sequence) = (job.point.index, job.repetition, rows.len());
+            progress.finish_row(&job.label(points, repeat), &row);
+            rows.push(row);
+        }
         let context = RunContext {
             environment: &session.environment,
             progress,
@@ -242,10 +272,10 @@ fn run_batches(
             // Rows that run at once share the samples kept for exact percentiles.
             exact_samples: exact_samples / to_run.len().max(1) as u64,
         };
-        let labels: Vec<String> = to_run.iter().map(|job| job.label(points, repeat)).collect();
+        let labels: Vec<String> = to_run.iter().map(|(job, _)| job.label(points, repeat)).collect();
         let results: Vec<Row> = match to_run.as_slice() {
             [] => Vec::new(),
-            [job] => {
+            [(job, _)] => {
                 progress.start_row(&labels[0]);
                 vec![rows::run_job(job, &labels[0], &context)]
             }
@@ -255,14 +285,15 @@ fn run_batches(
                     let handles: Vec<_> = many
                         .iter()
                         .zip(&labels)
-                        .map(|(job, label)| scope.spawn(|| rows::run_job(job, label, &context)))
+                        .map(|((job, _), label)| scope.spawn(|| rows::run_job(job, label, &context)))
                         .collect();
                     handles.into_iter().map(|h| h.join().expect("a worker thread panicked")).collect()
                 })
             }
         };
-        for ((job, label), mut row) in to_run.iter().zip(&labels).zip(results) {
+        for (((job, fit), label), mut row) in to_run.into_iter().zip(&labels).zip(results) {
             (row.point, row.repetition, row.sequence) = (job.point.index, job.repetition, rows.len());
+            row.busy_fit = fit;
             if let Some(worker) = row.worker.as_mut() {
                 worker.cpu_dma_latency_us = latency_in_force;
             }

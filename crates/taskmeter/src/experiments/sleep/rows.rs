@@ -249,6 +249,11 @@ fn classes(plan: &Plan, d: &Delivered, finished: &Finished, counts: &Counts) -> 
         .collect()
 }
 
+/// A row for a job whose worker never started, failed with the reason.
+pub fn failed_job_row(job: &Job, reason: String) -> Row {
+    failed_row(job.info.id, &job_plan(job), reason, None)
+}
+
 /// A row for a job that did not run, and why.
 pub fn skipped_row(job: &Job, reason: String) -> Row {
     Row { status: RowStatus::Skipped, plan: None, ..failed_row(job.info.id, &job_plan(job), reason, None) }
