@@ -114,12 +114,83 @@ pub struct Delivered {
     pub flushed: u64,
     /// Samples whose iteration began right after such a write (`SampleView::after_flush`).
     pub after_flush: u64,
+    /// Where each unit's samples stopped (index: unit - 1): what bounds those a cut stream never sent.
+    pub tails: Vec<UnitTail>,
+}
+
+/// Where one unit's delivered samples end.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct UnitTail {
+    /// The unit's origin, when a frame of it came.
+    pub origin_ns: Option<u64>,
+    /// The period its next sample would have.
+    pub next_period: u64,
+    pub last_wake_ns: Option<u64>,
 }
 
 impl Delivered {
     pub fn lost(&self) -> u64 {
         self.units.iter().map(|u| u.lost).sum()
     }
+
+    /// A stream cut before its `U` frames: at most how many samples its units made after their
+    /// last delivered ones, until `exited_ns` (when the worker was seen to exit) or the window's
+    /// end and one longest sleep after it, whichever is first. Samples a unit had put in its
+    /// ring but the writer had not yet sent die with the worker; this bounds them by the
+    /// schedule: a sample is put at its wake-up, and a unit wakes at most once a period
+    /// (absolute mode: no earlier than its deadline) or once its sleep has passed (relative
+    /// mode). A wake-up before its deadline, which the row counts as early, could add one.
+    /// None with the schedule `none`, which sets no pace to bound them by.
+    pub fn unsent_bound(&self, plan: &Plan, exited_ns: u64) -> Option<u64> {
+        let schedule = plan.sleep.schedule;
+        if !schedule.sleeps() {
+            return None;
+        }
+        let until = exited_ns.min(self.window.end_ns.saturating_add(schedule.max_expected(plan.units)));
+        let mut bound = 0u64;
+        for unit in 1..=self.gate.units {
+            let tail = self.tails.get(unit as usize - 1).copied().unwrap_or_default();
+            // A unit that sent no frame started at the gate at the earliest.
+            let origin = tail.origin_ns.unwrap_or(self.window.run_start_ns);
+            let first = tail.next_period;
+            // From when, and the sleeps through which periods, a wake-up of `first` on waits.
+            let (from, before) = match plan.sleep.mode {
+                // The deadline of period p: origin + the sleeps through p.
+                Mode::Absolute => (origin, 0),
+                // After the last wake-up, at least the sleeps from `first` through p.
+                Mode::Relative => (
+                    tail.last_wake_ns.unwrap_or(origin),
+                    first.checked_sub(1).map_or(0, |p| schedule.total_through(unit, p)),
+                ),
+            };
+            let room = until.saturating_sub(from) as u128;
+            bound += periods_within(|p| schedule.total_through(unit, p) - before, first, room);
+        }
+        Some(bound)
+    }
+}
+
+/// How many periods from `first` on fit, their sleeps added up, in `room` ns: the largest `k`
+/// with `through(first + k - 1) <= room`, where `through(p)` is the sleeps from `first` through
+/// `p` (increasing in `p`).
+fn periods_within(through: impl Fn(u64) -> u128, first: u64, room: u128) -> u64 {
+    let fits = |k: u64| k == 0 || through(first + k - 1) <= room;
+    let (mut low, mut high) = (0u64, 1u64);
+    while fits(high) {
+        (low, high) = (high, high.saturating_mul(2));
+        if high == u64::MAX / 2 {
+            return low;
+        }
+    }
+    while high - low > 1 {
+        let mid = low + (high - low) / 2;
+        if fits(mid) {
+            low = mid;
+        } else {
+            high = mid;
+        }
+    }
+    low
 }
 
 /// How a worker's stream ended.
@@ -283,6 +354,11 @@ impl Checker {
             (Stage::Refused, ..) => Ending::Refused(self.refusal.unwrap_or_default()),
             (_, Some(gate), Some(window), Some(hello)) => {
                 let measured_per_unit = self.units.iter().map(|u| u.measured).collect();
+                let tails = self
+                    .units
+                    .iter()
+                    .map(|u| UnitTail { origin_ns: u.origin_ns, next_period: u.next_period, last_wake_ns: u.last_wake_ns })
+                    .collect();
                 let mut units: Vec<UnitEnd> = self.units.into_iter().filter_map(|u| u.end).collect();
                 units.sort_by_key(|u| u.unit);
                 let delivered = Delivered {
@@ -299,6 +375,7 @@ impl Checker {
                     flushes: self.flushes,
                     flushed: self.flushed,
                     after_flush: self.after_flush,
+                    tails,
                 };
                 if self.stage == Stage::Done {
                     Ending::Complete(delivered)
@@ -1145,5 +1222,49 @@ mod tests {
         assert!(
             matches!(check_output(&plan, &garbage).0, Err(OutputError::Invalid(why)) if why.contains("unknown frame kind 'Z'"))
         );
+    }
+
+    /// The stream of `name` cut after its first `frames` frames, as delivered.
+    fn cut_after(name: &str, frames: usize) -> (Plan, Delivered) {
+        let (plan, vector) = stream(name);
+        let kept = serde_json::Value::Array(vector["frames"].as_array().unwrap()[..frames].to_vec());
+        match check_output(&plan, &encode_stream(&kept)).0 {
+            Ok(Ending::Cut(delivered)) => (plan, delivered),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_cut_stream_bounds_the_samples_it_never_sent_by_the_schedule() {
+        // Absolute, by-unit:1us, window 1,090..11,090 ns. Cut after unit 2's period 1: unit 1
+        // (origin 100, deadlines 100 + (p + 1) x 1,000) sent periods 0 and 1 (+2 missed), so
+        // its next is 4; unit 2 (origin 95, deadlines 95 + (p + 1) x 2,000) its next is 2.
+        let (plan, delivered) = cut_after("absolute", 5);
+        // Exited at 8,000: unit 1's deadlines of periods 4, 5, 6 (5,100, 6,100, 7,100) and unit
+        // 2's of period 2 (6,095) had passed: at most 4 samples never came.
+        assert_eq!(delivered.unsent_bound(&plan, 8_000), Some(4));
+        // Exited long after: bounded by the window's end and one longest sleep (13,090): unit 1
+        // periods 4..=11 (deadline 12,100), unit 2 periods 2..=5 (12,095): 8 + 4.
+        assert_eq!(delivered.unsent_bound(&plan, 1_000_000), Some(12));
+        // Cut after everything but U and D: unit 1 sent period 4 too.
+        let (plan, delivered) = cut_after("absolute", 6);
+        assert_eq!(delivered.unsent_bound(&plan, 8_000), Some(3));
+        // Relative, fixed:1us: last wake 2,200, the next sample is period 2. Exited at 5,300: each
+        // sample sleeps 1,000 ns at least after the previous wake: 3 fit in 3,100 ns.
+        let (plan, delivered) = cut_after("relative", 3);
+        assert_eq!(delivered.unsent_bound(&plan, 5_300), Some(3));
+        assert_eq!(delivered.unsent_bound(&plan, 2_200), Some(0), "exited at its last wake-up");
+        // Exited late: the window ends at 10,100, plus one sleep: 8 fit in 11,100 - 2,200.
+        assert_eq!(delivered.unsent_bound(&plan, 50_000), Some(8));
+    }
+
+    #[test]
+    fn periods_within_finds_the_last_period_that_fits() {
+        // Sleeps of 10 ns a period from period 3 on: 3 periods fit in 30 ns, 2 in 29.
+        let through = |p: u64| (p - 2) as u128 * 10;
+        assert_eq!(periods_within(through, 3, 30), 3);
+        assert_eq!(periods_within(through, 3, 29), 2);
+        assert_eq!(periods_within(through, 3, 0), 0);
+        assert_eq!(periods_within(through, 3, 10_000_000), 1_000_000);
     }
 }

@@ -482,6 +482,14 @@ fn a_worker_killed_mid_run_leaves_a_partial_row_with_its_samples() {
     assert!(kept > 0, "the samples sent before the kill are kept");
     let covered = counts["covered_ns"].as_u64().unwrap();
     assert!(covered > 0 && covered < 20_000_000_000, "covers part of the window: {covered}");
+    // What the rings held when the worker died is bounded and said: every deadline of each of
+    // the 5 units up to the latest wake-up sent is a sample sent, a period missed, or one of
+    // those at most unsent (less one a unit for its deadline in progress).
+    let unsent = counts["samples_unsent_max"].as_u64().expect("a cut row bounds its unsent samples");
+    let number = |key: &str| counts[key].as_u64().unwrap();
+    let accounted = number("samples_total") + number("missed_periods") + number("missed_periods_warmup") + unsent;
+    assert!(accounted + 5 >= 5 * (covered / 1_000_000), "{accounted} samples for {covered} ns: {counts}");
+    assert!(reason.contains("more were made and never sent"), "{reason}");
     assert_eq!(thread["statistics"]["lateness"]["count"].as_u64(), Some(kept));
     let in_file = samples_csv(&folder).lines().filter(|l| l.starts_with("thread,")).count() as u64;
     assert_eq!(in_file, kept, "--raw has the same samples");

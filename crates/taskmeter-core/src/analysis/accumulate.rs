@@ -8,7 +8,7 @@
 //! significant digits), and the row says so (`basis: histogram`).
 
 use crate::analysis::histogram::SignedHistogram;
-use crate::model::run::{Basis, Histograms, Metric, PerMetric, Statistics};
+use crate::model::run::{Basis, Histograms, Metric, PerMetric, Statistics, UnitSpread};
 use taskmeter_protocol::SampleView;
 use taskmeter_stats::{nearest_rank, Moments, Summary, PERCENTILES};
 
@@ -194,6 +194,9 @@ pub struct RowStats {
     /// live line ends where the table starts.
     live: Option<SignedHistogram>,
     live_max: Option<i64>,
+    /// Each unit's measured samples and their lateness sum (index: unit - 1): the statistics
+    /// pool samples, so a unit that woke more often weighs more; this is each unit's own.
+    per_unit: Vec<(u64, i128)>,
 }
 
 /// What a row's statistics came to.
@@ -206,6 +209,7 @@ pub struct Finished {
     pub classes: Vec<Statistics>,
     pub counts: SampleCounts,
     pub basis: Basis,
+    pub unit_spread: Option<UnitSpread>,
 }
 
 impl RowStats {
@@ -220,6 +224,7 @@ impl RowStats {
             basis: Basis::Exact,
             live: live.then(SignedHistogram::default),
             live_max: None,
+            per_unit: Vec::new(),
         }
     }
 
@@ -236,6 +241,12 @@ impl RowStats {
                 self.counts.left_out += 1;
                 continue;
             }
+            let unit = view.unit as usize - 1;
+            if unit >= self.per_unit.len() {
+                self.per_unit.resize(unit + 1, (0, 0));
+            }
+            let own = &mut self.per_unit[unit];
+            (own.0, own.1) = (own.0 + 1, own.1 + (s.wake_ns as i128 - s.intended_ns as i128));
             let c = &mut self.counts;
             c.measured += 1;
             c.missed += s.missed;
@@ -301,6 +312,7 @@ impl RowStats {
             statistics: self.all.statistics(),
             histograms,
             classes,
+            unit_spread: UnitSpread::of(&self.per_unit),
             counts: self.counts,
             basis: self.basis,
         }
@@ -392,6 +404,19 @@ mod tests {
         let early = histogram::decode(done.lateness_early.as_ref().expect("early wake-ups")).unwrap();
         assert_eq!(early.len(), done.counts.early);
         assert_eq!(early.max() as i64, -lateness.iter().min().unwrap());
+        // Each unit's own mean, from its measured samples alone.
+        let unit_mean = |unit: u32| {
+            let own: Vec<i64> = measured
+                .iter()
+                .filter(|v| v.unit == unit)
+                .map(|v| v.sample.wake_ns as i64 - v.sample.intended_ns as i64)
+                .collect();
+            own.iter().sum::<i64>() as f64 / own.len() as f64
+        };
+        let spread = done.unit_spread.expect("two units measured");
+        assert_eq!((spread.units, spread.samples_min, spread.samples_max), (2, 950, 950));
+        assert_eq!(spread.lateness_min, unit_mean(1).min(unit_mean(2)));
+        assert_eq!(spread.lateness_max, unit_mean(1).max(unit_mean(2)));
     }
 
     #[test]

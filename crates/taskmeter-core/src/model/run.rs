@@ -136,6 +136,47 @@ pub struct Row {
     /// `--busy TIME`: how this row's busy iterations were fitted to the time before it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub busy_fit: Option<BusyFit>,
+    /// Each unit's own mean lateness, how they spread (the statistics pool samples).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit_spread: Option<UnitSpread>,
+}
+
+/// How a row's units differ: its statistics pool samples (a unit that woke more often weighs
+/// more), and this gives each unit one say. Over the units with a measured sample.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct UnitSpread {
+    pub units: u64,
+    /// The fewest and most measured samples a unit had.
+    pub samples_min: u64,
+    pub samples_max: u64,
+    /// Each unit's mean lateness: the mean of those means, their sample standard deviation
+    /// (n - 1; absent with one unit), the lowest and the highest.
+    pub lateness_mean: f64,
+    pub lateness_sd: Option<f64>,
+    pub lateness_min: f64,
+    pub lateness_max: f64,
+}
+
+impl UnitSpread {
+    /// From each unit's (measured samples, lateness sum); None when no unit measured one.
+    pub fn of(per_unit: &[(u64, i128)]) -> Option<UnitSpread> {
+        let units: Vec<(u64, f64)> =
+            per_unit.iter().filter(|(n, _)| *n > 0).map(|(n, sum)| (*n, *sum as f64 / *n as f64)).collect();
+        let means: Vec<f64> = units.iter().map(|(_, m)| *m).collect();
+        let count = means.len();
+        let mean = means.iter().sum::<f64>() / count.max(1) as f64;
+        let sd = (count > 1)
+            .then(|| (means.iter().map(|m| (m - mean).powi(2)).sum::<f64>() / (count - 1) as f64).sqrt());
+        (count > 0).then(|| UnitSpread {
+            units: count as u64,
+            samples_min: units.iter().map(|(n, _)| *n).min().unwrap_or(0),
+            samples_max: units.iter().map(|(n, _)| *n).max().unwrap_or(0),
+            lateness_mean: mean,
+            lateness_sd: sd,
+            lateness_min: means.iter().copied().fold(f64::INFINITY, f64::min),
+            lateness_max: means.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        })
+    }
 }
 
 /// `--busy TIME` for one row: the iterations whose busy phase, in the work loop itself (one unit,
@@ -181,6 +222,7 @@ impl Row {
             counters_missing: None,
             runtime_view: None,
             busy_fit: None,
+            unit_spread: None,
         }
     }
 }
@@ -301,6 +343,11 @@ pub struct Counts {
     /// measured window its samples cover, ns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub covered_ns: Option<u64>,
+    /// When the stream was cut: at most how many samples its units made after their last
+    /// delivered ones, in rings the worker died with (a bound from the schedule and the
+    /// worker's exit: `Delivered::unsent_bound`); absent when the schedule sets no pace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples_unsent_max: Option<u64>,
     /// Time the worker took to create its units and park them all at the start gate
     /// (run_start - create_start), and that time per unit started.
     pub create_ns: u64,
@@ -355,5 +402,24 @@ impl Record for RunRecord {
 
     fn header_mut(&mut self) -> &mut Header {
         &mut self.header
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UnitSpread;
+
+    #[test]
+    fn a_unit_spread_gives_each_unit_one_say() {
+        // Units of 2 samples (sum 20: mean 10), none, 4 (sum 120: mean 30), 1 (sum -5: mean -5).
+        // Pooled over samples the mean would be 135 / 7 = 19.3; over units it is 35 / 3 = 11.67,
+        // sd sqrt(((10 - 11.67)^2 + (30 - 11.67)^2 + (-5 - 11.67)^2) / 2) = 17.559.
+        let spread = UnitSpread::of(&[(2, 20), (0, 0), (4, 120), (1, -5)]).unwrap();
+        assert_eq!((spread.units, spread.samples_min, spread.samples_max), (3, 1, 4));
+        assert!((spread.lateness_mean - 35.0 / 3.0).abs() < 1e-12);
+        assert!((spread.lateness_sd.unwrap() - 17.559_422).abs() < 1e-5, "{spread:?}");
+        assert_eq!((spread.lateness_min, spread.lateness_max), (-5.0, 30.0));
+        assert_eq!(UnitSpread::of(&[(3, 30)]).unwrap().lateness_sd, None, "one unit has no spread");
+        assert_eq!(UnitSpread::of(&[(0, 0)]), None);
     }
 }

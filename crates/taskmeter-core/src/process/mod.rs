@@ -105,6 +105,8 @@ pub struct Exit {
     pub peak_rss_kb: u64,
     /// User plus system CPU time of the child and its threads.
     pub cpu_ns: u64,
+    /// When wait4 returned (CLOCK_MONOTONIC): the child had exited by then.
+    pub exited_ns: u64,
 }
 
 fn timeval_ns(t: libc::timeval) -> u64 {
@@ -136,7 +138,8 @@ pub fn wait_with_usage(child: Child) -> std::io::Result<Exit> {
             return Err(e);
         }
     }
+    let exited_ns = taskmeter_record::clock::now_ns();
     drop(child);
     let cpu_ns = timeval_ns(usage.ru_utime) + timeval_ns(usage.ru_stime);
-    Ok(Exit { status: ExitStatus::from_raw(status), peak_rss_kb: usage.ru_maxrss as u64, cpu_ns })
+    Ok(Exit { status: ExitStatus::from_raw(status), peak_rss_kb: usage.ru_maxrss as u64, cpu_ns, exited_ns })
 }

@@ -57,6 +57,8 @@ pub struct WorkerRun {
     pub peak_rss_kb: Option<u64>,
     pub cpu_ns: Option<u64>,
     pub wall_ns: u64,
+    /// When taskmeter saw the worker exit (CLOCK_MONOTONIC), if it did.
+    pub exited_ns: Option<u64>,
     /// What the kernel counted for the worker over its measured window, or why nothing.
     pub counters: Result<Counters, String>,
     /// The worker's stderr (its last few kilobytes).
@@ -514,6 +516,7 @@ pub fn run_worker(
             peak_rss_kb: None,
             cpu_ns: None,
             wall_ns: 0,
+            exited_ns: None,
             counters: Err("the worker did not start".into()),
             stderr: String::new(),
             harness: None,
@@ -529,6 +532,7 @@ pub fn run_worker(
                 peak_rss_kb: raw.peak_rss_kb,
                 cpu_ns: raw.cpu_ns,
                 wall_ns,
+                exited_ns: raw.ended.exit.as_ref().ok().map(|e| e.exited_ns),
                 counters: raw.counters,
                 stderr: raw.stderr,
                 backlog_peak_bytes: Some(raw.stream.backlog_peak_bytes),

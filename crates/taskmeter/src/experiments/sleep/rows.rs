@@ -141,13 +141,21 @@ fn row_from(of: &RuntimeInfo, plan: Plan, worker: WorkerRun, toolchain: String, 
     if cut {
         info.stderr = Some(worker.stderr).filter(|s| !s.is_empty());
     }
-    let counts = counts(&plan, &delivered, &finished, cut);
+    let unsent = cut.then(|| delivered.unsent_bound(&plan, worker.exited_ns.unwrap_or(u64::MAX))).flatten();
+    let counts = Counts { samples_unsent_max: unsent, ..counts(&plan, &delivered, &finished, cut) };
     let mut reasons = Vec::new();
     if let Some(why) = stopped {
         if cut {
             let covered = counts.covered_ns.unwrap_or(0) as f64 / 1e9;
+            let unsent = match unsent {
+                Some(n) => format!(
+                    "; at most {} more were made and never sent (in its units' rings when it died)",
+                    crate::report::format::format_count(n)
+                ),
+                None => "; how many more its units made and never sent, the schedule none cannot bound".into(),
+            };
             reasons.push(format!(
-                "{why}; the row keeps the {} samples it sent, covering {covered:.1} s of the {:.1} s measured",
+                "{why}; the row keeps the {} samples it sent, covering {covered:.1} s of the {:.1} s measured{unsent}",
                 crate::report::format::format_count(delivered.samples),
                 plan.duration_ns as f64 / 1e9
             ));
@@ -171,6 +179,7 @@ fn row_from(of: &RuntimeInfo, plan: Plan, worker: WorkerRun, toolchain: String, 
         histograms: Some(finished.histograms),
         lateness_early: finished.lateness_early,
         runtime_view: delivered.view.clone(),
+        unit_spread: finished.unit_spread,
         counters_missing: worker.counters.as_ref().err().cloned(),
         counters: worker.counters.ok(),
         ..Row::new(runtime, status)
@@ -219,6 +228,7 @@ fn counts(plan: &Plan, d: &Delivered, finished: &Finished, cut: bool) -> Counts 
         samples_left_out: c.left_out,
         samples_after_gap: c.after_gap,
         covered_ns,
+        samples_unsent_max: None,
         create_ns,
         create_per_unit_ns: create_ns as f64 / d.gate.units.max(1) as f64,
     }
