@@ -357,7 +357,11 @@ impl Checker {
                 let tails = self
                     .units
                     .iter()
-                    .map(|u| UnitTail { origin_ns: u.origin_ns, next_period: u.next_period, last_wake_ns: u.last_wake_ns })
+                    .map(|u| UnitTail {
+                        origin_ns: u.origin_ns,
+                        next_period: u.next_period,
+                        last_wake_ns: u.last_wake_ns,
+                    })
                     .collect();
                 let mut units: Vec<UnitEnd> = self.units.into_iter().filter_map(|u| u.end).collect();
                 units.sort_by_key(|u| u.unit);

@@ -165,8 +165,8 @@ impl UnitSpread {
         let means: Vec<f64> = units.iter().map(|(_, m)| *m).collect();
         let count = means.len();
         let mean = means.iter().sum::<f64>() / count.max(1) as f64;
-        let sd = (count > 1)
-            .then(|| (means.iter().map(|m| (m - mean).powi(2)).sum::<f64>() / (count - 1) as f64).sqrt());
+        let sd =
+            (count > 1).then(|| (means.iter().map(|m| (m - mean).powi(2)).sum::<f64>() / (count - 1) as f64).sqrt());
         (count > 0).then(|| UnitSpread {
             units: count as u64,
             samples_min: units.iter().map(|(n, _)| *n).min().unwrap_or(0),

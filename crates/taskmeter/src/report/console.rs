@@ -600,12 +600,17 @@ mod tests {
             busy_line(&busy_record(&[("c-thread", 1_500_000), ("go", 304_000), ("python-thread", 12_100)])).unwrap();
         assert!(line.contains("warning: not the same time in every runtime"), "{line}");
         assert!(
-            line.contains("c-thread 1.50 ms (+74900 %), go 304 µs (+15100 %), python-thread 12.1 µs (+505 %) off the 2.00 µs"),
+            line.contains(
+                "c-thread 1.50 ms (+74900 %), go 304 µs (+15100 %), python-thread 12.1 µs (+505 %) off the 2.00 µs"
+            ),
             "{line}"
         );
         // 2.29 µs (+14.5 %) is off, 1.85 µs (-7.5 %) is not.
         let line = busy_line(&busy_record(&[("c-thread", 2_290), ("go", 1_850)])).unwrap();
-        assert!(line.contains("c-thread 2.29 µs (+14 %) off") || line.contains("c-thread 2.29 µs (+15 %) off"), "{line}");
+        assert!(
+            line.contains("c-thread 2.29 µs (+14 %) off") || line.contains("c-thread 2.29 µs (+15 %) off"),
+            "{line}"
+        );
         assert!(!line.contains("go 1.85 µs ("), "{line}");
     }
 }

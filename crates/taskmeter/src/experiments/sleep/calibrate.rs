@@ -173,18 +173,31 @@ fn probe(
     Ok(BusyProbe { iterations, median_busy_ns: phases[(phases.len() - 1) / 2], loops: phases.len() as u64 })
 }
 
+/// About how long one probe of a row measures (its warm-up and window), for the ETA; a fit
+/// usually takes two.
+pub fn probe_time(settings: &Settings) -> Duration {
+    let plan = probe_plan_settings(settings, 1);
+    Duration::from_nanos(plan.warmup_ns + plan.duration_ns)
+}
+
 /// The row's plan with `iterations`, and a window of about `PROBE_LOOPS` loops of a unit (the
 /// busy phase guessed from the time asked, at most 8 times over).
 fn probe_plan(info: &RuntimeInfo, settings: &Settings, iterations: u64) -> Plan {
+    Plan {
+        wait: info.recipe.to_string(),
+        ..super::rows::plan_for(&probe_plan_settings(settings, iterations), info.base)
+    }
+}
+
+fn probe_plan_settings(settings: &Settings, iterations: u64) -> Settings {
     let busy_ns = settings.busy_ns.unwrap_or(0);
     let loop_ns = busy_ns.saturating_mul(8).saturating_add(settings.sleep.schedule.expected(1, 0));
-    let probe = Settings {
+    Settings {
         busy: BusyPlan { iters: iterations, ..settings.busy },
         duration_ns: loop_ns.saturating_mul(PROBE_LOOPS).clamp(PROBE_MIN_NS, PROBE_MAX_NS),
         warmup_ns: settings.warmup_ns.min(PROBE_MIN_NS),
         ..settings.clone()
-    };
-    Plan { wait: info.recipe.to_string(), ..super::rows::plan_for(&probe, info.base) }
+    }
 }
 
 #[cfg(test)]

@@ -80,20 +80,22 @@ pub fn batches<'j, 'a>(jobs: &'j [Job<'a>], together: bool) -> Vec<Vec<&'j Job<'
     order.iter().map(|key| jobs.iter().filter(|j| (j.point.index, j.repetition) == *key).collect()).collect()
 }
 
-/// How long the batches should take, for the progress bar's ETA.
+/// How long the batches should take, for the progress bar's ETA: their rows (one after
+/// another, or the longest of those together) and, with `--busy TIME`, every row's probes,
+/// which run one after another before its batch.
 pub fn expected_time(batches: &[Vec<&Job>], together: bool) -> Duration {
+    let start = Duration::from_millis(300);
     batches
         .iter()
         .map(|batch| {
-            batch
-                .iter()
-                .filter(|j| j.available.is_ok())
-                .map(|j| {
-                    Duration::from_nanos(j.settings.warmup_ns + j.settings.duration_ns) + Duration::from_millis(300)
-                })
-                .max()
-                .unwrap_or_default()
-                * if together { 1 } else { batch.len() as u32 }
+            let available = || batch.iter().filter(|j| j.available.is_ok());
+            let rows = available().map(|j| Duration::from_nanos(j.settings.warmup_ns + j.settings.duration_ns) + start);
+            let rows = if together { rows.max().unwrap_or_default() } else { rows.sum() };
+            let probes: Duration = available()
+                .filter(|j| j.settings.busy_ns.is_some())
+                .map(|j| (super::calibrate::probe_time(&j.settings) + start) * 2)
+                .sum();
+            rows + probes
         })
         .sum()
 }

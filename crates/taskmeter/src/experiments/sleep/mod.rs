@@ -14,6 +14,7 @@ pub use rows::plan_for;
 
 use crate::machine::idle::{cpu_dma_latency_us, LatencyRequest};
 use crate::machine::privilege;
+use crate::model::run::BusyFit;
 use crate::model::run::{Metric, Order, Row, RowStatus, RunRecord, Settings};
 use crate::model::samples::SamplesFile;
 use crate::model::sweep::{self, Sweep};
@@ -23,7 +24,6 @@ use crate::session::{Output, Session};
 use jobs::Job;
 use progress::Progress;
 use rows::RunContext;
-use crate::model::run::BusyFit;
 use std::collections::HashMap;
 use std::process::ExitCode;
 use std::sync::Arc;
