@@ -41,6 +41,9 @@ for r in rows:
 worst = max(cells)[1] if cells else "-"
 print(f"{name}: {within}/{len(rows)} rows within 10 % of {target / 1e3:g} µs; worst {worst}")
 print("    " + ", ".join(c for _, c in cells))
+for r in record["rows"]:
+    if r not in rows:
+        print(f"    {r['runtime']}: {r['status']}, {r.get('reason')}")
 PY
         done
     done

@@ -11,7 +11,9 @@
 //!    among some fifty, not an offset. From the second probe on, each count comes from a secant
 //!    step on `phase = fixed + per_step x iterations` through the last two probes; the fit stops
 //!    at a probe within 5 % of the time, at a count already probed (whole steps cannot come
-//!    closer), or after four probes. What is fitted is the phase the table reports: with
+//!    closer), or after four probes; a probe whose phase outlasted its window (on a loaded
+//!    machine a yield may give the core away for milliseconds) is followed by one of an eighth
+//!    of its iterations, so a fit never fails a row. What is fitted is the phase the table reports: with
 //!    several units on one thread (or one GIL) and `--yield`, a unit's phase holds the other
 //!    units' turns, and the fit gives each unit less arithmetic. Each repetition gets its own
 //!    fit, so an error of the fit varies between repetitions and their intervals see it.
@@ -34,7 +36,8 @@ const CALIBRATE_NS: u64 = 10_000_000;
 const PROBE_MIN_NS: u64 = 100_000_000;
 const PROBE_MAX_NS: u64 = 2_000_000_000;
 const PROBE_LOOPS: u64 = 60;
-/// Fewer measured loops than this and a probe's median says too little.
+/// Fewer measured loops than this and a probe's median says too little: its phase outlasted
+/// the window, and the next probe runs fewer iterations.
 const PROBE_MIN_LOOPS: u64 = 5;
 /// Probes a fit may run; it stops at a probe whose phase is this close to the time (a fraction).
 const MAX_PROBES: usize = 4;
@@ -106,20 +109,36 @@ pub fn fit(
         false => rate_estimate,
     }
     .max(1);
-    let mut probes = vec![probe(info, settings, sched, first_iterations)?];
+    let mut probes: Vec<BusyProbe> = Vec::new();
+    let mut iterations = first_iterations;
     loop {
-        let last = probes[probes.len() - 1];
-        let next = secant(&last, probes.len().checked_sub(2).map(|i| &probes[i]), target_ns);
-        let close = (last.median_busy_ns as f64 / target_ns as f64 - 1.0).abs() <= CLOSE_ENOUGH;
-        let iterations = match close {
-            true => last.iterations,
-            false => next,
-        };
-        if close || probes.len() == MAX_PROBES || probes.iter().any(|p| p.iterations == next) {
+        let last = probe(info, settings, sched, iterations)?;
+        probes.push(last);
+        let done;
+        (iterations, done) = next_count(&probes, target_ns);
+        if done || probes.len() == MAX_PROBES {
             return Ok(BusyFit { target_ns, iterations, rate_estimate, probes });
         }
-        probes.push(probe(info, settings, sched, next)?);
     }
+}
+
+/// After `probes` (the last one just run): the count to use or probe next, and whether the fit
+/// is done. A probe whose phase outlasts its window (a loaded machine's yields can give the
+/// core away for milliseconds each) measured too few loops to judge: the next runs an eighth
+/// of its iterations. Otherwise the secant through the last two judged probes; done at a
+/// probe within `CLOSE_ENOUGH` of the time, or at a count already probed.
+fn next_count(probes: &[BusyProbe], target_ns: u64) -> (u64, bool) {
+    let last = probes[probes.len() - 1];
+    if last.loops < PROBE_MIN_LOOPS {
+        return ((last.iterations / 8).max(1), last.iterations == 1);
+    }
+    if (last.median_busy_ns as f64 / target_ns as f64 - 1.0).abs() <= CLOSE_ENOUGH {
+        return (last.iterations, true);
+    }
+    let mut judged = probes.iter().rev().filter(|p| p.loops >= PROBE_MIN_LOOPS);
+    let (near, far) = (judged.next().expect("the last"), judged.next());
+    let next = secant(near, far, target_ns);
+    (next, probes.iter().any(|p| p.iterations == next))
 }
 
 /// The iterations whose busy phase is `target_ns`, on the line through two probes (`phase =
@@ -141,7 +160,8 @@ fn secant(near: &BusyProbe, far: Option<&BusyProbe>, target_ns: u64) -> u64 {
 }
 
 /// Runs the row's loop (its units too) with `iterations` busy iterations, for about
-/// `PROBE_LOOPS` loops after a short warm-up: the median busy phase of its measured loops.
+/// `PROBE_LOOPS` loops after a short warm-up: the median busy phase of its measured loops (0
+/// when it measured none).
 fn probe(
     info: &'static RuntimeInfo,
     settings: &Settings,
@@ -163,14 +183,9 @@ fn probe(
         return Err(failure.to_string());
     }
     let mut phases = std::mem::take(&mut *phases.lock().unwrap_or_else(|e| e.into_inner()));
-    if (phases.len() as u64) < PROBE_MIN_LOOPS {
-        return Err(format!(
-            "its probe of {iterations} iterations measured {} loops, fewer than {PROBE_MIN_LOOPS}",
-            phases.len()
-        ));
-    }
     phases.sort_unstable();
-    Ok(BusyProbe { iterations, median_busy_ns: phases[(phases.len() - 1) / 2], loops: phases.len() as u64 })
+    let median_busy_ns = phases.get(phases.len().saturating_sub(1) / 2).copied().unwrap_or(0);
+    Ok(BusyProbe { iterations, median_busy_ns, loops: phases.len() as u64 })
 }
 
 /// About how long one probe of a row measures (its warm-up and window), for the ETA; a fit
@@ -254,5 +269,25 @@ mod tests {
         assert_eq!(plan.duration_ns, PROBE_MIN_NS);
         settings.busy_ns = Some(2_000_000);
         assert_eq!(probe_plan(info, &settings, 7).duration_ns, 60 * (16_000_000 + 1_000_000));
+    }
+
+    #[test]
+    fn a_fit_stops_close_to_the_time_or_at_a_count_it_probed() {
+        // 24 steps 12.7 µs, 4 steps 2.5 µs (+25 %): the secant says 3 (-> about 2 µs), new.
+        assert_eq!(next_count(&[probe(24, 12_700), probe(4, 2_500)], 2_000), (3, false));
+        // Then 3 steps 2.05 µs: within 5 %, done with 3.
+        assert_eq!(next_count(&[probe(24, 12_700), probe(4, 2_500), probe(3, 2_050)], 2_000), (3, true));
+        // 1 step 1.48 µs after 23 steps 66.7 µs: the secant says 1 again: whole steps come no closer.
+        assert_eq!(next_count(&[probe(23, 66_700), probe(1, 1_480)], 2_000), (1, true));
+    }
+
+    #[test]
+    fn a_probe_whose_phase_outlasts_its_window_is_followed_by_one_of_an_eighth() {
+        let too_long = |iterations| BusyProbe { iterations, median_busy_ns: 0, loops: 2 };
+        assert_eq!(next_count(&[too_long(1_600)], 200_000), (200, false));
+        // The judged probes alone make the secant: 200 steps 400 µs, so 100 for 200 µs.
+        assert_eq!(next_count(&[too_long(1_600), probe(200, 400_000)], 200_000), (100, false));
+        // One step that outlasts the window: nothing less to try.
+        assert_eq!(next_count(&[too_long(1)], 200_000), (1, true));
     }
 }
