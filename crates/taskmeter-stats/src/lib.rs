@@ -189,9 +189,11 @@ pub fn welch_p(a: &[f64], b: &[f64]) -> Option<f64> {
 }
 
 /// Two-sided p-value of Student's t-test between two sets of values with a pooled variance,
-/// n_a + n_b - 2 degrees of freedom: with equal counts it keeps its level when the variances
-/// differ (Welch's degrees of freedom, with 3 a side, can fall to 2 where these are 4). None
-/// when either has fewer than two values or both have no variance.
+/// n_a + n_b - 2 degrees of freedom (4 at 3 a side, where Welch's can fall to 2). Its level is
+/// exact when the variances are equal; when one side's is far larger, with equal counts n, the
+/// statistic tends to a t with n - 1 degrees of freedom judged against the quantile of 2n - 2,
+/// and its level rises to 10.9 % at 3 a side, 8.2 % at 5 and 6.9 % at 8. None when either has
+/// fewer than two values or both have no variance.
 pub fn student_p(a: &[f64], b: &[f64]) -> Option<f64> {
     use statrs::distribution::{ContinuousCDF, StudentsT};
     let (sa, sb) = (float_sample_std(a)?, float_sample_std(b)?);

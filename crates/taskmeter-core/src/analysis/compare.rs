@@ -118,8 +118,9 @@ fn mean(v: &[f64]) -> f64 {
     }
 }
 
-/// Two sets of values: Student's t with equal counts (it keeps its level when the variances
-/// differ, and has twice Welch's worst degrees of freedom), Welch's otherwise.
+/// Two sets of values: Student's t with equal counts (twice Welch's worst degrees of freedom; its
+/// level rises to 10.9 % at 3 a side when one side's variance dominates: `student_p`), Welch's
+/// otherwise.
 fn two_sample_p(a: &[f64], b: &[f64]) -> Option<f64> {
     if a.len() == b.len() {
         student_p(a, b)
