@@ -24,8 +24,8 @@ const VOLUME_LEFT_OUT_FIRST: [&str; 12] = [
     "high",
     "rings",
     "create/unit",
-    "95 % CI",
-    "95 % CI",
+    RANGE,
+    RANGE,
     "iter/unit",
     "p99",
     "lateness p50",
@@ -49,7 +49,7 @@ fn render_with_reasons_fitted(t: &Table, drop: &[&str]) -> String {
 /// The columns of the ranked table in the order they are left out when the terminal is too
 /// narrow for them all: the counts and the extremes first; the mean the table is ranked by
 /// stays longest, then the median.
-const RANKED_LEFT_OUT_FIRST: [&str; 7] = ["missed", "max", "samples", "95 % CI", "p99", "vs best", "p50"];
+const RANKED_LEFT_OUT_FIRST: [&str; 7] = ["missed", "max", "samples", RANGE, "p99", "vs best", "p50"];
 
 pub fn table(record: &RunRecord, point: usize) -> String {
     let t = table_of(record, point);

@@ -4,9 +4,10 @@
 
 use super::console::render_table_fitted;
 use super::figure::{bar_chart, line_chart, style_of, Axis, Bars, Chart, Level, Scale, Series, Style, Unit};
+use super::format::format_range;
 use super::page::{table, Block, Report, Section};
 use crate::analysis::granularity::{baselines, BASELINE_SPREAD, THRESHOLD};
-use crate::model::granularity::{GrainRecord, GrainRun, GrainSummary, Metg};
+use crate::model::granularity::{GrainRecord, GrainRun, GrainSummary, Metg, RANGES_SINCE};
 use std::fmt::Write as _;
 use taskmeter_stats::format::ns as format_ns;
 use taskmeter_stats::Interval;
@@ -42,12 +43,10 @@ fn metg_text(m: Metg) -> String {
     }
 }
 
-/// "1.23 µs ± 45.0 ns" with repetitions, "1.23 µs" with one.
+/// "1.23 µs ± 45.0 ns", METG's "995 ns (164 ns–6.04 µs)" (on a log scale), "1.23 µs" with one
+/// repetition.
 fn with_interval(i: &Interval) -> String {
-    match i.degrees_of_freedom {
-        Some(_) => format!("{} ± {}", format_ns(i.value), format_ns(i.half_width)),
-        None => format_ns(i.value),
-    }
+    format_range(i, format_ns)
 }
 
 fn summary_metg(s: &GrainSummary) -> String {
@@ -61,7 +60,7 @@ fn summary_metg(s: &GrainSummary) -> String {
 
 fn percent(i: &Option<Interval>) -> String {
     match i {
-        Some(i) if i.degrees_of_freedom.is_some() => format!("{:.0} ± {:.0} %", 100.0 * i.value, 100.0 * i.half_width),
+        Some(i) if i.has_range() => format!("{:.0} ± {:.0} %", 100.0 * i.value, 100.0 * i.half_width),
         Some(i) => format!("{:.0} %", 100.0 * i.value),
         None => "-".into(),
     }
@@ -89,6 +88,24 @@ fn ranked_table(record: &GrainRecord) -> Vec<Vec<String>> {
         ]);
     }
     lines
+}
+
+/// What the ranges under the tables are (a record before version 2 holds Student-t intervals of
+/// its means, and says so).
+fn ranges_note(record: &GrainRecord) -> String {
+    let repeat = record.settings.repeat;
+    match repeat {
+        0 | 1 => "One repetition: no range; --repeat 3 gives ranges.".into(),
+        _ if record.header.schema_version < RANGES_SINCE => format!(
+            "± = 95 % Student-t confidence interval of the mean over the repetitions (a granularity.json of version {}).",
+            record.header.schema_version
+        ),
+        _ => format!(
+            "METG = the geometric mean of the repetitions' METGs, as METG (low–high): the 95 % range for another \
+             invocation's, on a log scale, so never below 0. Other ± = {}.",
+            taskmeter_stats::range_note(repeat as usize, "each its own worker process")
+        ),
+    }
 }
 
 /// Every runtime's efficiency at every task size: the curves, as numbers.
@@ -143,11 +160,7 @@ pub fn console(record: &GrainRecord) -> String {
         "\nMETG(50 %): the task granularity (wall x cores / tasks) at which efficiency falls to {:.0} %; lower is better.\n",
         100.0 * THRESHOLD
     ));
-    out.push_str(if record.settings.repeat > 1 {
-        "± = 95 % Student-t interval over the repetitions (each its own worker process)\n"
-    } else {
-        "one repetition: no interval; --repeat 3 gives intervals\n"
-    });
+    let _ = writeln!(out, "{}", ranges_note(record));
     out.push_str(&warnings(record));
     for line in failures(record) {
         let _ = writeln!(out, "{line}");
@@ -209,7 +222,7 @@ fn warnings(record: &GrainRecord) -> String {
         if metgs.len() >= 2 && high > DISAGREEMENT * low {
             let _ = writeln!(
                 out,
-                "warning: {}: its {} repetitions disagree, METG from {} to {}: its interval is wide for a reason (more --repeat narrows it)",
+                "warning: {}: its {} repetitions disagree, METG from {} to {}: its range is wide for a reason (more --repeat narrows it)",
                 s.runtime,
                 metgs.len(),
                 format_ns(low),
@@ -252,16 +265,12 @@ pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
             .iter()
             .enumerate()
             .map(|(i, s)| {
-                let (points, errors) = value(s)
+                let estimates: Vec<(f64, Interval)> = value(s)
                     .iter()
                     .zip(sizes)
-                    .filter_map(|(v, size)| {
-                        v.filter(|v| v.value > 0.0).map(|v| {
-                            ((*size as f64, v.value * scale), v.degrees_of_freedom.map(|_| v.half_width * scale))
-                        })
-                    })
-                    .unzip();
-                Series { name: s.runtime.clone(), style: styles[i], points, errors }
+                    .filter_map(|(v, size)| v.filter(|v| v.value > 0.0).map(|v| (*size as f64, v.scaled(scale))))
+                    .collect();
+                Series::of_estimates(s.runtime.clone(), styles[i], &estimates)
             })
             .filter(|s| !s.points.is_empty())
             .collect()
@@ -276,18 +285,14 @@ pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let mut measured: Vec<((f64, f64), Option<f64>)> = s
+            let mut measured: Vec<(f64, Interval)> = s
                 .granularity_ns
                 .iter()
                 .zip(&s.efficiency)
-                .filter_map(|(g, e)| {
-                    let (g, e) = (g.as_ref()?, e.as_ref()?);
-                    Some(((g.value, 100.0 * e.value), e.degrees_of_freedom.map(|_| 100.0 * e.half_width)))
-                })
+                .filter_map(|(g, e)| Some((g.as_ref()?.value, e.as_ref()?.scaled(100.0))))
                 .collect();
-            measured.sort_by(|a, b| a.0 .0.total_cmp(&b.0 .0));
-            let (points, errors) = measured.into_iter().unzip();
-            Series { name: s.runtime.clone(), style: styles[i], points, errors }
+            measured.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Series::of_estimates(s.runtime.clone(), styles[i], &measured)
         })
         .filter(|s| !s.points.is_empty())
         .collect();
@@ -325,32 +330,24 @@ pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
             svg: line_chart(overhead_title, &work, &overhead, &series(|s| &s.overhead_ns, 1.0), None)?,
         },
     ];
-    // The ranked table as a figure: each runtime's METG, with its interval.
-    let ranked: Vec<(String, (f64, Option<f64>))> = record
-        .summaries
-        .iter()
-        .filter_map(|s| {
-            let m = s.metg_ns.as_ref()?;
-            Some((s.runtime.clone(), (m.value, m.degrees_of_freedom.map(|_| m.half_width))))
-        })
-        .collect();
-    if !ranked.is_empty() {
-        let title = format!("METG(50 %) per runtime ({pattern}; lower is better)");
-        let names: Vec<String> = ranked.iter().map(|r| r.0.clone()).collect();
-        let bars = [Bars {
-            name: "METG(50 %)".into(),
-            style: Style::other(0),
-            values: ranked.iter().map(|r| Some(r.1)).collect(),
-        }];
-        let axis = Axis::new("METG(50 %): task granularity at 50 % efficiency", Unit::Nanos).scale(Scale::Log);
-        charts.push(Chart {
-            group: "metg".into(),
-            file: "metg.svg".into(),
-            title: title.clone(),
-            svg: bar_chart(&title, &axis, &names, &bars)?,
-        });
-    }
+    charts.extend(metg_chart(record)?);
     Ok(charts)
+}
+
+/// The ranked table as a figure: each runtime's METG, with its range.
+fn metg_chart(record: &GrainRecord) -> Result<Option<Chart>, String> {
+    let ranked: Vec<(String, Option<Interval>)> =
+        record.summaries.iter().filter(|s| s.metg_ns.is_some()).map(|s| (s.runtime.clone(), s.metg_ns)).collect();
+    if ranked.is_empty() {
+        return Ok(None);
+    }
+    let pattern = record.settings.pattern.name();
+    let title = format!("METG(50 %) per runtime ({pattern}; lower is better)");
+    let (names, metgs): (Vec<String>, Vec<Option<Interval>>) = ranked.into_iter().unzip();
+    let bars = [Bars::of_estimates("METG(50 %)", Style::other(0), &metgs)];
+    let axis = Axis::new("METG(50 %): task granularity at 50 % efficiency", Unit::Nanos).scale(Scale::Log);
+    let svg = bar_chart(&title, &axis, &names, &bars)?;
+    Ok(Some(Chart { group: "metg".into(), file: "metg.svg".into(), title, svg }))
 }
 
 /// The 50 % line, with each runtime's METG marked on it in its colour.
@@ -462,11 +459,7 @@ impl Report for GrainRecord {
         results.push(Block::Text(format!(
             "METG(50 %): the task granularity (wall x cores / tasks) at which efficiency falls to {:.0} %; lower is better. {}",
             100.0 * THRESHOLD,
-            if self.settings.repeat > 1 {
-                "± = 95 % Student-t interval over the repetitions (each its own worker process)."
-            } else {
-                "One repetition: no interval; --repeat 3 gives intervals."
-            }
+            ranges_note(self)
         )));
         let mut efficiency =
             vec![Block::Table("Efficiency (%) at each task size".into(), table(efficiency_matrix(self)), "results")];
