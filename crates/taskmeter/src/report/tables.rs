@@ -11,8 +11,8 @@ use taskmeter_stats::{ratio_range, Interval};
 pub const RANGE: &str = "95 % range";
 
 /// The runtimes of one point that have statistics, ranked by the mean absolute deviation of the
-/// metric (for `lateness` and `busy` that is their mean; for `actual` and `full`, the mean
-/// distance from the expected sleep, as in the v1 study), lowest first.
+/// metric from its reference (`explain` says which: mean |lateness|, mean |actual - expected|
+/// as in the v1 study), lowest first.
 pub fn ranked(record: &RunRecord, point: usize) -> Vec<Cell<'_>> {
     let key =
         |cell: &Cell| cell.mean_estimate(record.metric, Statistic::MeanDeviation).map_or(f64::INFINITY, |i| i.value);
@@ -469,20 +469,86 @@ pub fn explain_volume(record: &RunRecord) -> String {
     )
 }
 
-/// How to read the table of one metric, and what its ranges are.
+/// How to read the table of one metric: what it is ranked by, and what its ranges are.
 pub fn explain(record: &RunRecord) -> String {
     let metric = match record.metric {
-        Metric::Lateness => "lateness = wake-up time - intended wake-up time; ranked by mean; vs best = ratio of the ranking means",
-        Metric::Actual => "actual = iteration end - start (busy work included); ranked by mean |actual - expected|; vs best = ratio of those",
-        Metric::Full => "full = iteration end - previous end; ranked by mean |full - expected|; vs best = ratio of those",
-        Metric::Busy => "busy = time of the busy phase; ranked by mean; vs best = ratio of the ranking means",
+        Metric::Lateness => {
+            "lateness = wake-up time - intended wake-up time; ranked by mean |lateness| (the mean column counts an \
+             early wake-up below 0, the ranking by how early it was)"
+        }
+        Metric::Actual => "actual = iteration end - start (busy work included); ranked by mean |actual - expected|",
+        Metric::Full => "full = iteration end - previous end; ranked by mean |full - expected|",
+        Metric::Busy => "busy = time of the busy phase; ranked by mean |busy|, its mean (busy is never below 0)",
     };
     let basis = crate::analysis::cells::basis_note(record);
     match record.settings.repeat {
-        0 | 1 => format!("{metric}; sd = standard deviation within the repetition; {basis}"),
-        _ => format!(
-            "{metric}, as ratio (low–high): the 95 % range for another invocation's ratio, on a log scale, so never \
-             below 0; sd = standard deviation within a repetition; {basis}"
+        0 | 1 => format!(
+            "{metric}; vs best = that ranking figure over the best row's; sd = standard deviation within the \
+             repetition; {basis}"
         ),
+        _ => format!(
+            "{metric}; vs best = that ranking figure over the best row's, as ratio (low–high): the 95 % range for \
+             another invocation's ratio, on a log scale, so never below 0; sd = standard deviation within a \
+             repetition; {basis}"
+        ),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::machine::env::Environment;
+    use crate::model::header::Record;
+    use crate::model::run::PerMetric;
+    use taskmeter_stats::Summary;
+
+    /// A sleep run of `runtimes`, with `repeat` repetitions and these rows, for the reports' tests.
+    pub(crate) fn record(runtimes: &[&str], repeat: u32, rows: Vec<Row>) -> RunRecord {
+        let settings = serde_json::json!({
+            "runtimes": runtimes, "experiment": "sleep", "units": 1, "priority_classes": 1,
+            "start_limit_ns": 1, "together": false, "duration_ns": 1, "warmup_ns": 0, "repeat": repeat,
+            "sleep": {"mode": "absolute", "schedule": {"kind": "fixed", "ns": 1}}, "sleep_spec": "fixed:1ns",
+            "busy": {"iters": 0, "yield": false}, "grace_ns": 1
+        });
+        RunRecord {
+            header: RunRecord::new_header(Vec::new(), String::new(), Environment::default()),
+            experiment: "sleep".into(),
+            metric: Metric::Lateness,
+            settings: serde_json::from_value(settings).unwrap(),
+            sweeps: Vec::new(),
+            points: Vec::new(),
+            order: crate::model::run::Order { shuffled: false, seed: None },
+            rows,
+            taskmeter_cpu_ns: None,
+        }
+    }
+
+    /// A measured repetition of `runtime` whose every metric has these values.
+    fn repetition(runtime: &str, repetition: u32, values: &[i64]) -> Row {
+        let summary = Summary::of(values, &vec![0; values.len()]);
+        Row {
+            repetition,
+            statistics: Some(PerMetric::from_fn(|_| summary.clone())),
+            ..Row::new(runtime, RowStatus::Ok)
+        }
+    }
+
+    /// Early wake-ups: "early" wakes 100 ns before and after its deadline (mean 0, mean |lateness|
+    /// 100), "steady" 40, 50 and 60 ns late in its three repetitions (mean |lateness| 50). The
+    /// table ranks by mean |lateness|, and says so: "steady" first, though its mean is higher.
+    /// vs best: 100 / 50 = 2, se of ln 2 = (10 / √3) / 50 = 0.11547 (early's is 0), half-width
+    /// 4.302653 x √2 x 0.11547 = 0.702620: 2 e^-0.70262 = 0.991 to 2 e^0.70262 = 4.04.
+    #[test]
+    fn the_table_is_ranked_by_what_its_note_says() {
+        let mut rows: Vec<Row> = (1..=3).map(|r| repetition("early", r, &[-100, 100])).collect();
+        rows.extend([40, 50, 60].iter().zip(1..).map(|(v, r)| repetition("steady", r, &[*v, *v])));
+        let record = record(&["early", "steady"], 3, rows);
+        let order: Vec<&str> = ranked(&record, 0).iter().map(|c| c.runtime).collect();
+        assert_eq!(order, ["steady", "early"]);
+        assert!(explain(&record).contains("ranked by mean |lateness|"), "{}", explain(&record));
+        let table = table_of(&record, 0);
+        let vs_best = table.header.iter().position(|h| h == "vs best").unwrap();
+        assert_eq!((table.lines[0][vs_best].as_str(), table.lines[1][vs_best].as_str()), ("1.00", "2.00 (0.991–4.04)"));
+        assert_eq!(table.lines[0][table.header.iter().position(|h| h == RANGE).unwrap()], "± 35 ns");
     }
 }
