@@ -17,6 +17,9 @@
 //! its serial baseline (the task measured alone) was slowed by a disturbance, which inflates the
 //! efficiency (a 1 ms task timed at 10 ms once gave 931 %). It is marked invalid, with the
 //! reason, and used nowhere: not in the means, METG, or the charts.
+//!
+//! Efficiency is over the cores a runtime can run tasks on (1 for a one-threaded runtime, all
+//! of them for a multi-threaded one): runtimes are ranked only against those with as many.
 
 use crate::model::granularity::{GrainPoint, GrainRun, GrainSummary, Metg};
 use taskmeter_protocol::Point;
@@ -82,18 +85,26 @@ pub fn metg(points: &[GrainPoint]) -> Option<Metg> {
     })
 }
 
-/// Each runtime's repetitions together, best METG first (runtimes with no grain at 50 % and
-/// failures last).
+/// A runtime's repetitions that measured every grain.
+fn whole_runs<'a>(runs: &'a [GrainRun], runtime: &str, grains: usize) -> Vec<&'a GrainRun> {
+    runs.iter().filter(|r| r.runtime == runtime && r.error.is_none() && r.points.len() == grains).collect()
+}
+
+/// The METGs of a runtime's whole repetitions: those that have one (a repetition whose every
+/// grain was invalid has none).
+pub fn metgs(runs: &[GrainRun], runtime: &str, grains: usize) -> Vec<Metg> {
+    whole_runs(runs, runtime, grains).iter().filter_map(|r| r.metg).collect()
+}
+
+/// Each runtime's repetitions together: the runtimes on the most cores first, and among as
+/// many cores the best METG first (runtimes with no grain at 50 % and failures last).
 pub fn summarise(runs: &[GrainRun], runtimes: &[String], grains: usize) -> Vec<GrainSummary> {
     let mut summaries: Vec<GrainSummary> = runtimes
         .iter()
         .filter(|r| runs.iter().any(|run| &run.runtime == *r))
         .map(|runtime| {
-            let whole: Vec<&GrainRun> = runs
-                .iter()
-                .filter(|r| &r.runtime == runtime && r.error.is_none() && r.points.len() == grains)
-                .collect();
-            let metgs: Vec<Metg> = whole.iter().filter_map(|r| r.metg).collect();
+            let whole = whole_runs(runs, runtime, grains);
+            let metgs = metgs(runs, runtime, grains);
             let values: Vec<f64> =
                 metgs.iter().filter_map(|m| if let Metg::Interpolated { ns } = m { Some(*ns) } else { None }).collect();
             let (metg_ns, metg_bound) = if !metgs.is_empty() && values.len() == metgs.len() {
@@ -130,7 +141,7 @@ pub fn summarise(runs: &[GrainRun], runtimes: &[String], grains: usize) -> Vec<G
         .collect();
     summaries.sort_by(|a, b| {
         let (ra, rb) = (rank(a), rank(b));
-        ra.0.cmp(&rb.0).then(ra.1.total_cmp(&rb.1))
+        b.cores.cmp(&a.cores).then(ra.0.cmp(&rb.0)).then(ra.1.total_cmp(&rb.1))
     });
     summaries
 }
@@ -235,6 +246,25 @@ mod tests {
         assert_eq!(s[2].metg_bound, Some(Metg::Below { ns: 1000.0 }));
         assert_eq!(s[0].efficiency[0].map(|e| e.value), Some(1.0));
         assert_eq!(s[0].granularity_ns[0].map(|g| g.value), Some(1000.0), "10,000 ns x 1 core / 10 tasks");
+    }
+
+    /// A one-threaded runtime's efficiency is of one core, a multi-threaded one's of all: each is
+    /// ranked among the runtimes with as many cores, and only repetitions with a METG count.
+    #[test]
+    fn runtimes_are_ranked_among_those_with_as_many_cores() {
+        let interpolated = |ns: f64| Some(Metg::Interpolated { ns });
+        let runs = [
+            grain_run("one-threaded", interpolated(300.0), 1),
+            grain_run("machine", interpolated(5000.0), 2),
+            grain_run("machine", None, 2),
+            grain_run("other", interpolated(2000.0), 2),
+        ];
+        let names: Vec<String> = ["one-threaded", "machine", "other"].map(String::from).to_vec();
+        let s = summarise(&runs, &names, 1);
+        let order: Vec<(&str, Option<u32>)> = s.iter().map(|s| (s.runtime.as_str(), s.cores)).collect();
+        assert_eq!(order, [("other", Some(2)), ("machine", Some(2)), ("one-threaded", Some(1))]);
+        assert_eq!(s[1].repetitions, 2, "both repetitions measured every grain");
+        assert_eq!(metgs(&runs, "machine", 1), [Metg::Interpolated { ns: 5000.0 }], "one of them has a METG");
     }
 
     #[test]
