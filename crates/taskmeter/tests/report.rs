@@ -646,7 +646,7 @@ fn compare_needs_runs_to_judge_refuses_another_workload_and_speaks_json() {
     let value: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON and nothing else");
     assert_eq!(
         (value["schema"].as_str(), value["schema_version"].as_u64(), value["kind"].as_str()),
-        (Some("taskmeter.compare"), Some(2), Some("run"))
+        (Some("taskmeter.compare"), Some(3), Some("run"))
     );
     let line = &value["lines"][0];
     assert_eq!(line["subject"]["runtime"], "thread");
