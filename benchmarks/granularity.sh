@@ -31,7 +31,7 @@ if [[ $what == trust || $what == all ]]; then
     "$taskmeter" run granularity --repeat 10 -o "$out/trust" >"$out/trust.txt" 2>&1 || true
     grep -E '^(warning|note):' "$out/trust.txt" || true
     python3 - "$out/trust/granularity.json" <<'EOF'
-import json, sys
+import json, math, sys
 record = json.load(open(sys.argv[1]))
 points = [p for run in record["runs"] for p in run["points"]]
 invalid = [p for p in points if p.get("invalid")]
@@ -41,7 +41,10 @@ print(f"{len(points)} points from {len(record['runs'])} workers: {len(invalid)} 
       f"efficiencies shown: {len(shown)}, the highest {100 * max(shown):.0f} %, above 120 %: {len(over)}")
 for s in record["summaries"]:
     metg = s.get("metg_ns")
-    if metg and metg.get("degrees_of_freedom"):
+    if metg and metg.get("degrees_of_freedom") and metg.get("log_scale"):
+        low, high = (metg["value"] * math.exp(sign * metg["half_width"]) for sign in (-1, 1))
+        what = f"{metg['value']:.0f} ns ({low:.0f}-{high:.0f}, on a log scale) ({s['repetitions']} workers)"
+    elif metg and metg.get("degrees_of_freedom"):
         what = f"{metg['value']:.0f} ns ± {metg['half_width']:.0f} ({s['repetitions']} workers)"
     elif s.get("metg_bound"):
         what = f"a bound: {s['metg_bound']}"

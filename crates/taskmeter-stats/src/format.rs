@@ -12,10 +12,13 @@ fn scaled(ns: f64) -> (f64, &'static str) {
     }
 }
 
-/// A duration with three significant digits, e.g. `63.0 µs`, `1.31 ms`, `812 ns`.
+/// A duration with three significant digits, e.g. `63.0 µs`, `1.31 ms`, `812 ns`; below 1 ns
+/// with two decimals, `0.31 ns` (the low end of a wide range on a log scale is never `0 ns`).
 pub fn ns(ns: f64) -> String {
     let (value, unit) = scaled(ns);
-    let decimals = if unit == "ns" || value.abs() >= 100.0 {
+    let decimals = if value != 0.0 && value.abs() < 1.0 {
+        2
+    } else if unit == "ns" || value.abs() >= 100.0 {
         0
     } else if value.abs() >= 10.0 {
         1
@@ -43,6 +46,7 @@ mod tests {
         assert_eq!(super::ns(1_310_000.0), "1.31 ms");
         assert_eq!(super::ns(812.4), "812 ns");
         assert_eq!(super::ns(-2_500.0), "-2.50 µs");
+        assert_eq!((super::ns(0.314), super::ns(0.0)), ("0.31 ns".into(), "0 ns".into()));
         assert_eq!(super::duration(100_800_000.0), "100.8 ms");
         assert_eq!(super::duration(1_000_000_000.0), "1.00 s");
         assert_eq!(super::duration(2_500.0), "2.50 µs");

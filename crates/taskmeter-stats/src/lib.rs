@@ -8,8 +8,11 @@
 //! - [`Summary`]: count, mean, std, min, p50 ... p99.99, max, and the seed studies' columns over
 //!   `deviation = |value - reference|` (`mean_absolute_deviation`, `deviation_std` (n - 1),
 //!   `deviation_min`, `deviation_max`); every field but `count` is absent when there are no values.
-//! - Intervals: [`t_interval`] (Student's t over repetitions), [`normal_interval`] (one
-//!   repetition's samples taken as independent), [`ratio_interval`] (first-order propagation).
+//! - Ranges, what every report prints: [`mean_range`] (a mean over an invocation's repetitions),
+//!   [`geometric_mean_range`] and [`ratio_range`] (on a log scale: METG, ratios), each the 95 %
+//!   range for the value *another invocation* with as many repetitions would give (a confidence
+//!   interval of this invocation's mean, [`t_interval`], covers another invocation's mean far
+//!   less often than 95 %).
 //! - Tests: [`student_p`] and [`welch_p`] (two sets of runs), [`prediction_p`] (one run against a set),
 //!   [`mann_whitney_counts`] (distributions); [`holm`] adjusts a family of p-values so that the
 //!   chance of any false rejection among them is at most alpha.
@@ -95,32 +98,68 @@ impl Summary {
     }
 }
 
-/// `a / b` and its standard uncertainty from the standard errors of both (first-order
-/// propagation of independent errors): `r * sqrt((sa/a)^2 + (sb/b)^2)`.
-pub fn ratio_with_uncertainty(a: f64, a_err: f64, b: f64, b_err: f64) -> (f64, f64) {
-    let r = a / b;
-    let rel = ((a_err / a).powi(2) + (b_err / b).powi(2)).sqrt();
-    (r, (r * rel).abs())
-}
-
-/// A 95 % interval around an estimate, and what it rests on.
+/// A 95 % range around an estimate, and what it rests on.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
 pub struct Interval {
     pub value: f64,
-    /// Half the width of the 95 % interval: the interval is `value ± half_width`.
+    /// Half the width of the range on its scale: the range is `value ± half_width`, or on a log
+    /// scale `value · e^(± half_width)`.
     pub half_width: f64,
-    /// Standard error of `value`.
+    /// Standard error of `value` (on a log scale, of its natural logarithm).
     pub standard_error: f64,
-    /// Degrees of freedom of the t quantile used (None: the normal quantile, for one repetition
-    /// whose samples are taken as independent).
+    /// Degrees of freedom of the t quantile used (None: no range, one repetition).
     pub degrees_of_freedom: Option<f64>,
+    /// A ratio or METG: the range is symmetric about the logarithm, so never below 0.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub log_scale: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl Interval {
-    /// A single value: no interval (no degrees of freedom, no width), as one repetition's
-    /// throughput is shown.
+    /// A single value: no range (no degrees of freedom, no width), as one repetition's value is
+    /// shown.
     pub fn single(value: f64) -> Interval {
-        Interval { value, half_width: 0.0, standard_error: 0.0, degrees_of_freedom: None }
+        Interval { value, half_width: 0.0, standard_error: 0.0, degrees_of_freedom: None, log_scale: false }
+    }
+
+    /// Whether it has a range (it rests on two or more repetitions).
+    pub fn has_range(&self) -> bool {
+        self.degrees_of_freedom.is_some()
+    }
+
+    /// The same estimate in another unit (`factor` above 0, as a share in percent): on a log scale
+    /// the width, a factor, stays.
+    pub fn scaled(&self, factor: f64) -> Interval {
+        match self.log_scale {
+            true => Interval { value: self.value * factor, ..*self },
+            false => Interval {
+                value: self.value * factor,
+                half_width: self.half_width * factor,
+                standard_error: self.standard_error * factor,
+                ..*self
+            },
+        }
+    }
+
+    /// The range's lower end.
+    pub fn low(&self) -> f64 {
+        if self.log_scale {
+            self.value * (-self.half_width).exp()
+        } else {
+            self.value - self.half_width
+        }
+    }
+
+    /// The range's upper end.
+    pub fn high(&self) -> f64 {
+        if self.log_scale {
+            self.value * self.half_width.exp()
+        } else {
+            self.value + self.half_width
+        }
     }
 }
 
@@ -130,9 +169,77 @@ pub fn t_975(df: f64) -> f64 {
     StudentsT::new(0.0, 1.0, df).expect("df > 0").inverse_cdf(0.975)
 }
 
-/// The mean of `values` (one per repetition) with its 95 % Student-t interval:
-/// `mean ± t(0.975, n - 1) · s / √n`, s the sample standard deviation between repetitions.
-/// None for fewer than two values.
+/// How many times wider the range for another invocation's mean is than the confidence interval
+/// of this one's: the difference of two independent means of n repetitions each has the
+/// standard deviation `s · sqrt(1/n + 1/n)`, √2 times one mean's standard error `s / √n`.
+pub const ANOTHER_INVOCATION: f64 = std::f64::consts::SQRT_2;
+
+/// The mean of `values` (one per repetition of one invocation) with the 95 % range for the mean
+/// another invocation with as many repetitions would give:
+/// `mean ± t(0.975, n - 1) · s · sqrt(1/n + 1/n)`, s the sample standard deviation between
+/// repetitions. One value: itself, no range; none: None.
+pub fn mean_range(values: &[f64]) -> Option<Interval> {
+    match values {
+        [] => None,
+        [one] => Some(Interval::single(*one)),
+        many => t_interval(many).map(|ci| Interval { half_width: ci.half_width * ANOTHER_INVOCATION, ..ci }),
+    }
+}
+
+/// What a printed range is, in the words every report uses under its table: "95 % range for
+/// another invocation's mean, from 3 repetitions (each its own worker process): mean ± t(0.975,
+/// 2) · s · √(2/3), s between them".
+pub fn range_note(repetitions: usize, each: &str) -> String {
+    format!(
+        "95 % range for another invocation's mean, from {repetitions} repetitions ({each}): mean ± t(0.975, {}) · s · √(2/{repetitions}), s between them",
+        repetitions.saturating_sub(1)
+    )
+}
+
+/// The geometric mean of `values` (one per repetition, all above 0) with the 95 % range for the
+/// geometric mean another invocation would give, on a log scale:
+/// `exp(mean ln ± t(0.975, n - 1) · s_ln · sqrt(1/n + 1/n))`, so never below 0 (METG, whose
+/// repetitions spread by factors). One value: itself; none, or a value at or below 0: None.
+pub fn geometric_mean_range(values: &[f64]) -> Option<Interval> {
+    match values {
+        _ if values.iter().any(|v| *v <= 0.0) => None,
+        [] => None,
+        [one] => Some(Interval::single(*one)),
+        many => {
+            let on_logs = mean_range(&many.iter().map(|v| v.ln()).collect::<Vec<f64>>())?;
+            Some(Interval { value: on_logs.value.exp(), log_scale: true, ..on_logs })
+        }
+    }
+}
+
+/// `a / b` with the 95 % range for the ratio another invocation would give, on a log scale: the
+/// standard error of `ln(a / b)` from both (independent) means' relative errors (delta method),
+/// `sqrt((se_a / a)^2 + (se_b / b)^2)`, times [`ANOTHER_INVOCATION`] and `t(0.975, df)`, df the
+/// smaller of the two; the range `a / b · e^(± half_width)` is never below 0. Without a range
+/// on either side (one repetition), or a value at or below 0: the plain ratio.
+pub fn ratio_range(a: &Interval, b: &Interval) -> Interval {
+    let ratio = a.value / b.value;
+    let (Some(da), Some(db)) = (a.degrees_of_freedom, b.degrees_of_freedom) else { return Interval::single(ratio) };
+    if a.value <= 0.0 || b.value <= 0.0 {
+        return Interval::single(ratio);
+    }
+    // The standard error of ln(value): relative to the value, unless it is on a log scale already.
+    let of_log = |i: &Interval| if i.log_scale { i.standard_error } else { i.standard_error / i.value };
+    let standard_error = (of_log(a).powi(2) + of_log(b).powi(2)).sqrt();
+    let degrees_of_freedom = da.min(db);
+    Interval {
+        value: ratio,
+        half_width: t_975(degrees_of_freedom) * ANOTHER_INVOCATION * standard_error,
+        standard_error,
+        degrees_of_freedom: Some(degrees_of_freedom),
+        log_scale: true,
+    }
+}
+
+/// The mean of `values` (one per repetition) with the 95 % Student-t confidence interval *of
+/// this mean*: `mean ± t(0.975, n - 1) · s / √n`. It covers another invocation's mean far less
+/// often than 95 % (each mean has its own error): the reports print [`mean_range`]. None for
+/// fewer than two values.
 pub fn t_interval(values: &[f64]) -> Option<Interval> {
     let n = values.len();
     let sd = float_sample_std(values)?;
@@ -143,32 +250,8 @@ pub fn t_interval(values: &[f64]) -> Option<Interval> {
         half_width: t_975(df) * standard_error,
         standard_error,
         degrees_of_freedom: Some(df),
+        log_scale: false,
     })
-}
-
-/// A mean from one repetition, its samples taken as independent: `mean ± 1.96 · sd / √n`.
-/// Samples of one process and one minute are correlated, so this interval is too narrow, and
-/// every table that shows it says so.
-pub fn normal_interval(mean: f64, sd: f64, count: u64) -> Interval {
-    let standard_error = sd / (count as f64).sqrt();
-    Interval {
-        value: mean,
-        half_width: 1.959_963_984_540_054 * standard_error,
-        standard_error,
-        degrees_of_freedom: None,
-    }
-}
-
-/// `a / b` with a 95 % interval, the standard error propagated to first order from both
-/// (independent) estimates; with t quantiles, the smaller of their degrees of freedom.
-pub fn ratio_interval(a: &Interval, b: &Interval) -> Interval {
-    let (r, standard_error) = ratio_with_uncertainty(a.value, a.standard_error, b.value, b.standard_error);
-    let degrees_of_freedom = match (a.degrees_of_freedom, b.degrees_of_freedom) {
-        (Some(x), Some(y)) => Some(x.min(y)),
-        _ => None,
-    };
-    let quantile = degrees_of_freedom.map_or(1.959_963_984_540_054, t_975);
-    Interval { value: r, half_width: quantile * standard_error, standard_error, degrees_of_freedom }
 }
 
 /// Two-sided p-value of Welch's t-test between two sets of values (one per repetition), or
@@ -189,9 +272,11 @@ pub fn welch_p(a: &[f64], b: &[f64]) -> Option<f64> {
 }
 
 /// Two-sided p-value of Student's t-test between two sets of values with a pooled variance,
-/// n_a + n_b - 2 degrees of freedom: with equal counts it keeps its level when the variances
-/// differ (Welch's degrees of freedom, with 3 a side, can fall to 2 where these are 4). None
-/// when either has fewer than two values or both have no variance.
+/// n_a + n_b - 2 degrees of freedom (4 at 3 a side, where Welch's can fall to 2). Its level is
+/// exact when the variances are equal; when one side's is far larger, with equal counts n, the
+/// statistic tends to a t with n - 1 degrees of freedom judged against the quantile of 2n - 2,
+/// and its level rises to 10.9 % at 3 a side, 8.2 % at 5 and 6.9 % at 8. None when either has
+/// fewer than two values or both have no variance.
 pub fn student_p(a: &[f64], b: &[f64]) -> Option<f64> {
     use statrs::distribution::{ContinuousCDF, StudentsT};
     let (sa, sb) = (float_sample_std(a)?, float_sample_std(b)?);
@@ -586,13 +671,6 @@ mod tests {
     }
 
     #[test]
-    fn ratio_uncertainty_propagates() {
-        let (r, u) = ratio_with_uncertainty(200.0, 4.0, 100.0, 1.0);
-        assert_eq!(r, 2.0);
-        assert!((u - 2.0 * (0.02f64.powi(2) + 0.01f64.powi(2)).sqrt()).abs() < 1e-12);
-    }
-
-    #[test]
     fn t_quantiles_match_the_tables() {
         // Student's t, two-sided 95 %: df 1 12.706, 2 4.303, 4 2.776, 9 2.262, 29 2.045.
         for (df, t) in [(1.0, 12.7062), (2.0, 4.3027), (4.0, 2.7764), (9.0, 2.2622), (29.0, 2.0452)] {
@@ -609,20 +687,57 @@ mod tests {
         assert!((i.half_width - 4.968_4).abs() < 1e-3, "{i:?}");
         assert_eq!(i.degrees_of_freedom, Some(2.0));
         assert_eq!(t_interval(&[5.0]), None);
-        // One repetition: 1.96 standard errors of 100 samples with sd 10: 1.96.
-        let n = normal_interval(50.0, 10.0, 100);
-        assert!((n.half_width - 1.959_964).abs() < 1e-6 && n.degrees_of_freedom.is_none());
     }
 
     #[test]
-    fn ratio_intervals_propagate_and_take_the_smaller_degrees_of_freedom() {
-        let a = Interval { value: 200.0, half_width: 0.0, standard_error: 4.0, degrees_of_freedom: Some(4.0) };
-        let b = Interval { value: 100.0, half_width: 0.0, standard_error: 1.0, degrees_of_freedom: Some(2.0) };
-        let r = ratio_interval(&a, &b);
-        let se = 2.0 * (0.02f64.powi(2) + 0.01f64.powi(2)).sqrt();
-        assert_eq!(r.value, 2.0);
-        assert!((r.standard_error - se).abs() < 1e-12);
-        assert!((r.half_width - 4.3027 * se).abs() < 1e-3 * se, "{r:?}");
+    fn the_range_for_another_invocation_is_sqrt_2_wider_than_the_confidence_interval() {
+        // 10 12 14: mean 12, s = 2; t(0.975, 2) 4.302653 x 2 x sqrt(1/3 + 1/3) = 7.026202.
+        let i = mean_range(&[10.0, 12.0, 14.0]).unwrap();
+        assert_eq!((i.value, i.degrees_of_freedom, i.log_scale), (12.0, Some(2.0), false));
+        assert!((i.half_width - 7.026_202).abs() < 1e-5, "{i:?}");
+        assert!((i.low() - 4.973_798).abs() < 1e-5 && (i.high() - 19.026_202).abs() < 1e-5, "{i:?}");
+        assert!((i.standard_error - 1.154_700_5).abs() < 1e-6, "the mean's own standard error");
+        // One repetition: the value, no range; none: nothing.
+        assert_eq!(mean_range(&[5.0]), Some(Interval::single(5.0)));
+        assert!(!Interval::single(5.0).has_range());
+        assert_eq!(mean_range(&[]), None);
+    }
+
+    #[test]
+    fn a_ratio_s_range_is_on_a_log_scale_and_never_below_0() {
+        // The best runtime's repetitions 50, 100, 150 ns (mean 100, s 50, se 28.8675), a steady
+        // 10 us one (se 0): ratio 100. First order it was 100 ± 4.3027 x 28.87 = ± 124, below 0.
+        // On a log scale: se of ln = 28.8675 / 100 = 0.288675, x sqrt 2 x 4.302653 = 1.756551;
+        // 100 e^-1.756551 = 17.2639 to 100 e^1.756551 = 579.242.
+        let best = mean_range(&[50.0, 100.0, 150.0]).unwrap();
+        let steady = mean_range(&[10_000.0; 3]).unwrap();
+        let r = ratio_range(&steady, &best);
+        assert_eq!((r.value, r.degrees_of_freedom, r.log_scale), (100.0, Some(2.0), true));
+        assert!((r.standard_error - 0.288_675).abs() < 1e-6, "{r:?}");
+        assert!((r.half_width - 1.756_551).abs() < 1e-5, "{r:?}");
+        assert!((r.low() - 17.263_9).abs() < 1e-3 && (r.high() - 579.242).abs() < 1e-2, "{r:?}");
+        // Both relative errors add, and the smaller degrees of freedom are taken.
+        let a = Interval { standard_error: 4.0, degrees_of_freedom: Some(4.0), ..Interval::single(200.0) };
+        let b = Interval { standard_error: 1.0, degrees_of_freedom: Some(2.0), ..Interval::single(100.0) };
+        let r = ratio_range(&a, &b);
+        let se = (0.02f64.powi(2) + 0.01f64.powi(2)).sqrt();
+        assert!((r.standard_error - se).abs() < 1e-12 && r.degrees_of_freedom == Some(2.0), "{r:?}");
+        assert!((r.half_width - 4.302_653 * 2f64.sqrt() * se).abs() < 1e-6, "{r:?}");
+        // One repetition on either side: the plain ratio.
+        assert_eq!(ratio_range(&Interval::single(30.0), &b), Interval::single(0.3));
+    }
+
+    #[test]
+    fn a_geometric_mean_s_range_is_on_a_log_scale() {
+        // METG 900 and 1100 ns: geometric mean sqrt(990,000) = 994.987; logs 6.802395 and
+        // 7.003065, s_ln 0.141897, t(0.975, 1) 12.706205 x 0.141897 x sqrt(1/2 + 1/2) = 1.802955;
+        // 994.987 e^-1.802955 = 163.985 to 6037.13 (linear, Student-t: 1000 ± 1271, below 0).
+        let i = geometric_mean_range(&[900.0, 1100.0]).unwrap();
+        assert!((i.value - 994.987_437).abs() < 1e-5 && i.log_scale, "{i:?}");
+        assert!((i.half_width - 1.802_955).abs() < 1e-5, "{i:?}");
+        assert!((i.low() - 163.985).abs() < 1e-2 && (i.high() - 6037.13).abs() < 1e-1, "{i:?}");
+        assert_eq!(geometric_mean_range(&[700.0]), Some(Interval::single(700.0)));
+        assert_eq!(geometric_mean_range(&[700.0, 0.0]), None, "no logarithm of 0");
     }
 
     #[test]

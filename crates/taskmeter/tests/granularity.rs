@@ -81,7 +81,7 @@ fn runtimes_are_ranked_by_metg_from_checked_tasks() {
         if let Some(cores) = cores {
             assert_eq!(s["cores"], cores, "one-threaded runtimes divide by one core");
         }
-        // Two repetitions: a Student-t interval with one degree of freedom, or a bound.
+        // Two repetitions: a range with one degree of freedom (on a log scale), or a bound.
         assert!(
             s["metg_ns"]["degrees_of_freedom"] == 1.0 || !s["metg_bound"].is_null() || s["metg_ns"].is_null(),
             "{s}"
@@ -282,5 +282,6 @@ fn three_workers_per_runtime_give_intervals_by_default() {
     let record = record(&folder);
     assert_eq!(record["settings"]["repeat"], 3);
     assert_eq!(record["runs"].as_array().unwrap().len(), 3);
-    assert!(stdout(&output).contains("± = 95 % Student-t interval over the repetitions"));
+    let text = common::unwrapped(&stdout(&output));
+    assert!(text.contains("95 % range for another invocation's mean, from 3 repetitions"), "{text}");
 }

@@ -563,7 +563,7 @@ fn repetitions_give_each_point_an_interval() {
         assert!(t["value"].as_f64().unwrap() > 0.0 && t["half_width"].as_f64().unwrap() >= 0.0, "{s}");
         assert_eq!(t["degrees_of_freedom"], 2.0);
     }
-    // The 1-sender ratio is 1 by definition, the reference: no interval (no width, null degrees
+    // The 1-sender ratio is 1 by definition, the reference: no range (no width, null degrees
     // of freedom). The 2-sender ratio has one, from both means' repetitions.
     let reference = &summaries[0]["ratio"];
     assert_eq!(reference["value"], 1.0);
@@ -571,7 +571,8 @@ fn repetitions_give_each_point_an_interval() {
     assert_eq!(reference["degrees_of_freedom"], serde_json::Value::Null);
     assert_eq!(summaries[1]["ratio"]["degrees_of_freedom"], 2.0);
     assert!(summaries[1]["ratio"]["half_width"].as_f64().unwrap() > 0.0, "{}", summaries[1]);
-    let text = stdout(&output);
-    assert!(text.contains("95 % Student-t interval over the repetitions"), "{text}");
-    assert!(text.contains("1 (reference)") && !text.contains("1.00 ±"), "{text}");
+    assert_eq!(summaries[1]["ratio"]["log_scale"], true, "a ratio's range is on a log scale");
+    let text = common::unwrapped(&stdout(&output));
+    assert!(text.contains("95 % range for another invocation's mean, from 3 repetitions"), "{text}");
+    assert!(text.contains("1 (reference)") && !text.contains("1.00 ("), "{text}");
 }

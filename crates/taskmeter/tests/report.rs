@@ -308,7 +308,10 @@ fn repetitions_are_interleaved_workers_and_give_intervals_between_them() {
     // The settings line and the note wrap at 100 columns: joined again.
     let table = common::unwrapped(&stdout(&output));
     assert!(table.contains("| 3 repetitions"), "{table}");
-    assert!(table.contains("95 % CI") && table.contains("Student-t over 3 repetitions"), "{table}");
+    assert!(
+        table.contains("95 % range") && table.contains("95 % range for another invocation's mean, from 3 repetitions"),
+        "{table}"
+    );
     // Each runtime has one line per point, whatever the repetitions.
     assert_eq!(table.lines().filter(|l| l.starts_with("thread ")).count(), 2, "{table}");
     // Charts draw error bars from the repetitions.
@@ -333,8 +336,9 @@ fn one_repetition_prints_no_interval_and_says_why() {
     let folder = dir.path().join("once");
     let output = measure(&folder, "thread,smol", &[]);
     let table = stdout(&output);
-    assert!(table.contains("one repetition: no interval"), "{table}");
-    assert!(!table.contains("95 % CI") && !table.contains(" ± 0."), "no within-run ± anywhere: {table}");
+    assert!(table.contains("one repetition: no range"), "{table}");
+    let header = table.lines().find(|l| l.starts_with("runtime ")).unwrap();
+    assert!(!header.contains("95 % range") && !table.contains(" ± 0."), "no within-run ± anywhere: {table}");
     let run = record(&folder);
     assert_eq!((run["settings"]["repeat"].as_u64(), run["rows"][0]["repetition"].as_u64()), (Some(1), Some(1)));
 }
@@ -386,12 +390,13 @@ fn every_record_kind_loads_through_one_versioned_header() {
     assert!(read("bench.md").contains("| scenario | input | ips |") && read("bench.md").contains("| a |"));
     assert!(read("net.csv").starts_with("receiver,senders,repetition,") && read("net.csv").contains("\nthread,1,1,"));
     assert!(read("net.md").contains("| receiver | senders |") && read("net.md").contains("| thread | 1 |"));
-    for (folder, file, schema) in [(&bench, "bench.json", "taskmeter.bench"), (&net, "net.json", "taskmeter.net")] {
+    let kinds = [(&bench, "bench.json", "taskmeter.bench", 2), (&net, "net.json", "taskmeter.net", 3)];
+    for (folder, file, schema, version) in kinds {
         let text = std::fs::read_to_string(folder.join(file)).unwrap();
         let json: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(
             (json["schema"].as_str(), json["schema_version"].as_u64(), json["complete"].as_bool()),
-            (Some(schema), Some(2), Some(true))
+            (Some(schema), Some(version), Some(true))
         );
         for key in ["taskmeter_version", "command_line", "started_at", "finished_at", "environment"] {
             assert!(!json[key].is_null(), "{file}: {key}");
@@ -400,7 +405,15 @@ fn every_record_kind_loads_through_one_versioned_header() {
         std::fs::remove_file(folder.join("report.html")).unwrap();
         let redrawn = run(&["report", folder.to_str().unwrap()]);
         assert!(redrawn.status.success() && folder.join("report.html").is_file(), "{}", stderr(&redrawn));
-        std::fs::write(folder.join(file), text.replacen("\"schema_version\": 2", "\"schema_version\": 9", 1)).unwrap();
+        let version = format!("\"schema_version\": {version}");
+        if schema == "taskmeter.net" {
+            // A net.json of version 2 still reads, and says its intervals are of the mean.
+            std::fs::write(folder.join(file), text.replacen(&version, "\"schema_version\": 2", 1)).unwrap();
+            assert!(run(&["report", folder.to_str().unwrap()]).status.success());
+            let html = std::fs::read_to_string(folder.join("report.html")).unwrap();
+            assert!(html.contains("Student-t confidence interval of the mean over 3 repetitions"), "{html}");
+        }
+        std::fs::write(folder.join(file), text.replacen(&version, "\"schema_version\": 9", 1)).unwrap();
     }
     assert_refused(&[
         (
@@ -633,7 +646,7 @@ fn compare_needs_runs_to_judge_refuses_another_workload_and_speaks_json() {
     let value: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON and nothing else");
     assert_eq!(
         (value["schema"].as_str(), value["schema_version"].as_u64(), value["kind"].as_str()),
-        (Some("taskmeter.compare"), Some(2), Some("run"))
+        (Some("taskmeter.compare"), Some(3), Some("run"))
     );
     let line = &value["lines"][0];
     assert_eq!(line["subject"]["runtime"], "thread");

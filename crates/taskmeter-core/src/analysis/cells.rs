@@ -1,11 +1,13 @@
 //! A runtime at a point over its repetitions (`--repeat`): what the tables, charts and
 //! `compare` show. With two or more repetitions an estimate is the mean of the repetitions'
-//! values and its interval is Student's t over them (the variation between whole worker
-//! processes); with one there is no interval: the samples of one process are not independent
-//! draws (they share its minute of machine state), and an interval from them would be false.
+//! values and its range the 95 % range for the mean another invocation with as many
+//! repetitions would give (`taskmeter_stats::mean_range`, from the variation between whole
+//! worker processes); with one there is no range: the samples of one process are not
+//! independent draws (they share its minute of machine state), and a range from them would be
+//! false.
 
 use crate::model::run::{Metric, Row, RowStatus, RunRecord};
-use taskmeter_stats::{t_interval, Interval, Summary};
+use taskmeter_stats::{mean_range, Interval, Summary};
 
 /// The repetitions of one runtime at one point.
 pub struct Cell<'a> {
@@ -50,19 +52,15 @@ impl<'a> Cell<'a> {
         Some(values.iter().sum::<f64>() / values.len() as f64)
     }
 
-    /// A per-repetition value with its 95 % interval between repetitions; with one repetition,
-    /// its value and no interval (`degrees_of_freedom` None, no width).
+    /// The mean of a per-repetition value with its 95 % range for another invocation's mean
+    /// (`mean_range`); with one repetition, its value and no range (`degrees_of_freedom` None).
     pub fn estimate(&self, value: impl Fn(&Row) -> Option<f64>) -> Option<Interval> {
         let values: Option<Vec<f64>> = self.measured.iter().map(|r| value(r)).collect();
-        match values?.as_slice() {
-            [] => None,
-            [one] => Some(Interval { value: *one, half_width: 0.0, standard_error: 0.0, degrees_of_freedom: None }),
-            many => t_interval(many),
-        }
+        mean_range(&values?)
     }
 
     /// The mean of `metric`'s `statistic` (e.g. the mean, the mean |value - expected|) with its
-    /// interval between repetitions (none with one).
+    /// range from the repetitions (none with one).
     pub fn mean_estimate(&self, metric: Metric, statistic: Statistic) -> Option<Interval> {
         self.estimate(|r| statistic.of(r.statistics.as_ref()?.get(metric)))
     }
@@ -132,11 +130,11 @@ impl Statistic {
     }
 }
 
-/// What the intervals of a run rest on: its repetitions, or (one repetition) nothing.
+/// What the ranges of a run are and rest on: its repetitions, or (one repetition) nothing.
 pub fn basis_note(record: &RunRecord) -> String {
     match record.settings.repeat {
-        0 | 1 => "one repetition: no interval, since the samples of one worker are not independent draws (--repeat 3 or more gives 95 % intervals between whole repetitions)".into(),
-        n => format!("Student-t over {n} repetitions, each its own worker process"),
+        0 | 1 => "one repetition: no range, since the samples of one worker are not independent draws (--repeat 3 or more gives 95 % ranges from whole repetitions)".into(),
+        n => taskmeter_stats::range_note(n as usize, "each its own worker process"),
     }
 }
 
@@ -155,14 +153,15 @@ mod tests {
     }
 
     #[test]
-    fn repetitions_give_a_t_interval_of_their_means_and_a_pooled_jitter() {
-        // Repetition means 10, 12, 14 (each of two samples mean ± 1): mean 12, t interval
-        // ± 4.3027 x 2 / sqrt 3 = ± 4.968; pooled sd sqrt((2 + 2 + 2) / 3) = 1.414.
+    fn repetitions_give_a_range_for_another_invocation_and_a_pooled_jitter() {
+        // Repetition means 10, 12, 14 (each of two samples mean ± 1): mean 12, range for another
+        // invocation's mean ± 4.302653 x 2 x sqrt(1/3 + 1/3) = ± 7.0262 (the t interval of this
+        // mean, ± 4.968, is sqrt 2 narrower); pooled sd sqrt((2 + 2 + 2) / 3) = 1.414.
         let rows = [row("a", 1, &[9, 11]), row("a", 2, &[11, 13]), row("a", 3, &[13, 15])];
         let cell = Cell { runtime: "a", point: 0, measured: rows.iter().collect(), unmeasured: Vec::new() };
         let i = cell.mean_estimate(Metric::Lateness, Statistic::Mean).unwrap();
         assert_eq!(i.value, 12.0);
-        assert!((i.half_width - 4.968).abs() < 1e-3, "{i:?}");
+        assert!((i.half_width - 7.026_2).abs() < 1e-4 && !i.log_scale, "{i:?}");
         assert!((cell.pooled_std(Metric::Lateness).unwrap() - 2f64.sqrt()).abs() < 1e-12);
         assert_eq!(cell.samples(Metric::Lateness), 6);
         assert_eq!((cell.min(Metric::Lateness), cell.max(Metric::Lateness)), (Some(9), Some(15)));

@@ -11,12 +11,13 @@
 //! or more on the other, the one against the others' spread (the prediction test: under no
 //! change it is one more draw of the same invocations); with one a side, the repetitions are
 //! the only replication there is, and the line says that the noise between invocations is not
-//! in its test. Values all above 0 are tested on a log scale (a change is a ratio). Samples
+//! in its test. Values all above 0 are tested on a log scale (a change is a ratio), and a line's
+//! old, new and change are on the scale of its test: geometric means and their ratio. Samples
 //! within one run are never taken as independent draws.
 //!
-//! **A comparison is one gate.** Every line with a p-value is one hypothesis of one family:
-//! Holm's step-down adjustment (`taskmeter_stats::holm`) keeps the chance that two sets of
-//! runs of the same code on the same machine give any *regressed* or *improved* line at or
+//! **A comparison is one gate.** Every line tested between invocations is one hypothesis of one
+//! family: Holm's step-down adjustment (`taskmeter_stats::holm`) keeps the chance that two sets
+//! of runs of the same code on the same machine give any *regressed* or *improved* line at or
 //! below alpha, however many runtimes, points and metrics. A verdict needs the adjusted p
 //! below alpha and a change beyond the noise threshold; a change within the threshold is *no
 //! change* whatever its p.
@@ -47,8 +48,9 @@ impl Verdict {
 /// What the compare commands say of their method, at the top of their output.
 pub const METHOD: &str = "each invocation is one run (its repetitions averaged); a t-test between the sides' \
 invocations on a log scale (Student's with equal counts, else Welch's; one invocation against several: the prediction \
-test; one a side: its repetitions, a p without a verdict); Holm's adjustment over every line of the comparison; a \
-verdict needs the adjusted p below alpha and a change beyond the threshold";
+test; one a side: its repetitions, a p without a verdict); old and new are each side's geometric mean of what its \
+test compares (arithmetic where a value is 0 or below), change = new / old - 1; Holm's adjustment over the lines \
+tested between invocations; a verdict needs the adjusted p below alpha and a change beyond the threshold";
 
 /// When a change is a verdict.
 #[derive(Clone, Copy, Debug)]
@@ -72,7 +74,9 @@ pub enum Level {
 /// One thing in two sets of runs.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Judgement {
-    /// The mean of each side's invocation means.
+    /// Each side's centre on the scale of its test: on a log scale the geometric mean of the
+    /// values it compares (its invocations' means, or with one invocation a side its
+    /// repetitions), else their arithmetic mean.
     pub old: f64,
     pub new: f64,
     pub old_invocations: usize,
@@ -84,7 +88,8 @@ pub struct Judgement {
     pub level: Option<Level>,
     /// Whether the test compared the values' logarithms (every value above 0).
     pub log_scale: bool,
-    /// (new - old) / |old|.
+    /// (new - old) / |old|: on a log scale the ratio of the geometric means less 1, the change
+    /// the test judged.
     pub change: Option<f64>,
     /// The line's own p-value, and after Holm's adjustment over the comparison's lines.
     pub p_value: Option<f64>,
@@ -118,13 +123,23 @@ fn mean(v: &[f64]) -> f64 {
     }
 }
 
-/// Two sets of values: Student's t with equal counts (it keeps its level when the variances
-/// differ, and has twice Welch's worst degrees of freedom), Welch's otherwise.
+/// Two sets of values: Student's t with equal counts (twice Welch's worst degrees of freedom; its
+/// level rises to 10.9 % at 3 a side when one side's variance dominates: `student_p`), Welch's
+/// otherwise.
 fn two_sample_p(a: &[f64], b: &[f64]) -> Option<f64> {
     if a.len() == b.len() {
         student_p(a, b)
     } else {
         welch_p(a, b)
+    }
+}
+
+/// The centre of `values` on a test's scale: their geometric mean on a log scale, else their mean.
+fn centre(values: &[f64], log_scale: bool) -> f64 {
+    match values {
+        [one] => *one,
+        _ if log_scale => mean(&values.iter().map(|v| v.ln()).collect::<Vec<f64>>()).exp(),
+        _ => mean(values),
     }
 }
 
@@ -135,11 +150,16 @@ pub fn judge(old: &[Vec<f64>], new: &[Vec<f64>]) -> Judgement {
     let (old, new) = (whole(old), whole(new));
     let means = |side: &[Vec<f64>]| side.iter().map(|i| mean(i)).collect::<Vec<f64>>();
     let (old_means, new_means) = (means(&old), means(&new));
-    let (a, b) = (mean(&old_means), mean(&new_means));
-    let change = (a.is_finite() && b.is_finite() && a != 0.0).then(|| (b - a) / a.abs());
     // Tested on a log scale when every value is above 0: a change is a ratio, and a runtime
     // whose lateness halves mostly halves its spread too.
     let log_scale = old.iter().chain(&new).flatten().all(|v| *v > 0.0);
+    // What each side's test compares: its invocations' means, or one invocation a side its repetitions.
+    let compared = |side: &[Vec<f64>], means: &[f64]| match (old.len(), new.len()) {
+        (1, 1) => side[0].clone(),
+        _ => means.to_vec(),
+    };
+    let (a, b) = (centre(&compared(&old, &old_means), log_scale), centre(&compared(&new, &new_means), log_scale));
+    let change = (a.is_finite() && b.is_finite() && a != 0.0).then(|| (b - a) / a.abs());
     let scaled = |values: &[f64]| -> Vec<f64> { values.iter().map(|v| if log_scale { v.ln() } else { *v }).collect() };
     let (level, p_value, reason) = match (old.as_slice(), new.as_slice()) {
         ([], _) | (_, []) => (None, None, Some("not measured on one side".to_string())),
@@ -217,6 +237,17 @@ pub const ONE_INVOCATION: &str = "one invocation a side: its repetitions share t
 identical invocations differ by more than their repetitions do (p is of the repetitions); a verdict needs 2 or more \
 results folders a side";
 
+/// The method line both compare commands print, with the size of Holm's family: the lines
+/// tested between invocations (after [`decide`]), not those tested on repetitions alone.
+pub fn method_line<'a>(lines: impl IntoIterator<Item = &'a Judgement>, rule: Rule) -> String {
+    let family = lines.into_iter().filter(|j| j.p_adjusted.is_some()).count();
+    format!(
+        "method: {METHOD}; alpha {} for the comparison (Holm's family: {family} line(s) tested between invocations), noise threshold {:.1} %",
+        rule.alpha,
+        rule.threshold * 100.0
+    )
+}
+
 /// Judges one line alone (a family of one).
 pub fn judge_alone(old: &[Vec<f64>], new: &[Vec<f64>], higher_is_better: bool, rule: Rule) -> Judgement {
     let mut j = judge(old, new);
@@ -254,7 +285,8 @@ mod tests {
         assert!((j.p_value.unwrap() - 0.000265).abs() < 1e-6, "{j:?}");
         assert!(j.log_scale);
         assert_eq!(j.p_adjusted, j.p_value, "a family of one");
-        assert!((j.change.unwrap() - 0.2).abs() < 1e-12);
+        // On the test's scale: geometric means 99.9867 and 119.9889, +20.0049 %.
+        assert!((j.change.unwrap() - 0.200_048_9).abs() < 1e-7, "{j:?}");
         assert_eq!(j.runs(), "3×2 vs 3×2");
         assert_eq!(judge_alone(&old, &new, true, RULE).verdict, Verdict::Improved, "a throughput 20 % higher");
         assert_eq!(judge_alone(&new, &old, false, RULE).verdict, Verdict::Improved);
@@ -308,6 +340,37 @@ mod tests {
         let j = judge_alone(&[vec![1.0, 1.01, 0.99]], &[vec![1.02, 1.03, 1.01]], false, RULE);
         assert_eq!(j.verdict, Verdict::NoChange);
         assert_eq!(j.runs(), "1×3 vs 1×3");
+    }
+
+    /// The change is on the scale of the test: invocation means 1 and 9 (geometric mean 3,
+    /// arithmetic 5) against 4 and 4 are +33.3 %, the ratio of the geometric means the log-scale
+    /// test judged, where the arithmetic means would say -20 %.
+    #[test]
+    fn the_change_is_the_ratio_of_the_geometric_means_the_test_judged() {
+        let j = judge_alone(&each(&[1.0, 9.0]), &each(&[4.0, 4.0]), false, RULE);
+        assert!(j.log_scale);
+        assert!((j.old - 3.0).abs() < 1e-12 && (j.new - 4.0).abs() < 1e-12, "{j:?}");
+        assert!((j.change.unwrap() - 1.0 / 3.0).abs() < 1e-12, "{j:?}");
+        // One invocation a side: the geometric means of the repetitions its test compares.
+        let j = judge_alone(&[vec![1.0, 9.0]], &[vec![4.0, 4.0]], false, RULE);
+        assert!((j.change.unwrap() - 1.0 / 3.0).abs() < 1e-12, "{j:?}");
+        // A value at 0: the test is on the values, and so are the means and the change.
+        let j = judge_alone(&each(&[0.0, 10.0]), &each(&[4.0, 6.0]), false, RULE);
+        assert!(!j.log_scale && (j.old, j.new, j.change) == (5.0, 5.0, Some(0.0)), "{j:?}");
+    }
+
+    /// Holm's family is the lines tested between invocations: a line of one invocation a side has
+    /// a p of its repetitions and is not in it, nor in the count the method line gives.
+    #[test]
+    fn the_method_line_counts_the_holm_family() {
+        let mut lines = vec![
+            judge(&each(&[100.0, 102.0, 98.0]), &each(&[106.0, 108.0, 104.0])),
+            judge(&[vec![1.0, 2.0, 3.0]], &[vec![4.0, 5.0, 6.0]]),
+            judge(&[vec![1.0]], &[vec![2.0]]),
+        ];
+        decide(lines.iter_mut().map(|j| (j, false)), RULE);
+        assert_eq!(lines.iter().filter(|j| j.p_value.is_some()).count(), 2, "two lines have a p");
+        assert!(method_line(&lines, RULE).contains("(Holm's family: 1 line(s) tested between invocations)"));
     }
 
     #[test]

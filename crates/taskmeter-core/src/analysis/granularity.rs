@@ -1,6 +1,7 @@
 //! The granularity experiment's figures (Task Bench's, Slaughter et al., SC'20): per grain the
 //! efficiency and the overhead per task, per worker METG(50 %), and per runtime their means
-//! over the repetitions with Student-t intervals.
+//! over the repetitions with their 95 % ranges for another invocation (METG's geometric mean on
+//! a log scale, so never below 0: `taskmeter_stats::geometric_mean_range`).
 //!
 //! - useful work of a task `t = serial_ns / serial_tasks` (the same busy loop, alone, in the
 //!   same worker), measured before and after the task size's rounds: the faster of the two,
@@ -16,11 +17,14 @@
 //! its serial baseline (the task measured alone) was slowed by a disturbance, which inflates the
 //! efficiency (a 1 ms task timed at 10 ms once gave 931 %). It is marked invalid, with the
 //! reason, and used nowhere: not in the means, METG, or the charts.
+//!
+//! Efficiency is over the cores a runtime can run tasks on (1 for a one-threaded runtime, all
+//! of them for a multi-threaded one): runtimes are ranked only against those with as many.
 
 use crate::model::granularity::{GrainPoint, GrainRun, GrainSummary, Metg};
 use taskmeter_protocol::Point;
 use taskmeter_stats::format::ns as format_ns;
-use taskmeter_stats::{t_interval, Interval};
+use taskmeter_stats::{geometric_mean_range, mean_range, Interval};
 
 /// The share of capacity METG is defined at.
 pub const THRESHOLD: f64 = 0.5;
@@ -81,30 +85,30 @@ pub fn metg(points: &[GrainPoint]) -> Option<Metg> {
     })
 }
 
-fn mean_interval(values: &[f64]) -> Option<Interval> {
-    match values {
-        [] => None,
-        [one] => Some(Interval::single(*one)),
-        many => t_interval(many),
-    }
+/// A runtime's repetitions that measured every grain.
+fn whole_runs<'a>(runs: &'a [GrainRun], runtime: &str, grains: usize) -> Vec<&'a GrainRun> {
+    runs.iter().filter(|r| r.runtime == runtime && r.error.is_none() && r.points.len() == grains).collect()
 }
 
-/// Each runtime's repetitions together, best METG first (runtimes with no grain at 50 % and
-/// failures last).
+/// The METGs of a runtime's whole repetitions: those that have one (a repetition whose every
+/// grain was invalid has none).
+pub fn metgs(runs: &[GrainRun], runtime: &str, grains: usize) -> Vec<Metg> {
+    whole_runs(runs, runtime, grains).iter().filter_map(|r| r.metg).collect()
+}
+
+/// Each runtime's repetitions together: the runtimes on the most cores first, and among as
+/// many cores the best METG first (runtimes with no grain at 50 % and failures last).
 pub fn summarise(runs: &[GrainRun], runtimes: &[String], grains: usize) -> Vec<GrainSummary> {
     let mut summaries: Vec<GrainSummary> = runtimes
         .iter()
         .filter(|r| runs.iter().any(|run| &run.runtime == *r))
         .map(|runtime| {
-            let whole: Vec<&GrainRun> = runs
-                .iter()
-                .filter(|r| &r.runtime == runtime && r.error.is_none() && r.points.len() == grains)
-                .collect();
-            let metgs: Vec<Metg> = whole.iter().filter_map(|r| r.metg).collect();
+            let whole = whole_runs(runs, runtime, grains);
+            let metgs = metgs(runs, runtime, grains);
             let values: Vec<f64> =
                 metgs.iter().filter_map(|m| if let Metg::Interpolated { ns } = m { Some(*ns) } else { None }).collect();
             let (metg_ns, metg_bound) = if !metgs.is_empty() && values.len() == metgs.len() {
-                (mean_interval(&values), None)
+                (geometric_mean_range(&values), None)
             } else {
                 (None, bound(&metgs))
             };
@@ -112,7 +116,7 @@ pub fn summarise(runs: &[GrainRun], runtimes: &[String], grains: usize) -> Vec<G
             let per_grain = |value: fn(&GrainPoint) -> f64| -> Vec<Option<Interval>> {
                 (0..grains)
                     .map(|i| {
-                        mean_interval(
+                        mean_range(
                             &whole
                                 .iter()
                                 .map(|r| &r.points[i])
@@ -137,7 +141,7 @@ pub fn summarise(runs: &[GrainRun], runtimes: &[String], grains: usize) -> Vec<G
         .collect();
     summaries.sort_by(|a, b| {
         let (ra, rb) = (rank(a), rank(b));
-        ra.0.cmp(&rb.0).then(ra.1.total_cmp(&rb.1))
+        b.cores.cmp(&a.cores).then(ra.0.cmp(&rb.0)).then(ra.1.total_cmp(&rb.1))
     });
     summaries
 }
@@ -212,31 +216,55 @@ mod tests {
         assert_eq!(metg(&[]), None);
     }
 
-    #[test]
-    fn repetitions_give_a_t_interval_and_rank_runtimes() {
-        let run = |runtime: &str, metg_ns: f64| GrainRun {
+    fn grain_run(runtime: &str, metg: Option<Metg>, cores: u32) -> GrainRun {
+        GrainRun {
             runtime: runtime.into(),
             repetition: 1,
             runtime_version: None,
-            points: vec![derive(point(1000, (1, 1000), 10, 10_000, 1))],
-            metg: Some(Metg::Interpolated { ns: metg_ns }),
+            points: vec![derive(point(1000, (1, 1000), 10, 10_000 / cores as u64, cores))],
+            metg,
             error: None,
             interrupted: false,
             wall_ns: 1,
-        };
-        let mut below = run("c", 0.0);
-        below.metg = Some(Metg::Below { ns: 1000.0 });
+        }
+    }
+
+    #[test]
+    fn repetitions_give_a_log_scale_range_and_rank_runtimes() {
+        let run = |runtime: &str, ns: f64| grain_run(runtime, Some(Metg::Interpolated { ns }), 1);
+        let below = grain_run("c", Some(Metg::Below { ns: 1000.0 }), 1);
         let runs = [run("a", 900.0), run("a", 1100.0), run("b", 300.0), below];
         let names: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
         let s = summarise(&runs, &names, 1);
         assert_eq!(s.iter().map(|s| s.runtime.as_str()).collect::<Vec<_>>(), ["b", "a", "c"]);
-        // Mean 1,000, sample sd 141.42, standard error 100, t(0.975, 1) = 12.706.
-        let a = s[1].metg_ns.expect("an interval");
-        assert_eq!(a.value, 1000.0);
-        assert!((a.half_width - 1270.62).abs() < 0.01, "{}", a.half_width);
+        // The geometric mean of 900 and 1,100 ns, 994.99 ns, and its range on a log scale:
+        // 164.0 ns to 6.04 µs (taskmeter_stats' test), never below 0 where the linear
+        // Student-t interval said 1,000 ± 1,270.6 ns.
+        let a = s[1].metg_ns.expect("a range");
+        assert!((a.value - 994.987).abs() < 1e-3 && a.log_scale, "{a:?}");
+        assert!((a.low() - 163.985).abs() < 1e-2 && (a.high() - 6037.13).abs() < 0.1, "{a:?}");
         assert_eq!(s[2].metg_bound, Some(Metg::Below { ns: 1000.0 }));
         assert_eq!(s[0].efficiency[0].map(|e| e.value), Some(1.0));
         assert_eq!(s[0].granularity_ns[0].map(|g| g.value), Some(1000.0), "10,000 ns x 1 core / 10 tasks");
+    }
+
+    /// A one-threaded runtime's efficiency is of one core, a multi-threaded one's of all: each is
+    /// ranked among the runtimes with as many cores, and only repetitions with a METG count.
+    #[test]
+    fn runtimes_are_ranked_among_those_with_as_many_cores() {
+        let interpolated = |ns: f64| Some(Metg::Interpolated { ns });
+        let runs = [
+            grain_run("one-threaded", interpolated(300.0), 1),
+            grain_run("machine", interpolated(5000.0), 2),
+            grain_run("machine", None, 2),
+            grain_run("other", interpolated(2000.0), 2),
+        ];
+        let names: Vec<String> = ["one-threaded", "machine", "other"].map(String::from).to_vec();
+        let s = summarise(&runs, &names, 1);
+        let order: Vec<(&str, Option<u32>)> = s.iter().map(|s| (s.runtime.as_str(), s.cores)).collect();
+        assert_eq!(order, [("other", Some(2)), ("machine", Some(2)), ("one-threaded", Some(1))]);
+        assert_eq!(s[1].repetitions, 2, "both repetitions measured every grain");
+        assert_eq!(metgs(&runs, "machine", 1), [Metg::Interpolated { ns: 5000.0 }], "one of them has a METG");
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! The repetitions of each receiver and sender count of `run net` together: the mean throughput
-//! with a Student-t interval between repetitions, and the ratio to the receiver's own 1-sender
-//! throughput, propagated from both.
+//! with its 95 % range for another invocation's mean (`taskmeter_stats::mean_range`), and the
+//! ratio to the receiver's own 1-sender throughput with its range on a log scale, from both.
 
 use crate::model::net::{NetPoint, NetSummary};
-use taskmeter_stats::{ratio_interval, t_interval, Interval};
+use taskmeter_stats::{mean_range, ratio_range, Interval};
 
 /// The ratio of a point's mean throughput `mean` to its receiver's mean 1-sender throughput
 /// `base`, at `senders`.
@@ -13,21 +13,18 @@ use taskmeter_stats::{ratio_interval, t_interval, Interval};
 ///   base's error into it twice, as if the two were independent, would give it a width it does
 ///   not have.
 /// - Otherwise both are means measured over their own repetitions (independent receiver
-///   processes), so neither is exact: the delta method (first order) adds their relative
-///   variances, `se(r) = r * sqrt((se_m / m)^2 + (se_b / b)^2)`, and the 95 % half-width is
-///   `t(0.975, df) * se(r)` with `df` the smaller of the two means' degrees of freedom (a
-///   conservative stand-in for Welch-Satterthwaite), as `ratio_interval` computes.
+///   processes), so neither is exact: on a log scale the delta method adds their relative
+///   variances, `se(ln r) = sqrt((se_m / m)^2 + (se_b / b)^2)`, and the 95 % range for another
+///   invocation's ratio is `r · e^(± t(0.975, df) · √2 · se(ln r))` with `df` the smaller of the
+///   two means' degrees of freedom (a conservative stand-in for Welch-Satterthwaite), as
+///   `ratio_range` computes: never below 0.
 /// - When either mean comes from one repetition its standard error is unknown (not zero): the
-///   ratio is then a plain value, no interval, rather than one that takes that mean as exact.
+///   ratio is then a plain value, no range, rather than one that takes that mean as exact.
 fn ratio(mean: Interval, base: Interval, senders: u32) -> Option<Interval> {
     if base.value <= 0.0 {
         return None;
     }
-    Some(match (senders, mean.degrees_of_freedom, base.degrees_of_freedom) {
-        (1, _, _) => Interval::single(1.0),
-        (_, Some(_), Some(_)) => ratio_interval(&mean, &base),
-        _ => Interval::single(mean.value / base.value),
-    })
+    Some(if senders == 1 { Interval::single(1.0) } else { ratio_range(&mean, &base) })
 }
 
 /// The repetitions of each receiver and sender count together, and each point's ratio to its
@@ -45,12 +42,7 @@ pub fn summarise(points: &mut [NetPoint]) -> Vec<NetSummary> {
             .filter(|p| p.receiver == receiver && p.senders == senders && p.error.is_none())
             .filter_map(|p| p.throughput)
             .collect();
-        let interval = match values.as_slice() {
-            [] => None,
-            [one] => Some(Interval::single(*one)),
-            many => t_interval(many),
-        };
-        (values.len() as u32, interval)
+        (values.len() as u32, mean_range(&values))
     };
     let mut summaries = Vec::new();
     for (receiver, senders) in keys {
@@ -77,12 +69,12 @@ mod tests {
     }
 
     #[test]
-    fn the_ratio_interval_adds_both_means_relative_variances() {
+    fn the_ratio_range_adds_both_means_relative_variances_on_a_log_scale() {
         // 1 sender: 90, 100, 110 msg/s: mean 100, s 10, se 10/√3 = 5.7735.
         // 2 senders: 180, 200, 220: mean 200, s 20, se 20/√3 = 11.547.
-        // ratio 2; relative se sqrt(0.057735² + 0.057735²) = 0.081650, se 0.163299;
-        // df min(2, 2) = 2, t(0.975, 2) = 4.302653: half-width 0.702620.
-        // (Taking the 1-sender mean as exact would give se 0.115470, half-width 0.496828.)
+        // ratio 2; se of ln 2 = sqrt(0.057735² + 0.057735²) = 0.081650; df min(2, 2) = 2,
+        // t(0.975, 2) = 4.302653: half-width 4.302653 x √2 x 0.081650 = 0.496828 on the log
+        // scale, the range 2 e^-0.496828 = 1.216916 to 2 e^0.496828 = 3.286998.
         let mut points: Vec<NetPoint> = [(1, 90.0), (2, 180.0), (1, 100.0), (2, 200.0), (1, 110.0), (2, 220.0)]
             .iter()
             .enumerate()
@@ -92,9 +84,13 @@ mod tests {
         assert_eq!(summaries.len(), 2);
         let two = summaries[1].ratio.unwrap();
         assert!((two.value - 2.0).abs() < 1e-12, "{two:?}");
-        assert!((two.standard_error - 0.163_299).abs() < 1e-6, "{two:?}");
-        assert!((two.half_width - 0.702_620).abs() < 1e-5, "{two:?}");
+        assert!((two.standard_error - 0.081_650).abs() < 1e-6, "{two:?}");
+        assert!((two.half_width - 0.496_828).abs() < 1e-5 && two.log_scale, "{two:?}");
+        assert!((two.low() - 1.216_916).abs() < 1e-5 && (two.high() - 3.286_998).abs() < 1e-5, "{two:?}");
         assert_eq!(two.degrees_of_freedom, Some(2.0));
+        // The throughput: 100 ± 4.302653 x 10 x sqrt(2/3) = ± 35.13.
+        let throughput = summaries[0].throughput.unwrap();
+        assert!((throughput.half_width - 35.131).abs() < 1e-3, "{throughput:?}");
         // The 1-sender row is the reference: exactly 1, no interval.
         let one = summaries[0].ratio.unwrap();
         assert_eq!(one, Interval::single(1.0));

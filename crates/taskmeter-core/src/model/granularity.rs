@@ -83,13 +83,15 @@ pub struct GrainSummary {
     /// Repetitions that measured every grain.
     pub repetitions: u32,
     pub cores: Option<u32>,
-    /// The mean METG with a 95 % Student-t interval between repetitions (none with one), when
-    /// every repetition interpolated it.
+    /// The geometric mean METG with the 95 % range, on a log scale, for the one another
+    /// invocation with as many repetitions would give (none with one), when every repetition
+    /// with a METG interpolated it. Records before version 2 ([`RANGES_SINCE`]) hold the
+    /// arithmetic mean with a Student-t confidence interval, and so do their other intervals.
     pub metg_ns: Option<Interval>,
     /// Otherwise the bound every repetition agrees on (none when some repetitions found no
     /// grain at 50 % and others did).
     pub metg_bound: Option<Metg>,
-    /// Per grain of the plan: the mean efficiency, with its interval.
+    /// Per grain of the plan: the mean efficiency, with its range for another invocation.
     pub efficiency: Vec<Option<Interval>>,
     /// Per grain of the plan: the mean task granularity (wall x cores / tasks), ns.
     #[serde(default)]
@@ -97,6 +99,9 @@ pub struct GrainSummary {
     /// Per grain of the plan: the mean overhead per task, ns.
     pub overhead_ns: Vec<Option<Interval>>,
 }
+
+/// The first version of `granularity.json` whose intervals are ranges for another invocation.
+pub const RANGES_SINCE: u32 = 2;
 
 /// `granularity.json`.
 #[derive(Serialize, Deserialize, Clone, Debug)]
@@ -121,7 +126,7 @@ pub struct SkippedRuntime {
 impl Record for GrainRecord {
     const SCHEMA: &'static str = "taskmeter.granularity";
     const FILE: &'static str = "granularity.json";
-    const VERSIONS: std::ops::RangeInclusive<u32> = 1..=1;
+    const VERSIONS: std::ops::RangeInclusive<u32> = 1..=RANGES_SINCE;
     crate::record_json!();
 
     fn header(&self) -> &Header {

@@ -69,9 +69,11 @@ impl NetSettings {
     }
 }
 
-/// A receiver at a sender count over its repetitions: the mean throughput and ratio, with a
-/// 95 % Student-t interval between repetitions when there are two or more (with one, the
-/// interval's `degrees_of_freedom` is null and it has no width: there is none).
+/// A receiver at a sender count over its repetitions: the mean throughput and ratio, with the
+/// 95 % range for the value another invocation with as many repetitions would give, when there
+/// are two or more (with one, `degrees_of_freedom` is null and it has no width: there is none).
+/// Records before version 3 hold a Student-t confidence interval of the mean instead, and a
+/// linear ratio interval ([`RANGES_SINCE`]).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct NetSummary {
     pub receiver: String,
@@ -79,12 +81,15 @@ pub struct NetSummary {
     /// Repetitions that measured a throughput (failed ones are not in the mean).
     pub repetitions: u32,
     pub throughput: Option<Interval>,
-    /// Mean throughput / the mean 1-sender throughput, the interval propagated from both (first
-    /// order: their relative variances add; with one repetition on either side, none). The
+    /// Mean throughput / the mean 1-sender throughput, its range on a log scale from both
+    /// (`log_scale`: their relative variances add; with one repetition on either side, none). The
     /// 1-sender row's is exactly 1, the reference, with no interval: `half_width` and
     /// `standard_error` 0, `degrees_of_freedom` null.
     pub ratio: Option<Interval>,
 }
+
+/// The first version of `net.json` whose intervals are ranges for another invocation.
+pub const RANGES_SINCE: u32 = 3;
 
 /// `net.json`.
 #[derive(Serialize, Deserialize, Clone, Debug)]
@@ -147,7 +152,7 @@ impl Record for NetRecord {
     const SCHEMA: &'static str = "taskmeter.net";
     const FILE: &'static str = "net.json";
     /// Version 2 took the shared header (version 1 had a bare number for a schema).
-    const VERSIONS: std::ops::RangeInclusive<u32> = 2..=2;
+    const VERSIONS: std::ops::RangeInclusive<u32> = 2..=RANGES_SINCE;
 
     crate::record_json!();
 

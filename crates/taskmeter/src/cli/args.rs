@@ -535,11 +535,12 @@ pub(super) struct RunArgs {
     /// granularity: 40 ms per task size after 10 ms of warm-up rounds
     #[arg(long, help_heading = heading::TIME)]
     pub(super) quick: bool,
-    /// Workers per runtime and point; 2 or more give 95 % intervals
+    /// Workers per runtime and point; 2 or more give 95 % ranges
     ///
     /// net: per receiver and sender count. Each is its own process, all interleaved; with 2 or
-    /// more, every interval comes from the variation between them (a 95 % Student-t interval)
-    /// [default: 1; net and granularity: 3]
+    /// more, every range comes from the variation between them (the 95 % range for the mean
+    /// another invocation would give; ratios and METG on a log scale) [default: 1; net and
+    /// granularity: 3]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000), help_heading = heading::TIME)]
     pub(super) repeat: Option<u32>,
     /// Time a worker may spend starting its units; those not started by then make the row partial

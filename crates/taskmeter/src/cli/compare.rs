@@ -11,7 +11,7 @@
 
 use super::families::{self, load_checked};
 use super::CliError;
-use crate::analysis::compare::{decide, judge, Judgement, Rule, Verdict, METHOD};
+use crate::analysis::compare::{decide, judge, method_line, Judgement, Level, Rule, Verdict, METHOD};
 use crate::analysis::differences::{self, Difference, Kind};
 use crate::experiments::compared::{Asked, LeftOut, Measured, Subject};
 use crate::experiments::family::Loaded;
@@ -111,8 +111,9 @@ struct Line {
     judgement: Judgement,
 }
 
-/// The comparison, as `--format json` prints it (schema `taskmeter.compare`, version 2: the
-/// invocations and repetitions of each side, the adjusted p, the reason, what was left out).
+/// The comparison, as `--format json` prints it (schema `taskmeter.compare`, version 3: the
+/// invocations and repetitions of each side, the adjusted p, the reason, what was left out;
+/// since version 3 `old`, `new` and `change` are on the scale of the line's test).
 #[derive(Serialize)]
 struct Comparison {
     schema: &'static str,
@@ -189,7 +190,7 @@ pub fn run(options: CompareOptions) -> Result<ExitCode, CliError> {
     let regressed = counts["regressed"];
     let comparison = Comparison {
         schema: "taskmeter.compare",
-        schema_version: 2,
+        schema_version: 3,
         kind: kinds[0],
         old: old.records.iter().map(|(p, _)| p.display().to_string()).collect(),
         new: new.records.iter().map(|(p, _)| p.display().to_string()).collect(),
@@ -245,13 +246,8 @@ fn console(c: &Comparison, old: &Side, new: &Side) -> String {
     for d in &c.differences {
         let _ = writeln!(out, "differs ({}): {} {} -> {}", d.kind.as_str(), d.what, d.old, d.new);
     }
-    let tested = c.lines.iter().filter(|l| l.judgement.p_value.is_some()).count();
-    let _ = writeln!(
-        out,
-        "method: {METHOD}; alpha {} for the comparison ({tested} line(s) tested), noise threshold {:.1} %",
-        c.alpha,
-        c.threshold * 100.0
-    );
+    let rule = Rule { threshold: c.threshold, alpha: c.alpha };
+    let _ = writeln!(out, "{}", method_line(c.lines.iter().map(|l| &l.judgement), rule));
     out.push('\n');
     let subject_names: Vec<&str> =
         c.lines.first().map(|l| l.subject.iter().map(|(k, _)| *k).collect()).unwrap_or_default();
@@ -273,7 +269,7 @@ fn console(c: &Comparison, old: &Side, new: &Side) -> String {
             j.change.map_or("n/a".into(), |c| format!("{:+.1} %", c * 100.0)),
             j.runs(),
             p_text(j.p_value, j.level.is_some()),
-            p_text(j.p_adjusted, j.level.is_some()),
+            p_text(j.p_adjusted, j.level == Some(Level::Invocations)),
             j.verdict.as_str().into(),
         ]);
         table.push(row);

@@ -4,7 +4,7 @@
 
 use super::args::{ByArg, FilterArgs, GroupBy, HistoryAction, RuleArgs, Selection, TextFormat, What, HISTORY_STATS};
 use super::CliError;
-use crate::analysis::compare::{decide, judge, Judgement, Rule, Verdict, METHOD};
+use crate::analysis::compare::{decide, judge, method_line, Judgement, Level, Rule, Verdict, METHOD};
 use crate::analysis::differences::{self, Difference, Kind};
 use crate::history::changepoint::Settings;
 use crate::history::check::{self, Finding};
@@ -405,7 +405,7 @@ fn compare(
     let regressed = lines.iter().filter(|l| l.judgement.verdict == Verdict::Regressed).count();
     if format == TextFormat::Json {
         let out = serde_json::json!({
-            "schema": "taskmeter.history.compare", "schema_version": 2, "metric": what.metric, "stat": stat,
+            "schema": "taskmeter.history.compare", "schema_version": 3, "metric": what.metric, "stat": stat,
             "method": METHOD, "threshold": rule.threshold, "alpha": rule.alpha, "differences": differences,
             "lines": lines, "left_out": left_out,
         });
@@ -515,12 +515,7 @@ fn print_compare(
     for (pair, d) in differences {
         crate::textln!("differs ({}, {pair}): {} {} -> {}", d.kind.as_str(), d.what, d.old, d.new);
     }
-    let tested = lines.iter().filter(|l| l.judgement.p_value.is_some()).count();
-    crate::textln!(
-        "method: {METHOD}; alpha {} for the comparison ({tested} line(s) tested), noise threshold {:.1} %",
-        rule.alpha,
-        rule.threshold * 100.0
-    );
+    crate::textln!("{}", method_line(lines.iter().map(|l| &l.judgement), rule));
     crate::textln!("{} {} of each repetition, averaged in each run", what.metric, stat);
     let mut table = vec![[
         "old",
@@ -551,7 +546,7 @@ fn print_compare(
             j.change.map_or("n/a".into(), |c| format!("{:+.1} %", c * 100.0)),
             j.runs(),
             super::compare::p_text(j.p_value, j.level.is_some()),
-            super::compare::p_text(j.p_adjusted, j.level.is_some()),
+            super::compare::p_text(j.p_adjusted, j.level == Some(Level::Invocations)),
             j.verdict.as_str().into(),
         ]);
     }

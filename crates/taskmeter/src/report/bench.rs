@@ -11,6 +11,7 @@ use crate::model::bench::BenchRecord;
 use taskmeter_record::console;
 use taskmeter_record::report::ScenarioResult;
 use taskmeter_stats::format::duration;
+use taskmeter_stats::Interval;
 
 /// Fewer units than this in a scenario's window, and its statistics are flagged: a median of 3
 /// gaps says little.
@@ -108,12 +109,12 @@ impl Report for BenchRecord {
             let svg = percentile_chart(&title, &Axis::new("gap", Unit::Nanos), &lines)?;
             charts.push(Chart { group: "gap".into(), file: "gap-percentiles.svg".into(), title, svg });
         }
-        let stat = |pick: fn(&taskmeter_record::report::Stats) -> f64| -> Vec<Option<(f64, Option<f64>)>> {
-            results.iter().map(|r| r.measured.gap.as_ref().map(|g| (pick(g), None))).collect()
+        let stat = |pick: fn(&taskmeter_record::report::Stats) -> f64| -> Vec<Option<Interval>> {
+            results.iter().map(|r| r.measured.gap.as_ref().map(|g| Interval::single(pick(g)))).collect()
         };
         let groups = [
-            Bars { name: "median".into(), style: Style::other(0), values: stat(|g| g.median as f64) },
-            Bars { name: "99th %".into(), style: Style::other(1), values: stat(|g| g.p99 as f64) },
+            Bars::of_estimates("median", Style::other(0), &stat(|g| g.median as f64)),
+            Bars::of_estimates("99th %", Style::other(1), &stat(|g| g.p99 as f64)),
         ];
         let title = "Gap between completions: median and 99th percentile".to_string();
         let axis = Axis::new("gap", Unit::Nanos);

@@ -18,7 +18,7 @@ use crate::analysis::histogram;
 use crate::model::run::{ClassResult, Metric, Row, RunRecord};
 use crate::model::sweep::{Param, Point};
 use plotters::style::RGBColor;
-use taskmeter_stats::{ratio_interval, Interval};
+use taskmeter_stats::{ratio_range, Interval};
 
 pub use super::figure::Chart;
 
@@ -76,7 +76,7 @@ fn percentile_plot(record: &RunRecord, point: &Point) -> Result<Vec<Chart>, Stri
 }
 
 /// The v1 study's bars: mean deviation of `actual` and `full` from the expected sleep, per
-/// runtime (with repetitions: their mean, and the 95 % interval as an error bar).
+/// runtime (with repetitions: their mean, and its 95 % range for another invocation as an error bar).
 fn deviation_bars(record: &RunRecord, point: &Point) -> Result<Option<Chart>, String> {
     type Bar = (String, Option<Interval>, Option<Interval>);
     let bars: Vec<Bar> = cells(record, point.index)
@@ -91,13 +91,10 @@ fn deviation_bars(record: &RunRecord, point: &Point) -> Result<Option<Chart>, St
     if bars.is_empty() {
         return Ok(None);
     }
-    let repeated = record.settings.repeat > 1;
-    let value = |i: &Option<Interval>| i.map(|i| (i.value, repeated.then_some(i.half_width)));
     let names: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
-    let groups = [
-        Bars { name: "actual".into(), style: Style::other(0), values: bars.iter().map(|b| value(&b.1)).collect() },
-        Bars { name: "full".into(), style: Style::other(1), values: bars.iter().map(|b| value(&b.2)).collect() },
-    ];
+    let (actual, full): (Vec<Option<Interval>>, Vec<Option<Interval>>) = bars.iter().map(|b| (b.1, b.2)).unzip();
+    let groups =
+        [Bars::of_estimates("actual", Style::other(0), &actual), Bars::of_estimates("full", Style::other(1), &full)];
     let title = format!("mean deviation from the expected sleep{}", at(record, point));
     let axis = Axis::new("mean |value - expected|", Unit::Nanos);
     let svg = bar_chart(&title, &axis, &names, &groups)?;
@@ -306,7 +303,7 @@ impl Slice<'_> {
     }
 
     /// A runtime's line: at each point where it has a value, the mean over its repetitions, with
-    /// their 95 % interval when there are two or more.
+    /// its 95 % range for another invocation when there are two or more.
     fn line(&self, runtime: &str, get: &dyn Fn(&Row) -> Option<f64>) -> Vec<(f64, Interval)> {
         self.points
             .iter()
@@ -341,27 +338,26 @@ impl Slice<'_> {
         series
     }
 
-    /// Each runtime's mean relative to its own at the slice's first point, the interval
-    /// propagated from both.
+    /// Each runtime's mean relative to its own at the slice's first point, with the range for
+    /// another invocation's ratio on a log scale; the first point is 1, the reference, with none.
     fn ratio_series(&self, record: &RunRecord) -> Vec<Series> {
         let metric = record.metric;
         let mean = move |r: &Row| r.statistics.as_ref()?.get(metric).mean;
         let ratios = |runtime: &String| -> Option<Series> {
             let line = self.line(runtime, &mean);
             let first = line.first().filter(|(_, e)| e.value != 0.0)?.1;
-            let ratios: Vec<(f64, Interval)> = line.iter().map(|(x, e)| (*x, ratio_interval(e, &first))).collect();
+            let ratio = |i: usize, e: &Interval| if i == 0 { Interval::single(1.0) } else { ratio_range(e, &first) };
+            let ratios: Vec<(f64, Interval)> = line.iter().enumerate().map(|(i, (x, e))| (*x, ratio(i, e))).collect();
             drawn(runtime.clone(), style(record, runtime), &ratios)
         };
         record.settings.runtimes.iter().filter_map(ratios).collect()
     }
 }
 
-/// A line of estimates as a series, with error bars where an estimate has an interval; none
-/// when it has no point.
+/// A line of estimates as a series, with error bars where an estimate has a range; none when
+/// it has no point.
 fn drawn(name: String, style: Style, line: &[(f64, Interval)]) -> Option<Series> {
-    let points = line.iter().map(|(x, e)| (*x, e.value)).collect();
-    let errors = line.iter().map(|(_, e)| e.degrees_of_freedom.is_some().then_some(e.half_width)).collect();
-    (!line.is_empty()).then_some(Series { name, style, points, errors })
+    (!line.is_empty()).then(|| Series::of_estimates(name, style, line))
 }
 
 /// The precision/cost plane of one point: each runtime's lateness (p50 a filled marker, p99 an

@@ -24,8 +24,8 @@ const VOLUME_LEFT_OUT_FIRST: [&str; 12] = [
     "high",
     "rings",
     "create/unit",
-    "95 % CI",
-    "95 % CI",
+    RANGE,
+    RANGE,
     "iter/unit",
     "p99",
     "lateness p50",
@@ -49,7 +49,7 @@ fn render_with_reasons_fitted(t: &Table, drop: &[&str]) -> String {
 /// The columns of the ranked table in the order they are left out when the terminal is too
 /// narrow for them all: the counts and the extremes first; the mean the table is ranked by
 /// stays longest, then the median.
-const RANKED_LEFT_OUT_FIRST: [&str; 7] = ["missed", "max", "samples", "95 % CI", "p99", "vs best", "p50"];
+const RANKED_LEFT_OUT_FIRST: [&str; 7] = ["missed", "max", "samples", RANGE, "p99", "vs best", "p50"];
 
 pub fn table(record: &RunRecord, point: usize) -> String {
     let t = table_of(record, point);
@@ -521,24 +521,8 @@ mod tests {
 
     #[test]
     fn the_cpu_line_says_what_the_share_is_of() {
-        use crate::model::header::Record;
-        let settings = serde_json::json!({
-            "runtimes": ["a", "b"], "experiment": "sleep", "units": 1, "priority_classes": 1,
-            "start_limit_ns": 1, "together": false, "duration_ns": 1, "warmup_ns": 0,
-            "sleep": {"mode": "absolute", "schedule": {"kind": "fixed", "ns": 1}}, "sleep_spec": "fixed:1ns",
-            "busy": {"iters": 0, "yield": false}, "grace_ns": 1
-        });
-        let mut record = RunRecord {
-            header: RunRecord::new_header(Vec::new(), String::new(), Environment::default()),
-            experiment: "sleep".into(),
-            metric: crate::model::run::Metric::Lateness,
-            settings: serde_json::from_value(settings).unwrap(),
-            sweeps: Vec::new(),
-            points: Vec::new(),
-            order: crate::model::run::Order { shuffled: false, seed: None },
-            rows: Vec::new(),
-            taskmeter_cpu_ns: Some(10_000_000),
-        };
+        let mut record = super::super::tables::tests::record(&["a", "b"], 1, Vec::new());
+        record.taskmeter_cpu_ns = Some(10_000_000);
         assert_eq!(cpu_line(&record), None, "no workers' CPU");
         for (runtime, cpu_ns) in [("a", 600_000_000u64), ("b", 400_000_000)] {
             let worker = serde_json::json!({

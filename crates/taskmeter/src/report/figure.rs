@@ -21,6 +21,7 @@ use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use std::ops::Range;
+use taskmeter_stats::Interval;
 
 /// A figure: where its report places it, its file name (under `charts/`), its title and its SVG.
 pub struct Chart {
@@ -453,25 +454,45 @@ impl Style {
     }
 }
 
-/// One line: its name, style and points, and the half-width of each point's 95 % interval
-/// (empty, or one per point), drawn as an error bar.
+/// One line: its name, style and points, and each point's 95 % range (empty, or one per
+/// point), drawn as an error bar: `ranges` holds its ends (a ratio's range on a log scale is not
+/// symmetric), `errors` the half-width of a symmetric one (the history's trend).
 pub struct Series {
     pub name: String,
     pub style: Style,
     pub points: Vec<(f64, f64)>,
     pub errors: Vec<Option<f64>>,
+    pub ranges: Vec<Option<(f64, f64)>>,
 }
 
 impl Series {
     pub fn new(name: impl Into<String>, style: Style, points: Vec<(f64, f64)>) -> Series {
-        Series { name: name.into(), style, points, errors: Vec::new() }
+        Series { name: name.into(), style, points, errors: Vec::new(), ranges: Vec::new() }
+    }
+
+    /// A line of estimates at their x, each with an error bar where it has a range.
+    pub fn of_estimates(name: impl Into<String>, style: Style, estimates: &[(f64, Interval)]) -> Series {
+        let points = estimates.iter().map(|(x, e)| (*x, e.value)).collect();
+        let ranges = estimates.iter().map(|(_, e)| e.has_range().then(|| (e.low(), e.high()))).collect();
+        Series { ranges, ..Series::new(name, style, points) }
+    }
+
+    /// The ends of each point's error bar, if it has one.
+    fn bar(&self, i: usize) -> Option<(f64, f64)> {
+        let y = self.points[i].1;
+        let symmetric = || self.errors.get(i).copied().flatten().map(|e| (y - e, y + e));
+        self.ranges.get(i).copied().flatten().or_else(symmetric)
+    }
+
+    fn has_bars(&self) -> bool {
+        (0..self.points.len()).any(|i| self.bar(i).is_some())
     }
 
     /// (x, lowest, highest) of each point, error bars included.
     fn extents(&self) -> impl Iterator<Item = (f64, f64, f64)> + '_ {
         self.points.iter().enumerate().map(|(i, (x, y))| {
-            let e = self.errors.get(i).copied().flatten().unwrap_or(0.0);
-            (*x, y - e, y + e)
+            let (low, high) = self.bar(i).unwrap_or((*y, *y));
+            (*x, low, high)
         })
     }
 }
@@ -822,14 +843,14 @@ pub fn line_chart(title: &str, x: &Axis, y: &Axis, series: &[Series], level: Opt
         keys.push(Key { label: level.label.clone(), style, kind: KeyKind::Line });
     }
     let x_span = xm.range.end - xm.range.start;
-    let what = if series.iter().any(|s| s.errors.iter().any(Option::is_some)) {
-        "Line chart (error bars: 95 % intervals)"
+    let what = if series.iter().any(Series::has_bars) {
+        "Line chart (error bars: 95 % ranges for another invocation)"
     } else {
         "Line chart"
     };
     figure(title, what, (&xm, &ym), PLOT_HEIGHT, (&x.desc, &y.desc), &keys, |chart| {
         // Lines with error bars are set a little apart, so that bars at one x do not hide each other.
-        let dodged = series.iter().any(|s| s.errors.iter().any(Option::is_some));
+        let dodged = series.iter().any(Series::has_bars);
         for (k, line) in series.iter().enumerate() {
             let dodge = if dodged { (k as f64 - (series.len() - 1) as f64 / 2.0) * x_span * 0.006 } else { 0.0 };
             let mapped: Vec<(f64, f64)> =
@@ -840,7 +861,7 @@ pub fn line_chart(title: &str, x: &Axis, y: &Axis, series: &[Series], level: Opt
             }
             let cap = x_span * 0.01;
             let (bottom, top) = (ym.range.start, ym.range.end);
-            let bars = line.extents().zip(&line.errors).filter(|(_, e)| e.is_some()).map(|((a, lo, hi), _)| {
+            let bars = line.extents().enumerate().filter(|(i, _)| line.bar(*i).is_some()).map(|(_, (a, lo, hi))| {
                 let (a, lo, hi) = (xm.to(a) + dodge, ym.to(clamp(lo)).max(bottom), ym.to(hi).min(top));
                 PathElement::new(
                     vec![(a - cap, lo), (a + cap, lo), (a, lo), (a, hi), (a - cap, hi), (a + cap, hi)],
@@ -1047,11 +1068,23 @@ pub fn percentile_panels(title: &str, y: &Axis, lines: &[Distribution], most: us
 /// A panel's plot, axes included.
 const PANEL_HEIGHT: u32 = 260;
 
-/// One group of bars: a value (and the half-width of its 95 % interval) per category.
+/// A bar's value, and the ends of its 95 % range if it has one.
+pub type Bar = (f64, Option<(f64, f64)>);
+
+/// One group of bars: a bar per category.
 pub struct Bars {
     pub name: String,
     pub style: Style,
-    pub values: Vec<Option<(f64, Option<f64>)>>,
+    pub values: Vec<Option<Bar>>,
+}
+
+impl Bars {
+    /// A bar per estimate, each with a whisker where it has a range.
+    pub fn of_estimates(name: impl Into<String>, style: Style, estimates: &[Option<Interval>]) -> Bars {
+        let values =
+            estimates.iter().map(|e| e.map(|e| (e.value, e.has_range().then(|| (e.low(), e.high()))))).collect();
+        Bars { name: name.into(), style, values }
+    }
 }
 
 /// Horizontal bars, one row per category (top to bottom), a bar per group in each row, error
@@ -1061,7 +1094,11 @@ pub fn bar_chart(title: &str, value: &Axis, categories: &[String], groups: &[Bar
     let row_of = |i: usize| (rows - 1 - i) as f64;
     let extents: Vec<f64> = groups
         .iter()
-        .flat_map(|g| g.values.iter().flatten().flat_map(|(v, e)| [*v, v + e.unwrap_or(0.0), v - e.unwrap_or(0.0)]))
+        .flat_map(|g| g.values.iter().flatten())
+        .flat_map(|(v, range)| {
+            let (low, high) = range.unwrap_or((*v, *v));
+            [*v, low, high]
+        })
         // On a log axis, bars start at the axis' left end, and an error bar reaching 0 stops there.
         .filter(|v| *v > 0.0)
         .collect();
@@ -1079,7 +1116,7 @@ pub fn bar_chart(title: &str, value: &Axis, categories: &[String], groups: &[Bar
     let height = PLOT_HEIGHT.max(rows as u32 * 24 + 70);
     let band = 0.8 / groups.len().max(1) as f64;
     let base = if xm.log { xm.range.start } else { 0.0 };
-    let what = "Horizontal bar chart (whiskers: 95 % intervals)";
+    let what = "Horizontal bar chart (whiskers: 95 % ranges for another invocation)";
     figure(title, what, (&xm, &ym), height, (&value.desc, ""), &keys, |chart| {
         for (k, group) in groups.iter().enumerate() {
             for (i, v) in group.values.iter().enumerate() {
@@ -1092,10 +1129,10 @@ pub fn bar_chart(title: &str, value: &Axis, categories: &[String], groups: &[Bar
                         group.style.colour.filled(),
                     )))
                     .map_err(err)?;
-                if let Some(e) = e {
+                if let Some((low, high)) = e {
                     let mid = (lo + hi) / 2.0;
-                    let low = if xm.log && v - e <= 0.0 { 10f64.powf(xm.range.start) } else { (v - e).max(0.0) };
-                    let (a, b) = (xm.to(low), xm.to(v + e));
+                    let low = if xm.log && *low <= 0.0 { 10f64.powf(xm.range.start) } else { low.max(0.0) };
+                    let (a, b) = (xm.to(low), xm.to(*high));
                     let whisker = vec![
                         (a, mid - band * 0.3),
                         (a, mid + band * 0.3),
@@ -1284,7 +1321,7 @@ mod tests {
         let bars: Vec<Bars> = names
             .iter()
             .zip(&look)
-            .map(|(n, s)| Bars { name: n.clone(), style: *s, values: vec![Some((3e3, Some(1e2)))] })
+            .map(|(n, s)| Bars { name: n.clone(), style: *s, values: vec![Some((3e3, Some((2.9e3, 3.1e3))))] })
             .collect();
         let spans: Vec<Span> = names
             .iter()

@@ -4,9 +4,10 @@
 
 use super::console::render_table_fitted;
 use super::figure::{bar_chart, line_chart, style_of, Axis, Bars, Chart, Level, Scale, Series, Style, Unit};
+use super::format::format_range;
 use super::page::{table, Block, Report, Section};
-use crate::analysis::granularity::{baselines, BASELINE_SPREAD, THRESHOLD};
-use crate::model::granularity::{GrainRecord, GrainRun, GrainSummary, Metg};
+use crate::analysis::granularity::{baselines, metgs, BASELINE_SPREAD, THRESHOLD};
+use crate::model::granularity::{GrainRecord, GrainRun, GrainSummary, Metg, RANGES_SINCE};
 use std::fmt::Write as _;
 use taskmeter_stats::format::ns as format_ns;
 use taskmeter_stats::Interval;
@@ -42,12 +43,10 @@ fn metg_text(m: Metg) -> String {
     }
 }
 
-/// "1.23 µs ± 45.0 ns" with repetitions, "1.23 µs" with one.
+/// "1.23 µs ± 45.0 ns", METG's "995 ns (164 ns–6.04 µs)" (on a log scale), "1.23 µs" with one
+/// repetition.
 fn with_interval(i: &Interval) -> String {
-    match i.degrees_of_freedom {
-        Some(_) => format!("{} ± {}", format_ns(i.value), format_ns(i.half_width)),
-        None => format_ns(i.value),
-    }
+    format_range(i, format_ns)
 }
 
 fn summary_metg(s: &GrainSummary) -> String {
@@ -61,23 +60,64 @@ fn summary_metg(s: &GrainSummary) -> String {
 
 fn percent(i: &Option<Interval>) -> String {
     match i {
-        Some(i) if i.degrees_of_freedom.is_some() => format!("{:.0} ± {:.0} %", 100.0 * i.value, 100.0 * i.half_width),
+        Some(i) if i.has_range() => format!("{:.0} ± {:.0} %", 100.0 * i.value, 100.0 * i.half_width),
         Some(i) => format!("{:.0} %", 100.0 * i.value),
         None => "-".into(),
     }
 }
 
-/// The ranked table: METG, the task's own work there, and the overhead per task at the
-/// smallest size (the cost of starting and awaiting a task when there is almost no work).
-fn ranked_table(record: &GrainRecord) -> Vec<Vec<String>> {
+/// The runtimes by the cores they ran tasks on, most first (as `summarise` sorts them):
+/// efficiency is over those cores, so a runtime is ranked only among those with as many.
+fn by_cores(record: &GrainRecord) -> Vec<(Option<u32>, Vec<&GrainSummary>)> {
+    let mut groups: Vec<(Option<u32>, Vec<&GrainSummary>)> = Vec::new();
+    for s in &record.summaries {
+        match groups.iter_mut().find(|(cores, _)| *cores == s.cores) {
+            Some((_, members)) => members.push(s),
+            None => groups.push((s.cores, vec![s])),
+        }
+    }
+    groups
+}
+
+/// Why the runtimes are ranked in groups, when they are.
+const CORES_NOTE: &str = "Efficiency is over the cores a runtime can run tasks on (wall x cores): a one-threaded \
+runtime's is of one core, a multi-threaded one's of all, so runtimes are ranked only among those on as many cores.";
+
+/// The title of a group's table, when runtimes ran on different numbers of cores.
+fn cores_title(cores: Option<u32>) -> String {
+    match cores {
+        Some(1) => {
+            "Ranked among runtimes on 1 core (one-threaded, or Python threads under the GIL): efficiency of one core"
+                .into()
+        }
+        Some(n) => format!("Ranked among runtimes on {n} cores: efficiency of all {n}"),
+        None => "Runtimes whose cores are not known".into(),
+    }
+}
+
+/// The ranked tables, one per number of cores (untitled when all ran on as many).
+fn ranked_tables(record: &GrainRecord) -> Vec<(String, Vec<Vec<String>>)> {
+    let groups = by_cores(record);
+    let titled = groups.len() > 1;
+    groups
+        .into_iter()
+        .map(|(cores, group)| (if titled { cores_title(cores) } else { String::new() }, ranked_table(record, &group)))
+        .collect()
+}
+
+/// A ranked table: METG, the task's own work there, the overhead per task at the smallest size
+/// (the cost of starting and awaiting a task when there is almost no work), and the repetitions
+/// METG rests on.
+fn ranked_table(record: &GrainRecord, group: &[&GrainSummary]) -> Vec<Vec<String>> {
     let sizes = &record.settings.grains_ns;
     let smallest = sizes.len().saturating_sub(1);
-    let mut lines = vec![["#", "runtime", "cores", "METG(50 %)", "overhead per task", "efficiency at", "repetitions"]
-        .map(String::from)
-        .to_vec()];
+    let mut lines =
+        vec![["#", "runtime", "cores", "METG(50 %)", "overhead per task", "efficiency at", "repetitions with a METG"]
+            .map(String::from)
+            .to_vec()];
     lines[0][4] = format!("overhead per task at {}", format_ns(sizes[smallest] as f64));
     lines[0][5] = format!("efficiency at {}", format_ns(sizes[0] as f64));
-    for (rank, s) in record.summaries.iter().enumerate() {
+    for (rank, s) in group.iter().enumerate() {
         lines.push(vec![
             (rank + 1).to_string(),
             s.runtime.clone(),
@@ -85,10 +125,28 @@ fn ranked_table(record: &GrainRecord) -> Vec<Vec<String>> {
             summary_metg(s),
             s.overhead_ns.get(smallest).cloned().flatten().as_ref().map_or("-".into(), with_interval),
             percent(s.efficiency.first().unwrap_or(&None)),
-            s.repetitions.to_string(),
+            metgs(&record.runs, &s.runtime, sizes.len()).len().to_string(),
         ]);
     }
     lines
+}
+
+/// What the ranges under the tables are (a record before version 2 holds Student-t intervals of
+/// its means, and says so).
+fn ranges_note(record: &GrainRecord) -> String {
+    let repeat = record.settings.repeat;
+    match repeat {
+        0 | 1 => "One repetition: no range; --repeat 3 gives ranges.".into(),
+        _ if record.header.schema_version < RANGES_SINCE => format!(
+            "± = 95 % Student-t confidence interval of the mean over the repetitions (a granularity.json of version {}).",
+            record.header.schema_version
+        ),
+        _ => format!(
+            "METG = the geometric mean of the repetitions' METGs, as METG (low–high): the 95 % range for another \
+             invocation's, on a log scale, so never below 0. Other ± = {}.",
+            taskmeter_stats::range_note(repeat as usize, "each its own worker process")
+        ),
+    }
 }
 
 /// Every runtime's efficiency at every task size: the curves, as numbers.
@@ -135,19 +193,21 @@ fn settings_line(record: &GrainRecord) -> String {
 
 /// The console report.
 pub fn console(record: &GrainRecord) -> String {
-    let mut out = format!("\n{}\n\n", settings_line(record));
-    out.push_str(&render_table_fitted(&ranked_table(record)));
+    let mut out = format!("\n{}\n", settings_line(record));
+    for (title, ranked) in ranked_tables(record) {
+        out.push_str(&if title.is_empty() { "\n".into() } else { format!("\n{title}:\n") });
+        out.push_str(&render_table_fitted(&ranked));
+    }
     out.push_str("\nefficiency (%) at each task size (useful work / (wall x cores)):\n");
     out.push_str(&render_table_fitted(&efficiency_matrix(record)));
     out.push_str(&format!(
         "\nMETG(50 %): the task granularity (wall x cores / tasks) at which efficiency falls to {:.0} %; lower is better.\n",
         100.0 * THRESHOLD
     ));
-    out.push_str(if record.settings.repeat > 1 {
-        "± = 95 % Student-t interval over the repetitions (each its own worker process)\n"
-    } else {
-        "one repetition: no interval; --repeat 3 gives intervals\n"
-    });
+    if by_cores(record).len() > 1 {
+        let _ = writeln!(out, "{CORES_NOTE}");
+    }
+    let _ = writeln!(out, "{}", ranges_note(record));
     out.push_str(&warnings(record));
     for line in failures(record) {
         let _ = writeln!(out, "{line}");
@@ -209,7 +269,7 @@ fn warnings(record: &GrainRecord) -> String {
         if metgs.len() >= 2 && high > DISAGREEMENT * low {
             let _ = writeln!(
                 out,
-                "warning: {}: its {} repetitions disagree, METG from {} to {}: its interval is wide for a reason (more --repeat narrows it)",
+                "warning: {}: its {} repetitions disagree, METG from {} to {}: its range is wide for a reason (more --repeat narrows it)",
                 s.runtime,
                 metgs.len(),
                 format_ns(low),
@@ -252,16 +312,12 @@ pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
             .iter()
             .enumerate()
             .map(|(i, s)| {
-                let (points, errors) = value(s)
+                let estimates: Vec<(f64, Interval)> = value(s)
                     .iter()
                     .zip(sizes)
-                    .filter_map(|(v, size)| {
-                        v.filter(|v| v.value > 0.0).map(|v| {
-                            ((*size as f64, v.value * scale), v.degrees_of_freedom.map(|_| v.half_width * scale))
-                        })
-                    })
-                    .unzip();
-                Series { name: s.runtime.clone(), style: styles[i], points, errors }
+                    .filter_map(|(v, size)| v.filter(|v| v.value > 0.0).map(|v| (*size as f64, v.scaled(scale))))
+                    .collect();
+                Series::of_estimates(s.runtime.clone(), styles[i], &estimates)
             })
             .filter(|s| !s.points.is_empty())
             .collect()
@@ -276,18 +332,14 @@ pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let mut measured: Vec<((f64, f64), Option<f64>)> = s
+            let mut measured: Vec<(f64, Interval)> = s
                 .granularity_ns
                 .iter()
                 .zip(&s.efficiency)
-                .filter_map(|(g, e)| {
-                    let (g, e) = (g.as_ref()?, e.as_ref()?);
-                    Some(((g.value, 100.0 * e.value), e.degrees_of_freedom.map(|_| 100.0 * e.half_width)))
-                })
+                .filter_map(|(g, e)| Some((g.as_ref()?.value, e.as_ref()?.scaled(100.0))))
                 .collect();
-            measured.sort_by(|a, b| a.0 .0.total_cmp(&b.0 .0));
-            let (points, errors) = measured.into_iter().unzip();
-            Series { name: s.runtime.clone(), style: styles[i], points, errors }
+            measured.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Series::of_estimates(s.runtime.clone(), styles[i], &measured)
         })
         .filter(|s| !s.points.is_empty())
         .collect();
@@ -325,32 +377,30 @@ pub fn charts(record: &GrainRecord) -> Result<Vec<Chart>, String> {
             svg: line_chart(overhead_title, &work, &overhead, &series(|s| &s.overhead_ns, 1.0), None)?,
         },
     ];
-    // The ranked table as a figure: each runtime's METG, with its interval.
-    let ranked: Vec<(String, (f64, Option<f64>))> = record
-        .summaries
-        .iter()
-        .filter_map(|s| {
-            let m = s.metg_ns.as_ref()?;
-            Some((s.runtime.clone(), (m.value, m.degrees_of_freedom.map(|_| m.half_width))))
-        })
-        .collect();
-    if !ranked.is_empty() {
-        let title = format!("METG(50 %) per runtime ({pattern}; lower is better)");
-        let names: Vec<String> = ranked.iter().map(|r| r.0.clone()).collect();
-        let bars = [Bars {
-            name: "METG(50 %)".into(),
-            style: Style::other(0),
-            values: ranked.iter().map(|r| Some(r.1)).collect(),
-        }];
-        let axis = Axis::new("METG(50 %): task granularity at 50 % efficiency", Unit::Nanos).scale(Scale::Log);
-        charts.push(Chart {
-            group: "metg".into(),
-            file: "metg.svg".into(),
-            title: title.clone(),
-            svg: bar_chart(&title, &axis, &names, &bars)?,
-        });
-    }
+    charts.extend(metg_chart(record)?);
     Ok(charts)
+}
+
+/// The ranked tables as a figure: each runtime's METG, with its range (and its cores, when
+/// runtimes ran on different numbers of them).
+fn metg_chart(record: &GrainRecord) -> Result<Option<Chart>, String> {
+    let grouped = by_cores(record).len() > 1;
+    let name = |s: &GrainSummary| match (grouped, s.cores) {
+        (true, Some(cores)) => format!("{} ({cores} core{})", s.runtime, if cores == 1 { "" } else { "s" }),
+        _ => s.runtime.clone(),
+    };
+    let ranked: Vec<(String, Option<Interval>)> =
+        record.summaries.iter().filter(|s| s.metg_ns.is_some()).map(|s| (name(s), s.metg_ns)).collect();
+    if ranked.is_empty() {
+        return Ok(None);
+    }
+    let pattern = record.settings.pattern.name();
+    let title = format!("METG(50 %) per runtime ({pattern}; lower is better)");
+    let (names, metgs): (Vec<String>, Vec<Option<Interval>>) = ranked.into_iter().unzip();
+    let bars = [Bars::of_estimates("METG(50 %)", Style::other(0), &metgs)];
+    let axis = Axis::new("METG(50 %): task granularity at 50 % efficiency", Unit::Nanos).scale(Scale::Log);
+    let svg = bar_chart(&title, &axis, &names, &bars)?;
+    Ok(Some(Chart { group: "metg".into(), file: "metg.svg".into(), title, svg }))
 }
 
 /// The 50 % line, with each runtime's METG marked on it in its colour.
@@ -408,7 +458,12 @@ impl Report for GrainRecord {
     fn markdown(&self) -> String {
         let mut out =
             format!("**taskmeter granularity** {}\n\n", settings_line(self).trim_start_matches("granularity: "));
-        out.push_str(&super::markdown::table(&ranked_table(self)));
+        for (title, ranked) in ranked_tables(self) {
+            if !title.is_empty() {
+                let _ = writeln!(out, "_{title}_\n");
+            }
+            out.push_str(&super::markdown::table(&ranked));
+        }
         out.push_str("\n_efficiency (%) at each task size_\n\n");
         out.push_str(&super::markdown::table(&efficiency_matrix(self)));
         out
@@ -457,16 +512,16 @@ impl Report for GrainRecord {
     }
 
     fn sections(&self) -> Vec<Section> {
-        let mut results = vec![Block::Table(String::new(), table(ranked_table(self)), "results")];
+        let mut results: Vec<Block> = ranked_tables(self)
+            .into_iter()
+            .map(|(title, ranked)| Block::Table(title, table(ranked), "results"))
+            .collect();
         results.push(Block::Figures("metg".into()));
         results.push(Block::Text(format!(
-            "METG(50 %): the task granularity (wall x cores / tasks) at which efficiency falls to {:.0} %; lower is better. {}",
+            "METG(50 %): the task granularity (wall x cores / tasks) at which efficiency falls to {:.0} %; lower is better. {}{}",
             100.0 * THRESHOLD,
-            if self.settings.repeat > 1 {
-                "± = 95 % Student-t interval over the repetitions (each its own worker process)."
-            } else {
-                "One repetition: no interval; --repeat 3 gives intervals."
-            }
+            if by_cores(self).len() > 1 { format!("{CORES_NOTE} ") } else { String::new() },
+            ranges_note(self)
         )));
         let mut efficiency =
             vec![Block::Table("Efficiency (%) at each task size".into(), table(efficiency_matrix(self)), "results")];
@@ -486,7 +541,92 @@ impl Report for GrainRecord {
 const READING: &str = "Each worker runs rounds of tasks of a fixed busy work, started and awaited the runtime's own \
     way, at each task size. The useful work of a task is the same busy loop timed alone, one call after another, in \
     the same worker. Efficiency = tasks x useful work / (wall time x cores), where cores is how many tasks the runtime \
-    can run at once here (1 for one-threaded runtimes and for Python threads under the GIL). Task granularity = wall \
+    can run at once here (1 for one-threaded runtimes and for Python threads under the GIL), so a runtime is ranked \
+    only among those with as many cores. Task granularity = wall \
     x cores / tasks; METG(50 %) is the granularity at which efficiency falls to 50 % (Task Bench, Slaughter et al., \
     SC'20), interpolated in log granularity between the two task sizes around it. Every task's result is checked and \
     every started task must complete.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::granularity::{derive, summarise};
+    use crate::machine::env::Environment;
+    use crate::model::granularity::GrainSettings;
+    use crate::model::header::Record;
+
+    /// A repetition of `runtime` on `cores`: one grain of 1 µs at 100 % efficiency, and its METG.
+    fn repetition(runtime: &str, cores: u32, metg: Option<Metg>) -> GrainRun {
+        let point = taskmeter_protocol::Point {
+            grain_ns: 1000,
+            iters: 1,
+            busy_result: "1".into(),
+            serial_tasks: 1,
+            serial_ns: 1000,
+            serial_after_tasks: None,
+            serial_after_ns: None,
+            rounds: 1,
+            tasks: 10,
+            completed: 10,
+            wrong: 0,
+            wall_ns: 10_000 / cores as u64,
+            cores,
+        };
+        let points = vec![derive(point)];
+        GrainRun {
+            runtime: runtime.into(),
+            repetition: 1,
+            runtime_version: None,
+            points,
+            metg,
+            error: None,
+            interrupted: false,
+            wall_ns: 1,
+        }
+    }
+
+    /// "machine" and "other" run tasks on 2 cores, "one-threaded" on 1: two tables, each ranked
+    /// from 1, and "machine" counts the one repetition of its two that has a METG.
+    #[test]
+    fn runtimes_on_different_numbers_of_cores_are_ranked_apart() {
+        let interpolated = |ns: f64| Some(Metg::Interpolated { ns });
+        let runs = vec![
+            repetition("one-threaded", 1, interpolated(300.0)),
+            repetition("machine", 2, interpolated(5000.0)),
+            repetition("machine", 2, None),
+            repetition("other", 2, interpolated(2000.0)),
+        ];
+        let runtimes: Vec<String> = ["one-threaded", "machine", "other"].map(String::from).to_vec();
+        let settings = GrainSettings {
+            runtimes: runtimes.clone(),
+            pattern: taskmeter_protocol::Pattern::Trivial,
+            width: 2,
+            steps: 5,
+            grains_ns: vec![1000],
+            warmup_ns: 0,
+            duration_ns: 1,
+            calibrate_ns: 1,
+            repeat: 2,
+        };
+        let summaries = summarise(&runs, &runtimes, 1);
+        let header = GrainRecord::new_header(Vec::new(), String::new(), Environment::default());
+        let record = GrainRecord { header, settings, runs, summaries, skipped: Vec::new() };
+        let tables = ranked_tables(&record);
+        let titles: Vec<&str> = tables.iter().map(|(title, _)| title.as_str()).collect();
+        assert_eq!(
+            titles,
+            [
+                "Ranked among runtimes on 2 cores: efficiency of all 2",
+                "Ranked among runtimes on 1 core (one-threaded, or Python threads under the GIL): efficiency of one core"
+            ]
+        );
+        // Rank, runtime, repetitions with a METG.
+        let rows = |t: &[Vec<String>]| -> Vec<String> {
+            t[1..].iter().map(|l| format!("{} {} {}", l[0], l[1], l[6])).collect()
+        };
+        assert_eq!(tables[0].1[0][6], "repetitions with a METG");
+        assert_eq!(rows(&tables[0].1), ["1 other 1", "2 machine 1"]);
+        assert_eq!(rows(&tables[1].1), ["1 one-threaded 1"]);
+        assert!(console(&record).contains(CORES_NOTE));
+    }
+}

@@ -3,11 +3,11 @@
 
 use super::console::render_table_fitted;
 use super::figure::{line_chart, styles, Axis, Chart, Series, Unit};
-use super::format::format_ns;
+use super::format::{format_ns, format_range, format_ratio};
 use super::page::{table, Block, Report, Section};
-use crate::model::net::{NetPoint, NetRecord, NetSummary};
+use crate::model::net::{NetPoint, NetRecord, NetSummary, RANGES_SINCE};
 use std::fmt::Write as _;
-use taskmeter_stats::{t_interval, Interval};
+use taskmeter_stats::{mean_range, Interval};
 
 pub fn progress_line(p: &NetPoint, repeat: u32) -> String {
     let repetition = if repeat > 1 { format!(" #{}", p.repetition) } else { String::new() };
@@ -23,36 +23,45 @@ pub fn progress_line(p: &NetPoint, repeat: u32) -> String {
     }
 }
 
-/// "12,345" or, with repetitions, "12,345 ± 678".
-fn with_interval(i: Option<Interval>, decimals: usize) -> String {
-    match i {
-        None => "-".into(),
-        Some(i) if i.degrees_of_freedom.is_some() => format!("{:.decimals$} ± {:.decimals$}", i.value, i.half_width),
-        Some(i) => format!("{:.decimals$}", i.value),
-    }
+/// A throughput: "12,345" or, with repetitions, "12,345 ± 678".
+fn throughput_cell(i: Option<Interval>) -> String {
+    i.map_or("-".into(), |i| format_range(&i, |v| format!("{v:.0}")))
 }
 
 /// A ratio to 1 sender: "1 (reference)" for the 1-sender row, which is its own base (exactly 1,
-/// no interval), else the ratio with its interval when it has one.
+/// no range), else the ratio with its range when it has one: "2.00 (1.22–3.29)".
 fn ratio_cell(summary: Option<&NetSummary>) -> String {
-    match summary {
-        Some(s) if s.senders == 1 && s.ratio.is_some() => REFERENCE.into(),
-        _ => with_interval(summary.and_then(|s| s.ratio), 2),
+    match summary.and_then(|s| Some((s.senders, s.ratio?))) {
+        Some((1, _)) => REFERENCE.into(),
+        Some((_, ratio)) => format_range(&ratio, format_ratio),
+        None => "-".into(),
     }
 }
 
 /// The 1-sender row's ratio, in every table.
 const REFERENCE: &str = "1 (reference)";
 
-/// What the ± means, under the tables.
-fn intervals_note(repeated: bool) -> &'static str {
-    if repeated {
-        "± = 95 % Student-t interval over the repetitions (each its own receiver process); a ratio's interval \
-         combines the uncertainty of both means (relative variances add), except the 1-sender ratio: 1 by \
-         definition, no interval; round trips: mean over repetitions"
-    } else {
-        "one repetition: no interval (a point's throughput varies by tens of percent from run to run here); \
-         --repeat 3 gives intervals"
+/// What the ± and the ranges mean, under the tables (a record before version 3 holds Student-t
+/// intervals of its means, and says so).
+fn intervals_note(record: &NetRecord) -> String {
+    let repeat = record.settings.repeat;
+    let ratios = "ratio (low–high) = the 95 % range for another invocation's ratio, on a log scale from both \
+                  means' relative errors, so never below 0, except the 1-sender ratio: 1 by definition, no range; \
+                  round trips: mean over repetitions";
+    match repeat {
+        0 | 1 => "one repetition: no range (a point's throughput varies by tens of percent from run to run here); \
+                  --repeat 3 gives ranges"
+            .into(),
+        _ if record.header.schema_version < RANGES_SINCE => format!(
+            "± = 95 % Student-t confidence interval of the mean over {repeat} repetitions (a net.json of version \
+             {}: its ratios' intervals are first order), except the 1-sender ratio; round trips: mean over \
+             repetitions",
+            record.header.schema_version
+        ),
+        _ => format!(
+            "throughput ± = {}; {ratios}",
+            taskmeter_stats::range_note(repeat as usize, "each its own receiver process")
+        ),
     }
 }
 
@@ -65,13 +74,12 @@ pub fn console(record: &NetRecord) -> String {
         s.message_size,
         if s.per_sender { "per sender" } else { "split across the senders" }
     );
-    let repeated = s.repeat > 1;
     out.push_str(&render_table_fitted(&summary_table(record)));
     if let Some(matrix) = ratio_matrix(record) {
         out.push_str("\nthroughput / the receiver's own 1-sender throughput:\n");
         out.push_str(&render_table_fitted(&matrix));
     }
-    let _ = writeln!(out, "\n{}", intervals_note(repeated));
+    let _ = writeln!(out, "\n{}", intervals_note(record));
     for skip in &record.skipped {
         let _ = writeln!(out, "skipped: {}: {}", skip.receiver, skip.reason);
     }
@@ -122,15 +130,13 @@ pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                let (points, errors) = record
+                let estimates: Vec<(f64, Interval)> = record
                     .summaries
                     .iter()
                     .filter(|p| &p.receiver == r)
-                    .filter_map(|p| {
-                        value(p).map(|v| ((p.senders as f64, v.value), v.degrees_of_freedom.map(|_| v.half_width)))
-                    })
-                    .unzip();
-                Series { name: r.clone(), style: styles[i], points, errors }
+                    .filter_map(|p| Some((p.senders as f64, value(p)?)))
+                    .collect();
+                Series::of_estimates(r.clone(), styles[i], &estimates)
             })
             .filter(|s: &Series| !s.points.is_empty())
             .collect()
@@ -142,11 +148,7 @@ pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
             .filter(|q| q.receiver == p.receiver && q.senders == p.senders && q.error.is_none())
             .filter_map(|q| q.round_trip.as_ref()?.p99.map(|v| v as f64))
             .collect();
-        match values.as_slice() {
-            [] => None,
-            [one] => Some(Interval::single(*one)),
-            many => t_interval(many),
-        }
+        mean_range(&values)
     };
     type Value<'a> = &'a dyn Fn(&NetSummary) -> Option<Interval>;
     let specs: [(&str, &str, &str, Unit, Value); 3] = [
@@ -219,7 +221,7 @@ impl Report for NetRecord {
             out.push_str("\n_throughput / the receiver's own 1-sender throughput_\n\n");
             out.push_str(&table(&matrix));
         }
-        let _ = writeln!(out, "\n_{}_", intervals_note(s.repeat > 1));
+        let _ = writeln!(out, "\n_{}_", intervals_note(self));
         out
     }
 
@@ -270,7 +272,7 @@ impl Report for NetRecord {
                 "results",
             ));
         }
-        let note = intervals_note(self.settings.repeat > 1);
+        let note = intervals_note(self);
         let mut chars = note.chars();
         let first: String = chars.next().into_iter().flat_map(char::to_uppercase).collect();
         blocks.push(Block::Text(format!("{first}{}.", chars.as_str())));
@@ -288,8 +290,9 @@ impl Report for NetRecord {
 
 const READING: &str = "Throughput is the study's: all messages received / (last receive - first receive) at the \
     receiver. The ratio divides it by the same receiver's throughput with 1 sender: the 1-sender row is \
-    the reference, 1 by definition and without an interval; with repetitions, the other rows' interval combines the \
-    uncertainty of both means (first order: their relative variances add). The round trip is timed per \
+    the reference, 1 by definition and without a range; with repetitions, the other rows' range is where another \
+    invocation's ratio would fall 95 % of the time, on a log scale from the relative errors of both means. The \
+    round trip is timed per \
     message at the senders, from the start of the write to the end of the ack. Every point checks that every \
     message was sent, received and acknowledged with the same bytes.";
 
@@ -323,7 +326,7 @@ fn summary_table(record: &NetRecord) -> Vec<Vec<String>> {
         lines.push(vec![
             summary.receiver.clone(),
             summary.senders.to_string(),
-            with_interval(summary.throughput, 0),
+            throughput_cell(summary.throughput),
             ratio_cell(Some(summary)),
             rtt(|s| s.p50),
             rtt(|s| s.p99),
@@ -403,19 +406,20 @@ mod tests {
     #[test]
     fn the_1_sender_ratio_is_the_reference_without_an_interval() {
         let record = record();
-        // Summary table: the 1-sender row says 1 (reference); the 2-sender row 2.00 ± 0.70
-        // (hand-computed in analysis::net's test).
+        // Summary table: the 1-sender row says 1 (reference); the 2-sender row 2.00 and its range
+        // on a log scale, 1.22 to 3.29 (hand-computed in analysis::net's test).
         let table = summary_table(&record);
         assert_eq!(table[0][3], "ratio to 1 sender");
         assert_eq!(table[1][3], "1 (reference)");
-        assert_eq!(table[2][3], "2.00 ± 0.70");
-        assert_eq!(table[1][2], "100 ± 25", "the throughput keeps its interval: t(2) 4.30 x 5.77");
+        assert_eq!(table[2][3], "2.00 (1.22–3.29)");
+        assert_eq!(table[1][2], "100 ± 35", "the throughput's range: t(2) 4.30 x 10 x sqrt(2/3)");
         let matrix = ratio_matrix(&record).unwrap();
         assert_eq!(matrix[1], ["1", "1 (reference)"]);
-        assert_eq!(matrix[2], ["2", "2.00 ± 0.70"]);
+        assert_eq!(matrix[2], ["2", "2.00 (1.22–3.29)"]);
         for text in [console(&record), record.markdown()] {
-            assert!(!text.contains("1.00 ±"), "{text}");
-            assert!(text.contains("1 (reference)") && text.contains("relative variances add"), "{text}");
+            assert!(!text.contains("1.00 ("), "{text}");
+            assert!(text.contains("1 (reference)") && text.contains("on a log scale"), "{text}");
+            assert!(text.contains("95 % range for another invocation's mean, from 3 repetitions"), "{text}");
         }
         // net.json: the 1-sender ratio has no width and null degrees of freedom.
         let json: serde_json::Value = serde_json::to_value(&record).unwrap();
@@ -425,15 +429,31 @@ mod tests {
         assert_eq!(ratio["standard_error"], 0.0);
         assert_eq!(ratio["degrees_of_freedom"], serde_json::Value::Null);
         assert_eq!(json["summaries"][1]["ratio"]["degrees_of_freedom"], 2.0);
+        assert_eq!(json["summaries"][1]["ratio"]["log_scale"], true);
+        assert_eq!(ratio.get("log_scale"), None, "a linear range does not say so");
     }
 
     #[test]
     fn an_older_record_s_1_sender_ratio_is_still_shown_as_the_reference() {
         // net.json written before: the 1-sender ratio carried a width (its base's error, twice).
         let mut record = record();
-        record.summaries[0].ratio =
-            Some(Interval { value: 1.0, half_width: 0.35, standard_error: 0.08, degrees_of_freedom: Some(2.0) });
+        record.summaries[0].ratio = Some(Interval {
+            half_width: 0.35,
+            standard_error: 0.08,
+            degrees_of_freedom: Some(2.0),
+            ..Interval::single(1.0)
+        });
         assert_eq!(summary_table(&record)[1][3], "1 (reference)");
         assert_eq!(ratio_matrix(&record).unwrap()[1][1], "1 (reference)");
+    }
+
+    #[test]
+    fn an_older_record_says_its_intervals_are_of_the_mean() {
+        // A net.json of version 2 holds Student-t intervals of its means: said as such.
+        let mut record = record();
+        record.header.schema_version = 2;
+        let note = intervals_note(&record);
+        assert!(note.contains("Student-t confidence interval of the mean over 3 repetitions"), "{note}");
+        assert!(!note.contains("another invocation"), "{note}");
     }
 }

@@ -2,14 +2,17 @@
 //! statistics and why): the ranked table of a point, the volume and study tables, the classes,
 //! and the sentences that say how to read them. The console, Markdown and HTML render these.
 
-use super::format::{format_bytes, format_count, format_ns, format_rate};
+use super::format::{format_bytes, format_count, format_ns, format_range, format_rate, format_ratio};
 use crate::analysis::cells::{cells, Cell, Statistic};
 use crate::model::run::{Metric, Row, RowStatus, RunRecord};
-use taskmeter_stats::{ratio_interval, Interval};
+use taskmeter_stats::{ratio_range, Interval};
+
+/// The header of the column of a mean's 95 % range for another invocation.
+pub const RANGE: &str = "95 % range";
 
 /// The runtimes of one point that have statistics, ranked by the mean absolute deviation of the
-/// metric (for `lateness` and `busy` that is their mean; for `actual` and `full`, the mean
-/// distance from the expected sleep, as in the v1 study), lowest first.
+/// metric from its reference (`explain` says which: mean |lateness|, mean |actual - expected|
+/// as in the v1 study), lowest first.
 pub fn ranked(record: &RunRecord, point: usize) -> Vec<Cell<'_>> {
     let key =
         |cell: &Cell| cell.mean_estimate(record.metric, Statistic::MeanDeviation).map_or(f64::INFINITY, |i| i.value);
@@ -18,36 +21,18 @@ pub fn ranked(record: &RunRecord, point: usize) -> Vec<Cell<'_>> {
     ranked
 }
 
-/// "± 1.2 µs": half the width of a 95 % interval; "-" where there is none (one repetition).
+/// "± 1.2 µs": half the width of a mean's 95 % range; "-" where there is none (one repetition).
 fn plus_minus_ns(interval: Option<Interval>) -> String {
-    interval
-        .filter(|i| i.degrees_of_freedom.is_some())
-        .map_or_else(|| "-".into(), |i| format!("± {}", format_ns(i.half_width)))
+    interval.filter(Interval::has_range).map_or_else(|| "-".into(), |i| format!("± {}", format_ns(i.half_width)))
 }
 
-/// "1.00", or "14.2 ± 0.3": the cell's ranking statistic over the best cell's, with a 95 %
-/// interval propagated from both.
+/// "1.00", or "14.2 (11.0–18.3)": the cell's ranking statistic over the best cell's, with the
+/// 95 % range for another invocation's ratio on a log scale (none with one repetition).
 fn ratio_to_best(metric: Metric, cell: &Cell, best: &Cell) -> String {
     let estimate = |c: &Cell| c.mean_estimate(metric, Statistic::MeanDeviation);
     match (estimate(cell), estimate(best)) {
         _ if cell.runtime == best.runtime => "1.00".into(),
-        (Some(a), Some(b)) if b.value > 0.0 && a.degrees_of_freedom.is_some() && b.degrees_of_freedom.is_some() => {
-            let r = ratio_interval(&a, &b);
-            if r.value >= 10.0 {
-                format!("{:.1} ± {:.1}", r.value, r.half_width)
-            } else {
-                format!("{:.2} ± {:.2}", r.value, r.half_width)
-            }
-        }
-        // One repetition: the ratio, with no interval to give it.
-        (Some(a), Some(b)) if b.value > 0.0 => {
-            let r = a.value / b.value;
-            if r >= 10.0 {
-                format!("{r:.1}")
-            } else {
-                format!("{r:.2}")
-            }
-        }
+        (Some(a), Some(b)) if b.value > 0.0 => format_range(&ratio_range(&a, &b), format_ratio),
         _ => "n/a".into(),
     }
 }
@@ -162,12 +147,12 @@ pub fn volume_table_of(record: &RunRecord) -> Table {
     header.extend(swept.iter().map(|s| s.to_string()));
     header.extend(["units", "delay"].map(str::to_string));
     if repeated {
-        header.push("95 % CI".into());
+        header.push(RANGE.into());
     }
     header.extend(["lateness p50", "p99", "iter/unit"].map(str::to_string));
     header.push(iteration_word(record).into());
     if repeated {
-        header.push("95 % CI".into());
+        header.push(RANGE.into());
     }
     if classes {
         header.extend(["high", "low", "delay high", "delay low"].map(str::to_string));
@@ -323,9 +308,9 @@ pub fn table_of(record: &RunRecord, point: usize) -> Table {
     // One repetition has no interval: no column for it.
     let repeated = record.settings.repeat > 1;
     let header: Vec<String> =
-        ["runtime", "samples", mean_header.as_str(), "95 % CI", "p50", "p99", "max", "missed", "vs best"]
+        ["runtime", "samples", mean_header.as_str(), RANGE, "p50", "p99", "max", "missed", "vs best"]
             .into_iter()
-            .filter(|h| repeated || *h != "95 % CI")
+            .filter(|h| repeated || *h != RANGE)
             .map(str::to_string)
             .collect();
     let ranked = ranked(record, point);
@@ -359,7 +344,7 @@ pub fn table_of(record: &RunRecord, point: usize) -> Table {
 
 /// The nanosleep study's table: one line per runtime and point, min / mean / max of the metric
 /// in µs, plus p50 and p99 (with repetitions: the extremes over all, the mean of the others,
-/// and the mean's 95 % interval).
+/// and the mean's 95 % range for another invocation).
 pub fn study_table_of(record: &RunRecord) -> Table {
     let repeated = record.settings.repeat > 1;
     let mut lines = vec![vec!["runtime".to_string()]];
@@ -367,7 +352,7 @@ pub fn study_table_of(record: &RunRecord) -> Table {
     lines[0].extend(swept.iter().map(|s| s.to_string()));
     lines[0].extend(["samples", "min (µs)", "mean (µs)"].map(str::to_string));
     if repeated {
-        lines[0].push("95 % CI".into());
+        lines[0].push(RANGE.into());
     }
     lines[0].extend(["max (µs)", "p50 (µs)", "p99 (µs)"].map(str::to_string));
     let us = |v: Option<f64>| v.map(|v| format!("{:.1}", v / 1e3)).unwrap_or_else(|| "-".into());
@@ -477,29 +462,93 @@ pub fn explain_volume(record: &RunRecord) -> String {
          least-squares slope over units started of peak RSS less the rings (the runtime's own){}",
         iteration_word(record),
         if record.settings.repeat > 1 {
-            format!("; ± = 95 % interval from {}", crate::analysis::cells::basis_note(record))
+            format!("; ± = {}", crate::analysis::cells::basis_note(record))
         } else {
             String::new()
         }
     )
 }
 
-/// How to read the table of one metric, and what its intervals rest on.
+/// How to read the table of one metric: what it is ranked by, and what its ranges are.
 pub fn explain(record: &RunRecord) -> String {
     let metric = match record.metric {
-        Metric::Lateness => "lateness = wake-up time - intended wake-up time; ranked by mean; vs best = ratio of the ranking means",
-        Metric::Actual => "actual = iteration end - start (busy work included); ranked by mean |actual - expected|; vs best = ratio of those",
-        Metric::Full => "full = iteration end - previous end; ranked by mean |full - expected|; vs best = ratio of those",
-        Metric::Busy => "busy = time of the busy phase; ranked by mean; vs best = ratio of the ranking means",
+        Metric::Lateness => {
+            "lateness = wake-up time - intended wake-up time; ranked by mean |lateness| (the mean column counts an \
+             early wake-up below 0, the ranking by how early it was)"
+        }
+        Metric::Actual => "actual = iteration end - start (busy work included); ranked by mean |actual - expected|",
+        Metric::Full => "full = iteration end - previous end; ranked by mean |full - expected|",
+        Metric::Busy => "busy = time of the busy phase; ranked by mean |busy|, its mean (busy is never below 0)",
     };
+    let basis = crate::analysis::cells::basis_note(record);
     match record.settings.repeat {
         0 | 1 => format!(
-            "{metric}; sd = standard deviation within the repetition; {}",
-            crate::analysis::cells::basis_note(record)
+            "{metric}; vs best = that ranking figure over the best row's; sd = standard deviation within the \
+             repetition; {basis}"
         ),
         _ => format!(
-            "{metric}; sd = standard deviation within a repetition; 95 % CI and vs best's ± are 95 % intervals from {}",
-            crate::analysis::cells::basis_note(record)
+            "{metric}; vs best = that ranking figure over the best row's, as ratio (low–high): the 95 % range for \
+             another invocation's ratio, on a log scale, so never below 0; sd = standard deviation within a \
+             repetition; {basis}"
         ),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::machine::env::Environment;
+    use crate::model::header::Record;
+    use crate::model::run::PerMetric;
+    use taskmeter_stats::Summary;
+
+    /// A sleep run of `runtimes`, with `repeat` repetitions and these rows, for the reports' tests.
+    pub(crate) fn record(runtimes: &[&str], repeat: u32, rows: Vec<Row>) -> RunRecord {
+        let settings = serde_json::json!({
+            "runtimes": runtimes, "experiment": "sleep", "units": 1, "priority_classes": 1,
+            "start_limit_ns": 1, "together": false, "duration_ns": 1, "warmup_ns": 0, "repeat": repeat,
+            "sleep": {"mode": "absolute", "schedule": {"kind": "fixed", "ns": 1}}, "sleep_spec": "fixed:1ns",
+            "busy": {"iters": 0, "yield": false}, "grace_ns": 1
+        });
+        RunRecord {
+            header: RunRecord::new_header(Vec::new(), String::new(), Environment::default()),
+            experiment: "sleep".into(),
+            metric: Metric::Lateness,
+            settings: serde_json::from_value(settings).unwrap(),
+            sweeps: Vec::new(),
+            points: Vec::new(),
+            order: crate::model::run::Order { shuffled: false, seed: None },
+            rows,
+            taskmeter_cpu_ns: None,
+        }
+    }
+
+    /// A measured repetition of `runtime` whose every metric has these values.
+    fn repetition(runtime: &str, repetition: u32, values: &[i64]) -> Row {
+        let summary = Summary::of(values, &vec![0; values.len()]);
+        Row {
+            repetition,
+            statistics: Some(PerMetric::from_fn(|_| summary.clone())),
+            ..Row::new(runtime, RowStatus::Ok)
+        }
+    }
+
+    /// Early wake-ups: "early" wakes 100 ns before and after its deadline (mean 0, mean |lateness|
+    /// 100), "steady" 40, 50 and 60 ns late in its three repetitions (mean |lateness| 50). The
+    /// table ranks by mean |lateness|, and says so: "steady" first, though its mean is higher.
+    /// vs best: 100 / 50 = 2, se of ln 2 = (10 / √3) / 50 = 0.11547 (early's is 0), half-width
+    /// 4.302653 x √2 x 0.11547 = 0.702620: 2 e^-0.70262 = 0.991 to 2 e^0.70262 = 4.04.
+    #[test]
+    fn the_table_is_ranked_by_what_its_note_says() {
+        let mut rows: Vec<Row> = (1..=3).map(|r| repetition("early", r, &[-100, 100])).collect();
+        rows.extend([40, 50, 60].iter().zip(1..).map(|(v, r)| repetition("steady", r, &[*v, *v])));
+        let record = record(&["early", "steady"], 3, rows);
+        let order: Vec<&str> = ranked(&record, 0).iter().map(|c| c.runtime).collect();
+        assert_eq!(order, ["steady", "early"]);
+        assert!(explain(&record).contains("ranked by mean |lateness|"), "{}", explain(&record));
+        let table = table_of(&record, 0);
+        let vs_best = table.header.iter().position(|h| h == "vs best").unwrap();
+        assert_eq!((table.lines[0][vs_best].as_str(), table.lines[1][vs_best].as_str()), ("1.00", "2.00 (0.991–4.04)"));
+        assert_eq!(table.lines[0][table.header.iter().position(|h| h == RANGE).unwrap()], "± 35 ns");
     }
 }
