@@ -84,6 +84,16 @@ def mean_range(values):
     return mean(values) - half, mean(values) + half
 
 
+def mean_ci(values):
+    """(low, high): the Student-t confidence interval of this invocation's mean, mean ± t(0.975,
+    n-1) · s / sqrt(n), which taskmeter printed before issue 54 (for the before column)."""
+    n = len(values)
+    if n < 2:
+        return None
+    half = t_975(n - 1) * sample_std(values) / math.sqrt(n)
+    return mean(values) - half, mean(values) + half
+
+
 def ratio_range(a, b):
     """(low, high) of mean(a) / mean(b): taskmeter-stats' ratio_range, on a log scale from both
     means' relative errors, widened by sqrt 2, t with the smaller degrees of freedom; None
@@ -125,18 +135,21 @@ def holds(interval, value):
 
 
 def coverage(invocations):
-    """Per runtime, (range hits, range tried, vs best hits, vs best tried), leave one out over
-    `invocations` (each the `cells` of one run.json)."""
+    """Per runtime, (range hits, range tried, vs best hits, vs best tried, CI hits, CI tried),
+    leave one out over `invocations` (each the `cells` of one run.json); the CI is the interval
+    printed before, for comparison on the same invocations."""
     counts = {}
     for i, own in enumerate(invocations):
         others = invocations[:i] + invocations[i + 1:]
         for (runtime, point), cell in own.items():
-            tally = counts.setdefault(runtime, [0, 0, 0, 0])
+            tally = counts.setdefault(runtime, [0, 0, 0, 0, 0, 0])
             other_means = [mean(o[(runtime, point)]["mean"]) for o in others if (o.get((runtime, point)) or {}).get("mean")]
             interval = mean_range(cell["mean"]) if cell["mean"] else None
             if interval is not None and other_means:
                 tally[0] += holds(interval, mean(other_means))
                 tally[1] += 1
+                tally[4] += holds(mean_ci(cell["mean"]), mean(other_means))
+                tally[5] += 1
             top = best(own, point)
             if top is None or top == runtime or not cell["ranking"]:
                 continue
@@ -166,12 +179,12 @@ def report(counts, invocations):
     def share(hits, tried):
         return f"{hits}/{tried} ({100.0 * hits / tried:.0f} %)" if tried else "-"
     lines = [f"{invocations} invocations; leave one out: does an invocation's range hold the other invocations' value?",
-             f"{'runtime':<16} {'95 % range of the mean':>24} {'vs best':>16}"]
+             f"{'runtime':<16} {'95 % range of the mean':>24} {'vs best':>16} {'before: 95 % CI':>16}"]
     for runtime in sorted(counts):
         c = counts[runtime]
-        lines.append(f"{runtime:<16} {share(c[0], c[1]):>24} {share(c[2], c[3]):>16}")
-    total = [sum(c[k] for c in counts.values()) for k in range(4)]
-    lines.append(f"{'all':<16} {share(total[0], total[1]):>24} {share(total[2], total[3]):>16}")
+        lines.append(f"{runtime:<16} {share(c[0], c[1]):>24} {share(c[2], c[3]):>16} {share(c[4], c[5]):>16}")
+    total = [sum(c[k] for c in counts.values()) for k in range(6)]
+    lines.append(f"{'all':<16} {share(total[0], total[1]):>24} {share(total[2], total[3]):>16} {share(total[4], total[5]):>16}")
     return "\n".join(lines)
 
 
