@@ -81,9 +81,9 @@ pub fn batches<'j, 'a>(jobs: &'j [Job<'a>], together: bool) -> Vec<Vec<&'j Job<'
 }
 
 /// How long the batches should take, for the progress bar's ETA: their rows (one after
-/// another, or the longest of those together) and, with `--busy TIME`, every row's probes,
-/// which run one after another before its batch.
-pub fn expected_time(batches: &[Vec<&Job>], together: bool) -> Duration {
+/// another, or the longest of those together) and, with `--busy TIME`, every row's probes
+/// (`probe_time` each, two a fit), which run one after another before its batch.
+pub fn expected_time(batches: &[Vec<&Job>], together: bool, probe_time: impl Fn(&Settings) -> Duration) -> Duration {
     let start = Duration::from_millis(300);
     batches
         .iter()
@@ -93,7 +93,7 @@ pub fn expected_time(batches: &[Vec<&Job>], together: bool) -> Duration {
             let rows = if together { rows.max().unwrap_or_default() } else { rows.sum() };
             let probes: Duration = available()
                 .filter(|j| j.settings.busy_ns.is_some())
-                .map(|j| (super::calibrate::probe_time(&j.settings) + start) * 2)
+                .map(|j| (probe_time(&j.settings) + start) * 2)
                 .sum();
             rows + probes
         })

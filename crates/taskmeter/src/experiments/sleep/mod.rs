@@ -98,7 +98,7 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
     let seed = options.shuffle.then(|| options.seed.unwrap_or_else(|| fastrand::u64(..)));
     let jobs = jobs::jobs(&points, &point_settings, &availability, base.repeat, seed);
     let batches = jobs::batches(&jobs, base.together);
-    let progress = Progress::new(jobs::expected_time(&batches, base.together));
+    let progress = Progress::new(jobs::expected_time(&batches, base.together, calibrate::probe_time));
     let samples = match options.raw {
         true => Some(Arc::new(
             SamplesFile::create(session.staging())
@@ -194,6 +194,9 @@ fn rate_estimates(
     found
 }
 
+/// A job to run, with how its busy iterations were fitted to `--busy TIME` (if they were).
+type Fitted<'a> = (Job<'a>, Option<BusyFit>);
+
 /// `--busy TIME`: each job of a batch with its busy iterations fitted to the time by probes of
 /// its loop (`calibrate::fit`), run one after another just before the batch; a job whose fit
 /// failed becomes a failed row.
@@ -201,7 +204,7 @@ fn fit_busy_work<'a>(
     to_run: Vec<&Job<'a>>,
     rate_estimates: &HashMap<&'static str, u64>,
     progress: &Progress,
-) -> (Vec<(Job<'a>, Option<BusyFit>)>, Vec<(Job<'a>, String)>) {
+) -> (Vec<Fitted<'a>>, Vec<(Job<'a>, String)>) {
     let (mut fitted, mut failed) = (Vec::new(), Vec::new());
     for job in to_run {
         let rate = rate_estimates.get(job.info.id);
