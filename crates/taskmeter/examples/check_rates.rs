@@ -19,7 +19,7 @@ fn main() {
     let (histories, runs, sd, step, step_runs) =
         (arg(1, 1000.0) as usize, arg(2, 20.0) as usize, arg(3, 5.0), arg(4, 10.0), arg(5, 5.0) as usize);
     let keys: Vec<Key> = (0..15)
-        .map(|i| Key { experiment: "sleep".into(), subject: format!("r{i}"), point: "-".into(), machine: "m".into() })
+        .map(|i| Key { experiment: "sleep".into(), subject: format!("r{i}"), point: "-".into(), machine: "m".into(), ..Key::default() })
         .collect();
     let mut rng = fastrand::Rng::with_seed(45);
     let started = std::time::Instant::now();

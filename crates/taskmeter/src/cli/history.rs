@@ -168,8 +168,7 @@ fn trend(
     output: &std::path::Path,
     format: TextFormat,
 ) -> Result<(), CliError> {
-    let (found, left_out) = observations(store, filter, what, include_incomplete)?;
-    let grouped = series::group(&found);
+    let (grouped, left_out) = series_of(store, filter, what, include_incomplete)?;
     let of = filter.runtime.as_ref().map_or(String::new(), |r| format!("{r}: "));
     let title = format!("{of}{} {} over runs", what.metric, what.stat());
     let by = if by == ByArg::Machine { By::Machine } else { By::Runtime };
@@ -213,10 +212,9 @@ fn check(
     format: TextFormat,
 ) -> Result<ExitCode, CliError> {
     let RuleArgs { threshold, alpha } = rule;
-    let (found, left_out) = observations(store, filter, what, include_incomplete)?;
+    let (grouped, left_out) = series_of(store, filter, what, include_incomplete)?;
     let settings = Settings { alpha, ..runs };
     let permutations = settings.permutations;
-    let grouped = series::group(&found);
     let findings = check::check_all(
         grouped.iter().map(|(key, runs)| (key, runs.as_slice())),
         (higher_is_better(&what.metric), threshold, recent),
@@ -250,6 +248,19 @@ fn check(
     }
     Ok(if regressions > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
+
+/// The series of the metric and stat in whole measurements (all with `include`), one per thing
+/// measured and workload, and what was left out; or why there are none.
+fn series_of(store: &mut Store, filter: &Filter, what: &What, include: bool) -> Result<(Grouped, LeftOut), String> {
+    let (found, left_out) = observations(store, filter, what, include)?;
+    let mut runs: Vec<i64> = found.iter().map(|o| o.run).collect();
+    runs.sort_unstable();
+    runs.dedup();
+    let workloads = query::workloads(store, &runs)?;
+    Ok((series::group(&found, &workloads), left_out))
+}
+
+type Grouped = BTreeMap<series::Key, Vec<series::RunValues>>;
 
 /// The observations of the metric and stat in whole measurements (all with `include`), and
 /// what was left out; or why there are none.
@@ -566,26 +577,6 @@ fn print_compare(
     crate::textln!("{regressed} regressed of {} compared", lines.len());
 }
 
-/// A recorded run as `analysis::differences` reads a record: its schema, experiment, settings
-/// and environment.
-fn as_record(run: &query::RunDetail) -> serde_json::Value {
-    let experiment = run.info.experiment.as_str();
-    let mut record = serde_json::json!({
-        "schema": format!("taskmeter.{}", run.kind),
-        "experiment": experiment,
-        "environment": run.environment,
-        "taskmeter_version": run.info.taskmeter_version,
-    });
-    for (key, value) in run.settings.as_object().into_iter().flatten() {
-        match key.as_str() {
-            "config" => record["report"] = serde_json::json!({ "config": value }),
-            "order" => {}
-            _ => record[key] = value.clone(),
-        }
-    }
-    record
-}
-
 /// As `taskmeter compare`: the runs of a side, and the two sides, must have measured the same
 /// workload (unless `force`); the other differences between the sides' first runs, each with
 /// the pair it is of.
@@ -598,7 +589,7 @@ fn check_workloads(
     let mut first = Vec::new();
     for (name, runs) in [(old, old_runs), (new, new_runs)] {
         let records =
-            runs.iter().map(|id| query::run(store, *id).map(|r| as_record(&r))).collect::<Result<Vec<_>, _>>()?;
+            runs.iter().map(|id| query::run(store, *id).map(|r| r.record())).collect::<Result<Vec<_>, _>>()?;
         for (id, record) in runs.iter().zip(&records).skip(1) {
             let workload: Vec<String> = differences::between(&records[0], record)
                 .into_iter()
@@ -639,9 +630,10 @@ fn check_console(findings: &[Finding], what: &What, threshold: f64, alpha: f64) 
     let mut table = vec![["series", "runs", "p", "p adj.", "verdict", "since run", "before", "after", "change"]
         .map(str::to_string)
         .to_vec()];
+    let workloads = series::workload_names(findings.iter().map(|f| &f.series));
     for f in findings {
         let mut line = vec![
-            f.series.label(),
+            f.series.label(&workloads[&f.series]),
             f.runs.to_string(),
             p_text(f.p_value),
             p_text(f.p_adjusted),

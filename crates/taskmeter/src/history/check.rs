@@ -167,7 +167,7 @@ mod tests {
     }
 
     fn key() -> Key {
-        Key { experiment: "sleep".into(), subject: "thread".into(), point: "-".into(), machine: "m".into() }
+        Key { experiment: "sleep".into(), subject: "thread".into(), point: "-".into(), machine: "m".into(), ..Key::default() }
     }
 
     /// Normal draws (Box-Muller) of mean `mu` and deviation `sd`.

@@ -2,7 +2,7 @@
 //! point the mean of its repetitions with its 95 % interval when it had two or more; as an SVG
 //! chart (`report::chart`) and an HTML page with the values beneath.
 
-use super::series::{Key, RunValues};
+use super::series::{workload_names, Key, RunValues};
 use crate::report::figure::{line_chart, styles, Axis, Scale, Series, Unit};
 use crate::report::format::format_ns;
 use crate::report::html::{escape, page};
@@ -33,8 +33,9 @@ pub struct Line {
     pub points: Vec<(usize, f64, Option<f64>)>,
 }
 
-/// A line's name for a series, by machine or runtime; the other parts when they vary.
-fn name(key: &Key, by: By, several_points: bool, several_others: bool) -> String {
+/// A line's name for a series, by machine or runtime; the other parts when they vary, and what
+/// sets its workload apart (`series::workload_names`) when the runs measured more than one.
+fn name(key: &Key, by: By, (several_points, several_others): (bool, bool), workload: &str) -> String {
     let main = match by {
         By::Machine => &key.machine,
         By::Runtime => &key.subject,
@@ -50,6 +51,9 @@ fn name(key: &Key, by: By, several_points: bool, several_others: bool) -> String
     if several_points && key.point != "-" {
         out.push_str(&format!(" {}", key.point));
     }
+    if !workload.is_empty() {
+        out.push_str(&format!(" [{workload}]"));
+    }
     out
 }
 
@@ -62,10 +66,11 @@ pub fn build(series: &BTreeMap<Key, Vec<RunValues>>, by: By, title: String, y_de
     let several_points = series.keys().map(|k| &k.point).collect::<std::collections::BTreeSet<_>>().len() > 1;
     let others = series.keys().map(|k| if by == By::Machine { &k.subject } else { &k.machine });
     let several_others = others.collect::<std::collections::BTreeSet<_>>().len() > 1;
+    let workloads = workload_names(series.keys());
     let lines = series
         .iter()
         .map(|(key, values)| Line {
-            name: name(key, by, several_points, several_others),
+            name: name(key, by, (several_points, several_others), &workloads[key]),
             points: values
                 .iter()
                 .map(|r| {
