@@ -292,7 +292,9 @@ fn check_and_trend_judge_each_workload_apart() {
 }
 
 /// A history that moves from `--quick` to full runs, whose lateness is 80 % higher, has no
-/// regression: the 6 full runs are another series, not a change of the quick one.
+/// regression: the full runs are another series, whose 6 runs cannot show a change yet (in a
+/// check of 2 series a step needs 9: `check::runs_needed`). Not judged is not a failure, and
+/// never "no change".
 #[test]
 fn another_workload_is_not_a_regression() {
     let dir = tempfile::tempdir().unwrap();
@@ -309,7 +311,19 @@ fn another_workload_is_not_a_regression() {
         .iter()
         .map(|f| (f["verdict"].as_str().unwrap(), f["runs"].as_u64().unwrap()))
         .collect();
-    assert_eq!(verdicts, [("no_change", 14), ("no_change", 6)], "{json}");
+    assert_eq!(verdicts, [("no_change", 14), ("cannot_detect", 6)], "{json}");
+    assert_eq!((json["findings"][1]["runs_needed"].as_u64(), json["cannot_detect"].as_u64()), (Some(9), Some(1)));
+    let step = json["findings"][0]["detectable_step"].as_f64().unwrap();
+    assert!(step > 1.05 && step < 1.2, "a ±1 % series sees a small step: {json}");
+    let wide = taskmeter().env("TASKMETER_HISTORY", &history).env("COLUMNS", "200").args(["history", "check"]).output();
+    let console = stdout(&ok(wide.unwrap()));
+    assert!(
+        console.contains("cannot detect: needs 9 runs")
+            && console.contains(&format!("no change; could detect x{step:.2}")),
+        "{console}"
+    );
+    assert!(console.contains("0 regression(s) in 2 series; 1 cannot detect a change yet"), "{console}");
+    println!("{console}");
 }
 
 #[test]
