@@ -507,11 +507,23 @@ mod tests {
     }
 
     /// Holm's levels by hand: p = (0.04, 0.001, 0.02) are compared, smallest first, with
-    /// 0.05/3, 0.05/2 and 0.05/1.
+    /// 0.05/3, 0.05/2 and 0.05/1. Every split of a series searched is tested at its level: a
+    /// series at 100, then 130 from run 11, then 134 from run 21 has its second split at p 0.016:
+    /// a change point alone (0.05), none in a check of 15 series, where the series' test came
+    /// first (p 0.001) and its level is 0.05/15.
     #[test]
     fn each_series_is_searched_at_its_holm_level() {
         let levels = holm_levels(&[0.04, 0.001, 0.02], 0.05);
         assert_eq!(levels, vec![0.05, 0.05 / 3.0, 0.025]);
+        let mut rng = fastrand::Rng::with_seed(0);
+        let mut values: Vec<f64> = (0..10).map(|_| 100.0 + rng.f64() * 4.0).collect();
+        values.extend((0..10).map(|_| 130.0 + rng.f64() * 4.0));
+        values.extend((0..5).map(|_| 134.0 + rng.f64() * 4.0));
+        let alone = alone(&values, lateness(10)).change.unwrap();
+        assert_eq!((alone.run, alone.p_value), (21, 0.016));
+        let among = family(&values, 14, &mut rng).remove(0);
+        assert_eq!((among.p_value, among.p_adjusted), (Some(0.001), Some(0.015)), "{among:?}");
+        assert_eq!(among.change.map(|c| (c.run, c.p_value)), Some((11, 0.001)));
     }
 
     /// The false-alarm rate docs/history.md gives, exactly, with the fixed seeds: 200 stable
