@@ -181,7 +181,8 @@ fn trend(
     }
     if format == TextFormat::Json {
         let out = serde_json::json!({
-            "metric": what.metric, "stat": what.stat(), "lines": trend.json_lines(), "left_out": left_out,
+            "metric": what.metric, "stat": what.stat(), "half_width": trend::BARS, "lines": trend.json_lines(),
+            "left_out": left_out,
         });
         crate::outln!("{out}");
     } else {
@@ -290,12 +291,12 @@ fn is_time(metric: &str) -> bool {
     !matches!(metric, "throughput" | "ratio" | "ips")
 }
 
+/// The y axis' title; a time's unit is the axis' own (`lateness (µs)`).
 fn unit_desc(metric: &str) -> String {
     match metric {
         "throughput" => "throughput (msg/s)".into(),
         "ips" => "units/s".into(),
-        "ratio" => "ratio".into(),
-        m => format!("{m} (ns)"),
+        m => m.into(),
     }
 }
 

@@ -1,6 +1,7 @@
-//! `history trend`: a metric's stat over runs, one line per machine (or per runtime), each run's
-//! point the mean of its repetitions with its 95 % interval when it had two or more; as an SVG
-//! chart (`report::chart`) and an HTML page with the values beneath.
+//! `history trend`: a metric's stat over runs, one line per machine (or per runtime) and
+//! workload, each run's point the mean of its repetitions with its interval (`BARS`) when it had
+//! two or more; as an SVG chart (`report::chart`) and an HTML page with the values beneath, both
+//! saying what the error bars and ± are.
 
 use super::series::{workload_names, Key, RunValues};
 use crate::report::figure::{line_chart, styles, Axis, Scale, Series, Unit};
@@ -29,8 +30,17 @@ pub struct Trend {
 
 pub struct Line {
     pub name: String,
-    /// (x position, mean, half-width of its 95 % interval).
+    /// (x position, mean, half-width of its interval: `BARS`).
     pub points: Vec<(usize, f64, Option<f64>)>,
+}
+
+/// What the chart's error bars and the page's ± are: the interval `interval` computes.
+pub const BARS: &str = "error bars and ±: the 95 % Student-t interval of each run's mean over its repetitions, \
+mean ± t(0.975, n-1) · s/√n (none for a run of one repetition)";
+
+/// The half-width of a run's interval over its repetitions' values (`BARS`).
+fn interval(values: &[f64]) -> Option<f64> {
+    taskmeter_stats::t_interval(values).map(|i| i.half_width)
 }
 
 /// A line's name for a series, by machine or runtime; the other parts when they vary, and what
@@ -75,8 +85,7 @@ pub fn build(series: &BTreeMap<Key, Vec<RunValues>>, by: By, title: String, y_de
                 .iter()
                 .map(|r| {
                     let x = runs.iter().position(|(id, _, _)| *id == r.run).unwrap_or(0);
-                    let interval = taskmeter_stats::t_interval(&r.values).map(|i| i.half_width);
-                    (x, r.mean(), interval)
+                    (x, r.mean(), interval(&r.values))
                 })
                 .collect(),
         })
@@ -85,6 +94,20 @@ pub fn build(series: &BTreeMap<Key, Vec<RunValues>>, by: By, title: String, y_de
 }
 
 impl Trend {
+    /// Whether any point has an interval (an error bar, a ±).
+    fn has_bars(&self) -> bool {
+        self.lines.iter().flat_map(|l| &l.points).any(|p| p.2.is_some())
+    }
+
+    /// The title, and what the bars are when there are any.
+    fn captioned(&self) -> String {
+        if self.has_bars() {
+            format!("{}; {BARS}", self.title)
+        } else {
+            self.title.clone()
+        }
+    }
+
     /// The x axis' names: each run's label, else its id and date; past 20 runs, every k-th
     /// run's, so that they stay readable.
     fn categories(&self) -> Vec<String> {
@@ -118,7 +141,7 @@ impl Trend {
             .collect();
         let x = Axis::new("run", Unit::Plain).scale(Scale::Categories(self.categories()));
         let y = Axis::new(self.y_desc.clone(), if self.ns { Unit::Nanos } else { Unit::Plain });
-        line_chart(&self.title, &x, &y, &series, None)
+        line_chart(&self.captioned(), &x, &y, &series, None)
     }
 
     /// The lines as JSON: each point's run id, mean and interval's half-width.
@@ -132,7 +155,7 @@ impl Trend {
 
     pub fn html(&self, svg: &str) -> String {
         let mut body =
-            format!("<figure class=\"chart\">{svg}<figcaption>{}</figcaption></figure>\n", escape(&self.title));
+            format!("<figure class=\"chart\">{svg}<figcaption>{}</figcaption></figure>\n", escape(&self.captioned()));
         body.push_str("<table><tr><th>run</th><th>started</th><th>label</th>");
         for line in &self.lines {
             let _ = write!(body, "<th>{}</th>", escape(&line.name));
@@ -157,6 +180,9 @@ impl Trend {
             body.push_str("</tr>\n");
         }
         body.push_str("</table>\n");
+        if self.has_bars() {
+            let _ = writeln!(body, "<p>{}</p>", escape(BARS));
+        }
         page(&self.title, &body)
     }
 }
