@@ -136,7 +136,9 @@ pub fn runs_needed(settings: Settings, level: f64) -> Option<usize> {
 }
 
 /// Checks every series as one family: each screened, Holm's adjustment over the screens, then
-/// the change points of the series whose adjusted p is below alpha (`settings.alpha`).
+/// the change points of the series whose adjusted p is below alpha (`settings.alpha`), each at
+/// its Holm level. A series with no change point that has fewer runs than a step at its newest
+/// runs needs (`runs_needed`, at Holm's first threshold) cannot detect one.
 pub fn check_all<'a>(
     series: impl IntoIterator<Item = (&'a Key, &'a [RunValues])>,
     rule: Rule,
