@@ -352,9 +352,9 @@ fn a_trend_is_drawn_from_labelled_runs() {
     assert!(svg.starts_with("<svg") && svg.contains("c10") && svg.contains("\na\n") && svg.contains("\nb\n"), "{svg}");
     let html = std::fs::read_to_string(out.join("trend.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("lateness p99 over runs") && html.contains(" ± "), "{html}");
-    // Both say what the bars and the ± are: the interval the trend computes.
-    let bars = "error bars and ±: the 95 % Student-t interval of each run's mean over its repetitions, mean ± \
-                t(0.975, n-1) · s/√n (none for a run of one repetition)";
+    // Both say what the bars and the ± are: the range a run's own report gives, in its words.
+    let bars = "error bars and ±: 95 % range for another invocation's mean, from 3 repetitions (of each run): \
+                mean ± t(0.975, 2) · s · √(2/3), s between them (none for a run of one repetition)";
     assert!(svg.contains(&format!("<title>thread: lateness p99 over runs; {bars}</title>")), "{svg}");
     assert!(html.contains(&format!("<p>{bars}</p>")), "{html}");
     let json: Value = serde_json::from_str(&stdout(&ok(with_history(
@@ -364,7 +364,7 @@ fn a_trend_is_drawn_from_labelled_runs() {
     .unwrap();
     let points = json["lines"][0]["points"].as_array().unwrap();
     assert_eq!(points.len(), 10);
-    assert_eq!(json["half_width"], bars, "{json}");
+    assert_eq!(json["bars"], bars, "{json}");
     assert!(points[0]["half_width"].as_f64().unwrap() > 0.0, "repetitions give an interval");
 }
 

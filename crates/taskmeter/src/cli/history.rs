@@ -181,7 +181,7 @@ fn trend(
     }
     if format == TextFormat::Json {
         let out = serde_json::json!({
-            "metric": what.metric, "stat": what.stat(), "half_width": trend::BARS, "lines": trend.json_lines(),
+            "metric": what.metric, "stat": what.stat(), "bars": trend.bars, "lines": trend.json_lines(),
             "left_out": left_out,
         });
         crate::outln!("{out}");
