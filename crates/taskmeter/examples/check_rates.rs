@@ -5,8 +5,8 @@
 //! Usage: cargo run --release --example check_rates -- [HISTORIES] [RUNS] [SD_PERCENT] [STEP_PERCENT] [STEP_RUNS]
 //!   defaults: 1000 histories, 20 runs, 5 %, 10 %, the newest 5 runs.
 
-use taskmeter::history::changepoint::Settings;
-use taskmeter::history::check::{check_all, Verdict};
+use taskmeter::analysis::changepoint::Settings;
+use taskmeter::history::check::{check_all, Rule, Verdict};
 use taskmeter::history::series::{Key, RunValues};
 
 fn normal(rng: &mut fastrand::Rng, mu: f64, sd: f64) -> f64 {
@@ -19,7 +19,13 @@ fn main() {
     let (histories, runs, sd, step, step_runs) =
         (arg(1, 1000.0) as usize, arg(2, 20.0) as usize, arg(3, 5.0), arg(4, 10.0), arg(5, 5.0) as usize);
     let keys: Vec<Key> = (0..15)
-        .map(|i| Key { experiment: "sleep".into(), subject: format!("r{i}"), point: "-".into(), machine: "m".into() })
+        .map(|i| Key {
+            experiment: "sleep".into(),
+            subject: format!("r{i}"),
+            point: "-".into(),
+            machine: "m".into(),
+            ..Key::default()
+        })
         .collect();
     let mut rng = fastrand::Rng::with_seed(45);
     let started = std::time::Instant::now();
@@ -44,7 +50,7 @@ fn main() {
                 .collect();
             let findings = check_all(
                 keys.iter().zip(&series).map(|(k, s)| (k, s.as_slice())),
-                (false, 0.05, 10),
+                Rule { higher_is_better: false, threshold: 0.05, recent: 10 },
                 Settings::default(),
             );
             let regressions: Vec<usize> =

@@ -173,18 +173,28 @@ fn every_experiment_is_recorded() {
 /// A history of synthetic runs: `values[i]` is run i's lateness p50 (one repetition each, or
 /// several), on `machine`, labelled `c{i}`.
 fn synthetic(history: &Path, series: &[(&str, &str, Vec<Vec<f64>>)]) {
+    let with: Vec<Synthetic> = series.iter().map(|(m, r, v)| (*m, *r, v.clone(), vec!["{}"; v.len()])).collect();
+    synthetic_with(history, &with);
+}
+
+/// A synthetic series: its machine, runtime, each run's repetitions and each run's settings.
+type Synthetic<'a> = (&'a str, &'a str, Vec<Vec<f64>>, Vec<&'a str>);
+
+/// As `synthetic`, run i with the settings `settings[i]` (the `runs` column: its workload).
+/// Run i of every series starts on day i + 1, so series of one machine interleave.
+fn synthetic_with(history: &Path, series: &[Synthetic]) {
     ok(with_history(history, &["history", "list"])); // creates the schema
     let db = rusqlite::Connection::open(history).unwrap();
     let mut n = 0;
-    for (machine, runtime, runs) in series {
+    for (machine, runtime, runs, settings) in series {
         for (i, repetitions) in runs.iter().enumerate() {
             n += 1;
             let started = format!("2026-01-{:02}T00:00:{:02}Z", i + 1, n % 60);
             db.execute(
                 "INSERT INTO runs (identity, kind, experiment, started_at, finished_at, complete, machine, cpu_model, \
                  kernel, taskmeter_version, label, command_line, settings, environment, recorded_at) \
-                 VALUES (?1, 'run', 'sleep', ?2, ?2, 1, ?3, 'cpu', 'linux', '0.1.0', ?4, '[]', '{}', '{}', ?2)",
-                rusqlite::params![format!("synthetic-{n}"), started, machine, format!("c{}", i + 1)],
+                 VALUES (?1, 'run', 'sleep', ?2, ?2, 1, ?3, 'cpu', 'linux', '0.1.0', ?4, '[]', ?5, '{}', ?2)",
+                rusqlite::params![format!("synthetic-{n}"), started, machine, format!("c{}", i + 1), settings[i]],
             )
             .unwrap();
             let id = db.last_insert_rowid();
@@ -241,6 +251,81 @@ fn check_finds_an_injected_shift_and_not_a_stable_series() {
     assert!(console.contains("regression") && console.contains("(c11)"), "{console}");
 }
 
+/// The settings column of a `--quick` run (1 s) and of a full one (10 s): two workloads.
+const QUICK: &str = r#"{"settings": {"duration_ns": 1000000000, "sleep": "fixed:1ms"}, "order": "shuffled"}"#;
+const FULL: &str = r#"{"settings": {"duration_ns": 10000000000, "sleep": "fixed:1ms"}, "order": "shuffled"}"#;
+
+/// `--quick` and full runs interleaved on one machine (28 runs, every other one full) are two
+/// series: the full ones doubling at their newest 4 runs is a regression of the full series
+/// alone, named by its duration; the quick ones, whose lateness is lower, are judged apart.
+#[test]
+fn check_and_trend_judge_each_workload_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("h.sqlite");
+    let (quick, full) = (values(14, 0, 50_000.0, 1.0), values(10, 4, 80_000.0, 2.0));
+    let runs: Vec<Vec<f64>> = quick.into_iter().zip(full).flat_map(|(q, f)| [q, f]).collect();
+    let settings: Vec<&str> = (0..28).map(|i| if i % 2 == 0 { QUICK } else { FULL }).collect();
+    synthetic_with(&history, &[("m", "thread", runs, settings)]);
+    let output = with_history(&history, &["history", "check", "--format", "json"]);
+    assert_eq!(output.status.code(), Some(1), "the full runs regressed: {}", stdout(&output));
+    let json: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let findings = json["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 2, "one series per workload: {json}");
+    let of = |duration: &str| findings.iter().find(|f| f["series"]["workload"]["settings.duration_ns"] == duration);
+    let (quick, full) = (of("1000000000").unwrap(), of("10000000000").unwrap());
+    assert_eq!((full["verdict"].as_str(), full["runs"].as_u64()), (Some("regression"), Some(14)), "{json}");
+    assert_eq!(full["change"]["label"], "c22", "the first doubled full run, the 22nd of all: {json}");
+    assert!((full["change"]["change"].as_f64().unwrap() - 1.0).abs() < 0.03, "{json}");
+    assert_eq!((quick["verdict"].as_str(), quick["runs"].as_u64()), (Some("no_change"), Some(14)), "{json}");
+    let wide = taskmeter().env("TASKMETER_HISTORY", &history).env("COLUMNS", "200").args(["history", "check"]).output();
+    let console = stdout(&wide.unwrap());
+    assert!(console.contains("sleep thread on m [settings.duration_ns=10000000000]"), "{console}");
+    // The trend draws them apart, each line named by its duration.
+    let out = dir.path().join("trend");
+    let trend: Value = serde_json::from_str(&stdout(&ok(with_history(
+        &history,
+        &["history", "trend", "--format", "json", "-o", out.to_str().unwrap()],
+    ))))
+    .unwrap();
+    let names: Vec<&str> = trend["lines"].as_array().unwrap().iter().map(|l| l["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["m [settings.duration_ns=1000000000]", "m [settings.duration_ns=10000000000]"], "{trend}");
+}
+
+/// A history that moves from `--quick` to full runs, whose lateness is 80 % higher, has no
+/// regression: the full runs are another series, whose 6 runs cannot show a change yet (in a
+/// check of 2 series a step needs 9: `check::runs_needed`). Not judged is not a failure, and
+/// never "no change".
+#[test]
+fn another_workload_is_not_a_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("h.sqlite");
+    let mut runs = values(14, 0, 50_000.0, 1.0);
+    runs.extend(values(6, 0, 90_000.0, 1.0));
+    let settings: Vec<&str> = (0..20).map(|i| if i < 14 { QUICK } else { FULL }).collect();
+    synthetic_with(&history, &[("m", "thread", runs, settings)]);
+    let output = ok(with_history(&history, &["history", "check", "--format", "json"]));
+    let json: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let verdicts: Vec<(&str, u64)> = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["verdict"].as_str().unwrap(), f["runs"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(verdicts, [("no_change", 14), ("cannot_detect", 6)], "{json}");
+    assert_eq!((json["findings"][1]["runs_needed"].as_u64(), json["cannot_detect"].as_u64()), (Some(9), Some(1)));
+    let step = json["findings"][0]["detectable_step"].as_f64().unwrap();
+    assert!(step > 1.05 && step < 1.2, "a ±1 % series sees a small step: {json}");
+    let wide = taskmeter().env("TASKMETER_HISTORY", &history).env("COLUMNS", "200").args(["history", "check"]).output();
+    let console = stdout(&ok(wide.unwrap()));
+    assert!(
+        console.contains("cannot detect: needs 9 runs")
+            && console.contains(&format!("no change; could detect x{step:.2}")),
+        "{console}"
+    );
+    assert!(console.contains("0 regression(s) in 2 series; 1 cannot detect a change yet"), "{console}");
+    println!("{console}");
+}
+
 #[test]
 fn a_trend_is_drawn_from_labelled_runs() {
     let dir = tempfile::tempdir().unwrap();
@@ -267,6 +352,11 @@ fn a_trend_is_drawn_from_labelled_runs() {
     assert!(svg.starts_with("<svg") && svg.contains("c10") && svg.contains("\na\n") && svg.contains("\nb\n"), "{svg}");
     let html = std::fs::read_to_string(out.join("trend.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("lateness p99 over runs") && html.contains(" ± "), "{html}");
+    // Both say what the bars and the ± are: the range a run's own report gives, in its words.
+    let bars = "error bars and ±: 95 % range for another invocation's mean, from 3 repetitions (of each run): \
+                mean ± t(0.975, 2) · s · √(2/3), s between them (none for a run of one repetition)";
+    assert!(svg.contains(&format!("<title>thread: lateness p99 over runs; {bars}</title>")), "{svg}");
+    assert!(html.contains(&format!("<p>{bars}</p>")), "{html}");
     let json: Value = serde_json::from_str(&stdout(&ok(with_history(
         &history,
         &["history", "trend", "--by", "runtime", "--machine", "a", "--format", "json", "-o", out.to_str().unwrap()],
@@ -274,6 +364,7 @@ fn a_trend_is_drawn_from_labelled_runs() {
     .unwrap();
     let points = json["lines"][0]["points"].as_array().unwrap();
     assert_eq!(points.len(), 10);
+    assert_eq!(json["bars"], bars, "{json}");
     assert!(points[0]["half_width"].as_f64().unwrap() > 0.0, "repetitions give an interval");
 }
 
@@ -360,6 +451,16 @@ fn compare_refuses_different_workloads_as_compare_does() {
     let out = stdout(&forced);
     assert!(out.contains("differs (knob, run 1 -> run 2): settings.sched.timer_slack_ns (none) -> 1000"), "{out}");
     assert!(out.contains("inconclusive"), "one run a side: {out}");
+    // history trend draws the two workloads as two lines, each named by its busy work.
+    let trend = dir.path().join("trend");
+    let drawn = ok(with_history(&history, &["history", "trend", "--format", "json", "-o", trend.to_str().unwrap()]));
+    let drawn: Value = serde_json::from_str(&stdout(&drawn)).unwrap();
+    let names: Vec<&str> = drawn["lines"].as_array().unwrap().iter().map(|l| l["name"].as_str().unwrap()).collect();
+    assert_eq!(names.len(), 2, "{drawn}");
+    assert!(
+        names[0].contains("settings.busy.iters=1000") && names[1].contains("settings.busy.iters=5000"),
+        "{names:?}"
+    );
 }
 
 /// One notion of a run: repetitions share their invocation's offset (its machine state), so

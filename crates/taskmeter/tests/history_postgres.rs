@@ -59,6 +59,17 @@ fn concurrent_writers_all_arrive_once() {
     let compared = history(&url, &["history", "compare", "--by", "label", "w0", "w1"]);
     assert!(matches!(compared.status.code(), Some(0 | 1)), "{}", stderr(&compared));
     assert!(stdout(&compared).contains("label w0"), "{}", stdout(&compared));
+    // Trend and check read each run's workload from the server too: the four are one series,
+    // too short to see a change (8 runs alone).
+    let trend = history(&url, &["history", "trend", "--format", "json", "-o", path(&dir.path().join("trend"))]);
+    let trend: Value = serde_json::from_str(&stdout(&trend)).unwrap();
+    assert_eq!(trend["lines"].as_array().unwrap().len(), 1, "{trend}");
+    let checked = history(&url, &["history", "check", "--format", "json"]);
+    assert_eq!(checked.status.code(), Some(0), "{}", stderr(&checked));
+    let checked: Value = serde_json::from_str(&stdout(&checked)).unwrap();
+    let finding = &checked["findings"][0];
+    assert_eq!((finding["verdict"].as_str(), finding["runs_needed"].as_u64()), (Some("cannot_detect"), Some(8)));
+    assert_eq!(finding["series"]["workload"]["settings.runtimes"], Value::Null, "a knob, not the workload");
 }
 
 #[test]

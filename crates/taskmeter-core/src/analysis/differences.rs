@@ -68,6 +68,21 @@ fn workload(schema: &str) -> &'static [&'static str] {
 const IGNORED: [&str; 4] =
     ["environment.load_average_before", "environment.load_average_after", "settings.sleep_spec", "settings.grace_ns"];
 
+/// Whether `key` (a path in a record of `schema`) is one of its workload's settings.
+fn is_workload(schema: &str, key: &str) -> bool {
+    workload(schema).iter().any(|w| key == *w || key.starts_with(&format!("{w}.")))
+}
+
+/// A record's workload (its JSON): the settings `between` calls workload, as `path = value`.
+/// Two records measured the same workload when theirs are equal.
+pub fn workload_of(record: &Value) -> BTreeMap<String, String> {
+    let schema = record["schema"].as_str().unwrap_or_default();
+    flatten_record(record)
+        .into_iter()
+        .filter(|(key, _)| is_workload(schema, key) && !IGNORED.iter().any(|i| key.starts_with(i)))
+        .collect()
+}
+
 /// The differences between two records of the same kind (their JSON), workload first.
 pub fn between(old: &Value, new: &Value) -> Vec<Difference> {
     let schema = old["schema"].as_str().unwrap_or_default();
@@ -80,7 +95,7 @@ pub fn between(old: &Value, new: &Value) -> Vec<Difference> {
         .filter(|key| !IGNORED.iter().any(|i| key.starts_with(i)))
         .filter(|key| a.get(*key) != b.get(*key))
         .map(|key| {
-            let kind = if workload(schema).iter().any(|w| key == w || key.starts_with(&format!("{w}."))) {
+            let kind = if is_workload(schema, key) {
                 Kind::Workload
             } else if key.starts_with("environment.") || key == "taskmeter_version" {
                 Kind::Machine
@@ -155,5 +170,19 @@ mod tests {
             ]
         );
         assert!(between(&old, &old).is_empty());
+        // The workload is what `between` calls workload, and only that.
+        let workload = |record: &Value| workload_of(record).into_iter().collect::<Vec<(String, String)>>();
+        let pairs =
+            |list: &[(&str, &str)]| list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>();
+        assert_eq!(
+            workload(&old),
+            pairs(&[
+                ("experiment", "sleep"),
+                ("settings.busy.iters", "1000"),
+                ("settings.busy.yield_each_step", "false"),
+                ("settings.units", "5")
+            ])
+        );
+        assert_eq!(workload(&new)[1], ("settings.busy.iters".to_string(), "1300".to_string()));
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod accumulate;
 pub mod cells;
+pub mod changepoint;
 pub mod compare;
 pub mod differences;
 pub mod granularity;

@@ -918,7 +918,9 @@ pub(super) enum HistoryAction {
         format: TextFormat,
     },
     /// Find the newest change point of every series (E-Divisive means with a permutation test);
-    /// exit status 1 when one is a regression beyond the threshold
+    /// exit status 1 when one is a regression beyond the threshold. A series with no change says
+    /// the smallest step it could have seen; one too short to see any says "cannot detect" and
+    /// how many runs it needs (not judged: exit status 0)
     Check {
         #[command(flatten)]
         of: Selection,

@@ -4,9 +4,9 @@
 
 use super::args::{ByArg, FilterArgs, GroupBy, HistoryAction, RuleArgs, Selection, TextFormat, What, HISTORY_STATS};
 use super::CliError;
+use crate::analysis::changepoint::Settings;
 use crate::analysis::compare::{decide, judge, method_line, Judgement, Level, Rule, Verdict, METHOD};
 use crate::analysis::differences::{self, Difference, Kind};
-use crate::history::changepoint::Settings;
 use crate::history::check::{self, Finding};
 use crate::history::entry::{higher_is_better, score_stat};
 use crate::history::query::{self, Filter, LeftOut, Observation};
@@ -168,8 +168,7 @@ fn trend(
     output: &std::path::Path,
     format: TextFormat,
 ) -> Result<(), CliError> {
-    let (found, left_out) = observations(store, filter, what, include_incomplete)?;
-    let grouped = series::group(&found);
+    let (grouped, left_out) = series_of(store, filter, what, include_incomplete)?;
     let of = filter.runtime.as_ref().map_or(String::new(), |r| format!("{r}: "));
     let title = format!("{of}{} {} over runs", what.metric, what.stat());
     let by = if by == ByArg::Machine { By::Machine } else { By::Runtime };
@@ -182,7 +181,8 @@ fn trend(
     }
     if format == TextFormat::Json {
         let out = serde_json::json!({
-            "metric": what.metric, "stat": what.stat(), "lines": trend.json_lines(), "left_out": left_out,
+            "metric": what.metric, "stat": what.stat(), "bars": trend.bars, "lines": trend.json_lines(),
+            "left_out": left_out,
         });
         crate::outln!("{out}");
     } else {
@@ -203,7 +203,7 @@ fn trend(
 }
 
 /// `history check`: change points at the newest runs of each series (E-Divisive, Holm over the
-/// series); exit status 1 on a regression.
+/// series), and what each could have seen; exit status 1 on a regression.
 fn check(
     store: &mut Store,
     (filter, what, include_incomplete): (&Filter, &What, bool),
@@ -213,29 +213,29 @@ fn check(
     format: TextFormat,
 ) -> Result<ExitCode, CliError> {
     let RuleArgs { threshold, alpha } = rule;
-    let (found, left_out) = observations(store, filter, what, include_incomplete)?;
+    let (grouped, left_out) = series_of(store, filter, what, include_incomplete)?;
     let settings = Settings { alpha, ..runs };
     let permutations = settings.permutations;
-    let grouped = series::group(&found);
-    let findings = check::check_all(
-        grouped.iter().map(|(key, runs)| (key, runs.as_slice())),
-        (higher_is_better(&what.metric), threshold, recent),
-        settings,
-    );
-    let regressions = findings.iter().filter(|f| f.verdict == check::Verdict::Regression).count();
+    let rule = check::Rule { higher_is_better: higher_is_better(&what.metric), threshold, recent };
+    let series: Vec<(&series::Key, &[series::RunValues])> = grouped.iter().map(|(k, r)| (k, r.as_slice())).collect();
+    let mut findings = check::check_all(series.iter().copied(), rule, settings);
+    let values: Vec<&[series::RunValues]> = series.iter().map(|(_, r)| *r).collect();
+    check::detectable_steps(&mut findings, &values, rule, settings);
+    let count = |verdict: check::Verdict| findings.iter().filter(|f| f.verdict == verdict).count();
+    let (regressions, blind) = (count(check::Verdict::Regression), count(check::Verdict::CannotDetect));
     // The smallest p a permutation test can give, against Holm's smallest threshold.
     let tested = findings.iter().filter(|f| f.p_value.is_some()).count();
     let too_few_permutations = (tested as f64) / (permutations as f64 + 1.0) >= alpha;
     if format == TextFormat::Json {
         let out = serde_json::json!({
-            "schema": "taskmeter.history.check", "schema_version": 2,
+            "schema": "taskmeter.history.check", "schema_version": 3,
             "metric": what.metric, "stat": what.stat(), "threshold": threshold, "alpha": alpha,
-            "method": CHECK_METHOD, "permutations": permutations,
-            "findings": findings, "regressions": regressions, "left_out": left_out,
+            "method": CHECK_METHOD, "permutations": permutations, "min_runs": settings.min_size, "recent": recent,
+            "findings": findings, "regressions": regressions, "cannot_detect": blind, "left_out": left_out,
         });
         crate::outln!("{}", serde_json::to_string_pretty(&out).expect("serialises"));
     } else {
-        crate::text!("{}", check_console(&findings, what, threshold, alpha));
+        crate::text!("{}", check_console(&findings, what, rule, settings));
         if !left_out.is_empty() {
             crate::textln!("{}", left_out.said());
         }
@@ -250,6 +250,19 @@ fn check(
     }
     Ok(if regressions > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
+
+/// The series of the metric and stat in whole measurements (all with `include`), one per thing
+/// measured and workload, and what was left out; or why there are none.
+fn series_of(store: &mut Store, filter: &Filter, what: &What, include: bool) -> Result<(Grouped, LeftOut), String> {
+    let (found, left_out) = observations(store, filter, what, include)?;
+    let mut runs: Vec<i64> = found.iter().map(|o| o.run).collect();
+    runs.sort_unstable();
+    runs.dedup();
+    let workloads = query::workloads(store, &runs)?;
+    Ok((series::group(&found, &workloads), left_out))
+}
+
+type Grouped = BTreeMap<series::Key, Vec<series::RunValues>>;
 
 /// The observations of the metric and stat in whole measurements (all with `include`), and
 /// what was left out; or why there are none.
@@ -278,12 +291,12 @@ fn is_time(metric: &str) -> bool {
     !matches!(metric, "throughput" | "ratio" | "ips")
 }
 
+/// The y axis' title; a time's unit is the axis' own (`lateness (µs)`).
 fn unit_desc(metric: &str) -> String {
     match metric {
         "throughput" => "throughput (msg/s)".into(),
         "ips" => "units/s".into(),
-        "ratio" => "ratio".into(),
-        m => format!("{m} (ns)"),
+        m => m.into(),
     }
 }
 
@@ -566,26 +579,6 @@ fn print_compare(
     crate::textln!("{regressed} regressed of {} compared", lines.len());
 }
 
-/// A recorded run as `analysis::differences` reads a record: its schema, experiment, settings
-/// and environment.
-fn as_record(run: &query::RunDetail) -> serde_json::Value {
-    let experiment = run.info.experiment.as_str();
-    let mut record = serde_json::json!({
-        "schema": format!("taskmeter.{}", run.kind),
-        "experiment": experiment,
-        "environment": run.environment,
-        "taskmeter_version": run.info.taskmeter_version,
-    });
-    for (key, value) in run.settings.as_object().into_iter().flatten() {
-        match key.as_str() {
-            "config" => record["report"] = serde_json::json!({ "config": value }),
-            "order" => {}
-            _ => record[key] = value.clone(),
-        }
-    }
-    record
-}
-
 /// As `taskmeter compare`: the runs of a side, and the two sides, must have measured the same
 /// workload (unless `force`); the other differences between the sides' first runs, each with
 /// the pair it is of.
@@ -598,7 +591,7 @@ fn check_workloads(
     let mut first = Vec::new();
     for (name, runs) in [(old, old_runs), (new, new_runs)] {
         let records =
-            runs.iter().map(|id| query::run(store, *id).map(|r| as_record(&r))).collect::<Result<Vec<_>, _>>()?;
+            runs.iter().map(|id| query::run(store, *id).map(|r| r.record())).collect::<Result<Vec<_>, _>>()?;
         for (id, record) in runs.iter().zip(&records).skip(1) {
             let workload: Vec<String> = differences::between(&records[0], record)
                 .into_iter()
@@ -631,21 +624,53 @@ fn check_workloads(
 
 /// What `history check` says of its method.
 const CHECK_METHOD: &str = "each run one value (the mean of its repetitions); each series tested for any change by \
-E-Divisive means (Matteson and James 2014) with a permutation test, Holm's adjustment over the series, then the \
-change points of the series below alpha";
+E-Divisive means (Matteson and James 2014: the split and the end of its right part searched) with a permutation test, \
+Holm's adjustment over the series, then the change points of the series below alpha, every split tested at the \
+level Holm's step gave its series";
 
-fn check_console(findings: &[Finding], what: &What, threshold: f64, alpha: f64) -> String {
+/// A finding's verdict as the console says it: with what it could have seen, or what it needs.
+fn verdict_text(f: &Finding) -> String {
+    match (f.verdict, f.detectable_step, f.runs_needed) {
+        (check::Verdict::NoChange, Some(step), _) => format!("no change; could detect x{step:.2}"),
+        (check::Verdict::CannotDetect, _, Some(runs)) if runs > f.runs => format!("cannot detect: needs {runs} runs"),
+        (verdict, _, _) => verdict.as_str().to_string(),
+    }
+}
+
+/// What the console says under the table of `history check`: what "could detect" and "cannot
+/// detect" mean, for the verdicts it shows.
+fn check_notes(findings: &[Finding], rule: check::Rule, settings: Settings) -> String {
+    let tested = findings.iter().filter(|f| f.p_value.is_some()).count().max(1);
+    let k = settings.min_size;
+    let mut out = String::new();
+    if findings.iter().any(|f| f.detectable_step.is_some()) {
+        out.push_str(&format!(
+            "could detect xF: the mildest step, in hundredths, at a series' newest {k} runs that this check would call a regression, with the series' own spread (its test below Holm's first threshold, alpha / {tested} = {:.4})\n",
+            settings.alpha / tested as f64
+        ));
+    }
+    if findings.iter().any(|f| f.verdict == check::Verdict::CannotDetect) {
+        out.push_str(&format!(
+            "cannot detect: not judged (exit status 0: neither passed nor failed): too few runs for the permutation test to reach that threshold even with the cleanest step at the newest {k} runs (its p cannot fall below about 2 / C(runs, {k})), or not even a step of x{} there would be a regression\n",
+            if rule.higher_is_better { 1.0 / check::LARGEST_STEP } else { check::LARGEST_STEP }
+        ));
+    }
+    out
+}
+
+fn check_console(findings: &[Finding], what: &What, rule: check::Rule, settings: Settings) -> String {
     let p_text = |p: Option<f64>| p.map_or("-".to_string(), |p| super::compare::p_text(Some(p), true));
     let mut table = vec![["series", "runs", "p", "p adj.", "verdict", "since run", "before", "after", "change"]
         .map(str::to_string)
         .to_vec()];
+    let workloads = series::workload_names(findings.iter().map(|f| &f.series));
     for f in findings {
         let mut line = vec![
-            f.series.label(),
+            f.series.label(&workloads[&f.series]),
             f.runs.to_string(),
             p_text(f.p_value),
             p_text(f.p_adjusted),
-            f.verdict.as_str().to_string(),
+            verdict_text(f),
         ];
         match &f.change {
             Some(c) => line.extend([
@@ -658,18 +683,25 @@ fn check_console(findings: &[Finding], what: &What, threshold: f64, alpha: f64) 
         }
         table.push(line);
     }
-    let regressions = findings.iter().filter(|f| f.verdict == check::Verdict::Regression).count();
+    let count = |verdict: check::Verdict| findings.iter().filter(|f| f.verdict == verdict).count();
+    let blind = match count(check::Verdict::CannotDetect) {
+        0 => String::new(),
+        n => format!("; {n} cannot detect a change yet"),
+    };
     // A narrow terminal: the series' label is cut, then the p before adjustment, the runs and the
     // values either side of the change go.
     let fit =
         Fit { shrink: vec![("series", Shrink::Ellipsis, 20)], drop: vec!["p", "runs", "before", "after", "since run"] };
     let right: Vec<bool> = (0..table[0].len()).map(|c| c > 0).collect();
     format!(
-        "{} {} per run (the mean of its repetitions)\nmethod: {CHECK_METHOD}; alpha {alpha} for the check, noise threshold {:.1} %\n{}{regressions} regression(s) in {} series\n",
+        "{} {} per run (the mean of its repetitions)\nmethod: {CHECK_METHOD}; alpha {} for the check, noise threshold {:.1} %\n{}{}{} regression(s) in {} series{blind}\n",
         what.metric,
         what.stat(),
-        threshold * 100.0,
+        settings.alpha,
+        rule.threshold * 100.0,
         render_fitted(&table, &right, &fit),
+        check_notes(findings, rule, settings),
+        count(check::Verdict::Regression),
         findings.len()
     )
 }

@@ -125,7 +125,7 @@ fn examples(name: &str) -> &'static [(&'static str, &'static str)] {
             ("taskmeter compare OLD NEW --metric all --format json", "Every metric, as JSON."),
         ],
         "taskmeter-history-check" => &[
-            ("taskmeter history check --experiment sleep --metric lateness --stat p99", "Exit status 1 when a series regressed at its newest runs."),
+            ("taskmeter history check --experiment sleep --metric lateness --stat p99", "Exit status 1 when a series regressed at its newest runs; a series too short to see a change says cannot detect, and how many runs it needs, without failing."),
         ],
         "taskmeter-history-compare" => &[
             ("taskmeter history compare --by label main my-branch", "The runs labelled main against those labelled my-branch."),

@@ -1,11 +1,10 @@
 //! The history: every run of every experiment, recorded where its results folder is finished
 //! (`record`), in an embedded SQLite file by default or a shared PostgreSQL server (`store`),
 //! with a versioned schema (`migrations`); read back as lists, series and trends, and checked
-//! for change points (`changepoint`, `check`). docs/history.md describes it. The results
-//! folder stays the portable artefact: `import` loads folders, and a run is never lost to the
-//! history: a store that cannot take it costs one warning line.
+//! for change points (`check`, with `analysis::changepoint`). docs/history.md describes it. The
+//! results folder stays the portable artefact: `import` loads folders, and a run is never lost to
+//! the history: a store that cannot take it costs one warning line.
 
-pub mod changepoint;
 pub mod check;
 pub mod entry;
 pub mod import;

@@ -136,6 +136,51 @@ pub struct RunDetail {
     pub kind: String,
 }
 
+impl RunDetail {
+    /// The run as `analysis::differences` reads a record: its schema, experiment, settings,
+    /// environment and taskmeter's version.
+    pub fn record(&self) -> serde_json::Value {
+        let mut record = as_record(&self.kind, &self.info.experiment, &self.settings);
+        record["environment"] = self.environment.clone();
+        record["taskmeter_version"] = self.info.taskmeter_version.clone().into();
+        record
+    }
+}
+
+/// A recorded run's kind, experiment and settings (the `runs` columns) in the shape of its
+/// record, as `analysis::differences` reads it.
+fn as_record(kind: &str, experiment: &str, settings: &serde_json::Value) -> serde_json::Value {
+    let mut record = serde_json::json!({ "schema": format!("taskmeter.{kind}"), "experiment": experiment });
+    for (key, value) in settings.as_object().into_iter().flatten() {
+        match key.as_str() {
+            "config" => record["report"] = serde_json::json!({ "config": value }),
+            "order" => {}
+            _ => record[key] = value.clone(),
+        }
+    }
+    record
+}
+
+/// The workload of each of the runs `ids` (`analysis::differences::workload_of`: the settings
+/// `compare` calls workload), so that a series never mixes two.
+pub fn workloads(store: &mut Store, ids: &[i64]) -> Result<BTreeMap<i64, BTreeMap<String, String>>, String> {
+    if ids.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    // Numbers, inlined.
+    let listed: Vec<String> = ids.iter().map(i64::to_string).collect();
+    let sql = format!("SELECT id, kind, experiment, settings FROM runs WHERE id IN ({})", listed.join(", "));
+    Ok(store
+        .query(&sql, &[])?
+        .into_iter()
+        .map(|row| {
+            let settings = serde_json::from_str(&row[3].string()).unwrap_or(serde_json::Value::Null);
+            let record = as_record(&row[1].string(), &row[2].string(), &settings);
+            (row[0].int().unwrap_or(0), crate::analysis::differences::workload_of(&record))
+        })
+        .collect())
+}
+
 /// The run `id`, or a sentence saying there is none.
 pub fn run(store: &mut Store, id: i64) -> Result<RunDetail, String> {
     let sql =
