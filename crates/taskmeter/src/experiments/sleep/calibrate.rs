@@ -6,7 +6,7 @@
 //!    yield after every step (`--yield`: a `sched_yield` costs C hundreds of times a step), the
 //!    clock reads around the phase, and a core woken from a sleep.
 //! 2. Before each row (each runtime, point and repetition), short *probes* run the work loop
-//!    itself, the row's units, schedule and busy plan (its yields included), and take the median
+//!    itself, the row's units, schedule, warm-up and busy plan (its yields included), and take the median
 //!    busy phase of their measured loops: a phase preempted on a loaded machine is one outlier
 //!    among some fifty, not an offset. From the second probe on, each count comes from a secant
 //!    step on `phase = fixed + per_step x iterations` through the last two probes; the fit stops
@@ -160,7 +160,7 @@ fn secant(near: &BusyProbe, far: Option<&BusyProbe>, target_ns: u64) -> u64 {
 }
 
 /// Runs the row's loop (its units too) with `iterations` busy iterations, for about
-/// `PROBE_LOOPS` loops after a short warm-up: the median busy phase of its measured loops (0
+/// `PROBE_LOOPS` loops after the row's warm-up: the median busy phase of its measured loops (0
 /// when it measured none).
 fn probe(
     info: &'static RuntimeInfo,
@@ -210,7 +210,9 @@ fn probe_plan_settings(settings: &Settings, iterations: u64) -> Settings {
     Settings {
         busy: BusyPlan { iters: iterations, ..settings.busy },
         duration_ns: loop_ns.saturating_mul(PROBE_LOOPS).clamp(PROBE_MIN_NS, PROBE_MAX_NS),
-        warmup_ns: settings.warmup_ns.min(PROBE_MIN_NS),
+        // The row's own warm-up: a JIT (Node's, the JVM's) reaches the same code before the
+        // probe measures as before the row does (with 100 ms, node's rows ran 50 % short).
+        warmup_ns: settings.warmup_ns,
         ..settings.clone()
     }
 }
