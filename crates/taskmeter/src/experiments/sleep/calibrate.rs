@@ -3,20 +3,23 @@
 //! 1. Once a run, each runtime's own worker measures its rate of the shared arithmetic without
 //!    yields, exactly as the granularity experiment sizes a task (protocol, "The granularity
 //!    experiment"): the *rate estimate*. It misses what the loop adds to the arithmetic: a
-//!    yield after every step (`--yield`: a `sched_yield` costs C hundreds of times a step), the
+//!    yield after every step (`--yield`: a `sched_yield` costs hundreds of steps in C), the
 //!    clock reads around the phase, and a core woken from a sleep.
 //! 2. Before each row (each runtime, point and repetition), short *probes* run the work loop
-//!    itself, the row's units, schedule, warm-up and busy plan (its yields included), and take the median
-//!    busy phase of their measured loops: a phase preempted on a loaded machine is one outlier
-//!    among some fifty, not an offset. From the second probe on, each count comes from a secant
-//!    step on `phase = fixed + per_step x iterations` through the last two probes; the fit stops
-//!    at a probe within 5 % of the time, at a count already probed (whole steps cannot come
-//!    closer), or after four probes; a probe whose phase outlasted its window (on a loaded
-//!    machine a yield may give the core away for milliseconds) is followed by one of an eighth
-//!    of its iterations, so a fit never fails a row. What is fitted is the phase the table reports: with
-//!    several units on one thread (or one GIL) and `--yield`, a unit's phase holds the other
-//!    units' turns, and the fit gives each unit less arithmetic. Each repetition gets its own
-//!    fit, so an error of the fit varies between repetitions and their intervals see it.
+//!    itself, with the row's units, schedule, warm-up and busy plan (its yields included), and
+//!    take the median busy phase of their measured loops: a phase preempted on a loaded machine
+//!    is one outlier among some fifty, not an offset. From the second probe on, each count comes
+//!    from a secant step on `phase = fixed + per_step x iterations` through the last two
+//!    probes; the fit stops at a probe within 5 % of the time, at a count already probed (whole
+//!    steps cannot come closer), or after four probes. A probe whose phase outlasted its window
+//!    (on a loaded machine a yield may give the core away for milliseconds) is followed by one
+//!    of an eighth of its iterations, so a fit never fails a row.
+//!
+//! What is fitted is the phase the table reports: with several units on one thread (or one
+//! GIL) and `--yield`, a unit's phase holds the other units' turns, and the fit gives each unit
+//! less arithmetic. Each repetition gets its own fit, so an error of the fit varies between
+//! repetitions and their intervals see it. What no fit in another process removes is the
+//! phase's own variation between worker processes (a JIT's or an interpreter's rate; BENCHMARKS.md).
 //!
 //! The row's `busy_fit` keeps its probes; its measured busy phase is the check of the fit, and
 //! the console warns when a row's is more than 10 % off the time (`report::console`).
@@ -179,8 +182,10 @@ fn probe(
         phases.extend(views.iter().filter(|v| v.measured).map(|v| v.sample.busy_end_ns - v.sample.start_ns));
     });
     let worker = run_worker(command, &plan, sched, Duration::from_nanos(settings.grace_ns), sink, || {});
-    if let Outcome::Failed(failure) = worker.outcome {
-        return Err(failure.to_string());
+    match worker.outcome {
+        Outcome::Failed(failure) => return Err(failure.to_string()),
+        Outcome::Interrupted(_, why) => return Err(why),
+        Outcome::Completed(_) | Outcome::Cut(..) => {}
     }
     let mut phases = std::mem::take(&mut *phases.lock().unwrap_or_else(|e| e.into_inner()));
     phases.sort_unstable();

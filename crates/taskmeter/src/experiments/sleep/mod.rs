@@ -18,6 +18,7 @@ use crate::model::run::BusyFit;
 use crate::model::run::{Metric, Order, Row, RowStatus, RunRecord, Settings};
 use crate::model::samples::SamplesFile;
 use crate::model::sweep::{self, Sweep};
+use crate::process::signals;
 use crate::report::tables::Layout;
 use crate::runtimes;
 use crate::session::{Output, Session};
@@ -199,26 +200,35 @@ type Fitted<'a> = (Job<'a>, Option<BusyFit>);
 
 /// `--busy TIME`: each job of a batch with its busy iterations fitted to the time by probes of
 /// its loop (`calibrate::fit`), run one after another just before the batch; a job whose fit
-/// failed becomes a failed row.
+/// failed becomes a failed row, and once taskmeter is asked to stop, a job is not run (a
+/// skipped row, as in the batches after).
 fn fit_busy_work<'a>(
     to_run: Vec<&Job<'a>>,
     rate_estimates: &HashMap<&'static str, u64>,
     progress: &Progress,
-) -> (Vec<Fitted<'a>>, Vec<(Job<'a>, String)>) {
-    let (mut fitted, mut failed) = (Vec::new(), Vec::new());
+) -> (Vec<Fitted<'a>>, Vec<(Job<'a>, Row)>) {
+    let (mut fitted, mut unrun) = (Vec::new(), Vec::new());
     for job in to_run {
-        let rate = rate_estimates.get(job.info.id);
-        let (Some(rate), Some(_)) = (rate, job.settings.busy_ns) else {
+        let (Some(rate), Some(_)) = (rate_estimates.get(job.info.id), job.settings.busy_ns) else {
             fitted.push((job.with_busy_iters(job.settings.busy.iters), None));
             continue;
         };
+        let stopped = |job: &Job| Some(rows::skipped_row(job, format!("not run: {}", signals::reason()?)));
+        if let Some(row) = stopped(job) {
+            unrun.push((job.with_busy_iters(0), row));
+            continue;
+        }
         progress.start_row(&format!("{}: fitting its busy work", job.info.id));
         match calibrate::fit(job.info, &job.settings, &job.sched(), *rate) {
             Ok(fit) => fitted.push((job.with_busy_iters(fit.iterations), Some(fit))),
-            Err(why) => failed.push((job.with_busy_iters(0), format!("could not fit --busy to its loop: {why}"))),
+            Err(why) => {
+                let row = stopped(job)
+                    .unwrap_or_else(|| rows::failed_job_row(job, format!("could not fit --busy to its loop: {why}")));
+                unrun.push((job.with_busy_iters(0), row));
+            }
         }
     }
-    (fitted, failed)
+    (fitted, unrun)
 }
 
 /// Runs the batches in order, each holding its point's PM QoS request: the rows.
@@ -261,9 +271,8 @@ fn run_batches(
                 }
             }
         }
-        let (to_run, unfitted) = fit_busy_work(to_run, rate_estimates, progress);
-        for (job, reason) in unfitted {
-            let mut row = rows::failed_job_row(&job, reason);
+        let (to_run, unrun) = fit_busy_work(to_run, rate_estimates, progress);
+        for (job, mut row) in unrun {
             (row.point, row.repetition, row.sequence) = (job.point.index, job.repetition, rows.len());
             progress.finish_row(&job.label(points, repeat), &row);
             rows.push(row);
