@@ -521,7 +521,7 @@ mod tests {
 
     #[test]
     fn the_cpu_line_says_what_the_share_is_of() {
-        let mut record = super::super::tables::tests::record(&["a", "b"], 1, Vec::new());
+        let mut record = crate::report::tables::tests::record(&["a", "b"], 1, Vec::new());
         record.taskmeter_cpu_ns = Some(10_000_000);
         assert_eq!(cpu_line(&record), None, "no workers' CPU");
         for (runtime, cpu_ns) in [("a", 600_000_000u64), ("b", 400_000_000)] {
@@ -540,16 +540,9 @@ mod tests {
         );
     }
 
-    /// A record of `--busy 2us` whose rows' busy phases are all `phases` ns (one row each).
+    /// A record of `--busy 2us --yield` whose rows' busy phases have medians `phases` ns (one row each).
     fn busy_record(phases: &[(&str, i64)]) -> RunRecord {
-        use crate::model::header::Record;
         let runtimes: Vec<&str> = phases.iter().map(|(r, _)| *r).collect();
-        let settings = serde_json::json!({
-            "runtimes": runtimes, "experiment": "sleep", "units": 2, "priority_classes": 1,
-            "start_limit_ns": 1, "together": false, "duration_ns": 1, "warmup_ns": 0,
-            "sleep": {"mode": "absolute", "schedule": {"kind": "fixed", "ns": 1}}, "sleep_spec": "fixed:1ns",
-            "busy": {"iters": 0, "yield": true}, "busy_ns": 2_000, "grace_ns": 1
-        });
         let rows = phases
             .iter()
             .map(|(runtime, ns)| {
@@ -560,17 +553,10 @@ mod tests {
                 }
             })
             .collect();
-        RunRecord {
-            header: RunRecord::new_header(Vec::new(), String::new(), Environment::default()),
-            experiment: "sleep".into(),
-            metric: crate::model::run::Metric::Lateness,
-            settings: serde_json::from_value(settings).unwrap(),
-            sweeps: Vec::new(),
-            points: Vec::new(),
-            order: crate::model::run::Order { shuffled: false, seed: None },
-            rows,
-            taskmeter_cpu_ns: None,
-        }
+        let mut record = crate::report::tables::tests::record(&runtimes, 1, rows);
+        record.settings.busy = taskmeter_protocol::BusyPlan { iters: 0, yield_each_step: true };
+        record.settings.busy_ns = Some(2_000);
+        record
     }
 
     #[test]
