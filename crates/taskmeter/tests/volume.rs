@@ -237,8 +237,7 @@ fn busy_as_a_time_is_each_runtimes_own_iterations() {
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(
-        stderr(&output)
-            .contains("busy work of 50.0 µs a loop, in iterations each runtime measured for itself: thread "),
+        stderr(&output).contains("busy work of 50.0 µs a loop: iterations from each runtime's rate (thread "),
         "{}",
         stderr(&output)
     );
@@ -257,7 +256,30 @@ fn busy_as_a_time_is_each_runtimes_own_iterations() {
         iterations("thread"),
         iterations("python-thread")
     );
-    assert!(stdout(&output).contains("busy phase per loop (median): thread "), "{}", stdout(&output));
+    // Each row's iterations were fitted by probes of its own loop, which its busy_fit keeps.
+    for row in rows(&record) {
+        let fit = &row["busy_fit"];
+        assert_eq!(fit["target_ns"], 50_000, "{row}");
+        assert_eq!(fit["iterations"], row["plan"]["busy"]["iters"], "the row ran the fitted count: {fit}");
+        assert!(fit["rate_estimate"].as_u64().unwrap() > 0, "{fit}");
+        let probes = fit["probes"].as_array().unwrap();
+        assert!((1..=4).contains(&probes.len()), "{fit}");
+        assert!(probes.iter().all(|p| p["iterations"].as_u64().unwrap() >= 1), "{fit}");
+    }
+    let line = common::unwrapped(&stdout(&output));
+    assert!(line.contains("busy phase per loop (median): thread "), "{line}");
+    // The line claims the same time exactly when every row's median phase is within 10 %, and
+    // warns otherwise.
+    let within = rows(&record).iter().all(|r| {
+        let phase = r["statistics"]["busy"]["p50"].as_f64().unwrap();
+        (phase / 50_000.0 - 1.0).abs() <= 0.10
+    });
+    assert_eq!(
+        line.contains("every row within 10 % of the 50.0 µs asked: the same time in every runtime"),
+        within,
+        "{line}"
+    );
+    assert_eq!(line.contains("warning: not the same time in every runtime"), !within, "{line}");
     assert_refused(&[
         (vec!["run", "--busy", "0us"], "a busy time must be longer than 0"),
         (vec!["run", "--busy", "soon"], "invalid duration 'soon'"),
