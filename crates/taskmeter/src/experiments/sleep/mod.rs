@@ -14,8 +14,7 @@ pub use rows::plan_for;
 
 use crate::machine::idle::{cpu_dma_latency_us, LatencyRequest};
 use crate::machine::privilege;
-use crate::model::run::BusyFit;
-use crate::model::run::{Metric, Order, Row, RowStatus, RunRecord, Settings};
+use crate::model::run::{BusyFit, Metric, Order, Row, RowStatus, RunRecord, Settings};
 use crate::model::samples::SamplesFile;
 use crate::model::sweep::{self, Sweep};
 use crate::process::signals;
