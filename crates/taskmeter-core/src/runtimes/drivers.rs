@@ -90,6 +90,10 @@ pub struct RuntimeEntry {
     /// (Java's virtual threads: 21).
     #[serde(default)]
     pub toolchain_minimum: Option<String>,
+    /// A part outside the language's standard library that every row of the runtime needs
+    /// (trio, gevent, Asio's headers).
+    #[serde(default)]
+    pub needs: Option<Needs>,
 }
 
 /// A wait recipe of a driver's runtime: the plan's `wait` it answers to, and what it does.
@@ -103,7 +107,7 @@ pub struct RecipeEntry {
     pub needs: Option<Needs>,
 }
 
-/// An optional part a recipe needs (uvloop): how to see it is there, and how to install it.
+/// A part outside the standard library a runtime or recipe needs (uvloop): how to see it is there, and how to install it.
 #[derive(Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
 #[serde(deny_unknown_fields)]
 pub struct Needs {
@@ -161,13 +165,20 @@ pub fn programs() -> &'static [Program] {
         for compiled in COMPILED_IN.iter().filter(|c| from_disk.is_none() || c.root != "drivers") {
             let files: Vec<(String, String)> =
                 compiled.files.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect();
-            match parse(compiled.root, compiled.folder, files) {
+            match parse(compiled.root, compiled.folder, files, |other, name| compiled_file(compiled.root, other, name))
+            {
                 Ok(program) => programs.push(program),
                 Err(e) => crate::errln!("taskmeter: {e}"),
             }
         }
         programs
     })
+}
+
+/// The file `name` of the compiled-in folder `root/folder`.
+fn compiled_file(root: &str, folder: &str, name: &str) -> Option<String> {
+    let other = COMPILED_IN.iter().find(|c| c.root == root && c.folder == folder)?;
+    other.files.iter().find(|(n, _)| *n == name).map(|(_, t)| t.to_string())
 }
 
 /// The program folder `root/folder`.
@@ -197,15 +208,34 @@ fn read_folders(dir: &Path) -> Vec<Program> {
                 })
                 .collect();
             let name = folder.file_name()?.to_string_lossy().into_owned();
-            parse("drivers", &name, files).map_err(|e| crate::errln!("taskmeter: {e}")).ok()
+            let file_beside = |other: &str, file: &str| std::fs::read_to_string(dir.join(other).join(file)).ok();
+            parse("drivers", &name, files, file_beside).map_err(|e| crate::errln!("taskmeter: {e}")).ok()
         })
         .collect()
 }
 
-fn parse(root: &str, folder: &str, files: Vec<(String, String)>) -> Result<Program, String> {
-    let text = files.iter().find(|(n, _)| n == "driver.toml").map(|(_, t)| t.as_str()).unwrap_or_default();
-    let manifest: Manifest =
-        toml::from_str(text).map_err(|e| format!("{root}/{folder}/driver.toml: {}", e.message()))?;
+/// Reads a program folder. A source `../FOLDER/FILE` is another folder's file (`file_of`),
+/// shared rather than copied (bun and deno run node's driver), and is built beside the
+/// folder's own files under its own name.
+fn parse(
+    root: &str,
+    folder: &str,
+    mut files: Vec<(String, String)>,
+    file_of: impl Fn(&str, &str) -> Option<String>,
+) -> Result<Program, String> {
+    let text = files.iter().find(|(n, _)| n == "driver.toml").map(|(_, t)| t.to_string()).unwrap_or_default();
+    let mut manifest: Manifest =
+        toml::from_str(&text).map_err(|e| format!("{root}/{folder}/driver.toml: {}", e.message()))?;
+    for source in manifest.sources.iter_mut() {
+        let Some((other, name)) = source.strip_prefix("../").and_then(|s| s.split_once('/')) else { continue };
+        let text = file_of(other, name)
+            .ok_or_else(|| format!("{root}/{folder}/driver.toml names a source {source} that is not there"))?;
+        if files.iter().any(|(n, _)| n == name) {
+            return Err(format!("{root}/{folder}/driver.toml: {source} has the name of a file of the folder"));
+        }
+        files.push((name.to_string(), text));
+        *source = name.to_string();
+    }
     if let Some(missing) = manifest.sources.iter().find(|s| !files.iter().any(|(n, _)| n == *s)) {
         return Err(format!("{root}/{folder}/driver.toml names a source {missing} that is not in the folder"));
     }
@@ -503,7 +533,9 @@ mod tests {
         assert!(!COMPILED_IN.is_empty());
         for compiled in COMPILED_IN {
             let files = compiled.files.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect();
-            let program = parse(compiled.root, compiled.folder, files).unwrap_or_else(|e| panic!("{e}"));
+            let program =
+                parse(compiled.root, compiled.folder, files, |other, name| compiled_file(compiled.root, other, name))
+                    .unwrap_or_else(|e| panic!("{e}"));
             assert!(!program.manifest.sources.is_empty(), "{}/{}", compiled.root, compiled.folder);
         }
     }

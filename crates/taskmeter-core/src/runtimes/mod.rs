@@ -318,8 +318,11 @@ pub fn availability(info: &RuntimeInfo) -> Result<(), String> {
     if std::env::var_os(override_variable(info.base)).is_some() {
         return Ok(());
     }
-    if let (Some(needs), Launch::Driver(program)) = (info.needs, info.launch) {
-        drivers::present(&program.manifest.toolchain, info.toolchain, needs)?;
+    if let Launch::Driver(program) = info.launch {
+        let runtime = program.manifest.runtime.iter().find(|r| r.id == info.base);
+        for needs in runtime.and_then(|r| r.needs.as_ref()).into_iter().chain(info.needs) {
+            drivers::present(&program.manifest.toolchain, info.toolchain, needs)?;
+        }
     }
     match (info.launch, info.toolchain) {
         (Launch::InProcess, None) => Ok(()),
