@@ -90,6 +90,14 @@ pub struct RuntimeEntry {
     /// (Java's virtual threads: 21).
     #[serde(default)]
     pub toolchain_minimum: Option<String>,
+    /// How its timer works (a wheel, a heap, a timerfd, io_uring) and its granularity, with
+    /// the upstream issues that say so: `list` and `--table why` show it.
+    #[serde(default)]
+    pub timer: Option<String>,
+    /// Arguments to the toolchain's program that print the version of the runtime's own
+    /// library (trio, kotlinx-coroutines), first line kept; `list` shows it after the toolchain's.
+    #[serde(default)]
+    pub version: Vec<String>,
     /// A part outside the language's standard library that every row of the runtime needs
     /// (trio, gevent, Asio's headers).
     #[serde(default)]
