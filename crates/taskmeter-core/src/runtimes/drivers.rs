@@ -90,6 +90,10 @@ pub struct RuntimeEntry {
     /// (Java's virtual threads: 21).
     #[serde(default)]
     pub toolchain_minimum: Option<String>,
+    /// False for a variant of another runtime of the driver (one thread, a pool, a thread per
+    /// unit): `--runtimes all` measures it, the default run does not, so it stays within a minute.
+    #[serde(default = "yes")]
+    pub default_run: bool,
     /// How its timer works (a wheel, a heap, a timerfd, io_uring) and its granularity, with
     /// the upstream issues that say so: `list` and `--table why` show it.
     #[serde(default)]
@@ -145,6 +149,26 @@ pub fn present(spec: &ToolchainSpec, version: Option<&str>, needs: &Needs) -> Re
             }
         })
         .clone()
+}
+
+/// The version of a runtime's own library on its toolchain (`version` in its manifest), e.g.
+/// "trio 0.27.0"; None without that key. Asked once per process.
+pub fn library_version(spec: &ToolchainSpec, args: &[String]) -> Option<String> {
+    type Asked = HashMap<(ToolchainSpec, Vec<String>), Option<String>>;
+    static ASKED: OnceLock<Mutex<Asked>> = OnceLock::new();
+    if args.is_empty() {
+        return None;
+    }
+    let tool = toolchain(spec).ok()?;
+    let mut asked = ASKED.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    asked
+        .entry((spec.clone(), args.to_vec()))
+        .or_insert_with(|| first_line(&tool.program, args).ok().filter(|line| !line.is_empty()))
+        .clone()
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn unit<'de, D: serde::Deserializer<'de>>(names: D) -> Result<Unit, D::Error> {

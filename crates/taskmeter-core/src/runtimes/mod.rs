@@ -65,6 +65,10 @@ pub struct RuntimeInfo {
     pub writer: Option<&'static str>,
     /// An optional part outside the standard library that its recipe needs (uvloop).
     pub needs: Option<&'static drivers::Needs>,
+    /// How its timer works and its granularity (`list`, `--table why`).
+    pub timer: &'static str,
+    /// In the default run (`--runtimes` omitted); false for a variant, which `all` adds.
+    pub default_run: bool,
 }
 
 /// Every runtime, in-process first, then the drivers' in folder order (read once per process;
@@ -91,6 +95,8 @@ pub fn all() -> &'static [RuntimeInfo] {
                 priority: r.priority,
                 writer: None,
                 needs: None,
+                timer: "",
+                default_run: true,
             })
             .collect();
         for program in drivers::programs().iter().filter(|p| p.root == "drivers") {
@@ -118,6 +124,8 @@ pub fn all() -> &'static [RuntimeInfo] {
                     priority: leak(&runtime.priority),
                     writer: program.manifest.writer.as_deref().map(leak),
                     needs: None,
+                    timer: runtime.timer.as_deref().map(leak).unwrap_or_default(),
+                    default_run: runtime.default_run,
                 });
             }
         }
@@ -251,6 +259,8 @@ fn variant(
         priority: base.priority,
         writer: base.writer,
         needs: base.needs.or_else(|| recipe_needs(base, recipe)),
+        timer: base.timer,
+        default_run: false,
     }
 }
 
@@ -300,6 +310,11 @@ pub fn ids() -> Vec<&'static str> {
     all().iter().map(|r| r.id).collect()
 }
 
+/// The runtimes of the default run: every runtime but the variants (`default_run = false`).
+pub fn default_ids() -> Vec<&'static str> {
+    all().iter().filter(|r| r.default_run).map(|r| r.id).collect()
+}
+
 /// Every name `--runtimes` takes: the runtimes, their recipes and knobs.
 pub fn names() -> Vec<&'static str> {
     all().iter().chain(with_recipes()).chain(with_knobs()).map(|r| r.id).collect()
@@ -307,6 +322,23 @@ pub fn names() -> Vec<&'static str> {
 
 pub fn override_variable(runtime: &str) -> String {
     format!("TASKMETER_DRIVER_{}", runtime.to_uppercase().replace('-', "_"))
+}
+
+/// The version of the runtime as `list` shows it: the crate's for a Rust runtime; for a
+/// driver's, its toolchain's and its own library's ("Python 3.11.7, trio 0.27.0"). None when its
+/// toolchain is not found.
+pub fn version(info: &RuntimeInfo) -> Option<String> {
+    match info.launch {
+        Launch::InProcess => taskmeter_worker::runtime::find(info.base).map(|r| (r.version)()),
+        Launch::Driver(program) => {
+            let tool = drivers::toolchain_at(&program.manifest.toolchain, info.toolchain).ok()?;
+            let runtime = program.manifest.runtime.iter().find(|r| r.id == info.base)?;
+            match drivers::library_version(&program.manifest.toolchain, &runtime.version) {
+                Some(library) => Some(format!("{}, {library}", tool.version)),
+                None => Some(tool.version),
+            }
+        }
+    }
 }
 
 /// Why the row cannot run here (its toolchain or an optional part missing, or a privilege the

@@ -471,8 +471,10 @@ pub(super) struct RunArgs {
     pub(super) experiment: &'static ExperimentInfo,
     /// Runtime ids, comma-separated, or `all`
     ///
-    /// `all` is every runtime available here; `taskmeter list` shows them all and why one is not
-    /// available [default: all]
+    /// `all` is every runtime available here; without the flag, every one but the variants
+    /// (one thread, a pool, a thread per unit: `taskmeter list` marks them), so the default run
+    /// stays within a minute; `taskmeter list` shows them all and why one is not available
+    /// [default: every runtime but the variants]
     #[arg(long, value_name = "IDS", value_delimiter = ',', value_parser = runtime_id, action = clap::ArgAction::Set, help_heading = heading::MEASURE)]
     pub(super) runtimes: Vec<String>,
     /// Units (threads, tasks) per runtime: N, or a list or range to sweep

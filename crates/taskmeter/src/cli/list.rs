@@ -13,6 +13,7 @@ pub fn print(as_json: bool) {
             .map(|info| {
                 let reason = runtimes::availability(info).err();
                 json!({"id": info.id, "unit": info.unit.as_str(), "available": reason.is_none(), "reason": reason,
+                       "version": runtimes::version(info), "timer": info.timer, "default_run": info.default_run,
                        "description": info.description, "priority": info.priority,
                        "other_versions": runtimes::other_versions(info)})
             })
@@ -42,6 +43,15 @@ pub fn print(as_json: bool) {
             info.description
         );
         crate::textln!("{:<width$}  a unit is {}; priority classes: {}", "", unit_name(info.unit), info.priority);
+        if !info.default_run {
+            crate::textln!("{:<width$}  a variant: measured by --runtimes all, not by the default run", "");
+        }
+        if let Some(version) = runtimes::version(info) {
+            crate::textln!("{:<width$}  version: {version}", "");
+        }
+        if !info.timer.is_empty() {
+            crate::textln!("{:<width$}  timer: {}", "", info.timer);
+        }
         let others = runtimes::other_versions(info);
         if !others.is_empty() {
             let rows: Vec<String> = others.iter().map(|v| format!("{}@{v}", info.id)).collect();

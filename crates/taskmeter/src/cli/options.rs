@@ -147,9 +147,12 @@ fn by_quick<T>(args: &RunArgs, (full, quick): (T, T)) -> T {
     }
 }
 
-/// `--runtimes`: the ones listed, once each, or every runtime.
+/// `--runtimes`: the ones listed, once each, every runtime (`all`), or without the flag the
+/// default set (every runtime but the variants).
 fn runtime_list(args: &RunArgs) -> Result<Vec<String>, String> {
-    Ok(if args.runtimes.is_empty() || args.runtimes == ["all"] {
+    Ok(if args.runtimes.is_empty() {
+        runtimes::default_ids().into_iter().map(str::to_string).collect()
+    } else if args.runtimes == ["all"] {
         runtimes::ids().into_iter().map(str::to_string).collect()
     } else {
         let mut seen = Vec::new();

@@ -137,6 +137,13 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
                 out.push_str(&why::explain_view());
                 out.push('\n');
             }
+            let timers = why::timers(record);
+            if !timers.is_empty() {
+                out.push_str("\nhow each runtime keeps time:\n");
+                for line in timers {
+                    out.push_str(&format!("  {line}\n"));
+                }
+            }
         }
     }
     if let Some(classes) = class_table_of(record) {

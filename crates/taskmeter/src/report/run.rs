@@ -162,6 +162,10 @@ impl Report for RunRecord {
                 why.push(Block::Table("The runtime's own view of the same window".into(), view, "results"));
                 why.push(Block::Text(format!("{}.", super::why::explain_view())));
             }
+            let timers = super::why::timers(self);
+            if !timers.is_empty() {
+                why.push(Block::Text(format!("How each runtime keeps time: {}.", timers.join("; "))));
+            }
             why.push(Block::Figures("why".into()));
             sections.push(section("why", "Why the rows differ: what each wake-up cost", why));
         }

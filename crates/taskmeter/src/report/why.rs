@@ -180,6 +180,20 @@ pub fn view_table_of(record: &RunRecord) -> Option<Table> {
     Some(Table { header, lines, without_statistics: Vec::new() })
 }
 
+/// How each runtime of the record keeps time, as this taskmeter knows it (`timer` of its
+/// manifest or in-process entry): "RUNTIME: how", once per runtime, in the table's order.
+pub fn timers(record: &RunRecord) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for row in record.rows_in_order() {
+        let Some(info) = crate::runtimes::find(&row.runtime).filter(|i| !i.timer.is_empty()) else { continue };
+        let line = format!("{}: {}", info.base, info.timer);
+        if !lines.contains(&line) {
+            lines.push(line);
+        }
+    }
+    lines
+}
+
 /// How to read the runtime's own view.
 pub fn explain_view() -> String {
     "its delay = the delay the runtime's own API reports over the measured window (its source names the API; \
