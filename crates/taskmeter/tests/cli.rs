@@ -145,6 +145,19 @@ fn list_names_every_runtime_and_its_availability() {
         assert!(["os-thread", "task"].contains(&unit), "{unit}");
         let at = table.find(&format!("{} ", listed.id)).unwrap();
         assert!(table[at..].lines().nth(2).is_some_and(|l| l.trim_start().starts_with(said)), "{}", &table[at..]);
+        // Its own lines, up to the next runtime's: its version where its toolchain is found, how
+        // its timer works, and whether the default run leaves it out.
+        let entry: Vec<&str> = table[at..].lines().skip(1).take_while(|l| l.starts_with(' ')).map(str::trim).collect();
+        let timer = listed.timer.as_deref().unwrap_or_default();
+        assert!(!timer.is_empty(), "{} says how its timer works", listed.id);
+        assert!(entry.contains(&format!("timer: {timer}").as_str()), "{entry:?}");
+        if let Some(version) = &listed.version {
+            assert!(entry.contains(&format!("version: {version}").as_str()), "{entry:?}");
+        } else {
+            assert!(listed.reason.is_some(), "{}: a runtime that can run has a version", listed.id);
+        }
+        let variant = "a variant: measured by --runtimes all, not by the default run";
+        assert_eq!(entry.contains(&variant), !listed.default_run, "{entry:?}");
     }
     // The table of runtimes of docs/drivers.md names the registry's, in its order.
     let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/drivers.md")).unwrap();

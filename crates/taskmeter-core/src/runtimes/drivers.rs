@@ -561,6 +561,27 @@ mod tests {
     }
 
     #[test]
+    fn a_source_of_another_folder_is_shared_under_its_own_name() {
+        let manifest = |sources: &str| {
+            format!(
+                "language = \"JS\"\nsources = [{sources}]\nrun = [\"x\"]\n\
+                 [toolchain]\nprogram = \"bun\"\nversion = [\"--version\"]\n"
+            )
+        };
+        let node = |folder: &str, name: &str| (folder == "node" && name == "driver.js").then(|| "// node's".to_string());
+        let files = |sources: &str| vec![("driver.toml".to_string(), manifest(sources))];
+        let program = parse("drivers", "bun", files("\"../node/driver.js\""), node).unwrap();
+        assert_eq!(program.manifest.sources, ["driver.js"]);
+        assert!(program.files.contains(&("driver.js".to_string(), "// node's".to_string())));
+        let missing = parse("drivers", "bun", files("\"../node/gone.js\""), node).err().unwrap();
+        assert_eq!(missing, "drivers/bun/driver.toml names a source ../node/gone.js that is not there");
+        let mut clash = files("\"../node/driver.js\"");
+        clash.push(("driver.js".into(), "// bun's".into()));
+        let clash = parse("drivers", "bun", clash, node).err().unwrap();
+        assert!(clash.contains("has the name of a file of the folder"), "{clash}");
+    }
+
+    #[test]
     fn every_compiled_in_manifest_reads_and_names_its_sources() {
         assert!(!COMPILED_IN.is_empty());
         for compiled in COMPILED_IN {

@@ -444,3 +444,25 @@ pub fn prepare_drivers(availability: &[(&'static RuntimeInfo, Result<(), String>
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_run_leaves_out_the_variants_and_only_them() {
+        let default = default_ids();
+        assert!(!default.is_empty());
+        for runtime in all() {
+            assert_eq!(default.contains(&runtime.id), runtime.default_run, "{}", runtime.id);
+            // A variant runs where its driver's other runtimes run: one of them is in the default run.
+            if !runtime.default_run {
+                let beside = all().iter().filter(|r| r.default_run).any(|r| match (r.launch, runtime.launch) {
+                    (Launch::Driver(a), Launch::Driver(b)) => std::ptr::eq(a, b),
+                    (a, b) => a.in_process() && b.in_process(),
+                });
+                assert!(beside, "{} is a variant of a runtime in the default run", runtime.id);
+            }
+        }
+    }
+}

@@ -98,6 +98,12 @@ pub struct Listed {
     pub reason: Option<String>,
     /// The other versions of its toolchain installed here (`java-thread@17` runs on one).
     pub other_versions: Vec<String>,
+    /// Its version as `list` says it (none where its toolchain is missing).
+    pub version: Option<String>,
+    /// How its timer works (runtimes only).
+    pub timer: Option<String>,
+    /// In the default run (runtimes only; false for a variant).
+    pub default_run: bool,
 }
 
 /// The registry's `runtimes` or `receivers`, in its order: the only list of them the tests use.
@@ -115,6 +121,9 @@ pub fn registry(kind: &str) -> Vec<Listed> {
             unit: text(&e["unit"]),
             reason: text(&e["reason"]),
             other_versions: e["other_versions"].as_array().into_iter().flatten().filter_map(text).collect(),
+            version: text(&e["version"]),
+            timer: text(&e["timer"]),
+            default_run: e["default_run"].as_bool().unwrap_or(false),
         })
         .collect()
 }
