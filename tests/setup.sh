@@ -14,6 +14,8 @@ quietly() { "$@" >"$log" 2>&1 || { cat "$log" >&2; say "failed: $*"; exit 1; }; 
 need_apt=()
 command -v cc >/dev/null || need_apt+=(gcc libc6-dev)
 command -v make >/dev/null || need_apt+=(make)                 # the C record() client's programs
+command -v g++ >/dev/null || need_apt+=(g++)                   # the C++ driver (cpp-asio, cpp-asio-pool)
+[ -e /usr/include/asio.hpp ] || need_apt+=(libasio-dev)        # its standalone Asio headers
 command -v python3 >/dev/null || need_apt+=(python3 python3-pip)
 command -v chromium >/dev/null || need_apt+=(chromium)         # report.html in a real browser
 ls /usr/share/fonts/truetype/*/*Sans*.ttf >/dev/null 2>&1 || need_apt+=(fonts-dejavu-core)  # text of the PNG figures
