@@ -6,13 +6,17 @@ granularity/granularity.json) and writes the page: one row per runtime `taskmete
 with its lateness at each period, atomic-sum throughput, memory per unit, METG and the
 recommended way to wait; a runtime that was unavailable, skipped or failed says why in a note.
 
-Every figure is the one taskmeter's console prints for the same record, computed the same way:
-lateness p50 / p99 the mean over repetitions of each repetition's percentile
-(analysis/cells.rs); increments per second the mean over repetitions with its 95 % range
-(taskmeter-stats' mean_range); memory per unit the least-squares slope of peak RSS less
-taskmeter's rings over the units started (analysis/rows.rs); METG as granularity.json holds it;
-the way to wait by the recipes experiment's advice (analysis/recipes.rs, report/recipes.rs).
-Numbers are written as taskmeter writes them (report/format.rs).
+Every figure is the one taskmeter's console prints for the same record. Memory per unit and the
+way to wait are read from that console (RESULTS/volume.txt, RESULTS/recipes.txt, as runtimes.sh
+saves them), since taskmeter's rules for them (analysis/rows.rs, analysis/recipes.rs,
+report/recipes.rs) are not in run.json and a copy of them here could drift; the records check
+that each console is of them (the same runtimes, unit counts and ways to wait), and a
+disagreement stops the script with one line per runtime and column, no page written. A console
+that is missing (a results folder older than it) is said in a note. The other figures are
+computed from the records the same way as the console: lateness p50 / p99 the mean over
+repetitions of each repetition's percentile (analysis/cells.rs); increments per second the mean
+over repetitions with its 95 % range (taskmeter-stats' mean_range); METG as granularity.json
+holds it. Numbers are written as taskmeter writes them (report/format.rs).
 
 Usage: python3 benchmarks/runtimes.py RESULTS [--output FILE] [--table pairs]
   --output FILE  where the page goes (default docs/runtimes.md; - prints it)
@@ -25,6 +29,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import sys
 import tomllib
 
@@ -49,12 +54,8 @@ PAIRS = [
     ("cpp-asio", "c-thread"),
 ]
 
-# The recipes experiment's advice (report/recipes.rs, analysis/recipes.rs).
-CPU_BUDGET = 0.10
-MARGIN_NS = 20_000.0
-SATURATED = 0.9
+# A run that slept through more of its periods than this did not keep time (analysis/recipes.rs).
 MAX_MISSED = 0.05
-SAMPLE_BYTES = 48  # one sample in a unit's ring (taskmeter-protocol)
 
 EXPERIMENTS = {
     "sleep-1ms": "the sleep run at 1 ms",
@@ -80,14 +81,6 @@ def format_ns(ns):
     else:
         decimals = 2
     return f"{value:.{decimals}f} {unit}"
-
-
-def format_bytes(b):
-    if abs(b) >= 1024 * 1024:
-        return f"{b / 1024 / 1024:.1f} MiB"
-    if abs(b) >= 1024:
-        return f"{b / 1024:.1f} KiB"
-    return f"{b:.0f} B"
 
 
 def format_rate(per_s):
@@ -156,6 +149,10 @@ def load(results):
         if record is None:
             found["missing"][name] = why_missing(name)
         found["records"][name] = record
+    found["console"] = {}
+    for name, read in (("volume", console_memory), ("recipes", console_recipes)):
+        console = os.path.join(results, f"{name}.txt")
+        found["console"][name] = read(open(console).read()) if os.path.isfile(console) else None
     seconds = os.path.join(results, "seconds.txt")
     found["seconds"] = {}
     if os.path.isfile(seconds):
@@ -244,35 +241,37 @@ def atomic_cell(found, runtime, notes):
     return cell + partial_note(measured)
 
 
-def memory(record, runtime):
-    """(bytes per unit, the rows it is fitted over): the least-squares slope of peak RSS less
-    taskmeter's rings against the units started (None without two unit counts)."""
-    rows = [r for r in rows_of(record, runtime) if r["status"] in ("ok", "partial")
+def measured_volume(record, runtime):
+    """The rows taskmeter fits memory per unit over (analysis/rows.rs): measured, with a peak RSS."""
+    return [r for r in rows_of(record, runtime) if r["status"] in ("ok", "partial")
             and (r.get("worker") or {}).get("peak_rss_kb") is not None and r.get("counts")]
-    points = []
-    for r in rows:
-        units = r["counts"]["units"]
-        rings = units * r["plan"]["ring"] * SAMPLE_BYTES if r.get("plan") else 0
-        points.append((units, r["worker"]["peak_rss_kb"] * 1024 - rings))
-    if len(points) < 2:
-        return None, rows
-    mx, my = mean([p[0] for p in points]), mean([p[1] for p in points])
-    sxx = sum((p[0] - mx) ** 2 for p in points)
-    if sxx <= 0:
-        return None, rows
-    return sum((p[0] - mx) * (p[1] - my) for p in points) / sxx, rows
+
+
+def span(units):
+    """`2 points, 1..10,000 units`, as the console says what a slope is fitted over; `one unit
+    count` where there is no slope to fit."""
+    if len(set(units)) < 2:
+        return "one unit count"
+    return f"{len(units)} points, {format_count(min(units))}..{format_count(max(units))} units"
 
 
 def memory_cell(found, runtime, notes):
+    """taskmeter's own figure (volume.txt), with the units a partial run started."""
     record = found["records"]["volume"]
     if record is None:
         return missing(found, "volume", notes)
-    per_unit, rows = memory(record, runtime)
+    rows = measured_volume(record, runtime)
     if not rows:
         return unmeasured(rows_of(record, runtime), runtime, "volume", notes)
-    if per_unit is None:
+    if span([r["counts"]["units"] for r in rows]) == "one unit count":
         return "needs two unit counts"
-    cell = format_bytes(per_unit)
+    console = found["console"]["volume"]
+    if console is None:
+        return no_console(notes, "volume", "memory per unit")
+    said = console["memory"].get(runtime)
+    if said is None or said[0] is None:
+        return notes.cell("not in the console", f"`{runtime}`, memory per unit: volume.txt has no figure for it")
+    cell = said[0]
     short = [r["counts"] for r in rows if r["counts"]["units"] < r["counts"]["units_planned"]]
     if short:
         cell += f" (partial: {format_count(short[-1]['units'])} of {format_count(short[-1]['units_planned'])} units)"
@@ -308,81 +307,17 @@ def metg_cell(found, runtime, notes):
     return cell
 
 
-# The recipes experiment's advice.
+# The way to wait: taskmeter's advice as recipes.txt prints it (report/recipes.rs).
 
-def split(way):
-    """`thread/spin` -> (`thread`, `spin`); `thread+fifo` -> (`thread`, `sleep+fifo`)."""
-    at = min((i for i in (way.find("/"), way.find("+")) if i >= 0), default=-1)
-    if at < 0:
-        return way, "sleep"
-    if way[at] == "+":
-        return way[:at], "sleep" + way[at:]
-    return way[:at], way[at + 1:]
+def base(way):
+    """The runtime a way to wait belongs to: `thread/spin`, `thread+fifo` -> `thread`."""
+    return re.split(r"[/+]", way, maxsplit=1)[0]
 
 
-def cpu_cores(row):
-    counters = row.get("counters")
-    if not counters or counters["end_ns"] <= counters["start_ns"]:
-        return None
-    cpu = counters["cpu_ns"] if counters.get("threads_exited", 0) == 0 else counters["user_ns"] + counters["system_ns"]
-    return cpu / (counters["end_ns"] - counters["start_ns"])
-
-
-def way_at(record, way, point):
-    """One way to wait at a point over its repetitions (analysis/recipes.rs' RecipeRow)."""
-    measured = [r for r in rows_of(record, way, point) if r.get("statistics")]
-    if not measured:
-        return None
-
-    def mean_of(value):
-        values = [value(r) for r in measured]
-        return None if any(v is None for v in values) else mean(values)
-
-    def per_unit(r):
-        cores, units = cpu_cores(r), (r.get("counts") or {}).get("units", 0)
-        return cores / units if cores is not None and units > 0 else None
-
-    p99s = [r["statistics"]["lateness"].get("p99") for r in measured]
-    return {
-        "recipe": split(way)[1],
-        "p99": None if None in p99s else mean(p99s),
-        "samples": sum(r["statistics"]["lateness"]["count"] for r in measured),
-        "missed": sum((r.get("counts") or {}).get("missed_periods", 0) for r in measured),
-        "cpu_per_unit": mean_of(per_unit),
-        "cpu_cores": mean_of(cpu_cores),
-    }
-
-
-def advise(ways, cpus):
-    """(most precise within budget, cheapest near the best, best), indices into ways, or None."""
-    def lowest(candidates):
-        best = None
-        for i, v in candidates:
-            if best is None or v < best[1]:
-                best = (i, v)
-        return best
-
-    def p99s():
-        return [(i, w["p99"]) for i, w in enumerate(ways)
-                if w["p99"] is not None and w["missed"] <= MAX_MISSED * (w["samples"] + w["missed"])]
-
-    def affordable(w):
-        return w["cpu_per_unit"] is not None and w["cpu_per_unit"] <= CPU_BUDGET \
-            and w["cpu_cores"] is not None and w["cpu_cores"] < SATURATED * cpus
-
-    best = lowest(p99s())
-    precise = lowest([(i, p) for i, p in p99s() if affordable(ways[i])])
-    cheapest = None
-    if best is not None:
-        cheapest = lowest([(i, ways[i]["cpu_per_unit"]) for i, p in p99s()
-                           if p <= best[1] + MARGIN_NS and ways[i]["cpu_per_unit"] is not None])
-    return tuple(None if x is None else x[0] for x in (precise, cheapest, best))
-
-
-def describe(way):
-    p99 = "n/a" if way["p99"] is None else format_ns(way["p99"])
-    cpu = "n/a" if way["cpu_per_unit"] is None else f"{way['cpu_per_unit'] * 100:.1f} %"
-    return f"{way['recipe']} (p99 {p99}, {cpu} of a core)"
+def measured_ways(record, runtime, point):
+    """The runtime's ways to wait with statistics at a point (analysis/recipes.rs' groups_at)."""
+    return [way for way in record["settings"]["runtimes"]
+            if base(way) == runtime and any(r.get("statistics") for r in rows_of(record, way, point))]
 
 
 def recipe_points(record):
@@ -394,20 +329,15 @@ def recipe_points(record):
     return found
 
 
-def advice(record, runtime, point):
-    """(most precise under the budget, cheapest near the best) for a runtime's ways at a point,
-    as words; None when the runtime has no row there."""
-    ways = [w for w in (way_at(record, way, point) for way in record["settings"]["runtimes"]
-                        if split(way)[0] == runtime) if w is not None]
-    if not ways:
+def advice(found, runtime, point):
+    """(most precise under the budget, cheapest near the best) for a runtime at a point, as
+    recipes.txt says them; None where it says nothing of it."""
+    record, console = found["records"]["recipes"], found["console"]["recipes"]
+    indices = [p["index"] for p in record["points"]]
+    if console is None or len(console["points"]) != len(indices):
         return None
-    if len(ways) == 1:
-        return "its own sleep, the one way it has", "-"
-    precise, cheapest, best = advise(ways, max(record["environment"]["cores_online"], 1))
-    if best is None:
-        return f"none: every way skipped more than {MAX_MISSED * 100:.0f} % of its periods", "-"
-    return (describe(ways[precise]) if precise is not None else f"none under {CPU_BUDGET * 100:.0f} % of a core",
-            describe(ways[cheapest]) if cheapest is not None else "none has a CPU figure")
+    said = console["points"][indices.index(point)][1].get(runtime)
+    return said[1] if said else None
 
 
 def wait_cell(found, runtime, notes, point_label="1.00 ms"):
@@ -416,10 +346,129 @@ def wait_cell(found, runtime, notes, point_label="1.00 ms"):
         return missing(found, "recipes", notes)
     points = dict((label, index) for index, label in recipe_points(record))
     point = points.get(point_label, recipe_points(record)[-1][0])
-    said = advice(record, runtime, point)
-    if said is None:
+    if not measured_ways(record, runtime, point):
         return unmeasured(rows_of(record, runtime, point), runtime, "recipes", notes)
+    if found["console"]["recipes"] is None:
+        return no_console(notes, "recipes", "the way to wait")
+    said = advice(found, runtime, point)
+    if said is None:
+        return notes.cell("not in the console", f"`{runtime}`, way to wait: recipes.txt has no advice for it")
     return said[0]
+
+
+# What taskmeter's console printed (RESULTS/<step>.txt, beside the step's folder): memory per
+# unit and the way to wait are read from it rather than computed again here, so that the page
+# cannot drift from taskmeter's own rule; the records only check that the console is of them.
+
+MEMORY_LINE = re.compile(r"  (\S+): (\S+ \S+) per unit \(slope of peak RSS less taskmeter's rings over (\d+) points, "
+                         r"([\d,]+)\.\.([\d,]+) units\)")
+NO_SLOPE = re.compile(r"  (\S+): needs two points with different unit counts$")
+ADVICE = re.compile(r"  advice: most precise under (\d+) % of a core per unit \(.*?\): (.*); "
+                    r"cheapest within .*? of the best \(.*?\): (.*)$")
+NO_ADVICE = re.compile(r"  advice: (none: every way skipped more than .*)$")
+
+
+def logical_lines(text):
+    """The console's lines with the wrapped ones joined again. taskmeter wraps prose at the
+    terminal's width (100 columns in a file) between words, drops the space at the break and
+    indents what follows by two more spaces: a line indented by four or more continues the one
+    before (the lines this script reads start with two: `  advice:`, `  thread: 10.5 KiB`)."""
+    lines = []
+    for line in text.splitlines():
+        if line.startswith("    ") and lines:
+            lines[-1] += " " + line.strip()
+        else:
+            lines.append(line.rstrip())
+    return lines
+
+
+def console_memory(text):
+    """The `memory per unit:` block of volume.txt: {"memory": {runtime: (figure, span)}, "odd":
+    the lines not understood}; figure and span (`10.5 KiB`, `2 points, 1..1,000 units`) as
+    printed, (None, `one unit count`) where taskmeter fits no slope."""
+    lines = logical_lines(text)
+    block = lines[lines.index("memory per unit:") + 1:] if "memory per unit:" in lines else []
+    memory, odd = {}, []
+    for line in block:
+        if not line.startswith("  "):
+            break
+        if m := MEMORY_LINE.match(line):
+            memory[m[1]] = (m[2], f"{m[3]} points, {m[4]}..{m[5]} units")
+        elif m := NO_SLOPE.match(line):
+            memory[m[1]] = (None, "one unit count")
+        else:
+            odd.append(line.strip())
+    return {"memory": memory, "odd": odd}
+
+
+def console_recipes(text):
+    """The tables of recipes.txt, point by point in its order: {"points": [(label, {runtime:
+    (its ways, advice)})], "odd": the advice lines not understood}; advice as the page words it,
+    (most precise under the budget, cheapest near the best), None where none was understood."""
+    lines = logical_lines(text) + [""]
+    points, odd = [], []
+    for i, title in enumerate(lines[:-1]):
+        table = lines[i + 1].startswith("way to wait ") and "samples" in lines[i + 1]
+        if (i > 0 and lines[i - 1]) or not (table or title == "not measured" or title.startswith("not measured at ")):
+            continue
+        name, _, label = title.partition(" at ")
+        if not points or points[-1][0] != label:
+            points.append((label, {}))
+        if not table:
+            continue
+        ways, said = [], None
+        for line in lines[i + 2:lines.index("", i)]:
+            if line.startswith("  advice:"):
+                if m := ADVICE.match(line):
+                    said = (m[2] if m[2] != "none" else f"none under {m[1]} % of a core", m[3])
+                elif m := NO_ADVICE.match(line):
+                    said = (m[1], "-")
+                else:
+                    odd.append(line.strip())
+            elif not line.startswith(("left out to fit", " ")):
+                ways.append(line.split()[0])
+        if name == "its own sleep only":
+            points[-1][1].update((way, ([way], ("its own sleep, the one way it has", "-"))) for way in ways)
+        else:
+            points[-1][1][name] = (ways, said)
+    return {"points": points, "odd": odd}
+
+
+def no_console(notes, name, what):
+    return notes.cell("no console", f"{EXPERIMENTS[name]}: its console, `{name}.txt`, is not in the results "
+                      f"folder (one older than it?), and {what} is read from it")
+
+
+def disagreements(found):
+    """One line per runtime and column where the console and the records disagree about what
+    was measured (a console of another run), or per console line not understood."""
+    wrong = []
+    record, console = found["records"]["volume"], found["console"]["volume"]
+    if record is not None and console is not None:
+        wrong += [f"volume.txt: not understood: {line}" for line in console["odd"]]
+        for runtime in dict.fromkeys(record["settings"]["runtimes"]) | dict.fromkeys(console["memory"]):
+            rows = measured_volume(record, runtime)
+            ours = span([r["counts"]["units"] for r in rows]) if rows else "nothing measured"
+            theirs = console["memory"][runtime][1] if runtime in console["memory"] else "no line"
+            if ours != theirs:
+                wrong.append(f"`{runtime}`, memory per unit: run.json: {ours}; volume.txt: {theirs}")
+    record, console = found["records"]["recipes"], found["console"]["recipes"]
+    if record is not None and console is not None:
+        wrong += [f"recipes.txt: not understood: {line}" for line in console["odd"]]
+        if len(console["points"]) != len(record["points"]):
+            return wrong + [f"way to wait: run.json has {len(record['points'])} points, recipes.txt "
+                            f"{len(console['points'])} ({', '.join(label for label, _ in console['points'])})"]
+        for (index, label), (_, said) in zip(recipe_points(record), console["points"]):
+            for runtime in dict.fromkeys(map(base, record["settings"]["runtimes"])) | dict.fromkeys(said):
+                ours = measured_ways(record, runtime, index)
+                theirs, words = said.get(runtime, ([], None))
+                if sorted(ours) != sorted(theirs):
+                    only = lambda a, b: ", ".join(w for w in a if w not in b) or "none"
+                    wrong.append(f"`{runtime}`, way to wait at {label}: ways measured in run.json only: "
+                                 f"{only(ours, theirs)}; in recipes.txt only: {only(theirs, ours)}")
+                elif theirs and words is None:
+                    wrong.append(f"`{runtime}`, way to wait at {label}: recipes.txt has no advice for its ways")
+    return wrong
 
 
 # The page.
@@ -443,10 +492,12 @@ It makes six taskmeter runs with `--runtimes all`, so that every runtime availab
 them, a new one included, and `benchmarks/runtimes.py` then writes this page from their records
 (`run.json`, `granularity.json`): the commands, the machine, the date and the taskmeter commit,
 then one row per runtime. Every figure is the one taskmeter's console printed for the same
-record, computed the same way (`benchmarks/tests/test_runtimes.py` checks every cell of a
-hand-made set of records). `QUICK=1` makes a smoke run (`--quick` everywhere: 5 minutes for 17
-runtimes); `RESULTS=DIR` keeps the results folders, and `python3 benchmarks/runtimes.py DIR`
-writes the page again from them. For about 30 runtimes on 2 cores the whole run takes about 20
+record: memory per unit and the way to wait are read from the consoles the runs printed
+(`volume.txt`, `recipes.txt`), the others computed from the records the same way
+(`benchmarks/tests/test_runtimes.py` checks every cell of a hand-made set of records).
+`QUICK=1` makes a smoke run (`--quick` everywhere: 5 minutes for 17 runtimes); `RESULTS=DIR`
+keeps the results folders, and `python3 benchmarks/runtimes.py DIR` writes the page again from
+them. For about 30 runtimes on 2 cores the whole run takes about 20
 minutes: the two sleep runs 7, volume 3, atomic-sum 3, granularity 4 and recipes 4 (estimated
 from the smoke run of the 17 runtimes of 2026-12-04, scaled by the runtimes and the windows).
 How each experiment measures and how to read its own table: [experiments.md](experiments.md),
@@ -593,7 +644,7 @@ def main_table(found, drivers, notes):
 def ways_table(found):
     """Per runtime with recipes: the advice at every point of the recipes run."""
     record = found["records"]["recipes"]
-    if record is None:
+    if record is None or found["console"]["recipes"] is None:
         return ""
     points = recipe_points(record)
     head = ["runtime"]
@@ -601,7 +652,7 @@ def ways_table(found):
         head += [f"{label}: most precise under 10 % of a core", f"{label}: cheapest within 20 µs of the best"]
     rows = []
     for entry in found["list"]["runtimes"]:
-        said = [advice(record, entry["id"], index) for index, _ in points]
+        said = [advice(found, entry["id"], index) for index, _ in points]
         if all(s is None or s[0].startswith("its own") for s in said):
             continue
         row = [f"`{entry['id']}`"]
@@ -678,6 +729,10 @@ def main(argv):
     if not os.path.isdir(args[0]):
         raise SystemExit(f"runtimes.py: {args[0]}: no such results folder")
     found = load(args[0])
+    wrong = disagreements(found)
+    if wrong:
+        raise SystemExit("runtimes.py: taskmeter's console and the records disagree; no page written:\n"
+                         + "\n".join(wrong))
     drivers = os.path.join(_here, "..", "drivers")
     text = pairs(found, drivers) if table == "pairs" else page(found, args[0], drivers)
     if output == "-" or table == "pairs":

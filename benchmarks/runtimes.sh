@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # docs/runtimes.md, the comparison of every runtime on this machine (issue 55): six taskmeter
 # runs with `--runtimes all` (whatever `taskmeter list` shows as available, so a new runtime
-# appears by itself), then benchmarks/runtimes.py turns their records into the page:
+# appears by itself), then benchmarks/runtimes.py turns their records and consoles into the page:
 #
 #   sleep-1ms, sleep-50us  lateness p50 / p99 (run --sleep fixed:1ms | fixed:50us, absolute)
 #   volume                 memory per unit, 1 to 10,000 units (run volume --units 1,10000)

@@ -3,7 +3,9 @@
 The records have the fields of real ones (a QUICK=1 run of benchmarks/runtimes.sh, trimmed to
 what the page reads and a little more): run.json's rows with their plan, worker, counts,
 statistics and counters; granularity.json's runs, summaries and skipped; `taskmeter list
---format json`'s runtimes.
+--format json`'s runtimes. The consoles volume.txt and recipes.txt are what taskmeter prints for
+those records (their layout and wrapping at 100 columns as in a real run's), the figures worked
+out by hand from them.
 """
 
 import importlib.util
@@ -68,6 +70,84 @@ LIST = {"runtimes": [
 AVAILABLE = ["thread", "tokio-mt", "monoio", "c-thread"]
 
 
+# The volume run's console (report/console.rs, tables.rs' memory_lines). Memory: thread's peak
+# RSS less the rings: 1 unit: 13,000 KiB - 1 x 2000 x 48 B = 13,216,000 B; 10,000 units:
+# 200,000 KiB - 10,000 x 100 x 48 B = 156,800,000 B; slope 143,584,000 / 9,999 = 14,359.8 B =
+# 14.0 KiB. tokio-mt reached 4,000 of 10,000 units: (40,000 KiB - 4,000 x 100 x 48 B - (10,000
+# KiB - 96,000 B)) / 3,999 = 2,904.7 B = 2.8 KiB; monoio (120,000 KiB - 48,000,000 B - (5,000 KiB
+# - 96,000 B)) / 9,999 = 6,986.3 B = 6.8 KiB; c-thread has one point.
+VOLUME_TXT = """\
+volume | units swept: 1, 10000 | modulo:20:1ms relative | busy 1000 | 300 ms measured after 100 ms
+  warm-up
+env: Linux 6.18.44 #1 SMP PREEMPT_DYNAMIC x86_64 | AMD EPYC | 2 cores | clocksource tsc
+
+runtime                       units    delay  iterations    peak RSS
+thread                            1   107 µs      83.3/s    12.7 MiB
+thread                       10,000   710 µs     833 k/s   195.3 MiB
+tokio-mt                          1  1.15 ms      80.0/s     9.8 MiB
+tokio-mt (partial 4000/10000)  4,000/10,000  1.38 ms     320 k/s    39.1 MiB
+monoio                            1   213 µs      83.3/s     4.9 MiB
+monoio                       10,000   106 µs     833 k/s   117.2 MiB
+c-thread                          1   114 µs      83.3/s    12.7 MiB
+c-thread                     10,000  skipped: no room for 10,000 threads
+
+memory per unit:
+  thread: 14.0 KiB per unit (slope of peak RSS less taskmeter's rings over 2 points, 1..10,000
+    units); the rings 4.6 KiB per unit
+  tokio-mt: 2.8 KiB per unit (slope of peak RSS less taskmeter's rings over 2 points, 1..4,000
+    units); the rings 4.6 KiB per unit
+  monoio: 6.8 KiB per unit (slope of peak RSS less taskmeter's rings over 2 points, 1..10,000
+    units); the rings 4.6 KiB per unit
+  c-thread: needs two points with different unit counts
+
+delay = mean |actual - expected| (the v2 study's); iterations = measured iterations per second, all
+  units; memory per unit = least-squares slope over units started of peak RSS less the rings
+results: /r/volume (report: /r/volume/report.html)
+"""
+
+# The recipes run's console (report/recipes.rs). At 1 ms, one unit, 1 s windows: thread's own
+# sleep p99 80 µs at 1 % of a core; thread/timerfd 30 µs at 2 %; thread/spin 2 µs at 100 % (over
+# budget); thread+fifo 10 µs at 3 % but it skipped 10 of 100 + 10 periods (never advised): the
+# most precise under budget timerfd, the cheapest near the best (spin) spin. tokio-mt: both
+# ways skipped more than 5 %. c-thread: its own sleep alone. At 250 µs thread has its own sleep
+# alone.
+RECIPES_TXT = """\
+recipes | 1 unit | fixed:1ms (sleep swept: 250us, 1ms) absolute | no busy work | 1 s measured after
+  250 ms warm-up
+env: Linux 6.18.44 #1 SMP PREEMPT_DYNAMIC x86_64 | AMD EPYC | 2 cores | clocksource tsc
+
+its own sleep only at sleep=250us
+way to wait  samples  lateness p50      p99    p99.9      max  early  missed  CPU/unit  cores
+thread           100       70.0 µs  90.0 µs  90.0 µs  90.0 µs      0       0     1.0 %   0.01
+
+thread at sleep=1ms
+way to wait     samples  lateness p50      p99    p99.9      max  early  missed  CPU/unit  cores
+thread              100       70.0 µs  80.0 µs  80.0 µs  80.0 µs      0       0     1.0 %   0.01
+thread/timerfd      100       20.0 µs  30.0 µs  30.0 µs  30.0 µs      0       0     2.0 %   0.02
+thread/spin         100         50 ns  2.00 µs  2.00 µs  2.00 µs      0       0   100.0 %   1.00
+thread+fifo         100       5.00 µs  10.0 µs  10.0 µs  10.0 µs      0      10     3.0 %   0.03
+  advice: most precise under 10 % of a core per unit (and 90 % of the worker's 2 CPUs): timerfd
+    (p99 30.0 µs, 2.0 % of a core); cheapest within 20.0 µs of the best (spin): spin (p99 2.00 µs,
+    100.0 % of a core)
+
+tokio-mt at sleep=1ms
+way to wait       samples  lateness p50      p99    p99.9      max  early  missed  CPU/unit
+tokio-mt              100       1.00 ms  1.90 ms  1.90 ms  1.90 ms      0      50     1.0 %
+tokio-mt/timerfd      100       20.0 µs  40.0 µs  40.0 µs  40.0 µs      0      50     2.0 %
+left out to fit 100 columns: cores (all take 104)
+  advice: none: every way skipped more than 5 % of its periods
+
+its own sleep only at sleep=1ms
+way to wait  samples  lateness p50      p99    p99.9      max  early  missed  CPU/unit  cores
+c-thread         100       70.0 µs  90.0 µs  90.0 µs  90.0 µs      0       0     1.0 %   0.01
+
+way to wait = RUNTIME (its own sleep) or RUNTIME/RECIPE (taskmeter list recipes); every way waits
+  until the same absolute deadline in the same loop; lateness = wake-up - deadline
+cpu: taskmeter 2.16 s, its workers 34.2 s: taskmeter used 6.31 % of its workers' CPU
+results: /r/recipes (report: /r/recipes/report.html)
+"""
+
+
 def write(folder, name, record):
     os.makedirs(folder / name, exist_ok=True)
     (folder / name / ("granularity.json" if name == "granularity" else "run.json")).write_text(json.dumps(record))
@@ -94,11 +174,8 @@ def results(tmp_path):
         row("tokio-mt", 1, p50=1_000_000, p99=1_900_000, count=50, missed=950),
         row("monoio", 1, p50=20_000, p99=40_000, status="partial", reason="1 of 5 units started"),
     ], AVAILABLE, sleep_ns=50_000, command=("--sleep", "fixed:50us")))
-    # Memory: thread's peak RSS less the rings: 1 unit: 13,000 KiB - 1 x 2000 x 48 B =
-    # 13,216,000 B; 10,000 units: 200,000 KiB - 10,000 x 100 x 48 B = 156,800,000 B; slope
-    # 143,584,000 / 9,999 = 14,359.8 B = 14.0 KiB. tokio-mt reached 4,000 of 10,000 units:
-    # (40,000 KiB - 4,000 x 100 x 48 B - (10,000 KiB - 96,000 B)) / 3,999 = 2,904.7 B = 2.8 KiB;
-    # monoio (120,000 KiB - 48,000,000 B - (5,000 KiB - 96,000 B)) / 9,999 = 6,986.3 B = 6.8 KiB.
+    # Memory: VOLUME_TXT says it.
+    (tmp_path / "volume.txt").write_text(VOLUME_TXT)
     volume_points = [{"index": 0, "values": [["units", 1]]}, {"index": 1, "values": [["units", 10000]]}]
     write(tmp_path, "volume", run("volume", [
         row("thread", point=0, units=1, rss_kb=13_000), row("thread", point=1, units=10000, ring=100, rss_kb=200_000),
@@ -131,10 +208,8 @@ def results(tmp_path):
         ],
         "skipped": [{"runtime": "monoio", "reason": "its tasks would be tokio-mt's"}],
     })
-    # Recipes at 1 ms, one unit, 1 s windows: thread's own sleep p99 80 µs at 1 % of a core;
-    # thread/timerfd 30 µs at 2 %; thread/spin 2 µs at 100 % (over budget); thread+fifo 10 µs
-    # at 3 % but it skipped 10 of 100 + 10 periods (never advised). tokio-mt: both ways skipped
-    # more than 5 %. c-thread: its own sleep alone. At 250 µs thread has its own sleep alone.
+    # Recipes: RECIPES_TXT says them.
+    (tmp_path / "recipes.txt").write_text(RECIPES_TXT)
     recipe_points = [{"index": 0, "values": [["sleep", 250_000]]}, {"index": 1, "values": [["sleep", 1_000_000]]}]
     ways = ["thread", "thread/timerfd", "thread/spin", "thread+fifo", "c-thread", "tokio-mt", "tokio-mt/timerfd"]
     write(tmp_path, "recipes", run("recipes", [
@@ -173,7 +248,6 @@ def test_numbers_are_written_as_taskmeter_writes_them():
                      (0.314, "0.31 ns")]:
         assert runtimes.format_ns(ns) == text
     assert [runtimes.format_rate(r) for r in (12.34, 12_345.0, 1_234_567.0)] == ["12.3/s", "12.3 k/s", "1.23 M/s"]
-    assert [runtimes.format_bytes(b) for b in (512, 12_288, 3.5 * 2**20)] == ["512 B", "12.0 KiB", "3.5 MiB"]
 
 
 def test_every_cell_of_the_table(results):
@@ -255,3 +329,71 @@ def test_the_command_line(results, tmp_path, capsys):
         runtimes.main([str(tmp_path / "nothing")])
     with pytest.raises(SystemExit, match="usage"):
         runtimes.main([str(results), "--table", "wide"])
+
+
+def test_the_console_is_read_as_taskmeter_printed_it(results):
+    found = runtimes.load(str(results))
+    # The wrapped lines are joined again, the space at each break back.
+    assert found["console"]["volume"] == {"memory": {
+        "thread": ("14.0 KiB", "2 points, 1..10,000 units"), "tokio-mt": ("2.8 KiB", "2 points, 1..4,000 units"),
+        "monoio": ("6.8 KiB", "2 points, 1..10,000 units"), "c-thread": (None, "one unit count")}, "odd": []}
+    spin = "spin (p99 2.00 µs, 100.0 % of a core)"
+    assert found["console"]["recipes"] == {"points": [
+        ("sleep=250us", {"thread": (["thread"], ("its own sleep, the one way it has", "-"))}),
+        ("sleep=1ms", {
+            "thread": (["thread", "thread/timerfd", "thread/spin", "thread+fifo"],
+                       ("timerfd (p99 30.0 µs, 2.0 % of a core)", spin)),
+            "tokio-mt": (["tokio-mt", "tokio-mt/timerfd"], ("none: every way skipped more than 5 % of its periods", "-")),
+            "c-thread": (["c-thread"], ("its own sleep, the one way it has", "-")),
+        }),
+    ], "odd": []}
+    # The consoles are of these records.
+    assert runtimes.disagreements(found) == []
+
+
+def test_a_console_of_other_records_stops_the_page(results, tmp_path):
+    # A volume.txt of a run to 1,000 units, a recipes.txt without thread/spin's row.
+    (results / "volume.txt").write_text(VOLUME_TXT.replace("1..10,000\n    units); the rings 4.6 KiB per unit\n  c-thread",
+                                                           "1..1,000\n    units); the rings 4.6 KiB per unit\n  c-thread"))
+    (results / "recipes.txt").write_text("".join(line for line in RECIPES_TXT.splitlines(keepends=True)
+                                                 if not line.startswith("thread/spin ")))
+    out = tmp_path / "page.md"
+    with pytest.raises(SystemExit) as stopped:
+        runtimes.main([str(results), "--output", str(out)])
+    assert str(stopped.value).splitlines() == [
+        "runtimes.py: taskmeter's console and the records disagree; no page written:",
+        "`monoio`, memory per unit: run.json: 2 points, 1..10,000 units; volume.txt: 2 points, 1..1,000 units",
+        "`thread`, way to wait at 1.00 ms: ways measured in run.json only: thread/spin; in recipes.txt only: none",
+    ]
+    assert not out.exists()
+
+
+def test_a_console_line_not_understood_stops_the_page(results):
+    (results / "recipes.txt").write_text(RECIPES_TXT.replace("  advice: most precise under", "  advice: best under"))
+    (results / "volume.txt").write_text(VOLUME_TXT.replace("  c-thread: needs two points", "  c-thread: wants two points"))
+    assert runtimes.disagreements(runtimes.load(str(results))) == [
+        "volume.txt: not understood: c-thread: wants two points with different unit counts",
+        "`c-thread`, memory per unit: run.json: one unit count; volume.txt: no line",
+        "recipes.txt: not understood: advice: best under 10 % of a core per unit (and 90 % of the worker's 2 CPUs): "
+        "timerfd (p99 30.0 µs, 2.0 % of a core); cheapest within 20.0 µs of the best (spin): " + "spin (p99 2.00 µs, "
+        "100.0 % of a core)",
+        "`thread`, way to wait at 1.00 ms: recipes.txt has no advice for its ways",
+    ]
+
+
+def test_a_missing_console_is_said_in_a_note(results, tmp_path):
+    (results / "volume.txt").unlink()
+    (results / "recipes.txt").unlink()
+    out = tmp_path / "page.md"
+    runtimes.main([str(results), "--output", str(out)])
+    text = out.read_text()
+    _, rows = table_rows(text)
+    assert rows["`thread`"][6] == "no console (1)" and rows["`thread`"][8] == "no console (2)"
+    assert rows["`c-thread`"][6] == "needs two unit counts"  # the records say so
+    assert notes_of(text)[:2] == [
+        "1. the volume run: its console, `volume.txt`, is not in the results folder (one older than it?), "
+        "and memory per unit is read from it",
+        "2. the recipes run: its console, `recipes.txt`, is not in the results folder (one older than it?), "
+        "and the way to wait is read from it",
+    ]
+    assert "## Ways to wait" not in text
