@@ -4,7 +4,7 @@ the uvloop recipe); asyncio.sleep; await asyncio.sleep(0) to yield."""
 import asyncio
 import time
 
-from tm_core import Runtime, need, task_unit
+from tm_core import Runtime, async_round, need, task_unit
 
 # How long before the deadline the hybrid recipe stops sleeping and starts to spin: the selector's
 # timeout is in whole milliseconds, rounded up, so asyncio.sleep wakes up to 1 ms late, plus the
@@ -63,26 +63,23 @@ async def task_round(t):
         for started in [start(task()) for _ in range(n)]:
             t.check(await started)
 
-    if t.plan.pattern == "trivial":
-        await start_and_await(width * steps)
-    elif t.plan.pattern == "stencil":
-        for _ in range(steps):
-            await start_and_await(width)
-    else:
-        async def link(k, handed, end):
-            if k > 0:
-                t.check(handed)
-            result = t.work()
-            if k + 1 < steps:
-                start(link(k + 1, result, end))
-            else:
-                t.check(result)
-                end.set_result(None)
+    async def link(k, handed, end):
+        if k > 0:
+            t.check(handed)
+        result = t.work()
+        if k + 1 < steps:
+            start(link(k + 1, result, end))
+        else:
+            t.check(result)
+            end.set_result(None)
+
+    async def chains():
         ends = [asyncio.get_running_loop().create_future() for _ in range(width)]
         for end in ends:
             start(link(0, None, end))
         for end in ends:
             await end
+    await async_round(t, start_and_await, chains)
 
 
 class AsyncioRuntime(Runtime):

@@ -374,6 +374,19 @@ def spawn_round(t, spawn, semaphore, refused):
             raise Failure("cannot start a task: %s" % errors[0])
 
 
+async def async_round(t, start_and_await, chains):
+    """A round in a task runtime (asyncio, trio), by the plan's pattern: start_and_await(n) starts
+    n tasks and awaits them all; chains() runs the W chains of S tasks and awaits their ends."""
+    width, steps = t.plan.width, t.plan.steps
+    if t.plan.pattern == "trivial":
+        await start_and_await(width * steps)
+    elif t.plan.pattern == "stencil":
+        for _ in range(steps):
+            await start_and_await(width)
+    else:
+        await chains()
+
+
 def ns_per_iter(calibrate):
     """The shortest of three calls of busy(n), for the first n (1024, doubling) whose call takes
     a quarter of calibrate_ns."""

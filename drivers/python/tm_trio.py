@@ -4,7 +4,7 @@ plans: trio is the one package outside the standard library it needs."""
 
 import time
 
-from tm_core import Runtime, need, task_unit
+from tm_core import Runtime, async_round, need, task_unit
 
 trio = need("trio", "python-trio")
 
@@ -46,12 +46,7 @@ async def trio_round(t):
         for result in results:
             t.check(result)
 
-    if t.plan.pattern == "trivial":
-        await start_and_await(width * steps)
-    elif t.plan.pattern == "stencil":
-        for _ in range(steps):
-            await start_and_await(width)
-    else:
+    async def chains():
         async with trio.open_nursery() as nursery:
             async def link(k, handed):
                 if k > 0:
@@ -65,6 +60,7 @@ async def trio_round(t):
             for _ in range(width):
                 t.count_start()
                 nursery.start_soon(link, 0, None)
+    await async_round(t, start_and_await, chains)
 
 
 class TrioRuntime(Runtime):
