@@ -979,7 +979,7 @@ public final class TaskmeterDriver {
      * nanos) (since JDK 21 the same call as Thread.sleep(Duration); on a virtual thread both are
      * LockSupport.parkNanos, so java-virtual has no park-nanos).
      */
-    private static final class Recipes {
+    static final class Recipes {
         static final Map<String, LongConsumer> THREAD = Map.of("sleep-millis", Recipes::sleepMillisUntil,
             "park-nanos", Recipes::parkNanosUntil, "scheduled-executor", Recipes::scheduledUntil,
             "spin", Recipes::spinUntil, "hybrid", Recipes::hybridUntil);
