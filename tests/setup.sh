@@ -34,6 +34,9 @@ command -v erl >/dev/null || need_apt+=(erlang-nox)
 command -v mix >/dev/null || need_apt+=(elixir)                # the Elixir record() client
 # JDK 17 beside the newest: the java-thread@17 rows of `run recipes` and their test.
 compgen -G '/usr/lib/jvm/*17*/bin/javac' >/dev/null || need_apt+=(openjdk-17-jdk-headless)
+# Maven builds the Kotlin driver (kotlin, kotlin-1); the compiler and kotlinx-coroutines come from
+# Maven Central into ~/.m2 (below).
+command -v mvn >/dev/null || need_apt+=(maven)
 if [ ${#need_apt[@]} -gt 0 ]; then
     if [ "$(id -u)" != 0 ]; then
         say "missing Debian packages: ${need_apt[*]} (install them as root: apt-get install ${need_apt[*]})"
@@ -65,4 +68,17 @@ fi
 if ! python3 -c 'import pytest, jsonschema, PIL, pyflakes, uvloop, trio, gevent' 2>/dev/null; then
     say "installing the Python test packages (requirements-dev.txt)"
     quietly python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -r requirements-dev.txt
+fi
+
+# The Kotlin driver's Maven plugins and libraries, for its offline build (mvn -o): one online
+# build of drivers/kotlin in a scratch folder fetches exactly what that build needs, plus the two
+# plugins its driver.toml asks (needs: dependency:get; version: help:evaluate).
+kotlin_m2=~/.m2/repository/org/jetbrains/kotlin/kotlin-maven-plugin/2.4.21
+if [ ! -d "$kotlin_m2" ] || [ ! -d ~/.m2/repository/org/apache/maven/plugins/maven-help-plugin/3.5.1 ]; then
+    say "fetching the Kotlin compiler and kotlinx-coroutines into ~/.m2 (Maven Central)"
+    scratch=$(mktemp -d)
+    cp drivers/kotlin/pom.xml drivers/kotlin/TaskmeterKotlin.kt drivers/java/TaskmeterDriver.java "$scratch"
+    quietly mvn -q -B -f "$scratch/pom.xml" process-classes
+    quietly mvn -q -B org.apache.maven.plugins:maven-help-plugin:3.5.1:evaluate -Dexpression=v -Dv=ok -DforceStdout
+    rm -rf "$scratch"
 fi

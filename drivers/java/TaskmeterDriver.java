@@ -3,6 +3,10 @@
  * platform thread per unit) and "java-virtual" (one virtual thread per unit). The flat plan
  * arrives on stdin; binary frames go to stdout, sample frames to the sample file (fd 3). JDK 17
  * or newer (java-virtual: JDK 21 or newer), standard library only.
+ *
+ * The protocol, the loop, the rings and the writer are shared with runtimes defined elsewhere:
+ * an Engine says how a runtime's units start, wait and yield and how its tasks run, and
+ * drivers/kotlin compiles this file beside its coroutines' Engine and calls serve().
  */
 
 import java.io.*;
@@ -51,9 +55,14 @@ public final class TaskmeterDriver {
     }
 
     public static void main(String[] args) {
+        serve(List.of(new Threads(THREAD), new Threads(VIRTUAL)));
+    }
+
+    /** Runs the plan on stdin with the engine it names, one of these, and exits. */
+    public static void serve(List<? extends Engine> engines) {
         int status = 0;
         try {
-            run();
+            run(engines);
         } catch (Failure f) {
             status = f.status;
             report(f.getMessage());
@@ -76,7 +85,54 @@ public final class TaskmeterDriver {
         System.err.println("taskmeter-java: " + message);
     }
 
-    // ---------------------------------------------------------------- threads
+    // ---------------------------------------------------------------- engines
+
+    /**
+     * A runtime this file hosts: how its units start, wait and are woken at the gate, and how
+     * its tasks run. Everything else (the plan, the loop's steps, the rings, the writer, the
+     * frames) is this file's, the same for every engine.
+     */
+    abstract static class Engine {
+        final String id;
+
+        protected Engine(String id) {
+            this.id = id;
+        }
+
+        /** H.runtime_version. */
+        protected String version() {
+            return "Java " + System.getProperty("java.version") + " (" + System.getProperty("java.vendor", "unknown vendor") + ")";
+        }
+
+        /** Takes the plan's wait recipe for its units; false when the runtime has none of that name. */
+        protected abstract boolean chooseWait(String wait);
+
+        /** Before H: readies the runtime's machinery (a throw-away unit) and returns H.priority. */
+        protected abstract String prime(Plan plan) throws Failure;
+
+        /** What keeps the units below the kernel's limits, or null (units that are no threads). */
+        protected ThreadLimit limit(Plan plan) {
+            return null;
+        }
+
+        /** Runs the units' starter, or the granularity experiment's coordinator, and waits for it. */
+        protected void coordinate(String name, Runnable body) throws InterruptedException {
+            body.run();
+        }
+
+        /**
+         * Starts unit u, which calls u.ready(), parks at the gate (Gate.park, or Gate.arrive and
+         * its own wait until wake), runs the loop's steps and ends with u.ended(); throws when the
+         * runtime cannot start it.
+         */
+        protected abstract void start(Unit u) throws Exception;
+
+        /** Releases u from the gate (called once the gate is open, by the opener or a released unit). */
+        protected abstract void wake(Unit u);
+
+        /** The granularity experiment's tasks, of this runtime's kind. */
+        protected abstract Tasks tasks(Map<String, String> plan);
+    }
 
     /* Starts a thread of the factory's kind (Thread::new: platform) under the given name. */
     private static Thread start(ThreadFactory threads, String name, Runnable task) {
@@ -84,6 +140,93 @@ public final class TaskmeterDriver {
         thread.setName(name);
         thread.start();
         return thread;
+    }
+
+    /** java-thread (a platform thread per unit) and java-virtual (a virtual thread per unit). */
+    private static final class Threads extends Engine {
+        private final boolean virtual;
+        private ThreadFactory threads;
+        private boolean priority;   // java-thread with two classes: each unit sets its own
+        private LongConsumer recipe;   // null: the own sleep
+
+        Threads(String id) {
+            super(id);
+            virtual = id.equals(VIRTUAL);
+        }
+
+        @Override
+        protected boolean chooseWait(String wait) {
+            recipe = (virtual ? Recipes.VIRTUAL : Recipes.THREAD).get(wait);
+            return recipe != null || "sleep".equals(wait);
+        }
+
+        @Override
+        protected String prime(Plan plan) throws Failure {
+            threads = virtual ? virtualThreads() : Thread::new;
+            String priority = primeThreads(threads, plan, virtual);
+            this.priority = priority.startsWith("java");
+            return priority;
+        }
+
+        @Override
+        protected ThreadLimit limit(Plan plan) {
+            return virtual ? null : new ThreadLimit(plan);   // virtual threads are no kernel threads
+        }
+
+        /*
+         * Virtual threads started (or unparked) by a platform thread go to the pool's external
+         * queue, which the carriers leave alone while their own queues have work: with the
+         * schedule none, 8 of 10 units started by main never ran. Started from a virtual thread,
+         * they go to a carrier's own queue.
+         */
+        @Override
+        protected void coordinate(String name, Runnable body) throws InterruptedException {
+            if (virtual) TaskmeterDriver.start(threads, name, body).join();
+            else body.run();
+        }
+
+        @Override
+        protected void start(Unit u) {
+            u.handle = TaskmeterDriver.start(threads, "unit-" + u.id, () -> run(u));   // a thread the OS refuses: OutOfMemoryError
+        }
+
+        @Override
+        protected void wake(Unit u) {
+            LockSupport.unpark((Thread) u.handle);
+        }
+
+        @Override
+        protected Tasks tasks(Map<String, String> plan) {
+            return new ThreadTasks(threads, plan);
+        }
+
+        /** A unit's thread: its priority, its ring, the gate, then the loop with blocking waits. */
+        private void run(Unit u) {
+            Throwable failure = null;
+            try {
+                if (priority) Thread.currentThread().setPriority(u.cls == 0 ? Thread.MAX_PRIORITY : Thread.MIN_PRIORITY);
+                u.ready();
+                u.gate.park(u.index);
+                final LongConsumer recipe = this.recipe;
+                final boolean yield = u.plan.busyYield();
+                for (u.enter(); u.begin(); u.end()) {
+                    u.busied(busy(u.plan.busyIters(), yield));
+                    if (!u.sleeps) {
+                        Thread.yield();   // the schedule none: the same yield as busy_yield's
+                    } else if (recipe != null) {   // a recipe waits until an absolute deadline
+                        recipe.accept(u.intended);
+                    } else {
+                        // Java has no absolute-deadline sleep: sleep for what is left, if anything.
+                        long ns = u.ownSleep();
+                        if (ns >= 0) sleepFor(ns);
+                    }
+                }
+            } catch (Throwable t) {
+                failure = t;
+            } finally {
+                u.ended(failure);
+            }
+        }
     }
 
     /**
@@ -103,19 +246,19 @@ public final class TaskmeterDriver {
 
     // ---------------------------------------------------------------- the plan
 
-    private enum Schedule { FIXED, BY_UNIT, MODULO, NONE }
+    enum Schedule { FIXED, BY_UNIT, MODULO, NONE }
 
     /**
      * The plan, already checked by the orchestrator: every integer below 2^53, so plain longs.
      * roomThreads and maxMapCount are the machine's room as the orchestrator started this worker,
      * -1 when unknown (null in the plan).
      */
-    private record Plan(boolean virtual, boolean atomic, long units, int classes, long startLimit, long warmup,
+    record Plan(boolean atomic, long units, int classes, long startLimit, long warmup,
                         long duration, boolean absolute, Schedule schedule, long sleepNs, long modulo, long busyIters,
                         boolean busyYield, int ring, long flush, long roomThreads, String roomThreadsWhy,
                         long maxMapCount) {
         static Plan of(Map<String, String> m) {
-            return new Plan(m.get("runtime").equals(VIRTUAL), m.get("experiment").equals("atomic-sum"),
+            return new Plan(m.get("experiment").equals("atomic-sum"),
                 num(m, "units"), (int) num(m, "classes"), num(m, "start_limit_ns"), num(m, "warmup_ns"),
                 num(m, "duration_ns"), m.get("mode").equals("absolute"),
                 Schedule.valueOf(m.get("schedule").toUpperCase().replace('-', '_')), num(m, "sleep_ns"),
@@ -156,20 +299,17 @@ public final class TaskmeterDriver {
 
     // ---------------------------------------------------------------- run
 
-    private static void run() throws Exception {
+    private static void run(List<? extends Engine> engines) throws Exception {
         FileInputStream in = new FileInputStream(FileDescriptor.in);
         Map<String, String> map = readPlan(in);
         long planRead = System.nanoTime();   // start_limit_ns counts from here
         if (!"4".equals(map.get("protocol")))
             throw new Failure(2, "unsupported protocol " + map.get("protocol") + " (this worker speaks 4)");
         String runtime = map.get("runtime");
-        if (!THREAD.equals(runtime) && !VIRTUAL.equals(runtime))
-            throw new Failure(2, "runtime " + runtime + " is not served by this driver (" + THREAD + ", " + VIRTUAL + ")");
+        Engine engine = engines.stream().filter(e -> e.id.equals(runtime)).findFirst().orElseThrow(() -> new Failure(2,
+            "runtime " + runtime + " is not served by this driver (" + String.join(", ", engines.stream().map(e -> e.id).toList()) + ")"));
         String wait = map.getOrDefault("wait", "sleep");   // "sleep": the runtime's own
-        LongConsumer recipe = (VIRTUAL.equals(runtime) ? Recipes.VIRTUAL : Recipes.THREAD).get(wait);
-        if (recipe == null && !"sleep".equals(wait))
-            throw new Failure(2, "runtime " + runtime + " has no wait recipe " + wait);
-        Recipes.chosen = recipe;
+        if (!engine.chooseWait(wait)) throw new Failure(2, "runtime " + runtime + " has no wait recipe " + wait);
         Plan plan;
         try {
             plan = Plan.of(map);
@@ -177,12 +317,10 @@ public final class TaskmeterDriver {
             throw new Failure(2, "cannot read the plan: " + e);
         }
 
-        ThreadFactory threads = plan.virtual() ? virtualThreads() : Thread::new;
-        String priority = prime(threads, plan);
-        sendFrame('H', "{\"protocol\":4,\"runtime\":" + q(runtime) + ",\"runtime_version\":"
-            + q("Java " + System.getProperty("java.version") + " (" + System.getProperty("java.vendor", "unknown vendor") + ")")
+        String priority = engine.prime(plan);
+        sendFrame('H', "{\"protocol\":4,\"runtime\":" + q(runtime) + ",\"runtime_version\":" + q(engine.version())
             + ",\"clock\":\"CLOCK_MONOTONIC\",\"pid\":" + ProcessHandle.current().pid()
-            + ",\"priority\":" + q(priority) + (recipe == null ? "" : ",\"wait\":" + q(wait)) + "}");
+            + ",\"priority\":" + q(priority) + ("sleep".equals(wait) ? "" : ",\"wait\":" + q(wait)) + "}");
 
         Thread watcher = new Thread(() -> {
             byte[] buf = new byte[256];
@@ -196,7 +334,7 @@ public final class TaskmeterDriver {
         watcher.setDaemon(true);
         watcher.start();
         if ("granularity".equals(map.get("experiment"))) {
-            granularity(map, planRead, threads, plan.virtual());
+            granularity(map, planRead, engine);
             return;
         }
 
@@ -206,21 +344,15 @@ public final class TaskmeterDriver {
         writer = new Thread(w, "writer");
         writer.start();
         w.named.await();   // its kernel name is set before G, when the orchestrator looks for it
-        Gate gate = new Gate();
-        ThreadLimit limit = plan.virtual() ? null : new ThreadLimit(plan);   // virtual threads are no kernel threads
+        Gate gate = new Gate(engine);
+        ThreadLimit limit = engine.limit(plan);
         List<Unit> units = w.units;
         String[] startError = {null};
-        Runnable starter = () -> {
+        engine.coordinate("starter", () -> {
             gate.createStart = System.nanoTime();
-            startError[0] = startUnits(threads, plan, planRead, priority.startsWith("java"), gate, limit, units);
+            startError[0] = startUnits(engine, plan, planRead, gate, limit, units);
             if (!units.isEmpty()) gate.open(units, plan);
-        };
-        // Virtual threads started (or unparked) by a platform thread go to the pool's external
-        // queue, which the carriers leave alone while their own queues have work: with the
-        // schedule none, 8 of 10 units started by main never ran. Started from a virtual thread,
-        // they go to a carrier's own queue.
-        if (plan.virtual()) start(threads, "starter", starter).join();
-        else starter.run();
+        });
         if (units.isEmpty()) throw new Failure(1, startError[0]);
 
         // A StringBuilder, not +: the first use of a string concatenation (invokedynamic) costs
@@ -250,8 +382,8 @@ public final class TaskmeterDriver {
      * why the rest was not started, or null. Before unit id > 1: the start limit, a stop request
      * and (java-thread) the kernel's limits. Unit 1 that cannot be started leaves units empty.
      */
-    private static String startUnits(ThreadFactory threads, Plan plan, long planRead, boolean priority,
-                                     Gate gate, ThreadLimit limit, List<Unit> units) {
+    private static String startUnits(Engine engine, Plan plan, long planRead, Gate gate, ThreadLimit limit,
+                                     List<Unit> units) {
         Slabs slabs = new Slabs();
         for (long id = 1; id <= plan.units(); id++) {
             if (id > 1) {
@@ -266,8 +398,8 @@ public final class TaskmeterDriver {
             }
             try {
                 int ringLongs = plan.schedule() == Schedule.NONE ? 0 : Math.multiplyExact(6, plan.ring());
-                Unit u = new Unit(plan, (int) id, units.size(), priority, gate, slabs, ringLongs, plan.units() - id + 1);
-                u.thread = start(threads, "unit-" + id, u);   // a thread the OS refuses: OutOfMemoryError
+                Unit u = new Unit(plan, (int) id, units.size(), gate, slabs, ringLongs, plan.units() - id + 1);
+                engine.start(u);
                 units.add(u);   // read by the units only once the gate is open
                 RUNNING.incrementAndGet();
             } catch (Throwable t) {
@@ -307,11 +439,16 @@ public final class TaskmeterDriver {
      * 8,000 platform threads at 1 ms sleeps, the median unit left the gate 1.8 s after it opened
      * that way, and 0.5 s with the tree.
      */
-    private static final class Gate {
+    static final class Gate {
+        final Engine engine;
         final Semaphore arrivals = new Semaphore(0);
         volatile boolean open;
         long createStart, runStart, measureStart, end;   // written before open is set
         List<Unit> units;                                // likewise
+
+        Gate(Engine engine) {
+            this.engine = engine;
+        }
 
         /* Blocks until n units have arrived (the starter only; open takes the permits later). */
         void awaitArrivals(int n) {
@@ -321,10 +458,15 @@ public final class TaskmeterDriver {
 
         /* Called by each unit on its own thread; index: its place in the list of units started. */
         void park(int index) {
-            arrivals.release();
+            arrive();
             while (!open) LockSupport.park(this);
             release(2 * index + 1);
             release(2 * index + 2);
+        }
+
+        /* A unit is ready; it then waits until its engine wakes it (park, or its own wait). */
+        void arrive() {
+            arrivals.release();
         }
 
         void open(List<Unit> started, Plan plan) {
@@ -338,7 +480,7 @@ public final class TaskmeterDriver {
         }
 
         private void release(int index) {
-            if (index < units.size()) LockSupport.unpark(units.get(index).thread);
+            if (index < units.size()) engine.wake(units.get(index));
         }
     }
 
@@ -352,7 +494,7 @@ public final class TaskmeterDriver {
      * units started so far are parked, with the cost of a unit measured and at most half of the
      * room left spent before the next checkpoint.
      */
-    private static final class ThreadLimit {
+    static final class ThreadLimit {
         private static final long SPARE_MAPS = 2048;
         private long maxUnits = Long.MAX_VALUE;
         private String threadReason;
@@ -409,8 +551,8 @@ public final class TaskmeterDriver {
      * JVM). With two classes, java-thread also probes what Thread.setPriority really does (nice
      * values only with -XX:ThreadPriorityPolicy=1, as root). Returns H.priority.
      */
-    private static String prime(ThreadFactory threads, Plan plan) throws Failure {
-        boolean probe = plan.classes() == 2 && !plan.virtual();
+    private static String primeThreads(ThreadFactory threads, Plan plan, boolean virtual) throws Failure {
+        boolean probe = plan.classes() == 2 && !virtual;
         int[] nice = new int[3];   // before, after MAX_PRIORITY, after MIN_PRIORITY
         try {
             start(threads, "prime", () -> {
@@ -429,7 +571,7 @@ public final class TaskmeterDriver {
             throw new Failure(1, "cannot start a thread: " + t);
         }
         if (plan.classes() == 1) return "none";
-        if (plan.virtual()) return "none: virtual threads have no priority (Thread.setPriority does nothing on them)";
+        if (virtual) return "none: virtual threads have no priority (Thread.setPriority does nothing on them)";
         String set = "java: Thread.setPriority " + Thread.MAX_PRIORITY + "/" + Thread.MIN_PRIORITY;
         if (Math.min(nice[0], Math.min(nice[1], nice[2])) == Integer.MIN_VALUE)
             return set + " (effect unknown: /proc/thread-self/stat not readable)";
@@ -453,30 +595,33 @@ public final class TaskmeterDriver {
     private static volatile long sink;   // keeps a timed busy() the JIT would otherwise drop
 
     /**
-     * The granularity experiment (protocol: "The granularity experiment"): a new thread per task
-     * (platform or virtual, as the units), joined, its result in a slot; a chain's next thread is
-     * started by its predecessor with its result, and each chain's last one counts a latch down.
+     * The granularity experiment's tasks (protocol: "The granularity experiment"): what every
+     * engine's tasks share (the work, its check, the counts, the serial measurement); round()
+     * runs one round the engine's way.
      */
-    private static final class Tasks {
-        final ThreadFactory factory;
+    abstract static class Tasks {
         final String pattern;
         final int width, steps;
         final long[] results;
-        final Thread[] threads;
         final AtomicLong started = new AtomicLong(), completed = new AtomicLong(), wrong = new AtomicLong();
         // Volatile: the JIT may not hoist busy(iters), whose result depends on iters alone, out
         // of the serial loop (it did: 1 % efficiency at 20 us).
         volatile long iters;
-        long expected;   // set before the tasks start: Thread.start publishes it
-        volatile Throwable failure;   // a chain's task that could not start the next
+        long expected;   // set before the tasks start, which publishes it
 
-        Tasks(ThreadFactory factory, Map<String, String> m) {
-            this.factory = factory;
+        protected Tasks(Map<String, String> m) {
             pattern = m.get("pattern");
             width = Integer.parseInt(m.get("width"));
             steps = Integer.parseInt(m.get("steps"));
             results = new long[width * steps];
-            threads = new Thread[width * steps];
+        }
+
+        /** One round of the plan's pattern, every task of it ended. */
+        protected abstract void round() throws Exception;
+
+        /** How many tasks can run busy work at the same time (P.cores). */
+        protected int cores() {
+            return Runtime.getRuntime().availableProcessors();
         }
 
         void check(long result) {
@@ -500,6 +645,23 @@ public final class TaskmeterDriver {
                 ns = System.nanoTime() - start;
             }
             return new long[] {calls, ns};
+        }
+    }
+
+    /**
+     * A new thread per task (platform or virtual, as the units), joined, its result in a slot; a
+     * chain's next thread is started by its predecessor with its result, and each chain's last
+     * one counts a latch down.
+     */
+    private static final class ThreadTasks extends Tasks {
+        final ThreadFactory factory;
+        final Thread[] threads;
+        volatile Throwable failure;   // a chain's task that could not start the next
+
+        ThreadTasks(ThreadFactory factory, Map<String, String> m) {
+            super(m);
+            this.factory = factory;
+            threads = new Thread[width * steps];
         }
 
         Thread start(Runnable body) {
@@ -534,7 +696,8 @@ public final class TaskmeterDriver {
             }
         }
 
-        void round() throws Exception {
+        @Override
+        protected void round() throws Exception {
             switch (pattern) {
                 case "trivial" -> startAndJoin(width * steps);
                 case "stencil" -> {
@@ -560,7 +723,7 @@ public final class TaskmeterDriver {
     private static void measureGrains(Map<String, String> m, Tasks t) throws Exception {
         long calibrate = Long.parseLong(m.get("calibrate_ns")), warmup = Long.parseLong(m.get("warmup_ns"));
         long duration = Long.parseLong(m.get("duration_ns"));
-        int cores = Runtime.getRuntime().availableProcessors();
+        int cores = t.cores();
         long n = 1024;
         while (timed(n) < calibrate / 4) n *= 2;
         // The JIT compiles busy() in the background while it is timed (the first rates here
@@ -608,11 +771,10 @@ public final class TaskmeterDriver {
     }
 
     /** G, the grains (java-virtual's coordinator a virtual thread, as its units' starter), D. */
-    private static void granularity(Map<String, String> m, long planRead, ThreadFactory threads, boolean virtual)
-            throws Exception {
+    private static void granularity(Map<String, String> m, long planRead, Engine engine) throws Exception {
         sendFrame('G', "{\"create_start_ns\":" + planRead + ",\"run_start_ns\":" + System.nanoTime() + ",\"units\":1}");
         gateSent = true;
-        Tasks t = new Tasks(threads, m);
+        Tasks t = engine.tasks(m);
         Throwable[] failed = {null};
         Runnable coordinator = () -> {
             try {
@@ -621,8 +783,7 @@ public final class TaskmeterDriver {
                 failed[0] = e;
             }
         };
-        if (virtual) start(threads, "coordinator", coordinator).join();
-        else coordinator.run();
+        engine.coordinate("coordinator", coordinator);
         if (failed[0] instanceof Failure f) throw f;
         if (failed[0] != null) throw new Failure(1, "the granularity experiment failed: " + failed[0]);
         sendFrame('D', "{\"interrupted\":" + stop + ",\"busy_result\":\"0\"}");
@@ -780,14 +941,19 @@ public final class TaskmeterDriver {
      * black_box is needed: each step depends on the last through a non-affine map (no closed form
      * for the JIT to find) and the result is reported, so the loop can be neither folded nor dropped.
      */
-    private static long busy(long iters, boolean yield) {
+    static long busy(long iters, boolean yield) {
         long total = 0;
         for (long i = 0; i < iters; i++) {
-            total = total + 1;
-            total = (total * 3) >>> 1;
+            total = busyStep(total);
             if (yield) Thread.yield();
         }
         return total;
+    }
+
+    /* One step of the busy work, for an engine whose yield is its own (a coroutine's suspends). */
+    static long busyStep(long total) {
+        total = total + 1;
+        return (total * 3) >>> 1;
     }
 
     /*
@@ -813,13 +979,12 @@ public final class TaskmeterDriver {
      * nanos) (since JDK 21 the same call as Thread.sleep(Duration); on a virtual thread both are
      * LockSupport.parkNanos, so java-virtual has no park-nanos).
      */
-    private static final class Recipes {
+    static final class Recipes {
         static final Map<String, LongConsumer> THREAD = Map.of("sleep-millis", Recipes::sleepMillisUntil,
             "park-nanos", Recipes::parkNanosUntil, "scheduled-executor", Recipes::scheduledUntil,
             "spin", Recipes::spinUntil, "hybrid", Recipes::hybridUntil);
         static final Map<String, LongConsumer> VIRTUAL = Map.of("sleep-millis", Recipes::sleepMillisUntil,
             "scheduled-executor", Recipes::scheduledUntil, "spin", Recipes::spinUntil, "hybrid", Recipes::hybridUntil);
-        static LongConsumer chosen;   // the plan's, set before any unit starts; null: the own sleep
 
         /* How long before the deadline hybridUntil stops parking: above a park's usual lateness
            (tens of µs for a platform thread, more for a virtual one, which its carrier must pick up). */
@@ -841,7 +1006,7 @@ public final class TaskmeterDriver {
         }
 
         /* One timer thread for the whole worker (made on first use), as a program shares one executor. */
-        private static final class Timer {
+        static final class Timer {
             static final ScheduledExecutorService EXECUTOR = Executors.newSingleThreadScheduledExecutor(task -> {
                 Thread timer = new Thread(task, "tm-recipe-timer");
                 timer.setDaemon(true);
@@ -872,132 +1037,131 @@ public final class TaskmeterDriver {
         }
     }
 
-    /** One unit: its thread runs the work loop and fills its ring (the writer drains it; the
-        unit writes it itself when it finds it full). */
-    private static final class Unit implements Runnable {
+    /**
+     * One unit: its state and the work loop's steps, which its engine runs around its own wait
+     * and yield, so that every engine runs the loop of the protocol README line for line:
+     *
+     *     u.ready(); (the gate); for (u.enter(); u.begin(); u.end()) { u.busied(busy); wait or yield }
+     *
+     * then u.ended(failure). It fills its ring (the writer drains it; the unit writes it itself
+     * when it finds it full). No I/O and no allocation while timed but in the write of a full ring.
+     */
+    static final class Unit {
         final Plan plan;
         final int id, index, cls;   // index: in the list of units started (the gate's tree)
-        final boolean priority;
         final Gate gate;
         final long[] slab;          // the ring: 6 longs per sample from base
         final int base, ringLongs;
-        Thread thread;
+        final boolean sleeps, absolute;
+        Object handle;              // what its engine started (java-*: its thread)
         // head (put by the unit), tail (moved by compareAndSet by the writer or the unit, whichever takes)
         final AtomicLongArray cursor = new AtomicLongArray(2);
         long origin, iterations, measured, lost, busyResult;
         boolean busyRan;
         Throwable failure;
         ByteBuffer own;   // the F frame of a full ring: made at the first one, direct (written without a copy)
+        // The loop's state between its steps: period k, the next absolute deadline, the head put;
+        // t0, t1 and the sample's period of the iteration running; intended: its deadline.
+        private long k, next, head, t0, t1, period, e;
+        long intended;
 
-        Unit(Plan plan, int id, int index, boolean priority, Gate gate, Slabs slabs, int ringLongs, long unitsLeft) {
+        Unit(Plan plan, int id, int index, Gate gate, Slabs slabs, int ringLongs, long unitsLeft) {
             this.plan = plan;
             this.id = id;
             this.index = index;
             this.cls = (id - 1) % plan.classes();
-            this.priority = priority;
             this.gate = gate;
             this.ringLongs = ringLongs;
             this.base = slabs.take(ringLongs, unitsLeft);
             this.slab = slabs.slab;
+            this.sleeps = plan.schedule() != Schedule.NONE;
+            this.absolute = plan.absolute();
         }
 
-        @Override
-        public void run() {
-            try {
-                if (priority) Thread.currentThread().setPriority(cls == 0 ? Thread.MAX_PRIORITY : Thread.MIN_PRIORITY);
-                // Write every slot of the ring now, so storing a sample never touches a page first.
-                Arrays.fill(slab, base, base + ringLongs, -1L);
-                gate.park(index);
-                loop();
-            } catch (Throwable t) {
-                failure = t;
-                stop = true;
-            } finally {
-                if (RUNNING.decrementAndGet() == 0) LockSupport.unpark(writer);
+        /* Before the gate, on the unit's own thread: every slot of the ring written now, so
+           storing a sample never touches a page first. */
+        void ready() {
+            Arrays.fill(slab, base, base + ringLongs, -1L);
+        }
+
+        /* Out of the gate: the origin (published to the writer by the first head). */
+        void enter() {
+            origin = System.nanoTime();
+            next = origin + plan.expected(id, 0);
+        }
+
+        /* t0; false when the loop ends (end reached, or a stop was requested). */
+        boolean begin() {
+            t0 = System.nanoTime();
+            if (t0 >= gate.end) return false;
+            if (stop) {
+                interrupted = true;
+                return false;
             }
+            return true;
         }
 
-        /*
-         * The work loop of the protocol README, line for line; no I/O and no allocation but in
-         * the write of a full ring. The counts stay in locals until the loop ends; only head and tail
-         * (and the atomic-sum counter) are shared while timed.
-         */
-        private void loop() {
-            final Plan p = plan;
-            final long end = gate.end, measureStart = gate.measureStart;   // fixed before the gate opened
-            final boolean sleeps = p.schedule() != Schedule.NONE, absolute = p.absolute(), atomic = p.atomic();
-            final long iters = p.busyIters(), ring = p.ring();
-            final boolean yield = p.busyYield();
-            final LongConsumer recipe = Recipes.chosen;
-            final long[] r = slab;
-            final long origin = this.origin = System.nanoTime();   // published to the writer by the first head
-            long k = 0, next = origin + p.expected(id, 0), h = 0, result = 0, n = 0, nMeas = 0, lostHere = 0;
-            boolean ran = false;
-            try {
-                while (true) {
-                    long t0 = System.nanoTime();
-                    if (t0 >= end) break;
-                    if (stop) {
-                        interrupted = true;
-                        break;
-                    }
-                    long t1 = t0;
-                    if (iters > 0) {
-                        result = busy(iters, yield);
-                        ran = true;
-                        t1 = System.nanoTime();
-                    }
-                    long period = k, intended = 0, t2 = 0, m = 0;
-                    if (!sleeps) {
-                        Thread.yield();   // the schedule none: the same yield as busy_yield's
-                    } else {
-                        if (recipe != null) {   // a recipe waits until an absolute deadline
-                            intended = absolute ? next : t1 + p.expected(id, period);
-                            recipe.accept(intended);
-                        } else if (absolute) {
-                            // Java has no absolute-deadline sleep: sleep for what is left, if anything.
-                            intended = next;
-                            long left = next - System.nanoTime();
-                            if (left > 0) sleepFor(left);
-                        } else {
-                            long e = p.expected(id, period);
-                            intended = t1 + e;
-                            sleepFor(e);
-                        }
-                        t2 = System.nanoTime();
+        /* After the busy work (busy(busy_iters), result): t1, and this iteration's deadline. */
+        void busied(long result) {
+            t1 = t0;
+            if (plan.busyIters() > 0) {
+                busyResult = result;
+                busyRan = true;
+                t1 = System.nanoTime();
+            }
+            period = k;
+            e = plan.expected(id, period);
+            intended = absolute ? next : t1 + e;
+        }
+
+        /* The runtime's own relative sleep of this iteration in ns, or -1: none (absolute mode,
+           the deadline has passed). */
+        long ownSleep() {
+            if (!absolute) return e;
+            long left = next - System.nanoTime();
+            return left > 0 ? left : -1;
+        }
+
+        /* After the wait (t2) or the yield: the periods, the counts and the sample. */
+        void end() {
+            long t2 = 0, m = 0;
+            if (sleeps) {
+                t2 = System.nanoTime();
+                k++;
+                if (absolute) {   // skipped periods are stored with the sample that overran
+                    next += plan.expected(id, k);
+                    while (t2 > next) {
+                        m++;
                         k++;
-                        if (absolute) {   // skipped periods are stored with the sample that overran
-                            next += p.expected(id, k);
-                            while (t2 > next) {
-                                m++;
-                                k++;
-                                next += p.expected(id, k);
-                            }
-                        }
-                    }
-                    if (atomic) COUNTER.incrementAndGet();
-                    n++;
-                    if (t0 >= measureStart) nMeas++;
-                    if (sleeps) {
-                        long t = cursor.getAcquire(1);
-                        if (h - t == ring) lostHere += writeOwnRing(t, h);   // never wait for the writer
-                        int at = base + (int) (h % ring) * 6;
-                        r[at] = period;
-                        r[at + 1] = t0;
-                        r[at + 2] = t1;
-                        r[at + 3] = intended;
-                        r[at + 4] = t2;
-                        r[at + 5] = m;
-                        cursor.setRelease(0, ++h);
+                        next += plan.expected(id, k);
                     }
                 }
-            } finally {
-                iterations = n;
-                measured = nMeas;
-                lost = lostHere;
-                busyResult = result;
-                busyRan = ran;
             }
+            if (plan.atomic()) COUNTER.incrementAndGet();
+            iterations++;
+            if (t0 >= gate.measureStart) measured++;
+            if (sleeps) {
+                long t = cursor.getAcquire(1), h = head;
+                if (h - t == plan.ring()) lost += writeOwnRing(t, h);   // never wait for the writer
+                int at = base + (int) (h % plan.ring()) * 6;
+                long[] r = slab;
+                r[at] = period;
+                r[at + 1] = t0;
+                r[at + 2] = t1;
+                r[at + 3] = intended;
+                r[at + 4] = t2;
+                r[at + 5] = m;
+                cursor.setRelease(0, head = h + 1);
+            }
+        }
+
+        /* Last, whether the loop ended or failed: a failure stops every unit. */
+        void ended(Throwable failure) {
+            if (failure != null) {
+                this.failure = failure;
+                stop = true;
+            }
+            if (RUNNING.decrementAndGet() == 0) LockSupport.unpark(writer);
         }
 
         /*

@@ -8,6 +8,7 @@
 use crate::process::child::{output, BUILD_LIMIT, PROBE_LIMIT};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsStr;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -102,6 +103,9 @@ pub struct RuntimeEntry {
     /// library (trio, kotlinx-coroutines), first line kept; `list` shows it after the toolchain's.
     #[serde(default)]
     pub version: Vec<String>,
+    /// Runs `version` instead of the toolchain's program, where that one is slow to start.
+    #[serde(default)]
+    pub version_program: Option<String>,
     /// A part outside the language's standard library that every row of the runtime needs
     /// (trio, gevent, Asio's headers).
     #[serde(default)]
@@ -125,8 +129,12 @@ pub struct RecipeEntry {
 pub struct Needs {
     /// What it is, for messages ("the uvloop package").
     pub what: String,
-    /// Arguments to the toolchain's program that exit 0 exactly when it is there.
+    /// Arguments to the toolchain's program (or to `program`) that exit 0 exactly when it is there.
     pub check: Vec<String>,
+    /// Runs `check` instead of the toolchain's program, where that one is slow to start (Maven's
+    /// JVM: `sh` tests for a file instead).
+    #[serde(default)]
+    pub program: Option<String>,
     /// How a user installs it ("pip install uvloop").
     pub install: String,
 }
@@ -141,7 +149,7 @@ pub fn present(spec: &ToolchainSpec, version: Option<&str>, needs: &Needs) -> Re
     asked
         .entry(key)
         .or_insert_with(|| {
-            let mut command = Command::new(&tool.program);
+            let mut command = Command::new(needs.program.as_deref().map_or(tool.program.as_os_str(), OsStr::new));
             command.args(&needs.check);
             match output(command, "check", PROBE_LIMIT) {
                 Ok(out) if out.status.success() => Ok(()),
@@ -153,17 +161,18 @@ pub fn present(spec: &ToolchainSpec, version: Option<&str>, needs: &Needs) -> Re
 
 /// The version of a runtime's own library on its toolchain (`version` in its manifest), e.g.
 /// "trio 0.27.0"; None without that key. Asked once per process.
-pub fn library_version(spec: &ToolchainSpec, args: &[String]) -> Option<String> {
-    type Asked = HashMap<(ToolchainSpec, Vec<String>), Option<String>>;
+pub fn library_version(spec: &ToolchainSpec, runtime: &RuntimeEntry) -> Option<String> {
+    type Asked = HashMap<(ToolchainSpec, Option<String>, Vec<String>), Option<String>>;
     static ASKED: OnceLock<Mutex<Asked>> = OnceLock::new();
-    if args.is_empty() {
+    if runtime.version.is_empty() {
         return None;
     }
     let tool = toolchain(spec).ok()?;
+    let program = runtime.version_program.as_deref().map_or(tool.program, PathBuf::from);
     let mut asked = ASKED.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
     asked
-        .entry((spec.clone(), args.to_vec()))
-        .or_insert_with(|| first_line(&tool.program, args).ok().filter(|line| !line.is_empty()))
+        .entry((spec.clone(), runtime.version_program.clone(), runtime.version.clone()))
+        .or_insert_with(|| first_line(&program, &runtime.version).ok().filter(|line| !line.is_empty()))
         .clone()
 }
 
@@ -330,7 +339,29 @@ fn first_line(program: &Path, args: &[String]) -> Result<String, String> {
     }
     // javac and old pythons print their version on stderr.
     let text = if output.stdout.is_empty() { output.stderr } else { output.stdout };
-    Ok(String::from_utf8_lossy(&text).lines().next().unwrap_or("").trim().to_string())
+    let line = String::from_utf8_lossy(&text).lines().next().unwrap_or("").to_string();
+    Ok(without_escapes(&line).trim().to_string())
+}
+
+/// `line` without terminal escape sequences (Debian's Maven starts `mvn -v` with a colour reset).
+fn without_escapes(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI: ESC [ parameters, ended by a letter.
+            if chars.next() == Some('[') {
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The first two numbers of a version string ("v20.1.0" -> [20, 1], "Python 3.11.7" -> [3, 11]).
@@ -558,6 +589,35 @@ mod tests {
         assert!(is_version("go version go1.26.8 linux/amd64", "1.26"));
         assert!(!is_version("go version go1.26.8 linux/amd64", "1.2"));
         assert!(!is_version("javac 17.0.15", ""));
+    }
+
+    /// Kotlin's `version` and `needs` name the versions pom.xml pins (Maven reads them only from
+    /// a project, so the manifest says them again): the two stay the same.
+    #[test]
+    fn kotlin_says_the_versions_its_pom_pins() {
+        let kotlin = COMPILED_IN.iter().find(|c| c.folder == "kotlin").expect("drivers/kotlin");
+        let file = |name: &str| kotlin.files.iter().find(|(n, _)| *n == name).map(|(_, t)| *t).unwrap();
+        let pinned = |tag: &str| {
+            let pom = file("pom.xml");
+            let from = pom.find(&format!("<{tag}>")).unwrap() + tag.len() + 2;
+            pom[from..from + pom[from..].find('<').unwrap()].to_string()
+        };
+        let (compiler, coroutines) = (pinned("kotlin.version"), pinned("coroutines.version"));
+        let manifest: Manifest = toml::from_str(file("driver.toml")).unwrap();
+        for runtime in &manifest.runtime {
+            let said = runtime.version.join(" ");
+            assert!(said.contains(&format!("Kotlin {compiler}, kotlinx-coroutines {coroutines}")), "{said}");
+            let check = runtime.needs.as_ref().unwrap().check.join(" ");
+            assert!(check.contains(&format!("kotlin-maven-plugin-{compiler}.jar")), "{check}");
+            assert!(check.contains(&format!("kotlinx-coroutines-core-jvm-{coroutines}.jar")), "{check}");
+        }
+    }
+
+    #[test]
+    fn a_banner_loses_its_terminal_escapes() {
+        assert_eq!(without_escapes("\u{1b}[0mApache Maven 3.8.7"), "Apache Maven 3.8.7");
+        assert_eq!(without_escapes("\u{1b}[1;32mok\u{1b}[m done"), "ok done");
+        assert_eq!(without_escapes("go version go1.26.8"), "go version go1.26.8");
     }
 
     #[test]

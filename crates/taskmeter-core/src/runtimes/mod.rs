@@ -333,7 +333,7 @@ pub fn version(info: &RuntimeInfo) -> Option<String> {
         Launch::Driver(program) => {
             let tool = drivers::toolchain_at(&program.manifest.toolchain, info.toolchain).ok()?;
             let runtime = program.manifest.runtime.iter().find(|r| r.id == info.base)?;
-            match drivers::library_version(&program.manifest.toolchain, &runtime.version) {
+            match drivers::library_version(&program.manifest.toolchain, runtime) {
                 Some(library) => Some(format!("{}, {library}", tool.version)),
                 None => Some(tool.version),
             }
