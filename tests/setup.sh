@@ -71,14 +71,14 @@ if ! python3 -c 'import pytest, jsonschema, PIL, pyflakes, uvloop, trio, gevent'
 fi
 
 # The Kotlin driver's Maven plugins and libraries, for its offline build (mvn -o): one online
-# build of drivers/kotlin in a scratch folder fetches exactly what that build needs, plus the two
-# plugins its driver.toml asks (needs: dependency:get; version: help:evaluate).
-kotlin_m2=~/.m2/repository/org/jetbrains/kotlin/kotlin-maven-plugin/2.4.21
-if [ ! -d "$kotlin_m2" ] || [ ! -d ~/.m2/repository/org/apache/maven/plugins/maven-help-plugin/3.5.1 ]; then
+# build of drivers/kotlin in a scratch folder fetches exactly what that build needs (its
+# driver.toml's needs looks for the compiler's plugin and kotlinx-coroutines, as here).
+m2=~/.m2/repository/org/jetbrains
+if [ ! -f "$m2/kotlin/kotlin-maven-plugin/2.4.21/kotlin-maven-plugin-2.4.21.jar" ] ||
+    [ ! -f "$m2/kotlinx/kotlinx-coroutines-core-jvm/1.11.0/kotlinx-coroutines-core-jvm-1.11.0.jar" ]; then
     say "fetching the Kotlin compiler and kotlinx-coroutines into ~/.m2 (Maven Central)"
     scratch=$(mktemp -d)
     cp drivers/kotlin/pom.xml drivers/kotlin/TaskmeterKotlin.kt drivers/java/TaskmeterDriver.java "$scratch"
     quietly mvn -q -B -f "$scratch/pom.xml" process-classes
-    quietly mvn -q -B org.apache.maven.plugins:maven-help-plugin:3.5.1:evaluate -Dexpression=v -Dv=ok -DforceStdout
     rm -rf "$scratch"
 fi
