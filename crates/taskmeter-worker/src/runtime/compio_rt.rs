@@ -30,8 +30,13 @@ pub struct CompioRuntime(compio::runtime::Runtime);
 impl LocalRuntime for CompioRuntime {
     const NAME: &'static str = "compio";
 
-    fn build() -> Result<Self, String> {
-        compio::runtime::Runtime::new().map(CompioRuntime).map_err(|e| e.to_string())
+    fn build(tasks: u32) -> Result<Self, String> {
+        // A wake from another thread spins until there is room in a bounded queue (64 by
+        // default), and the start gate wakes every unit at once from one thread: with the
+        // default, 10,000 units on two threads hung there. Room for all of this thread's units.
+        let mut builder = compio::runtime::RuntimeBuilder::new();
+        builder.sync_queue_size((tasks as usize).max(64));
+        builder.build().map(CompioRuntime).map_err(|e| e.to_string())
     }
     fn block_on<F: Future>(&mut self, future: F) -> F::Output {
         self.0.block_on(future)

@@ -30,7 +30,7 @@ pub struct GlommioRuntime(glommio::LocalExecutor);
 impl LocalRuntime for GlommioRuntime {
     const NAME: &'static str = "glommio";
 
-    fn build() -> Result<Self, String> {
+    fn build(_: u32) -> Result<Self, String> {
         let builder = glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound);
         builder.make().map(GlommioRuntime).map_err(|e| e.to_string())
     }

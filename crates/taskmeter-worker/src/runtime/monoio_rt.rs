@@ -29,7 +29,7 @@ pub struct MonoioRuntime(monoio::Runtime<monoio::time::TimeDriver<monoio::IoUrin
 impl LocalRuntime for MonoioRuntime {
     const NAME: &'static str = "monoio";
 
-    fn build() -> Result<Self, String> {
+    fn build(_: u32) -> Result<Self, String> {
         let builder = monoio::RuntimeBuilder::<monoio::IoUringDriver>::new().enable_timer();
         builder.build().map(MonoioRuntime).map_err(|e| e.to_string())
     }

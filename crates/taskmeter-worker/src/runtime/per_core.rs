@@ -16,8 +16,8 @@ use taskmeter_protocol::{GrainPlan, Point};
 pub trait LocalRuntime: Sized {
     /// Its name in messages.
     const NAME: &'static str;
-    /// Makes this thread's runtime.
-    fn build() -> Result<Self, String>;
+    /// Makes this thread's runtime, for up to `tasks` tasks in flight.
+    fn build(tasks: u32) -> Result<Self, String>;
     /// Runs `future` on this thread's runtime to its end.
     fn block_on<F: Future>(&mut self, future: F) -> F::Output;
     /// Starts a local task on the current thread's runtime; its handle gives the result, or why
@@ -48,7 +48,7 @@ pub fn run<R: LocalRuntime, Out: Send, Fut: Future<Output = Out> + 'static>(
             let (go_tx, go) = mpsc::channel::<bool>();
             let (make, built_tx) = (&make, built_tx.clone());
             let spawned = std::thread::Builder::new().name(format!("{}-{t}", R::NAME)).spawn_scoped(scope, move || {
-                let runtime = R::build();
+                let runtime = R::build(units.div_ceil(threads));
                 let _ = built_tx.send(runtime.as_ref().map(|_| ()).map_err(Clone::clone));
                 match (runtime, go.recv()) {
                     (Ok(mut runtime), Ok(true)) => runtime.block_on(async {
@@ -139,7 +139,7 @@ pub fn grains<R: LocalRuntime + 'static>(
     stop: &'static AtomicBool,
     send: fn(&Point),
 ) -> Result<bool, String> {
-    let mut runtime = R::build().map_err(|e| format!("could not start {}: {e}", R::NAME))?;
+    let mut runtime = R::build(0).map_err(|e| format!("could not start {}: {e}", R::NAME))?;
     runtime.block_on(async {
         R::spawn(async move {
             granularity::measure(grain, warmup_ns, duration_ns, &LocalTasks::<R>(PhantomData), stop, send).await
