@@ -173,15 +173,18 @@ fn compio_version() -> String {
 
 const TOKIO_TIMER: &str = "tokio's hierarchical timer wheel (6 levels x 64 slots, 1 ms the finest): a deadline is \
     rounded up to the next whole millisecond (tokio#970, tokio#5021), and the driver parks in epoll_wait or a \
-    condvar until the wheel's next expiry";
+    condvar until the wheel's next expiry. Measured here (5 units, shared 2-core VM): 1.05-1.22 ms late on \
+    average at a 1 ms period, 1.10-1.14 ms at 50 us";
 const MONOIO_TIMER: &str = "tokio's wheel, copied (6 levels x 64 slots of 1 ms, monoio/src/time/driver/wheel): \
     deadlines round up to whole milliseconds; the thread parks in io_uring_enter with an IORING_OP_TIMEOUT \
-    for the wheel's next expiry";
+    for the wheel's next expiry. Measured here: 0.77-1.22 ms late on average at 1 ms, 1.05 ms at 50 us, as tokio";
 const GLOMMIO_TIMER: &str = "an ordered map of timers keyed by (Instant, id) in glommio's reactor, no millisecond \
-    buckets; the thread sleeps in io_uring_enter on an IORING_OP_TIMEOUT (ns) armed for the earliest";
+    buckets; the thread sleeps in io_uring_enter on an IORING_OP_TIMEOUT (ns) armed for the earliest. Measured \
+    here: 67-121 us late on average at 1 ms, 25-92 us at 50 us (fewest on one thread)";
 const COMPIO_TIMER: &str = "a binary heap of deadlines (compio-runtime/src/time), no rounding; the thread waits in \
     io_uring_enter with the time to the earliest as its timeout (ns). io_uring's own timeouts are hrtimers, \
-    though liburing#531 measured a 5 us wait taking 2,012 us on kernels before a fix";
+    though liburing#531 measured a 5 us wait taking 2,012 us on kernels before a fix. Measured here: 46-74 us \
+    late on average at 1 ms, 29-50 us at 50 us";
 
 /// The entry of a thread-per-core runtime `$runtime` on `$threads` threads.
 macro_rules! per_core {
@@ -232,7 +235,7 @@ pub const IN_PROCESS: [InProcess; 11] = [
         available: always,
         timer: "std::thread::sleep is nanosleep (relative), the absolute mode clock_nanosleep(TIMER_ABSTIME): a \
             kernel hrtimer per sleep, ns resolution, woken late by the thread's timer slack (50 us by default, \
-            prctl PR_SET_TIMERSLACK) and the scheduler",
+            prctl PR_SET_TIMERSLACK) and the scheduler. Measured here: ~60 us late, the slack",
     },
     InProcess {
         id: "tokio-ct",
@@ -275,7 +278,8 @@ pub const IN_PROCESS: [InProcess; 11] = [
         recipes: recipes::SMOL_RECIPES,
         available: always,
         timer: "async-io's reactor keeps timers in an ordered map keyed by (Instant, id) and waits in epoll \
-            (the polling crate) with a timerfd armed for the earliest: ns resolution, no buckets",
+            (the polling crate) with a timerfd armed for the earliest: ns resolution, no buckets. Measured here: \
+            ~15 us late",
     },
     InProcess {
         id: "embassy",
@@ -300,7 +304,7 @@ pub const IN_PROCESS: [InProcess; 11] = [
         available: always,
         timer: "embassy-time's std driver: a queue of alarms served by a thread of its own that waits on a \
             condvar until the earliest (a futex with a ns timeout), in ticks of 1 us; the wake-up then crosses \
-            to the executor thread",
+            to the executor thread. Measured here: ~70-110 us late",
     },
     per_core!(
         "monoio",
