@@ -95,3 +95,24 @@ impl AsyncTimer for CompioUringTimeout {
         Compio::yield_now()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_uring_timeout_wakes_at_or_after_its_deadline() {
+        if let Err(why) = super::super::per_core::io_uring_available() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+        let mut runtime = CompioRuntime::build(1).unwrap();
+        runtime.block_on(async {
+            for ahead_ns in [0, 200_000, 1_000_000] {
+                let deadline = now_ns() + ahead_ns;
+                uring_timeout_until(deadline).await;
+                assert!(now_ns() >= deadline);
+            }
+        });
+    }
+}
