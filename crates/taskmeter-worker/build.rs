@@ -19,6 +19,9 @@ fn main() {
         ("smol", "TASKMETER_SMOL_VERSION"),
         ("embassy-executor", "TASKMETER_EMBASSY_EXECUTOR_VERSION"),
         ("embassy-time", "TASKMETER_EMBASSY_TIME_VERSION"),
+        ("monoio", "TASKMETER_MONOIO_VERSION"),
+        ("glommio", "TASKMETER_GLOMMIO_VERSION"),
+        ("compio", "TASKMETER_COMPIO_VERSION"),
     ] {
         println!("cargo:rustc-env={var}={}", locked_version(&lock, krate));
     }

@@ -224,15 +224,16 @@ pub fn thread_round(r: Round) -> Result<(), String> {
 
 /// An executor's way to start a task: `start` returns its handle (a future of its result),
 /// `detach` lets it run on its own.
+/// The handle need not be `Send` (a thread-per-core runtime's is not).
 pub trait Spawn: Clone + Send + Sync + Unpin + 'static {
-    fn start(&self, task: impl Future<Output = u64> + Send + 'static) -> impl Future<Output = u64> + Send + 'static;
+    fn start(&self, task: impl Future<Output = u64> + Send + 'static) -> impl Future<Output = u64> + 'static;
     fn detach(&self, task: impl Future<Output = ()> + Send + 'static);
 }
 
 /// A round of executor tasks: all started then awaited (trivial), `width` at a time (stencil),
 /// or in chains whose tasks each start the next and whose last ones count a latch down.
 pub async fn async_round<S: Spawn>(spawn: &S, r: Round) {
-    fn start<S: Spawn>(spawn: &S, r: Round) -> impl Future<Output = u64> + Send + '_ {
+    fn start<S: Spawn>(spawn: &S, r: Round) -> impl Future<Output = u64> + '_ {
         COUNTS.started.fetch_add(1, Relaxed);
         spawn.start(async move { task(r) })
     }
@@ -364,7 +365,7 @@ impl Slot {
 pub struct Inline;
 
 impl Spawn for Inline {
-    fn start(&self, task: impl Future<Output = u64> + Send + 'static) -> impl Future<Output = u64> + Send + 'static {
+    fn start(&self, task: impl Future<Output = u64> + Send + 'static) -> impl Future<Output = u64> + 'static {
         std::future::ready(embassy_futures::block_on(task))
     }
     fn detach(&self, task: impl Future<Output = ()> + Send + 'static) {

@@ -43,6 +43,21 @@ pub const TOKIO_RECIPES: &[Recipe] = &[
 pub const SMOL_RECIPES: &[Recipe] =
     &[Recipe { name: "spin-yield", about: "smol::future::yield_now until the deadline: one core per executor" }];
 
+/// The recipes of a monoio or glommio task: their io_uring rings are private to them (monoio's
+/// ops and glommio's reactor are crate-private), so no raw `IORING_OP_TIMEOUT` can be submitted
+/// on the ring their thread waits in.
+pub const PER_CORE_RECIPES: &[Recipe] =
+    &[Recipe { name: "spin-yield", about: "futures-lite yield_now until the deadline: one core per runtime thread" }];
+
+/// The recipes of a compio task.
+pub const COMPIO_RECIPES: &[Recipe] = &[
+    Recipe {
+        name: "uring-timeout",
+        about: "one IORING_OP_TIMEOUT (absolute, CLOCK_MONOTONIC) per wait on compio's own ring: no timer heap",
+    },
+    Recipe { name: "spin-yield", about: "futures-lite yield_now until the deadline: one core per runtime thread" },
+];
+
 /// Sleeps with `nanosleep` for what is left until `deadline_ns`: the most common way to wait,
 /// and the one that drifts, since the time spent before the call is not counted.
 pub fn nanosleep_until(deadline_ns: u64) {
@@ -169,7 +184,7 @@ blocking_timer!(Hybrid, hybrid_until);
 pub struct SpinYield<T>(PhantomData<T>);
 
 impl<T: AsyncTimer> AsyncTimer for SpinYield<T> {
-    fn sleep_for(ns: u64) -> impl Future<Output = ()> + Send {
+    fn sleep_for(ns: u64) -> impl Future<Output = ()> {
         Self::sleep_until(now_ns() + ns)
     }
     async fn sleep_until(deadline_ns: u64) {
@@ -177,7 +192,7 @@ impl<T: AsyncTimer> AsyncTimer for SpinYield<T> {
             T::yield_now().await;
         }
     }
-    fn yield_now() -> impl Future<Output = ()> + Send {
+    fn yield_now() -> impl Future<Output = ()> {
         T::yield_now()
     }
 }
@@ -186,13 +201,13 @@ impl<T: AsyncTimer> AsyncTimer for SpinYield<T> {
 pub struct TokioTimerfd;
 
 impl AsyncTimer for TokioTimerfd {
-    fn sleep_for(ns: u64) -> impl Future<Output = ()> + Send {
+    fn sleep_for(ns: u64) -> impl Future<Output = ()> {
         tokio_timerfd_until(now_ns() + ns)
     }
-    fn sleep_until(deadline_ns: u64) -> impl Future<Output = ()> + Send {
+    fn sleep_until(deadline_ns: u64) -> impl Future<Output = ()> {
         tokio_timerfd_until(deadline_ns)
     }
-    fn yield_now() -> impl Future<Output = ()> + Send {
+    fn yield_now() -> impl Future<Output = ()> {
         tokio::task::yield_now()
     }
 }
@@ -227,7 +242,9 @@ mod tests {
 
     #[test]
     fn recipe_names_are_protocol_names() {
-        for recipe in THREAD_RECIPES.iter().chain(TOKIO_RECIPES).chain(SMOL_RECIPES) {
+        for recipe in
+            THREAD_RECIPES.iter().chain(TOKIO_RECIPES).chain(SMOL_RECIPES).chain(PER_CORE_RECIPES).chain(COMPIO_RECIPES)
+        {
             assert!(taskmeter_protocol::plan::is_recipe_name(recipe.name), "{}", recipe.name);
             assert_ne!(recipe.name, taskmeter_protocol::plan::DEFAULT_WAIT);
         }

@@ -479,25 +479,27 @@ impl BlockingTimer for NoSleep {
 }
 
 impl AsyncTimer for NoSleep {
-    fn sleep_for(_: u64) -> impl Future<Output = ()> + Send {
+    fn sleep_for(_: u64) -> impl Future<Output = ()> {
         std::future::ready(())
     }
-    fn sleep_until(_: u64) -> impl Future<Output = ()> + Send {
+    fn sleep_until(_: u64) -> impl Future<Output = ()> {
         std::future::ready(())
     }
-    fn yield_now() -> impl Future<Output = ()> + Send {
+    fn yield_now() -> impl Future<Output = ()> {
         std::future::ready(())
     }
 }
 
-/// The timer and yield of an async runtime.
+/// The timer and yield of an async runtime. Its futures need not be `Send` (the thread-per-core
+/// runtimes' are not); a runtime that moves tasks between threads names its concrete timer,
+/// whose futures the compiler then sees to be `Send`.
 pub trait AsyncTimer {
-    fn sleep_for(ns: u64) -> impl Future<Output = ()> + Send;
-    fn sleep_until(deadline_ns: u64) -> impl Future<Output = ()> + Send;
-    fn yield_now() -> impl Future<Output = ()> + Send;
+    fn sleep_for(ns: u64) -> impl Future<Output = ()>;
+    fn sleep_until(deadline_ns: u64) -> impl Future<Output = ()>;
+    fn yield_now() -> impl Future<Output = ()>;
     /// Gives the current task the priority of class `class` (0 the highest), where the
     /// runtime has task priorities.
-    fn enter_class(_class: u32) -> impl Future<Output = ()> + Send {
+    fn enter_class(_class: u32) -> impl Future<Output = ()> {
         std::future::ready(())
     }
 }

@@ -256,6 +256,9 @@ fn every_flag_the_docs_name_exists() {
         "--rm",
         "--inh-caps",
         "--bounding-set",
+        // docs/drivers.md: Docker's, granting io_uring and locked memory.
+        "--security-opt",
+        "--ulimit",
     ];
     let mut unknown = Vec::new();
     for (page, text) in pages() {

@@ -357,7 +357,8 @@ pub fn availability(info: &RuntimeInfo) -> Result<(), String> {
         }
     }
     match (info.launch, info.toolchain) {
-        (Launch::InProcess, None) => Ok(()),
+        // io_uring refused (a seccomp filter, a sysctl) or too little locked memory.
+        (Launch::InProcess, None) => taskmeter_worker::runtime::find(info.base).map_or(Ok(()), |r| (r.available)()),
         (Launch::InProcess, Some(version)) => Err(format!(
             "{} is compiled into taskmeter ({RUSTC_VERSION}): there is no version {version} of it",
             info.base

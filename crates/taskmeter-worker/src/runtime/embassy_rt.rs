@@ -30,15 +30,15 @@ fn ticks_after(ns: u64) -> Duration {
 }
 
 impl AsyncTimer for Embassy {
-    fn sleep_for(ns: u64) -> impl Future<Output = ()> + Send {
+    fn sleep_for(ns: u64) -> impl Future<Output = ()> {
         Timer::after(ticks_after(ns))
     }
-    fn sleep_until(deadline_ns: u64) -> impl Future<Output = ()> + Send {
+    fn sleep_until(deadline_ns: u64) -> impl Future<Output = ()> {
         // Our clock first: any time between the two readings makes the wake-up later, not earlier.
         let remaining = deadline_ns.saturating_sub(now_ns());
         Timer::at(Instant::now() + ticks_after(remaining))
     }
-    fn yield_now() -> impl Future<Output = ()> + Send {
+    fn yield_now() -> impl Future<Output = ()> {
         embassy_futures::yield_now()
     }
     async fn enter_class(class: u32) {
@@ -129,7 +129,7 @@ async fn grain_task(body: UnitFuture) {
 struct EmbassyTasks(SendSpawner);
 
 impl Spawn for EmbassyTasks {
-    fn start(&self, task: impl Future<Output = u64> + Send + 'static) -> impl Future<Output = u64> + Send + 'static {
+    fn start(&self, task: impl Future<Output = u64> + Send + 'static) -> impl Future<Output = u64> + 'static {
         let slot = Arc::new(Slot::default());
         let filled = slot.clone();
         self.detach(async move { filled.fill(task.await) });

@@ -19,7 +19,7 @@ impl AsyncTimer for Smol {
     async fn sleep_until(deadline_ns: u64) {
         smol::Timer::at(instant_at(deadline_ns)).await;
     }
-    fn yield_now() -> impl Future<Output = ()> + Send {
+    fn yield_now() -> impl Future<Output = ()> {
         smol::future::yield_now()
     }
 }
@@ -54,7 +54,7 @@ where
 struct SmolTasks(&'static smol::Executor<'static>);
 
 impl Spawn for SmolTasks {
-    fn start(&self, task: impl Future<Output = u64> + Send + 'static) -> impl Future<Output = u64> + Send + 'static {
+    fn start(&self, task: impl Future<Output = u64> + Send + 'static) -> impl Future<Output = u64> + 'static {
         self.0.spawn(task)
     }
     fn detach(&self, task: impl Future<Output = ()> + Send + 'static) {

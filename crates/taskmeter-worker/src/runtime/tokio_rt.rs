@@ -14,13 +14,13 @@ use taskmeter_protocol::{GrainPlan, Point};
 pub struct Tokio;
 
 impl AsyncTimer for Tokio {
-    fn sleep_for(ns: u64) -> impl Future<Output = ()> + Send {
+    fn sleep_for(ns: u64) -> impl Future<Output = ()> {
         tokio::time::sleep(Duration::from_nanos(ns))
     }
-    fn sleep_until(deadline_ns: u64) -> impl Future<Output = ()> + Send {
+    fn sleep_until(deadline_ns: u64) -> impl Future<Output = ()> {
         tokio::time::sleep_until(instant_at(deadline_ns).into())
     }
-    fn yield_now() -> impl Future<Output = ()> + Send {
+    fn yield_now() -> impl Future<Output = ()> {
         tokio::task::yield_now()
     }
 }
@@ -32,7 +32,7 @@ struct TokioTasks {
 }
 
 impl Spawn for TokioTasks {
-    fn start(&self, task: impl Future<Output = u64> + Send + 'static) -> impl Future<Output = u64> + Send + 'static {
+    fn start(&self, task: impl Future<Output = u64> + Send + 'static) -> impl Future<Output = u64> + 'static {
         let handle = tokio::spawn(task);
         // A task that panicked has no result: it counts as a wrong one.
         async move { handle.await.unwrap_or(u64::MAX) }
