@@ -95,8 +95,8 @@ pub fn all() -> &'static [RuntimeInfo] {
                 priority: r.priority,
                 writer: None,
                 needs: None,
-                timer: "",
-                default_run: true,
+                timer: r.timer,
+                default_run: r.default_run,
             })
             .collect();
         for program in drivers::programs().iter().filter(|p| p.root == "drivers") {

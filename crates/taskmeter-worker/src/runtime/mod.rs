@@ -86,6 +86,9 @@ pub struct InProcess {
     /// How its timer works and its granularity, with upstream references and what taskmeter
     /// measured.
     pub timer: &'static str,
+    /// In the default run; false for a variant (one thread of a thread-per-core runtime), which
+    /// `--runtimes all` adds.
+    pub default_run: bool,
 }
 
 impl InProcess {
@@ -188,7 +191,7 @@ const COMPIO_TIMER: &str = "a binary heap of deadlines (compio-runtime/src/time)
 
 /// The entry of a thread-per-core runtime `$runtime` on `$threads` threads.
 macro_rules! per_core {
-    ($id:literal, $threads:expr, $runtime:ty, $unit:expr, $version:expr, $description:literal, $timer:expr,
+    ($id:literal, $default_run:literal, $threads:expr, $runtime:ty, $unit:expr, $version:expr, $description:literal, $timer:expr,
      $recipes:expr, $available:expr) => {
         InProcess {
             id: $id,
@@ -205,6 +208,7 @@ macro_rules! per_core {
             recipes: $recipes,
             available: $available,
             timer: $timer,
+            default_run: $default_run,
         }
     };
 }
@@ -236,6 +240,7 @@ pub const IN_PROCESS: [InProcess; 11] = [
         timer: "std::thread::sleep is nanosleep (relative), the absolute mode clock_nanosleep(TIMER_ABSTIME): a \
             kernel hrtimer per sleep, ns resolution, woken late by the thread's timer slack (50 us by default, \
             prctl PR_SET_TIMERSLACK) and the scheduler. Measured here: ~60 us late, the slack",
+        default_run: true,
     },
     InProcess {
         id: "tokio-ct",
@@ -250,6 +255,7 @@ pub const IN_PROCESS: [InProcess; 11] = [
         recipes: recipes::TOKIO_RECIPES,
         available: always,
         timer: TOKIO_TIMER,
+        default_run: true,
     },
     InProcess {
         id: "tokio-mt",
@@ -264,6 +270,7 @@ pub const IN_PROCESS: [InProcess; 11] = [
         recipes: recipes::TOKIO_RECIPES,
         available: always,
         timer: TOKIO_TIMER,
+        default_run: true,
     },
     InProcess {
         id: "smol",
@@ -280,6 +287,7 @@ pub const IN_PROCESS: [InProcess; 11] = [
         timer: "async-io's reactor keeps timers in an ordered map keyed by (Instant, id) and waits in epoll \
             (the polling crate) with a timerfd armed for the earliest: ns resolution, no buckets. Measured here: \
             ~15 us late",
+        default_run: true,
     },
     InProcess {
         id: "embassy",
@@ -305,9 +313,11 @@ pub const IN_PROCESS: [InProcess; 11] = [
         timer: "embassy-time's std driver: a queue of alarms served by a thread of its own that waits on a \
             condvar until the earliest (a futex with a ns timeout), in ticks of 1 us; the wake-up then crosses \
             to the executor thread. Measured here: ~70-110 us late",
+        default_run: true,
     },
     per_core!(
         "monoio",
+        true,
         per_core_threads(false),
         monoio_rt::MonoioRuntime,
         async_unit::<monoio_rt::Monoio>,
@@ -319,6 +329,7 @@ pub const IN_PROCESS: [InProcess; 11] = [
     ),
     per_core!(
         "monoio-1",
+        false,
         per_core_threads(true),
         monoio_rt::MonoioRuntime,
         async_unit::<monoio_rt::Monoio>,
@@ -330,6 +341,7 @@ pub const IN_PROCESS: [InProcess; 11] = [
     ),
     per_core!(
         "glommio",
+        true,
         per_core_threads(false),
         glommio_rt::GlommioRuntime,
         async_unit::<glommio_rt::Glommio>,
@@ -341,6 +353,7 @@ pub const IN_PROCESS: [InProcess; 11] = [
     ),
     per_core!(
         "glommio-1",
+        false,
         per_core_threads(true),
         glommio_rt::GlommioRuntime,
         async_unit::<glommio_rt::Glommio>,
@@ -352,6 +365,7 @@ pub const IN_PROCESS: [InProcess; 11] = [
     ),
     per_core!(
         "compio",
+        true,
         per_core_threads(false),
         compio_rt::CompioRuntime,
         compio_unit,
@@ -363,6 +377,7 @@ pub const IN_PROCESS: [InProcess; 11] = [
     ),
     per_core!(
         "compio-1",
+        false,
         per_core_threads(true),
         compio_rt::CompioRuntime,
         compio_unit,
