@@ -841,7 +841,8 @@ function watchLoopDelay(startNs, endNs) {
     // The histogram holds the intervals between the timer's runs: the delay is what exceeds
     // the 10 ms (as dashboards read it, e.g. fastify's under-pressure).
     const h = histogram;
-    const late = (ns) => Math.max(0, Math.round(ns) - 10e6);
+    // Bun's histogram gives a percentile as its bucket's upper end, which can pass the maximum.
+    const late = (ns) => Math.max(0, Math.round(Math.min(ns, h.max)) - 10e6);
     const delay = h.count > 0
       ? { count: h.count, mean_ns: late(h.mean), p50_ns: late(h.percentile(50)), p99_ns: late(h.percentile(99)), max_ns: late(h.max) }
       : { count: 0, mean_ns: 0, p50_ns: 0, p99_ns: 0, max_ns: 0 };
