@@ -56,6 +56,9 @@ const timer = {
     write still appends whole). */
 let sampleFd = null;
 const sampleFile = () => (sampleFd ??= HOST === 'deno' ? fs.openSync('/proc/self/fd/3', 'a') : 3);
+
+// ---------- the protocol's layout ----------
+
 // Control cells shared by every thread: a BigInt64Array, so that Atomics.wait works on each.
 const [STOP, GO, WRITE, STARTED, ENDED, ALL_ENDED] = [0, 1, 2, 3, 4, 5];
 const [SUM, BUSY, HAS_BUSY, INTERRUPTED, END] = [6, 7, 8, 9, 10];
