@@ -29,6 +29,7 @@ command -v initdb >/dev/null || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/
 # Debian's packages stand in when one is missing (Debian has no JDK 21+: java-* would be skipped).
 command -v go >/dev/null || need_apt+=(golang-go)
 command -v node >/dev/null || need_apt+=(nodejs)
+command -v npm >/dev/null || need_apt+=(npm)                   # Bun and Deno come from npm, below
 # The BEAM from Debian (no Hex: the Erlang and Elixir code uses the standard libraries only).
 command -v erl >/dev/null || need_apt+=(erlang-nox)
 command -v mix >/dev/null || need_apt+=(elixir)                # the Elixir record() client
@@ -46,6 +47,26 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     quietly apt-get update -qq
     quietly apt-get install -y -qq "${need_apt[@]}"
+fi
+
+# Bun and Deno (the bun and deno drivers' toolchains) from their npm packages, which carry the
+# binary in an optional package per platform. Global, as a user installs them: npm's global bin
+# is in PATH, where taskmeter looks for toolchains (a project-local prefix would need PATH set
+# for every run). Bun's binary is linked in by its postinstall script, which npm may not run
+# unasked: then it is run here. Optional: without them their runtimes are skipped, so a failure
+# here is said, not fatal.
+need_npm=()
+for tool in bun deno; do "$tool" --version >/dev/null 2>&1 || need_npm+=("$tool"); done
+if [ ${#need_npm[@]} -gt 0 ]; then
+    say "installing ${need_npm[*]} from npm"
+    npm install -g --no-fund --no-audit --loglevel=error "${need_npm[@]}" >"$log" 2>&1 || cat "$log" >&2
+    bun_package="$(npm root -g)/bun"
+    if ! bun --version >/dev/null 2>&1 && [ -f "$bun_package/install.js" ]; then
+        (cd "$bun_package" && node install.js) >"$log" 2>&1 || cat "$log" >&2
+    fi
+    for tool in "${need_npm[@]}"; do
+        "$tool" --version >/dev/null 2>&1 || say "$tool from npm does not run here: its runtimes will be skipped"
+    done
 fi
 
 command -v cargo >/dev/null || { say "the tests need a Rust toolchain (https://rustup.rs)"; exit 1; }

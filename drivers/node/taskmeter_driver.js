@@ -1,7 +1,8 @@
 'use strict';
-/* taskmeter Node.js driver, worker protocol v4 (protocol/README.md). Runtime "node": one async
- * function (a promise chain) per unit on the main event loop; "node-worker": one worker_threads
- * Worker per unit (this file, role "unit"). The units' cells and rings live in one
+/* taskmeter Node.js driver, worker protocol v4 (protocol/README.md), run by Node, Bun
+ * (drivers/bun) or Deno (drivers/deno). Runtime "node" ("bun", "deno"): one async function (a
+ * promise chain) per unit on the main event loop; "node-worker" ("bun-worker", "deno-worker"): one
+ * worker_threads Worker per unit (this file, role "unit"). The units' cells and rings live in one
  * SharedArrayBuffer, which the writer (this file, role "writer") appends to the sample file
  * (fd 3) as S frames; a unit that finds its ring full appends it there itself as an F frame.
  * Linux only. */
@@ -14,7 +15,50 @@ const { isMainThread, parentPort, workerData, Worker } = require('worker_threads
 const { monitorEventLoopDelay } = require('perf_hooks');
 const { setTimeout: delay, setImmediate: immediate } = require('timers/promises');
 
-const RUNTIMES = ['node', 'node-worker'];
+// ---------- the host: Node, Bun or Deno ----------
+
+// The JavaScript runtime running this file, which serves its two runtime ids: units on the main
+// event loop (HOST) or one Worker each (HOST-worker). Their Node APIs differ in the few places below.
+const HOST = typeof Bun !== 'undefined' ? 'bun' : typeof Deno !== 'undefined' ? 'deno' : 'node';
+const HOST_VERSION = { node: () => process.version, bun: () => Bun.version, deno: () => Deno.version.deno }[HOST]();
+const HOST_NAME = { node: 'Node', bun: 'Bun', deno: 'Deno' }[HOST];
+const RUNTIMES = [HOST, `${HOST}-worker`];
+/** Whether a runtime's units are promise chains on the main event loop (else Workers). */
+const onLoop = (runtime) => runtime === HOST;
+
+/* CLOCK_MONOTONIC in nanoseconds, as a BigInt. Node's process.hrtime is uv_hrtime, that clock;
+   Bun's and Deno's count from the process's start, so they call clock_gettime through their FFI
+   (bun:ffi, Deno.dlopen: ~80-120 ns a call here, as hrtime). */
+const now = (() => {
+  if (HOST === 'node') return () => process.hrtime.bigint();
+  const CLOCK_MONOTONIC = 1;
+  const ts = new BigInt64Array(2); // struct timespec: tv_sec, tv_nsec
+  const clock = HOST === 'bun'
+    ? require('bun:ffi').dlopen('libc.so.6', { clock_gettime: { args: ['i32', 'ptr'], returns: 'i32' } })
+    : Deno.dlopen('libc.so.6', { clock_gettime: { parameters: ['i32', 'buffer'], result: 'i32' } });
+  const gettime = clock.symbols.clock_gettime;
+  return () => {
+    gettime(CLOCK_MONOTONIC, ts);
+    return ts[0] * 1000000000n + ts[1];
+  };
+})();
+
+/** A promise that resolves after `ms` whole milliseconds on the thread's event loop: the host's
+    own timer (Node's timers/promises, Bun.sleep, Deno's setTimeout). Each truncates a fraction. */
+const timer = {
+  node: delay,
+  bun: (ms) => Bun.sleep(ms),
+  deno: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+}[HOST];
+
+/** The sample file, fd 3, for fs.writeSync. Deno's node:fs takes only descriptors it opened
+    itself: each thread opens the file again for appending through /proc (the same file; every
+    write still appends whole). */
+let sampleFd = null;
+const sampleFile = () => (sampleFd ??= HOST === 'deno' ? fs.openSync('/proc/self/fd/3', 'a') : 3);
+
+// ---------- the protocol's layout ----------
+
 // Control cells shared by every thread: a BigInt64Array, so that Atomics.wait works on each.
 const [STOP, GO, WRITE, STARTED, ENDED, ALL_ENDED] = [0, 1, 2, 3, 4, 5];
 const [SUM, BUSY, HAS_BUSY, INTERRUPTED, END] = [6, 7, 8, 9, 10];
@@ -23,15 +67,11 @@ const [HEAD, TAIL, ORIGIN, ITERATIONS, MEASURED, LOST, CELLS] = [0, 1, 2, 3, 4, 
 const SAMPLE = 6; // u64 a sample: period, start, busy_end, intended, wake, missed
 const SAMPLE_BYTES = SAMPLE * 8;
 const RING_HEAD = 5 + 24; // an S or F frame's header and its unit, count, origin, first
-const SAMPLE_FD = 3; // the sample file, opened by taskmeter for appending
 const CHUNK = 4 << 20; // bytes a write at most (to the sample file: whole frames, one may be larger)
 const MAX_TIMEOUT_MS = 2147483647; // setTimeout turns anything longer into 1 ms
 const START_WINDOW = 4; // node-worker: Workers starting at once (each takes ~18 ms of CPU)
 const MEM_FLOOR = 0.2; // start no unit once MemAvailable is below this share of MemTotal
 const NODE_CHECK_EVERY = 1024; // node: units started between two memory checks
-
-/** CLOCK_MONOTONIC in nanoseconds (uv_hrtime), as a BigInt. */
-const now = () => process.hrtime.bigint();
 
 /** The plan, times as BigInt. The orchestrator has validated it: every integer is below 2^53. */
 const setup = (raw) => ({
@@ -216,22 +256,24 @@ function writeOwnRing(env, u, origin, head) {
   }
 }
 
-// node: setTimeout takes whole milliseconds; the delay is rounded up (a delay below 1 ms is 1 ms).
+// node, bun, deno: the host's timer takes whole milliseconds; the delay is rounded up (Node and
+// Deno make a delay below 1 ms 1 ms; Bun.sleep returns at once).
 async function timeoutSleep(ns) {
   let ms = ns > 0n ? (ns + 999999n) / 1000000n : 0n;
   do {
     const step = ms > BigInt(MAX_TIMEOUT_MS) ? MAX_TIMEOUT_MS : Number(ms);
-    await delay(step);
+    await timer(step);
     ms -= BigInt(step);
   } while (ms > 0n);
 }
 
-/* node-worker: Atomics.wait takes fractional milliseconds. V8 truncates them to whole
+/* The -worker runtimes: Atomics.wait takes fractional milliseconds. V8 truncates them to whole
    microseconds, adds them to its own clock (CLOCK_MONOTONIC truncated to the microsecond, so up
    to 999 ns behind ours) and returns once that clock reaches the sum: a wait of exactly
    ceil(ns / 1 us) could end up to 999 ns early (seen: 1 us asked, 0.21 us slept). So the wait is
    ns + 999 rounded up to whole microseconds; the extra half microsecond only keeps the double
-   from falling below that whole number (V8 truncates it away). */
+   from falling below that whole number (V8 truncates it away). Bun's JavaScriptCore returned
+   none early unpadded, and the padding costs it at most 2 us. */
 function waitSleep(cell, ns) {
   const ms = ns <= 0n ? 0 : (Number((ns + 999n + 999n) / 1000n) + 0.5) / 1000;
   Atomics.wait(cell, 0, 0, ms);
@@ -243,9 +285,10 @@ function waitSleep(cell, ns) {
    CLOCK_MONOTONIC deadline (a BigInt of ns, as now() reads it), each a function to copy into a
    program; each returns a promise. The plan's "wait" names one, among its runtime's. */
 
-/** timers/promises setTimeout for what is left, in whole ms rounded up (libuv's resolution), and
-    again for what is still left when Node fired it early (it can, by up to 1 ms). */
-async function timersPromisesUntil(deadline) {
+/** The host's timer (timers/promises setTimeout, Bun.sleep, Deno's setTimeout) for what is left,
+    in whole ms rounded up, and again for what is still left when it fired early (Node's can, by
+    up to 1 ms). */
+async function timerUntil(deadline) {
   for (let left = deadline - now(); left > 0n; left = deadline - now()) await timeoutSleep(left);
 }
 
@@ -255,9 +298,16 @@ async function immediateSpinUntil(deadline) {
   while (now() < deadline) await immediate();
 }
 
+/** Bun.sleepSync for what is left, in whole ms rounded up (it truncates), and again when it woke
+    early: it blocks the thread, so only a Worker may wait with it. */
+async function sleepSyncUntil(deadline) {
+  for (let left = deadline - now(); left > 0n; left = deadline - now()) Bun.sleepSync(Number((left + 999999n) / 1000000n));
+}
+
 // How long before the deadline hybridUntil stops sleeping: a libuv timer counts whole ms from
-// a clock truncated to the ms, so it fires up to about 1 ms off either way.
-const HYBRID_MARGIN_NS = 2000000n;
+// a clock truncated to the ms, so it fires up to about 1 ms off either way; Bun's fires 0.1 ms
+// late; Deno's 1-1.2 ms late.
+const HYBRID_MARGIN_NS = HOST === 'deno' ? 3000000n : 2000000n;
 
 /** setTimeout until HYBRID_MARGIN_NS before the deadline, then immediateSpinUntil. */
 async function hybridUntil(deadline) {
@@ -265,13 +315,17 @@ async function hybridUntil(deadline) {
   await immediateSpinUntil(deadline);
 }
 
-// Per runtime, none a copy of its own sleep: node sleeps with timers/promises, node-worker with
-// Atomics.wait, which node leaves out (on the main thread it blocks the loop every unit shares).
+// Per runtime, none a copy of its own sleep: node, bun and deno sleep with the host's timer
+// already; the -worker runtimes with Atomics.wait, which node, bun and deno leave out (on the main
+// thread it blocks the loop every unit shares), as bun leaves out Bun.sleepSync.
+const spins = [['immediate-spin', immediateSpinUntil], ['hybrid', hybridUntil]];
 const RECIPES = {
-  node: new Map([['immediate-spin', immediateSpinUntil], ['hybrid', hybridUntil]]),
-  'node-worker': new Map([
-    ['timers-promises', timersPromisesUntil], ['immediate-spin', immediateSpinUntil], ['hybrid', hybridUntil],
-  ]),
+  node: new Map(spins),
+  'node-worker': new Map([['timers-promises', timerUntil], ...spins]),
+  bun: new Map(spins),
+  'bun-worker': new Map([['bun-sleep', timerUntil], ['sleep-sync', sleepSyncUntil], ...spins]),
+  deno: new Map(spins),
+  'deno-worker': new Map([['set-timeout', timerUntil], ...spins]),
 };
 
 /** The plan's recipe: null for the runtime's own sleep, undefined for one it does not have. */
@@ -327,7 +381,7 @@ function ringFrame(out, kind, { plan, bytes }, u, origin, tail, head) {
 /** Appends whole frames to the sample file in ONE write(2), so frames the writer and units write
     at once never interleave. A short write fails: its rest would not follow it in the file. */
 function writeSamples(buf) {
-  const n = fs.writeSync(SAMPLE_FD, buf);
+  const n = fs.writeSync(sampleFile(), buf);
   if (n !== buf.length) throw new Error(`the sample file took ${n} of ${buf.length} bytes`);
 }
 
@@ -383,13 +437,13 @@ function threadStat() {
 /** H.priority, and the nice value of the low class (null: nothing is applied). */
 function priorityPlan(plan) {
   if (plan.classes === 1) return { text: 'none', lowNice: null };
-  if (plan.runtime === 'node')
+  if (onLoop(plan.runtime))
     return { text: 'none: the units are promise chains on one event loop, which has no priorities', lowNice: null };
   const self = threadStat(); // the main thread's: the workers inherit its nice value and policy
   const policy = ['SCHED_OTHER', 'SCHED_FIFO', 'SCHED_RR', 'SCHED_BATCH', 'SCHED_ISO', 'SCHED_IDLE'][self.policy] ||
     `policy ${self.policy}`;
   if (self.policy === 1 || self.policy === 2) {
-    return { text: `none: the threads run under ${policy} priority ${self.rtPriority}, and Node has no API for ` +
+    return { text: `none: the threads run under ${policy} priority ${self.rtPriority}, and ${HOST_NAME} has no API for ` +
       'real-time priorities, so both classes keep it', lowNice: null };
   }
   const low = Math.min(19, self.nice + 10);
@@ -417,9 +471,11 @@ function memoryShortage() {
   return `MemAvailable ${available} MiB is below ${MEM_FLOOR * 100}% of MemTotal ${total} MiB`;
 }
 
-/** node: V8 aborts the whole process when its heap is exhausted, and the run takes about twice
-    the heap that starting the units took, so the start stops at a quarter of the limit. */
+/** node, deno: V8 aborts the whole process when its heap is exhausted, and the run takes about
+    twice the heap that starting the units took, so the start stops at a quarter of the limit.
+    Bun's JavaScriptCore has no such limit (its v8.getHeapStatistics reports one of its own). */
 function heapShortage() {
+  if (HOST === 'bun') return null;
   const { used_heap_size: used, heap_size_limit: limit } = v8.getHeapStatistics();
   const mib = (b) => Math.round(b / 1048576);
   if (used <= limit / 4) return null;
@@ -578,11 +634,11 @@ async function unitMain({ raw, unit: u, lowNice, ctl, sab }) {
    one per CPU, answered with the result (node-worker). The coordinator is this main thread:
    it starts the tasks, awaits them and checks every result. */
 function granularity(raw, ctl, readAt) {
-  const cores = raw.runtime === 'node' ? 1 : os.availableParallelism();
+  const cores = onLoop(raw.runtime) ? 1 : os.availableParallelism();
   const t = { iters: 1n, expected: 0n, started: 0, completed: 0, wrong: 0 };
   const check = (result) => { if (result !== t.expected) t.wrong++; };
   const work = () => { const result = busy(t.iters); t.completed++; return result; };
-  const pool = raw.runtime === 'node' ? null : taskPool(cores);
+  const pool = onLoop(raw.runtime) ? null : taskPool(cores);
   const start = pool
     ? () => { t.started++; return pool.task(t.iters).then((result) => { t.completed++; return result; }); }
     : () => { t.started++; return Promise.resolve().then(work); };
@@ -740,7 +796,7 @@ let gateOpen = false;
 function die(status, message, detail) {
   if (detail) process.stderr.write(`${detail}\n`);
   try {
-    if (gateOpen) fs.writeSync(2, `taskmeter node driver: ${message}\n`);
+    if (gateOpen) fs.writeSync(2, `taskmeter ${HOST} driver: ${message}\n`);
     else writeAll(frame('E', JSON.stringify({ message })));
   } finally {
     process.exit(status);
@@ -754,7 +810,7 @@ function sampleFileOpen() {
   try {
     const flags = parseInt(/flags:\s*([0-7]+)/.exec(fs.readFileSync('/proc/self/fdinfo/3', 'utf8'))[1], 8);
     const O_APPEND = 0o2000, O_ACCMODE = 0o3;
-    return fs.fstatSync(SAMPLE_FD).isFile() && (flags & O_APPEND) !== 0 && (flags & O_ACCMODE) !== 0;
+    return fs.statSync('/proc/self/fd/3').isFile() && (flags & O_APPEND) !== 0 && (flags & O_ACCMODE) !== 0;
   } catch {
     return false;
   }
@@ -773,8 +829,8 @@ function readPlan(ctl) {
   });
 }
 
-// The event loop's own delay histogram over the measured window (node only: node-worker's units
-// run on other loops). Its timer ticks every 10 ms on the loop it measures, a load the units share.
+// The event loop's own delay histogram over the measured window (node, bun, deno: the -worker
+// runtimes' units run on other loops). Its timer ticks every 10 ms on the loop it measures, a load the units share.
 // Returns the V frame's payload, read when the units have ended.
 function watchLoopDelay(startNs, endNs) {
   const histogram = monitorEventLoopDelay({ resolution: 10 });
@@ -785,16 +841,19 @@ function watchLoopDelay(startNs, endNs) {
     clearTimeout(enabling);
     clearTimeout(disabling);
     histogram.disable();
-    // The histogram holds the intervals between the timer's runs: the delay is what exceeds
-    // the 10 ms (as dashboards read it, e.g. fastify's under-pressure).
+    // Node's histogram holds the intervals between the timer's runs: the delay is what exceeds
+    // the 10 ms (as dashboards read it, e.g. fastify's under-pressure). Bun's and Deno's hold
+    // the delays themselves (idle here: ~0.1 ms and ~7 us, where Node's intervals are ~10.2 ms).
     const h = histogram;
-    const late = (ns) => Math.max(0, Math.round(ns) - 10e6);
+    const interval = HOST === 'node' ? 10e6 : 0;
+    // Bun's histogram gives a percentile as its bucket's upper end, which can pass the maximum.
+    const late = (ns) => Math.max(0, Math.round(Math.min(ns, h.max)) - interval);
     const delay = h.count > 0
       ? { count: h.count, mean_ns: late(h.mean), p50_ns: late(h.percentile(50)), p99_ns: late(h.percentile(99)), max_ns: late(h.max) }
       : { count: 0, mean_ns: 0, p50_ns: 0, p99_ns: 0, max_ns: 0 };
     return JSON.stringify({
       source: 'perf_hooks.monitorEventLoopDelay (resolution 10 ms)',
-      what: 'how late the event loop ran a 10 ms repeating timer of its own: its interval less 10 ms',
+      what: `how late the event loop ran a 10 ms repeating timer of its own${HOST === 'node' ? ': its interval less 10 ms' : ''}`,
       delay,
     });
   };
@@ -816,7 +875,7 @@ async function main() {
   const plan = setup(raw);
   const priority = priorityPlan(plan);
   writeAll(frame('H', JSON.stringify({
-    protocol: 4, runtime: plan.runtime, runtime_version: `node ${process.version}`, clock: 'CLOCK_MONOTONIC',
+    protocol: 4, runtime: plan.runtime, runtime_version: `${HOST} ${HOST_VERSION}`, clock: 'CLOCK_MONOTONIC',
     pid: process.pid, priority: priority.text, ...(recipe ? { wait: raw.wait } : {}),
   })));
   if (raw.experiment === 'granularity') return granularity(raw, ctl, readAt);
@@ -835,17 +894,17 @@ async function main() {
   const env = {
     plan, ctl, readAt, ...views(sab, plan),
     sleepFor: timeoutSleep,
-    sleepUntil: (deadline) => timeoutSleep(deadline - now()), // Node has no absolute timer
+    sleepUntil: (deadline) => timeoutSleep(deadline - now()), // no monotonic absolute timer in any host
     recipe,
   };
   const createStart = now();
-  const start = plan.runtime === 'node'
+  const start = onLoop(plan.runtime)
     ? startOnEventLoop(env)
     : await startWorkers(env, { raw, lowNice: priority.lowNice, ctl: ctl.buffer, sab });
   Atomics.store(ctl, STARTED, BigInt(start.units));
   const runStart = now();
   Atomics.store(ctl, END, runStart + plan.warmup + plan.duration);
-  const loopDelay = plan.runtime === 'node' ? watchLoopDelay(runStart + plan.warmup, runStart + plan.warmup + plan.duration) : null;
+  const loopDelay = onLoop(plan.runtime) ? watchLoopDelay(runStart + plan.warmup, runStart + plan.warmup + plan.duration) : null;
   start.open();
   // node: the units run once this function awaits, so G is out before their first sample.
   const startError = start.startError ? `,"start_error":${JSON.stringify(start.startError)}` : '';
