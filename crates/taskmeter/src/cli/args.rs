@@ -96,8 +96,9 @@ pub(super) enum Command {
         /// `recipes`: every runtime's ways to wait besides its own sleep (`run recipes` measures them)
         #[arg(value_enum)]
         what: Option<ListWhat>,
-        /// `table` (default) or `json`: {"runtimes": [{id, unit, available, reason, description,
-        /// priority}], "receivers": [{id, available, reason, description}]}; with `recipes`:
+        /// `table` (default) or `json`: {"runtimes": [{id, unit, available, reason, version, timer,
+        /// default_run, description, priority, other_versions}], "receivers": [{id, available,
+        /// reason, description}]}; with `recipes`:
         /// {"recipes": [{id, runtime, recipe, about, available, reason}]}
         #[arg(long, value_enum, default_value = "table")]
         format: TextFormat,
