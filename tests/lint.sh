@@ -91,6 +91,11 @@ done
 # Erlang: the BEAM driver and the record() client, every warning an error; the client's escripts'
 # own check (`escript -s` prints warnings and still succeeds, so any output fails); the driver's
 # launcher is POSIX sh (`sh -n`: it parses).
+# The C++ driver includes the C driver's core header (shared source, built beside it).
+for file in $(tracked '*.cpp'); do
+    check "g++ $file" g++ -std=c++20 -pthread -Wall -Wextra -Werror -fsyntax-only -Idrivers/c "$file"
+done
+
 for file in $(tracked 'drivers/erlang/*.erl' 'clients/erlang/*.erl'); do
     check "erlc $file" erlc +warnings_as_errors -o "$classes" "$file"
 done

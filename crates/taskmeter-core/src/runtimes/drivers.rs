@@ -628,7 +628,8 @@ mod tests {
                  [toolchain]\nprogram = \"bun\"\nversion = [\"--version\"]\n"
             )
         };
-        let node = |folder: &str, name: &str| (folder == "node" && name == "driver.js").then(|| "// node's".to_string());
+        let node =
+            |folder: &str, name: &str| (folder == "node" && name == "driver.js").then(|| "// node's".to_string());
         let files = |sources: &str| vec![("driver.toml".to_string(), manifest(sources))];
         let program = parse("drivers", "bun", files("\"../node/driver.js\""), node).unwrap();
         assert_eq!(program.manifest.sources, ["driver.js"]);
