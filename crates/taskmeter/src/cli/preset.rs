@@ -112,11 +112,10 @@ fn flags_of(path: &Path) -> Result<Vec<String>, String> {
     for (raw_key, value) in &table {
         let key = raw_key.replace('_', "-");
         if !KEYS.contains(&key.as_str()) {
-            return Err(format!(
-                "unknown key '{raw_key}' in preset {} (keys are run's flags: {})",
-                path.display(),
-                KEYS.join(", ")
-            ));
+            // The nearest few, as for every other unknown name: the keys are run's flags.
+            let listed_in = "`taskmeter run --help`: a preset's keys are run's flags";
+            let said = crate::model::names::unknown_listed("key", raw_key, &KEYS, listed_in);
+            return Err(format!("preset {}: {said}", path.display()));
         }
         let wrong = |what: &str| format!("key '{raw_key}' in preset {} must be {what}", path.display());
         let scalar = |v: &toml::Value| -> Result<String, String> {
@@ -204,6 +203,14 @@ mod tests {
     fn bad_presets_say_why() {
         let (_d, p) = preset("colour = \"blue\"\n");
         assert!(expand(args(&["taskmeter", "run", &p])).unwrap_err().contains("unknown key 'colour'"));
+        // A typo gets the nearest key and a few alike, not every key.
+        let (_d, p) = preset("unitz = 10\n");
+        let said = expand(args(&["taskmeter", "run", &p])).unwrap_err();
+        assert!(said.contains(": unknown key 'unitz' (did you mean 'units'? also alike: "), "{said}");
+        assert!(
+            said.ends_with(&format!("all {} in `taskmeter run --help`: a preset's keys are run's flags)", KEYS.len()))
+        );
+        assert!(said.len() < 250 && !said.contains("priority-classes"), "{said}");
         let (_d, p) = preset("units = [\n");
         assert!(expand(args(&["taskmeter", "run", &p])).unwrap_err().contains("not valid TOML"));
         let (_d, p) = preset("yield = 3\n");
