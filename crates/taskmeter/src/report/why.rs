@@ -246,4 +246,19 @@ mod tests {
         row.counters.as_mut().unwrap().system_ns = 60_000_000;
         assert_eq!(system_share(&row), None, "9 ticks say nothing");
     }
+
+    #[test]
+    fn each_runtime_of_the_record_says_once_how_it_keeps_time() {
+        let ids = ["cpp-asio", "thread", "cpp-asio/timerfd", "cpp-asio"];
+        let rows = ids.iter().map(|id| Row::new(id, crate::model::run::RowStatus::Ok)).collect();
+        let record = crate::report::tables::tests::record(&ids, 1, rows);
+        let timer = |id: &str| crate::runtimes::find(id).unwrap().timer;
+        assert!(!timer("cpp-asio").is_empty() && !timer("thread").is_empty());
+        // A recipe's row is its runtime's: one line for cpp-asio, whatever its rows.
+        let said = timers(&record);
+        assert_eq!(said.len(), 2, "{said:?}");
+        for id in ["cpp-asio", "thread"] {
+            assert!(said.contains(&format!("{id}: {}", timer(id))), "{said:?}");
+        }
+    }
 }
