@@ -5,9 +5,9 @@
 //! Usage: cargo run --release --example check_rates -- [HISTORIES] [RUNS] [SD_PERCENT] [STEP_PERCENT] [STEP_RUNS]
 //!   defaults: 1000 histories, 20 runs, 5 %, 10 %, the newest 5 runs.
 
-use taskmeter::analysis::changepoint::Settings;
 use taskmeter::history::check::{check_all, Rule, Verdict};
 use taskmeter::history::series::{Key, RunValues};
+use taskmeter_analysis::changepoint::Settings;
 
 fn normal(rng: &mut fastrand::Rng, mu: f64, sd: f64) -> f64 {
     let (u, v) = (1.0 - rng.f64(), rng.f64());

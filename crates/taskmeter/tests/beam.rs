@@ -38,7 +38,7 @@ fn each_beam_row_starts_the_vm_its_plan_needs() {
         assert!(version.contains(&format!("schedulers {schedulers} of ")), "{runtime}: {version}");
         assert!(version.contains(&format!(", {flags}")), "{runtime}: {version}");
         assert_eq!(version.contains("+S 1:1"), runtime.starts_with("beam-1"), "{runtime}: {version}");
-        let writer = taskmeter::runtimes::find(runtime).unwrap().writer;
+        let writer = taskmeter_measure::runtimes::find(runtime).unwrap().writer;
         assert!(writer.is_some_and(|w| w.contains("tm-writer")), "{runtime}");
         assert_eq!(row["worker"]["writer"].as_str(), writer, "{runtime}");
         let harness = row["worker"]["harness_sched"].as_str().unwrap();

@@ -917,7 +917,8 @@ fn units_own_writes_and_lost_samples_are_warned_with_each_row() {
     counts["samples_left_out"] = 1.into();
     counts["samples_total"] = (counts["samples_total"].as_u64().unwrap() + 1).into();
     record["rows"][0]["worker"]["harness_sched"] = "reader nice -20, writer nice -20, counters nice -20".into();
-    let go_writer = taskmeter::runtimes::find("go").and_then(|go| go.writer).expect("go's writer is a goroutine");
+    let go_writer =
+        taskmeter_measure::runtimes::find("go").and_then(|go| go.writer).expect("go's writer is a goroutine");
     for (runtime, writer, said) in [
         ("thread", None, "(reader nice -20, writer nice -20, counters nice -20)".to_string()),
         ("go", Some(go_writer), format!("its writer is {go_writer}: a limit of the runtime")),
@@ -955,7 +956,7 @@ fn rows_record_a_writer_their_runtime_schedules_among_its_units() {
     assert_eq!(rows.len(), 3);
     for row in rows {
         let runtime = row["runtime"].as_str().unwrap();
-        let registry = taskmeter::runtimes::find(runtime).unwrap().writer;
+        let registry = taskmeter_measure::runtimes::find(runtime).unwrap().writer;
         assert_eq!(registry.is_some(), runtime.starts_with("go"), "{runtime}");
         assert_eq!(row["worker"]["writer"].as_str(), registry, "{runtime}");
     }

@@ -1,44 +1,37 @@
-//! The shape of the core: its folders are layers, and a module uses only modules of its own
+//! The shape of each crate: a crate's folders are layers, a module uses only modules of its own
 //! layer or below (no arrow up), and no two modules use each other, directly or around a circle
 //! (no cycle). Read from the `crate::` and `super::` paths of every source file, so a newcomer's
-//! change that breaks the shape fails here, with the arrow named. The lower layers are the crate
-//! `taskmeter-core`, which this crate re-exports under the same names: one tree of modules, read
-//! from both crates' sources.
+//! change that breaks the shape fails here, with the arrow named. Between crates, Cargo keeps
+//! the order (a crate names only the crates it depends on), so this reads each crate alone.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The layers, lowest first (lib.rs documents each); the first [`CORE_LAYERS`] are the folders of
-/// `taskmeter-core`, the others of this crate.
-const LAYERS: [&str; 11] = [
-    "machine",
-    "model",
-    "analysis",
-    "process",
-    "net",
-    "runtimes",
-    "report",
-    "history",
-    "session",
-    "experiments",
-    "cli",
+/// The crates with an inner shape, each with its layers, lowest first (each `lib.rs` documents
+/// them): every folder under its `src` is one. The flat crates (console, machine, model,
+/// analysis) are files without folders, checked for circles only.
+const CRATES: [(&str, &[&str]); 6] = [
+    ("taskmeter", &["report", "history", "session", "experiments", "cli"]),
+    ("taskmeter-measure", &["process", "net", "runtimes"]),
+    ("taskmeter-analysis", &[]),
+    ("taskmeter-model", &[]),
+    ("taskmeter-machine", &[]),
+    ("taskmeter-console", &[]),
 ];
-const CORE_LAYERS: usize = 6;
+
+/// A crate's sources.
+fn src_of(krate: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(krate).join("src")
+}
 
 /// This crate's sources.
 fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+    src_of("taskmeter")
 }
 
-/// The core's sources.
-fn core_src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../taskmeter-core/src")
-}
-
-/// A source file's path under its crate's `src`.
+/// A source file's path under this crate's `src`.
 fn relative(file: &Path) -> String {
-    let under = file.strip_prefix(src()).or_else(|_| file.strip_prefix(core_src())).unwrap();
-    under.to_string_lossy().replace('\\', "/")
+    file.strip_prefix(src()).unwrap().to_string_lossy().replace('\\', "/")
 }
 
 /// The folders under a crate's src, sorted.
@@ -53,8 +46,8 @@ fn folders(dir: &Path) -> Vec<String> {
     folders
 }
 
-/// Every source file of both crates, as its module path (`report/net.rs` -> ["report", "net"]).
-fn modules() -> BTreeMap<Vec<String>, PathBuf> {
+/// Every source file of a crate, as its module path (`report/net.rs` -> ["report", "net"]).
+fn modules(krate: &str) -> BTreeMap<Vec<String>, PathBuf> {
     fn walk(dir: &Path, prefix: &[String], out: &mut BTreeMap<Vec<String>, PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap().flatten() {
             let path = entry.path();
@@ -72,8 +65,7 @@ fn modules() -> BTreeMap<Vec<String>, PathBuf> {
         }
     }
     let mut out = BTreeMap::new();
-    walk(&core_src(), &[], &mut out);
-    walk(&src(), &[], &mut out);
+    walk(&src_of(krate), &[], &mut out);
     out
 }
 
@@ -161,9 +153,9 @@ fn resolve(path: &[String], modules: &BTreeMap<Vec<String>, PathBuf>) -> Option<
     (1..=path.len()).rev().map(|n| path[..n].to_vec()).find(|prefix| modules.contains_key(prefix))
 }
 
-/// Module -> the modules it uses (itself and its own ancestors left out).
-fn arrows() -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
-    let modules = modules();
+/// Module -> the modules of its own crate it uses (itself and its own ancestors left out).
+fn arrows(krate: &str) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    let modules = modules(krate);
     let mut arrows = BTreeMap::new();
     for (module, file) in &modules {
         let text = std::fs::read_to_string(file).unwrap();
@@ -180,38 +172,39 @@ fn arrows() -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
     arrows
 }
 
-fn layer(module: &[String]) -> Option<usize> {
-    LAYERS.iter().position(|l| module.first().is_some_and(|m| m == l))
+fn layer(layers: &[&str], module: &[String]) -> Option<usize> {
+    layers.iter().position(|l| module.first().is_some_and(|m| m == l))
 }
 
 #[test]
 fn every_folder_is_a_layer_of_its_crate() {
-    let sorted = |layers: &[&str]| {
-        let mut layers: Vec<String> = layers.iter().map(|l| l.to_string()).collect();
-        layers.sort();
-        layers
-    };
-    // Every layer of the core below every layer of this crate: the crates' dependency is one way.
-    assert_eq!(
-        folders(&core_src()),
-        sorted(&LAYERS[..CORE_LAYERS]),
-        "a folder under taskmeter-core/src that is no layer of the core (or a core layer without a folder)"
-    );
-    assert_eq!(
-        folders(&src()),
-        sorted(&LAYERS[CORE_LAYERS..]),
-        "a folder under taskmeter/src that is no layer of it (or a layer without a folder)"
-    );
+    for (krate, layers) in CRATES {
+        let mut sorted: Vec<String> = layers.iter().map(|l| l.to_string()).collect();
+        sorted.sort();
+        assert_eq!(
+            folders(&src_of(krate)),
+            sorted,
+            "a folder under {krate}/src that is no layer of it (or a layer without a folder)"
+        );
+    }
 }
 
 #[test]
 fn no_arrow_points_up_a_layer() {
     let mut upward = Vec::new();
-    for (from, targets) in arrows() {
-        for to in targets {
-            if let (Some(a), Some(b)) = (layer(&from), layer(&to)) {
-                if b > a {
-                    upward.push(format!("{} ({}) uses {} ({})", from.join("::"), LAYERS[a], to.join("::"), LAYERS[b]));
+    for (krate, layers) in CRATES {
+        for (from, targets) in arrows(krate) {
+            for to in targets {
+                if let (Some(a), Some(b)) = (layer(layers, &from), layer(layers, &to)) {
+                    if b > a {
+                        upward.push(format!(
+                            "{krate}: {} ({}) uses {} ({})",
+                            from.join("::"),
+                            layers[a],
+                            to.join("::"),
+                            layers[b]
+                        ));
+                    }
                 }
             }
         }
@@ -220,8 +213,18 @@ fn no_arrow_points_up_a_layer() {
 }
 
 #[test]
+fn no_crate_re_exports_another_one_s_modules() {
+    // Each module is found where its path says: `taskmeter::model` would hide the crate
+    // `taskmeter_model`, and the order Cargo keeps between them.
+    for (krate, _) in CRATES {
+        let lib = std::fs::read_to_string(src_of(krate).join("lib.rs")).unwrap();
+        let found: Vec<&str> = lib.lines().filter(|l| l.trim_start().starts_with("pub use taskmeter_")).collect();
+        assert!(found.is_empty(), "{krate}/src/lib.rs re-exports another crate: {found:?}");
+    }
+}
+
+#[test]
 fn no_modules_use_each_other_in_a_circle() {
-    let arrows = arrows();
     // Depth-first search for a back edge; each cycle found is reported by its path.
     fn visit(
         node: &Vec<String>,
@@ -247,10 +250,13 @@ fn no_modules_use_each_other_in_a_circle() {
         stack.pop();
         state.insert(node.clone(), 2);
     }
-    let (mut state, mut cycles) = (BTreeMap::new(), Vec::new());
-    for node in arrows.keys() {
-        if state.get(node).copied().unwrap_or(0) == 0 {
-            visit(node, &arrows, &mut state, &mut Vec::new(), &mut cycles);
+    let mut cycles = Vec::new();
+    for (krate, _) in CRATES {
+        let (arrows, mut state) = (arrows(krate), BTreeMap::new());
+        for node in arrows.keys() {
+            if state.get(node).copied().unwrap_or(0) == 0 {
+                visit(node, &arrows, &mut state, &mut Vec::new(), &mut cycles);
+            }
         }
     }
     assert!(cycles.is_empty(), "modules that use each other in a circle:\n{}", cycles.join("\n"));
@@ -263,10 +269,11 @@ fn the_reader_sees_paths_in_groups_and_relative_ones() {
     let joined: Vec<String> = out.iter().map(|p| p.join("::")).collect();
     assert_eq!(joined, ["analysis::cells::cells", "analysis::cells::Cell", "analysis::histogram"]);
     let paths = referenced_paths(
-        "use super::format::format_ns;\nlet x = crate::model::run::Row::default();",
+        "use super::format::format_ns;\nlet x = crate::session::Folder::new();\nlet y = taskmeter_model::run::Row::default();",
         &["report".into(), "console".into()],
     );
-    assert_eq!(paths, [vec!["model", "run", "Row", "default"], vec!["report", "format", "format_ns"]]);
+    // Another crate's path (`taskmeter_model::...`) is Cargo's to order, not read here.
+    assert_eq!(paths, [vec!["session", "Folder", "new"], vec!["report", "format", "format_ns"]]);
 }
 
 /// Where code may name one experiment family among the others (paths under
@@ -328,7 +335,7 @@ fn picks_a_family(line: &str) -> Option<String> {
 #[test]
 fn only_a_family_and_the_registry_pick_a_family() {
     let mut found = Vec::new();
-    for file in modules().values() {
+    for file in modules("taskmeter").values() {
         let relative = relative(file);
         if family_code(&relative) {
             continue;

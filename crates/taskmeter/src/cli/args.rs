@@ -1,12 +1,12 @@
 //! The flags of every command (clap) and the parsers of their values; a bad value is one line.
 
 use crate::experiments::catalog::{self, ExperimentInfo, EXPERIMENTS};
-use crate::machine::sched::{CpuList, Policy};
-use crate::model::run::Metric;
-use crate::model::sweep::Sweep;
-use crate::runtimes;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
+use taskmeter_machine::sched::{CpuList, Policy};
+use taskmeter_measure::runtimes;
+use taskmeter_model::run::Metric;
+use taskmeter_model::sweep::Sweep;
 use taskmeter_protocol::{parse_duration_ns, Schedule};
 
 #[derive(Parser)]
@@ -342,8 +342,8 @@ pub(super) fn sender_counts(text: &str) -> Result<SenderCounts, String> {
 }
 
 impl NetLoad {
-    pub(super) fn settings(&self, receivers: Vec<String>, repeat: u32) -> crate::model::net::NetSettings {
-        crate::model::net::NetSettings {
+    pub(super) fn settings(&self, receivers: Vec<String>, repeat: u32) -> taskmeter_model::net::NetSettings {
+        taskmeter_model::net::NetSettings {
             receivers,
             senders: self.senders.0.clone(),
             messages: self.messages,
@@ -580,16 +580,16 @@ pub(super) struct RunArgs {
     /// Timer slack of every worker, in ns (or a duration such as 50us)
     ///
     /// Linux's default is 50 us; 1 is the smallest (Linux reads 0 as "the default")
-    #[arg(long, value_name = "NS", value_parser = crate::machine::sched::parse_timer_slack, allow_hyphen_values = true, help_heading = heading::SCHED)]
+    #[arg(long, value_name = "NS", value_parser = taskmeter_machine::sched::parse_timer_slack, allow_hyphen_values = true, help_heading = heading::SCHED)]
     pub(super) timer_slack: Option<u64>,
     /// CPUs the workers may run on, e.g. 1 or 0-1 (sched_setaffinity)
-    #[arg(long, value_name = "LIST", value_parser = crate::machine::sched::parse_cpus, help_heading = heading::SCHED)]
+    #[arg(long, value_name = "LIST", value_parser = taskmeter_machine::sched::parse_cpus, help_heading = heading::SCHED)]
     pub(super) cpus: Option<CpuList>,
     /// Hold a PM QoS CPU latency request of US µs (root)
     ///
     /// /dev/cpu_dma_latency is held while the workers run, as cyclictest does with 0: idle CPUs
     /// then stay in states that wake within it. Sweep it with --sweep cpu-dma-latency=0,none
-    #[arg(long, value_name = "US", value_parser = crate::model::sweep::parse_latency_us, help_heading = heading::SCHED)]
+    #[arg(long, value_name = "US", value_parser = taskmeter_model::sweep::parse_latency_us, help_heading = heading::SCHED)]
     pub(super) cpu_dma_latency: Option<u32>,
     /// Lock every worker's memory (mlockall)
     ///
@@ -611,7 +611,7 @@ pub(super) struct RunArgs {
     #[arg(long, value_name = "LAYOUT", value_enum, help_heading = heading::OUTPUT)]
     pub(super) table: Option<crate::report::tables::Layout>,
     /// The metric the table shows and ranks by
-    #[arg(long, value_enum, default_value = "lateness", hide_short_help = true, help_heading = heading::OUTPUT)]
+    #[arg(long, value_parser = metric_parser(), default_value = "lateness", hide_short_help = true, help_heading = heading::OUTPUT)]
     pub(super) metric: Metric,
     /// table (default: the report) or json (the record on stdout)
     ///
@@ -774,11 +774,18 @@ pub(super) enum MetricChoice {
     All,
 }
 
+/// `--metric`: one of the metrics, each with its definition in `--help`.
+fn metric_parser() -> impl clap::builder::TypedValueParser<Value = Metric> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let values = taskmeter_model::run::METRICS.map(|m| PossibleValue::new(m.name()).help(m.about()));
+    PossibleValuesParser::new(values).map(|name| name.parse::<Metric>().expect("one of the possible values"))
+}
+
 pub(super) fn metric_or_all(text: &str) -> Result<MetricChoice, String> {
     if text == "all" {
         return Ok(MetricChoice::All);
     }
-    Metric::from_str(text, false)
+    text.parse::<Metric>()
         .map(MetricChoice::One)
         .map_err(|_| format!("unknown metric '{text}' (use lateness, actual, full, busy or all)"))
 }
@@ -825,7 +832,7 @@ pub(super) fn runtime_id(text: &str) -> Result<String, String> {
     }
     match runtimes::find(text) {
         Some(info) => Ok(info.id.to_string()),
-        None => Err(crate::model::names::unknown_listed(
+        None => Err(taskmeter_console::names::unknown_listed(
             "runtime",
             text,
             &runtimes::names(),

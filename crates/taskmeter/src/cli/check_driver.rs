@@ -5,13 +5,13 @@
 //! stopped at once, one that hangs or stays silent at its deadline, and after a check that hung
 //! the others are not run, so an abusive driver gets its verdict within a minute.
 
-use crate::process::child::Stop;
-use crate::process::signals;
-use crate::process::worker::{self, classify, Outcome, RawRun, SampleSink, StopPolicy};
-use crate::runtimes;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use taskmeter_measure::process::child::Stop;
+use taskmeter_measure::process::signals;
+use taskmeter_measure::process::worker::{self, classify, Outcome, RawRun, SampleSink, StopPolicy};
+use taskmeter_measure::runtimes;
 use taskmeter_protocol::plan::DEFAULT_WAIT;
 use taskmeter_protocol::vectors::PLANS;
 use taskmeter_protocol::{Delivered, Ending, Mode, Plan, SleepPlan, PROTOCOL};
@@ -58,7 +58,7 @@ const NO_ITERATION: &str = "made no iteration in a plan every unit has time for"
 pub fn check_driver(id: &str) -> Result<ExitCode, String> {
     signals::install();
     let info = runtimes::find(id)
-        .ok_or_else(|| crate::model::names::unknown("runtime", &super::shorten(id), &runtimes::ids()))?;
+        .ok_or_else(|| taskmeter_console::names::unknown("runtime", &super::shorten(id), &runtimes::ids()))?;
     // A runtime, on its default toolchain or another (`java-thread@17`); its recipes come with it.
     if info.recipe != DEFAULT_WAIT || info.knob.is_some() {
         let at = info.toolchain.map_or(String::new(), |v| format!("@{v}"));
@@ -69,7 +69,7 @@ pub fn check_driver(id: &str) -> Result<ExitCode, String> {
     }
     if let Err(reason) = runtimes::availability(info) {
         // Nothing of it can be checked here, and nothing failed.
-        crate::textln!("skip {id}: {reason}");
+        taskmeter_console::textln!("skip {id}: {reason}");
         return Ok(ExitCode::SUCCESS);
     }
     let checks = checks(info);
@@ -216,13 +216,13 @@ fn run_checks(id: &str, checks: &[Check]) -> ExitCode {
             (false, true) => "ok  ",
             (false, false) => "FAIL",
         };
-        crate::textln!("{mark} {name}: {}", verdict.line);
+        taskmeter_console::textln!("{mark} {name}: {}", verdict.line);
         failures += usize::from(!verdict.ok);
         skipped += usize::from(verdict.skipped);
     }
     match skipped {
-        0 => crate::textln!("{id}: {} of {total} checks passed", total - failures),
-        _ => crate::textln!(
+        0 => taskmeter_console::textln!("{id}: {} of {total} checks passed", total - failures),
+        _ => taskmeter_console::textln!(
             "{id}: {} of {} checks passed, {skipped} skipped (what they need is missing here)",
             total - failures - skipped,
             total - skipped
@@ -326,7 +326,7 @@ fn judge(plan: &Plan, d: &Delivered, tally: &Tally, first_samples_ns: Option<u64
             return (false, format!("the P frame of {} ns has no serial_after_tasks and serial_after_ns (protocol, \"Per grain, exactly\", step 5)", p.grain_ns));
         }
         // The checker has held every P frame to its plan; say what each grain found.
-        let efficiency = |p: &taskmeter_protocol::Point| crate::analysis::granularity::derive(p.clone()).efficiency;
+        let efficiency = |p: &taskmeter_protocol::Point| taskmeter_analysis::granularity::derive(p.clone()).efficiency;
         let grains: Vec<String> = d
             .points
             .iter()

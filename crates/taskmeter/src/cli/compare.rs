@@ -11,17 +11,17 @@
 
 use super::families::{self, load_checked};
 use super::CliError;
-use crate::analysis::compare::{decide, judge, method_line, Judgement, Level, Rule, Verdict, METHOD};
-use crate::analysis::differences::{self, Difference, Kind};
 use crate::experiments::compared::{Asked, LeftOut, Measured, Subject};
 use crate::experiments::family::Loaded;
-use crate::model::header::record_file;
-use crate::model::run::Metric;
 use crate::report::format::format_ns;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use taskmeter_analysis::compare::{decide, judge, method_line, Judgement, Level, Rule, Verdict, METHOD};
+use taskmeter_analysis::differences::{self, Difference, Kind};
+use taskmeter_model::header::record_file;
+use taskmeter_model::run::Metric;
 
 pub struct CompareOptions {
     pub old: PathBuf,
@@ -204,9 +204,9 @@ pub fn run(options: CompareOptions) -> Result<ExitCode, CliError> {
         counts,
     };
     if options.json {
-        crate::outln!("{}", serde_json::to_string_pretty(&comparison).expect("a comparison serialises"));
+        taskmeter_console::outln!("{}", serde_json::to_string_pretty(&comparison).expect("a comparison serialises"));
     } else {
-        crate::text!("{}", console(&comparison, &old, &new));
+        taskmeter_console::text!("{}", console(&comparison, &old, &new));
     }
     Ok(if regressed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
@@ -275,7 +275,7 @@ fn console(c: &Comparison, old: &Side, new: &Side) -> String {
         table.push(row);
     }
     // Fitted to the terminal: the columns that say least go first, the change and verdict last.
-    let fit = crate::machine::terminal::Fit { drop: LEFT_OUT_FIRST.to_vec(), ..Default::default() };
+    let fit = taskmeter_console::terminal::Fit { drop: LEFT_OUT_FIRST.to_vec(), ..Default::default() };
     let right: Vec<bool> = (0..table[0].len()).map(|c| c > 0).collect();
     out.push_str(&crate::report::console::render_fitted(&table, &right, &fit));
     for line in &c.not_compared {

@@ -12,13 +12,13 @@ use crate::experiments::catalog::ExperimentInfo;
 use crate::experiments::family::{Kind, Loaded, RecordKind};
 use crate::experiments::{bench, granularity, net, sleep};
 use crate::history::entry::Recorded;
-use crate::model::bench::BenchRecord;
-use crate::model::granularity::GrainRecord;
-use crate::model::header::{schema_of, LoadError};
-use crate::model::net::NetRecord;
-use crate::model::run::RunRecord;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use taskmeter_model::bench::BenchRecord;
+use taskmeter_model::granularity::GrainRecord;
+use taskmeter_model::header::{schema_of, LoadError};
+use taskmeter_model::net::NetRecord;
+use taskmeter_model::run::RunRecord;
 
 /// Every family, in the order their record files are looked for in a results folder.
 const FAMILIES: &[&dyn Family] = &[&Loop, &Net, &Bench, &Granularity];

@@ -4,21 +4,21 @@
 
 use super::args::{ByArg, FilterArgs, GroupBy, HistoryAction, RuleArgs, Selection, TextFormat, What, HISTORY_STATS};
 use super::CliError;
-use crate::analysis::changepoint::Settings;
-use crate::analysis::compare::{decide, judge, method_line, Judgement, Level, Rule, Verdict, METHOD};
-use crate::analysis::differences::{self, Difference, Kind};
 use crate::history::check::{self, Finding};
 use crate::history::entry::{higher_is_better, score_stat};
 use crate::history::query::{self, Filter, LeftOut, Observation};
 use crate::history::series;
 use crate::history::trend::{self, By};
 use crate::history::{import, Store, Target};
-use crate::machine::terminal::{Fit, Shrink};
 use crate::report::console::{render_fitted, render_table_fitted};
 use crate::report::format::format_ns;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::process::ExitCode;
+use taskmeter_analysis::changepoint::Settings;
+use taskmeter_analysis::compare::{decide, judge, method_line, Judgement, Level, Rule, Verdict, METHOD};
+use taskmeter_analysis::differences::{self, Difference, Kind};
+use taskmeter_console::terminal::{Fit, Shrink};
 
 impl FilterArgs {
     fn filter(&self) -> Filter {
@@ -69,9 +69,9 @@ pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCo
             let reader = import::Reader { files: &super::families::files(), load: &super::families::load_recorded };
             let done = import::import(&mut store, &folders, &reader)?;
             for failed in &done.failed {
-                crate::errln!("taskmeter: not imported: {failed}");
+                taskmeter_console::errln!("taskmeter: not imported: {failed}");
             }
-            crate::textln!(
+            taskmeter_console::textln!(
                 "imported {} run(s) into {} ({} already there{})",
                 done.added,
                 target.describe(),
@@ -136,9 +136,9 @@ fn list(
 ) -> Result<(), CliError> {
     let runs = query::runs(store, filter, limit)?;
     if format == TextFormat::Json {
-        crate::outln!("{}", serde_json::to_string_pretty(&runs).expect("serialises"));
+        taskmeter_console::outln!("{}", serde_json::to_string_pretty(&runs).expect("serialises"));
     } else if runs.is_empty() {
-        crate::textln!("no runs in the history {} match", target.describe());
+        taskmeter_console::textln!("no runs in the history {} match", target.describe());
     } else {
         let mut table = vec![["id", "started", "experiment", "machine", "label", "runtimes", "complete"]
             .map(str::to_string)
@@ -154,7 +154,7 @@ fn list(
                 if r.complete { "yes" } else { "no" }.to_string(),
             ]);
         }
-        crate::out!("{}", render_fitted(&table, &LIST_RIGHT, &list_fit()));
+        taskmeter_console::out!("{}", render_fitted(&table, &LIST_RIGHT, &list_fit()));
     }
     Ok(())
 }
@@ -184,12 +184,12 @@ fn trend(
             "metric": what.metric, "stat": what.stat(), "bars": trend.bars, "lines": trend.json_lines(),
             "left_out": left_out,
         });
-        crate::outln!("{out}");
+        taskmeter_console::outln!("{out}");
     } else {
         if !left_out.is_empty() {
-            crate::textln!("{}", left_out.said());
+            taskmeter_console::textln!("{}", left_out.said());
         }
-        crate::textln!(
+        taskmeter_console::textln!(
             "trend of {} {}: {} run(s), {} line(s): {} ({})",
             what.metric,
             what.stat(),
@@ -233,15 +233,15 @@ fn check(
             "method": CHECK_METHOD, "permutations": permutations, "min_runs": settings.min_size, "recent": recent,
             "findings": findings, "regressions": regressions, "cannot_detect": blind, "left_out": left_out,
         });
-        crate::outln!("{}", serde_json::to_string_pretty(&out).expect("serialises"));
+        taskmeter_console::outln!("{}", serde_json::to_string_pretty(&out).expect("serialises"));
     } else {
-        crate::text!("{}", check_console(&findings, what, rule, settings));
+        taskmeter_console::text!("{}", check_console(&findings, what, rule, settings));
         if !left_out.is_empty() {
-            crate::textln!("{}", left_out.said());
+            taskmeter_console::textln!("{}", left_out.said());
         }
     }
     if too_few_permutations {
-        crate::errln!(
+        taskmeter_console::errln!(
             "warning: {permutations} permutations cannot give a p below {:.4}, and Holm's adjustment over {tested} series needs one below {:.4}: no series can be flagged (give --permutations {} or more)",
             1.0 / (permutations as f64 + 1.0),
             alpha / tested as f64,
@@ -311,23 +311,30 @@ fn value(metric: &str, v: f64) -> String {
 fn show(store: &mut Store, id: i64, format: TextFormat) -> Result<(), String> {
     let run = query::run(store, id)?;
     if format == TextFormat::Json {
-        crate::outln!("{}", serde_json::to_string_pretty(&run).expect("serialises"));
+        taskmeter_console::outln!("{}", serde_json::to_string_pretty(&run).expect("serialises"));
         return Ok(());
     }
     let i = &run.info;
-    crate::textln!("run {}: {} on {}, {} to {}", i.id, i.experiment, i.machine, i.started_at, i.finished_at);
+    taskmeter_console::textln!(
+        "run {}: {} on {}, {} to {}",
+        i.id,
+        i.experiment,
+        i.machine,
+        i.started_at,
+        i.finished_at
+    );
     if let Some(label) = &i.label {
-        crate::textln!("label: {label}");
+        taskmeter_console::textln!("label: {label}");
     }
-    crate::textln!("complete: {}", if i.complete { "yes" } else { "no" });
-    crate::textln!("cpu: {}; kernel: {}; taskmeter {}", i.cpu_model, i.kernel, i.taskmeter_version);
+    taskmeter_console::textln!("complete: {}", if i.complete { "yes" } else { "no" });
+    taskmeter_console::textln!("cpu: {}; kernel: {}; taskmeter {}", i.cpu_model, i.kernel, i.taskmeter_version);
     if let Some(folder) = &i.folder {
-        crate::textln!("folder: {folder}");
+        taskmeter_console::textln!("folder: {folder}");
     }
     let words: Vec<&str> = run.command_line.as_array().into_iter().flatten().filter_map(|v| v.as_str()).collect();
-    crate::textln!("command: {}", words.join(" "));
+    taskmeter_console::textln!("command: {}", words.join(" "));
     // The settings as compact JSON with a space after each member, so that the line can wrap.
-    crate::textln!("settings: {}", run.settings.to_string().replace(",\"", ", \""));
+    taskmeter_console::textln!("settings: {}", run.settings.to_string().replace(",\"", ", \""));
     // One line per (runtime, point, repetition, metric), its stats in columns.
     let columns: Vec<&str> =
         HISTORY_STATS.iter().copied().filter(|s| run.measurements.iter().any(|m| m.stat == *s)).collect();
@@ -351,8 +358,8 @@ fn show(store: &mut Store, id: i64, format: TextFormat) -> Result<(), String> {
         }));
         table.push(line);
     }
-    crate::outln!();
-    crate::out!("{}", render_table_fitted(&table));
+    taskmeter_console::outln!();
+    taskmeter_console::out!("{}", render_table_fitted(&table));
     Ok(())
 }
 
@@ -422,7 +429,7 @@ fn compare(
             "method": METHOD, "threshold": rule.threshold, "alpha": rule.alpha, "differences": differences,
             "lines": lines, "left_out": left_out,
         });
-        crate::outln!("{}", serde_json::to_string_pretty(&out).expect("serialises"));
+        taskmeter_console::outln!("{}", serde_json::to_string_pretty(&out).expect("serialises"));
     } else {
         print_compare(&lines, &differences, &left_out, what, rule);
     }
@@ -526,10 +533,10 @@ fn print_compare(
     let stat = what.stat();
     let regressed = lines.iter().filter(|l| l.judgement.verdict == Verdict::Regressed).count();
     for (pair, d) in differences {
-        crate::textln!("differs ({}, {pair}): {} {} -> {}", d.kind.as_str(), d.what, d.old, d.new);
+        taskmeter_console::textln!("differs ({}, {pair}): {} {} -> {}", d.kind.as_str(), d.what, d.old, d.new);
     }
-    crate::textln!("{}", method_line(lines.iter().map(|l| &l.judgement), rule));
-    crate::textln!("{} {} of each repetition, averaged in each run", what.metric, stat);
+    taskmeter_console::textln!("{}", method_line(lines.iter().map(|l| &l.judgement), rule));
+    taskmeter_console::textln!("{} {} of each repetition, averaged in each run", what.metric, stat);
     let mut table = vec![[
         "old",
         "new",
@@ -566,17 +573,17 @@ fn print_compare(
     // The sides' names and the p before adjustment go first when the terminal is narrow.
     let fit = Fit { drop: vec!["p", "runs", "new", "experiment", "point", "p adj."], ..Fit::default() };
     let right: Vec<bool> = (0..table[0].len()).map(|c| c > 4).collect();
-    crate::out!("{}", render_fitted(&table, &right, &fit));
+    taskmeter_console::out!("{}", render_fitted(&table, &right, &fit));
     if !left_out.is_empty() {
-        crate::textln!("{}", left_out.said());
+        taskmeter_console::textln!("{}", left_out.said());
     }
     let mut reasons: Vec<&str> = lines.iter().filter_map(|l| l.judgement.reason.as_deref()).collect();
     reasons.sort();
     reasons.dedup();
     for reason in reasons {
-        crate::textln!("inconclusive: {reason}");
+        taskmeter_console::textln!("inconclusive: {reason}");
     }
-    crate::textln!("{regressed} regressed of {} compared", lines.len());
+    taskmeter_console::textln!("{regressed} regressed of {} compared", lines.len());
 }
 
 /// As `taskmeter compare`: the runs of a side, and the two sides, must have measured the same

@@ -2,9 +2,9 @@
 //! why not; as a table, or as JSON for scripts and for the tests, which iterate it.
 
 use crate::experiments::net::registry;
-use crate::machine::terminal::{self, wrap};
-use crate::runtimes;
 use serde_json::json;
+use taskmeter_console::terminal::{self, wrap};
+use taskmeter_measure::runtimes;
 
 pub fn print(as_json: bool) {
     if as_json {
@@ -26,7 +26,7 @@ pub fn print(as_json: bool) {
             })
             .collect();
         let list = json!({"runtimes": runtimes, "receivers": receivers});
-        crate::outln!("{}", serde_json::to_string_pretty(&list).expect("a list is JSON"));
+        taskmeter_console::outln!("{}", serde_json::to_string_pretty(&list).expect("a list is JSON"));
         return;
     }
     let status = |result: Result<(), String>| match result {
@@ -35,32 +35,41 @@ pub fn print(as_json: bool) {
     };
     let width = runtimes::all().iter().map(|r| r.id.len()).max().unwrap_or(0);
     for info in runtimes::all() {
-        crate::textln!(
+        taskmeter_console::textln!(
             "{:<width$}  {}\n{:<width$}  {}",
             info.id,
             status(runtimes::availability(info)),
             "",
             info.description
         );
-        crate::textln!("{:<width$}  a unit is {}; priority classes: {}", "", unit_name(info.unit), info.priority);
+        taskmeter_console::textln!(
+            "{:<width$}  a unit is {}; priority classes: {}",
+            "",
+            unit_name(info.unit),
+            info.priority
+        );
         if !info.default_run {
-            crate::textln!("{:<width$}  a variant: measured by --runtimes all, not by the default run", "");
+            taskmeter_console::textln!("{:<width$}  a variant: measured by --runtimes all, not by the default run", "");
         }
         if let Some(version) = runtimes::version(info) {
-            crate::textln!("{:<width$}  version: {version}", "");
+            taskmeter_console::textln!("{:<width$}  version: {version}", "");
         }
         if !info.timer.is_empty() {
-            crate::textln!("{:<width$}  timer: {}", "", info.timer);
+            taskmeter_console::textln!("{:<width$}  timer: {}", "", info.timer);
         }
         let others = runtimes::other_versions(info);
         if !others.is_empty() {
             let rows: Vec<String> = others.iter().map(|v| format!("{}@{v}", info.id)).collect();
-            crate::textln!("{:<width$}  also on another toolchain installed here: {}", "", rows.join(", "));
+            taskmeter_console::textln!("{:<width$}  also on another toolchain installed here: {}", "", rows.join(", "));
         }
     }
-    crate::textln!("\nreceivers of `taskmeter run net`:");
+    taskmeter_console::textln!("\nreceivers of `taskmeter run net`:");
     for (id, description) in registry::RECEIVERS {
-        crate::textln!("{id:<width$}  {}\n{:<width$}  {description}", status(registry::availability(id)), "");
+        taskmeter_console::textln!(
+            "{id:<width$}  {}\n{:<width$}  {description}",
+            status(registry::availability(id)),
+            ""
+        );
     }
 }
 
@@ -84,7 +93,7 @@ pub fn print_recipes(as_json: bool) {
             })
             .collect();
         let list = json!({ "recipes": list, "knobs": knobs });
-        crate::outln!("{}", serde_json::to_string_pretty(&list).expect("a list is JSON"));
+        taskmeter_console::outln!("{}", serde_json::to_string_pretty(&list).expect("a list is JSON"));
         return;
     }
     let width = recipes.iter().map(|r| r.id.len()).max().unwrap_or(0);
@@ -93,14 +102,17 @@ pub fn print_recipes(as_json: bool) {
             runtimes::availability(info).err().map_or_else(String::new, |why| format!(" (unavailable: {why})"));
         // The description's lines under its first, when it wraps.
         let line = format!("{:<width$}  {}{available}", info.id, info.description);
-        crate::textln!("{}", wrap(&line, terminal::width(), &" ".repeat(width + 2)).join("\n"));
+        taskmeter_console::textln!("{}", wrap(&line, terminal::width(), &" ".repeat(width + 2)).join("\n"));
     }
     let without: Vec<&str> = runtimes::all().iter().filter(|r| r.recipes.is_empty()).map(|r| r.id).collect();
-    crate::textln!("\nevery runtime also waits with its own sleep (RUNTIME alone); no recipe: {}", without.join(", "));
-    crate::textln!("and under a machine knob, its worker set apart (RUNTIME+KNOB, RUNTIME/RECIPE+KNOB; run recipes: the first runtime of each language, and with slack each recipe that sleeps if its units are OS threads):");
+    taskmeter_console::textln!(
+        "\nevery runtime also waits with its own sleep (RUNTIME alone); no recipe: {}",
+        without.join(", ")
+    );
+    taskmeter_console::textln!("and under a machine knob, its worker set apart (RUNTIME+KNOB, RUNTIME/RECIPE+KNOB; run recipes: the first runtime of each language, and with slack each recipe that sleeps if its units are OS threads):");
     for knob in runtimes::Knob::ALL {
         let available = knob.refused().map_or_else(String::new, |why| format!(" (unavailable here: {why})"));
-        crate::textln!("  +{:<6} {}{available}", knob.name(), knob.about());
+        taskmeter_console::textln!("  +{:<6} {}{available}", knob.name(), knob.about());
     }
 }
 

@@ -17,12 +17,12 @@ mod scope;
 pub mod selftest;
 
 use crate::experiments::ExperimentError;
-use crate::model::header::LoadError;
 use crate::report::ReportError;
 use args::{Cli, Command, MetricChoice, NetAction};
 use clap::{CommandFactory, FromArgMatches};
 use std::fmt;
 use std::process::ExitCode;
+use taskmeter_model::header::LoadError;
 
 /// Why a command could not do its work; the message is the line the user sees (a record that
 /// does not hold together gives one line per problem).
@@ -111,7 +111,10 @@ fn shorten_line(line: String) -> String {
 /// One error line on stderr, values cut to a readable length.
 fn refuse(message: &str) -> ExitCode {
     for line in message.lines() {
-        crate::errln!("{}", crate::machine::streams::error_line(&format!("taskmeter: {}", readable(line))));
+        taskmeter_console::errln!(
+            "{}",
+            taskmeter_console::streams::error_line(&format!("taskmeter: {}", readable(line)))
+        );
     }
     ExitCode::from(crate::session::exit::USAGE)
 }
@@ -119,7 +122,7 @@ fn refuse(message: &str) -> ExitCode {
 pub fn main() -> ExitCode {
     let code = run_command();
     // Output that could not be written is a failure even when the command did its work.
-    if crate::machine::streams::stdout_failed() && code == ExitCode::SUCCESS {
+    if taskmeter_console::streams::stdout_failed() && code == ExitCode::SUCCESS {
         return ExitCode::from(crate::session::exit::OUTPUT);
     }
     code
@@ -131,7 +134,7 @@ fn run_command() -> ExitCode {
         Err(message) => return refuse(&message),
     };
     let color = args::ColorArg::scan(&args);
-    crate::machine::streams::set_color(color.choice());
+    taskmeter_console::streams::set_color(color.choice());
     let clap_color = match color {
         args::ColorArg::Auto => clap::ColorChoice::Auto,
         args::ColorArg::Always => clap::ColorChoice::Always,
@@ -139,7 +142,7 @@ fn run_command() -> ExitCode {
     };
     // Help as wide as the terminal (COLUMNS first, as for every output: `machine::terminal`), at
     // most 100 columns.
-    let help_width = crate::machine::terminal::width().min(100);
+    let help_width = taskmeter_console::terminal::width().min(100);
     let parsed =
         Cli::command().color(clap_color).term_width(help_width).try_get_matches_from(args).and_then(|matches| {
             let cli = Cli::from_arg_matches(&matches)?;
@@ -159,7 +162,7 @@ fn run_command() -> ExitCode {
             // --help and --version
             return match e.print() {
                 Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-                    crate::errln!("taskmeter: cannot write to standard output: {e}");
+                    taskmeter_console::errln!("taskmeter: cannot write to standard output: {e}");
                     ExitCode::from(crate::session::exit::OUTPUT)
                 }
                 _ => ExitCode::SUCCESS,
@@ -169,9 +172,9 @@ fn run_command() -> ExitCode {
             // A bare command or group (`taskmeter`, `taskmeter history`): its short help, as git
             // and cargo answer, on stderr with exit status 2 (it is not what was asked for).
             let help = e.render().to_string();
-            crate::errln!("{}", help.trim_end());
+            taskmeter_console::errln!("{}", help.trim_end());
             if !help.contains("Usage: taskmeter history") && !help.contains("Usage: taskmeter net") {
-                crate::errln!(
+                taskmeter_console::errln!(
                     "\nStart with: taskmeter run --quick    (a first look, about 10 s)\n            taskmeter list           (the runtimes, and whether each can run here)"
                 );
             }
@@ -189,13 +192,13 @@ fn run_command() -> ExitCode {
             return refuse(&format!("{first}{}", hints(&e)));
         }
     };
-    crate::machine::streams::set_quiet(cli.quiet);
+    taskmeter_console::streams::set_quiet(cli.quiet);
     if cli.dry_run {
         return dry_run(cli.command).unwrap_or_else(|error| refuse(&error.to_string()));
     }
     match cli.command {
         Command::Worker => return taskmeter_worker::worker::main(),
-        Command::Guard => return crate::process::guard::main(),
+        Command::Guard => return taskmeter_measure::process::guard::main(),
         _ => {}
     }
     dispatch(cli.command).unwrap_or_else(|error| refuse(&error.to_string()))
@@ -331,7 +334,7 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
                 Some(MetricChoice::One(m)) => Some(m),
                 None => compare::default_metric(&old)?,
             };
-            let rule = crate::analysis::compare::Rule { threshold, alpha };
+            let rule = taskmeter_analysis::compare::Rule { threshold, alpha };
             compare::run(compare::CompareOptions {
                 old,
                 new,
@@ -355,16 +358,16 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
             visible = full.get_subcommands().filter(|s| !s.is_hide_set()).fold(visible, |c, s| c.subcommand(s.clone()));
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut visible, "taskmeter", &mut script);
-            crate::out!("{}", String::from_utf8_lossy(&script));
+            taskmeter_console::out!("{}", String::from_utf8_lossy(&script));
             ExitCode::SUCCESS
         }
         Command::Man { command, dir: None } => {
-            crate::out!("{}", man::page(&command)?);
+            taskmeter_console::out!("{}", man::page(&command)?);
             ExitCode::SUCCESS
         }
         Command::Man { dir: Some(dir), .. } => {
             let written = man::write_all(&dir)?;
-            crate::outln!("{} man pages in {}", written.len(), dir.display());
+            taskmeter_console::outln!("{} man pages in {}", written.len(), dir.display());
             ExitCode::SUCCESS
         }
         Command::Worker | Command::Guard => unreachable!("handled before dispatch"),

@@ -95,7 +95,7 @@ fn nearest_preset(path: &Path) -> String {
         .collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let typed = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-    match crate::model::names::nearest(typed, &names) {
+    match taskmeter_console::names::nearest(typed, &names) {
         Some(near) if near != typed => format!(" (did you mean {}?)", folder.join(near).display()),
         _ => String::new(),
     }
@@ -114,7 +114,7 @@ fn flags_of(path: &Path) -> Result<Vec<String>, String> {
         if !KEYS.contains(&key.as_str()) {
             // The nearest few, as for every other unknown name: the keys are run's flags.
             let listed_in = "`taskmeter run --help`: a preset's keys are run's flags";
-            let said = crate::model::names::unknown_listed("key", raw_key, &KEYS, listed_in);
+            let said = taskmeter_console::names::unknown_listed("key", raw_key, &KEYS, listed_in);
             return Err(format!("preset {}: {said}", path.display()));
         }
         let wrong = |what: &str| format!("key '{raw_key}' in preset {} must be {what}", path.display());

@@ -19,29 +19,29 @@ pub fn rebuild(
     let (file, record) = load_checked(path)?;
     let folder = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if let Some(out) = samples_csv {
-        let (source, mut reader) = crate::model::samples::open(folder)?
+        let (source, mut reader) = taskmeter_model::samples::open(folder)?
             .ok_or_else(|| format!("{} holds no samples (a run keeps them with --raw)", folder.display()))?;
         let mut file = std::fs::File::create(out).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
         std::io::copy(&mut reader, &mut file)
             .map_err(|e| format!("cannot copy {} to {}: {e}", source.display(), out.display()))?;
-        crate::outln!("{}", out.display());
+        taskmeter_console::outln!("{}", out.display());
     }
     if let Some(layout) = table {
         match record.console_table(layout) {
-            Some(text) => crate::text!("{text}"),
+            Some(text) => taskmeter_console::text!("{text}"),
             None => return Err(format!("--table applies to a run's record ({} is not one)", file.display()).into()),
         }
     }
     let report: &dyn crate::report::page::Report = &*record;
     crate::report::page::write_report(folder, report)?;
-    crate::outln!("{}", folder.join("report.html").display());
+    taskmeter_console::outln!("{}", folder.join("report.html").display());
     if let Some(out) = figures {
         let charts = crate::report::page::described_figures(report).map_err(crate::report::ReportError::Chart)?;
         for file in crate::report::print::write_figures(out, &charts)? {
-            crate::outln!("{}", file.display());
+            taskmeter_console::outln!("{}", file.display());
         }
         if !cfg!(feature = "print") {
-            crate::outln!("(SVG only: PNGs at 300 dpi need taskmeter built with --features print)");
+            taskmeter_console::outln!("(SVG only: PNGs at 300 dpi need taskmeter built with --features print)");
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -8,8 +8,8 @@
 //! rounds it up to its 1 ms tick). Measured in this process, on purpose: it benchmarks the
 //! harness code, not a runtime under comparison.
 
-use crate::runtimes;
 use serde::Serialize;
+use taskmeter_measure::runtimes;
 use taskmeter_protocol::{BusyPlan, Experiment, Mode, Plan, Room, Schedule, SleepPlan, PROTOCOL};
 use taskmeter_record::clock::now_ns;
 use taskmeter_stats::median_f64 as median;
@@ -69,7 +69,7 @@ pub fn run(duration_ns: u64, repeat: u32, json: bool) -> Result<ExitCode, String
     }
     let measured = measure(duration_ns, repeat)?;
     if json {
-        crate::outln!("{}", serde_json::to_string_pretty(&measured).expect("plain numbers and strings"));
+        taskmeter_console::outln!("{}", serde_json::to_string_pretty(&measured).expect("plain numbers and strings"));
     } else {
         print_table(&measured);
     }
@@ -107,20 +107,20 @@ fn measure(duration_ns: u64, repeat: u32) -> Result<SelfTest, String> {
 }
 
 fn print_table(m: &SelfTest) {
-    crate::textln!(
+    taskmeter_console::textln!(
         "taskmeter selftest: the work loop's cost per sample beyond the sleep call (1 unit, no busy work); median of {} runs of {}",
         m.repeat,
         crate::report::format::format_ns(m.duration_ns as f64)
     );
     let pair = &m.clock_pair_ns;
-    crate::textln!(
+    taskmeter_console::textln!(
         "two clock reads (clock_gettime CLOCK_MONOTONIC): {:.1} ns (range {:.1}..{:.1})",
         pair.median,
         pair.min,
         pair.max
     );
-    crate::textln!();
-    crate::textln!(
+    taskmeter_console::textln!();
+    taskmeter_console::textln!(
         "{:<10} {:>16} {:>26} {:>18}",
         "runtime",
         "loop overhead",
@@ -128,7 +128,7 @@ fn print_table(m: &SelfTest) {
         "with a zero sleep"
     );
     for r in &m.runtimes {
-        crate::textln!(
+        taskmeter_console::textln!(
             "{:<10} {:>13.1} ns {:>14.2} ({:.2}..{:.2}) {:>18}",
             r.runtime,
             r.loop_overhead_ns.median,
@@ -138,8 +138,8 @@ fn print_table(m: &SelfTest) {
             crate::report::format::format_ns(r.with_zero_sleep_ns.median)
         );
     }
-    crate::textln!();
-    crate::textln!(
+    taskmeter_console::textln!();
+    taskmeter_console::textln!(
         "target: loop overhead <= {TARGET_RATIO:.1} x two clock reads: {}",
         if m.target_met { "met by every runtime" } else { "NOT met by every runtime" }
     );

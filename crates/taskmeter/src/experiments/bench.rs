@@ -3,15 +3,15 @@
 //! clients (clients/README.md). Statistics and the console report are taskmeter-record's.
 
 use super::compared::{note, of_kind, whole, Asked, Compared, LeftOut, Measured};
-use crate::model::bench::{BenchRecord, NamedText};
-use crate::process::child::{Ask, Limits, Spawned, Stop};
-use crate::process::{describe, last_line, signals};
 use crate::session::{Output, Session};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
+use taskmeter_measure::process::child::{Ask, Limits, Spawned, Stop};
+use taskmeter_measure::process::{describe, last_line, signals};
+use taskmeter_model::bench::{BenchRecord, NamedText};
 use taskmeter_record::analysis::analyze;
 use taskmeter_record::clock::now_ns;
 use taskmeter_record::collector::Collector;
@@ -39,8 +39,8 @@ pub fn run(options: BenchOptions) -> Result<ExitCode, super::ExperimentError> {
     let sockets = SocketDir::create()?;
     let line = crate::report::console::env_line(&session.environment, None, Ok(None));
     let without_workers: Vec<&str> = line.split(" | ").filter(|part| !part.starts_with("workers")).collect();
-    crate::errln!("{}", without_workers.join(" | "));
-    crate::errln!("{}", console::preamble(&options.config, options.scenarios.len()));
+    taskmeter_console::errln!("{}", without_workers.join(" | "));
+    taskmeter_console::errln!("{}", console::preamble(&options.config, options.scenarios.len()));
 
     let inputs: Vec<Option<&(String, String)>> =
         if options.inputs.is_empty() { vec![None] } else { options.inputs.iter().map(Some).collect() };
@@ -50,7 +50,7 @@ pub fn run(options: BenchOptions) -> Result<ExitCode, super::ExperimentError> {
             if session.stop_reason().is_some() {
                 break 'jobs;
             }
-            crate::errln!("{}", console::progress(name, input.map(|i| i.0.as_str())));
+            taskmeter_console::errln!("{}", console::progress(name, input.map(|i| i.0.as_str())));
             let job = Job { name, command, input: *input, config: &options.config, show_output: options.show_output };
             results.push(job.run(&sockets.path, results.len()).map_err(super::ExperimentError::Setup)?);
         }
@@ -160,7 +160,8 @@ impl Job<'_> {
         let analysis = analyze(events, window, 0, None);
         let mut result = result_of(self.name, self.input.map(|i| i.0.clone()), window, invocations, &analysis);
         if !analysis.gaps.is_empty() {
-            let encode = |values: &[i64]| crate::analysis::histogram::encode(&crate::analysis::histogram::of(values));
+            let encode =
+                |values: &[i64]| taskmeter_analysis::histogram::encode(&taskmeter_analysis::histogram::of(values));
             result.histograms = Some(Histograms {
                 gap: encode(&analysis.gaps),
                 latency: (!analysis.latencies.is_empty()).then(|| encode(&analysis.latencies)),

@@ -2,8 +2,8 @@
 //! subject by subject and invocation by invocation; judging and showing it is `cli::compare`'s,
 //! for every kind alike.
 
-use crate::model::run::Metric;
 use std::any::Any;
+use taskmeter_model::run::Metric;
 
 /// What a line is about: its columns and their values (runtime, point, metric...).
 pub type Subject = Vec<(&'static str, String)>;

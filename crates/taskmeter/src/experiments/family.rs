@@ -7,12 +7,12 @@
 
 use super::compared::Compared;
 use crate::history::entry::Recorded;
-use crate::model::consistency::Consistent;
-use crate::model::header::{from_value, LoadError, Record};
 use crate::report::page::Report;
 use std::any::Any;
 use std::marker::PhantomData;
 use std::path::PathBuf;
+use taskmeter_model::consistency::Consistent;
+use taskmeter_model::header::{from_value, LoadError, Record};
 
 /// A record of any kind, read back: everything `report`, `compare`, `history import` and the
 /// consistency check ask of it. Every record that implements the four traits is one.

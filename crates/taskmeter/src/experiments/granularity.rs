@@ -3,17 +3,17 @@
 //! (protocol: "The granularity experiment"); the figures come from `analysis::granularity`.
 
 use super::compared::{of_kind, whole, Asked, Compared, LeftOut, Measured};
-use crate::analysis::granularity::{derive, metg, summarise};
-use crate::machine::idle::LatencyRequest;
-use crate::machine::sched::SchedSettings;
-use crate::model::granularity::{GrainRecord, GrainRun, GrainSettings, Metg, SkippedRuntime};
-use crate::process::worker::{run_worker, Outcome};
 use crate::report::format::format_ns;
-use crate::runtimes::{self, RuntimeInfo};
 use crate::session::{Output, Session};
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::Duration;
+use taskmeter_analysis::granularity::{derive, metg, summarise};
+use taskmeter_machine::idle::LatencyRequest;
+use taskmeter_machine::sched::SchedSettings;
+use taskmeter_measure::process::worker::{run_worker, Outcome};
+use taskmeter_measure::runtimes::{self, RuntimeInfo};
+use taskmeter_model::granularity::{GrainRecord, GrainRun, GrainSettings, Metg, SkippedRuntime};
 use taskmeter_protocol::plan::{FLUSH_NS, MIN_RING};
 use taskmeter_protocol::{BusyPlan, Delivered, Experiment, GrainPlan, Mode, Plan, Room, Schedule, SleepPlan, PROTOCOL};
 
@@ -76,7 +76,7 @@ pub fn run(options: GrainOptions) -> Result<ExitCode, super::ExperimentError> {
     let mut skipped = Vec::new();
     for (info, available) in &availability {
         if let Err(reason) = available {
-            crate::errln!("taskmeter: skipping {}: {reason}", info.id);
+            taskmeter_console::errln!("taskmeter: skipping {}: {reason}", info.id);
             skipped.push(SkippedRuntime { runtime: info.id.to_string(), reason: reason.clone() });
         }
     }
@@ -87,7 +87,7 @@ pub fn run(options: GrainOptions) -> Result<ExitCode, super::ExperimentError> {
     let per_worker = plan_for(s, "estimate").planned_ns_on(cpus) as f64 / 1e9;
     let estimate =
         Duration::from_secs_f64((per_worker * (available.len() as u32 * s.repeat) as f64 * 1.2).round().min(1e12));
-    crate::errln!(
+    taskmeter_console::errln!(
         "granularity: {} runtimes x {} repetitions, {} task sizes each (about {})",
         available.len(),
         s.repeat,
@@ -105,7 +105,7 @@ pub fn run(options: GrainOptions) -> Result<ExitCode, super::ExperimentError> {
             }
             session.environment.toolchains.insert(info.id.to_string(), runtimes::toolchain(info));
             let run = run_one(info, s, repetition, &sched, grace);
-            crate::progressln!("{}", crate::report::granularity::progress_line(&run, s.repeat));
+            taskmeter_console::progressln!("{}", crate::report::granularity::progress_line(&run, s.repeat));
             runs.push(run);
         }
     }
@@ -120,7 +120,7 @@ pub fn run(options: GrainOptions) -> Result<ExitCode, super::ExperimentError> {
 fn derive_with_cores(
     mut measured: taskmeter_protocol::Point,
     usable: Option<u32>,
-) -> crate::model::granularity::GrainPoint {
+) -> taskmeter_model::granularity::GrainPoint {
     let reported = measured.cores;
     if let Some(cores) = usable.filter(|c| reported > 1 && *c != reported) {
         measured.cores = cores;
@@ -155,12 +155,12 @@ fn run_one(
             return run;
         }
     };
-    let plan = Plan { room: crate::machine::room::now(), ..plan_for(s, info.id) };
+    let plan = Plan { room: taskmeter_machine::room::now(), ..plan_for(s, info.id) };
     let worker = run_worker(command, &plan, sched, grace, Box::new(|_| {}), || {});
     run.wall_ns = worker.wall_ns;
     // The CPUs are counted one way for every runtime that runs tasks in parallel: the worker's
     // affinity, read back, capped by a cgroup quota (each runtime counts its own otherwise).
-    let usable = worker.sched.as_ref().and_then(|s| s.cpus.as_deref()).and_then(crate::machine::sched::usable_cpus);
+    let usable = worker.sched.as_ref().and_then(|s| s.cpus.as_deref()).and_then(taskmeter_machine::sched::usable_cpus);
     let mut keep = |delivered: Delivered| {
         run.runtime_version = Some(delivered.hello.runtime_version);
         run.points = delivered.points.into_iter().map(|p| derive_with_cores(p, usable)).collect();
@@ -177,7 +177,7 @@ fn run_one(
             run.error = Some(format!("cut short before its D frame: {why}"));
         }
         Outcome::Failed(failure) => {
-            run.interrupted = matches!(failure, crate::process::Failure::Interrupted { .. });
+            run.interrupted = matches!(failure, taskmeter_measure::process::Failure::Interrupted { .. });
             run.error = Some(failure.to_string());
         }
     }

@@ -36,8 +36,8 @@ impl fmt::Display for ExperimentError {
 
 impl std::error::Error for ExperimentError {}
 
-impl From<crate::machine::idle::LatencyError> for ExperimentError {
-    fn from(e: crate::machine::idle::LatencyError) -> ExperimentError {
+impl From<taskmeter_machine::idle::LatencyError> for ExperimentError {
+    fn from(e: taskmeter_machine::idle::LatencyError) -> ExperimentError {
         ExperimentError::Session(e.into())
     }
 }

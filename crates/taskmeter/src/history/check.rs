@@ -17,8 +17,8 @@
 //! check says the smallest step at its newest runs it would flag (`detectable_steps`).
 
 use super::series::{Key, RunValues};
-use crate::analysis::changepoint::{self, Settings};
 use serde::Serialize;
+use taskmeter_analysis::changepoint::{self, Settings};
 
 /// When a change is a verdict: which way is worse, the noise threshold, and how new a
 /// regression must be to fail the check.

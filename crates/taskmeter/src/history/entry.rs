@@ -4,15 +4,15 @@
 //! and a *stat*.
 
 use super::store::{Dialect, Store, Value};
-use crate::model::bench::BenchRecord;
-use crate::model::granularity::GrainRecord;
-use crate::model::granularity::Metg;
-use crate::model::header::Header;
-use crate::model::net::NetRecord;
-use crate::model::run::RunRecord;
-use crate::model::run::METRICS;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
+use taskmeter_model::bench::BenchRecord;
+use taskmeter_model::granularity::GrainRecord;
+use taskmeter_model::granularity::Metg;
+use taskmeter_model::header::Header;
+use taskmeter_model::net::NetRecord;
+use taskmeter_model::run::RunRecord;
+use taskmeter_model::run::METRICS;
 use taskmeter_stats::Summary;
 
 /// One run, as the history keeps it.
@@ -124,7 +124,7 @@ pub fn identity(value: &serde_json::Value) -> String {
     Sha256::digest(value.to_string().as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn identity_of(record: &impl crate::model::header::Record) -> String {
+fn identity_of(record: &impl taskmeter_model::header::Record) -> String {
     identity(&record.to_json_value())
 }
 

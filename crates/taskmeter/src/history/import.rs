@@ -4,8 +4,8 @@
 
 use super::entry::{self, Inserted, Recorded};
 use super::store::Store;
-use crate::model::header::{record_file, schema_of, LoadError};
 use std::path::{Path, PathBuf};
+use taskmeter_model::header::{record_file, schema_of, LoadError};
 
 /// Reads the record of a results folder, whatever its kind, as the history takes it.
 pub type Load<'a> = &'a dyn Fn(&Path) -> Result<Box<dyn Recorded>, LoadError>;

@@ -36,13 +36,19 @@ pub fn record(record: &dyn entry::Recorded, folder: Option<&Path>, target: &Targ
     match open(target).and_then(|mut store| entry::insert(&mut store, &entry)) {
         // Said on stderr (silent under -q): a run writes into a store the user may not know of.
         Ok(entry::Inserted::New(id)) => {
-            crate::progressln!("history: recorded as run {id} in {}; --no-history to skip", target.describe())
+            taskmeter_console::progressln!(
+                "history: recorded as run {id} in {}; --no-history to skip",
+                target.describe()
+            )
         }
         Ok(entry::Inserted::Already(id)) => {
-            crate::progressln!("history: already there as run {id} in {}", target.describe())
+            taskmeter_console::progressln!("history: already there as run {id} in {}", target.describe())
         }
         Err(why) => {
-            crate::errln!("taskmeter: warning: the run was not recorded in the history ({}): {why}", target.describe())
+            taskmeter_console::errln!(
+                "taskmeter: warning: the run was not recorded in the history ({}): {why}",
+                target.describe()
+            )
         }
     }
 }

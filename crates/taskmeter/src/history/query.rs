@@ -176,7 +176,7 @@ pub fn workloads(store: &mut Store, ids: &[i64]) -> Result<BTreeMap<i64, BTreeMa
         .map(|row| {
             let settings = serde_json::from_str(&row[3].string()).unwrap_or(serde_json::Value::Null);
             let record = as_record(&row[1].string(), &row[2].string(), &settings);
-            (row[0].int().unwrap_or(0), crate::analysis::differences::workload_of(&record))
+            (row[0].int().unwrap_or(0), taskmeter_analysis::differences::workload_of(&record))
         })
         .collect())
 }

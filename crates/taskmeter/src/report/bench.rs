@@ -6,8 +6,8 @@ use super::figure::{bar_chart, percentile_chart, Axis, Bars, Chart, Distribution
 use super::format::format_ns;
 use super::page::{Block, Report, Section};
 use super::tables::Table;
-use crate::analysis::histogram;
-use crate::model::bench::BenchRecord;
+use taskmeter_analysis::histogram;
+use taskmeter_model::bench::BenchRecord;
 use taskmeter_record::console;
 use taskmeter_record::report::ScenarioResult;
 use taskmeter_stats::format::duration;

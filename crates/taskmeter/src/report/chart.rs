@@ -13,11 +13,11 @@ use super::figure::{
     bar_chart, line_chart, percentile_chart, percentile_panels, span_chart, style_of, Axis, Bars, Distribution, Scale,
     Series, Span, Style, Unit,
 };
-use crate::analysis::cells::{cells, Cell, Statistic};
-use crate::analysis::histogram;
-use crate::model::run::{ClassResult, Metric, Row, RunRecord};
-use crate::model::sweep::{Param, Point};
 use plotters::style::RGBColor;
+use taskmeter_analysis::cells::{cells, Cell, Statistic};
+use taskmeter_analysis::histogram;
+use taskmeter_model::run::{ClassResult, Metric, Row, RunRecord};
+use taskmeter_model::sweep::{Param, Point};
 use taskmeter_stats::{ratio_range, Interval};
 
 pub use super::figure::Chart;
@@ -389,7 +389,7 @@ fn frontier_chart(record: &RunRecord, point: &Point) -> Result<Option<Chart>, St
 /// the panels of a small multiple).
 fn recipe_frontiers(record: &RunRecord, point: &Point) -> Result<Vec<Chart>, String> {
     let mut charts = Vec::new();
-    for group in crate::analysis::recipes::groups_at(record, point.index).into_iter().filter(|g| g.len() > 1) {
+    for group in taskmeter_analysis::recipes::groups_at(record, point.index).into_iter().filter(|g| g.len() > 1) {
         let names: Vec<String> = group.iter().map(|r| r.runtime.clone()).collect();
         let spans: Vec<Span> = group
             .iter()

@@ -5,10 +5,10 @@
 use super::format::{format_count, format_ns};
 use super::tables::*;
 use super::why;
-use crate::machine::env::Environment;
-use crate::machine::sched::SchedInfo;
-use crate::machine::terminal::{self, Fit};
-use crate::model::run::{RowStatus, RunRecord};
+use taskmeter_console::terminal::{self, Fit};
+use taskmeter_machine::env::Environment;
+use taskmeter_machine::sched::SchedInfo;
+use taskmeter_model::run::{RowStatus, RunRecord};
 
 fn render_with_reasons(t: &Table) -> String {
     render_with_reasons_fitted(t, &[])
@@ -66,7 +66,7 @@ pub fn table(record: &RunRecord, point: usize) -> String {
 
 /// A ranked table with its header in bold and its best row in green, when stdout is coloured.
 fn tinted_ranking(table: String) -> String {
-    use crate::machine::streams::{color_stdout, tinted, Tint};
+    use taskmeter_console::streams::{color_stdout, tinted, Tint};
     if !color_stdout() {
         return table;
     }
@@ -79,7 +79,7 @@ fn tinted_ranking(table: String) -> String {
 
 /// The whole console report: settings, environment, the tables, how to read them.
 pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
-    use crate::model::sweep::Param;
+    use taskmeter_model::sweep::Param;
     let layout = layout.unwrap_or_else(|| default_layout(record));
     // One line for the workers' scheduling only if every worker had the same: with the policy or
     // slack swept, or a knob's rows (`thread+fifo`), they differ, and the report has each.
@@ -180,7 +180,7 @@ pub fn report(record: &RunRecord, layout: Option<Layout>) -> String {
     let estimated: Vec<&str> = record
         .rows
         .iter()
-        .filter(|r| r.basis == crate::model::run::Basis::Histogram)
+        .filter(|r| r.basis == taskmeter_model::run::Basis::Histogram)
         .map(|r| r.runtime.as_str())
         .collect();
     if !estimated.is_empty() {
@@ -220,8 +220,8 @@ pub fn cpu_line(record: &RunRecord) -> Option<String> {
 /// The run's total of a count, and "RUNTIME at N units: what" for each row where it is above 0.
 fn per_row(
     record: &RunRecord,
-    count: impl Fn(&crate::model::run::Counts) -> u64,
-    what: impl Fn(&crate::model::run::Row, &crate::model::run::Counts) -> String,
+    count: impl Fn(&taskmeter_model::run::Counts) -> u64,
+    what: impl Fn(&taskmeter_model::run::Row, &taskmeter_model::run::Counts) -> String,
 ) -> (u64, Vec<String>) {
     let rows = record.rows.iter().filter_map(|r| Some((r, r.counts.as_ref().filter(|c| count(c) > 0)?)));
     let total = rows.clone().map(|(_, c)| count(c)).sum();
@@ -303,7 +303,7 @@ pub fn warnings(record: &RunRecord) -> Vec<String> {
 fn busy_line(record: &RunRecord) -> Option<String> {
     if record.settings.busy.iters == 0
         && record.settings.busy_ns.is_none()
-        && !record.sweeps.iter().any(|s| s.param == crate::model::sweep::Param::Busy)
+        && !record.sweeps.iter().any(|s| s.param == taskmeter_model::sweep::Param::Busy)
     {
         return None;
     }
@@ -536,9 +536,9 @@ mod tests {
                 "runtime_version": null, "toolchain": "", "pid": null, "sched": null, "wall_ns": 0,
                 "stderr": null, "cpu_ns": cpu_ns
             });
-            record.rows.push(crate::model::run::Row {
+            record.rows.push(taskmeter_model::run::Row {
                 worker: Some(serde_json::from_value(worker).unwrap()),
-                ..crate::model::run::Row::new(runtime, RowStatus::Ok)
+                ..taskmeter_model::run::Row::new(runtime, RowStatus::Ok)
             });
         }
         assert_eq!(
@@ -554,9 +554,9 @@ mod tests {
             .iter()
             .map(|(runtime, ns)| {
                 let summary = taskmeter_stats::Summary::of(&[*ns - 10, *ns, *ns + 10], &[0; 3]);
-                crate::model::run::Row {
-                    statistics: Some(crate::model::run::PerMetric::from_fn(|_| summary.clone())),
-                    ..crate::model::run::Row::new(runtime, RowStatus::Ok)
+                taskmeter_model::run::Row {
+                    statistics: Some(taskmeter_model::run::PerMetric::from_fn(|_| summary.clone())),
+                    ..taskmeter_model::run::Row::new(runtime, RowStatus::Ok)
                 }
             })
             .collect();

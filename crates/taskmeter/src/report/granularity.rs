@@ -6,9 +6,9 @@ use super::console::render_table_fitted;
 use super::figure::{bar_chart, line_chart, style_of, Axis, Bars, Chart, Level, Scale, Series, Style, Unit};
 use super::format::format_range;
 use super::page::{table, Block, Report, Section};
-use crate::analysis::granularity::{baselines, metgs, BASELINE_SPREAD, THRESHOLD};
-use crate::model::granularity::{GrainRecord, GrainRun, GrainSummary, Metg, RANGES_SINCE};
 use std::fmt::Write as _;
+use taskmeter_analysis::granularity::{baselines, metgs, BASELINE_SPREAD, THRESHOLD};
+use taskmeter_model::granularity::{GrainRecord, GrainRun, GrainSummary, Metg, RANGES_SINCE};
 use taskmeter_stats::format::ns as format_ns;
 use taskmeter_stats::Interval;
 
@@ -550,10 +550,10 @@ const READING: &str = "Each worker runs rounds of tasks of a fixed busy work, st
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::granularity::{derive, summarise};
-    use crate::machine::env::Environment;
-    use crate::model::granularity::GrainSettings;
-    use crate::model::header::Record;
+    use taskmeter_analysis::granularity::{derive, summarise};
+    use taskmeter_machine::env::Environment;
+    use taskmeter_model::granularity::GrainSettings;
+    use taskmeter_model::header::Record;
 
     /// A repetition of `runtime` on `cores`: one grain of 1 µs at 100 % efficiency, and its METG.
     fn repetition(runtime: &str, cores: u32, metg: Option<Metg>) -> GrainRun {

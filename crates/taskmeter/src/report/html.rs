@@ -1,9 +1,9 @@
 //! The pieces of every `report.html` (`page.rs` assembles them): one self-contained file (inline
 //! CSS and SVG, nothing fetched): the style, the head with the command line, tables, figures.
 
-use crate::model::header::Header;
 use crate::report::tables::Table;
 use std::fmt::Write as _;
+use taskmeter_model::header::Header;
 
 const STYLE: &str = "
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px; color: #222; background: #fff; line-height: 1.4; padding: 0 1rem; }

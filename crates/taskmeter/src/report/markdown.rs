@@ -1,7 +1,7 @@
 //! The tables of a run as Markdown, ready to paste into an issue or a paper.
 
 use super::tables::*;
-use crate::model::run::RunRecord;
+use taskmeter_model::run::RunRecord;
 
 /// The tables as Markdown, one per point, ready to paste into an issue or a paper.
 pub fn markdown(record: &RunRecord) -> String {
@@ -11,7 +11,7 @@ pub fn markdown(record: &RunRecord) -> String {
         markdown_table(&mut out, &t);
         for line in memory_lines(record)
             .iter()
-            .filter(|_| record.sweeps.iter().any(|s| s.param == crate::model::sweep::Param::Units))
+            .filter(|_| record.sweeps.iter().any(|s| s.param == taskmeter_model::sweep::Param::Units))
         {
             out.push_str(&format!("- memory per unit, {line}\n"));
         }

@@ -5,8 +5,8 @@ use super::console::render_table_fitted;
 use super::figure::{line_chart, styles, Axis, Chart, Series, Unit};
 use super::format::{format_ns, format_range, format_ratio};
 use super::page::{table, Block, Report, Section};
-use crate::model::net::{NetPoint, NetRecord, NetSummary, RANGES_SINCE};
 use std::fmt::Write as _;
+use taskmeter_model::net::{NetPoint, NetRecord, NetSummary, RANGES_SINCE};
 use taskmeter_stats::{mean_range, Interval};
 
 pub fn progress_line(p: &NetPoint, repeat: u32) -> String {
@@ -367,9 +367,9 @@ fn ratio_matrix(record: &NetRecord) -> Option<Vec<Vec<String>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::env::Environment;
-    use crate::model::header::Record;
-    use crate::model::net::NetSettings;
+    use taskmeter_machine::env::Environment;
+    use taskmeter_model::header::Record;
+    use taskmeter_model::net::NetSettings;
 
     /// thread at 1 and 2 senders, three repetitions each (90, 100, 110 and 180, 200, 220 msg/s).
     fn record() -> NetRecord {
@@ -386,7 +386,7 @@ mod tests {
                 ..Default::default()
             })
             .collect();
-        let summaries = crate::analysis::net::summarise(&mut points);
+        let summaries = taskmeter_analysis::net::summarise(&mut points);
         NetRecord {
             header: NetRecord::new_header(Vec::new(), String::new(), Environment::default()),
             settings: NetSettings {

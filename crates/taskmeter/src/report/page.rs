@@ -8,10 +8,10 @@ use super::figure::Chart;
 use super::html::escape;
 use super::tables::Table;
 use super::{write, write_charts_and_page, ReportError};
-use crate::machine::env::Environment;
-use crate::model::header::{Header, Record};
 use std::fmt::Write as _;
 use std::path::Path;
+use taskmeter_machine::env::Environment;
+use taskmeter_model::header::{Header, Record};
 
 /// A part of a page.
 pub enum Block {

@@ -2,9 +2,9 @@
 //! and the advice computed from it (analysis::recipes).
 
 use super::format::{format_count, format_ns};
-use crate::analysis::recipes::{advise, groups_at, RecipeRow, MAX_MISSED};
-use crate::machine::sched::parse_cpu_list;
-use crate::model::run::{RowStatus, RunRecord};
+use taskmeter_analysis::recipes::{advise, groups_at, RecipeRow, MAX_MISSED};
+use taskmeter_machine::sched::parse_cpu_list;
+use taskmeter_model::run::{RowStatus, RunRecord};
 
 /// The budget of the first advice: a tenth of a core per waiting unit.
 pub const CPU_BUDGET: f64 = 0.10;
@@ -179,12 +179,12 @@ pub fn explain() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::counters::Counters;
-    use crate::machine::env::Environment;
-    use crate::model::header::Record;
-    use crate::model::run::{Order, PerMetric, Row, RunRecord};
-    use crate::model::sweep::Point;
     use serde_json::json;
+    use taskmeter_machine::counters::Counters;
+    use taskmeter_machine::env::Environment;
+    use taskmeter_model::header::Record;
+    use taskmeter_model::run::{Order, PerMetric, Row, RunRecord};
+    use taskmeter_model::sweep::Point;
     use taskmeter_stats::Summary;
 
     /// 10 units a worker, 1 s window: `thread` (its own sleep) p99 80 µs at 0.01 of a core,
@@ -222,7 +222,7 @@ mod tests {
         RunRecord {
             header: RunRecord::new_header(Vec::new(), String::new(), environment),
             experiment: "recipes".into(),
-            metric: crate::model::run::Metric::Lateness,
+            metric: taskmeter_model::run::Metric::Lateness,
             settings: serde_json::from_value(settings).unwrap(),
             sweeps: Vec::new(),
             points: vec![Point { index: 0, values: Vec::new() }],

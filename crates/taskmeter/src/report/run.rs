@@ -6,9 +6,9 @@ use super::page::{Block, Report, Section};
 use super::tables::{
     class_table_of, default_layout, explain, memory_lines, priority_lines, table_of, volume_table_of, Layout, Table,
 };
-use crate::model::run::{RowStatus, RunRecord, METRICS};
-use crate::model::sweep::Param;
 use std::fmt::Write as _;
+use taskmeter_model::run::{RowStatus, RunRecord, METRICS};
+use taskmeter_model::sweep::Param;
 
 pub const SUMMARY_HEADER: &str = "timestamp,log_type,metric_name,count,mean_absolute_deviation,std_deviation,\
 min_deviation,max_deviation,mean,std,min,p50,p90,p99,p99_9,p99_99,max,missed_periods,status";

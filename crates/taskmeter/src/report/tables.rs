@@ -3,8 +3,8 @@
 //! and the sentences that say how to read them. The console, Markdown and HTML render these.
 
 use super::format::{format_bytes, format_count, format_ns, format_range, format_rate, format_ratio};
-use crate::analysis::cells::{cells, Cell, Statistic};
-use crate::model::run::{Metric, Row, RowStatus, RunRecord};
+use taskmeter_analysis::cells::{cells, Cell, Statistic};
+use taskmeter_model::run::{Metric, Row, RowStatus, RunRecord};
 use taskmeter_stats::{ratio_range, Interval};
 
 /// The header of the column of a mean's 95 % range for another invocation.
@@ -141,8 +141,12 @@ pub fn volume_table_of(record: &RunRecord) -> Table {
     let classes = record.settings.priority_classes > 1;
     let repeated = record.settings.repeat > 1;
     // Units have their own column (with what started of them).
-    let swept: Vec<&str> =
-        record.sweeps.iter().filter(|s| s.param != crate::model::sweep::Param::Units).map(|s| s.param.name()).collect();
+    let swept: Vec<&str> = record
+        .sweeps
+        .iter()
+        .filter(|s| s.param != taskmeter_model::sweep::Param::Units)
+        .map(|s| s.param.name())
+        .collect();
     let mut header = vec!["runtime".to_string()];
     header.extend(swept.iter().map(|s| s.to_string()));
     header.extend(["units", "delay"].map(str::to_string));
@@ -168,13 +172,13 @@ pub fn volume_table_of(record: &RunRecord) -> Table {
                 continue;
             }
             let ns = |v: Option<f64>| v.map(format_ns).unwrap_or_else(|| "-".into());
-            let count = |f: &dyn Fn(&crate::model::run::Counts) -> f64| cell.mean_of(|r| r.counts.as_ref().map(f));
+            let count = |f: &dyn Fn(&taskmeter_model::run::Counts) -> f64| cell.mean_of(|r| r.counts.as_ref().map(f));
             let mut line = vec![cell_name(&cell)];
             line.extend(
                 point
                     .values
                     .iter()
-                    .filter(|(p, _)| *p != crate::model::sweep::Param::Units)
+                    .filter(|(p, _)| *p != taskmeter_model::sweep::Param::Units)
                     .map(|(p, v)| p.format_value(*v)),
             );
             let started: Vec<u32> = cell.measured.iter().filter_map(|r| r.counts.as_ref()).map(|c| c.units).collect();
@@ -220,7 +224,7 @@ pub fn volume_table_of(record: &RunRecord) -> Table {
                     .map(|kb| format_bytes(kb * 1024.0))
                     .unwrap_or_else(|| "-".into()),
             );
-            line.push(cell.mean_of(crate::analysis::rows::ring_bytes).map_or("-".into(), format_bytes));
+            line.push(cell.mean_of(taskmeter_analysis::rows::ring_bytes).map_or("-".into(), format_bytes));
             lines.push(line);
         }
     }
@@ -242,7 +246,7 @@ pub fn priority_lines(record: &RunRecord) -> Vec<String> {
 
 /// Memory per unit of each runtime, as the slope of peak RSS across the run's points.
 pub fn memory_lines(record: &RunRecord) -> Vec<String> {
-    crate::analysis::rows::memory_per_unit(record)
+    taskmeter_analysis::rows::memory_per_unit(record)
         .into_iter()
         .map(|m| match m.bytes_per_unit {
             Some(b) => format!(
@@ -396,7 +400,7 @@ pub fn settings_line(record: &RunRecord) -> String {
 
 /// The settings of a run, as (term, value): the settings line's parts.
 pub fn settings(record: &RunRecord) -> Vec<(String, String)> {
-    use crate::model::sweep::Param;
+    use taskmeter_model::sweep::Param;
     let s = &record.settings;
     let swept = |param: Param| {
         record.sweeps.iter().find(|w| w.param == param).map(|w| {
@@ -462,7 +466,7 @@ pub fn explain_volume(record: &RunRecord) -> String {
          least-squares slope over units started of peak RSS less the rings (the runtime's own){}",
         iteration_word(record),
         if record.settings.repeat > 1 {
-            format!("; ± = {}", crate::analysis::cells::basis_note(record))
+            format!("; ± = {}", taskmeter_analysis::cells::basis_note(record))
         } else {
             String::new()
         }
@@ -480,7 +484,7 @@ pub fn explain(record: &RunRecord) -> String {
         Metric::Full => "full = iteration end - previous end; ranked by mean |full - expected|",
         Metric::Busy => "busy = time of the busy phase; ranked by mean |busy|, its mean (busy is never below 0)",
     };
-    let basis = crate::analysis::cells::basis_note(record);
+    let basis = taskmeter_analysis::cells::basis_note(record);
     match record.settings.repeat {
         0 | 1 => format!(
             "{metric}; vs best = that ranking figure over the best row's; sd = standard deviation within the \
@@ -497,9 +501,9 @@ pub fn explain(record: &RunRecord) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::machine::env::Environment;
-    use crate::model::header::Record;
-    use crate::model::run::PerMetric;
+    use taskmeter_machine::env::Environment;
+    use taskmeter_model::header::Record;
+    use taskmeter_model::run::PerMetric;
     use taskmeter_stats::Summary;
 
     /// A sleep run of `runtimes`, with `repeat` repetitions and these rows, for the reports' tests.
@@ -517,7 +521,7 @@ pub(crate) mod tests {
             settings: serde_json::from_value(settings).unwrap(),
             sweeps: Vec::new(),
             points: Vec::new(),
-            order: crate::model::run::Order { shuffled: false, seed: None },
+            order: taskmeter_model::run::Order { shuffled: false, seed: None },
             rows,
             taskmeter_cpu_ns: None,
         }

@@ -4,8 +4,8 @@
 
 use super::format::{format_count, format_ns};
 use super::tables::{at_point, Table};
-use crate::analysis::cells::{cells, Cell};
-use crate::model::run::{Counters, Metric, Row, RunRecord};
+use taskmeter_analysis::cells::{cells, Cell};
+use taskmeter_model::run::{Counters, Metric, Row, RunRecord};
 use taskmeter_protocol::frames::ViewDelay;
 
 /// A counter of a row divided by the wake-ups in its window (None without counters, without a
@@ -185,7 +185,9 @@ pub fn view_table_of(record: &RunRecord) -> Option<Table> {
 pub fn timers(record: &RunRecord) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     for row in record.rows_in_order() {
-        let Some(info) = crate::runtimes::find(&row.runtime).filter(|i| !i.timer.is_empty()) else { continue };
+        let Some(info) = taskmeter_measure::runtimes::find(&row.runtime).filter(|i| !i.timer.is_empty()) else {
+            continue;
+        };
         let line = format!("{}: {}", info.base, info.timer);
         if !lines.contains(&line) {
             lines.push(line);
@@ -250,9 +252,9 @@ mod tests {
     #[test]
     fn each_runtime_of_the_record_says_once_how_it_keeps_time() {
         let ids = ["cpp-asio", "thread", "cpp-asio/timerfd", "cpp-asio"];
-        let rows = ids.iter().map(|id| Row::new(id, crate::model::run::RowStatus::Ok)).collect();
+        let rows = ids.iter().map(|id| Row::new(id, taskmeter_model::run::RowStatus::Ok)).collect();
         let record = crate::report::tables::tests::record(&ids, 1, rows);
-        let timer = |id: &str| crate::runtimes::find(id).unwrap().timer;
+        let timer = |id: &str| taskmeter_measure::runtimes::find(id).unwrap().timer;
         assert!(!timer("cpp-asio").is_empty() && !timer("thread").is_empty());
         // A recipe's row is its runtime's: one line for cpp-asio, whatever its rows.
         let said = timers(&record);

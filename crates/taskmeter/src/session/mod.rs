@@ -5,9 +5,6 @@
 
 pub mod folder;
 
-use crate::machine::env::Environment;
-use crate::model::header::{Header, Record};
-use crate::process::signals;
 use crate::report::export::{exporter, Export};
 use crate::report::page::Report;
 use crate::report::ReportError;
@@ -16,6 +13,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
+use taskmeter_machine::env::Environment;
+use taskmeter_measure::process::signals;
+use taskmeter_model::header::{Header, Record};
 
 /// The exit statuses of a command that measures (docs/troubleshooting.md: "When things go wrong").
 pub mod exit {
@@ -67,8 +67,8 @@ impl fmt::Display for SessionError {
 
 impl std::error::Error for SessionError {}
 
-impl From<crate::machine::idle::LatencyError> for SessionError {
-    fn from(e: crate::machine::idle::LatencyError) -> SessionError {
+impl From<taskmeter_machine::idle::LatencyError> for SessionError {
+    fn from(e: taskmeter_machine::idle::LatencyError) -> SessionError {
         SessionError::Refused(e.0)
     }
 }
@@ -142,7 +142,7 @@ impl Session {
         let mut unusable = self.unusable.lock().unwrap_or_else(|e| e.into_inner());
         if unusable.is_none() {
             if let Err(why) = self.prepared.as_ref().map_or(Ok(()), |p| p.health()) {
-                crate::errln!(
+                taskmeter_console::errln!(
                     "taskmeter: {why}: no further rows are started, and the results will go to a fallback folder"
                 );
                 *unusable = Some(format!("the results folder became unusable: {why}"));
@@ -179,18 +179,18 @@ impl Session {
         header.finished_at = now();
         header.complete = reason.is_none();
         header.incomplete_reason = reason.clone();
-        header.environment.load_average_after = crate::machine::env::load_average();
+        header.environment.load_average_after = taskmeter_machine::env::load_average();
         let prepared = self.prepared.take().expect("finished once");
         let mut trouble = reason.is_some() && signal.is_none();
         let written = match prepared.finish(|dir| write(dir, &record)) {
             Ok(Written::AsAsked(at)) => Some(at),
             Ok(Written::Fallback { at, why }) => {
-                crate::errln!("taskmeter: {why}; the results are in {} instead", at.display());
+                taskmeter_console::errln!("taskmeter: {why}; the results are in {} instead", at.display());
                 trouble = true;
                 Some(at)
             }
             Err(e) => {
-                crate::errln!("taskmeter: {e}");
+                taskmeter_console::errln!("taskmeter: {e}");
                 trouble = true;
                 None
             }
@@ -200,28 +200,30 @@ impl Session {
         for export in &self.output.exports {
             let text = exporter(export.format).render(&record);
             if let Err(e) = std::fs::write(&export.path, text) {
-                crate::errln!("taskmeter: {}", SessionError::Io(export.path.clone(), e));
+                taskmeter_console::errln!("taskmeter: {}", SessionError::Io(export.path.clone(), e));
                 trouble = true;
             }
         }
         if self.output.json {
-            crate::out!("{}", record.to_json());
+            taskmeter_console::out!("{}", record.to_json());
         } else {
             // The table on stdout; its warnings on stderr, with the other notices, so that a
             // script reading the table gets the table.
             let text = console(&record);
             let (warnings, table): (Vec<&str>, Vec<&str>) = text.lines().partition(|l| l.starts_with("warning: "));
             // Text for a reader: wrapped to the width of stdout (the tables already fit it).
-            crate::text!("{}", table.iter().map(|l| format!("{l}\n")).collect::<String>());
+            taskmeter_console::text!("{}", table.iter().map(|l| format!("{l}\n")).collect::<String>());
             for warning in warnings {
-                crate::errln!("taskmeter: {warning}");
+                taskmeter_console::errln!("taskmeter: {warning}");
             }
             if let Some(at) = &written {
-                crate::textln!("results: {} (report: {})", at.display(), at.join("report.html").display());
+                taskmeter_console::textln!("results: {} (report: {})", at.display(), at.join("report.html").display());
             }
         }
         if let Some(reason) = &reason {
-            crate::errln!("taskmeter: {reason}; the results hold what was measured and are marked incomplete");
+            taskmeter_console::errln!(
+                "taskmeter: {reason}; the results hold what was measured and are marked incomplete"
+            );
         }
         match (signals::exit_status(), trouble, failed) {
             (Some(status), _, _) => ExitCode::from(status),

@@ -2,8 +2,8 @@
 //! better.
 
 use crate::experiments::compared::{note, of_kind, whole, Asked, Compared, LeftOut, Measured};
-use crate::model::net::NetRecord;
 use std::any::Any;
+use taskmeter_model::net::NetRecord;
 
 impl Compared for NetRecord {
     fn unit(&self) -> (&'static str, bool) {

@@ -7,15 +7,9 @@
 
 mod compare;
 pub mod registry;
-// The wire, which runs while a point measures, is built with the core (`taskmeter_core::net`).
-pub use crate::net::{handshake, native, sender};
+// The wire, which runs while a point measures, is built with the core (`taskmeter_measure::net`).
+pub use taskmeter_measure::net::{handshake, native, sender};
 
-use crate::machine::idle::LatencyRequest;
-use crate::model::net::{
-    ConnectionReport, NetPlan, NetPoint, NetRecord, NetSettings, SkippedReceiver, Stranger, STRANGERS_KEPT,
-};
-use crate::process::child::{Ask, Ended, Limits, Spawned, Stop};
-use crate::process::{describe, last_line, signals};
 use crate::session::{Output, Session};
 use handshake::Secret;
 use std::io::{BufRead, BufReader};
@@ -26,6 +20,12 @@ use std::path::Path;
 use std::process::{ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use taskmeter_machine::idle::LatencyRequest;
+use taskmeter_measure::process::child::{Ask, Ended, Limits, Spawned, Stop};
+use taskmeter_measure::process::{describe, last_line, signals};
+use taskmeter_model::net::{
+    ConnectionReport, NetPlan, NetPoint, NetRecord, NetSettings, SkippedReceiver, Stranger, STRANGERS_KEPT,
+};
 use taskmeter_record::clock::now_ns;
 use taskmeter_stats::Summary;
 
@@ -51,7 +51,7 @@ pub fn run(options: NetOptions) -> Result<ExitCode, super::ExperimentError> {
     let mut commands = Vec::new();
     for id in &s.receivers {
         if let Err(reason) = registry::availability(id) {
-            crate::errln!("taskmeter: skipping {id}: {reason}");
+            taskmeter_console::errln!("taskmeter: skipping {id}: {reason}");
             skipped.push(SkippedReceiver { receiver: id.clone(), reason });
             continue;
         }
@@ -74,12 +74,12 @@ pub fn run(options: NetOptions) -> Result<ExitCode, super::ExperimentError> {
                 };
                 (point.receiver, point.senders, point.repetition, point.messages_planned) =
                     ((*id).clone(), senders, repetition, planned);
-                crate::progressln!("{}", crate::report::net::progress_line(&point, s.repeat));
+                taskmeter_console::progressln!("{}", crate::report::net::progress_line(&point, s.repeat));
                 points.push(point);
             }
         }
     }
-    let summaries = crate::analysis::net::summarise(&mut points);
+    let summaries = taskmeter_analysis::net::summarise(&mut points);
     let record = NetRecord {
         header: session.header::<NetRecord>(),
         settings: options.settings.clone(),
@@ -173,7 +173,7 @@ struct Receiver {
     process: Spawned,
     lines: mpsc::Receiver<String>,
     /// Collects stderr until the receiver ends.
-    stderr: crate::process::spare::Running<Vec<u8>>,
+    stderr: taskmeter_measure::process::spare::Running<Vec<u8>>,
     version: Option<String>,
 }
 
@@ -388,7 +388,7 @@ pub fn send_only(to: SocketAddr, settings: &NetSettings, secret: &Secret) -> Res
         let acked: u64 = results.iter().map(|r| r.acked).sum();
         let planned: u64 = shares.iter().sum();
         let summary = round_trips(&results);
-        crate::textln!(
+        taskmeter_console::textln!(
             "{senders:>3} senders: {acked} of {planned} messages acknowledged in {seconds:.3} s = {:.0} msg/s at the senders; round trip p50 {} p99 {}",
             acked as f64 / seconds,
             summary.as_ref().and_then(|s| s.p50).map_or("-".into(), |v| crate::report::format::format_ns(v as f64)),
@@ -398,7 +398,7 @@ pub fn send_only(to: SocketAddr, settings: &NetSettings, secret: &Secret) -> Res
         let mut said: Vec<&String> = Vec::new();
         for error in results.iter().filter_map(|r| r.error.as_ref()) {
             if !said.contains(&error) {
-                crate::textln!("    {error}");
+                taskmeter_console::textln!("    {error}");
                 said.push(error);
             }
         }
@@ -443,17 +443,17 @@ pub fn serve_only(
             let everywhere = if address.ip().is_unspecified() { " (every interface)" } else { "" };
             let key =
                 if key_file.is_some() { "a key is required" } else { "no key: the session cookie admits senders" };
-            crate::errln!("taskmeter net serve: listening on {address}{everywhere}; {key}");
+            taskmeter_console::errln!("taskmeter net serve: listening on {address}{everywhere}; {key}");
             if let Some(cookie) = &cookie {
-                crate::errln!(
+                taskmeter_console::errln!(
                     "session cookie: {cookie} (on the sending machine, put it in a file only you can read, `umask 077; echo COOKIE > FILE`, or in the environment variable {}: not on net send's command line, where ps shows it)",
                     handshake::COOKIE_ENV
                 );
             }
             let senders: Vec<String> = settings.senders.iter().map(u32::to_string).collect();
             // The command on a line of its own, unwrapped, so that it can be copied whole.
-            crate::errln!("on the sending machine:");
-            crate::machine::streams::err_verbatim(&format!(
+            taskmeter_console::errln!("on the sending machine:");
+            taskmeter_console::streams::err_verbatim(&format!(
                 "  taskmeter net send --to THIS-HOST:{} {admission} --senders {} --messages {}{} --message-size {}\n",
                 address.port(),
                 senders.join(","),
@@ -470,12 +470,12 @@ pub fn serve_only(
             Err(e) => return Err(e.into()),
         };
         drop(listener);
-        crate::errln!(
+        taskmeter_console::errln!(
             "{receiver} receiver on {address}: waiting for {connections} sender(s) of {}-byte messages",
             settings.message_size
         );
         let (reports, strangers, failure) = process.finish(Duration::from_secs(24 * 3600), |s| {
-            crate::errln!("taskmeter: refused a connection from {}: {}", s.peer, s.reason);
+            taskmeter_console::errln!("taskmeter: refused a connection from {}: {}", s.peer, s.reason);
         });
         let received: u64 = reports.iter().map(|r| r.messages).sum();
         let refused = match strangers.count {
@@ -483,19 +483,19 @@ pub fn serve_only(
             n => format!("; {n} connection(s) refused"),
         };
         match receive_window(&reports).filter(|w| *w > 0) {
-            Some(w) => crate::textln!(
+            Some(w) => taskmeter_console::textln!(
                 "{connections:>3} senders: {received} messages in {:.3} s = {:.0} msg/s at the receiver{refused}",
                 w as f64 / 1e9,
                 received as f64 * 1e9 / w as f64
             ),
-            _ => crate::textln!("{connections:>3} senders: {received} messages{refused}"),
+            _ => taskmeter_console::textln!("{connections:>3} senders: {received} messages{refused}"),
         }
         for problem in reports
             .iter()
             .filter_map(|r| r.error.as_ref().map(|e| format!("connection {}: {e}", r.index)))
             .chain(failure)
         {
-            crate::textln!("    {problem}");
+            taskmeter_console::textln!("    {problem}");
             status = ExitCode::from(1);
         }
     }

@@ -1,9 +1,9 @@
 //! The receivers `run net` knows, and how to start each (receivers/README.md).
 
-use crate::process::child::{output, BUILD_LIMIT, PROBE_LIMIT};
-use crate::runtimes::drivers;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use taskmeter_measure::process::child::{output, BUILD_LIMIT, PROBE_LIMIT};
+use taskmeter_measure::runtimes::drivers;
 
 /// (id, what it is), in the default order.
 pub const RECEIVERS: [(&str, &str); 6] = [
@@ -22,7 +22,7 @@ pub fn ids() -> Vec<&'static str> {
 pub fn check_id(text: &str) -> Result<String, String> {
     match RECEIVERS.iter().find(|r| r.0 == text) {
         Some(r) => Ok(r.0.to_string()),
-        None => Err(crate::model::names::unknown("receiver", text, &ids())),
+        None => Err(taskmeter_console::names::unknown("receiver", text, &ids())),
     }
 }
 
@@ -118,7 +118,7 @@ fn source_dir() -> Result<PathBuf, String> {
 
 /// Runs `cargo build` once per taskmeter process; the build itself is incremental.
 fn cargo_build(dir: &Path, args: &[&str], target_dir: &Path, what: &str) -> Result<(), String> {
-    crate::errln!("building {what} (the first time takes minutes) ...");
+    taskmeter_console::errln!("building {what} (the first time takes minutes) ...");
     let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     command.args(["build", "--release", "--quiet"]).args(args).env("CARGO_TARGET_DIR", target_dir).current_dir(dir);
     let output = output(command, "build", BUILD_LIMIT).map_err(|e| format!("cannot run cargo to build {what}: {e}"))?;
@@ -193,7 +193,7 @@ fn go_build(dir: &Path, output: &Path, env: &[(&str, &str)], what: &str) -> Resu
         .envs(env.iter().copied())
         .env("GOFLAGS", "-mod=mod")
         .current_dir(dir);
-    let built = crate::process::child::output(command, "build", BUILD_LIMIT)
+    let built = taskmeter_measure::process::child::output(command, "build", BUILD_LIMIT)
         .map_err(|e| format!("cannot run go to build {what}: {e}"))?;
     if built.status.success() {
         return Ok(());

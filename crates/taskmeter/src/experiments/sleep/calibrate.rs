@@ -24,12 +24,12 @@
 //! The row's `busy_fit` keeps its probes; its measured busy phase is the check of the fit, and
 //! the console warns when a row's is more than 10 % off the time (`report::console`).
 
-use crate::machine::sched::SchedSettings;
-use crate::model::run::{BusyFit, BusyProbe, Settings};
-use crate::process::worker::{run_worker, Outcome};
-use crate::runtimes::{self, RuntimeInfo};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use taskmeter_machine::sched::SchedSettings;
+use taskmeter_measure::process::worker::{run_worker, Outcome};
+use taskmeter_measure::runtimes::{self, RuntimeInfo};
+use taskmeter_model::run::{BusyFit, BusyProbe, Settings};
 use taskmeter_protocol::plan::{FLUSH_NS, MIN_RING};
 use taskmeter_protocol::{BusyPlan, Experiment, GrainPlan, Mode, Pattern, Plan, Room, Schedule, SleepPlan, PROTOCOL};
 
@@ -83,7 +83,7 @@ pub fn rate_estimate(
     };
     plan.check().map_err(|e| e.to_string())?;
     let command = runtimes::worker_command(info)?;
-    plan.room = crate::machine::room::now();
+    plan.room = taskmeter_machine::room::now();
     let worker = run_worker(command, &plan, sched, grace, Box::new(|_| {}), || {});
     match worker.outcome {
         Outcome::Completed(d) => {
@@ -174,10 +174,10 @@ fn probe(
     let mut plan = probe_plan(info, settings, iterations);
     plan.check().map_err(|e| format!("its probe's plan: {e}"))?;
     let command = runtimes::worker_command(info)?;
-    plan.room = crate::machine::room::now();
+    plan.room = taskmeter_machine::room::now();
     let phases = Arc::new(Mutex::new(Vec::new()));
     let sink_phases = phases.clone();
-    let sink: crate::process::worker::SampleSink = Box::new(move |views| {
+    let sink: taskmeter_measure::process::worker::SampleSink = Box::new(move |views| {
         let mut phases = sink_phases.lock().unwrap_or_else(|e| e.into_inner());
         phases.extend(views.iter().filter(|v| v.measured).map(|v| v.sample.busy_end_ns - v.sample.start_ns));
     });

@@ -1,7 +1,7 @@
 //! The rules a point's settings obey before anything runs; every refusal is one clear sentence.
 
-use crate::model::run::Settings;
 use crate::report::format::format_ns;
+use taskmeter_model::run::Settings;
 use taskmeter_protocol::Mode;
 
 /// Refuses settings no worker could run, or that would starve the machine.
@@ -38,13 +38,14 @@ pub fn check_settings(settings: &Settings) -> Result<(), String> {
     // Each row as its worker will run it (its recipe, its knob), refused now rather than in
     // every row: a recipe waits in the sleep loop only, and one that spins (by the recipes'
     // naming, its name says `spin`) or a knob's real-time policy meets the real-time check.
-    for info in settings.runtimes.iter().filter_map(|id| crate::runtimes::find(id)) {
+    for info in settings.runtimes.iter().filter_map(|id| taskmeter_measure::runtimes::find(id)) {
         let plan =
             taskmeter_protocol::Plan { wait: info.recipe.to_string(), ..super::rows::plan_for(settings, info.base) };
         plan.check().map_err(|e| format!("{}: {e}", info.id))?;
         let sched = info.knob.map_or_else(|| settings.sched.clone(), |knob| knob.applied_to(&settings.sched));
         let row = Settings { sched, ..settings.clone() };
-        check_real_time(&row, crate::runtimes::spins(info.recipe)).map_err(|e| format!("{}: {e}", info.id))?;
+        check_real_time(&row, taskmeter_measure::runtimes::spins(info.recipe))
+            .map_err(|e| format!("{}: {e}", info.id))?;
     }
     Ok(())
 }
@@ -53,7 +54,7 @@ pub fn check_settings(settings: &Settings) -> Result<(), String> {
 /// leaves others 5 % of each second), so it needs an explicit yes.
 fn check_real_time(settings: &Settings, wait_spins: bool) -> Result<(), String> {
     let Some(policy) = settings.sched.policy.filter(|p| p.is_real_time()) else { return Ok(()) };
-    let online = crate::machine::sched::online_cpus().len();
+    let online = taskmeter_machine::sched::online_cpus().len();
     let usable = settings.sched.cpus.as_ref().map_or(online, |c| c.len());
     let works = settings.busy.iters > 0 || !settings.sleep.schedule.sleeps() || wait_spins;
     let spins = works && settings.units as usize >= usable && usable >= online;

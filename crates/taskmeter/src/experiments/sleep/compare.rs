@@ -2,10 +2,10 @@
 //! by each run's median (lateness, busy) or mean |value - expected| (actual, full); lower is
 //! better.
 
-use crate::analysis::cells::cells;
 use crate::experiments::compared::{invocations_of, of_kind, whole, Asked, Compared, LeftOut, Measured};
-use crate::model::run::{Metric, Row, RowStatus, RunRecord, METRICS};
 use std::any::Any;
+use taskmeter_analysis::cells::cells;
+use taskmeter_model::run::{Metric, Row, RowStatus, RunRecord, METRICS};
 
 /// The score of one run: its median (lateness, busy) or its mean |value - expected| (actual,
 /// full); lower is better.

@@ -1,10 +1,10 @@
 //! The jobs of a run: one per runtime, point and repetition, in a shuffled (or the given) order,
 //! grouped into batches that run at the same time (`--together`) or one by one.
 
-use crate::model::run::Settings;
-use crate::model::sweep::Point;
-use crate::runtimes::RuntimeInfo;
 use std::time::Duration;
+use taskmeter_measure::runtimes::RuntimeInfo;
+use taskmeter_model::run::Settings;
+use taskmeter_model::sweep::Point;
 
 /// One worker to run: a runtime at a point, one repetition of it.
 pub struct Job<'a> {
@@ -18,7 +18,7 @@ pub struct Job<'a> {
 
 impl<'a> Job<'a> {
     /// The scheduling its worker gets: the point's, with the row's knob set.
-    pub fn sched(&self) -> crate::machine::sched::SchedSettings {
+    pub fn sched(&self) -> taskmeter_machine::sched::SchedSettings {
         self.info.knob.map_or_else(|| self.settings.sched.clone(), |knob| knob.applied_to(&self.settings.sched))
     }
 

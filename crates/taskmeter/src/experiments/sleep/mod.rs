@@ -12,14 +12,7 @@ mod rows;
 pub use check::check_settings;
 pub use rows::plan_for;
 
-use crate::machine::idle::{cpu_dma_latency_us, LatencyRequest};
-use crate::machine::privilege;
-use crate::model::run::{BusyFit, Metric, Order, Row, RowStatus, RunRecord, Settings};
-use crate::model::samples::SamplesFile;
-use crate::model::sweep::{self, Sweep};
-use crate::process::signals;
 use crate::report::tables::Layout;
-use crate::runtimes;
 use crate::session::{Output, Session};
 use jobs::Job;
 use progress::Progress;
@@ -27,6 +20,13 @@ use rows::RunContext;
 use std::collections::HashMap;
 use std::process::ExitCode;
 use std::sync::Arc;
+use taskmeter_machine::idle::{cpu_dma_latency_us, LatencyRequest};
+use taskmeter_machine::privilege;
+use taskmeter_measure::process::signals;
+use taskmeter_measure::runtimes;
+use taskmeter_model::run::{BusyFit, Metric, Order, Row, RowStatus, RunRecord, Settings};
+use taskmeter_model::samples::SamplesFile;
+use taskmeter_model::sweep::{self, Sweep};
 
 /// The family of the work loop (`sleep`, `volume`, `atomic-sum`, `recipes`), as the registry
 /// (`cli::families`) and the catalog name it.
@@ -92,7 +92,7 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
     };
     for (info, available) in &availability {
         if let Err(reason) = available {
-            crate::errln!("taskmeter: skipping {}: {reason}", info.id);
+            taskmeter_console::errln!("taskmeter: skipping {}: {reason}", info.id);
         }
     }
     let seed = options.shuffle.then(|| options.seed.unwrap_or_else(|| fastrand::u64(..)));
@@ -108,7 +108,7 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
     };
     // taskmeter's own CPU while its workers measure (run.json's taskmeter_cpu_ns): from the
     // first row's worker on, so finding toolchains and checking builds before it are not in it.
-    let cpu_at_start = crate::process::own_cpu_ns();
+    let cpu_at_start = taskmeter_measure::process::own_cpu_ns();
     let rows = run_batches(
         &batches,
         &mut session,
@@ -119,7 +119,7 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
     )?;
     progress.clear();
     if let Some(Err(e)) = samples.as_ref().map(|s| s.finish()) {
-        crate::errln!("taskmeter: {e}");
+        taskmeter_console::errln!("taskmeter: {e}");
     }
 
     let record = RunRecord {
@@ -131,7 +131,7 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
         points,
         order: Order { shuffled: options.shuffle, seed },
         rows,
-        taskmeter_cpu_ns: Some(crate::process::own_cpu_ns().saturating_sub(cpu_at_start)),
+        taskmeter_cpu_ns: Some(taskmeter_measure::process::own_cpu_ns().saturating_sub(cpu_at_start)),
     };
     let failed = record.rows.iter().any(|r| r.status == RowStatus::Failed);
     let layout = options.layout;
@@ -185,7 +185,7 @@ fn rate_estimates(
             }
         }
     }
-    crate::errln!(
+    taskmeter_console::errln!(
         "busy work of {} a loop: iterations from each runtime's rate ({}), fitted to its loop{} before each row",
         crate::report::format::format_ns(busy_ns as f64),
         said.join(", "),

@@ -2,13 +2,13 @@
 //! measured samples, p50, p99 and max lateness so far (cyclictest's live line), refreshed a few
 //! times a second. Otherwise one plain line per row.
 
-use crate::analysis::accumulate::{Live, RowStats};
-use crate::model::run::{Row, RowStatus};
 use crate::report::format::{format_count, format_ns};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use taskmeter_analysis::accumulate::{Live, RowStats};
+use taskmeter_model::run::{Row, RowStatus};
 
 /// How often the live figures are read again; the bar is drawn as often (indicatif's default is
 /// 20 times a second: redrawing figures that have not changed only costs the harness CPU).
@@ -42,7 +42,7 @@ impl Drop for Watched<'_> {
 
 impl Progress {
     pub fn new(expected: Duration) -> Progress {
-        let bar = (std::io::stderr().is_terminal() && !crate::machine::streams::quiet()).then(|| {
+        let bar = (std::io::stderr().is_terminal() && !taskmeter_console::streams::quiet()).then(|| {
             let target = indicatif::ProgressDrawTarget::stderr_with_hz(DRAWS_PER_SECOND);
             let bar = ProgressBar::with_draw_target(Some(expected.as_millis().max(1) as u64), target);
             bar.set_style(
@@ -96,7 +96,7 @@ impl Progress {
             .map(|(label, stats)| live_fields(label, &stats.lock().unwrap_or_else(|e| e.into_inner()).live()))
             .collect();
         if !fields.is_empty() {
-            let room = crate::machine::terminal::stderr_width().saturating_sub(BAR_COLUMNS);
+            let room = taskmeter_console::terminal::stderr_width().saturating_sub(BAR_COLUMNS);
             bar.set_message(live_message(&fields, room));
         }
     }
@@ -105,7 +105,7 @@ impl Progress {
         let elapsed = self.state().row_started.elapsed().as_secs_f64();
         // A row that failed, stopped short or was cut is said even with -q.
         let routine = !matches!(row.status, RowStatus::Failed | RowStatus::Partial | RowStatus::Interrupted);
-        if routine && crate::machine::streams::quiet() {
+        if routine && taskmeter_console::streams::quiet() {
             return;
         }
         let line = match (&row.status, &row.counts) {
@@ -136,8 +136,10 @@ impl Progress {
             _ => format!("{label}: done in {elapsed:.1} s"),
         };
         match &self.bar {
-            Some(bar) => bar.println(crate::machine::terminal::fit(&line, crate::machine::terminal::stderr_width())),
-            None => crate::errln!("taskmeter: {line}"),
+            Some(bar) => {
+                bar.println(taskmeter_console::terminal::fit(&line, taskmeter_console::terminal::stderr_width()))
+            }
+            None => taskmeter_console::errln!("taskmeter: {line}"),
         }
     }
 
@@ -172,7 +174,7 @@ fn live_fields(label: &str, live: &Live) -> Vec<String> {
 /// from the end until the rest fits, never one cut in the middle of its value (the first field
 /// stays, cut with "…" only when not even it fits).
 fn live_message(rows: &[Vec<String>], room: usize) -> String {
-    use crate::machine::terminal::{columns, truncate};
+    use taskmeter_console::terminal::{columns, truncate};
     let mut fields: Vec<String> = Vec::new();
     for (i, row) in rows.iter().enumerate() {
         for (j, field) in row.iter().enumerate() {

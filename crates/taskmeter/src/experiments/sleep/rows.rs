@@ -3,15 +3,15 @@
 
 use super::jobs::Job;
 use super::progress::Progress;
-use crate::analysis::accumulate::{Finished, RowStats};
-use crate::machine::env::Environment;
-use crate::model::run::{ClassResult, Counts, Row, RowStatus, Settings, WorkerInfo};
-use crate::model::samples::{RowKey, SamplesFile};
-use crate::process::worker::{self, Outcome, WorkerRun};
-use crate::process::Failure;
-use crate::runtimes::{self, RuntimeInfo};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use taskmeter_analysis::accumulate::{Finished, RowStats};
+use taskmeter_machine::env::Environment;
+use taskmeter_measure::process::worker::{self, Outcome, WorkerRun};
+use taskmeter_measure::process::Failure;
+use taskmeter_measure::runtimes::{self, RuntimeInfo};
+use taskmeter_model::run::{ClassResult, Counts, Row, RowStatus, Settings, WorkerInfo};
+use taskmeter_model::samples::{RowKey, SamplesFile};
 use taskmeter_protocol::{Delivered, Plan, Room, PROTOCOL};
 
 /// What every job of a run shares.
@@ -49,7 +49,7 @@ pub fn run_job(job: &Job, label: &str, run: &RunContext) -> Row {
     });
     let grace = Duration::from_nanos(job.settings.grace_ns);
     // The machine's room as this worker starts (other rows' workers have ended, or run beside it).
-    plan.room = crate::machine::room::now();
+    plan.room = taskmeter_machine::room::now();
     let sched = job.sched();
     let worker = worker::run_worker(command, &plan, &sched, grace, sink, || run.progress.tick());
     drop(_watched);

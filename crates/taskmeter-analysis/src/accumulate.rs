@@ -1,0 +1,553 @@
+//! A row's statistics, folded in as its worker's samples arrive, in bounded memory.
+//!
+//! Count, mean, standard deviation, min, max and the deviation columns are always exact
+//! (integer sums, see `Moments`). Percentiles are exact while the row's measured samples fit its
+//! budget (`--exact-samples`): each metric's values from 0 to 262 µs are counted one by one,
+//! the others kept, and the percentiles are the nearest ranks of the values, as `Summary::of`'s
+//! (each selected among the kept values at the end). Past the budget the kept values are traded for HdrHistograms (5
+//! significant digits), and the row says so (`basis: histogram`).
+
+use crate::histogram::SignedHistogram;
+use taskmeter_model::run::{Basis, Histograms, Metric, PerMetric, Statistics, UnitSpread};
+use taskmeter_protocol::SampleView;
+use taskmeter_stats::{nearest_rank, Moments, Summary, PERCENTILES};
+
+/// One metric of a set of samples.
+#[derive(Default)]
+struct MetricStats {
+    moments: Moments,
+    /// |value - reference|: the expected sleep for `actual` and `full`, 0 for the others.
+    deviations: Moments,
+    /// The reference is 0 and no value was negative yet, so the deviations are the values
+    /// themselves and `deviations` is not kept (one update less per sample).
+    deviations_are_values: bool,
+    /// Exact while the row is within its budget. (The deviations have their moments only: no
+    /// table or verdict reads their percentiles, and their two distributions were a third of
+    /// each sample's fold.)
+    histogram: SignedHistogram,
+}
+
+impl MetricStats {
+    /// `reference_zero`: every value is compared with 0 (lateness, busy).
+    fn new(reference_zero: bool) -> MetricStats {
+        MetricStats { histogram: SignedHistogram::exact(), deviations_are_values: reference_zero, ..Default::default() }
+    }
+
+    #[inline(always)]
+    fn add(&mut self, value: i64, reference: i64) {
+        if self.deviations_are_values && value < 0 {
+            // The first negative value: until now every deviation was its value.
+            self.deviations_are_values = false;
+            self.deviations = self.moments;
+        }
+        self.moments.add(value);
+        self.histogram.record(value);
+        if self.deviations_are_values {
+            return;
+        }
+        self.deviations.add((value as i128 - reference as i128).unsigned_abs() as i64);
+    }
+
+    /// Adds another set's values, as if each had been added here.
+    fn absorb(&mut self, other: MetricStats) {
+        let other_deviations = if other.deviations_are_values { other.moments } else { other.deviations };
+        if self.deviations_are_values && !other.deviations_are_values {
+            self.deviations_are_values = false;
+            self.deviations = self.moments;
+        }
+        if !self.deviations_are_values {
+            self.deviations.merge(&other_deviations);
+        }
+        self.moments.merge(&other.moments);
+        self.histogram.absorb(other.histogram);
+    }
+
+    /// Trades the values kept exactly for histogram buckets.
+    fn make_approximate(&mut self) {
+        self.histogram.make_approximate();
+    }
+
+    /// Counts what is recorded (once: every question after reads the counters as they are).
+    fn settle(&mut self) {
+        self.histogram.settle();
+    }
+
+    fn summary(&self) -> Summary {
+        let h = &self.histogram;
+        let percentiles = (!h.is_empty()).then(|| {
+            let ranks = PERCENTILES.map(|(_, q)| nearest_rank(q, h.len() as usize) as u64);
+            let at = h.at_ranks(&ranks);
+            // Exact, or within the bucket's precision but never outside what was measured.
+            std::array::from_fn(|i| at[i].clamp(self.moments.min, self.moments.max))
+        });
+        let deviations = if self.deviations_are_values { &self.moments } else { &self.deviations };
+        Summary::from_parts(&self.moments, percentiles, deviations)
+    }
+
+    /// How early the values below 0 were (their magnitudes), encoded; None without any.
+    fn early(&self) -> Option<String> {
+        self.histogram.encode_negatives()
+    }
+
+    /// The distribution as run.json stores it.
+    fn encoded(&self) -> String {
+        self.histogram.encode_clamped()
+    }
+}
+
+/// Every metric of a set of samples (a row, or one priority class of it).
+struct MetricSet {
+    metrics: PerMetric<MetricStats>,
+}
+
+impl MetricSet {
+    fn new() -> MetricSet {
+        // Lateness and busy are compared with 0, actual and full with the expected sleep.
+        MetricSet { metrics: PerMetric::from_fn(|m| MetricStats::new(!matches!(m, Metric::Actual | Metric::Full))) }
+    }
+
+    #[inline]
+    fn add(&mut self, view: &SampleView) {
+        let s = &view.sample;
+        let diff = |a: u64, b: u64| a as i64 - b as i64;
+        let expected = view.expected_ns as i64;
+        let m = &mut self.metrics;
+        m.lateness.add(diff(s.wake_ns, s.intended_ns), 0);
+        m.actual.add(diff(s.wake_ns, s.start_ns), expected);
+        if let Some(previous) = view.previous_wake_ns {
+            m.full.add(diff(s.wake_ns, previous), expected);
+        }
+        m.busy.add(diff(s.busy_end_ns, s.start_ns), 0);
+    }
+
+    fn absorb(&mut self, other: MetricSet) {
+        let (m, o) = (&mut self.metrics, other.metrics);
+        for (mine, theirs) in
+            [(&mut m.lateness, o.lateness), (&mut m.actual, o.actual), (&mut m.full, o.full), (&mut m.busy, o.busy)]
+        {
+            mine.absorb(theirs);
+        }
+    }
+
+    fn make_approximate(&mut self) {
+        let m = &mut self.metrics;
+        for stats in [&mut m.lateness, &mut m.actual, &mut m.full, &mut m.busy] {
+            stats.make_approximate();
+        }
+    }
+
+    fn settle(&mut self) {
+        let m = &mut self.metrics;
+        for stats in [&mut m.lateness, &mut m.actual, &mut m.full, &mut m.busy] {
+            stats.settle();
+        }
+    }
+
+    /// The summaries; every value is counted.
+    fn statistics(&self) -> Statistics {
+        PerMetric::from_fn(|metric| self.metrics.get(metric).summary())
+    }
+}
+
+/// Counts of a row's samples.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SampleCounts {
+    pub measured: u64,
+    pub warmup: u64,
+    pub missed: u64,
+    pub missed_warmup: u64,
+    /// Measured samples that woke before their intended time.
+    pub early: u64,
+    /// Measured samples after lost ones (they have no `full`).
+    pub after_gap: u64,
+    /// Measured samples left out: their iteration began right after their unit wrote its full
+    /// ring itself (protocol `F` frame), which may have delayed it.
+    pub left_out: u64,
+}
+
+/// What the live view shows of a running row: its measured samples so far and their lateness.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Live {
+    pub samples: u64,
+    pub p50: Option<i64>,
+    pub p99: Option<i64>,
+    pub max: Option<i64>,
+}
+
+/// A row's running statistics.
+pub struct RowStats {
+    /// The row's samples: with classes, those of no class, and the classes' at the end.
+    all: MetricSet,
+    /// One per priority class when there are two. Each sample is folded into its class alone
+    /// and the classes make the row at the end: folding it into both cost the harness as much
+    /// again (issue 28).
+    classes: Vec<MetricSet>,
+    /// The class of the row's first measured sample, absorbed first: its first value is the
+    /// row's, so the sums keep the same shift (and the mean the same rounding) as one fold.
+    first_class: Option<usize>,
+    counts: SampleCounts,
+    /// Measured samples this row may keep for exact percentiles.
+    budget: u64,
+    basis: Basis,
+    /// For the live view only (None without one): every measured lateness, in the histogram the
+    /// statistics use past their budget (exact below 262 us, 5 significant digits above), so the
+    /// live line ends where the table starts.
+    live: Option<SignedHistogram>,
+    live_max: Option<i64>,
+    /// Each unit's measured samples and their lateness sum (index: unit - 1): the statistics
+    /// pool samples, so a unit that woke more often weighs more; this is each unit's own.
+    per_unit: Vec<(u64, i128)>,
+}
+
+/// What a row's statistics came to.
+pub struct Finished {
+    pub statistics: Statistics,
+    /// The histograms hold lateness below 0 as 0: how early those wake-ups were is kept here.
+    pub lateness_early: Option<String>,
+    pub histograms: Histograms,
+    /// Per class (empty with one class).
+    pub classes: Vec<Statistics>,
+    pub counts: SampleCounts,
+    pub basis: Basis,
+    pub unit_spread: Option<UnitSpread>,
+}
+
+impl RowStats {
+    /// `live`: whether anyone will ask for [`RowStats::live`] while samples arrive.
+    pub fn new(classes: u32, budget: u64, live: bool) -> RowStats {
+        RowStats {
+            all: MetricSet::new(),
+            classes: if classes > 1 { (0..classes).map(|_| MetricSet::new()).collect() } else { Vec::new() },
+            first_class: None,
+            counts: SampleCounts::default(),
+            budget,
+            basis: Basis::Exact,
+            live: live.then(SignedHistogram::default),
+            live_max: None,
+            per_unit: Vec::new(),
+        }
+    }
+
+    /// Folds in the checked samples of one `S` frame.
+    pub fn add(&mut self, views: &[SampleView]) {
+        for view in views {
+            let s = &view.sample;
+            if !view.measured {
+                self.counts.warmup += 1;
+                self.counts.missed_warmup += s.missed;
+                continue;
+            }
+            if view.after_flush {
+                self.counts.left_out += 1;
+                continue;
+            }
+            let unit = view.unit as usize - 1;
+            if unit >= self.per_unit.len() {
+                self.per_unit.resize(unit + 1, (0, 0));
+            }
+            let own = &mut self.per_unit[unit];
+            (own.0, own.1) = (own.0 + 1, own.1 + (s.wake_ns as i128 - s.intended_ns as i128));
+            let c = &mut self.counts;
+            c.measured += 1;
+            c.missed += s.missed;
+            c.early += u64::from(s.wake_ns < s.intended_ns);
+            c.after_gap += u64::from(view.previous_wake_ns.is_none());
+            match self.classes.get_mut(view.class as usize) {
+                Some(class) => {
+                    class.add(view);
+                    self.first_class.get_or_insert(view.class as usize);
+                }
+                None => self.all.add(view),
+            }
+            if let Some(live) = self.live.as_mut() {
+                let lateness = s.wake_ns as i64 - s.intended_ns as i64;
+                live.record(lateness);
+                self.live_max = self.live_max.max(Some(lateness));
+            }
+        }
+        if self.basis == Basis::Exact && self.counts.measured > self.budget {
+            self.basis = Basis::Histogram;
+            self.all.make_approximate();
+            self.classes.iter_mut().for_each(MetricSet::make_approximate);
+        }
+    }
+
+    /// The measured samples so far and their lateness p50, p99 (nearest rank, as the table's)
+    /// and max.
+    pub fn live(&mut self) -> Live {
+        let samples = self.counts.measured;
+        let (p50, p99) = match self.live.as_mut().filter(|h| !h.is_empty()) {
+            Some(live) => {
+                live.settle();
+                let n = live.len() as usize;
+                // Never beyond what was measured, as the table's (the max is exact).
+                let most = self.live_max.unwrap_or(i64::MAX);
+                match live.at_ranks(&[nearest_rank(50_000, n) as u64, nearest_rank(99_000, n) as u64])[..] {
+                    [p50, p99] => (Some(p50.min(most)), Some(p99.min(most))),
+                    _ => (None, None),
+                }
+            }
+            None => (None, None),
+        };
+        Live { samples, p50, p99, max: self.live_max }
+    }
+
+    pub fn finish(mut self) -> Finished {
+        self.classes.iter_mut().for_each(MetricSet::settle);
+        let classes = self.classes.iter().map(MetricSet::statistics).collect();
+        let mut sets: Vec<(usize, MetricSet)> = std::mem::take(&mut self.classes).into_iter().enumerate().collect();
+        sets.sort_by_key(|(class, _)| Some(*class) != self.first_class);
+        let mut sets = sets.into_iter().map(|(_, set)| set);
+        // The row starts from its first sample's class, then takes the others and any samples
+        // of no class (none: the checker gives every sample its unit's class).
+        if let Some(first) = sets.next() {
+            let no_class = std::mem::replace(&mut self.all, first);
+            sets.chain([no_class]).for_each(|set| self.all.absorb(set));
+        }
+        self.all.settle();
+        let m = &self.all.metrics;
+        let histograms = PerMetric::from_fn(|metric| m.get(metric).encoded());
+        Finished {
+            lateness_early: m.lateness.early(),
+            statistics: self.all.statistics(),
+            histograms,
+            classes,
+            unit_spread: UnitSpread::of(&self.per_unit),
+            counts: self.counts,
+            basis: self.basis,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::histogram;
+    use taskmeter_model::run::METRICS;
+    use taskmeter_protocol::Sample;
+
+    fn view(
+        unit: u32,
+        start: u64,
+        busy: u64,
+        expected: u64,
+        late: i64,
+        previous: Option<u64>,
+        measured: bool,
+    ) -> SampleView {
+        let busy_end = start + busy;
+        let intended = busy_end + expected;
+        let wake = (intended as i64 + late) as u64;
+        SampleView {
+            unit,
+            class: (unit - 1) % 2,
+            sample: Sample {
+                period: 0,
+                start_ns: start,
+                busy_end_ns: busy_end,
+                intended_ns: intended,
+                wake_ns: wake,
+                missed: 0,
+            },
+            expected_ns: expected,
+            previous_wake_ns: previous,
+            measured,
+            after_flush: false,
+        }
+    }
+
+    fn samples() -> Vec<SampleView> {
+        (0..2000u64)
+            .map(|i| {
+                view(
+                    1 + (i % 2) as u32,
+                    10_000 * i,
+                    i % 7,
+                    1000,
+                    (i as i64 * 37) % 900 - 50,
+                    (i % 10 != 0).then(|| 10_000 * i - 5),
+                    i >= 100,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn exact_statistics_equal_summaries_of_all_the_values() {
+        let views = samples();
+        let mut row = RowStats::new(2, u64::MAX, false);
+        views.chunks(33).for_each(|chunk| row.add(chunk));
+        let done = row.finish();
+        assert_eq!(done.basis, Basis::Exact);
+        let measured: Vec<&SampleView> = views.iter().filter(|v| v.measured).collect();
+        let lateness: Vec<i64> =
+            measured.iter().map(|v| v.sample.wake_ns as i64 - v.sample.intended_ns as i64).collect();
+        assert_eq!(done.statistics.lateness, Summary::of(&lateness, &vec![0; lateness.len()]));
+        let full: Vec<(i64, i64)> = measured
+            .iter()
+            .filter_map(|v| Some((v.sample.wake_ns as i64 - v.previous_wake_ns? as i64, v.expected_ns as i64)))
+            .collect();
+        let (values, references): (Vec<i64>, Vec<i64>) = full.into_iter().unzip();
+        assert_eq!(done.statistics.full, Summary::of(&values, &references));
+        assert_eq!(done.counts.measured, 1900);
+        assert_eq!(done.counts.after_gap, 190);
+        assert_eq!(done.counts.early, lateness.iter().filter(|l| **l < 0).count() as u64);
+        let class_1: Vec<i64> = measured
+            .iter()
+            .filter(|v| v.class == 1)
+            .map(|v| v.sample.busy_end_ns as i64 - v.sample.start_ns as i64)
+            .collect();
+        assert_eq!(done.classes[1].busy, Summary::of(&class_1, &vec![0; class_1.len()]));
+        let stored = histogram::decode(&done.histograms.lateness).unwrap();
+        assert_eq!(stored.len(), 1900);
+        // How early the early ones were is kept beside the histogram, which holds them as 0.
+        let early = histogram::decode(done.lateness_early.as_ref().expect("early wake-ups")).unwrap();
+        assert_eq!(early.len(), done.counts.early);
+        assert_eq!(early.max() as i64, -lateness.iter().min().unwrap());
+        // Each unit's own mean, from its measured samples alone.
+        let unit_mean = |unit: u32| {
+            let own: Vec<i64> = measured
+                .iter()
+                .filter(|v| v.unit == unit)
+                .map(|v| v.sample.wake_ns as i64 - v.sample.intended_ns as i64)
+                .collect();
+            own.iter().sum::<i64>() as f64 / own.len() as f64
+        };
+        let spread = done.unit_spread.expect("two units measured");
+        assert_eq!((spread.units, spread.samples_min, spread.samples_max), (2, 950, 950));
+        assert_eq!(spread.lateness_min, unit_mean(1).min(unit_mean(2)));
+        assert_eq!(spread.lateness_max, unit_mean(1).max(unit_mean(2)));
+    }
+
+    #[test]
+    fn a_row_of_two_classes_is_the_row_of_their_samples_folded_as_one() {
+        // Each sample is folded into its class alone; the row is made of the classes at the
+        // end, and must be what one fold of every sample gives: within the budget and past it
+        // (units 2 and 1 first: the row's first sample is of class 1).
+        let mut views = samples();
+        views.rotate_left(1);
+        for budget in [u64::MAX, 500] {
+            let mut one = RowStats::new(1, budget, false);
+            let mut two = RowStats::new(2, budget, false);
+            views.chunks(41).for_each(|chunk| {
+                one.add(chunk);
+                two.add(chunk);
+            });
+            let (one, two) = (one.finish(), two.finish());
+            assert_eq!(one.basis, two.basis);
+            assert_eq!(one.statistics, two.statistics, "budget {budget}");
+            assert_eq!(one.histograms, two.histograms);
+            assert_eq!(one.lateness_early, two.lateness_early);
+            assert_eq!(one.counts, two.counts);
+            assert_eq!(two.classes.len(), 2);
+            assert_eq!(two.classes[0].lateness.count + two.classes[1].lateness.count, one.statistics.lateness.count);
+        }
+    }
+
+    #[test]
+    fn past_the_budget_percentiles_come_from_histograms_and_the_rest_stays_exact() {
+        let views = samples();
+        let mut exact = RowStats::new(1, u64::MAX, false);
+        let mut bounded = RowStats::new(1, 500, true);
+        views.chunks(50).for_each(|chunk| {
+            exact.add(chunk);
+            bounded.add(chunk);
+        });
+        assert_eq!(bounded.live().samples, 1900);
+        let (exact, bounded) = (exact.finish(), bounded.finish());
+        assert_eq!(bounded.basis, Basis::Histogram);
+        for metric in METRICS {
+            let (a, b) = (exact.statistics.get(metric), bounded.statistics.get(metric));
+            assert_eq!((a.count, a.mean, a.std, a.min, a.max), (b.count, b.mean, b.std, b.min, b.max), "{metric:?}");
+            assert_eq!(a.mean_absolute_deviation, b.mean_absolute_deviation);
+            // Values below 262 us are exact in a 5-digit histogram.
+            assert_eq!((a.p50, a.p99, a.p99_99), (b.p50, b.p99, b.p99_99), "{metric:?}");
+        }
+        assert_eq!(histogram::decode(&bounded.histograms.actual).unwrap().len(), 1900);
+        assert_eq!(
+            bounded.lateness_early, exact.lateness_early,
+            "the same magnitudes, exact below 262 us, from the values or the histogram"
+        );
+    }
+}
+
+#[cfg(test)]
+mod live_tests {
+    use super::*;
+    use taskmeter_protocol::Sample;
+
+    /// A measured sample of unit 1 that woke `late` ns after its deadline.
+    fn late(late: i64) -> SampleView {
+        let intended = 1_000_000_000u64;
+        SampleView {
+            unit: 1,
+            class: 0,
+            sample: Sample {
+                period: 0,
+                start_ns: intended - 1000,
+                busy_end_ns: intended - 500,
+                intended_ns: intended,
+                wake_ns: (intended as i64 + late) as u64,
+                missed: 0,
+            },
+            expected_ns: 500,
+            previous_wake_ns: None,
+            measured: true,
+            after_flush: false,
+        }
+    }
+
+    /// A measured sample that followed its unit's own write of its ring is counted and left out
+    /// of every statistic; one in the warm-up is a warm-up sample.
+    #[test]
+    fn samples_after_a_units_own_write_are_counted_and_left_out() {
+        let lateness = [10_000, 999_000, 20_000, 30_000, 888_000, 40_000];
+        let after = [false, true, false, false, true, false];
+        let mut views: Vec<SampleView> =
+            lateness.iter().zip(after).map(|(l, a)| SampleView { after_flush: a, ..late(*l) }).collect();
+        views.push(SampleView { after_flush: true, measured: false, ..late(777_000) });
+        let mut row = RowStats::new(1, u64::MAX, true);
+        row.add(&views);
+        let done = row.finish();
+        assert_eq!((done.counts.measured, done.counts.left_out, done.counts.warmup), (4, 2, 1));
+        let lateness = &done.statistics.lateness;
+        assert_eq!(
+            (lateness.count, lateness.max, lateness.mean),
+            (4, Some(40_000), Some(25_000.0)),
+            "the four others only"
+        );
+    }
+
+    #[test]
+    fn the_live_line_ends_where_the_table_starts() {
+        // Early wake-ups, the exact range, and values past 262 us where 5 digits apply.
+        let values: Vec<i64> = (0..20_000i64).map(|i| (i * 7919) % 3_000_000 - 2_000).collect();
+        let views: Vec<SampleView> = values.iter().map(|v| late(*v)).collect();
+        let mut row = RowStats::new(1, u64::MAX, true);
+        for chunk in views.chunks(97) {
+            row.add(chunk);
+            let live = row.live();
+            assert!(live.p50 <= live.p99 && live.p99 <= live.max, "{live:?}");
+        }
+        let live = row.live();
+        let table = row.finish().statistics.lateness;
+        assert_eq!(live.samples, table.count);
+        assert_eq!(live.max, table.max);
+        for (shown, exact) in [(live.p50, table.p50), (live.p99, table.p99)] {
+            let (shown, exact) = (shown.unwrap(), exact.unwrap());
+            // The bucket's far end: never below the value, within 5 significant digits of it.
+            assert!(shown >= exact && (shown - exact) as f64 <= exact.abs() as f64 * 1e-4, "{shown} vs {exact}");
+        }
+        assert!(table.p50.unwrap() > 1_000_000, "the test reaches the 5-digit range");
+    }
+
+    #[test]
+    fn below_262_us_the_live_percentiles_are_the_tables_exactly() {
+        let mut row = RowStats::new(1, u64::MAX, true);
+        let views: Vec<SampleView> = (0..5000i64).map(|i| late((i * 31) % 200_000 - 100)).collect();
+        row.add(&views);
+        let live = row.live();
+        let table = row.finish().statistics.lateness;
+        assert_eq!((live.p50, live.p99, live.max), (table.p50, table.p99, table.max));
+    }
+}
