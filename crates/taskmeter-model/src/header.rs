@@ -214,3 +214,23 @@ pub fn from_value<R: Record>(file: PathBuf, schema: &str, value: serde_json::Val
     }
     R::from_json_value(value).map_err(|e| LoadError::Shape(file, R::SCHEMA, e))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn ten_problems_are_shown_one_line_each_and_the_rest_counted() {
+        let problems: Vec<String> = (0..13).map(|i| format!("problem {i}")).collect();
+        let error = LoadError::Inconsistent { path: PathBuf::from("r/run.json"), problems };
+        let text = error.to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), SHOWN_PROBLEMS + 1);
+        assert_eq!(lines[0], "r/run.json: problem 0");
+        assert_eq!(lines[9], "r/run.json: problem 9");
+        assert_eq!(lines[10], "... and 3 more");
+        let one = LoadError::Inconsistent { path: PathBuf::from("net.json"), problems: vec!["a".into()] };
+        assert_eq!(one.to_string(), "net.json: a");
+    }
+}

@@ -277,23 +277,20 @@ fn the_reader_sees_paths_in_groups_and_relative_ones() {
 }
 
 /// Where code may name one experiment family among the others (paths under
-/// crates/taskmeter/src): a family's own code, which is a file of `experiments` that declares
-/// the family (`pub const FAMILY`) or any file of a folder of `experiments` whose `mod.rs` does
-/// ([`family_code`]); besides, the catalog of `run`'s experiments and the registry every
-/// command dispatches through. A family's record, report and history entry may live in
-/// `model`, `report` and `history` too, as trait impls: those name their own record, never pick
-/// among records. CONTRIBUTING.md, "Adding an experiment".
+/// crates/taskmeter/src): a family's own folder, `experiments/FAMILY/` whose `mod.rs` declares it
+/// (`pub const FAMILY`), which holds its experiment, report, history entry, consistency check
+/// and comparison ([`family_code`]); besides, the catalog of `run`'s experiments and the
+/// registry every command dispatches through. CONTRIBUTING.md, "Adding an experiment".
 const SHARED_FAMILY_CODE: [&str; 2] = ["experiments/catalog.rs", "cli/families.rs"];
 
 /// Whether `relative` (a path under src) is a family's own code: see [`SHARED_FAMILY_CODE`].
 fn family_code(relative: &str) -> bool {
-    let declares = |file: &str| {
-        std::fs::read_to_string(src().join(file)).is_ok_and(|text| text.contains("\npub const FAMILY: &str = "))
+    let declares = |folder: &str| {
+        std::fs::read_to_string(src().join(format!("experiments/{folder}/mod.rs")))
+            .is_ok_and(|text| text.contains("\npub const FAMILY: &str = "))
     };
-    let mut parts = relative.split('/');
-    match (parts.next(), parts.next(), parts.next()) {
-        (Some("experiments"), Some(_), None) => declares(relative),
-        (Some("experiments"), Some(folder), Some(_)) => declares(&format!("experiments/{folder}/mod.rs")),
+    match relative.split('/').collect::<Vec<_>>().as_slice() {
+        ["experiments", folder, _, ..] => declares(folder),
         _ => SHARED_FAMILY_CODE.contains(&relative),
     }
 }
@@ -356,9 +353,12 @@ fn only_a_family_and_the_registry_pick_a_family() {
 
 #[test]
 fn a_family_s_own_code_is_where_it_declares_itself() {
-    for own in
-        ["experiments/sleep/compare.rs", "experiments/net/mod.rs", "experiments/granularity.rs", "experiments/bench.rs"]
-    {
+    for own in [
+        "experiments/sleep/compare.rs",
+        "experiments/net/mod.rs",
+        "experiments/granularity/mod.rs",
+        "experiments/bench/report.rs",
+    ] {
         assert!(family_code(own), "{own}");
     }
     for core in ["experiments/compared.rs", "experiments/family.rs", "cli/compare.rs", "report/page.rs", "lib.rs"] {

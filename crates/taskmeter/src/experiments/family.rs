@@ -6,12 +6,12 @@
 //! its record.
 
 use super::compared::Compared;
+use super::consistency::Consistent;
 use crate::history::entry::Recorded;
 use crate::report::page::Report;
 use std::any::Any;
 use std::marker::PhantomData;
 use std::path::PathBuf;
-use taskmeter_model::consistency::Consistent;
 use taskmeter_model::header::{from_value, LoadError, Record};
 
 /// A record of any kind, read back: everything `report`, `compare`, `history import` and the

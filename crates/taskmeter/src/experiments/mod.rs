@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod catalog;
 pub mod compared;
+pub mod consistency;
 pub mod family;
 pub mod granularity;
 pub mod net;

@@ -6,13 +6,7 @@
 use super::store::{Dialect, Store, Value};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use taskmeter_model::bench::BenchRecord;
-use taskmeter_model::granularity::GrainRecord;
-use taskmeter_model::granularity::Metg;
 use taskmeter_model::header::Header;
-use taskmeter_model::net::NetRecord;
-use taskmeter_model::run::RunRecord;
-use taskmeter_model::run::METRICS;
 use taskmeter_stats::Summary;
 
 /// One run, as the history keeps it.
@@ -58,7 +52,7 @@ pub fn higher_is_better(metric: &str) -> bool {
 }
 
 /// The stats kept of a summary, by name.
-fn summary_stats(s: &Summary) -> [(&'static str, Option<f64>); 11] {
+pub fn summary_stats(s: &Summary) -> [(&'static str, Option<f64>); 11] {
     let i = |v: Option<i64>| v.map(|v| v as f64);
     [
         ("count", Some(s.count as f64)),
@@ -76,16 +70,16 @@ fn summary_stats(s: &Summary) -> [(&'static str, Option<f64>); 11] {
 }
 
 /// The row every measurement of one (subject, point, repetition) shares.
-struct Cell<'a> {
-    subject: &'a str,
-    point: String,
-    repetition: u32,
-    status: String,
-    version: Option<&'a String>,
+pub struct Cell<'a> {
+    pub subject: &'a str,
+    pub point: String,
+    pub repetition: u32,
+    pub status: String,
+    pub version: Option<&'a String>,
 }
 
 impl Cell<'_> {
-    fn push(&self, out: &mut Vec<Measurement>, metric: &str, stat: &str, value: Option<f64>) {
+    pub fn push(&self, out: &mut Vec<Measurement>, metric: &str, stat: &str, value: Option<f64>) {
         if value.is_some_and(f64::is_finite) {
             out.push(Measurement {
                 subject: self.subject.to_string(),
@@ -100,14 +94,15 @@ impl Cell<'_> {
         }
     }
 
-    fn push_all(&self, out: &mut Vec<Measurement>, metric: &str, stats: &[(&str, Option<f64>)]) {
+    pub fn push_all(&self, out: &mut Vec<Measurement>, metric: &str, stats: &[(&str, Option<f64>)]) {
         for (stat, value) in stats {
             self.push(out, metric, stat, *value);
         }
     }
 }
 
-fn status_of(ok: bool, interrupted: bool) -> String {
+/// A repetition's status in the history: `failed`, `interrupted` or `ok`.
+pub fn status_of(ok: bool, interrupted: bool) -> String {
     match (ok, interrupted) {
         (false, _) => "failed",
         (true, true) => "interrupted",
@@ -124,7 +119,8 @@ pub fn identity(value: &serde_json::Value) -> String {
     Sha256::digest(value.to_string().as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn identity_of(record: &impl taskmeter_model::header::Record) -> String {
+/// A record's identity ([`identity`]) from the record in memory.
+pub fn identity_of(record: &impl taskmeter_model::header::Record) -> String {
     identity(&record.to_json_value())
 }
 
@@ -156,135 +152,6 @@ pub fn of(record: &dyn Recorded, folder: Option<&std::path::Path>, known: Option
         folder: folder.map(|f| f.display().to_string()),
         settings: parts.settings,
         measurements: parts.measurements,
-    }
-}
-
-impl Recorded for RunRecord {
-    fn parts(&self) -> Parts<'_> {
-        let r = self;
-        let mut out = Vec::new();
-        for row in &r.rows {
-            let Some(statistics) = &row.statistics else { continue };
-            let status = serde_json::to_value(row.status).ok().and_then(|v| v.as_str().map(str::to_string));
-            let cell = Cell {
-                subject: &row.runtime,
-                point: r.points.get(row.point).map_or_else(|| "-".into(), |p| p.label()),
-                repetition: row.repetition,
-                status: status.unwrap_or_default(),
-                version: row.worker.as_ref().and_then(|w| w.runtime_version.as_ref()),
-            };
-            for metric in METRICS {
-                cell.push_all(&mut out, metric.name(), &summary_stats(statistics.get(metric)));
-            }
-        }
-        let settings = serde_json::json!({"settings": r.settings, "sweeps": r.sweeps, "order": r.order});
-        Parts {
-            identity: identity_of(r),
-            kind: "run",
-            experiment: r.experiment.clone(),
-            header: &r.header,
-            settings,
-            measurements: out,
-        }
-    }
-}
-
-impl Recorded for NetRecord {
-    fn parts(&self) -> Parts<'_> {
-        let r = self;
-        let mut out = Vec::new();
-        for p in &r.points {
-            let cell = Cell {
-                subject: &p.receiver,
-                point: format!("senders={}", p.senders),
-                repetition: p.repetition,
-                status: status_of(p.error.is_none(), false),
-                version: p.receiver_version.as_ref(),
-            };
-            cell.push(&mut out, "throughput", "value", p.throughput);
-            cell.push(&mut out, "ratio", "value", p.ratio);
-            if let Some(rt) = &p.round_trip {
-                cell.push_all(&mut out, "round_trip", &summary_stats(rt));
-            }
-        }
-        Parts {
-            identity: identity_of(r),
-            kind: "net",
-            experiment: "net".to_string(),
-            header: &r.header,
-            settings: serde_json::json!({"settings": r.settings}),
-            measurements: out,
-        }
-    }
-}
-
-impl Recorded for GrainRecord {
-    fn parts(&self) -> Parts<'_> {
-        let r = self;
-        let mut out = Vec::new();
-        for run in &r.runs {
-            let cell = Cell {
-                subject: &run.runtime,
-                point: "-".into(),
-                repetition: run.repetition,
-                status: status_of(run.error.is_none(), run.interrupted),
-                version: run.runtime_version.as_ref(),
-            };
-            if let Some(Metg::Interpolated { ns }) = run.metg {
-                cell.push(&mut out, "metg", "value", Some(ns));
-            }
-        }
-        let settings = serde_json::json!({"settings": r.settings});
-        Parts {
-            identity: identity_of(r),
-            kind: "granularity",
-            experiment: "granularity".to_string(),
-            header: &r.header,
-            settings,
-            measurements: out,
-        }
-    }
-}
-
-impl Recorded for BenchRecord {
-    fn parts(&self) -> Parts<'_> {
-        let r = self;
-        let mut out = Vec::new();
-        for result in &r.report.results {
-            let cell = Cell {
-                subject: &result.scenario,
-                point: result.input.clone().unwrap_or_else(|| "-".into()),
-                repetition: 1,
-                status: status_of(result.error.is_none(), !r.report.complete),
-                version: None,
-            };
-            let m = &result.measured;
-            cell.push(&mut out, "ips", "value", m.ips);
-            for (metric, stats) in [("gap", &m.gap), ("latency", &m.latency)] {
-                if let Some(s) = stats {
-                    let i = |v: i64| Some(v as f64);
-                    let stats = [
-                        ("count", Some(s.count as f64)),
-                        ("mean", Some(s.mean)),
-                        ("std", s.std),
-                        ("min", i(s.min)),
-                        ("p50", i(s.median)),
-                        ("p99", i(s.p99)),
-                        ("max", i(s.max)),
-                    ];
-                    cell.push_all(&mut out, metric, &stats);
-                }
-            }
-        }
-        let settings = serde_json::json!({"scenarios": r.scenarios, "inputs": r.inputs, "config": r.report.config});
-        Parts {
-            identity: identity_of(r),
-            kind: "bench",
-            experiment: "bench".to_string(),
-            header: &r.header,
-            settings,
-            measurements: out,
-        }
     }
 }
 

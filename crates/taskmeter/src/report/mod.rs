@@ -3,20 +3,16 @@
 //! `page::Report` once, every figure is drawn in the house style of `figure`, every page by
 //! `page::html`, every export by `export`.
 
-pub mod bench;
 pub mod chart;
 pub mod console;
 pub mod export;
 pub mod figure;
 pub mod format;
-pub mod granularity;
 pub mod html;
 pub mod markdown;
-pub mod net;
 pub mod page;
 pub mod print;
 pub mod recipes;
-pub mod run;
 pub mod tables;
 pub mod why;
 

@@ -5,6 +5,10 @@
 //! `registry` (which exist and how each starts), `handshake` (who may join a point), `native`
 //! (the Rust ones, `taskmeter net-receiver`).
 
+mod consistency;
+mod history;
+mod report;
+
 mod compare;
 pub mod registry;
 // The wire, which runs while a point measures, is built with the core (`taskmeter_measure::net`).
@@ -74,7 +78,7 @@ pub fn run(options: NetOptions) -> Result<ExitCode, super::ExperimentError> {
                 };
                 (point.receiver, point.senders, point.repetition, point.messages_planned) =
                     ((*id).clone(), senders, repetition, planned);
-                taskmeter_console::progressln!("{}", crate::report::net::progress_line(&point, s.repeat));
+                taskmeter_console::progressln!("{}", report::progress_line(&point, s.repeat));
                 points.push(point);
             }
         }
@@ -88,7 +92,7 @@ pub fn run(options: NetOptions) -> Result<ExitCode, super::ExperimentError> {
         skipped,
     };
     let failed = record.points.iter().any(|p| p.error.is_some());
-    Ok(session.finish(record, crate::report::page::write_folder, crate::report::net::console, failed))
+    Ok(session.finish(record, crate::report::page::write_folder, report::console, failed))
 }
 
 /// One receiver process, `senders` connections, every message checked.

@@ -5,8 +5,11 @@
 mod calibrate;
 mod check;
 mod compare;
+mod consistency;
+mod history;
 mod jobs;
 mod progress;
+mod report;
 mod rows;
 
 pub use check::check_settings;

@@ -1,10 +1,10 @@
 //! What `run net` shows and writes: the console tables, `net.json`, `summary.csv`, the charts
 //! (the study's ratio graph, throughput, round-trip p99) and `report.html`.
 
-use super::console::render_table_fitted;
-use super::figure::{line_chart, styles, Axis, Chart, Series, Unit};
-use super::format::{format_ns, format_range, format_ratio};
-use super::page::{table, Block, Report, Section};
+use crate::report::console::render_table_fitted;
+use crate::report::figure::{line_chart, styles, Axis, Chart, Series, Unit};
+use crate::report::format::{format_ns, format_range, format_ratio};
+use crate::report::page::{table, Block, Report, Section};
 use std::fmt::Write as _;
 use taskmeter_model::net::{NetPoint, NetRecord, NetSummary, RANGES_SINCE};
 use taskmeter_stats::{mean_range, Interval};
@@ -210,7 +210,7 @@ impl Report for NetRecord {
 
     /// `--export-markdown`: the tables, ready to paste.
     fn markdown(&self) -> String {
-        let table = super::markdown::table;
+        let table = crate::report::markdown::table;
         let s = &self.settings;
         let mut out = format!(
             "**taskmeter net** {} messages of {} bytes per point, {} repetition(s)\n\n",

@@ -2,10 +2,12 @@
 //! METG). One worker per runtime and repetition measures every task size of the plan
 //! (protocol: "The granularity experiment"); the figures come from `analysis::granularity`.
 
-use super::compared::{of_kind, whole, Asked, Compared, LeftOut, Measured};
-use crate::report::format::format_ns;
+mod compare;
+mod consistency;
+mod history;
+mod report;
+
 use crate::session::{Output, Session};
-use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::Duration;
 use taskmeter_analysis::granularity::{derive, metg, summarise};
@@ -13,7 +15,7 @@ use taskmeter_machine::idle::LatencyRequest;
 use taskmeter_machine::sched::SchedSettings;
 use taskmeter_measure::process::worker::{run_worker, Outcome};
 use taskmeter_measure::runtimes::{self, RuntimeInfo};
-use taskmeter_model::granularity::{GrainRecord, GrainRun, GrainSettings, Metg, SkippedRuntime};
+use taskmeter_model::granularity::{GrainRecord, GrainRun, GrainSettings, SkippedRuntime};
 use taskmeter_protocol::plan::{FLUSH_NS, MIN_RING};
 use taskmeter_protocol::{BusyPlan, Delivered, Experiment, GrainPlan, Mode, Plan, Room, Schedule, SleepPlan, PROTOCOL};
 
@@ -105,14 +107,14 @@ pub fn run(options: GrainOptions) -> Result<ExitCode, super::ExperimentError> {
             }
             session.environment.toolchains.insert(info.id.to_string(), runtimes::toolchain(info));
             let run = run_one(info, s, repetition, &sched, grace);
-            taskmeter_console::progressln!("{}", crate::report::granularity::progress_line(&run, s.repeat));
+            taskmeter_console::progressln!("{}", report::progress_line(&run, s.repeat));
             runs.push(run);
         }
     }
     let summaries = summarise(&runs, &s.runtimes, s.grains_ns.len());
     let record = GrainRecord { header: session.header::<GrainRecord>(), settings: s.clone(), runs, summaries, skipped };
     let failed = record.runs.iter().any(|r| r.error.is_some() && !r.interrupted);
-    Ok(session.finish(record, crate::report::page::write_folder, crate::report::granularity::console, failed))
+    Ok(session.finish(record, crate::report::page::write_folder, report::console, failed))
 }
 
 /// The point's figures, its cores those taskmeter counted when the runtime runs tasks in parallel
@@ -185,50 +187,4 @@ fn run_one(
         run.metg = metg(&run.points);
     }
     run
-}
-
-/// How `compare` reads a granularity record: each runtime's METG, by run; lower is better. A
-/// bound (every or no task size efficient) cannot be averaged.
-impl Compared for GrainRecord {
-    fn unit(&self) -> (&'static str, bool) {
-        ("ns", false)
-    }
-
-    fn measured(&self, side: &[&dyn std::any::Any], ask: &Asked, left_out: &mut LeftOut) -> Measured {
-        let mut found: BTreeMap<String, (Vec<Vec<f64>>, Vec<String>)> = BTreeMap::new();
-        for (invocation, r) in of_kind::<GrainRecord>(side) {
-            for run in &r.runs {
-                let entry = found.entry(run.runtime.clone()).or_default();
-                entry.0.resize(side.len(), Vec::new());
-                let status = match (&run.error, run.interrupted) {
-                    (Some(_), _) => "failed",
-                    (None, true) => "interrupted",
-                    (None, false) => "ok",
-                };
-                if !whole(status, ask.include_incomplete, left_out) {
-                    continue;
-                }
-                match run.metg {
-                    Some(Metg::Interpolated { ns }) => entry.0[invocation].push(ns),
-                    Some(Metg::Below { ns }) => entry.1.push(format!("< {}", format_ns(ns))),
-                    Some(Metg::Above { ns }) => entry.1.push(format!("> {}", format_ns(ns))),
-                    // Every task size invalid: no METG in this run.
-                    None => {}
-                }
-            }
-        }
-        found
-            .into_iter()
-            .map(|(runtime, (values, bounds))| {
-                let values = if !bounds.is_empty() {
-                    Err(format!("METG is a bound in some runs ({}): widen --task-busy", bounds.join(", ")))
-                } else if values.iter().all(Vec::is_empty) {
-                    Err("no run has a METG (its workers failed, or every task size was invalid)".to_string())
-                } else {
-                    Ok(values)
-                };
-                (vec![("runtime", runtime), ("figure", "METG(50 %)".to_string())], values)
-            })
-            .collect()
-    }
 }

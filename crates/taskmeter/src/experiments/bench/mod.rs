@@ -2,7 +2,11 @@
 //! benchmark; the processes it starts report units of work to a collector through the record()
 //! clients (clients/README.md). Statistics and the console report are taskmeter-record's.
 
-use super::compared::{note, of_kind, whole, Asked, Compared, LeftOut, Measured};
+mod compare;
+mod consistency;
+mod history;
+mod report;
+
 use crate::session::{Output, Session};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -69,7 +73,7 @@ pub fn run(options: BenchOptions) -> Result<ExitCode, super::ExperimentError> {
         report,
     };
     let failed = record.report.results.iter().any(|r| r.error.is_some());
-    Ok(session.finish(record, crate::report::page::write_folder, crate::report::bench::console, failed))
+    Ok(session.finish(record, crate::report::page::write_folder, report::console, failed))
 }
 
 /// A private folder for the collectors' sockets, removed at the end.
@@ -215,34 +219,4 @@ fn tail(path: &Path) -> String {
     let mut text = String::new();
     let _ = file.read_to_string(&mut text);
     text
-}
-
-/// How `compare` reads a bench record: each (scenario, input)'s mean gap between units (1 /
-/// ips); lower is better.
-impl Compared for BenchRecord {
-    fn unit(&self) -> (&'static str, bool) {
-        ("ns", false)
-    }
-
-    fn measured(&self, side: &[&dyn std::any::Any], ask: &Asked, left_out: &mut LeftOut) -> Measured {
-        let mut found = Vec::new();
-        for (invocation, r) in of_kind::<BenchRecord>(side) {
-            for result in &r.report.results {
-                let status = if result.error.is_some() { "failed" } else { "ok" };
-                if !whole(status, ask.include_incomplete, left_out) {
-                    continue;
-                }
-                if let Some(gap) = &result.measured.gap {
-                    let subject = vec![
-                        ("scenario", result.scenario.clone()),
-                        ("input", result.input.clone().unwrap_or_else(|| "-".into())),
-                        ("figure", "mean gap".to_string()),
-                    ];
-                    note(&mut found, subject, invocation, gap.mean);
-                }
-            }
-        }
-        found.sort_by(|x, y| x.0.cmp(&y.0));
-        found.into_iter().map(|(s, v)| (s, Ok(v))).collect()
-    }
 }

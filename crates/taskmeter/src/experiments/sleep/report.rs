@@ -1,9 +1,9 @@
 //! What a run writes at its end: `run.json`, `summary.csv`, the charts and report.html (with
 //! `--raw`, `samples.csv.gz` was written while it measured: see `samples.rs`).
 
-use super::figure::Chart;
-use super::page::{Block, Report, Section};
-use super::tables::{
+use crate::report::figure::Chart;
+use crate::report::page::{Block, Report, Section};
+use crate::report::tables::{
     class_table_of, default_layout, explain, memory_lines, priority_lines, table_of, volume_table_of, Layout, Table,
 };
 use std::fmt::Write as _;
@@ -64,12 +64,12 @@ impl Report for RunRecord {
     fn csv(&self) -> String {
         summary_csv(self)
     }
-    fn console_table(&self, layout: super::tables::Layout) -> Option<String> {
-        Some(super::console::report(self, Some(layout)))
+    fn console_table(&self, layout: crate::report::tables::Layout) -> Option<String> {
+        Some(crate::report::console::report(self, Some(layout)))
     }
 
     fn markdown(&self) -> String {
-        super::markdown::markdown(self)
+        crate::report::markdown::markdown(self)
     }
 
     fn title(&self) -> String {
@@ -78,7 +78,7 @@ impl Report for RunRecord {
 
     fn settings(&self) -> Vec<(String, String)> {
         let mut items = vec![("runtimes".to_string(), self.settings.runtimes.join(", "))];
-        items.extend(super::tables::settings(self));
+        items.extend(crate::report::tables::settings(self));
         if self.order.shuffled {
             let seed = self.order.seed.map(|s| s.to_string()).unwrap_or_default();
             items.push((
@@ -105,11 +105,11 @@ impl Report for RunRecord {
                 let at = if point == "-" { String::new() } else { format!(" at {point}") };
                 format!("{}{at} {what}: {}", row.runtime, row.reason.as_deref().unwrap_or(""))
             });
-        rows.chain(super::console::warnings(self)).collect()
+        rows.chain(crate::report::console::warnings(self)).collect()
     }
 
     fn figures(&self) -> Result<Vec<Chart>, String> {
-        super::chart::all(self)
+        crate::report::chart::all(self)
     }
 
     fn sections(&self) -> Vec<Section> {
@@ -137,7 +137,7 @@ impl Report for RunRecord {
         let mut sections = vec![section("results", "Results", results)];
         if self.experiment == "recipes" {
             let mut blocks = Vec::new();
-            for table in super::recipes::tables(self) {
+            for table in crate::report::recipes::tables(self) {
                 if let Some((header, lines)) = table.lines.split_first() {
                     let table_of =
                         Table { header: header.clone(), lines: lines.to_vec(), without_statistics: Vec::new() };
@@ -148,21 +148,21 @@ impl Report for RunRecord {
                     blocks.push(Block::Text(format!("{}: {}.", table.title, table.notes.join("; "))));
                 }
             }
-            blocks.push(Block::Text(format!("{}.", super::recipes::explain())));
+            blocks.push(Block::Text(format!("{}.", crate::report::recipes::explain())));
             blocks.push(Block::Figures("recipes".into()));
             sections.push(section("recipes", "Ways to wait: what each costs, and which to use", blocks));
         }
         sections.push(section("sweeps", "Across the swept parameters", vec![Block::Figures("sweeps".into())]));
-        if super::why::has_counters(self) {
+        if crate::report::why::has_counters(self) {
             let mut why = vec![
-                Block::Table(String::new(), super::why::why_table_of(self), "results"),
-                Block::Text(format!("{}.", super::why::explain_why())),
+                Block::Table(String::new(), crate::report::why::why_table_of(self), "results"),
+                Block::Text(format!("{}.", crate::report::why::explain_why())),
             ];
-            if let Some(view) = super::why::view_table_of(self) {
+            if let Some(view) = crate::report::why::view_table_of(self) {
                 why.push(Block::Table("The runtime's own view of the same window".into(), view, "results"));
-                why.push(Block::Text(format!("{}.", super::why::explain_view())));
+                why.push(Block::Text(format!("{}.", crate::report::why::explain_view())));
             }
-            let timers = super::why::timers(self);
+            let timers = crate::report::why::timers(self);
             if !timers.is_empty() {
                 why.push(Block::Text(format!("How each runtime keeps time: {}.", timers.join("; "))));
             }

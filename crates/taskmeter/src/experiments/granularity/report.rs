@@ -2,10 +2,10 @@
 //! runtime at every task size, `granularity.json`, `summary.csv`, the efficiency and overhead
 //! charts and `report.html`.
 
-use super::console::render_table_fitted;
-use super::figure::{bar_chart, line_chart, style_of, Axis, Bars, Chart, Level, Scale, Series, Style, Unit};
-use super::format::format_range;
-use super::page::{table, Block, Report, Section};
+use crate::report::console::render_table_fitted;
+use crate::report::figure::{bar_chart, line_chart, style_of, Axis, Bars, Chart, Level, Scale, Series, Style, Unit};
+use crate::report::format::format_range;
+use crate::report::page::{table, Block, Report, Section};
 use std::fmt::Write as _;
 use taskmeter_analysis::granularity::{baselines, metgs, BASELINE_SPREAD, THRESHOLD};
 use taskmeter_model::granularity::{GrainRecord, GrainRun, GrainSummary, Metg, RANGES_SINCE};
@@ -462,10 +462,10 @@ impl Report for GrainRecord {
             if !title.is_empty() {
                 let _ = writeln!(out, "_{title}_\n");
             }
-            out.push_str(&super::markdown::table(&ranked));
+            out.push_str(&crate::report::markdown::table(&ranked));
         }
         out.push_str("\n_efficiency (%) at each task size_\n\n");
-        out.push_str(&super::markdown::table(&efficiency_matrix(self)));
+        out.push_str(&crate::report::markdown::table(&efficiency_matrix(self)));
         out
     }
 

@@ -2,10 +2,10 @@
 //! of taskmeter-record), `report.html`, and the CSV and Markdown exports (one line per scenario
 //! and input).
 
-use super::figure::{bar_chart, percentile_chart, Axis, Bars, Chart, Distribution, Style, Unit};
-use super::format::format_ns;
-use super::page::{Block, Report, Section};
-use super::tables::Table;
+use crate::report::figure::{bar_chart, percentile_chart, Axis, Bars, Chart, Distribution, Style, Unit};
+use crate::report::format::format_ns;
+use crate::report::page::{Block, Report, Section};
+use crate::report::tables::Table;
 use taskmeter_analysis::histogram;
 use taskmeter_model::bench::BenchRecord;
 use taskmeter_record::console;
