@@ -1,53 +1,44 @@
-//! The registry of experiment families: one line each in [`FAMILIES`]. Everything the core does
-//! with a family goes through it: `run` and `--dry-run` (which code measures an experiment of the
-//! catalog, and which flags apply to it: `scope`), and reading a results folder back for
-//! `report`, `compare` and `history import` (which kind of record a schema names). A family's
-//! record implements what `experiments::family` asks of it, and its `impl Family` here turns the
-//! flags of `run` into its options (`options`). A family or schema the registry does not know is
-//! an error, never another family's.
+//! The registry of experiment families: one line each in [`FAMILIES`], each a family's own
+//! `experiments/FAMILY/family.rs`. Everything the core does with a family goes through it: the
+//! flags of `run` (every family's groups, [`run_flags`]), `run` and `--dry-run` (which code
+//! measures an experiment of the catalog, and which flags apply to it: `scope`), and reading a
+//! results folder back for `report`, `compare` and `history import` (which kind of record a
+//! schema names). A family or schema the registry does not know is an error, never another
+//! family's.
 
-use super::args::RunArgs;
-use super::{options, CliError};
+use super::CliError;
 use crate::experiments::catalog::ExperimentInfo;
-use crate::experiments::family::{Kind, Loaded, RecordKind};
+use crate::experiments::family::{Family, Flags, Loaded};
+use crate::experiments::flags::EveryArgs;
 use crate::experiments::{bench, granularity, net, sleep};
 use crate::history::entry::Recorded;
+use clap::{Args, Command, Id};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
-use taskmeter_model::bench::BenchRecord;
-use taskmeter_model::granularity::GrainRecord;
 use taskmeter_model::header::{schema_of, LoadError};
-use taskmeter_model::net::NetRecord;
-use taskmeter_model::run::RunRecord;
 
 /// Every family, in the order their record files are looked for in a results folder.
-const FAMILIES: &[&dyn Family] = &[&Loop, &Net, &Bench, &Granularity];
+const FAMILIES: &[&dyn Family] =
+    &[&sleep::family::Loop, &net::family::Net, &bench::family::Bench, &granularity::family::Granularity];
 
-/// What the core asks of an experiment family beside its record's traits
-/// (`experiments::family::Loaded`).
-pub(super) trait Family: Sync {
-    /// Its name, as the catalog's experiments name their family.
-    fn name(&self) -> &'static str;
-    /// The kind of record it writes.
-    fn kind(&self) -> &'static dyn RecordKind;
-    /// The flags of `run` that apply to its experiments besides those of every experiment
-    /// (`scope::EVERY`), by clap id.
-    fn flags(&self) -> &'static [&'static str] {
-        &[]
+/// The flags of `run`: every experiment's, then each family's groups, each group once however
+/// many families take it; in `run --help` each where its `display_order` puts it, under its
+/// heading.
+pub(super) fn run_flags(run: Command) -> Command {
+    let mut all = EveryArgs::augment_args(Command::new("run"));
+    for group in FAMILIES.iter().flat_map(|family| family.flags()) {
+        let ids = ids_of(*group);
+        if !all.get_arguments().any(|arg| ids.contains(arg.get_id())) {
+            all = group(all);
+        }
     }
-    /// `run --dry-run`: its options built and its plan checked, nothing started.
-    fn check(&self, args: &RunArgs) -> Result<(), CliError> {
-        Err(not_run(self.name(), args))
-    }
-    /// `run`: measures, writes the results folder, and says the exit status.
-    fn run(&self, args: &RunArgs) -> Result<ExitCode, CliError> {
-        Err(not_run(self.name(), args))
-    }
+    let mut flags: Vec<clap::Arg> = all.get_arguments().cloned().collect();
+    flags.sort_by_key(clap::Arg::get_display_order);
+    run.args(flags)
 }
 
-/// A family whose experiments `run` does not measure (bench has a command of its own).
-fn not_run(family: &str, args: &RunArgs) -> CliError {
-    CliError::Usage(format!("`run {}`: the {family} family is not measured by `run`", args.experiment.name))
+/// The ids of a group's flags.
+pub(super) fn ids_of(group: Flags) -> Vec<Id> {
+    group(Command::new("group")).get_arguments().map(|arg| arg.get_id().clone()).collect()
 }
 
 /// The family of `experiment`; one the registry does not know is an error.
@@ -87,109 +78,6 @@ pub(super) fn load_checked(path: &Path) -> Result<(PathBuf, Box<dyn Loaded>), Lo
     match record.problems() {
         problems if problems.is_empty() => Ok((file, record)),
         problems => Err(LoadError::Inconsistent { path: file, problems }),
-    }
-}
-
-/// The work loop: sleep, volume, atomic-sum and recipes (`experiments::sleep`).
-struct Loop;
-
-impl Family for Loop {
-    fn name(&self) -> &'static str {
-        sleep::FAMILY
-    }
-    fn kind(&self) -> &'static dyn RecordKind {
-        &Kind::<RunRecord>::KIND
-    }
-    fn flags(&self) -> &'static [&'static str] {
-        &[
-            "runtimes",
-            "units",
-            "sleep",
-            "priority_classes",
-            "start_limit",
-            "together",
-            "mode",
-            "busy",
-            "yield_each_step",
-            "duration",
-            "warmup",
-            "quick",
-            "sweeps",
-            "order",
-            "seed",
-            "metric",
-            "table",
-            "policy",
-            "timer_slack",
-            "cpus",
-            "mlock",
-            "allow_rt_spin",
-            "raw",
-            "exact_samples",
-        ]
-    }
-    fn check(&self, args: &RunArgs) -> Result<(), CliError> {
-        sleep::checked_points(&options::run_options(args)?)?;
-        Ok(())
-    }
-    fn run(&self, args: &RunArgs) -> Result<ExitCode, CliError> {
-        Ok(sleep::run(options::run_options(args)?)?)
-    }
-}
-
-/// TCP senders against receivers (`experiments::net`).
-struct Net;
-
-impl Family for Net {
-    fn name(&self) -> &'static str {
-        net::FAMILY
-    }
-    fn kind(&self) -> &'static dyn RecordKind {
-        &Kind::<NetRecord>::KIND
-    }
-    fn flags(&self) -> &'static [&'static str] {
-        &["receivers", "senders", "messages", "per_sender", "message_size"]
-    }
-    fn check(&self, args: &RunArgs) -> Result<(), CliError> {
-        options::net_options(args)?;
-        Ok(())
-    }
-    fn run(&self, args: &RunArgs) -> Result<ExitCode, CliError> {
-        Ok(net::run(options::net_options(args)?)?)
-    }
-}
-
-/// Tasks of a swept size in every runtime's worker (`experiments::granularity`).
-struct Granularity;
-
-impl Family for Granularity {
-    fn name(&self) -> &'static str {
-        granularity::FAMILY
-    }
-    fn kind(&self) -> &'static dyn RecordKind {
-        &Kind::<GrainRecord>::KIND
-    }
-    fn flags(&self) -> &'static [&'static str] {
-        &["pattern", "task_busy", "width", "steps", "calibrate", "runtimes", "duration", "warmup", "quick", "cpus"]
-    }
-    fn check(&self, args: &RunArgs) -> Result<(), CliError> {
-        Ok(granularity::check(&options::granularity_options(args)?.settings)?)
-    }
-    fn run(&self, args: &RunArgs) -> Result<ExitCode, CliError> {
-        Ok(granularity::run(options::granularity_options(args)?)?)
-    }
-}
-
-/// Your own asynchronous work, measured by `taskmeter bench` (its own command and flags, not
-/// `run`'s): registered for its record.
-struct Bench;
-
-impl Family for Bench {
-    fn name(&self) -> &'static str {
-        bench::FAMILY
-    }
-    fn kind(&self) -> &'static dyn RecordKind {
-        &Kind::<BenchRecord>::KIND
     }
 }
 

@@ -10,7 +10,6 @@ mod families;
 mod history;
 pub mod list;
 mod man;
-mod options;
 pub mod preset;
 mod rebuild;
 mod scope;
@@ -149,12 +148,9 @@ fn run_command() -> ExitCode {
             Ok((cli, matches))
         });
     let cli = match parsed {
-        Ok((mut cli, matches)) => {
+        Ok((cli, matches)) => {
             if let Err(message) = scope::check_flag_scope(&matches) {
                 return refuse(&message);
-            }
-            if let (Command::Run(args), Some(run)) = (&mut cli.command, matches.subcommand_matches("run")) {
-                args.busy_given = run.value_source("busy") == Some(clap::parser::ValueSource::CommandLine);
             }
             cli
         }
@@ -242,9 +238,9 @@ fn hints(e: &clap::Error) -> String {
 /// anything; the commands that measure nothing are checked by their parsing alone.
 fn dry_run(command: Command) -> Result<ExitCode, CliError> {
     match command {
-        Command::Run(args) => families::of(args.experiment)?.check(&args)?,
+        Command::Run(args) => families::of(args.every.experiment)?.check(&args.every, &args.matches)?,
         Command::Bench(args) => {
-            options::bench_options(*args)?;
+            crate::experiments::bench::flags::options(*args).map_err(CliError::Usage)?;
         }
         Command::Net { action: NetAction::Send { cookie_file, cookie, key_file, .. } } => {
             net_send_credentials(cookie_file.as_deref(), cookie.as_deref(), key_file.as_deref())?
@@ -309,7 +305,7 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
             list::print(format == args::TextFormat::Json);
             ExitCode::SUCCESS
         }
-        Command::Run(args) => families::of(args.experiment)?.run(&args)?,
+        Command::Run(args) => families::of(args.every.experiment)?.run(&args.every, &args.matches)?,
         Command::Net { action: NetAction::Serve { runtime, listen, key_file, load } } => {
             crate::experiments::net::serve_only(
                 &runtime,
@@ -323,7 +319,9 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
             crate::experiments::net::send_only(to, &load.settings(Vec::new(), 1), &secret)?
         }
         Command::NetReceiver { runtime } => ExitCode::from(crate::experiments::net::native::main(&runtime)),
-        Command::Bench(args) => crate::experiments::bench::run(options::bench_options(*args)?)?,
+        Command::Bench(args) => {
+            crate::experiments::bench::run(crate::experiments::bench::flags::options(*args).map_err(CliError::Usage)?)?
+        }
         Command::CheckDriver { runtime } => check_driver::check_driver(&runtime)?,
         Command::Report { results, samples_csv, table, figures } => {
             rebuild::rebuild(&results, samples_csv.as_deref(), table, figures.as_deref())?

@@ -1,32 +1,20 @@
-//! Which experiments each flag of `taskmeter run` applies to: a flag given (or set by a
-//! preset) for an experiment that does not use it is refused, never ignored.
+//! Which experiments each flag of `taskmeter run` applies to: those of every experiment
+//! (`EveryArgs`) and those of the groups its family takes (`Family::flags`). A flag given (or set
+//! by a preset) for an experiment that does not use it is refused, never ignored.
 
 use super::args::Cli;
 use super::families;
 use crate::experiments::catalog::{self, ExperimentInfo, EXPERIMENTS};
+use crate::experiments::flags::EveryArgs;
 use clap::parser::ValueSource;
-use clap::{ArgMatches, CommandFactory};
-
-/// The flags of `taskmeter run` that apply to every experiment, by clap argument id; each family
-/// names the others that apply to its experiments (`Family::flags`, `cli/families.rs`).
-pub(super) const EVERY: &[&str] = &[
-    "experiment",
-    "repeat",
-    "cpu_dma_latency",
-    "grace",
-    "output",
-    "format",
-    "export_json",
-    "export_csv",
-    "export_markdown",
-    "history",
-    "no_history",
-    "label",
-];
+use clap::{ArgMatches, Args, CommandFactory};
 
 /// Whether the flag `id` applies to `experiment` (false when its family is not registered).
 fn applies(id: &str, experiment: &ExperimentInfo) -> bool {
-    EVERY.contains(&id) || families::of(experiment).is_ok_and(|family| family.flags().contains(&id))
+    let every = families::ids_of(EveryArgs::augment_args);
+    let in_group = |group| families::ids_of(group).iter().any(|flag| flag == id);
+    every.iter().any(|flag| flag == id)
+        || families::of(experiment).is_ok_and(|family| family.flags().iter().copied().any(in_group))
 }
 
 /// Refuses a `run` flag given for an experiment it does not apply to, naming the ones it does.
@@ -71,9 +59,10 @@ mod tests {
             let id = argument.get_id().as_str();
             assert!(EXPERIMENTS.iter().any(|e| applies(id, e)), "--{id} applies to no experiment");
         }
-        let named = EXPERIMENTS.iter().flat_map(|e| families::of(e).unwrap().flags());
-        for name in EVERY.iter().chain(named) {
-            assert!(run.get_arguments().any(|a| a.get_id() == *name), "{name} is not a flag of run");
+        let groups = EXPERIMENTS.iter().flat_map(|e| families::of(e).unwrap().flags());
+        let named = groups.flat_map(|group| families::ids_of(*group));
+        for name in families::ids_of(EveryArgs::augment_args).into_iter().chain(named) {
+            assert!(run.get_arguments().any(|a| *a.get_id() == name), "{name} is not a flag of run");
         }
     }
 }

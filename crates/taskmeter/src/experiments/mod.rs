@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod compared;
 pub mod consistency;
 pub mod family;
+pub mod flags;
 pub mod granularity;
 pub mod net;
 pub mod sleep;

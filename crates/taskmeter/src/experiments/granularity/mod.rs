@@ -4,6 +4,8 @@
 
 mod compare;
 mod consistency;
+pub mod family;
+pub mod flags;
 mod history;
 mod report;
 

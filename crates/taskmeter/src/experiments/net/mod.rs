@@ -6,6 +6,8 @@
 //! (the Rust ones, `taskmeter net-receiver`).
 
 mod consistency;
+pub mod family;
+pub mod flags;
 mod history;
 mod report;
 

@@ -6,6 +6,8 @@ mod calibrate;
 mod check;
 mod compare;
 mod consistency;
+pub mod family;
+pub mod flags;
 mod history;
 mod jobs;
 mod progress;
