@@ -10,7 +10,7 @@ use std::os::fd::{AsRawFd, FromRawFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use taskmeter_record::clock::now_ns;
+use taskmeter_clock::now_ns;
 
 impl ConnectionReport {
     fn received(&mut self) {

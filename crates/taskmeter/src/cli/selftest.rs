@@ -10,8 +10,8 @@
 
 use crate::runtimes;
 use serde::Serialize;
+use taskmeter_clock::now_ns;
 use taskmeter_protocol::{BusyPlan, Experiment, Mode, Plan, Room, Schedule, SleepPlan, PROTOCOL};
-use taskmeter_record::clock::now_ns;
 use taskmeter_stats::median_f64 as median;
 
 use std::hint::black_box;

@@ -26,7 +26,7 @@ use std::path::Path;
 use std::process::{ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use taskmeter_record::clock::now_ns;
+use taskmeter_clock::now_ns;
 use taskmeter_stats::Summary;
 
 /// The net family, as the registry (`cli::families`) and the catalog name it.
