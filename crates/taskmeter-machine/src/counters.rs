@@ -135,7 +135,7 @@ impl Detail {
 /// Reads every counter of process `pid` now, in `detail`; `list` says whether to list its
 /// threads when it is read as a whole (not when the kernel's exit notices count those that end).
 fn snapshot(pid: i32, source: &mut Source, detail: Detail, list: bool) -> Result<Snapshot, String> {
-    let start_ns = taskmeter_record::clock::now_ns();
+    let start_ns = taskmeter_clock::now_ns();
     let gone = |e: std::io::Error| format!("could not read /proc/{pid}: {e}");
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_err(gone)?;
     let fields = stat_fields(&stat);
@@ -190,7 +190,7 @@ fn snapshot(pid: i32, source: &mut Source, detail: Detail, list: bool) -> Result
     }
     Ok(Snapshot {
         start_ns,
-        end_ns: taskmeter_record::clock::now_ns(),
+        end_ns: taskmeter_clock::now_ns(),
         threads,
         thread_count,
         ended: None,
@@ -370,7 +370,7 @@ pub fn planned(times: (u64, u64)) -> ReadingTimes {
 /// last reading comes early when `stop` says the worker was asked to stop (or, disconnected,
 /// that it exited). `wakeups` is left for the caller to count.
 pub fn over_window(pid: i32, times: &ReadingTimes, stop: &Receiver<()>) -> Result<Counters, String> {
-    let until = |at_ns: u64| Duration::from_nanos(at_ns.saturating_sub(taskmeter_record::clock::now_ns()));
+    let until = |at_ns: u64| Duration::from_nanos(at_ns.saturating_sub(taskmeter_clock::now_ns()));
     match stop.recv_timeout(until(times[0].load(Ordering::Acquire))) {
         Err(RecvTimeoutError::Timeout) => {}
         Ok(()) => return Err("the worker was asked to stop before its measured window began".into()),
@@ -386,7 +386,7 @@ pub fn over_window(pid: i32, times: &ReadingTimes, stop: &Receiver<()>) -> Resul
     };
     let list = exits.is_none();
     let mut reading = |which: usize| {
-        times[which].store(taskmeter_record::clock::now_ns(), Ordering::Release);
+        times[which].store(taskmeter_clock::now_ns(), Ordering::Release);
         snapshot(pid, &mut source, detail, list)
     };
     let first = reading(0)?;
@@ -625,7 +625,7 @@ mod tests {
         stdout.read_line(&mut line).unwrap();
         assert_eq!(line, "ready\n");
         // The first reading at once (its start is written when it begins), the second when told.
-        let times = planned((0, taskmeter_record::clock::now_ns() + 60_000_000_000));
+        let times = planned((0, taskmeter_clock::now_ns() + 60_000_000_000));
         let (tell, stop) = std::sync::mpsc::channel();
         let reader = {
             let times = times.clone();

@@ -1,6 +1,6 @@
 //! The one clock every process shares: CLOCK_MONOTONIC in nanoseconds, and OS sleeps on it.
 
-pub use taskmeter_record::clock::now_ns;
+pub use taskmeter_clock::now_ns;
 
 /// Sleeps the calling thread until `deadline_ns` on CLOCK_MONOTONIC (an absolute deadline, so
 /// the time spent before the call does not add to the wake-up time).

@@ -2,8 +2,10 @@
 //! a point as a sender. The receiver sends a challenge (the point's nonce and settings), the
 //! sender answers with its index and a token, `HMAC-SHA256(secret, ...)` of that nonce; the
 //! receiver compares it with the token taskmeter computed for that index (in constant time:
-//! [`same_token`]), and starts every sender together once all have joined. All the cryptography
-//! is here: a receiver compares bytes.
+//! `taskmeter_net_protocol::same_token`), and starts every sender together once all have joined.
+//! The wire itself (the messages, their constants, the judging of a hello) is the crate
+//! taskmeter-net-protocol, which the wasm-thread guest shares; all the cryptography is here: a
+//! receiver compares bytes.
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -11,15 +13,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use subtle::ConstantTimeEq;
-
-pub const CHALLENGE_MAGIC: &[u8; 8] = b"TMNET2C\0";
-pub const HELLO_MAGIC: &[u8; 8] = b"TMNET2H\0";
-pub const JOINED: &[u8; 8] = b"TMNET2OK";
-pub const WRONG_TOKEN: &[u8; 8] = b"TMNET2NO";
-pub const INDEX_TAKEN: &[u8; 8] = b"TMNET2DU";
-pub const CHALLENGE_BYTES: usize = 48;
-pub const HELLO_BYTES: usize = 44;
+use taskmeter_net_protocol::{Challenge, Hello, CHALLENGE_BYTES, INDEX_TAKEN, JOINED, PROTOCOL, WRONG_TOKEN};
 
 /// How long a connection has, from its accept, to complete its hello.
 pub const HANDSHAKE: Duration = Duration::from_secs(2);
@@ -119,19 +113,12 @@ fn first_line(reader: impl std::io::BufRead) -> std::io::Result<String> {
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// Whether a hello's token is `expected`, in a time that does not depend on where they differ
-/// (every receiver compares this way: a comparison that stops at the first difference would
-/// tell a stranger, by its timing, how much of a token it has right).
-pub fn same_token(token: &[u8], expected: &[u8; 32]) -> bool {
-    token.ct_eq(&expected[..]).into()
-}
-
 /// A receiver's plan for one point: a new nonce, and every sender's token for it.
 pub fn plan(secret: &Secret, connections: u32, message_size: usize) -> Result<taskmeter_model::net::NetPlan, String> {
     let nonce = random::<32>()?;
     let size = u32::try_from(message_size).map_err(|_| "a message size above 4 GiB".to_string())?;
     Ok(taskmeter_model::net::NetPlan {
-        protocol: 2,
+        protocol: PROTOCOL,
         connections,
         message_size,
         handshake_ms: HANDSHAKE.as_millis() as u64,
@@ -139,18 +126,6 @@ pub fn plan(secret: &Secret, connections: u32, message_size: usize) -> Result<ta
         nonce: hex(&nonce),
         tokens: (0..connections).map(|i| hex(&secret.token(&nonce, i, connections, size))).collect(),
     })
-}
-
-/// The bytes of 64 hexadecimal digits (a plan's nonce or token).
-pub fn unhex(text: &str) -> Option<[u8; 32]> {
-    if text.len() != 64 {
-        return None;
-    }
-    let mut bytes = [0u8; 32];
-    for (i, byte) in bytes.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(bytes)
 }
 
 /// `N` random bytes from the kernel.
@@ -175,16 +150,6 @@ pub enum JoinError {
     Refused(String),
 }
 
-/// The challenge a receiver sends: its nonce, and the settings it expects.
-pub fn challenge(nonce: &[u8; 32], connections: u32, message_size: u32) -> [u8; CHALLENGE_BYTES] {
-    let mut bytes = [0u8; CHALLENGE_BYTES];
-    bytes[..8].copy_from_slice(CHALLENGE_MAGIC);
-    bytes[8..40].copy_from_slice(nonce);
-    bytes[40..44].copy_from_slice(&connections.to_le_bytes());
-    bytes[44..48].copy_from_slice(&message_size.to_le_bytes());
-    bytes
-}
-
 /// A sender's side: reads the challenge, checks it is a taskmeter receiver expecting this point,
 /// sends its hello and waits (until `deadline`) for the verdict that starts the point.
 pub fn join(
@@ -198,28 +163,24 @@ pub fn join(
     let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "the receiver".into());
     // A receiver sends its challenge at once: one that has not within two handshakes' time is
     // something else (an HTTP server waiting for a request).
-    let mut challenge = [0u8; CHALLENGE_BYTES];
-    match read_full(stream, &mut challenge, deadline.min(Instant::now() + 2 * HANDSHAKE)) {
-        Ok(()) if &challenge[..8] == CHALLENGE_MAGIC => {}
-        Ok(()) => return Err(JoinError::Refused(not_a_receiver(&peer, &challenge, None))),
+    let mut bytes = [0u8; CHALLENGE_BYTES];
+    let challenge = match read_full(stream, &mut bytes, deadline.min(Instant::now() + 2 * HANDSHAKE)) {
+        Ok(()) => {
+            Challenge::from_bytes(&bytes).ok_or_else(|| JoinError::Refused(not_a_receiver(&peer, &bytes, None)))?
+        }
         // Nothing yet: closed (busy with strangers, or a receiver of the previous point), or
         // still in a full accept queue: worth connecting again while the deadline allows.
         Err((0, e)) => return Err(JoinError::Again(not_a_receiver(&peer, &[], Some(e)))),
-        Err((got, e)) => return Err(JoinError::Refused(not_a_receiver(&peer, &challenge[..got], Some(e)))),
-    }
-    let nonce: [u8; 32] = challenge[8..40].try_into().expect("32 bytes");
-    let expects = |at: usize| u32::from_le_bytes(challenge[at..at + 4].try_into().expect("4 bytes"));
-    if (expects(40), expects(44)) != (connections, message_size) {
+        Err((got, e)) => return Err(JoinError::Refused(not_a_receiver(&peer, &bytes[..got], Some(e)))),
+    };
+    if (challenge.connections, challenge.message_size) != (connections, message_size) {
         return Err(JoinError::Refused(format!(
             "the receiver at {peer} expects {} senders of {}-byte messages; this point has {connections} of {message_size}-byte messages (give net send and net serve the same --senders and --message-size)",
-            expects(40),
-            expects(44)
+            challenge.connections,
+            challenge.message_size
         )));
     }
-    let mut hello = [0u8; HELLO_BYTES];
-    hello[..8].copy_from_slice(HELLO_MAGIC);
-    hello[8..12].copy_from_slice(&index.to_le_bytes());
-    hello[12..44].copy_from_slice(&secret.token(&nonce, index, connections, message_size));
+    let hello = Hello { index, token: secret.token(&challenge.nonce, index, connections, message_size) }.to_bytes();
     stream
         .write_all(&hello)
         .map_err(|e| JoinError::Refused(format!("sender {index}: cannot send its hello to {peer}: {e}")))?;
@@ -352,20 +313,19 @@ mod tests {
     }
 
     #[test]
-    fn the_constant_time_comparison_answers_as_equality_does() {
-        let expected: [u8; 32] = std::array::from_fn(|i| i as u8 * 7 + 1);
-        let mut first = expected;
-        first[0] ^= 0x80;
-        let mut last = expected;
-        last[31] ^= 0x01;
-        let all = expected.map(|b| !b);
-        for (token, equal) in [(expected, true), (first, false), (last, false), (all, false)] {
-            assert_eq!(same_token(&token, &expected), equal, "{token:?}");
-            assert_eq!(same_token(&token, &expected), token == expected);
+    fn the_tokens_are_the_vectors_tokens() {
+        // protocol/vectors/net/handshake.json: its tokens are those of its cookie, nonce and
+        // settings (the crate taskmeter-net-protocol holds the wire's bytes to the same file).
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../protocol/vectors/net/handshake.json");
+        let vectors: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let secret = Secret::cookie(vectors["cookie"].as_str().unwrap(), "the vectors").unwrap();
+        let nonce = taskmeter_net_protocol::unhex(vectors["nonce"].as_str().unwrap()).unwrap();
+        let settings = |key: &str| vectors[key].as_u64().unwrap() as u32;
+        let tokens = vectors["tokens"].as_array().unwrap();
+        assert_eq!(tokens.len(), settings("connections") as usize);
+        for (i, token) in tokens.iter().enumerate() {
+            let ours = secret.token(&nonce, i as u32, settings("connections"), settings("message_size"));
+            assert_eq!(hex(&ours), token.as_str().unwrap(), "sender {i}");
         }
-        // A hello's token is a slice of it; one of another length is never equal.
-        assert!(same_token(&expected[..], &expected));
-        assert!(!same_token(&expected[..31], &expected));
-        assert!(!same_token(&[], &expected));
     }
 }

@@ -3,14 +3,14 @@
 //! connection gets its handshake concurrently, the joined senders start together, strangers are
 //! refused and reported.
 
-use super::handshake::{self, CHALLENGE_BYTES, HELLO_BYTES, HELLO_MAGIC, INDEX_TAKEN, JOINED, WRONG_TOKEN};
+use super::handshake;
 use std::io::{BufRead, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use taskmeter_clock::now_ns;
 use taskmeter_model::net::{ConnectionReport, NetPlan};
-use taskmeter_record::clock::now_ns;
+use taskmeter_net_protocol::{unhex, Admission, Challenge, Roll, CHALLENGE_BYTES, HELLO_BYTES, JOINED};
 
 /// One message more on a connection, at the protocol's clock.
 fn received(report: &mut ConnectionReport) {
@@ -31,64 +31,41 @@ pub fn main(runtime: &str) -> u8 {
     }
 }
 
-/// What every handshake of a point shares: the challenge, the tokens, who has joined.
+/// What every handshake of a point shares: the challenge, the tokens and who has joined (the
+/// roll), how many handshakes are pending.
 struct Gate {
     challenge: [u8; CHALLENGE_BYTES],
-    tokens: Vec<[u8; 32]>,
+    roll: Roll,
     deadline: Duration,
-    max_pending: u32,
-    pending: AtomicU32,
-    joined: Mutex<Vec<bool>>,
+    admission: Admission,
 }
 
 impl Gate {
     fn new(plan: &NetPlan) -> Result<Gate, String> {
         let bad =
             || format!("bad plan: a nonce and {} tokens of 64 hexadecimal digits were expected", plan.connections);
-        let nonce = handshake::unhex(&plan.nonce).ok_or_else(bad)?;
-        let tokens: Vec<[u8; 32]> =
-            plan.tokens.iter().map(|t| handshake::unhex(t)).collect::<Option<_>>().ok_or_else(bad)?;
+        let nonce = unhex(&plan.nonce).ok_or_else(bad)?;
+        let tokens: Vec<[u8; 32]> = plan.tokens.iter().map(|t| unhex(t)).collect::<Option<_>>().ok_or_else(bad)?;
         if tokens.len() != plan.connections as usize {
             return Err(bad());
         }
         Ok(Gate {
-            challenge: handshake::challenge(&nonce, plan.connections, plan.message_size as u32),
-            tokens,
+            challenge: Challenge { nonce, connections: plan.connections, message_size: plan.message_size as u32 }
+                .to_bytes(),
+            roll: Roll::new(tokens),
             deadline: Duration::from_millis(plan.handshake_ms),
-            max_pending: plan.max_pending.max(1),
-            pending: AtomicU32::new(0),
-            joined: Mutex::new(vec![false; plan.connections as usize]),
+            admission: Admission::new(plan.max_pending),
         })
     }
 
     /// Takes a handshake slot, or says the connection must be refused at once.
     fn admit(&self) -> bool {
-        self.pending.fetch_add(1, Ordering::SeqCst) < self.max_pending || {
-            self.pending.fetch_sub(1, Ordering::SeqCst);
-            false
-        }
+        self.admission.admit()
     }
 
     /// Judges a hello: the sender's index, or the verdict to send and why.
     fn judge(&self, hello: &[u8; HELLO_BYTES]) -> Result<u32, (&'static [u8; 8], String)> {
-        let index = u32::from_le_bytes(hello[8..12].try_into().expect("4 bytes"));
-        if &hello[..8] != HELLO_MAGIC {
-            return Err((WRONG_TOKEN, "not a taskmeter sender".into()));
-        }
-        let mut joined = self.joined.lock().unwrap_or_else(|e| e.into_inner());
-        match joined.get_mut(index as usize) {
-            None => Err((INDEX_TAKEN, format!("sender {index} is not of this point"))),
-            // In constant time, and before the slot: only a sender with the secret learns who
-            // has joined.
-            Some(_) if !handshake::same_token(&hello[12..], &self.tokens[index as usize]) => {
-                Err((WRONG_TOKEN, format!("wrong token for sender {index}")))
-            }
-            Some(true) => Err((INDEX_TAKEN, format!("sender {index} had already joined"))),
-            Some(slot) => {
-                *slot = true;
-                Ok(index)
-            }
-        }
+        self.roll.judge(hello).map_err(|refusal| (refusal.verdict(), refusal.to_string()))
     }
 }
 
@@ -168,7 +145,7 @@ fn with_threads(listener: std::net::TcpListener, plan: &NetPlan, gate: Gate) -> 
             (gate.clone(), start.clone(), done.clone(), joined.clone(), listener.clone());
         std::thread::spawn(move || {
             let verdict = handshake_blocking(&mut stream, &gate);
-            gate.pending.fetch_sub(1, Ordering::SeqCst);
+            gate.admission.release();
             let index = match verdict {
                 Ok(index) => index,
                 Err(why) => return stranger(&peer, &why),
@@ -302,7 +279,7 @@ fn with_tokio(listener: std::net::TcpListener, plan: &NetPlan, gate: Gate) -> Re
                     })
                     .await
                     .unwrap_or_else(|_| Err(format!("no hello within {} ms", gate.deadline.as_millis())));
-                    gate.pending.fetch_sub(1, Ordering::SeqCst);
+                    gate.admission.release();
                     let index = match verdict {
                         Ok(index) => index,
                         Err(why) => return stranger(&peer, &why),
@@ -358,15 +335,14 @@ fn with_tokio(listener: std::net::TcpListener, plan: &NetPlan, gate: Gate) -> Re
 mod tests {
     use super::*;
     use std::net::{TcpListener, TcpStream};
+    use taskmeter_net_protocol::HELLO_MAGIC;
 
     fn gate(deadline_ms: u64) -> Gate {
         Gate {
             challenge: [7; CHALLENGE_BYTES],
-            tokens: vec![[1; 32]],
+            roll: Roll::new(vec![[1; 32]]),
             deadline: Duration::from_millis(deadline_ms),
-            max_pending: 1,
-            pending: AtomicU32::new(0),
-            joined: Mutex::new(vec![false]),
+            admission: Admission::new(1),
         }
     }
 

@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
-use taskmeter_record::clock::now_ns;
+use taskmeter_clock::now_ns;
 
 /// How often a sender waiting for an ack looks whether a signal asked taskmeter to stop.
 const POLL: Duration = Duration::from_millis(100);

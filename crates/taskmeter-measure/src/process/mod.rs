@@ -138,7 +138,7 @@ pub fn wait_with_usage(child: Child) -> std::io::Result<Exit> {
             return Err(e);
         }
     }
-    let exited_ns = taskmeter_record::clock::now_ns();
+    let exited_ns = taskmeter_clock::now_ns();
     drop(child);
     let cpu_ns = timeval_ns(usage.ru_utime) + timeval_ns(usage.ru_stime);
     Ok(Exit { status: ExitStatus::from_raw(status), peak_rss_kb: usage.ru_maxrss as u64, cpu_ns, exited_ns })

@@ -304,7 +304,7 @@ impl Delivery {
             self.wakeups_counted += new.iter().filter(|v| between.contains(&v.sample.wake_ns)).count() as u64;
         }
         if !new.is_empty() {
-            self.first_samples_ns.get_or_insert_with(taskmeter_record::clock::now_ns);
+            self.first_samples_ns.get_or_insert_with(taskmeter_clock::now_ns);
         }
     }
 

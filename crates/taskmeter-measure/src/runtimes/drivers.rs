@@ -523,8 +523,7 @@ impl Program {
         if done.is_dir() {
             return Ok(done);
         }
-        let partial =
-            root.join(format!(".{name}-{}-{}.partial", std::process::id(), taskmeter_record::clock::now_ns()));
+        let partial = root.join(format!(".{name}-{}-{}.partial", std::process::id(), taskmeter_clock::now_ns()));
         std::fs::create_dir_all(&partial).map_err(|e| format!("cannot create {}: {e}", partial.display()))?;
         let result = (|| {
             for (file, text) in &self.files {

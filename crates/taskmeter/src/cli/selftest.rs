@@ -9,9 +9,9 @@
 //! harness code, not a runtime under comparison.
 
 use serde::Serialize;
+use taskmeter_clock::now_ns;
 use taskmeter_measure::runtimes;
 use taskmeter_protocol::{BusyPlan, Experiment, Mode, Plan, Room, Schedule, SleepPlan, PROTOCOL};
-use taskmeter_record::clock::now_ns;
 use taskmeter_stats::median_f64 as median;
 
 use std::hint::black_box;

@@ -17,23 +17,11 @@ mod json;
 use std::io::{BufRead, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::wasi::io::{AsRawFd, FromRawFd};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Barrier, Mutex};
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
-use subtle::ConstantTimeEq;
-
-const CHALLENGE_MAGIC: &[u8; 8] = b"TMNET2C\0";
-const HELLO_MAGIC: &[u8; 8] = b"TMNET2H\0";
-const JOINED: &[u8; 8] = b"TMNET2OK";
-const WRONG_TOKEN: &[u8; 8] = b"TMNET2NO";
-const INDEX_TAKEN: &[u8; 8] = b"TMNET2DU";
-const HELLO_BYTES: usize = 44;
-
-/// Whether a hello's token is `expected`, in a time that does not depend on where they differ
-/// (as every receiver compares: an early exit would tell a stranger how much it has right).
-fn same_token(token: &[u8], expected: &[u8; 32]) -> bool {
-    token.ct_eq(&expected[..]).into()
-}
+// The wire (the messages, the judging of a hello, the admission bound), as taskmeter's own
+// receivers have it.
+use taskmeter_net_protocol::{unhex, Admission, Challenge, Roll, CHALLENGE_BYTES, HELLO_BYTES, JOINED, TOKEN_BYTES};
 
 /// How long the accept loop waits on the listener before it looks again whether every sender
 /// has joined: nothing can wake a blocked accept in WASI preview 1.
@@ -193,29 +181,17 @@ impl Parser<'_> {
     }
 }
 
-/// The bytes of 64 hexadecimal digits (the plan's nonce or a token).
-fn unhex(text: &str) -> Option<[u8; 32]> {
-    let mut bytes = [0u8; 32];
-    if text.len() != 64 || !text.is_ascii() {
-        return None;
-    }
-    for (i, byte) in bytes.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(bytes)
-}
-
 /// One point, from the plan line: what every handshake shares.
 struct Plan {
     connections: u32,
     message_size: usize,
     handshake: Duration,
     max_pending: u32,
-    challenge: [u8; 48],
-    tokens: Vec<[u8; 32]>,
+    challenge: [u8; CHALLENGE_BYTES],
 }
 
-fn read_plan(line: &str) -> Result<Plan, String> {
+/// The plan, and its senders' tokens.
+fn read_plan(line: &str) -> Result<(Plan, Vec<[u8; TOKEN_BYTES]>), String> {
     // The start of the line is enough to tell which plan it was: its tokens can be many.
     let shown: String = line.trim_end().chars().take(120).collect();
     let fields = match Parser::parse(line) {
@@ -246,71 +222,34 @@ fn read_plan(line: &str) -> Result<Plan, String> {
         _ => None,
     };
     let nonce = field("nonce").and_then(hex).ok_or_else(bad)?;
-    let tokens: Vec<[u8; 32]> = match field("tokens") {
+    let tokens: Vec<[u8; TOKEN_BYTES]> = match field("tokens") {
         Some(Json::Array(tokens)) if tokens.len() as u64 == connections => {
             tokens.iter().map(hex).collect::<Option<_>>().ok_or_else(bad)?
         }
         _ => return Err(bad()),
     };
-    let mut challenge = [0u8; 48];
-    challenge[..8].copy_from_slice(CHALLENGE_MAGIC);
-    challenge[8..40].copy_from_slice(&nonce);
-    challenge[40..44].copy_from_slice(&(connections as u32).to_le_bytes());
-    challenge[44..48].copy_from_slice(&(size as u32).to_le_bytes());
-    Ok(Plan {
+    let challenge = Challenge { nonce, connections: connections as u32, message_size: size as u32 }.to_bytes();
+    let plan = Plan {
         connections: connections as u32,
         message_size: size as usize,
         handshake: Duration::from_millis(handshake_ms),
         max_pending: max_pending.clamp(1, u32::MAX as u64) as u32,
         challenge,
-        tokens,
-    })
+    };
+    Ok((plan, tokens))
 }
 
-/// Who has joined, and how many handshakes are pending.
+/// The point's plan, who has joined (the roll: the accept loop ends when all have), and how many
+/// handshakes are pending.
 struct Gate {
     plan: Plan,
-    pending: AtomicU32,
-    joined: Mutex<Vec<bool>>,
-    /// How many senders have joined: the accept loop ends when it is `connections`.
-    count: AtomicU32,
+    roll: Roll,
+    admission: Admission,
 }
 
 impl Gate {
-    /// Takes a handshake slot, or says the connection must be refused at once.
-    fn admit(&self) -> bool {
-        self.pending.fetch_add(1, Ordering::SeqCst) < self.plan.max_pending || {
-            self.pending.fetch_sub(1, Ordering::SeqCst);
-            false
-        }
-    }
-
     fn all_joined(&self) -> bool {
-        self.count.load(Ordering::SeqCst) == self.plan.connections
-    }
-
-    /// Judges a hello: the sender's index, or the verdict to send and why.
-    fn judge(&self, hello: &[u8; HELLO_BYTES]) -> Result<u32, (&'static [u8; 8], String)> {
-        let index = u32::from_le_bytes(hello[8..12].try_into().expect("4 bytes"));
-        if &hello[..8] != HELLO_MAGIC {
-            return Err((WRONG_TOKEN, "not a taskmeter sender".into()));
-        }
-        // Under the lock: two hellos of one index cannot both join.
-        let mut joined = self.joined.lock().unwrap_or_else(|e| e.into_inner());
-        match joined.get_mut(index as usize) {
-            None => Err((INDEX_TAKEN, format!("sender {index} is not of this point"))),
-            // In constant time, and before the slot: only a sender with the secret learns who
-            // has joined.
-            Some(_) if !same_token(&hello[12..], &self.plan.tokens[index as usize]) => {
-                Err((WRONG_TOKEN, format!("wrong token for sender {index}")))
-            }
-            Some(true) => Err((INDEX_TAKEN, format!("sender {index} had already joined"))),
-            Some(slot) => {
-                *slot = true;
-                self.count.fetch_add(1, Ordering::SeqCst);
-                Ok(index)
-            }
-        }
+        self.roll.joined() == self.plan.connections
     }
 
     /// The receiver's side of the handshake, by `accepted + handshake`: the sender's index, or
@@ -340,9 +279,9 @@ impl Gate {
                 Err(e) => return Err(format!("read failed: {e}")),
             }
         }
-        self.judge(&hello).map_err(|(verdict, why)| {
-            let _ = stream.write_all(verdict);
-            why
+        self.roll.judge(&hello).map_err(|refusal| {
+            let _ = stream.write_all(refusal.verdict());
+            refusal.to_string()
         })
     }
 }
@@ -440,14 +379,14 @@ fn run(listener: TcpListener, gate: &Gate, clock: Instant) -> Vec<Connection> {
                 stranger(&peer, "came after every sender had joined");
                 continue;
             }
-            if !gate.admit() {
+            if !gate.admission.admit() {
                 stranger(&peer, "too many connections waiting for their handshake");
                 continue;
             }
             let (start, thread_peer) = (&start, peer.clone());
             let thread = std::thread::Builder::new().spawn_scoped(scope, move || {
                 let verdict = gate.handshake(&mut stream, accepted);
-                gate.pending.fetch_sub(1, Ordering::SeqCst);
+                gate.admission.release();
                 let index = match verdict {
                     Ok(index) => index,
                     Err(why) => {
@@ -467,7 +406,7 @@ fn run(listener: TcpListener, gate: &Gate, clock: Instant) -> Vec<Connection> {
             match thread {
                 Ok(thread) => threads.push(thread),
                 Err(e) => {
-                    gate.pending.fetch_sub(1, Ordering::SeqCst);
+                    gate.admission.release();
                     stranger(&peer, &format!("cannot start a thread for its handshake: {e}"));
                 }
             }
@@ -488,12 +427,7 @@ fn main() {
         fail(&format!("cannot read the plan: {e}"));
     }
     let gate = match read_plan(&line) {
-        Ok(plan) => Gate {
-            joined: Mutex::new(vec![false; plan.connections as usize]),
-            plan,
-            pending: AtomicU32::new(0),
-            count: AtomicU32::new(0),
-        },
+        Ok((plan, tokens)) => Gate { roll: Roll::new(tokens), admission: Admission::new(plan.max_pending), plan },
         Err(message) => fail(&message),
     };
     // SAFETY: fd 3 is the preopened listening socket, by the protocol.

@@ -26,13 +26,13 @@ use std::path::Path;
 use std::process::{ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use taskmeter_clock::now_ns;
 use taskmeter_machine::idle::LatencyRequest;
 use taskmeter_measure::process::child::{Ask, Ended, Limits, Spawned, Stop};
 use taskmeter_measure::process::{describe, last_line, signals};
 use taskmeter_model::net::{
     ConnectionReport, NetPlan, NetPoint, NetRecord, NetSettings, SkippedReceiver, Stranger, STRANGERS_KEPT,
 };
-use taskmeter_record::clock::now_ns;
 use taskmeter_stats::Summary;
 
 /// The net family, as the registry (`cli::families`) and the catalog name it.
