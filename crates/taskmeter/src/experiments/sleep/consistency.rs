@@ -94,7 +94,7 @@ fn missing_rows(record: &RunRecord, runtimes: &[&String]) -> Vec<String> {
 }
 
 /// Where a row's counts disagree with its statistics, as `experiments/sleep/rows.rs` and
-/// `analysis/accumulate.rs` make them: every measured sample adds one value to lateness, actual
+/// `taskmeter_analysis::accumulate` make them: every measured sample adds one value to lateness, actual
 /// and busy, and one to full unless it follows lost samples.
 fn count_problems(row: &Row, schema_version: u32) -> Vec<String> {
     let (counts, statistics) = match (&row.counts, &row.statistics) {
