@@ -49,12 +49,11 @@ fn whole_runs(side: Side, include: bool, left_out: &mut LeftOut) -> Result<Side,
         side.records.into_iter().partition(|(_, record)| include || record.header().complete);
     left_out.incomplete_runs.extend(interrupted.iter().map(|(path, _)| path.display().to_string()));
     if kept.is_empty() {
-        return Err(format!(
+        return Err(CliError::Usage(format!(
             "{}: its {} run(s) were interrupted, and only whole runs are judged (--include-incomplete judges them too)",
             side.path.display(),
             total
-        )
-        .into());
+        )));
     }
     Ok(Side { path: side.path, records: kept })
 }
@@ -66,7 +65,7 @@ fn load_side(path: &Path) -> Result<Side, CliError> {
         return Ok(Side { path: path.to_path_buf(), records: vec![load_checked(path)?] });
     }
     let mut folders: Vec<PathBuf> = std::fs::read_dir(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+        .map_err(|e| CliError::Usage(format!("cannot read {}: {e}", path.display())))?
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.is_dir() && record_file(p, &files).is_ok())
@@ -76,7 +75,7 @@ fn load_side(path: &Path) -> Result<Side, CliError> {
         return Err(load_checked(path)
             .err()
             .map(CliError::from)
-            .unwrap_or_else(|| format!("{} holds no results", path.display()).into()));
+            .unwrap_or_else(|| CliError::Usage(format!("{} holds no results", path.display()))));
     }
     let records = folders.iter().map(|f| load_checked(f)).collect::<Result<Vec<_>, _>>()?;
     Ok(Side { path: path.to_path_buf(), records })
@@ -138,12 +137,11 @@ pub fn run(options: CompareOptions) -> Result<ExitCode, CliError> {
     let new = whole_runs(load_side(&options.new)?, include, &mut left_out)?;
     let kinds: Vec<&str> = old.records.iter().chain(&new.records).map(|(_, r)| kind_of(&**r)).collect();
     if kinds.iter().any(|k| *k != kinds[0]) {
-        return Err(format!(
+        return Err(CliError::Usage(format!(
             "cannot compare a {} result with a {} result (compare takes results of one experiment)",
             kinds[0],
             kinds.iter().find(|k| **k != kinds[0]).unwrap_or(&"?")
-        )
-        .into());
+        )));
     }
     // Within a side every run must have measured the same thing, as across the sides.
     for side in [&old, &new] {
@@ -155,29 +153,27 @@ pub fn run(options: CompareOptions) -> Result<ExitCode, CliError> {
                 .map(said)
                 .collect();
             if !workload.is_empty() && !options.force {
-                return Err(format!(
+                return Err(CliError::Usage(format!(
                     "the runs of {} measured different things ({} in {}): compare them anyway with --force",
                     side.path.display(),
                     workload.join("; "),
                     path.display()
-                )
-                .into());
+                )));
             }
         }
     }
     let found = differences::between(&json_of(&*old.records[0].1), &json_of(&*new.records[0].1));
     let workload: Vec<String> = found.iter().filter(|d| d.kind == Kind::Workload).cloned().map(said).collect();
     if !workload.is_empty() && !options.force {
-        return Err(format!(
+        return Err(CliError::Usage(format!(
             "the two runs measured different things ({}): compare them anyway with --force",
             workload.join("; ")
-        )
-        .into());
+        )));
     }
     let (mut lines, not_compared) = lines(&old, &new, &options, &mut left_out);
     if lines.is_empty() {
         let why = if not_compared.is_empty() { String::new() } else { format!(" ({})", not_compared.join("; ")) };
-        return Err(format!("the two {} results have nothing measured in common{why}", kinds[0]).into());
+        return Err(CliError::Usage(format!("the two {} results have nothing measured in common{why}", kinds[0])));
     }
     decide(lines.iter_mut().map(|l| (&mut l.judgement, l.higher_is_better)), options.rule);
     let mut counts: BTreeMap<&'static str, usize> =

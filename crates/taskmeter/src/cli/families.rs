@@ -41,10 +41,11 @@ pub(super) fn ids_of(group: Flags) -> Vec<Id> {
     group(Command::new("group")).get_arguments().map(|arg| arg.get_id().clone()).collect()
 }
 
-/// The family of `experiment`; one the registry does not know is an error.
+/// The family of `experiment`; one the registry does not know is an error, and taskmeter's own
+/// (the catalog names a family this file does not register), not the user's.
 pub(super) fn of(experiment: &ExperimentInfo) -> Result<&'static dyn Family, CliError> {
     FAMILIES.iter().copied().find(|f| f.name() == experiment.family).ok_or_else(|| {
-        CliError::Usage(format!(
+        CliError::Failed(format!(
             "`run {}` belongs to the family '{}', which is not registered (cli/families.rs)",
             experiment.name, experiment.family
         ))

@@ -6,7 +6,7 @@ use super::args::{ByArg, FilterArgs, GroupBy, HistoryAction, RuleArgs, Selection
 use super::CliError;
 use crate::history::check::{self, Finding};
 use crate::history::entry::{higher_is_better, score_stat};
-use crate::history::query::{self, Filter, LeftOut, Observation};
+use crate::history::query::{self, Filter, LeftOut, Observation, RunDetail};
 use crate::history::series;
 use crate::history::trend::{self, By};
 use crate::history::{import, Store, Target};
@@ -52,22 +52,34 @@ fn list_fit() -> Fit<'static> {
     }
 }
 
+/// Whose each error is: where the history is (`--history`, TASKMETER_HISTORY), a run id, a
+/// selection that matches nothing, a path to import that is not a results folder are the
+/// user's ([`CliError::Usage`]); a store that cannot be opened or queried (a server that does
+/// not answer, a file that cannot be opened) and a chart that cannot be drawn are not
+/// ([`CliError::Failed`]); a trend that cannot be written where asked is [`CliError::Output`].
 pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCode, CliError> {
-    let target = match Target::choose(history, false)? {
-        Target::Off => return Err("the history is off (TASKMETER_HISTORY=off): give --history".to_string().into()),
-        Target::Unplaced(why) => return Err(format!("no history: {why}").into()),
+    let target = match Target::choose(history, false).map_err(CliError::Usage)? {
+        Target::Off => {
+            return Err(CliError::Usage("the history is off (TASKMETER_HISTORY=off): give --history".into()))
+        }
+        Target::Unplaced(why) => return Err(CliError::Usage(format!("no history: {why}"))),
         target => target,
     };
-    let mut store = crate::history::open(&target).map_err(|e| match e.contains(&target.describe()) {
-        true => e,
-        false => format!("history {}: {e}", target.describe()),
+    let mut store = crate::history::open(&target).map_err(|e| {
+        CliError::Failed(match e.contains(&target.describe()) {
+            true => e,
+            false => format!("history {}: {e}", target.describe()),
+        })
     })?;
     match action {
         HistoryAction::List { filter, limit, format } => list(&mut store, &target, &filter.filter(), limit, format)?,
         HistoryAction::Show { id, format } => show(&mut store, id, format)?,
         HistoryAction::Import { folders } => {
             let reader = import::Reader { files: &super::families::files(), load: &super::families::load_recorded };
-            let done = import::import(&mut store, &folders, &reader)?;
+            let done = import::import(&mut store, &folders, &reader).map_err(|e| match e {
+                import::ImportError::NotResults(why) => CliError::Usage(why),
+                import::ImportError::Store(why) => CliError::Failed(why),
+            })?;
             for failed in &done.failed {
                 taskmeter_console::errln!("taskmeter: not imported: {failed}");
             }
@@ -134,7 +146,7 @@ fn list(
     limit: Option<usize>,
     format: TextFormat,
 ) -> Result<(), CliError> {
-    let runs = query::runs(store, filter, limit)?;
+    let runs = query::runs(store, filter, limit).map_err(CliError::Failed)?;
     if format == TextFormat::Json {
         taskmeter_console::outln!("{}", serde_json::to_string_pretty(&runs).expect("serialises"));
     } else if runs.is_empty() {
@@ -173,11 +185,12 @@ fn trend(
     let title = format!("{of}{} {} over runs", what.metric, what.stat());
     let by = if by == ByArg::Machine { By::Machine } else { By::Runtime };
     let trend = trend::build(&grouped, by, title, unit_desc(&what.metric), is_time(&what.metric));
-    let svg = trend.svg()?;
-    std::fs::create_dir_all(output).map_err(|e| format!("cannot create {}: {e}", output.display()))?;
+    let svg = trend.svg().map_err(CliError::Failed)?;
+    std::fs::create_dir_all(output)
+        .map_err(|e| CliError::Output(format!("cannot create {}: {e}", output.display())))?;
     for (file, text) in [("trend.svg", svg.clone()), ("trend.html", trend.html(&svg))] {
         let path = output.join(file);
-        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        std::fs::write(&path, text).map_err(|e| CliError::Output(format!("cannot write {}: {e}", path.display())))?;
     }
     if format == TextFormat::Json {
         let out = serde_json::json!({
@@ -253,12 +266,12 @@ fn check(
 
 /// The series of the metric and stat in whole measurements (all with `include`), one per thing
 /// measured and workload, and what was left out; or why there are none.
-fn series_of(store: &mut Store, filter: &Filter, what: &What, include: bool) -> Result<(Grouped, LeftOut), String> {
+fn series_of(store: &mut Store, filter: &Filter, what: &What, include: bool) -> Result<(Grouped, LeftOut), CliError> {
     let (found, left_out) = observations(store, filter, what, include)?;
     let mut runs: Vec<i64> = found.iter().map(|o| o.run).collect();
     runs.sort_unstable();
     runs.dedup();
-    let workloads = query::workloads(store, &runs)?;
+    let workloads = query::workloads(store, &runs).map_err(CliError::Failed)?;
     Ok((series::group(&found, &workloads), left_out))
 }
 
@@ -271,18 +284,23 @@ fn observations(
     filter: &Filter,
     what: &What,
     include: bool,
-) -> Result<(Vec<Observation>, LeftOut), String> {
-    let found = query::observations(store, filter, &what.metric, &what.stat())?;
+) -> Result<(Vec<Observation>, LeftOut), CliError> {
+    let found = query::observations(store, filter, &what.metric, &what.stat()).map_err(CliError::Failed)?;
     if found.is_empty() {
-        return Err(format!(
+        return Err(CliError::Usage(format!(
             "no recorded run matches with {} {} (see `taskmeter history list`)",
             what.metric,
             what.stat()
-        ));
+        )));
     }
     let (kept, left_out) = query::whole(found, include);
     if kept.is_empty() {
-        return Err(format!("no whole measurement matches with {} {}: {}", what.metric, what.stat(), left_out.said()));
+        return Err(CliError::Usage(format!(
+            "no whole measurement matches with {} {}: {}",
+            what.metric,
+            what.stat(),
+            left_out.said()
+        )));
     }
     Ok((kept, left_out))
 }
@@ -308,8 +326,20 @@ fn value(metric: &str, v: f64) -> String {
     }
 }
 
-fn show(store: &mut Store, id: i64, format: TextFormat) -> Result<(), String> {
-    let run = query::run(store, id)?;
+/// The run `id`: one the history does not hold is the user's (an id not from `history list`).
+fn run_of(store: &mut Store, id: i64) -> Result<RunDetail, CliError> {
+    match query::run(store, id) {
+        Ok(Some(run)) => Ok(run),
+        Ok(None) => Err(CliError::Usage(format!(
+            "no run {id} in the history {} (see `taskmeter history list`)",
+            store.target().describe()
+        ))),
+        Err(e) => Err(CliError::Failed(e)),
+    }
+}
+
+fn show(store: &mut Store, id: i64, format: TextFormat) -> Result<(), CliError> {
+    let run = run_of(store, id)?;
     if format == TextFormat::Json {
         taskmeter_console::outln!("{}", serde_json::to_string_pretty(&run).expect("serialises"));
         return Ok(());
@@ -389,7 +419,7 @@ fn compare(
     let pairs = compared_pairs(store, filter, by, (old, new))?;
     for ((_, a), (_, b)) in &pairs {
         for id in a.ids.iter().chain(&b.ids) {
-            query::run(store, *id)?;
+            run_of(store, *id)?;
         }
     }
     let stat = what.stat();
@@ -416,7 +446,7 @@ fn compare(
         }
     }
     if lines.is_empty() {
-        return Err("the two sides have nothing measured in common".to_string().into());
+        return Err(CliError::Usage("the two sides have nothing measured in common".into()));
     }
     let higher = higher_is_better(&what.metric);
     decide(lines.iter_mut().map(|l| (&mut l.judgement, higher)), rule);
@@ -448,11 +478,12 @@ fn compared_pairs(
     (old, new): (Option<String>, Option<String>),
 ) -> Result<Vec<(Side, Side)>, CliError> {
     // The sides, each a name and its filter.
-    let side = |name: &str| -> Result<Side, String> {
+    let side = |name: &str| -> Result<Side, CliError> {
         let mut f = filter.clone();
         match by {
             GroupBy::Run => {
-                let id = name.parse::<i64>().map_err(|_| format!("'{name}' is not a run id (a number)"))?;
+                let id =
+                    name.parse::<i64>().map_err(|_| CliError::Usage(format!("'{name}' is not a run id (a number)")))?;
                 f.ids = vec![id];
                 Ok((format!("run {id}"), f))
             }
@@ -469,19 +500,25 @@ fn compared_pairs(
     Ok(match (by, old, new) {
         (_, Some(old), Some(new)) => vec![(side(&old)?, side(&new)?)],
         (GroupBy::Machine, old, None) => {
-            let mut machines: Vec<String> = query::runs(store, filter, None)?.into_iter().map(|r| r.machine).collect();
+            let mut machines: Vec<String> =
+                query::runs(store, filter, None).map_err(CliError::Failed)?.into_iter().map(|r| r.machine).collect();
             machines.sort();
             machines.dedup();
-            let base =
-                old.or_else(|| machines.first().cloned()).ok_or_else(|| "no recorded run matches".to_string())?;
+            let base = old
+                .or_else(|| machines.first().cloned())
+                .ok_or_else(|| CliError::Usage("no recorded run matches".into()))?;
             let others: Vec<&String> = machines.iter().filter(|m| **m != base).collect();
             if others.is_empty() {
-                return Err(format!("only one machine ({base}) in the matching runs: nothing to compare").into());
+                return Err(CliError::Usage(format!(
+                    "only one machine ({base}) in the matching runs: nothing to compare"
+                )));
             }
-            others.into_iter().map(|m| Ok((side(&base)?, side(m)?))).collect::<Result<_, String>>()?
+            others.into_iter().map(|m| Ok((side(&base)?, side(m)?))).collect::<Result<_, CliError>>()?
         }
         _ => {
-            return Err("history compare needs OLD and NEW (run ids, labels or machines: see --by)".to_string().into())
+            return Err(CliError::Usage(
+                "history compare needs OLD and NEW (run ids, labels or machines: see --by)".into(),
+            ))
         }
     })
 }
@@ -494,12 +531,12 @@ fn side_values(
     (f, name): (&Filter, &str),
     (what, by, include): (&What, GroupBy, bool),
     left_out: &mut LeftOut,
-) -> Result<(Sides, Vec<i64>), String> {
+) -> Result<(Sides, Vec<i64>), CliError> {
     let stat = what.stat();
-    let found = query::observations(store, f, &what.metric, &stat)?;
+    let found = query::observations(store, f, &what.metric, &stat).map_err(CliError::Failed)?;
     if found.is_empty() {
         let unknown = if by == GroupBy::Run { " (see `taskmeter history list`)" } else { "" };
-        return Err(format!("{name}: no recorded run with {} {stat}{unknown}", what.metric));
+        return Err(CliError::Usage(format!("{name}: no recorded run with {} {stat}{unknown}", what.metric)));
     }
     let (found, left) = query::whole(found, include);
     left_out.incomplete_runs.extend(left.incomplete_runs.iter().copied());
@@ -507,7 +544,11 @@ fn side_values(
         *left_out.repetitions.entry(status.clone()).or_default() += n;
     }
     if found.is_empty() {
-        return Err(format!("{name}: no whole measurement with {} {stat}: {}", what.metric, left.said()));
+        return Err(CliError::Usage(format!(
+            "{name}: no whole measurement with {} {stat}: {}",
+            what.metric,
+            left.said()
+        )));
     }
     let mut runs: Vec<i64> = found.iter().map(|o| o.run).collect();
     runs.dedup();
@@ -594,11 +635,10 @@ fn check_workloads(
     (old, old_runs): (&str, &[i64]),
     (new, new_runs): (&str, &[i64]),
     force: bool,
-) -> Result<Vec<(String, Difference)>, String> {
+) -> Result<Vec<(String, Difference)>, CliError> {
     let mut first = Vec::new();
     for (name, runs) in [(old, old_runs), (new, new_runs)] {
-        let records =
-            runs.iter().map(|id| query::run(store, *id).map(|r| r.record())).collect::<Result<Vec<_>, _>>()?;
+        let records = runs.iter().map(|id| run_of(store, *id).map(|r| r.record())).collect::<Result<Vec<_>, _>>()?;
         for (id, record) in runs.iter().zip(&records).skip(1) {
             let workload: Vec<String> = differences::between(&records[0], record)
                 .into_iter()
@@ -606,10 +646,10 @@ fn check_workloads(
                 .map(|d| format!("{} {} -> {}", d.what, d.old, d.new))
                 .collect();
             if !workload.is_empty() && !force {
-                return Err(format!(
+                return Err(CliError::Usage(format!(
                     "the runs of {name} measured different things ({} in run {id}): compare them anyway with --force",
                     workload.join("; ")
-                ));
+                )));
             }
         }
         first.push(records.into_iter().next().unwrap_or_default());
@@ -621,10 +661,10 @@ fn check_workloads(
         .map(|d| format!("{} {} -> {}", d.what, d.old, d.new))
         .collect();
     if !workload.is_empty() && !force {
-        return Err(format!(
+        return Err(CliError::Usage(format!(
             "{old} and {new} measured different things ({}): compare them anyway with --force",
             workload.join("; ")
-        ));
+        )));
     }
     Ok(found.into_iter().map(|d| (format!("{old} -> {new}"), d)).collect())
 }

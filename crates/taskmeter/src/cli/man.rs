@@ -30,7 +30,7 @@ pub fn page(path: &[String]) -> Result<String, CliError> {
             let known: Vec<&str> = visible(command).map(|c| c.get_name()).collect();
             let within =
                 if depth == 0 { String::new() } else { format!(" of `taskmeter {}`", path[..depth].join(" ")) };
-            format!("no command '{name}'{within} (known: {})", known.join(", "))
+            CliError::Usage(format!("no command '{name}'{within} (known: {})", known.join(", ")))
         })?;
     }
     Ok(render(command))
@@ -38,10 +38,11 @@ pub fn page(path: &[String]) -> Result<String, CliError> {
 
 /// Every page into `dir`; the files written, top level first.
 pub fn write_all(dir: &Path) -> Result<Vec<PathBuf>, CliError> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|e| CliError::Output(format!("cannot create {}: {e}", dir.display())))?;
     fn walk(command: &clap::Command, dir: &Path, written: &mut Vec<PathBuf>) -> Result<(), CliError> {
         let file = dir.join(format!("{}.1", file_name(command)));
-        std::fs::write(&file, render(command)).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+        std::fs::write(&file, render(command))
+            .map_err(|e| CliError::Output(format!("cannot write {}: {e}", file.display())))?;
         written.push(file);
         for sub in visible(command) {
             walk(sub, dir, written)?;

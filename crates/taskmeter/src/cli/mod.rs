@@ -1,7 +1,7 @@
 //! The command line: flags (`args`), which experiments they apply to (`scope`), presets, the
 //! options each command runs with (`options`), the registry of experiment families every
-//! command dispatches through (`families`), and the commands themselves. Bad input is one
-//! line on stderr and exit status 2.
+//! command dispatches through (`families`), and the commands themselves. An error is one line
+//! on stderr (one per problem of a record), and its exit status says whose it is ([`CliError`]).
 
 mod args;
 pub mod check_driver;
@@ -19,55 +19,48 @@ use crate::experiments::ExperimentError;
 use crate::report::ReportError;
 use args::{Cli, Command, MetricChoice, NetAction};
 use clap::{CommandFactory, FromArgMatches};
-use std::fmt;
 use std::process::ExitCode;
 use taskmeter_model::header::LoadError;
 
-/// Why a command could not do its work; the message is the line the user sees (a record that
-/// does not hold together gives one line per problem).
-#[derive(Debug)]
+/// Why a command could not do its work, by whose the error is: the user's input (exit status
+/// 2), something that is not the user's (1), or an output that cannot be written (3); a wrapped
+/// error by its own variant ([`CliError::exit_status`], docs/troubleshooting.md: "When things go
+/// wrong"). The message is the line the user sees (a record that does not hold together gives
+/// one line per problem).
+#[derive(Debug, thiserror::Error)]
 pub enum CliError {
-    /// Input taskmeter refuses (a flag, a value, a combination).
+    /// The user's input is wrong: a flag, a value, a combination, a path that is not what the
+    /// command reads (a results folder, a history's run), an unknown name.
+    #[error("{0}")]
     Usage(String),
-    Load(LoadError),
-    Experiment(ExperimentError),
-    Report(ReportError),
+    /// Something that is not the user's input failed: a history store (a database server that
+    /// does not answer, a file that cannot be opened), a chart, a measurement taskmeter runs in
+    /// its own process, taskmeter itself.
+    #[error("{0}")]
+    Failed(String),
+    /// An output asked for could not be written (a file, a folder).
+    #[error("{0}")]
+    Output(String),
+    /// A record the user named cannot be read, or does not hold together: the user's input.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error(transparent)]
+    Experiment(#[from] ExperimentError),
+    #[error(transparent)]
+    Report(#[from] ReportError),
 }
 
-impl fmt::Display for CliError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl CliError {
+    /// The exit status the error ends the command with.
+    pub fn exit_status(&self) -> u8 {
+        use crate::session::exit;
         match self {
-            CliError::Usage(why) => f.write_str(why),
-            CliError::Load(e) => e.fmt(f),
-            CliError::Experiment(e) => e.fmt(f),
-            CliError::Report(e) => e.fmt(f),
+            CliError::Usage(_) | CliError::Load(_) => exit::USAGE,
+            CliError::Failed(_) => exit::FAILED,
+            CliError::Output(_) => exit::OUTPUT,
+            CliError::Experiment(e) => e.exit_status(),
+            CliError::Report(e) => exit::of_report(e),
         }
-    }
-}
-
-impl std::error::Error for CliError {}
-
-impl From<String> for CliError {
-    fn from(why: String) -> CliError {
-        CliError::Usage(why)
-    }
-}
-
-impl From<LoadError> for CliError {
-    fn from(e: LoadError) -> CliError {
-        CliError::Load(e)
-    }
-}
-
-impl From<ExperimentError> for CliError {
-    fn from(e: ExperimentError) -> CliError {
-        CliError::Experiment(e)
-    }
-}
-
-impl From<ReportError> for CliError {
-    fn from(e: ReportError) -> CliError {
-        CliError::Report(e)
     }
 }
 
@@ -107,15 +100,16 @@ fn shorten_line(line: String) -> String {
     }
 }
 
-/// One error line on stderr, values cut to a readable length.
-fn refuse(message: &str) -> ExitCode {
-    for line in message.lines() {
+/// The error on stderr, a line each (`taskmeter: ...`), values cut to a readable length; the
+/// exit status is the error's.
+fn refuse(error: &CliError) -> ExitCode {
+    for line in error.to_string().lines() {
         taskmeter_console::errln!(
             "{}",
             taskmeter_console::streams::error_line(&format!("taskmeter: {}", readable(line)))
         );
     }
-    ExitCode::from(crate::session::exit::USAGE)
+    ExitCode::from(error.exit_status())
 }
 
 pub fn main() -> ExitCode {
@@ -130,7 +124,7 @@ pub fn main() -> ExitCode {
 fn run_command() -> ExitCode {
     let args = match preset::expand(std::env::args().collect()) {
         Ok(args) => args,
-        Err(message) => return refuse(&message),
+        Err(message) => return refuse(&CliError::Usage(message)),
     };
     let color = args::ColorArg::scan(&args);
     taskmeter_console::streams::set_color(color.choice());
@@ -150,7 +144,7 @@ fn run_command() -> ExitCode {
     let cli = match parsed {
         Ok((cli, matches)) => {
             if let Err(message) = scope::check_flag_scope(&matches) {
-                return refuse(&message);
+                return refuse(&CliError::Usage(message));
             }
             cli
         }
@@ -185,19 +179,19 @@ fn run_command() -> ExitCode {
             if first.ends_with(':') {
                 first = format!("{first} {}", lines.next().unwrap_or_default());
             }
-            return refuse(&format!("{first}{}", hints(&e)));
+            return refuse(&CliError::Usage(format!("{first}{}", hints(&e))));
         }
     };
     taskmeter_console::streams::set_quiet(cli.quiet);
     if cli.dry_run {
-        return dry_run(cli.command).unwrap_or_else(|error| refuse(&error.to_string()));
+        return dry_run(cli.command).unwrap_or_else(|error| refuse(&error));
     }
     match cli.command {
         Command::Worker => return taskmeter_worker::worker::main(),
         Command::Guard => return taskmeter_measure::process::guard::main(),
         _ => {}
     }
-    dispatch(cli.command).unwrap_or_else(|error| refuse(&error.to_string()))
+    dispatch(cli.command).unwrap_or_else(|error| refuse(&error))
 }
 
 /// What clap would say on the lines after its first, on the same line: the nearest value or
@@ -322,7 +316,7 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
         Command::Bench(args) => {
             crate::experiments::bench::run(crate::experiments::bench::flags::options(*args).map_err(CliError::Usage)?)?
         }
-        Command::CheckDriver { runtime } => check_driver::check_driver(&runtime)?,
+        Command::CheckDriver { runtime } => check_driver::check_driver(&runtime).map_err(CliError::Usage)?,
         Command::Report { results, samples_csv, table, figures } => {
             rebuild::rebuild(&results, samples_csv.as_deref(), table, figures.as_deref())?
         }
@@ -370,4 +364,46 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
         }
         Command::Worker | Command::Guard => unreachable!("handled before dispatch"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::{exit, SessionError};
+    use std::path::PathBuf;
+
+    #[test]
+    fn every_error_ends_with_the_status_of_whose_it_is() {
+        let path = || PathBuf::from("r");
+        let io = || std::io::Error::other("disk full");
+        let write = || ReportError::Write { path: path(), source: io() };
+        let chart = || ReportError::Chart("no room for the legend".into());
+        let session = |e: SessionError| CliError::Experiment(ExperimentError::Session(e));
+        let cases = [
+            (CliError::Usage("--units 0".into()), exit::USAGE),
+            (CliError::Failed("cannot connect".into()), exit::FAILED),
+            (CliError::Output("cannot write man".into()), exit::OUTPUT),
+            (CliError::Load(LoadError::NotARecord(path())), exit::USAGE),
+            (CliError::Load(LoadError::Unreadable(path(), io())), exit::USAGE),
+            (CliError::Report(write()), exit::OUTPUT),
+            (CliError::Report(chart()), exit::FAILED),
+            (CliError::Experiment(ExperimentError::Settings("--policy".into())), exit::USAGE),
+            (CliError::Experiment(ExperimentError::Setup("no socket".into())), exit::FAILED),
+            (session(SessionError::FolderNotEmpty(path())), exit::USAGE),
+            (session(SessionError::NoExportFolder(path(), path())), exit::USAGE),
+            (session(SessionError::Unusable(path(), "is a file".into())), exit::USAGE),
+            (session(SessionError::Refused("--cpu-dma-latency needs root".into())), exit::USAGE),
+            (session(SessionError::Io(path(), io())), exit::OUTPUT),
+            (session(SessionError::Lost("disk full".into())), exit::OUTPUT),
+            (session(SessionError::Report(write())), exit::OUTPUT),
+            (session(SessionError::Report(chart())), exit::FAILED),
+            (session(SessionError::Taken), exit::FAILED),
+        ];
+        for (error, status) in cases {
+            assert_eq!(error.exit_status(), status, "{error:?}");
+        }
+        // The message is the wrapped error's own, whatever wraps it.
+        assert_eq!(session(SessionError::Report(write())).to_string(), write().to_string());
+        assert_eq!(CliError::Report(write()).to_string(), "cannot write r: disk full");
+    }
 }

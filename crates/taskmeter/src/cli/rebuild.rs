@@ -19,17 +19,18 @@ pub fn rebuild(
     let (file, record) = load_checked(path)?;
     let folder = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if let Some(out) = samples_csv {
-        let (source, mut reader) = taskmeter_model::samples::open(folder)?
-            .ok_or_else(|| format!("{} holds no samples (a run keeps them with --raw)", folder.display()))?;
-        let mut file = std::fs::File::create(out).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
-        std::io::copy(&mut reader, &mut file)
-            .map_err(|e| format!("cannot copy {} to {}: {e}", source.display(), out.display()))?;
+        samples_to_csv(folder, out)?;
         taskmeter_console::outln!("{}", out.display());
     }
     if let Some(layout) = table {
         match record.console_table(layout) {
             Some(text) => taskmeter_console::text!("{text}"),
-            None => return Err(format!("--table applies to a run's record ({} is not one)", file.display()).into()),
+            None => {
+                return Err(CliError::Usage(format!(
+                    "--table applies to a run's record ({} is not one)",
+                    file.display()
+                )))
+            }
         }
     }
     let report: &dyn crate::report::page::Report = &*record;
@@ -45,4 +46,41 @@ pub fn rebuild(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--samples-csv OUT`: the samples of the results folder as plain CSV. A samples file that
+/// cannot be read is the input's ([`CliError::Usage`]), as a record that cannot be read is;
+/// `OUT` that cannot be written is [`CliError::Output`].
+fn samples_to_csv(folder: &Path, out: &Path) -> Result<(), CliError> {
+    let (source, mut reader) = taskmeter_model::samples::open(folder).map_err(CliError::Usage)?.ok_or_else(|| {
+        CliError::Usage(format!("{} holds no samples (a run keeps them with --raw)", folder.display()))
+    })?;
+    let cannot_write = |e: std::io::Error| CliError::Output(format!("cannot write {}: {e}", out.display()));
+    let file = std::fs::File::create(out).map_err(cannot_write)?;
+    // Which side of the copy failed decides whose the error is.
+    let mut writer = Written { file, failed: false };
+    match std::io::copy(&mut reader, &mut writer) {
+        Ok(_) => Ok(()),
+        Err(e) if writer.failed => Err(cannot_write(e)),
+        Err(e) => Err(CliError::Usage(format!("cannot read {}: {e}", source.display()))),
+    }
+}
+
+/// A file that remembers whether a write to it failed.
+struct Written {
+    file: std::fs::File,
+    failed: bool,
+}
+
+impl std::io::Write for Written {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let written = self.file.write(bytes);
+        self.failed |= written.is_err();
+        written
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        let flushed = self.file.flush();
+        self.failed |= flushed.is_err();
+        flushed
+    }
 }

@@ -8,6 +8,7 @@
 //! rounds it up to its 1 ms tick). Measured in this process, on purpose: it benchmarks the
 //! harness code, not a runtime under comparison.
 
+use super::CliError;
 use serde::Serialize;
 use taskmeter_clock::now_ns;
 use taskmeter_measure::runtimes;
@@ -63,11 +64,13 @@ struct SelfTest {
     target_met: bool,
 }
 
-pub fn run(duration_ns: u64, repeat: u32, json: bool) -> Result<ExitCode, String> {
+/// A duration of 0 is the user's error; a loop that cannot be measured is not
+/// ([`CliError::Failed`]).
+pub fn run(duration_ns: u64, repeat: u32, json: bool) -> Result<ExitCode, CliError> {
     if duration_ns == 0 {
-        return Err("--duration must be longer than 0".into());
+        return Err(CliError::Usage("--duration must be longer than 0".into()));
     }
-    let measured = measure(duration_ns, repeat)?;
+    let measured = measure(duration_ns, repeat).map_err(CliError::Failed)?;
     if json {
         taskmeter_console::outln!("{}", serde_json::to_string_pretty(&measured).expect("plain numbers and strings"));
     } else {

@@ -14,44 +14,36 @@ pub mod granularity;
 pub mod net;
 pub mod sleep;
 
-use crate::session::SessionError;
-use std::fmt;
+use crate::session::{exit, SessionError};
 
 /// Why an experiment could not run (a row that fails is a result, not an error).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ExperimentError {
-    /// Settings no worker could run, refused before anything started.
+    /// Settings no worker could run, refused before anything started: the user's input.
+    #[error("{0}")]
     Settings(String),
-    /// Something the experiment needs could not be set up (a socket folder, a collector).
+    /// Something the experiment needs could not be set up (a socket folder, a collector, a
+    /// receiver, a random secret): not the user's input.
+    #[error("{0}")]
     Setup(String),
-    Session(SessionError),
+    #[error(transparent)]
+    Session(#[from] SessionError),
 }
 
-impl fmt::Display for ExperimentError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl ExperimentError {
+    /// The exit status: settings are the user's ([`exit::USAGE`]), a setup that failed is not
+    /// ([`exit::FAILED`]), a session's error by its own variant.
+    pub fn exit_status(&self) -> u8 {
         match self {
-            ExperimentError::Settings(why) | ExperimentError::Setup(why) => f.write_str(why),
-            ExperimentError::Session(e) => e.fmt(f),
+            ExperimentError::Settings(_) => exit::USAGE,
+            ExperimentError::Setup(_) => exit::FAILED,
+            ExperimentError::Session(e) => e.exit_status(),
         }
     }
 }
 
-impl std::error::Error for ExperimentError {}
-
 impl From<taskmeter_machine::idle::LatencyError> for ExperimentError {
     fn from(e: taskmeter_machine::idle::LatencyError) -> ExperimentError {
         ExperimentError::Session(e.into())
-    }
-}
-
-impl From<String> for ExperimentError {
-    fn from(why: String) -> ExperimentError {
-        ExperimentError::Setup(why)
-    }
-}
-
-impl From<SessionError> for ExperimentError {
-    fn from(e: SessionError) -> ExperimentError {
-        ExperimentError::Session(e)
     }
 }

@@ -26,6 +26,17 @@ pub struct Imported {
     pub failed: Vec<String>,
 }
 
+/// Why an import stopped, by whose it is.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// A path given that is not a results folder, nor a folder of them (or cannot be read).
+    #[error("{0}")]
+    NotResults(String),
+    /// The store could not take a run.
+    #[error("{0}")]
+    Store(String),
+}
+
 /// The results folders under `path` (itself when it is one), in name order.
 fn results_folders(path: &Path, files: &[&'static str], out: &mut Vec<PathBuf>) -> Result<(), String> {
     if record_file(path, files).is_ok() {
@@ -49,13 +60,13 @@ fn results_folders(path: &Path, files: &[&'static str], out: &mut Vec<PathBuf>) 
 }
 
 /// Imports every results folder under `paths`; a path that holds none is an error.
-pub fn import(store: &mut Store, paths: &[PathBuf], reader: &Reader) -> Result<Imported, String> {
+pub fn import(store: &mut Store, paths: &[PathBuf], reader: &Reader) -> Result<Imported, ImportError> {
     let mut imported = Imported::default();
     for path in paths {
         let mut folders = Vec::new();
-        results_folders(path, reader.files, &mut folders)?;
+        results_folders(path, reader.files, &mut folders).map_err(ImportError::NotResults)?;
         if folders.is_empty() {
-            return Err(format!("{} holds no results folder", path.display()));
+            return Err(ImportError::NotResults(format!("{} holds no results folder", path.display())));
         }
         for folder in folders {
             let read = schema_of(&folder, reader.files)
@@ -68,7 +79,9 @@ pub fn import(store: &mut Store, paths: &[PathBuf], reader: &Reader) -> Result<I
                 }
             };
             let at = std::fs::canonicalize(&folder).unwrap_or(folder);
-            match entry::insert(store, &entry::of(record.as_ref(), Some(&at), Some(identity)))? {
+            match entry::insert(store, &entry::of(record.as_ref(), Some(&at), Some(identity)))
+                .map_err(ImportError::Store)?
+            {
                 Inserted::New(_) => imported.added += 1,
                 Inserted::Already(_) => imported.already += 1,
             }

@@ -181,13 +181,13 @@ pub fn workloads(store: &mut Store, ids: &[i64]) -> Result<BTreeMap<i64, BTreeMa
         .collect())
 }
 
-/// The run `id`, or a sentence saying there is none.
-pub fn run(store: &mut Store, id: i64) -> Result<RunDetail, String> {
+/// The run `id`, None when the history holds none; the error is the store's.
+pub fn run(store: &mut Store, id: i64) -> Result<Option<RunDetail>, String> {
     let sql =
         format!("SELECT {RUN_COLUMNS}, r.command_line, r.settings, r.environment, r.kind FROM runs r WHERE r.id = $1");
     let rows = store.query(&sql, &[Value::Int(id)])?;
     let Some(row) = rows.first() else {
-        return Err(format!("no run {id} in the history {} (see `taskmeter history list`)", store.target().describe()));
+        return Ok(None);
     };
     let json = |i: usize| serde_json::from_str(&row[i].string()).unwrap_or(serde_json::Value::Null);
     let measurements = store
@@ -208,14 +208,14 @@ pub fn run(store: &mut Store, id: i64) -> Result<RunDetail, String> {
             value: m[7].real(),
         })
         .collect();
-    Ok(RunDetail {
+    Ok(Some(RunDetail {
         info: run_info(row),
         command_line: json(11),
         settings: json(12),
         environment: json(13),
         kind: row[14].string(),
         measurements,
-    })
+    }))
 }
 
 /// One value of a series: a repetition of a run.

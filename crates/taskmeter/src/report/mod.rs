@@ -16,36 +16,16 @@ pub mod recipes;
 pub mod tables;
 pub mod why;
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
-/// Why a report could not be drawn or written.
-#[derive(Debug)]
+/// Why a report could not be drawn or written (its exit status: `session::exit::of_report`).
+#[derive(Debug, thiserror::Error)]
 pub enum ReportError {
-    /// plotters refused a chart.
+    /// plotters refused a chart: a sentence.
+    #[error("{0}")]
     Chart(String),
-    Write {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-}
-
-impl fmt::Display for ReportError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ReportError::Chart(why) => f.write_str(why),
-            ReportError::Write { path, source } => write!(f, "cannot write {}: {source}", path.display()),
-        }
-    }
-}
-
-impl std::error::Error for ReportError {}
-
-impl From<String> for ReportError {
-    /// A chart's drawing error, already a sentence.
-    fn from(why: String) -> ReportError {
-        ReportError::Chart(why)
-    }
+    #[error("cannot write {}: {source}", path.display())]
+    Write { path: PathBuf, source: std::io::Error },
 }
 
 /// Writes `text` to `path`, or says which file could not be written.

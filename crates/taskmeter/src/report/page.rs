@@ -105,7 +105,7 @@ pub fn write_report(dir: &Path, report: &dyn Report) -> Result<(), ReportError> 
     for (file, text) in report.derived() {
         write(&dir.join(file), text)?;
     }
-    let figures = described_figures(report)?;
+    let figures = described_figures(report).map_err(ReportError::Chart)?;
     write_charts_and_page(dir, &figures, &html(report, &figures))
 }
 

@@ -9,7 +9,6 @@ use crate::report::export::{exporter, Export};
 use crate::report::page::Report;
 use crate::report::ReportError;
 use folder::{Prepared, Written};
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
@@ -17,65 +16,82 @@ use taskmeter_machine::env::Environment;
 use taskmeter_measure::process::signals;
 use taskmeter_model::header::{Header, Record};
 
-/// The exit statuses of a command that measures (docs/troubleshooting.md: "When things go wrong").
+/// The exit statuses (docs/troubleshooting.md: "When things go wrong"), and which an error
+/// ends a command with: by whose it is (`cli::CliError::exit_status`).
 pub mod exit {
-    /// A row, point or scenario failed; the others are kept.
+    use crate::report::ReportError;
+
+    /// A row, point or scenario failed (the others are kept), a check of `check-driver` failed,
+    /// a comparison found a regression; or a failure that is not the input's: a history store
+    /// that cannot be opened or queried, a chart that cannot be drawn, something a command needs
+    /// that cannot be set up (a receiver, a collector's sockets).
     pub const FAILED: u8 = 1;
-    /// Bad input, or an output that cannot be used: nothing was measured.
+    /// Bad input (a flag, a value, a path that is not a results folder, a run the history does
+    /// not hold, an unknown name), an output that cannot be used, or a flag asking for what the
+    /// host refuses: nothing was measured.
     pub const USAGE: u8 = 2;
     /// The results could not be written where asked (they are in the fallback folder named on
-    /// stderr), an export failed, or stdout could not be written.
+    /// stderr), an export failed, a file asked for could not be written (a report, figures,
+    /// samples, a trend, man pages), or stdout could not be written.
     pub const OUTPUT: u8 = 3;
-}
 
-/// Why a session could not start or write its results.
-#[derive(Debug)]
-pub enum SessionError {
-    FolderNotEmpty(PathBuf),
-    /// An export file (first) whose folder (second) does not exist.
-    NoExportFolder(PathBuf, PathBuf),
-    /// A path the results cannot go to, and why.
-    Unusable(PathBuf, String),
-    Io(PathBuf, std::io::Error),
-    Report(ReportError),
-    /// Something the machine refused before measuring (e.g. a PM QoS request).
-    Refused(String),
-    /// The results could be written neither where asked nor to a fallback.
-    Lost(String),
-    /// A default folder name another taskmeter took first (the next is tried).
-    Taken,
-}
-
-impl fmt::Display for SessionError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SessionError::FolderNotEmpty(p) => {
-                write!(f, "output folder {} already exists and is not empty", p.display())
-            }
-            SessionError::NoExportFolder(p, parent) => {
-                write!(f, "cannot export to {}: folder {} does not exist", p.display(), parent.display())
-            }
-            SessionError::Unusable(p, why) => write!(f, "cannot write results to {}: {why}", p.display()),
-            SessionError::Io(p, e) => write!(f, "cannot write {}: {e}", p.display()),
-            SessionError::Report(e) => e.fmt(f),
-            SessionError::Refused(why) => f.write_str(why),
-            SessionError::Lost(why) => write!(f, "the results could not be written: {why}"),
-            SessionError::Taken => f.write_str("the folder was taken by another taskmeter"),
+    /// A report's error: a file that cannot be written is [`OUTPUT`], a chart that cannot be
+    /// drawn is [`FAILED`] (the record is the input, and it was read).
+    pub fn of_report(e: &ReportError) -> u8 {
+        match e {
+            ReportError::Write { .. } => OUTPUT,
+            ReportError::Chart(_) => FAILED,
         }
     }
 }
 
-impl std::error::Error for SessionError {}
+/// Why a session could not start or write its results.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("output folder {} already exists and is not empty", .0.display())]
+    FolderNotEmpty(PathBuf),
+    /// An export file (first) whose folder (second) does not exist.
+    #[error("cannot export to {}: folder {} does not exist", .0.display(), .1.display())]
+    NoExportFolder(PathBuf, PathBuf),
+    /// A path the results cannot go to, and why.
+    #[error("cannot write results to {}: {}", .0.display(), .1)]
+    Unusable(PathBuf, String),
+    #[error("cannot write {}: {}", .0.display(), .1)]
+    Io(PathBuf, std::io::Error),
+    #[error(transparent)]
+    Report(#[from] ReportError),
+    /// Something the machine refused before measuring (e.g. a PM QoS request).
+    #[error("{0}")]
+    Refused(String),
+    /// The results could be written neither where asked nor to a fallback.
+    #[error("the results could not be written: {0}")]
+    Lost(String),
+    /// A default folder name another taskmeter took first (the next is tried).
+    #[error("the folder was taken by another taskmeter")]
+    Taken,
+}
+
+impl SessionError {
+    /// The exit status: a folder or export path that cannot be used, or what the host refuses,
+    /// is found before anything is measured ([`exit::USAGE`]); results that could not be
+    /// written are [`exit::OUTPUT`]; a default folder taken by another taskmeter (never said:
+    /// the next is tried) is not the user's ([`exit::FAILED`]).
+    pub fn exit_status(&self) -> u8 {
+        match self {
+            SessionError::FolderNotEmpty(_)
+            | SessionError::NoExportFolder(..)
+            | SessionError::Unusable(..)
+            | SessionError::Refused(_) => exit::USAGE,
+            SessionError::Io(..) | SessionError::Lost(_) => exit::OUTPUT,
+            SessionError::Report(e) => exit::of_report(e),
+            SessionError::Taken => exit::FAILED,
+        }
+    }
+}
 
 impl From<taskmeter_machine::idle::LatencyError> for SessionError {
     fn from(e: taskmeter_machine::idle::LatencyError) -> SessionError {
         SessionError::Refused(e.0)
-    }
-}
-
-impl From<ReportError> for SessionError {
-    fn from(e: ReportError) -> SessionError {
-        SessionError::Report(e)
     }
 }
 

@@ -50,7 +50,7 @@ pub fn run(options: NetOptions) -> Result<ExitCode, super::ExperimentError> {
     let _latency_request = options.cpu_dma_latency_us.map(LatencyRequest::hold).transpose()?;
     let mut session = Session::start("net", options.output)?;
     // The senders are taskmeter's own threads: a secret of this run admits them.
-    let (secret, _) = Secret::new_cookie()?;
+    let (secret, _) = Secret::new_cookie().map_err(super::ExperimentError::Setup)?;
     let s = &options.settings;
     let mut points = Vec::new();
     let mut skipped = Vec::new();
@@ -428,13 +428,17 @@ pub fn serve_only(
     key_file: Option<&Path>,
 ) -> Result<ExitCode, super::ExperimentError> {
     signals::install();
-    let command = registry::command(receiver)?;
+    let command = registry::command(receiver).map_err(super::ExperimentError::Setup)?;
     // The cookie is said once, on a line of its own; the command to type takes it from a file
     // (or from the environment), never from its command line, where `ps` shows it.
     let (secret, cookie, admission) = match key_file {
-        Some(path) => (Secret::key_file(path)?, None, format!("--key-file {}", path.display())),
+        Some(path) => (
+            Secret::key_file(path).map_err(super::ExperimentError::Settings)?,
+            None,
+            format!("--key-file {}", path.display()),
+        ),
         None => {
-            let (secret, cookie) = Secret::new_cookie()?;
+            let (secret, cookie) = Secret::new_cookie().map_err(super::ExperimentError::Setup)?;
             (secret, Some(cookie), "--cookie-file FILE".to_string())
         }
     };
@@ -443,8 +447,12 @@ pub fn serve_only(
         if let Some(signal) = signals::exit_status() {
             return Ok(ExitCode::from(signal));
         }
-        let listener = deep_backlog(TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?);
-        let address = listener.local_addr().map_err(|e| e.to_string())?;
+        // The address is the user's (--listen): one that cannot be listened on here is refused.
+        let listener = deep_backlog(
+            TcpListener::bind(listen)
+                .map_err(|e| super::ExperimentError::Settings(format!("cannot listen on {listen}: {e}")))?,
+        );
+        let address = listener.local_addr().map_err(|e| super::ExperimentError::Setup(e.to_string()))?;
         if n == 0 {
             let everywhere = if address.ip().is_unspecified() { " (every interface)" } else { "" };
             let key =
@@ -473,7 +481,7 @@ pub fn serve_only(
         {
             Ok(process) => process,
             Err(_) if signals::interrupted() => return Ok(ExitCode::from(signals::exit_status().unwrap_or(130))),
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(super::ExperimentError::Setup(e)),
         };
         drop(listener);
         taskmeter_console::errln!(
