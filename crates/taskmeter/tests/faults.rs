@@ -17,6 +17,8 @@ use common::{run_json, taskmeter, Background, Finished};
 const CONTRACT: &[(&str, &[&str])] = &[
     ("Bad flags or values", &["bad_input_is_one_line_even_for_a_huge_value"]),
     ("An output folder that cannot be used", &["an_unusable_output_folder_is_refused_before_anything_runs"]),
+    ("A failure that is not the input's", &["a_failure_that_is_not_the_inputs_is_one_line_and_exit_1"]),
+    ("A file asked for that cannot be written", &["a_file_that_cannot_be_written_is_one_line_and_exit_3"]),
     (
         "A results folder that stops being usable",
         &[
@@ -104,6 +106,15 @@ fn no_partial_folder_in(dir: &Path) {
         .filter(|n| n.contains(".partial-"))
         .collect();
     assert!(partial.is_empty(), "a half-written folder is left: {partial:?}");
+}
+
+/// The exit status of a command that failed, and the one line it said on stderr (joined again
+/// where the width wrapped it).
+fn refused(output: &std::process::Output) -> (Option<i32>, String) {
+    let said = common::unwrapped(&common::stderr(output));
+    assert_eq!(said.lines().count(), 1, "one line: {said}");
+    assert!(common::stdout(output).is_empty(), "nothing on stdout: {said}");
+    (output.status.code(), said.trim_end().to_string())
 }
 
 #[test]
@@ -685,6 +696,57 @@ fn a_full_or_closed_stdout_never_panics_and_the_folder_is_written() {
 }
 
 #[test]
+fn a_failure_that_is_not_the_inputs_is_one_line_and_exit_1() {
+    // No server listens on port 1: the URL is well formed, the store cannot be opened.
+    let url = "postgresql://nobody@127.0.0.1:1/db";
+    assert_eq!(
+        refused(&common::run(&["history", "list", "--history", url])),
+        (
+            Some(1),
+            format!(
+                "taskmeter: cannot connect to {url}: error connecting to server: Connection refused (os error 111)"
+            )
+        )
+    );
+    // A file that is not a SQLite database, where the history should be.
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("history.sqlite");
+    std::fs::write(&history, "not a database\n".repeat(100)).unwrap();
+    assert_eq!(
+        refused(&common::run(&["history", "trend", "--history", history.to_str().unwrap()])),
+        (Some(1), format!("taskmeter: cannot use {}: file is not a database", history.display()))
+    );
+}
+
+#[test]
+fn a_file_that_cannot_be_written_is_one_line_and_exit_3() {
+    // Under a regular file, where even root cannot create anything.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let below = file.join("man");
+    assert_eq!(
+        refused(&common::run(&["man", "--dir", below.to_str().unwrap()])),
+        (Some(3), format!("taskmeter: cannot create {}: Not a directory (os error 20)", below.display()))
+    );
+    // `report` of a results folder whose charts cannot be replaced: a file stands where their
+    // folder goes.
+    let folder = dir.path().join("run");
+    let quick = ["run", "--runtimes", "thread", "--duration", "200ms", "--warmup", "0", "-q", "-o"];
+    let measured = common::run(&[&quick[..], &[folder.to_str().unwrap()]].concat());
+    assert_eq!(measured.status.code(), Some(0), "{}", common::stderr(&measured));
+    let charts = folder.join("charts");
+    if charts.is_dir() {
+        std::fs::remove_dir_all(&charts).unwrap();
+    }
+    std::fs::write(&charts, "").unwrap();
+    assert_eq!(
+        refused(&common::run(&["report", folder.to_str().unwrap()])),
+        (Some(3), format!("taskmeter: cannot write {}: Not a directory (os error 20)", charts.display()))
+    );
+}
+
+#[test]
 fn bad_input_is_one_line_even_for_a_huge_value() {
     // An argument is at most 128 KiB; a preset can hold a 50 MB value.
     let dir = tempfile::tempdir().unwrap();
@@ -697,6 +759,17 @@ fn bad_input_is_one_line_even_for_a_huge_value() {
     assert_eq!(stderr.lines().count(), 1);
     assert!(stderr.len() < 2000, "{} bytes", stderr.len());
     assert!(stderr.contains("(52428800 bytes)"), "{}", &stderr[..stderr.len().min(500)]);
+    // The user's input, refused with exit status 2 and nothing measured: a value a flag does not
+    // take, and a run the history does not hold.
+    assert_eq!(
+        refused(&common::run(&["run", "--order", "sideways"])),
+        (Some(2), "taskmeter: invalid value 'sideways' for '--order <ORDER>' (known: shuffled, given)".to_string())
+    );
+    let history = dir.path().join("history.sqlite");
+    assert_eq!(
+        refused(&common::run(&["history", "show", "42", "--history", history.to_str().unwrap()])),
+        (Some(2), format!("taskmeter: no run 42 in the history {} (see `taskmeter history list`)", history.display()))
+    );
     // A task of 1000 s: the estimate says so before anything long starts.
     let folder = dir.path().join("long-tasks");
     let run = Background::start(

@@ -83,9 +83,9 @@ fn section(title: &str, paragraphs: &[(&str, &str)]) -> String {
 
 const EXIT_STATUS: &[(&str, &str)] = &[
     ("0", "Every row measured (a partial row, with fewer units than planned, is a result), or the command did what was asked."),
-    ("1", "A row, point or scenario failed (the others are kept); check-driver: a check failed; compare, history compare and history check: a regression."),
-    ("2", "Bad input, an output that cannot be used, or a flag asking for what the host refuses: nothing was measured."),
-    ("3", "The results could not be written where asked (they are in the fallback folder named on standard error), an export failed, or standard output could not be written."),
+    ("1", "A row, point or scenario failed (the others are kept); check-driver: a check failed; compare, history compare and history check: a regression; or a failure that is not the input's: a history store that cannot be opened or queried, a chart that cannot be drawn, something a command needs that cannot be set up."),
+    ("2", "Bad input (a flag, a value, a path that is not a results folder, a run the history does not hold, an unknown name), an output that cannot be used, or a flag asking for what the host refuses: nothing was measured."),
+    ("3", "The results could not be written where asked (they are in the fallback folder named on standard error), an export failed, a file asked for could not be written (report, --figures, --samples-csv, history trend, man --dir), or standard output could not be written."),
     ("128 + N", "Stopped by signal N (130 for SIGINT, 143 for SIGTERM): the results hold what was measured and are marked incomplete."),
 ];
 
