@@ -5,7 +5,6 @@
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use std::fmt;
 use std::path::{Path, PathBuf};
 use taskmeter_machine::env::Environment;
 
@@ -65,71 +64,57 @@ pub trait Record: Serialize + DeserializeOwned {
 }
 
 /// Why a record could not be read; each is one sentence for the user.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// No such path, or a folder without any of the record files (second).
+    #[error("{} does not exist (expected a results folder or its {})", .0.display(), either(.1))]
     Missing(PathBuf, Vec<&'static str>),
+    #[error("cannot read {}: {}", .0.display(), .1)]
     Unreadable(PathBuf, std::io::Error),
+    #[error("{} is not valid JSON (truncated?): {}", .0.display(), .1)]
     NotJson(PathBuf, serde_json::Error),
+    #[error("{} is not a taskmeter record", .0.display())]
     NotARecord(PathBuf),
-    WrongKind {
-        path: PathBuf,
-        expected: String,
-        found: String,
-    },
+    #[error("{} is a {found} record, not a {expected} record", path.display())]
+    WrongKind { path: PathBuf, expected: String, found: String },
+    #[error("{} has no schema_version", .0.display())]
     NoVersion(PathBuf),
-    Version {
-        path: PathBuf,
-        found: u64,
-        oldest: u32,
-        newest: u32,
-    },
+    #[error("{}", version_said(path, *found, *oldest, *newest))]
+    Version { path: PathBuf, found: u64, oldest: u32, newest: u32 },
+    #[error("{} does not match the {} schema: {}", .0.display(), .1, .2)]
     Shape(PathBuf, &'static str, serde_json::Error),
     /// The record reads, but does not hold together (`consistency`): every problem, one
     /// sentence each.
-    Inconsistent {
-        path: PathBuf,
-        problems: Vec<String>,
-    },
+    #[error("{}", problems_said(path, problems))]
+    Inconsistent { path: PathBuf, problems: Vec<String> },
 }
 
 /// Problems of an inconsistent record shown one by one; the rest are counted.
 pub const SHOWN_PROBLEMS: usize = 10;
 
-impl fmt::Display for LoadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LoadError::Missing(p, files) => write!(f, "{} does not exist (expected a results folder or its {})", p.display(), either(files)),
-            LoadError::Unreadable(p, e) => write!(f, "cannot read {}: {e}", p.display()),
-            LoadError::NotJson(p, e) => write!(f, "{} is not valid JSON (truncated?): {e}", p.display()),
-            LoadError::NotARecord(p) => write!(f, "{} is not a taskmeter record", p.display()),
-            LoadError::WrongKind { path, expected, found } => {
-                write!(f, "{} is a {found} record, not a {expected} record", path.display())
-            }
-            LoadError::NoVersion(p) => write!(f, "{} has no schema_version", p.display()),
-            LoadError::Version { path, found, oldest, newest } if *found > *newest as u64 => write!(
-                f,
-                "{} has schema version {found}: it was written by a newer taskmeter than this one (which reads versions {oldest} to {newest}); upgrade taskmeter to read it",
-                path.display()
-            ),
-            LoadError::Version { path, found, oldest, newest } => write!(
-                f,
-                "{} has schema version {found}: it is older than this taskmeter reads (versions {oldest} to {newest}); read it with the taskmeter that wrote it, or measure again",
-                path.display()
-            ),
-            LoadError::Shape(p, schema, e) => write!(f, "{} does not match the {schema} schema: {e}", p.display()),
-            // One line per problem, each naming the file; the printer puts `taskmeter: ` before each.
-            LoadError::Inconsistent { path, problems } => {
-                let lines = problems.iter().take(SHOWN_PROBLEMS).map(|problem| format!("{}: {problem}", path.display()));
-                let more = problems.len().saturating_sub(SHOWN_PROBLEMS);
-                let more = (more > 0).then(|| format!("... and {more} more"));
-                f.write_str(&lines.chain(more).collect::<Vec<_>>().join("\n"))
-            }
-        }
+/// [`LoadError::Version`]: newer than this taskmeter (upgrade it), or older than it reads.
+fn version_said(path: &Path, found: u64, oldest: u32, newest: u32) -> String {
+    if found > newest as u64 {
+        format!(
+            "{} has schema version {found}: it was written by a newer taskmeter than this one (which reads versions {oldest} to {newest}); upgrade taskmeter to read it",
+            path.display()
+        )
+    } else {
+        format!(
+            "{} has schema version {found}: it is older than this taskmeter reads (versions {oldest} to {newest}); read it with the taskmeter that wrote it, or measure again",
+            path.display()
+        )
     }
 }
 
-impl std::error::Error for LoadError {}
+/// [`LoadError::Inconsistent`]: one line per problem, each naming the file (the printer puts
+/// `taskmeter: ` before each), at most [`SHOWN_PROBLEMS`], then how many more.
+fn problems_said(path: &Path, problems: &[String]) -> String {
+    let lines = problems.iter().take(SHOWN_PROBLEMS).map(|problem| format!("{}: {problem}", path.display()));
+    let more = problems.len().saturating_sub(SHOWN_PROBLEMS);
+    let more = (more > 0).then(|| format!("... and {more} more"));
+    lines.chain(more).collect::<Vec<_>>().join("\n")
+}
 
 /// The JSON methods of [`Record`], for one kind: `taskmeter_model::record_json!();` in its impl
 /// (the crate needs `serde_json`). Written out in each kind's impl, so that serde's code for a
