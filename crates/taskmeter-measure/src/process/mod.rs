@@ -18,43 +18,73 @@ use std::process::{Child, ExitStatus};
 use std::time::Duration;
 
 /// Why a child's run is not a result.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum Failure {
     /// It could not be started: the whole sentence.
+    #[error("{0}")]
     Spawn(String),
     /// It did not end in time and was killed.
+    #[error("did not finish within {:.1} s and was killed{hint}{}", after.as_secs_f64(), tail(stderr))]
     TimedOut { after: Duration, hint: String, stderr: Option<String> },
     /// It ended with a status other than 0, or by a signal (`how` as [`describe`] says it).
+    #[error("{who} {how}{}", tail(stderr))]
     Ended { who: String, how: String, stderr: Option<String> },
     /// It refused its job, with its own reason.
+    #[error("worker error: {message}{}", tail(how))]
     Refused { message: String, how: Option<String> },
     /// What it printed breaks its protocol.
+    #[error("protocol violation: {0}")]
     Invalid(String),
     /// taskmeter received a signal and stopped it (`who`: "the worker").
+    #[error("interrupted by {signal}{}", killed.map(|killed| format!("; {who} {killed}")).unwrap_or_default())]
     Interrupted { signal: String, who: String, killed: Option<Killed> },
 }
 
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let tail = |stderr: &Option<String>| stderr.as_ref().map(|s| format!(" ({s})")).unwrap_or_default();
-        match self {
-            Failure::Spawn(why) => f.write_str(why),
-            Failure::TimedOut { after, hint, stderr } => {
-                write!(f, "did not finish within {:.1} s and was killed{hint}{}", after.as_secs_f64(), tail(stderr))
-            }
-            Failure::Ended { who, how, stderr } => write!(f, "{who} {how}{}", tail(stderr)),
-            Failure::Refused { message, how: Some(how) } => write!(f, "worker error: {message} ({how})"),
-            Failure::Refused { message, how: None } => write!(f, "worker error: {message}"),
-            Failure::Invalid(why) => write!(f, "protocol violation: {why}"),
-            Failure::Interrupted { signal, who, killed: Some(killed) } => {
-                write!(f, "interrupted by {signal}; {who} {killed}")
-            }
-            Failure::Interrupted { signal, .. } => write!(f, "interrupted by {signal}"),
-        }
-    }
+/// What a failure adds in parentheses (a child's last words, how it ended), if anything.
+fn tail(said: &Option<String>) -> String {
+    said.as_ref().map(|s| format!(" ({s})")).unwrap_or_default()
 }
 
-impl std::error::Error for Failure {}
+#[cfg(test)]
+mod failure_tests {
+    use super::*;
+
+    /// Each failure in the words every report, row and refusal uses.
+    #[test]
+    fn every_failure_says_itself_in_one_sentence() {
+        let said = |failure: Failure| failure.to_string();
+        assert_eq!(said(Failure::Spawn("cannot start go: not found".into())), "cannot start go: not found");
+        let after = Duration::from_millis(2500);
+        assert_eq!(
+            said(Failure::TimedOut { after, hint: " (its plan: 1 s)".into(), stderr: Some("stuck".into()) }),
+            "did not finish within 2.5 s and was killed (its plan: 1 s) (stuck)"
+        );
+        assert_eq!(
+            said(Failure::TimedOut { after, hint: String::new(), stderr: None }),
+            "did not finish within 2.5 s and was killed"
+        );
+        assert_eq!(
+            said(Failure::Ended {
+                who: "the worker".into(),
+                how: "exited with status 3".into(),
+                stderr: Some("boom".into())
+            }),
+            "the worker exited with status 3 (boom)"
+        );
+        assert_eq!(
+            said(Failure::Refused { message: "no fd 3".into(), how: Some("exit status 2".into()) }),
+            "worker error: no fd 3 (exit status 2)"
+        );
+        assert_eq!(said(Failure::Refused { message: "no fd 3".into(), how: None }), "worker error: no fd 3");
+        assert_eq!(said(Failure::Invalid("an unknown frame".into())), "protocol violation: an unknown frame");
+        let interrupted = |killed| Failure::Interrupted { signal: "SIGINT".into(), who: "the worker".into(), killed };
+        assert_eq!(
+            said(interrupted(Some(Killed::AfterGrace(Duration::from_secs(2))))),
+            "interrupted by SIGINT; the worker did not stop within 2.0 s and was killed"
+        );
+        assert_eq!(said(interrupted(None)), "interrupted by SIGINT");
+    }
+}
 
 /// How a child asked to stop came to be killed.
 #[derive(Clone, Copy, Debug, PartialEq)]
