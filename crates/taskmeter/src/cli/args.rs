@@ -374,17 +374,18 @@ pub(super) fn probability(text: &str) -> Result<f64, String> {
 
 // `taskmeter history` (cli/history.rs runs it).
 
-/// The metrics the history holds (see docs/history.md).
-pub(super) const HISTORY_METRICS: [&str; 11] =
-    ["lateness", "actual", "full", "busy", "throughput", "ratio", "round_trip", "metg", "ips", "gap", "latency"];
 pub(super) const HISTORY_STATS: [&str; 12] =
     ["count", "mean", "std", "min", "p50", "p90", "p99", "p99.9", "p99.99", "max", "mad", "value"];
 
+/// A metric some family keeps in the history (see docs/history.md).
 fn history_metric(text: &str) -> Result<String, String> {
-    HISTORY_METRICS
-        .contains(&text)
-        .then(|| text.to_string())
-        .ok_or_else(|| format!("unknown metric '{text}' (known: {})", HISTORY_METRICS.join(", ")))
+    match super::families::metric(text) {
+        Some(metric) => Ok(metric.name.to_string()),
+        None => {
+            let known: Vec<&str> = super::families::metrics().map(|m| m.name).collect();
+            Err(format!("unknown metric '{text}' (known: {})", known.join(", ")))
+        }
+    }
 }
 
 fn history_stat(text: &str) -> Result<String, String> {
@@ -535,9 +536,7 @@ pub(super) struct RuleArgs {
 /// The metric and stat a command reads.
 #[derive(Args)]
 pub(super) struct What {
-    /// The metric: lateness, actual, full, busy (run); throughput, ratio, round_trip (net);
-    /// metg (granularity); ips, gap, latency (bench)
-    #[arg(long, default_value = "lateness", value_parser = history_metric)]
+    #[arg(long, default_value = "lateness", value_parser = history_metric, help = super::families::metric_help())]
     pub(super) metric: String,
     /// The statistic of each repetition: count, mean, std, min, p50, p90, p99, p99.9, p99.99,
     /// max, mad, value [default: the one `compare` judges: p50 for lateness and busy, mad for

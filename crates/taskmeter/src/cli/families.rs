@@ -11,7 +11,7 @@ use crate::experiments::catalog::ExperimentInfo;
 use crate::experiments::family::{Family, Flags, Loaded};
 use crate::experiments::flags::EveryArgs;
 use crate::experiments::{bench, granularity, net, sleep};
-use crate::history::entry::Recorded;
+use crate::history::entry::{Metric, Recorded};
 use clap::{Args, Command, Id};
 use std::path::{Path, PathBuf};
 use taskmeter_model::header::{schema_of, LoadError};
@@ -34,6 +34,29 @@ pub(super) fn run_flags(run: Command) -> Command {
     let mut flags: Vec<clap::Arg> = all.get_arguments().cloned().collect();
     flags.sort_by_key(clap::Arg::get_display_order);
     run.args(flags)
+}
+
+/// Every metric the history keeps, family by family, in the registry's order.
+pub(super) fn metrics() -> impl Iterator<Item = Metric> {
+    FAMILIES.iter().flat_map(|family| family.metrics().iter().copied())
+}
+
+/// The metric of the history named `name`, if a family keeps one.
+pub(super) fn metric(name: &str) -> Option<Metric> {
+    metrics().find(|metric| metric.name == name)
+}
+
+/// `--metric`'s help in the history commands: each family's metrics.
+pub(super) fn metric_help() -> String {
+    let each: Vec<String> = FAMILIES
+        .iter()
+        .filter(|family| !family.metrics().is_empty())
+        .map(|family| {
+            let names: Vec<&str> = family.metrics().iter().map(|m| m.name).collect();
+            format!("{} ({})", names.join(", "), family.name())
+        })
+        .collect();
+    format!("The metric: {}", each.join("; "))
 }
 
 /// The ids of a group's flags.
@@ -101,6 +124,35 @@ mod tests {
         }
         // The order taskmeter always looked in; a new family's file comes after.
         assert_eq!(files()[..4], ["run.json", "net.json", "bench.json", "granularity.json"]);
+    }
+
+    #[test]
+    fn every_metric_of_the_history_is_one_family_s_and_judged_by_a_stat_it_keeps() {
+        let mut names: Vec<&str> = metrics().map(|m| m.name).collect();
+        names.sort_unstable();
+        // The metrics the history always had, each once.
+        let mut known = [
+            "lateness",
+            "actual",
+            "full",
+            "busy",
+            "throughput",
+            "ratio",
+            "round_trip",
+            "metg",
+            "ips",
+            "gap",
+            "latency",
+        ];
+        known.sort_unstable();
+        assert_eq!(names, known);
+        let stats = ["p50", "mad", "mean", "value"];
+        assert!(metrics().all(|m| stats.contains(&m.score)), "{:?}", metrics().collect::<Vec<_>>());
+        let better: Vec<&str> = metrics().filter(|m| m.higher_is_better).map(|m| m.name).collect();
+        assert_eq!(better, ["throughput", "ips"]);
+        assert_eq!(metric("throughput").and_then(|m| m.unit), Some("throughput (msg/s)"));
+        assert_eq!(metric("lateness").and_then(|m| m.unit), None);
+        assert!(metric("nosuch").is_none());
     }
 
     #[test]

@@ -5,7 +5,6 @@
 use super::args::{ByArg, FilterArgs, GroupBy, HistoryAction, RuleArgs, Selection, TextFormat, What, HISTORY_STATS};
 use super::CliError;
 use crate::history::check::{self, Finding};
-use crate::history::entry::{higher_is_better, score_stat};
 use crate::history::query::{self, Filter, LeftOut, Observation, RunDetail};
 use crate::history::series;
 use crate::history::trend::{self, By};
@@ -35,8 +34,13 @@ impl FilterArgs {
 }
 
 impl What {
+    /// The metric asked for, as its family keeps it (the parser took only a known name).
+    fn known(&self) -> crate::history::entry::Metric {
+        super::families::metric(&self.metric).expect("--metric takes a metric some family keeps")
+    }
+
     fn stat(&self) -> String {
-        self.stat.clone().unwrap_or_else(|| score_stat(&self.metric).to_string())
+        self.stat.clone().unwrap_or_else(|| self.known().score.to_string())
     }
 }
 
@@ -184,7 +188,7 @@ fn trend(
     let of = filter.runtime.as_ref().map_or(String::new(), |r| format!("{r}: "));
     let title = format!("{of}{} {} over runs", what.metric, what.stat());
     let by = if by == ByArg::Machine { By::Machine } else { By::Runtime };
-    let trend = trend::build(&grouped, by, title, unit_desc(&what.metric), is_time(&what.metric));
+    let trend = trend::build(&grouped, by, title, unit_desc(&what.metric), what.known().unit.is_none());
     let svg = trend.svg().map_err(CliError::Failed)?;
     std::fs::create_dir_all(output)
         .map_err(|e| CliError::Output(format!("cannot create {}: {e}", output.display())))?;
@@ -229,7 +233,7 @@ fn check(
     let (grouped, left_out) = series_of(store, filter, what, include_incomplete)?;
     let settings = Settings { alpha, ..runs };
     let permutations = settings.permutations;
-    let rule = check::Rule { higher_is_better: higher_is_better(&what.metric), threshold, recent };
+    let rule = check::Rule { higher_is_better: what.known().higher_is_better, threshold, recent };
     let series: Vec<(&series::Key, &[series::RunValues])> = grouped.iter().map(|(k, r)| (k, r.as_slice())).collect();
     let mut findings = check::check_all(series.iter().copied(), rule, settings);
     let values: Vec<&[series::RunValues]> = series.iter().map(|(_, r)| *r).collect();
@@ -305,21 +309,13 @@ fn observations(
     Ok((kept, left_out))
 }
 
-fn is_time(metric: &str) -> bool {
-    !matches!(metric, "throughput" | "ratio" | "ips")
-}
-
 /// The y axis' title; a time's unit is the axis' own (`lateness (µs)`).
 fn unit_desc(metric: &str) -> String {
-    match metric {
-        "throughput" => "throughput (msg/s)".into(),
-        "ips" => "units/s".into(),
-        m => m.into(),
-    }
+    super::families::metric(metric).and_then(|m| m.unit).unwrap_or(metric).to_string()
 }
 
 fn value(metric: &str, v: f64) -> String {
-    if is_time(metric) {
+    if super::families::metric(metric).is_none_or(|m| m.unit.is_none()) {
         format_ns(v)
     } else {
         trend::short(v)
@@ -448,7 +444,7 @@ fn compare(
     if lines.is_empty() {
         return Err(CliError::Usage("the two sides have nothing measured in common".into()));
     }
-    let higher = higher_is_better(&what.metric);
+    let higher = what.known().higher_is_better;
     decide(lines.iter_mut().map(|l| (&mut l.judgement, higher)), rule);
     left_out.incomplete_runs.sort();
     left_out.incomplete_runs.dedup();

@@ -42,47 +42,12 @@ fn sweep_name(spec: &str) -> Option<String> {
     spec.split_once('=').map(|(name, _)| name.trim().to_string())
 }
 
-const KEYS: [&str; 39] = [
-    "experiment",
-    "runtimes",
-    "receivers",
-    "senders",
-    "messages",
-    "per-sender",
-    "message-size",
-    "units",
-    "sleep",
-    "mode",
-    "busy",
-    "yield",
-    "duration",
-    "warmup",
-    "grace",
-    "priority-classes",
-    "start-limit",
-    "together",
-    "repeat",
-    "cpu-dma-latency",
-    "quick",
-    "sweep",
-    "order",
-    "seed",
-    "metric",
-    "table",
-    "policy",
-    "timer-slack",
-    "cpus",
-    "mlock",
-    "allow-rt-spin",
-    "output",
-    "raw",
-    "format",
-    "pattern",
-    "task-busy",
-    "width",
-    "steps",
-    "calibrate",
-];
+/// A preset's keys: `experiment` and run's flags by their long names, as clap builds them from
+/// every family's groups (`families::run_flags`), so a family's new flag is a key at once.
+fn keys() -> Vec<clap::Arg> {
+    let run = super::families::run_flags(clap::Command::new("run"));
+    run.get_arguments().filter(|arg| arg.get_long().is_some()).cloned().collect()
+}
 
 /// " (did you mean DIR/NAME.toml?)" for a preset that is not there but has a near namesake.
 fn nearest_preset(path: &Path) -> String {
@@ -109,14 +74,10 @@ fn flags_of(path: &Path) -> Result<Vec<String>, String> {
         .map_err(|e: toml::de::Error| format!("preset {} is not valid TOML: {}", path.display(), e.message()))?;
     let mut flags = Vec::new();
     let mut experiment = None;
+    let keys = keys();
+    let names: Vec<&str> = keys.iter().filter_map(clap::Arg::get_long).chain(["experiment"]).collect();
     for (raw_key, value) in &table {
         let key = raw_key.replace('_', "-");
-        if !KEYS.contains(&key.as_str()) {
-            // The nearest few, as for every other unknown name: the keys are run's flags.
-            let listed_in = "`taskmeter run --help`: a preset's keys are run's flags";
-            let said = taskmeter_console::names::unknown_listed("key", raw_key, &KEYS, listed_in);
-            return Err(format!("preset {}: {said}", path.display()));
-        }
         let wrong = |what: &str| format!("key '{raw_key}' in preset {} must be {what}", path.display());
         let scalar = |v: &toml::Value| -> Result<String, String> {
             match v {
@@ -125,30 +86,37 @@ fn flags_of(path: &Path) -> Result<Vec<String>, String> {
                 _ => Err(wrong("a string or an integer")),
             }
         };
-        match (key.as_str(), value) {
-            ("experiment", v) => experiment = Some(scalar(v)?),
-            (
-                "yield" | "quick" | "mlock" | "allow-rt-spin" | "raw" | "together" | "per-sender",
-                toml::Value::Boolean(b),
-            ) => {
-                if *b {
+        if key == "experiment" {
+            experiment = Some(scalar(value)?);
+            continue;
+        }
+        let Some(flag) = keys.iter().find(|arg| arg.get_long() == Some(key.as_str())) else {
+            // The nearest few, as for every other unknown name: the keys are run's flags.
+            let listed_in = "`taskmeter run --help`: a preset's keys are run's flags";
+            let said = taskmeter_console::names::unknown_listed("key", raw_key, &names, listed_in);
+            return Err(format!("preset {}: {said}", path.display()));
+        };
+        let switch = !flag.get_action().takes_values();
+        let repeated = matches!(flag.get_action(), clap::ArgAction::Append);
+        match value {
+            toml::Value::Boolean(on) if switch => {
+                if *on {
                     flags.push(format!("--{key}"));
                 }
             }
-            ("yield" | "quick" | "mlock" | "allow-rt-spin" | "raw" | "together" | "per-sender", _) => {
-                return Err(wrong("true or false"))
-            }
-            ("sweep", toml::Value::Array(items)) => {
+            _ if switch => return Err(wrong("true or false")),
+            // A flag given once per value (--sweep), or one list (--runtimes a,b).
+            toml::Value::Array(items) if repeated => {
                 for item in items {
-                    flags.push("--sweep".into());
+                    flags.push(format!("--{key}"));
                     flags.push(scalar(item)?);
                 }
             }
-            ("runtimes" | "receivers" | "cpus" | "senders", toml::Value::Array(items)) => {
+            toml::Value::Array(items) => {
                 let items: Result<Vec<String>, String> = items.iter().map(scalar).collect();
                 flags.push(format!("--{key}={}", items?.join(",")));
             }
-            (_, v) => flags.push(format!("--{key}={}", scalar(v)?)),
+            v => flags.push(format!("--{key}={}", scalar(v)?)),
         }
     }
     if let Some(e) = experiment {
@@ -207,9 +175,10 @@ mod tests {
         let (_d, p) = preset("unitz = 10\n");
         let said = expand(args(&["taskmeter", "run", &p])).unwrap_err();
         assert!(said.contains(": unknown key 'unitz' (did you mean 'units'? also alike: "), "{said}");
-        assert!(
-            said.ends_with(&format!("all {} in `taskmeter run --help`: a preset's keys are run's flags)", KEYS.len()))
-        );
+        assert!(said.ends_with(&format!(
+            "all {} in `taskmeter run --help`: a preset's keys are run's flags)",
+            keys().len() + 1
+        )));
         assert!(said.len() < 250 && !said.contains("priority-classes"), "{said}");
         let (_d, p) = preset("units = [\n");
         assert!(expand(args(&["taskmeter", "run", &p])).unwrap_err().contains("not valid TOML"));

@@ -10,7 +10,7 @@ use super::compared::Compared;
 use super::consistency::Consistent;
 use super::flags::EveryArgs;
 use super::ExperimentError;
-use crate::history::entry::Recorded;
+use crate::history::entry::{Metric, Recorded};
 use crate::report::page::Report;
 use clap::ArgMatches;
 use std::any::Any;
@@ -70,6 +70,9 @@ pub trait Family: Sync {
     fn flags(&self) -> &'static [Flags] {
         &[]
     }
+    /// The metrics its records keep in the history, as `history trend`, `compare` and `check`
+    /// read them.
+    fn metrics(&self) -> &'static [Metric];
     /// `run --dry-run`: its options built from `run`'s flags and its plan checked, nothing
     /// started.
     fn check(&self, every: &EveryArgs, _run: &ArgMatches) -> Result<(), ExperimentError> {

@@ -34,21 +34,23 @@ pub struct Measurement {
     pub value: Option<f64>,
 }
 
-/// The stat `compare` judges a metric by (`cli::compare`'s score): the median for lateness and
-/// busy, the mean |value - expected| for actual and full, the value itself for the figures of
-/// net and granularity, the mean gap for bench.
-pub fn score_stat(metric: &str) -> &'static str {
-    match metric {
-        "lateness" | "busy" => "p50",
-        "actual" | "full" => "mad",
-        "gap" | "latency" | "round_trip" => "mean",
-        _ => "value",
-    }
+/// A metric a family records in the history (`Family::metrics`): its name, the stat `compare`
+/// and `history check` judge it by (the median, the mean |value - expected|, the mean, or the
+/// value itself), which way is better, and its unit.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Metric {
+    pub name: &'static str,
+    pub score: &'static str,
+    pub higher_is_better: bool,
+    /// None: a time, in ns; else the y axis' title of a trend (`throughput (msg/s)`).
+    pub unit: Option<&'static str>,
 }
 
-/// Whether a higher value of `metric` is better (throughputs).
-pub fn higher_is_better(metric: &str) -> bool {
-    matches!(metric, "throughput" | "ips")
+impl Metric {
+    /// A time in ns, lower is better, judged by `score`.
+    pub const fn time(name: &'static str, score: &'static str) -> Metric {
+        Metric { name, score, higher_is_better: false, unit: None }
+    }
 }
 
 /// The stats kept of a summary, by name.

@@ -2,6 +2,7 @@
 //! `run` measures it.
 
 use crate::experiments::family::{Family, Kind, RecordKind};
+use crate::history::entry::Metric;
 use taskmeter_model::bench::BenchRecord;
 
 /// Your own asynchronous work, measured by `taskmeter bench` (its own command and flags, not
@@ -14,5 +15,13 @@ impl Family for Bench {
     }
     fn kind(&self) -> &'static dyn RecordKind {
         &Kind::<BenchRecord>::KIND
+    }
+    fn metrics(&self) -> &'static [Metric] {
+        const METRICS: &[Metric] = &[
+            Metric { name: "ips", score: "value", higher_is_better: true, unit: Some("units/s") },
+            Metric::time("gap", "mean"),
+            Metric::time("latency", "mean"),
+        ];
+        METRICS
     }
 }

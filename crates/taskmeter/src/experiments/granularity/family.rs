@@ -5,6 +5,7 @@ use super::flags::{options, GrainArgs};
 use crate::experiments::family::{parsed, Family, Flags, Kind, RecordKind};
 use crate::experiments::flags::{EveryArgs, WorkerArgs};
 use crate::experiments::ExperimentError;
+use crate::history::entry::Metric;
 use clap::{ArgMatches, Args};
 use std::process::ExitCode;
 use taskmeter_model::granularity::GrainRecord;
@@ -18,6 +19,10 @@ impl Family for Granularity {
     }
     fn kind(&self) -> &'static dyn RecordKind {
         &Kind::<GrainRecord>::KIND
+    }
+    fn metrics(&self) -> &'static [Metric] {
+        const METRICS: &[Metric] = &[Metric::time("metg", "value")];
+        METRICS
     }
     fn flags(&self) -> &'static [Flags] {
         &[WorkerArgs::augment_args, GrainArgs::augment_args]

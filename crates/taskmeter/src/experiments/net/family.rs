@@ -5,6 +5,7 @@ use super::flags::{options, NetArgs};
 use crate::experiments::family::{parsed, Family, Flags, Kind, RecordKind};
 use crate::experiments::flags::EveryArgs;
 use crate::experiments::ExperimentError;
+use crate::history::entry::Metric;
 use clap::{ArgMatches, Args};
 use std::process::ExitCode;
 use taskmeter_model::net::NetRecord;
@@ -18,6 +19,14 @@ impl Family for Net {
     }
     fn kind(&self) -> &'static dyn RecordKind {
         &Kind::<NetRecord>::KIND
+    }
+    fn metrics(&self) -> &'static [Metric] {
+        const METRICS: &[Metric] = &[
+            Metric { name: "throughput", score: "value", higher_is_better: true, unit: Some("throughput (msg/s)") },
+            Metric { name: "ratio", score: "value", higher_is_better: false, unit: Some("ratio") },
+            Metric::time("round_trip", "mean"),
+        ];
+        METRICS
     }
     fn flags(&self) -> &'static [Flags] {
         &[NetArgs::augment_args]

@@ -5,6 +5,7 @@ use super::flags::{options, LoopArgs};
 use crate::experiments::family::{parsed, Family, Flags, Kind, RecordKind};
 use crate::experiments::flags::{EveryArgs, WorkerArgs};
 use crate::experiments::ExperimentError;
+use crate::history::entry::Metric;
 use clap::{ArgMatches, Args};
 use std::process::ExitCode;
 use taskmeter_model::run::RunRecord;
@@ -18,6 +19,15 @@ impl Family for Loop {
     }
     fn kind(&self) -> &'static dyn RecordKind {
         &Kind::<RunRecord>::KIND
+    }
+    fn metrics(&self) -> &'static [Metric] {
+        const METRICS: &[Metric] = &[
+            Metric::time("lateness", "p50"),
+            Metric::time("actual", "mad"),
+            Metric::time("full", "mad"),
+            Metric::time("busy", "p50"),
+        ];
+        METRICS
     }
     fn flags(&self) -> &'static [Flags] {
         &[WorkerArgs::augment_args, LoopArgs::augment_args]
