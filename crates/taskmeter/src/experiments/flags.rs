@@ -209,10 +209,12 @@ fn experiment_help(long: bool) -> String {
     format!("{short}\n\n{}.", each.join(";\n"))
 }
 
+/// A duration (`250us`, `1.5ms`, `2m`) in ns, the protocol's way of writing one.
 pub fn duration(text: &str) -> Result<u64, String> {
     parse_duration_ns(text)
 }
 
+/// A duration longer than 0.
 pub fn positive_duration(text: &str) -> Result<u64, String> {
     match parse_duration_ns(text)? {
         0 => Err(format!("'{text}' must be longer than 0")),
@@ -220,6 +222,7 @@ pub fn positive_duration(text: &str) -> Result<u64, String> {
     }
 }
 
+/// A runtime's id (or `all`), its nearest namesakes said when it is not one.
 pub fn runtime_id(text: &str) -> Result<String, String> {
     if text == "all" {
         return Ok(text.into());
