@@ -24,14 +24,9 @@ fn src_of(krate: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(krate).join("src")
 }
 
-/// This crate's sources.
-fn src() -> PathBuf {
-    src_of("taskmeter")
-}
-
 /// A source file's path under this crate's `src`.
 fn relative(file: &Path) -> String {
-    file.strip_prefix(src()).unwrap().to_string_lossy().replace('\\', "/")
+    file.strip_prefix(src_of("taskmeter")).unwrap().to_string_lossy().replace('\\', "/")
 }
 
 /// The folders under a crate's src, sorted.
@@ -181,11 +176,8 @@ fn every_folder_is_a_layer_of_its_crate() {
     for (krate, layers) in CRATES {
         let mut sorted: Vec<String> = layers.iter().map(|l| l.to_string()).collect();
         sorted.sort();
-        assert_eq!(
-            folders(&src_of(krate)),
-            sorted,
-            "a folder under {krate}/src that is no layer of it (or a layer without a folder)"
-        );
+        let why = "a folder under its src that is no layer of it (or a layer without a folder)";
+        assert_eq!(folders(&src_of(krate)), sorted, "{krate}: {why}");
     }
 }
 
@@ -196,14 +188,9 @@ fn no_arrow_points_up_a_layer() {
         for (from, targets) in arrows(krate) {
             for to in targets {
                 if let (Some(a), Some(b)) = (layer(layers, &from), layer(layers, &to)) {
+                    let (from, to) = (from.join("::"), to.join("::"));
                     if b > a {
-                        upward.push(format!(
-                            "{krate}: {} ({}) uses {} ({})",
-                            from.join("::"),
-                            layers[a],
-                            to.join("::"),
-                            layers[b]
-                        ));
+                        upward.push(format!("{krate}: {from} ({}) uses {to} ({})", layers[a], layers[b]));
                     }
                 }
             }
@@ -286,7 +273,7 @@ const SHARED_FAMILY_CODE: [&str; 2] = ["experiments/catalog.rs", "cli/families.r
 /// Whether `relative` (a path under src) is a family's own code: see [`SHARED_FAMILY_CODE`].
 fn family_code(relative: &str) -> bool {
     let declares = |folder: &str| {
-        std::fs::read_to_string(src().join(format!("experiments/{folder}/mod.rs")))
+        std::fs::read_to_string(src_of("taskmeter").join(format!("experiments/{folder}/mod.rs")))
             .is_ok_and(|text| text.contains("\npub const FAMILY: &str = "))
     };
     match relative.split('/').collect::<Vec<_>>().as_slice() {
