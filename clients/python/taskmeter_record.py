@@ -18,6 +18,8 @@ from collections import deque
 from itertools import chain
 from time import monotonic, monotonic_ns
 
+__version__ = "0.1.0"  # the package's version (pyproject.toml reads it from here)
+
 MAX_EVENTS = 2048  # events per batch (the wire allows 4096)
 MAX_AGE_NS = 100_000_000  # a batch whose oldest event is older than this goes at the next call
 SEND_TIMEOUT = 0.010  # a send never blocks the program longer; then the batch is dropped
