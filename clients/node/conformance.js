@@ -1,7 +1,7 @@
 'use strict';
 // The contract of clients/README.md: 10 units, 2 latencies, 1 unknown id, 1 duplicate,
 // 1 never completed. Sends nothing without TASKMETER_RECORD_STREAM.
-const tm = require('./taskmeter_record');
+const tm = require('taskmeter-record');
 
 async function main() {
   tm.record();

@@ -3,7 +3,7 @@
 // own stream) as fast as possible, flush, and print the call rate to stderr.
 const { Worker, isMainThread, workerData, parentPort } = require('worker_threads');
 const { setImmediate: turn } = require('timers/promises');
-const tm = require('./taskmeter_record');
+const tm = require('taskmeter-record');
 
 async function calls(n) {
   for (let i = 0; i < n; i++) {

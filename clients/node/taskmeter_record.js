@@ -4,7 +4,7 @@
  * collector's SOCK_STREAM socket; the wire format is in clients/README.md. Node has no Unix
  * datagrams, so batches go back to back on one connection per thread (stream = threadId).
  *
- *   const tm = require('./taskmeter_record');
+ *   const tm = require('taskmeter-record');  // npm install PATH/clients/node
  *   tm.record();  ...  await tm.flush();  // before the program ends
  */
 

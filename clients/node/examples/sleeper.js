@@ -1,9 +1,8 @@
 'use strict';
 // sleeper MS: while running(), a task sleeps MS milliseconds then records one unit; the program
 // waits for it and loops. `node sleeper.js 100` reports about 9.9 units/s.
-const path = require('path');
 const { setTimeout: sleep } = require('timers/promises');
-const tm = require(path.join(__dirname, '..', 'taskmeter_record'));
+const tm = require('taskmeter-record');
 
 async function unit(ms) {
   await sleep(ms);
