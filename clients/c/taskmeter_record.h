@@ -9,6 +9,8 @@
 #ifndef TASKMETER_RECORD_H
 #define TASKMETER_RECORD_H
 
+#define TASKMETER_RECORD_VERSION "0.1.0" /* the client's version (the Makefile's .pc takes it) */
+
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
