@@ -22,9 +22,16 @@ main(_) ->
     % an escript ends with erlang:halt/1, which no exit hook sees
     taskmeter_record:flush().
 
-%% The client, compiled from its source next to this script.
+%% The client as installed, where it is on the code path (a rebar3 or Mix build in ERL_LIBS: the
+%% test of the installs runs a copy of this script so), or else compiled from src/ beside this
+%% script.
 load() ->
-    Dir = filename:dirname(filename:absname(escript:script_name())),
-    Src = filename:join(Dir, "taskmeter_record.erl"),
-    {ok, Module, Beam} = compile:file(Src, [binary, report]),
-    {module, Module} = code:load_binary(Module, Src, Beam).
+    case code:ensure_loaded(taskmeter_record) of
+        {module, taskmeter_record} ->
+            ok;
+        {error, _} ->
+            Dir = filename:dirname(filename:absname(escript:script_name())),
+            Src = filename:join([Dir, "src", "taskmeter_record.erl"]),
+            {ok, Module, Beam} = compile:file(Src, [binary, report]),
+            {module, Module} = code:load_binary(Module, Src, Beam)
+    end.

@@ -47,6 +47,6 @@ usage() ->
 %% The client, compiled from its source next to this script.
 load() ->
     Dir = filename:dirname(filename:absname(escript:script_name())),
-    Src = filename:join(Dir, "taskmeter_record.erl"),
+    Src = filename:join([Dir, "src", "taskmeter_record.erl"]),
     {ok, Module, Beam} = compile:file(Src, [binary, report]),
     {module, Module} = code:load_binary(Module, Src, Beam).

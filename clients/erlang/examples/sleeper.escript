@@ -39,6 +39,6 @@ usage() ->
 %% The client, compiled from its source in the folder above.
 load() ->
     Dir = filename:dirname(filename:dirname(filename:absname(escript:script_name()))),
-    Src = filename:join(Dir, "taskmeter_record.erl"),
+    Src = filename:join([Dir, "src", "taskmeter_record.erl"]),
     {ok, Module, Beam} = compile:file(Src, [binary, report]),
     {module, Module} = code:load_binary(Module, Src, Beam).

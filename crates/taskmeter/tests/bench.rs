@@ -59,7 +59,7 @@ fn build_beam_clients() -> (PathBuf, PathBuf) {
                 Command::new("erlc")
                     .args(["+warnings_as_errors", "-o"])
                     .arg(&ebin)
-                    .arg(repo().join("clients/erlang/taskmeter_record.erl")),
+                    .arg(repo().join("clients/erlang/src/taskmeter_record.erl")),
             );
             (elixir.join("_build/dev/lib"), ebin)
         })
