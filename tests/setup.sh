@@ -14,9 +14,11 @@ quietly() { "$@" >"$log" 2>&1 || { cat "$log" >&2; say "failed: $*"; exit 1; }; 
 need_apt=()
 command -v cc >/dev/null || need_apt+=(gcc libc6-dev)
 command -v make >/dev/null || need_apt+=(make)                 # the C record() client's programs
+command -v pkg-config >/dev/null || need_apt+=(pkg-config)     # finds the C client as `make install` installs it
 command -v g++ >/dev/null || need_apt+=(g++)                   # the C++ driver (cpp-asio, cpp-asio-pool)
 [ -e /usr/include/asio.hpp ] || need_apt+=(libasio-dev)        # its standalone Asio headers
 command -v python3 >/dev/null || need_apt+=(python3 python3-pip)
+python3 -c 'import ensurepip, venv' 2>/dev/null || need_apt+=(python3-venv)  # a venv to pip install the Python client into
 command -v chromium >/dev/null || need_apt+=(chromium)         # report.html in a real browser
 ls /usr/share/fonts/truetype/*/*Sans*.ttf >/dev/null 2>&1 || need_apt+=(fonts-dejavu-core)  # text of the PNG figures
 command -v prlimit >/dev/null || need_apt+=(util-linux)        # a thread limit for the partial-start test
@@ -38,15 +40,24 @@ compgen -G '/usr/lib/jvm/*17*/bin/javac' >/dev/null || need_apt+=(openjdk-17-jdk
 # Maven builds the Kotlin driver (kotlin, kotlin-1); the compiler and kotlinx-coroutines come from
 # Maven Central into ~/.m2 (below).
 command -v mvn >/dev/null || need_apt+=(maven)
-if [ ${#need_apt[@]} -gt 0 ]; then
+# Those installed without Debian's recommends. rebar3 builds the Erlang record() client as a
+# dependency (tests/installs.rs); its recommends would bring the whole `erlang` (wx, WebKit,
+# GStreamer: 650 MiB instead of 270).
+need_apt_bare=()
+command -v rebar3 >/dev/null || need_apt_bare+=(rebar3)
+if [ ${#need_apt[@]} -gt 0 ] || [ ${#need_apt_bare[@]} -gt 0 ]; then
+    how=()
+    if [ ${#need_apt[@]} -gt 0 ]; then how+=("apt-get install ${need_apt[*]}"); fi
+    if [ ${#need_apt_bare[@]} -gt 0 ]; then how+=("apt-get install --no-install-recommends ${need_apt_bare[*]}"); fi
     if [ "$(id -u)" != 0 ]; then
-        say "missing Debian packages: ${need_apt[*]} (install them as root: apt-get install ${need_apt[*]})"
+        say "missing Debian packages: ${need_apt[*]} ${need_apt_bare[*]} (install them as root: $(IFS=';'; echo "${how[*]}" | sed 's/;/; /g'))"
         exit 1
     fi
-    say "installing ${need_apt[*]}"
+    say "installing ${need_apt[*]} ${need_apt_bare[*]}"
     export DEBIAN_FRONTEND=noninteractive
     quietly apt-get update -qq
-    quietly apt-get install -y -qq "${need_apt[@]}"
+    if [ ${#need_apt[@]} -gt 0 ]; then quietly apt-get install -y -qq "${need_apt[@]}"; fi
+    if [ ${#need_apt_bare[@]} -gt 0 ]; then quietly apt-get install -y -qq --no-install-recommends "${need_apt_bare[@]}"; fi
 fi
 
 # Bun and Deno (the bun and deno drivers' toolchains) from their npm packages, which carry the

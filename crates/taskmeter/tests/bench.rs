@@ -10,17 +10,13 @@ use std::time::Duration;
 use taskmeter_record::event::{decode_batch, MAGIC};
 
 mod common;
+use common::clients::{assert_contract, assert_silent_without_a_collector, bench_in, build, contract_rows, result};
 use common::{assert_refused, stderr, stdout, taskmeter};
 
 const MS: i64 = 1_000_000;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-fn build(command: &mut Command) {
-    let output = command.output().expect("the build tool runs");
-    assert!(output.status.success(), "{command:?}:\n{}", String::from_utf8_lossy(&output.stderr));
 }
 
 /// Builds the C, Go and Rust clients' programs; returns where the Go and Rust ones are.
@@ -72,14 +68,6 @@ fn bench(args: &[&str], out: &Path) -> (std::process::Output, serde_json::Value)
     bench_in(command, out)
 }
 
-/// Runs `command` (`taskmeter bench` and its arguments), writing to
-/// `out`; returns its output and record.
-fn bench_in(mut command: Command, out: &Path) -> (std::process::Output, serde_json::Value) {
-    let output = command.arg("-o").arg(out).output().unwrap();
-    let text = std::fs::read_to_string(out.join("bench.json")).unwrap_or_else(|_| panic!("{}", stderr(&output)));
-    (output, serde_json::from_str(&text).unwrap())
-}
-
 /// Runs a test's `bench` with each window in turn until `started` holds for its record. The
 /// programs these tests run start a VM (the BEAM, Python, Node) and some compile a module first:
 /// 0.3 s on an idle machine here, but 3 to 13 s beside `stress-ng --cpu 4`. A start slower than the
@@ -108,15 +96,6 @@ fn each_counts(record: &serde_json::Value, units: u64) -> bool {
     record["report"]["results"].as_array().is_some_and(|rows| rows.iter().all(|r| r["units"].as_u64() >= Some(units)))
 }
 
-fn result<'a>(record: &'a serde_json::Value, scenario: &str) -> &'a serde_json::Value {
-    record["report"]["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["scenario"] == scenario)
-        .expect("scenario present")
-}
-
 #[test]
 fn every_client_passes_the_contract() {
     let (go, rust) = build_clients();
@@ -131,66 +110,9 @@ fn every_client_passes_the_contract() {
         ("elixir", format!("ERL_LIBS='{}' elixir clients/elixir/conformance.exs", elixir_libs.display())),
     ];
     let dir = tempfile::tempdir().unwrap();
-    let run = |window: &str, programs: &[&(&str, String)]| {
-        // `--time`, bench's old name for --duration, still works.
-        let mut args = vec!["--warmup", "0", "--time", window, "--drain", "100ms"];
-        // One run each: the program ends, then the shell outlasts the window and is stopped.
-        let scenarios: Vec<String> =
-            programs.iter().map(|(name, program)| format!("{name}={program} && sleep 60")).collect();
-        for scenario in &scenarios {
-            args.extend(["--scenario", scenario]);
-        }
-        bench(&args, &dir.path().join(format!("out-{window}")))
-    };
-    // Every program in a short window; on a loaded machine, one that had not started within it
-    // (a VM's start) again alone in a longer one, the others' rows kept.
-    let mut pending: Vec<&(&str, String)> = programs.iter().collect();
-    let mut rows = std::collections::HashMap::new();
-    for (i, window) in ["3s", "10s", "30s"].into_iter().enumerate() {
-        let (output, record) = run(window, &pending);
-        let last = i == 2;
-        assert!(output.status.success() || !last, "{}{}", stdout(&output), stderr(&output));
-        pending.retain(|(name, _)| {
-            let found =
-                record["report"]["results"].as_array().and_then(|rows| rows.iter().find(|r| r["scenario"] == *name));
-            let counted = output.status.success() && found.is_some_and(|r| r["units"].as_u64() >= Some(10));
-            if counted || last {
-                rows.insert(*name, result(&record, name).clone());
-            }
-            !(counted || last)
-        });
-        if pending.is_empty() {
-            break;
-        }
-        let names: Vec<&str> = pending.iter().map(|(name, _)| *name).collect();
-        eprintln!("{names:?} had not started within the {window} window: measuring them again with a longer one");
-    }
+    let rows = contract_rows(&programs, &repo(), dir.path());
     for (name, _) in &programs {
-        let r = &rows[name];
-        assert_eq!(r["error"], serde_json::Value::Null, "{name}: {r}");
-        assert_eq!(r["invocations"], 1, "{name}");
-        assert_eq!(r["units"], 10, "{name}: 3 records + record_n(5) + 2 completions");
-        assert_eq!(r["latency"]["count"], 2, "{name}");
-        let ids = &r["ids"];
-        assert_eq!(
-            (ids["unknown_ids"].as_u64(), ids["duplicate_completions"].as_u64(), ids["never_completed"].as_u64()),
-            (Some(1), Some(1), Some(1)),
-            "{name}: {ids}"
-        );
-        let d = &r["delivery"];
-        assert_eq!(d["events_received"], 11, "{name}: {d}");
-        assert_eq!(
-            (d["events_dropped_by_clients"].as_u64(), d["malformed_batches"].as_u64(), d["batches_missing"].as_u64()),
-            (Some(0), Some(0), Some(0)),
-            "{name}: {d}"
-        );
-        assert_eq!(d["processes"], 1, "{name}");
-        // Every timestamp fell inside the job: none before its start, none after the window.
-        assert_eq!(
-            (r["outside"]["warmup_units"].as_u64(), r["outside"]["after_units"].as_u64()),
-            (Some(0), Some(0)),
-            "{name}"
-        );
+        assert_contract(name, &rows[*name]);
     }
     // The first window ran every program.
     let report = std::fs::read_to_string(dir.path().join("out-3s/report.txt")).unwrap();
@@ -212,16 +134,9 @@ fn without_a_collector_the_clients_do_nothing() {
         vec!["elixir".into(), "clients/elixir/conformance.exs".into()],
     ];
     for command in commands {
-        let output = Command::new(&command[0])
-            .args(&command[1..])
-            .current_dir(&repo)
-            .env("ERL_LIBS", &elixir_libs)
-            .env_remove("TASKMETER_RECORD")
-            .env_remove("TASKMETER_RECORD_STREAM")
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{command:?}: {}", String::from_utf8_lossy(&output.stderr));
-        assert!(output.stderr.is_empty() && output.stdout.is_empty(), "{command:?} is silent");
+        assert_silent_without_a_collector(
+            Command::new(&command[0]).args(&command[1..]).current_dir(&repo).env("ERL_LIBS", &elixir_libs),
+        );
     }
 }
 

@@ -1,6 +1,7 @@
 //! What the integration tests share: the binary, run the way a user runs it.
 #![allow(dead_code)]
 
+pub mod clients;
 pub mod postgres;
 
 use std::io::{BufRead, BufReader, Read};
