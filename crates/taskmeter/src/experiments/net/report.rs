@@ -2,6 +2,7 @@
 //! (the study's ratio graph, throughput, round-trip p99) and `report.html`.
 
 use crate::report::console::render_table_fitted;
+use crate::report::dashboard as dash;
 use crate::report::figure::{line_chart, styles, Axis, Chart, Series, Unit};
 use crate::report::format::{format_ns, format_range, format_ratio};
 use crate::report::page::{table, Block, Report, Section};
@@ -179,7 +180,46 @@ pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
     Ok(charts)
 }
 
+/// The dashboards' figures of a net run: per receiver and sender count, the throughput and its
+/// ratio to 1 sender (each with its 95 % range for another invocation's, from the repetitions)
+/// and the round trip p99 (the mean of the repetitions', with its range); the 1-sender ratio,
+/// 1 by definition, is left out.
+pub fn benchmarks(record: &NetRecord) -> Vec<dash::Benchmark> {
+    let mut out = Vec::new();
+    for summary in &record.summaries {
+        let subject = || vec![("receiver", summary.receiver.clone()), ("senders", summary.senders.to_string())];
+        let messages = dash::Unit::PerSecond("messages");
+        out.extend(summary.throughput.map(|i| dash::Benchmark::estimate(subject(), "throughput", messages, true, &i)));
+        if summary.senders != 1 {
+            out.extend(
+                summary
+                    .ratio
+                    .map(|i| dash::Benchmark::estimate(subject(), "ratio to 1 sender", dash::Unit::Ratio, true, &i)),
+            );
+        }
+        let p99: Vec<f64> = record
+            .points
+            .iter()
+            .filter(|p| p.receiver == summary.receiver && p.senders == summary.senders && p.error.is_none())
+            .filter_map(|p| p.round_trip.as_ref()?.p99.map(|v| v as f64))
+            .collect();
+        out.extend(
+            mean_range(&p99)
+                .map(|i| dash::Benchmark::estimate(subject(), "round trip p99", dash::Unit::Nanoseconds, false, &i)),
+        );
+        let repetitions = summary.repetitions.to_string();
+        for b in out.iter_mut().filter(|b| b.notes.is_empty()) {
+            b.notes.push(("repetitions", repetitions.clone()));
+        }
+    }
+    out
+}
+
 impl Report for NetRecord {
+    fn benchmarks(&self) -> Vec<dash::Benchmark> {
+        benchmarks(self)
+    }
+
     fn csv(&self) -> String {
         let mut out = String::from("receiver,senders,repetition,messages_planned,messages_sent,messages_acked,messages_received,throughput_msg_per_s,ratio_to_1_sender,window_ns,rtt_p50_ns,rtt_p99_ns,rtt_max_ns,status\n");
         for p in &self.points {
