@@ -19,34 +19,22 @@ pub fn render(dashboard: &Dashboard) -> String {
     let mut families: Vec<(String, Family)> = Vec::new();
     for b in dashboard.benchmarks.iter().filter(|b| b.value.is_finite()) {
         let labels = labels(dashboard, &b.subject);
-        let (base, unit) = base_and_unit(&b.measure, b.unit);
+        let (base, suffix, unit) = base_and_unit(&b.measure, b.unit);
         let base = if dashboard.compared { format!("compare_{base}") } else { base };
-        let value = in_base_unit(b.value, b.unit);
         let help = format!("{} ({}), from taskmeter {}", b.measure, b.unit.said(), dashboard.source);
-        gauge(&mut families, name(&base, "", unit), &help, unit, (&labels, value));
+        gauge(&mut families, name(&base, "", &suffix), &help, unit, (&labels, in_base_unit(b.value, b.unit)));
         if let Some((low, high)) = b.range {
-            let help =
-                |end: &str| format!("{end} of the 95 % range of {}, from taskmeter {}", b.measure, dashboard.source);
-            gauge(
-                &mut families,
-                name(&base, "_low", unit),
-                &help("low end"),
-                unit,
-                (&labels, in_base_unit(low, b.unit)),
-            );
-            gauge(
-                &mut families,
-                name(&base, "_high", unit),
-                &help("high end"),
-                unit,
-                (&labels, in_base_unit(high, b.unit)),
-            );
+            for (part, end, value) in [("_low", "low end", low), ("_high", "high end", high)] {
+                let help = format!("{end} of the 95 % range of {}, from taskmeter {}", b.measure, dashboard.source);
+                let value = in_base_unit(value, b.unit);
+                gauge(&mut families, name(&base, part, &suffix), &help, unit, (&labels, value));
+            }
         }
         if let Some(verdict) = b.verdict {
             let mut labels = labels.clone();
             labels.push(("verdict".into(), verdict.into()));
             let help = format!("1: the verdict of {}, from taskmeter {}", b.measure, dashboard.source);
-            gauge(&mut families, name(&format!("{base}_verdict"), "", None), &help, None, (&labels, 1.0));
+            gauge(&mut families, format!("{PREFIX}{base}_verdict"), &help, None, (&labels, 1.0));
         }
     }
     for (family_name, family) in &families {
@@ -157,23 +145,23 @@ fn label_text(labels: &[(String, String)]) -> String {
     format!("{{{}}}", inner.join(","))
 }
 
-/// A figure's name without its unit, and the unit the format names (None for a rate, whose
-/// name says per what: `throughput_messages_per_second`).
-fn base_and_unit(measure: &str, unit: Unit) -> (String, Option<&'static str>) {
+/// A figure's name without its unit, the suffix that names its unit, and the unit as the
+/// format's metadata says it (None for a rate: its suffix says per what,
+/// `throughput_messages_per_second`).
+fn base_and_unit(measure: &str, unit: Unit) -> (String, String, Option<&'static str>) {
     let base = sanitise(measure);
     match unit {
-        Unit::Nanoseconds => (base, Some("seconds")),
-        Unit::Ratio | Unit::Percent => (base.strip_suffix("_ratio").unwrap_or(&base).to_string(), Some("ratio")),
-        Unit::PerSecond(what) => (format!("{base}_{}_per_second", sanitise(what)), None),
+        Unit::Nanoseconds => (base, "seconds".into(), Some("seconds")),
+        Unit::Ratio | Unit::Percent => {
+            (base.strip_suffix("_ratio").unwrap_or(&base).to_string(), "ratio".into(), Some("ratio"))
+        }
+        Unit::PerSecond(what) => (base, format!("{}_per_second", sanitise(what)), None),
     }
 }
 
-/// `taskmeter_` + base + part + `_` + unit.
-fn name(base: &str, part: &str, unit: Option<&str>) -> String {
-    match unit {
-        Some(unit) => format!("{PREFIX}{base}{part}_{unit}"),
-        None => format!("{PREFIX}{base}{part}"),
-    }
+/// `taskmeter_` + base + part + `_` + the unit's suffix.
+fn name(base: &str, part: &str, suffix: &str) -> String {
+    format!("{PREFIX}{base}{part}_{suffix}")
 }
 
 /// A value in the format's base unit: seconds for a time, a ratio for a percentage.
@@ -246,8 +234,10 @@ mod tests {
     fn names_follow_the_format_s_rules() {
         assert_eq!(sanitise("overhead per task at 1.00 µs"), "overhead_per_task_at_1_00_us");
         assert_eq!(sanitise("METG"), "metg");
-        assert_eq!(base_and_unit("new/old ratio", Unit::Ratio), ("new_old".to_string(), Some("ratio")));
-        assert_eq!(name("lateness_p50", "_low", Some("seconds")), "taskmeter_lateness_p50_low_seconds");
+        assert_eq!(base_and_unit("new/old ratio", Unit::Ratio), ("new_old".into(), "ratio".into(), Some("ratio")));
+        let (base, suffix, unit) = base_and_unit("throughput", Unit::PerSecond("messages"));
+        assert_eq!((name(&base, "_low", &suffix), unit), ("taskmeter_throughput_low_messages_per_second".into(), None));
+        assert_eq!(name("lateness_p50", "_low", "seconds"), "taskmeter_lateness_p50_low_seconds");
         assert_eq!(label_name("le"), "subject_le");
         assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
