@@ -135,7 +135,6 @@ struct Comparison {
 }
 
 pub fn run(options: CompareOptions) -> Result<ExitCode, CliError> {
-    check_exports(&options.exports)?;
     let mut left_out = LeftOut::default();
     let include = options.include_incomplete;
     let old = whole_runs(load_side(&options.old)?, include, &mut left_out)?;
@@ -232,7 +231,7 @@ fn dashboard_of(c: &Comparison, new: &Side) -> Dashboard {
     }
 }
 
-/// Refuses, before anything is read, an export file whose folder does not exist.
+/// Refuses an export file whose folder does not exist (before anything is read).
 pub(super) fn check_exports(exports: &[Export]) -> Result<(), CliError> {
     for export in exports {
         crate::session::folder::check_export_path(&export.path).map_err(|e| CliError::Usage(e.to_string()))?;

@@ -373,6 +373,8 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
             rebuild::rebuild(&results, samples_csv.as_deref(), table, figures.as_deref())?
         }
         Command::Compare { old, new, metric, threshold, alpha, force, include_incomplete, format, dashboards } => {
+            let exports = dashboards.exports();
+            compare::check_exports(&exports)?;
             let metric = match metric {
                 Some(MetricChoice::All) => None,
                 Some(MetricChoice::One(m)) => Some(m),
@@ -387,7 +389,7 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
                 force,
                 include_incomplete,
                 json: format == args::TextFormat::Json,
-                exports: dashboards.exports(),
+                exports,
             })?
         }
         Command::History { history, action } => history::run(history.as_deref(), action)?,
