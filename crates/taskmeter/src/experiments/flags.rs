@@ -43,7 +43,7 @@ pub struct DashboardArgs {
     /// customBiggerIsBetter)
     #[arg(long, value_name = "FILE", hide_short_help = true)]
     pub export_github_benchmark_bigger: Option<PathBuf>,
-    /// Also write the figures to FILE as Bencher Metric Format (bencher run --adapter json)
+    /// Also write the figures to FILE as Bencher Metric Format (for bencher run's json adapter)
     #[arg(long, value_name = "FILE", hide_short_help = true)]
     pub export_bmf: Option<PathBuf>,
     /// Also write the figures (and each row's distribution) to FILE in the OpenMetrics text
