@@ -9,7 +9,6 @@ Nothing is timed: the figures are whatever the machine gave.
 """
 import json
 import math
-import os
 import pathlib
 import re
 import subprocess
@@ -20,22 +19,12 @@ from prometheus_client import parser as prometheus_parser
 from prometheus_client.openmetrics import parser as openmetrics_parser
 
 HERE = pathlib.Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-# The runs of these tests are not recorded in the user's history (docs/history.md).
-os.environ["TASKMETER_HISTORY"] = "off"
 FORMATS = {
     "smaller": ("--export-github-benchmark-smaller", "smaller.json"),
     "bigger": ("--export-github-benchmark-bigger", "bigger.json"),
     "bmf": ("--export-bmf", "bmf.json"),
     "openmetrics": ("--export-openmetrics", "metrics.txt"),
 }
-
-
-def taskmeter():
-    path = pathlib.Path(os.environ.get("TASKMETER_BIN", ROOT / "target" / "debug" / "taskmeter"))
-    if not path.is_file():
-        pytest.fail(f"{path} does not exist: build taskmeter first (cargo build)")
-    return path
 
 
 def exporting(folder):
@@ -45,16 +34,16 @@ def exporting(folder):
 
 
 @pytest.fixture(scope="module")
-def exports(tmp_path_factory):
+def exports(tmp_path_factory, taskmeter):
     """The export folders: sleep (a run of the work loop), granularity, compare (of two sleep runs)."""
     base = tmp_path_factory.mktemp("exports")
-    run = [taskmeter(), "run", "--runtimes", "thread", "--quick", "--repeat", "2"]
+    run = [taskmeter, "run", "--runtimes", "thread", "--quick", "--repeat", "2"]
     quiet = {"check": True, "stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL}
     subprocess.run([*run, "-o", base / "sleep-1", *exporting(base / "sleep")], **quiet)
     subprocess.run([*run, "-o", base / "sleep-2"], **quiet)
     subprocess.run([*run[:2], "granularity", *run[2:], "-o", base / "grain", *exporting(base / "granularity")], **quiet)
     # compare's exit status is 1 when a line regressed: whatever the machine gave, not checked here.
-    compare = [taskmeter(), "compare", base / "sleep-1", base / "sleep-2", *exporting(base / "compare")]
+    compare = [taskmeter, "compare", base / "sleep-1", base / "sleep-2", *exporting(base / "compare")]
     done = subprocess.run(compare, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     assert done.returncode in (0, 1)
     return {name: base / name for name in ("sleep", "granularity", "compare")}

@@ -7,7 +7,6 @@ and each consumer's step must read the file a taskmeter export flag wrote: the a
 `output-file-path` with the `tool` of its direction, `bencher run --adapter json --file`, the
 Pushgateway's `--data-binary @FILE`.
 """
-import os
 import pathlib
 import re
 import shlex
@@ -18,18 +17,10 @@ import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "outputs.md"
-os.environ["TASKMETER_HISTORY"] = "off"
 TOOLS = {
     "--export-github-benchmark-smaller": "customSmallerIsBetter",
     "--export-github-benchmark-bigger": "customBiggerIsBetter",
 }
-
-
-def taskmeter():
-    path = pathlib.Path(os.environ.get("TASKMETER_BIN", ROOT / "target" / "debug" / "taskmeter"))
-    if not path.is_file():
-        pytest.fail(f"{path} does not exist: build taskmeter first (cargo build)")
-    return path
 
 
 def workflows():
@@ -66,7 +57,7 @@ def test_the_page_shows_a_workflow_for_each_dashboard():
 
 
 @pytest.mark.parametrize("start,text", workflows(), ids=lambda v: f"line {v}" if isinstance(v, int) else "")
-def test_each_workflow_parses_and_its_taskmeter_commands_are_accepted(start, text, tmp_path):
+def test_each_workflow_parses_and_its_taskmeter_commands_are_accepted(start, text, tmp_path, taskmeter):
     workflow = yaml.safe_load(text)
     assert isinstance(workflow, dict) and workflow.get("jobs"), f"line {start}: a workflow"
     # PyYAML reads `on:` as True (YAML 1.1); GitHub reads it as the trigger.
@@ -82,7 +73,7 @@ def test_each_workflow_parses_and_its_taskmeter_commands_are_accepted(start, tex
                 if flag.startswith("--export-"):
                     written[value] = flag
             done = subprocess.run(
-                [taskmeter(), *words[1:], "--dry-run"],
+                [taskmeter, *words[1:], "--dry-run"],
                 cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True,
             )
             assert done.returncode == 0, f"line {start}: {line}\n{done.stderr}"

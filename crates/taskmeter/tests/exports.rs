@@ -135,3 +135,42 @@ fn an_unknown_export_format_names_the_nearest_and_every_known_one() {
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("folder /nonexistent/folder does not exist"), "{}", stderr(&output));
 }
+
+/// history compare of two labels, two runs each: each line's new / old with the 95 % range of
+/// its test between invocations, around the ratio, and its verdict.
+#[test]
+fn history_compare_exports_each_line_s_ratio_with_its_range_and_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("history.sqlite");
+    for (i, label) in ["a", "a", "b", "b"].iter().enumerate() {
+        let output = taskmeter()
+            .env("TASKMETER_HISTORY", &history)
+            .args(["run", "--runtimes", "thread", "--quick", "--repeat", "2", "--label", label, "-o"])
+            .arg(dir.path().join(format!("run-{i}")))
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    let (bmf, om) = (dir.path().join("bmf.json"), dir.path().join("judged.prom"));
+    let output = taskmeter()
+        .env("TASKMETER_HISTORY", &history)
+        .args(["history", "compare", "a", "b", "--by", "label", "--format", "json", "--export-bmf"])
+        .arg(&bmf)
+        .arg("--export-openmetrics")
+        .arg(&om)
+        .output()
+        .unwrap();
+    assert!(output.status.code().is_some_and(|c| c <= 1), "{}", stderr(&output));
+    let judged: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let line = &judged["lines"][0];
+    let bmf: Value = serde_json::from_str(&std::fs::read_to_string(&bmf).unwrap()).unwrap();
+    let metric = &bmf["history compare / sleep / thread / lateness p50"]["new-old-ratio"];
+    let value = metric["value"].as_f64().unwrap();
+    assert!((value - line["new"].as_f64().unwrap() / line["old"].as_f64().unwrap()).abs() < 1e-12, "{metric}");
+    let (low, high) = (metric["lower_value"].as_f64().unwrap(), metric["upper_value"].as_f64().unwrap());
+    assert!(0.0 < low && low < value && value < high, "{metric}");
+    let om = std::fs::read_to_string(&om).unwrap();
+    let verdict = format!("verdict=\"{}\"", line["verdict"].as_str().unwrap());
+    assert!(om.lines().any(|l| l.starts_with("taskmeter_compare_new_old_verdict{") && l.contains(&verdict)), "{om}");
+    assert!(om.contains("label=\"b\""), "the environment of the newest run judged");
+}

@@ -6,7 +6,7 @@
 //! taskmeter's own 95 % range where there is one. The environment is Bencher's testbed
 //! (`bencher run --testbed`), not in the file.
 
-use super::dashboard::{Benchmark, Dashboard};
+use super::dashboard::{joined_words, Benchmark, Dashboard};
 use serde_json::{Map, Value};
 
 /// The file: every benchmark with its measures, in the dashboard's order.
@@ -40,20 +40,8 @@ fn benchmark_name(source: &str, b: &Benchmark) -> String {
 /// most 64 characters ("lateness p50" is `lateness-p50`, "overhead per task at 1.00 µs"
 /// `overhead-per-task-at-1-00-us`).
 pub fn slug(measure: &str) -> String {
-    let mut out = String::new();
-    for c in measure.chars().flat_map(char::to_lowercase) {
-        let c = if c == 'µ' || c == 'μ' { 'u' } else { c };
-        if c.is_ascii_alphanumeric() {
-            out.push(c);
-        } else if !out.is_empty() && !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    let mut slug: String = out.trim_end_matches('-').chars().take(64).collect();
-    while slug.ends_with('-') {
-        slug.pop();
-    }
-    slug
+    let slug: String = joined_words(measure, '-').chars().take(64).collect();
+    slug.trim_end_matches('-').to_string()
 }
 
 #[cfg(test)]

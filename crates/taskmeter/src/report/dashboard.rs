@@ -54,8 +54,9 @@ pub struct Benchmark {
     pub range: Option<(f64, f64)>,
     /// Whether the range is `value ± half` (else low–high, on a log scale).
     pub symmetric: bool,
-    /// A comparison's verdict (`regressed`, `improved`, `no change`, `inconclusive`).
-    pub verdict: Option<&'static str>,
+    /// A comparison's verdict as its JSON says it (`regressed`, `improved`, `no_change`,
+    /// `inconclusive`).
+    pub verdict: Option<String>,
     /// What else a reader of the point should know, as (term, value): repetitions, p-values.
     pub notes: Vec<(&'static str, String)>,
 }
@@ -196,7 +197,7 @@ pub fn judged(
     let b = Benchmark {
         range: j.ratio_range,
         symmetric: false,
-        verdict: Some(j.verdict.as_str()),
+        verdict: serde_json::to_value(j.verdict).ok().and_then(|v| v.as_str().map(str::to_string)),
         ..Benchmark::plain(subject, "new/old ratio", Unit::Ratio, higher_is_better, ratio)
     };
     Some(
@@ -206,6 +207,30 @@ pub fn judged(
             .noted("p", p(j.p_value))
             .noted("p adjusted", p(j.p_adjusted)),
     )
+}
+
+/// The repetitions an estimate rests on, noted on each of `benchmarks` that has no note yet
+/// (those a family just added for one subject).
+pub fn note_repetitions(benchmarks: &mut [Benchmark], repetitions: impl ToString) {
+    let repetitions = repetitions.to_string();
+    for b in benchmarks.iter_mut().filter(|b| b.notes.is_empty()) {
+        b.notes.push(("repetitions", repetitions.clone()));
+    }
+}
+
+/// `text`'s words in lower case ASCII letters and digits (`µ` as `u`), `separator` between
+/// them: what each format's names are made of (`lateness-p50`, `lateness_p50`).
+pub fn joined_words(text: &str, separator: char) -> String {
+    let mut out = String::new();
+    for c in text.chars().flat_map(char::to_lowercase) {
+        let c = if c == 'µ' || c == 'μ' { 'u' } else { c };
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else if !out.is_empty() && !out.ends_with(separator) {
+            out.push(separator);
+        }
+    }
+    out.trim_end_matches(separator).to_string()
 }
 
 /// A figure rounded to 6 significant digits (its integer part kept whole).

@@ -75,7 +75,7 @@ fn extra(dashboard: &Dashboard, b: &Benchmark) -> String {
             None => "range: 95 % range for another invocation's value, from the repetitions".to_string(),
         });
     }
-    lines.extend(b.verdict.map(|v| format!("verdict: {v}")));
+    lines.extend(b.verdict.as_ref().map(|v| format!("verdict: {v}")));
     lines.extend(b.notes.iter().map(|(term, value)| format!("{term}: {value}")));
     lines.extend(dashboard.environment.iter().map(|(term, value)| format!("{term}: {value}")));
     lines.join("\n")

@@ -7,7 +7,7 @@
 //! labels say its subject, the experiment and the environment. Names and label names are
 //! sanitised to the format's rules.
 
-use super::dashboard::{Dashboard, Distribution, Unit, BUCKETS_NS};
+use super::dashboard::{joined_words, Dashboard, Distribution, Unit, BUCKETS_NS};
 use std::fmt::Write as _;
 
 /// Every name starts with it (a comparison's with `taskmeter_compare_`).
@@ -30,9 +30,9 @@ pub fn render(dashboard: &Dashboard) -> String {
                 gauge(&mut families, name(&base, part, &suffix), &help, unit, (&labels, value));
             }
         }
-        if let Some(verdict) = b.verdict {
+        if let Some(verdict) = &b.verdict {
             let mut labels = labels.clone();
-            labels.push(("verdict".into(), verdict.into()));
+            labels.push(("verdict".into(), verdict.clone()));
             let help = format!("1: the verdict of {}, from taskmeter {}", b.measure, dashboard.source);
             gauge(&mut families, format!("{PREFIX}{base}_verdict"), &help, None, (&labels, 1.0));
         }
@@ -185,16 +185,7 @@ fn number(value: f64) -> String {
 /// Lower case ASCII letters, digits and underscores (`µ` as `u`), one underscore between
 /// words, never first a digit: a metric name's part.
 pub fn sanitise(text: &str) -> String {
-    let mut out = String::new();
-    for c in text.chars().flat_map(char::to_lowercase) {
-        let c = if c == 'µ' || c == 'μ' { 'u' } else { c };
-        if c.is_ascii_alphanumeric() {
-            out.push(c);
-        } else if !out.is_empty() && !out.ends_with('_') {
-            out.push('_');
-        }
-    }
-    let out = out.trim_end_matches('_').to_string();
+    let out = joined_words(text, '_');
     if out.starts_with(|c: char| c.is_ascii_digit()) {
         format!("_{out}")
     } else {

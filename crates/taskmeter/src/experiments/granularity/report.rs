@@ -436,10 +436,7 @@ pub fn benchmarks(record: &GrainRecord) -> Vec<dash::Benchmark> {
         out.extend(
             efficiency.map(|i| dash::Benchmark::estimate(subject(), &efficiency_at, dash::Unit::Percent, true, &i)),
         );
-        let repetitions = s.repetitions.to_string();
-        for b in out.iter_mut().filter(|b| b.notes.is_empty()) {
-            b.notes.push(("repetitions", repetitions.clone()));
-        }
+        dash::note_repetitions(&mut out, s.repetitions);
     }
     out
 }

@@ -122,6 +122,18 @@ fn receivers_of(record: &NetRecord) -> Vec<String> {
     seen
 }
 
+/// The mean of a receiver's round trip p99s at a sender count, over its repetitions that did not
+/// fail, with its 95 % range for another invocation's (none with one).
+fn round_trip_p99(record: &NetRecord, summary: &NetSummary) -> Option<Interval> {
+    let values: Vec<f64> = record
+        .points
+        .iter()
+        .filter(|q| q.receiver == summary.receiver && q.senders == summary.senders && q.error.is_none())
+        .filter_map(|q| q.round_trip.as_ref()?.p99.map(|v| v as f64))
+        .collect();
+    mean_range(&values)
+}
+
 /// The ratio graph, throughput and round-trip p99 against senders, one line per receiver.
 pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
     let receivers = receivers_of(record);
@@ -142,15 +154,7 @@ pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
             .filter(|s: &Series| !s.points.is_empty())
             .collect()
     };
-    let mean_rtt_p99 = |p: &NetSummary| -> Option<Interval> {
-        let values: Vec<f64> = record
-            .points
-            .iter()
-            .filter(|q| q.receiver == p.receiver && q.senders == p.senders && q.error.is_none())
-            .filter_map(|q| q.round_trip.as_ref()?.p99.map(|v| v as f64))
-            .collect();
-        mean_range(&values)
-    };
+    let mean_rtt_p99 = |p: &NetSummary| round_trip_p99(record, p);
     type Value<'a> = &'a dyn Fn(&NetSummary) -> Option<Interval>;
     let specs: [(&str, &str, &str, Unit, Value); 3] = [
         (
@@ -197,20 +201,11 @@ pub fn benchmarks(record: &NetRecord) -> Vec<dash::Benchmark> {
                     .map(|i| dash::Benchmark::estimate(subject(), "ratio to 1 sender", dash::Unit::Ratio, true, &i)),
             );
         }
-        let p99: Vec<f64> = record
-            .points
-            .iter()
-            .filter(|p| p.receiver == summary.receiver && p.senders == summary.senders && p.error.is_none())
-            .filter_map(|p| p.round_trip.as_ref()?.p99.map(|v| v as f64))
-            .collect();
         out.extend(
-            mean_range(&p99)
+            round_trip_p99(record, summary)
                 .map(|i| dash::Benchmark::estimate(subject(), "round trip p99", dash::Unit::Nanoseconds, false, &i)),
         );
-        let repetitions = summary.repetitions.to_string();
-        for b in out.iter_mut().filter(|b| b.notes.is_empty()) {
-            b.notes.push(("repetitions", repetitions.clone()));
-        }
+        dash::note_repetitions(&mut out, summary.repetitions);
     }
     out
 }

@@ -90,10 +90,7 @@ pub fn benchmarks(record: &RunRecord) -> Vec<dash::Benchmark> {
                 let unit = dash::Unit::PerSecond(crate::report::tables::iteration_word(record));
                 out.extend(rate.map(|i| dash::Benchmark::estimate(subject(), "throughput", unit, true, &i)));
             }
-            let repetitions = cell.repetitions().to_string();
-            for b in out.iter_mut().filter(|b| b.notes.is_empty()) {
-                b.notes.push(("repetitions", repetitions.clone()));
-            }
+            dash::note_repetitions(&mut out, cell.repetitions());
         }
     }
     out
