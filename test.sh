@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: the style gate (tests/lint.sh), Rust unit and integration tests (every runtime's conformance check
 # included), the protocol's schema tests, the Python client's tests, report.html in headless
-# Chromium and the coverage benchmark's computation (benchmarks/tests). It first installs what
+# Chromium, the dashboards' exports read by their consumers' parsers (tests/exports) and the
+# coverage benchmark's computation (benchmarks/tests). It first installs what
 # is missing (tests/setup.sh), so a fresh machine needs nothing else. With CI=true, a test that
 # cannot run here fails instead of being skipped.
 set -euo pipefail
@@ -36,4 +37,4 @@ part "cargo test" tests/lanes.sh "clippy-wasm tests/clippy.sh wasm"
 # with the workspace; here the report's unit test again, with the feature (one unit to build, and
 # no other taskmeter binary built beside the one the tests ran).
 part "print" cargo test --locked -p taskmeter --features print --lib --quiet report::print
-part pytest python3 -m pytest -q protocol/tests clients/python/tests tests/browser benchmarks/tests
+part pytest python3 -m pytest -q protocol/tests clients/python/tests tests/browser tests/exports benchmarks/tests

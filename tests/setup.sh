@@ -94,10 +94,11 @@ if ! rustc --print sysroot | xargs -I{} test -d {}/lib/rustlib/wasm32-wasip1-thr
     quietly rustup target add wasm32-wasip1-threads
 fi
 
-# Python packages of the schema and browser tests, the style gate's pyflakes, and the Python
-# driver's optional ones (drivers/python/requirements.txt: uvloop for python-asyncio's uvloop
-# recipe, trio for python-trio, gevent for python-gevent; check-driver runs each).
-if ! python3 -c 'import pytest, jsonschema, PIL, pyflakes, uvloop, trio, gevent' 2>/dev/null; then
+# Python packages of the schema, browser and dashboard-export tests (the Prometheus client's
+# parsers, PyYAML), the style gate's pyflakes, and the Python driver's optional ones
+# (drivers/python/requirements.txt: uvloop for python-asyncio's uvloop recipe, trio for
+# python-trio, gevent for python-gevent; check-driver runs each).
+if ! python3 -c 'import pytest, jsonschema, PIL, pyflakes, uvloop, trio, gevent, prometheus_client, yaml' 2>/dev/null; then
     say "installing the Python test packages (requirements-dev.txt)"
     quietly python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -r requirements-dev.txt
 fi

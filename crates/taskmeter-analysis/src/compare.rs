@@ -22,7 +22,7 @@
 //! below alpha and a change beyond the noise threshold; a change within the threshold is *no
 //! change* whatever its p.
 
-use taskmeter_stats::{holm, prediction_p, student_p, welch_p};
+use taskmeter_stats::{holm, prediction_shift, student_shift, welch_shift, Shift};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -94,6 +94,13 @@ pub struct Judgement {
     /// The line's own p-value, and after Holm's adjustment over the comparison's lines.
     pub p_value: Option<f64>,
     pub p_adjusted: Option<f64>,
+    /// The 95 % range of new / old from the line's test between invocations (its p-value read
+    /// the other way: the range leaves out 1 when p is below 0.05, before Holm's adjustment), on
+    /// a log scale; None on a line tested on one invocation's repetitions, without a test, or
+    /// not on a log scale. For the dashboards' exports (`compare --export-...`), not in the
+    /// comparison's JSON.
+    #[serde(skip)]
+    pub ratio_range: Option<(f64, f64)>,
     pub verdict: Verdict,
     /// Why a line has no verdict (no test, an undefined p, no relative change).
     pub reason: Option<String>,
@@ -124,13 +131,13 @@ fn mean(v: &[f64]) -> f64 {
 }
 
 /// Two sets of values: Student's t with equal counts (twice Welch's worst degrees of freedom; its
-/// level rises to 10.9 % at 3 a side when one side's variance dominates: `student_p`), Welch's
-/// otherwise.
-fn two_sample_p(a: &[f64], b: &[f64]) -> Option<f64> {
+/// level rises to 10.9 % at 3 a side when one side's variance dominates: `student_shift`),
+/// Welch's otherwise; `b` less `a`.
+fn two_sample(a: &[f64], b: &[f64]) -> Option<Shift> {
     if a.len() == b.len() {
-        student_p(a, b)
+        student_shift(a, b)
     } else {
-        welch_p(a, b)
+        welch_shift(a, b)
     }
 }
 
@@ -161,18 +168,27 @@ pub fn judge(old: &[Vec<f64>], new: &[Vec<f64>]) -> Judgement {
     let (a, b) = (centre(&compared(&old, &old_means), log_scale), centre(&compared(&new, &new_means), log_scale));
     let change = (a.is_finite() && b.is_finite() && a != 0.0).then(|| (b - a) / a.abs());
     let scaled = |values: &[f64]| -> Vec<f64> { values.iter().map(|v| if log_scale { v.ln() } else { *v }).collect() };
-    let (level, p_value, reason) = match (old.as_slice(), new.as_slice()) {
+    // Each test's shift is new less old, on its scale.
+    let negated = |s: Shift| Shift { difference: -s.difference, ..s };
+    let (level, shift, reason) = match (old.as_slice(), new.as_slice()) {
         ([], _) | (_, []) => (None, None, Some("not measured on one side".to_string())),
         ([x], [y]) if x.len() < 2 || y.len() < 2 => (
             None,
             None,
             Some("one invocation a side with one repetition: nothing measures how much two runs differ when nothing changed".into()),
         ),
-        ([x], [y]) => (Some(Level::Repetitions), two_sample_p(&scaled(x), &scaled(y)), None),
-        ([x], _) => (Some(Level::Invocations), prediction_p(&scaled(&new_means), scaled(&[mean(x)])[0]), None),
-        (_, [y]) => (Some(Level::Invocations), prediction_p(&scaled(&old_means), scaled(&[mean(y)])[0]), None),
-        _ => (Some(Level::Invocations), two_sample_p(&scaled(&old_means), &scaled(&new_means)), None),
+        ([x], [y]) => (Some(Level::Repetitions), two_sample(&scaled(x), &scaled(y)), None),
+        ([x], _) => {
+            (Some(Level::Invocations), prediction_shift(&scaled(&new_means), scaled(&[mean(x)])[0]).map(negated), None)
+        }
+        (_, [y]) => (Some(Level::Invocations), prediction_shift(&scaled(&old_means), scaled(&[mean(y)])[0]), None),
+        _ => (Some(Level::Invocations), two_sample(&scaled(&old_means), &scaled(&new_means)), None),
     };
+    let p_value = shift.map(|s| s.p());
+    let ratio_range = shift.filter(|_| log_scale && level == Some(Level::Invocations)).map(|s| {
+        let (low, high) = s.range();
+        (low.exp(), high.exp())
+    });
     let reason = reason.or_else(|| {
         (level.is_some() && p_value.is_none())
             .then(|| "p undefined: no variation within either side's runs to judge the change against".to_string())
@@ -189,6 +205,7 @@ pub fn judge(old: &[Vec<f64>], new: &[Vec<f64>]) -> Judgement {
         change,
         p_value,
         p_adjusted: None,
+        ratio_range,
         verdict: Verdict::Inconclusive,
         reason,
     }
@@ -288,6 +305,11 @@ mod tests {
         // On the test's scale: geometric means 99.9867 and 119.9889, +20.0049 %.
         assert!((j.change.unwrap() - 0.200_048_9).abs() < 1e-7, "{j:?}");
         assert_eq!(j.runs(), "3×2 vs 3×2");
+        // Its 95 % range of new / old, on the log scale of its test: centred on 1 + change, and
+        // clear of 1 as its p is below 0.05.
+        let (low, high) = j.ratio_range.unwrap();
+        assert!(1.0 < low && low < 1.2 && 1.2 < high, "{low} {high}");
+        assert!(((low * high).sqrt() - (1.0 + j.change.unwrap())).abs() < 1e-9, "{low} {high}");
         assert_eq!(judge_alone(&old, &new, true, RULE).verdict, Verdict::Improved, "a throughput 20 % higher");
         assert_eq!(judge_alone(&new, &old, false, RULE).verdict, Verdict::Improved);
     }
@@ -303,7 +325,7 @@ mod tests {
         let j = judge_alone(&old, &new, false, RULE);
         assert_eq!((j.verdict, j.level), (Verdict::NoChange, Some(Level::Invocations)), "{j:?}");
         assert!((j.p_value.unwrap() - 0.0707).abs() < 1e-4, "{j:?}");
-        let pooled = welch_p(&old.concat(), &new.concat()).unwrap();
+        let pooled = taskmeter_stats::welch_p(&old.concat(), &new.concat()).unwrap();
         assert!(pooled < 0.001, "pooled p {pooled}");
     }
 
@@ -319,6 +341,9 @@ mod tests {
         assert_eq!(j.verdict, Verdict::NoChange);
         let j = judge_alone(&[vec![6.0]], &each(&[1.0, 2.0, 3.0]), false, RULE);
         assert!((j.p_value.unwrap() - 0.20364).abs() < 1e-5, "either side may be the one");
+        // Its range of new / old holds 1 (p above 0.05) and is centred on new / old.
+        let (low, high) = j.ratio_range.unwrap();
+        assert!(low < 1.0 && 1.0 < high && ((low * high).sqrt() - (1.0 + j.change.unwrap())).abs() < 1e-9);
         let j = judge_alone(&each(&[0.0, 1.0, 2.0]), &[vec![5.0]], false, RULE);
         assert!(!j.log_scale);
         assert!((j.p_value.unwrap() - 0.074180).abs() < 1e-5, "{j:?}");
@@ -333,6 +358,7 @@ mod tests {
         assert_eq!(j.level, Some(Level::Repetitions));
         assert!((j.p_value.unwrap() - 0.043068).abs() < 1e-5, "{j:?}");
         assert_eq!((j.verdict, j.p_adjusted, j.reason.as_deref()), (Verdict::Inconclusive, None, Some(ONE_INVOCATION)));
+        assert_eq!(j.ratio_range, None, "no range of new / old from one invocation's repetitions");
         // Far beyond any noise, still no verdict: the noise between invocations is unknown.
         let j = judge_alone(&[vec![1.0, 1.01, 0.99]], &[vec![9.0, 9.1, 8.9]], false, RULE);
         assert!(j.p_value.unwrap() < 1e-6 && j.verdict == Verdict::Inconclusive, "{j:?}");

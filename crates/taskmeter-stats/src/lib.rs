@@ -254,10 +254,36 @@ pub fn t_interval(values: &[f64]) -> Option<Interval> {
     })
 }
 
-/// Two-sided p-value of Welch's t-test between two sets of values (one per repetition), or
+/// What a t-test compares, as a shift from one set of values to another: the difference (the
+/// second's mean less the first's, or a new value less the others' mean), its standard error and
+/// its degrees of freedom. Its p-value and its 95 % range are the same test read two ways: the
+/// range leaves out 0 exactly when p is below 0.05.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Shift {
+    pub difference: f64,
+    pub standard_error: f64,
+    pub degrees_of_freedom: f64,
+}
+
+impl Shift {
+    /// The two-sided p-value of no shift.
+    pub fn p(&self) -> f64 {
+        use statrs::distribution::{ContinuousCDF, StudentsT};
+        let t = self.difference / self.standard_error;
+        let tail = StudentsT::new(0.0, 1.0, self.degrees_of_freedom).expect("df > 0").cdf(-t.abs());
+        (2.0 * tail).min(1.0)
+    }
+
+    /// The 95 % range of the shift: `difference ± t(0.975, df) · standard error`.
+    pub fn range(&self) -> (f64, f64) {
+        let half = t_975(self.degrees_of_freedom) * self.standard_error;
+        (self.difference - half, self.difference + half)
+    }
+}
+
+/// Welch's t-test between two sets of values (one per repetition): `b`'s mean less `a`'s, or
 /// None when either has fewer than two values or both have no variance.
-pub fn welch_p(a: &[f64], b: &[f64]) -> Option<f64> {
-    use statrs::distribution::{ContinuousCDF, StudentsT};
+pub fn welch_shift(a: &[f64], b: &[f64]) -> Option<Shift> {
     let (sa, sb) = (float_sample_std(a)?, float_sample_std(b)?);
     let (na, nb) = (a.len() as f64, b.len() as f64);
     let (va, vb) = (sa * sa / na, sb * sb / nb);
@@ -265,10 +291,35 @@ pub fn welch_p(a: &[f64], b: &[f64]) -> Option<f64> {
         return None;
     }
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    let t = (mean(a) - mean(b)) / (va + vb).sqrt();
-    let df = (va + vb).powi(2) / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
-    let tail = StudentsT::new(0.0, 1.0, df).expect("df > 0").cdf(-t.abs());
-    Some((2.0 * tail).min(1.0))
+    Some(Shift {
+        difference: mean(b) - mean(a),
+        standard_error: (va + vb).sqrt(),
+        degrees_of_freedom: (va + vb).powi(2) / (va * va / (na - 1.0) + vb * vb / (nb - 1.0)),
+    })
+}
+
+/// Two-sided p-value of Welch's t-test between two sets of values (one per repetition), or
+/// None when either has fewer than two values or both have no variance.
+pub fn welch_p(a: &[f64], b: &[f64]) -> Option<f64> {
+    welch_shift(a, b).map(|s| s.p())
+}
+
+/// Student's t-test between two sets of values with a pooled variance, n_a + n_b - 2 degrees
+/// of freedom: `b`'s mean less `a`'s, or None when either has fewer than two values or both have
+/// no variance.
+pub fn student_shift(a: &[f64], b: &[f64]) -> Option<Shift> {
+    let (sa, sb) = (float_sample_std(a)?, float_sample_std(b)?);
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let pooled = ((na - 1.0) * sa * sa + (nb - 1.0) * sb * sb) / (na + nb - 2.0);
+    if pooled == 0.0 {
+        return None;
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    Some(Shift {
+        difference: mean(b) - mean(a),
+        standard_error: (pooled * (1.0 / na + 1.0 / nb)).sqrt(),
+        degrees_of_freedom: na + nb - 2.0,
+    })
 }
 
 /// Two-sided p-value of Student's t-test between two sets of values with a pooled variance,
@@ -278,33 +329,27 @@ pub fn welch_p(a: &[f64], b: &[f64]) -> Option<f64> {
 /// and its level rises to 10.9 % at 3 a side, 8.2 % at 5 and 6.9 % at 8. None when either has
 /// fewer than two values or both have no variance.
 pub fn student_p(a: &[f64], b: &[f64]) -> Option<f64> {
-    use statrs::distribution::{ContinuousCDF, StudentsT};
-    let (sa, sb) = (float_sample_std(a)?, float_sample_std(b)?);
-    let (na, nb) = (a.len() as f64, b.len() as f64);
-    let pooled = ((na - 1.0) * sa * sa + (nb - 1.0) * sb * sb) / (na + nb - 2.0);
-    if pooled == 0.0 {
-        return None;
-    }
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    let t = (mean(a) - mean(b)) / (pooled * (1.0 / na + 1.0 / nb)).sqrt();
-    let tail = StudentsT::new(0.0, 1.0, na + nb - 2.0).expect("df > 0").cdf(-t.abs());
-    Some((2.0 * tail).min(1.0))
+    student_shift(a, b).map(|s| s.p())
 }
 
-/// Two-sided p-value of one new value `x` against `values` (n >= 2) drawn from the same normal
-/// distribution: `t = (x - mean) / (s · sqrt(1 + 1/n))`, n - 1 degrees of freedom (the
-/// prediction interval's test). None for fewer than two values or none of variance.
-pub fn prediction_p(values: &[f64], x: f64) -> Option<f64> {
-    use statrs::distribution::{ContinuousCDF, StudentsT};
+/// One new value `x` against `values` (n >= 2) drawn from the same normal distribution: `x`
+/// less their mean, with the standard error `s · sqrt(1 + 1/n)` and n - 1 degrees of freedom
+/// (the prediction interval's test). None for fewer than two values or none of variance.
+pub fn prediction_shift(values: &[f64], x: f64) -> Option<Shift> {
     let s = float_sample_std(values)?;
     if s == 0.0 {
         return None;
     }
     let n = values.len() as f64;
     let mean = values.iter().sum::<f64>() / n;
-    let t = (x - mean) / (s * (1.0 + 1.0 / n).sqrt());
-    let tail = StudentsT::new(0.0, 1.0, n - 1.0).expect("df > 0").cdf(-t.abs());
-    Some((2.0 * tail).min(1.0))
+    Some(Shift { difference: x - mean, standard_error: s * (1.0 + 1.0 / n).sqrt(), degrees_of_freedom: n - 1.0 })
+}
+
+/// Two-sided p-value of one new value `x` against `values` (n >= 2) drawn from the same normal
+/// distribution: `t = (x - mean) / (s · sqrt(1 + 1/n))`, n - 1 degrees of freedom (the
+/// prediction interval's test). None for fewer than two values or none of variance.
+pub fn prediction_p(values: &[f64], x: f64) -> Option<f64> {
+    prediction_shift(values, x).map(|s| s.p())
 }
 
 /// Holm's step-down adjustment of a family of p-values (Holm 1979), in their order: the k-th
@@ -545,6 +590,26 @@ pub fn value_counts(values: &[i64]) -> Vec<(i64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A shift's range is its test read the other way: 1, 2, 3 against 4, 5, 6 (Student's: a
+    /// difference of 3, pooled variance 1, standard error sqrt(2/3) = 0.8165, df 4, t(0.975, 4)
+    /// = 2.7764) is 3 ± 2.2670; a shift as large as that half width has p = 0.05 exactly.
+    #[test]
+    fn a_shift_s_range_leaves_out_0_exactly_when_its_p_is_below_0_05() {
+        let s = student_shift(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]).unwrap();
+        assert_eq!((s.difference, s.degrees_of_freedom), (3.0, 4.0));
+        let (low, high) = s.range();
+        assert!((low - 0.7330).abs() < 1e-4 && (high - 5.2670).abs() < 1e-4, "{low} {high}");
+        assert_eq!(student_p(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]), Some(s.p()));
+        let edge = Shift { difference: high - s.difference, ..s };
+        assert!((edge.p() - 0.05).abs() < 1e-9, "{}", edge.p());
+        // Welch's and the prediction test, each against its own p.
+        let w = welch_shift(&[1.0, 2.0, 4.0], &[4.0, 8.0]).unwrap();
+        assert_eq!(welch_p(&[1.0, 2.0, 4.0], &[4.0, 8.0]), Some(w.p()));
+        let q = prediction_shift(&[1.0, 2.0, 3.0], 6.0).unwrap();
+        assert_eq!((q.difference, q.degrees_of_freedom), (4.0, 2.0));
+        assert!((q.p() - 0.074180).abs() < 1e-5, "t = 4 / sqrt(4/3): {}", q.p());
+    }
 
     #[test]
     fn merged_moments_are_those_of_all_the_values() {

@@ -259,6 +259,17 @@ fn every_flag_the_docs_name_exists() {
         // docs/drivers.md: Docker's, granting io_uring and locked memory.
         "--security-opt",
         "--ulimit",
+        // docs/outputs.md: the dashboards' own commands, bencher's and curl's, and node_exporter's.
+        "--project",
+        "--token",
+        "--branch",
+        "--testbed",
+        "--adapter",
+        "--file",
+        "--err",
+        "--fail",
+        "--data-binary",
+        "--collector",
     ];
     let mut unknown = Vec::new();
     for (page, text) in pages() {

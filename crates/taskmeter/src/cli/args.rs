@@ -161,6 +161,9 @@ pub(super) enum Command {
         /// `table` (default) or `json` (schema taskmeter.compare, see docs/statistics.md)
         #[arg(long, value_enum, default_value = "table")]
         format: TextFormat,
+        /// Each line's new / old with its 95 % range and verdict, for a dashboard (docs/outputs.md)
+        #[command(flatten)]
+        dashboards: Box<crate::experiments::flags::DashboardArgs>,
     },
     /// The recorded runs: list, show, import, trend, compare, check (docs/history.md)
     History {
@@ -458,6 +461,9 @@ pub(super) enum HistoryAction {
         /// `table` (default) or `json`
         #[arg(long, value_enum, default_value = "table")]
         format: TextFormat,
+        /// Each line's new / old with its 95 % range and verdict, for a dashboard (docs/outputs.md)
+        #[command(flatten)]
+        dashboards: Box<crate::experiments::flags::DashboardArgs>,
     },
     /// Find the newest change point of every series (E-Divisive means with a permutation test);
     /// exit status 1 when one is a regression beyond the threshold. A series with no change says

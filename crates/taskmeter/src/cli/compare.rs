@@ -13,6 +13,8 @@ use super::families::{self, load_checked};
 use super::CliError;
 use crate::experiments::compared::{Asked, LeftOut, Measured, Subject};
 use crate::experiments::family::Loaded;
+use crate::report::dashboard::{self, Dashboard};
+use crate::report::export::{render_dashboard, Export};
 use crate::report::format::format_ns;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -34,6 +36,8 @@ pub struct CompareOptions {
     /// Judge interrupted runs and rows that are not whole (partial, interrupted) too.
     pub include_incomplete: bool,
     pub json: bool,
+    /// The dashboards' files to write (`--export-bmf`...).
+    pub exports: Vec<Export>,
 }
 
 /// One side: its records, each from a results folder (one invocation of taskmeter).
@@ -199,12 +203,50 @@ pub fn run(options: CompareOptions) -> Result<ExitCode, CliError> {
         left_out,
         counts,
     };
+    write_exports(&options.exports, &dashboard_of(&comparison, &new))?;
     if options.json {
         taskmeter_console::outln!("{}", serde_json::to_string_pretty(&comparison).expect("a comparison serialises"));
     } else {
         taskmeter_console::text!("{}", console(&comparison, &old, &new));
     }
     Ok(if regressed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// The comparison's lines as a dashboard's figures, in the environment of the new side's first
+/// run (what was judged).
+fn dashboard_of(c: &Comparison, new: &Side) -> Dashboard {
+    let header = new.records[0].1.header();
+    let experiment = new.records[0].1.experiment();
+    Dashboard {
+        source: format!("compare {experiment}"),
+        experiment: Some(experiment),
+        compared: true,
+        benchmarks: c
+            .lines
+            .iter()
+            .filter_map(|l| dashboard::judged(l.subject.clone(), l.unit, l.higher_is_better, &l.judgement))
+            .collect(),
+        distributions: Vec::new(),
+        environment: dashboard::environment(&header.environment, &header.taskmeter_version, header.label.as_deref()),
+    }
+}
+
+/// Refuses an export file whose folder does not exist (before anything is read).
+pub(super) fn check_exports(exports: &[Export]) -> Result<(), CliError> {
+    for export in exports {
+        crate::session::folder::check_export_path(&export.path).map_err(|e| CliError::Usage(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// Writes a comparison's dashboard in each format asked for.
+pub(super) fn write_exports(exports: &[Export], dashboard: &Dashboard) -> Result<(), CliError> {
+    for export in exports {
+        let text = render_dashboard(export.format, dashboard).unwrap_or_default();
+        std::fs::write(&export.path, text)
+            .map_err(|e| CliError::Output(format!("cannot write {}: {e}", export.path.display())))?;
+    }
+    Ok(())
 }
 
 /// Pairs as a JSON object, keys in their order.

@@ -10,6 +10,7 @@ use crate::history::series;
 use crate::history::trend::{self, By};
 use crate::history::{import, Store, Target};
 use crate::report::console::{render_fitted, render_table_fitted};
+use crate::report::export::Export;
 use crate::report::format::format_ns;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -109,14 +110,17 @@ pub(super) fn run(history: Option<&str>, action: HistoryAction) -> Result<ExitCo
             rule,
             force,
             format,
+            dashboards,
         } => {
             let rule = Rule { threshold: rule.threshold, alpha: rule.alpha };
+            let exports = dashboards.exports();
+            super::compare::check_exports(&exports)?;
             return compare(
                 &mut store,
                 (old, new, by),
                 (&filter.filter(), &what, include_incomplete),
                 rule,
-                (force, format),
+                (force, format, &exports),
             );
         }
         HistoryAction::Check {
@@ -410,7 +414,7 @@ fn compare(
     (old, new, by): (Option<String>, Option<String>, GroupBy),
     (filter, what, include): (&Filter, &What, bool),
     rule: Rule,
-    (force, format): (bool, TextFormat),
+    (force, format, exports): (bool, TextFormat, &[Export]),
 ) -> Result<ExitCode, CliError> {
     let pairs = compared_pairs(store, filter, by, (old, new))?;
     for ((_, a), (_, b)) in &pairs {
@@ -422,12 +426,14 @@ fn compare(
     let mut lines = Vec::new();
     let mut differences = Vec::new();
     let mut left_out = LeftOut::default();
+    let mut newest = None;
     for ((old_name, old_filter), (new_name, new_filter)) in &pairs {
         let ((a, old_runs), (b, new_runs)) = (
             side_values(store, (old_filter, old_name), (what, by, include), &mut left_out)?,
             side_values(store, (new_filter, new_name), (what, by, include), &mut left_out)?,
         );
         differences.extend(check_workloads(store, (old_name, &old_runs), (new_name, &new_runs), force)?);
+        newest = newest.max(new_runs.last().copied());
         for (key, x) in &a {
             if let Some(y) = b.get(key) {
                 lines.push(CompareLine {
@@ -449,6 +455,14 @@ fn compare(
     left_out.incomplete_runs.sort();
     left_out.incomplete_runs.dedup();
     let regressed = lines.iter().filter(|l| l.judgement.verdict == Verdict::Regressed).count();
+    if !exports.is_empty() {
+        let environment = match newest {
+            Some(id) => environment_of(&run_of(store, id)?),
+            None => Vec::new(),
+        };
+        let dashboard = compare_dashboard(&lines, (what, pairs.len() > 1), environment);
+        super::compare::write_exports(exports, &dashboard)?;
+    }
     if format == TextFormat::Json {
         let out = serde_json::json!({
             "schema": "taskmeter.history.compare", "schema_version": 3, "metric": what.metric, "stat": stat,
@@ -464,6 +478,45 @@ fn compare(
 
 /// A side of `history compare`: its name ("run 42", "label a", a machine) and its runs' filter.
 type Side = (String, Filter);
+
+/// `history compare`'s lines as a dashboard's figures: each (experiment, runtime, point)'s new /
+/// old of the metric's stat, and, when several sides were judged (`--by machine`), the side
+/// judged; in the environment of the newest run judged.
+fn compare_dashboard(
+    lines: &[CompareLine],
+    (what, several): (&What, bool),
+    environment: Vec<(&'static str, String)>,
+) -> crate::report::dashboard::Dashboard {
+    let known = what.known();
+    let unit = known.unit.unwrap_or("ns");
+    let benchmarks = lines
+        .iter()
+        .filter_map(|l| {
+            let mut subject = vec![("experiment", l.experiment.clone()), ("runtime", l.runtime.clone())];
+            subject.push(("point", l.point.clone()));
+            if several {
+                subject.push(("judged", l.judged.clone()));
+            }
+            subject.push(("metric", format!("{} {}", what.metric, what.stat())));
+            crate::report::dashboard::judged(subject, unit, known.higher_is_better, &l.judgement)
+        })
+        .collect();
+    crate::report::dashboard::Dashboard {
+        source: "history compare".into(),
+        experiment: None,
+        compared: true,
+        benchmarks,
+        distributions: Vec::new(),
+        environment,
+    }
+}
+
+/// A recorded run's environment, as a dashboard says it.
+fn environment_of(run: &RunDetail) -> Vec<(&'static str, String)> {
+    let environment: taskmeter_machine::env::Environment =
+        serde_json::from_value(run.environment.clone()).unwrap_or_default();
+    crate::report::dashboard::environment(&environment, &run.info.taskmeter_version, run.info.label.as_deref())
+}
 
 /// The pairs `history compare` judges: OLD against NEW, or with `--by machine` and no NEW,
 /// every other machine against OLD (or the first machine).

@@ -136,6 +136,7 @@ fn run_command() -> ExitCode {
     // Help as wide as the terminal (COLUMNS first, as for every output: `machine::terminal`), at
     // most 100 columns.
     let help_width = taskmeter_console::terminal::width().min(100);
+    let words = args.clone();
     let parsed =
         Cli::command().color(clap_color).term_width(help_width).try_get_matches_from(args).and_then(|matches| {
             let cli = Cli::from_arg_matches(&matches)?;
@@ -170,6 +171,9 @@ fn run_command() -> ExitCode {
             }
             return ExitCode::from(crate::session::exit::USAGE);
         }
+        Err(e) if unknown_export(&e, &words).is_some() => {
+            return refuse(&CliError::Usage(unknown_export(&e, &words).unwrap_or_default()))
+        }
         Err(e) => {
             let rendered = e.render().to_string();
             let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
@@ -192,6 +196,54 @@ fn run_command() -> ExitCode {
         _ => {}
     }
     dispatch(cli.command).unwrap_or_else(|error| refuse(&error))
+}
+
+/// An unknown `--export-FORMAT` (or a `--export FORMAT` guessed): the formats the command
+/// writes, the nearest first when one is near (`names::unknown_listed`), and how they are asked
+/// for; None for any other error.
+fn unknown_export(e: &clap::Error, words: &[String]) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    if e.kind() != clap::error::ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else { return None };
+    let rest = arg.strip_prefix("--export")?;
+    let typed = match rest.strip_prefix(['-', '=']) {
+        Some(format) => format.split('=').next().unwrap_or(format).to_string(),
+        None if rest.is_empty() => {
+            let at = words.iter().position(|w| w == "--export" || w.starts_with("--export="))?;
+            match words[at].strip_prefix("--export=") {
+                Some(value) => value.to_string(),
+                None => words.get(at + 1).filter(|w| !w.starts_with('-')).cloned().unwrap_or_default(),
+            }
+        }
+        None => return None,
+    };
+    let known = export_formats(words);
+    if known.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = known.iter().map(String::as_str).collect();
+    let how = "write one with --export-FORMAT FILE";
+    Some(match typed.as_str() {
+        "" => format!("{how} (known: {})", names.join(", ")),
+        _ => {
+            format!("{}; {how}", taskmeter_console::names::unknown_listed("export format", &typed, &names, "`--help`"))
+        }
+    })
+}
+
+/// The export formats of the command `words` name (`run`, `compare`, `history compare`): its
+/// `--export-FORMAT` flags, in their order.
+fn export_formats(words: &[String]) -> Vec<String> {
+    let mut command = Cli::command();
+    for word in words.iter().skip(1).filter(|w| !w.starts_with('-')) {
+        match command.find_subcommand(word) {
+            Some(sub) => command = sub.clone(),
+            None => break,
+        }
+    }
+    command.get_arguments().filter_map(|a| Some(a.get_long()?.strip_prefix("export-")?.to_string())).collect()
 }
 
 /// What clap would say on the lines after its first, on the same line: the nearest value or
@@ -320,7 +372,9 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
         Command::Report { results, samples_csv, table, figures } => {
             rebuild::rebuild(&results, samples_csv.as_deref(), table, figures.as_deref())?
         }
-        Command::Compare { old, new, metric, threshold, alpha, force, include_incomplete, format } => {
+        Command::Compare { old, new, metric, threshold, alpha, force, include_incomplete, format, dashboards } => {
+            let exports = dashboards.exports();
+            compare::check_exports(&exports)?;
             let metric = match metric {
                 Some(MetricChoice::All) => None,
                 Some(MetricChoice::One(m)) => Some(m),
@@ -335,6 +389,7 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
                 force,
                 include_incomplete,
                 json: format == args::TextFormat::Json,
+                exports,
             })?
         }
         Command::History { history, action } => history::run(history.as_deref(), action)?,

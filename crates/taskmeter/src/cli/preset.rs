@@ -5,15 +5,19 @@
 
 use std::path::Path;
 
-/// Flags that take a value which might itself end in `.toml`.
-const PATH_FLAGS: [&str; 5] = ["-o", "--output", "--export-json", "--export-csv", "--export-markdown"];
+/// Flags that take a value which might itself end in `.toml` (and every `--export-FORMAT`).
+const PATH_FLAGS: [&str; 2] = ["-o", "--output"];
+
+fn takes_a_path(flag: &str) -> bool {
+    PATH_FLAGS.contains(&flag) || flag.starts_with("--export-")
+}
 
 /// Replaces a preset file among `taskmeter run`'s arguments by the flags it holds.
 pub fn expand(args: Vec<String>) -> Result<Vec<String>, String> {
     if args.get(1).map(String::as_str) != Some("run") {
         return Ok(args);
     }
-    let position = (2..args.len()).find(|&i| args[i].ends_with(".toml") && !PATH_FLAGS.contains(&args[i - 1].as_str()));
+    let position = (2..args.len()).find(|&i| args[i].ends_with(".toml") && !takes_a_path(&args[i - 1]));
     let Some(i) = position else { return Ok(args) };
     let mut flags = flags_of(Path::new(&args[i]))?;
     // A parameter the command line sweeps replaces the preset's sweep of it.

@@ -30,7 +30,44 @@ pub enum Format {
     Json,
 }
 
-/// Files to write besides the results folder, as hyperfine does; each record kind has all three.
+/// The dashboards' files (docs/outputs.md), for `run`, `bench`, `compare` and `history
+/// compare` alike: the figures the tables show, each with taskmeter's own 95 % range where it
+/// has one.
+#[derive(Args)]
+pub struct DashboardArgs {
+    /// Also write the figures where lower is better to FILE for github-action-benchmark (tool:
+    /// customSmallerIsBetter)
+    #[arg(long, value_name = "FILE", hide_short_help = true)]
+    pub export_github_benchmark_smaller: Option<PathBuf>,
+    /// Also write the figures where higher is better to FILE for github-action-benchmark (tool:
+    /// customBiggerIsBetter)
+    #[arg(long, value_name = "FILE", hide_short_help = true)]
+    pub export_github_benchmark_bigger: Option<PathBuf>,
+    /// Also write the figures to FILE as Bencher Metric Format (for bencher run's json adapter)
+    #[arg(long, value_name = "FILE", hide_short_help = true)]
+    pub export_bmf: Option<PathBuf>,
+    /// Also write the figures (and each row's distribution) to FILE in the OpenMetrics text
+    /// format, for a Pushgateway or node_exporter's textfile collector
+    #[arg(long, value_name = "FILE", hide_short_help = true)]
+    pub export_openmetrics: Option<PathBuf>,
+}
+
+impl DashboardArgs {
+    /// The dashboards' files asked for, in the order of their flags.
+    pub fn exports(&self) -> Vec<Export> {
+        [
+            (ExportFormat::GithubBenchmarkSmaller, &self.export_github_benchmark_smaller),
+            (ExportFormat::GithubBenchmarkBigger, &self.export_github_benchmark_bigger),
+            (ExportFormat::Bmf, &self.export_bmf),
+            (ExportFormat::OpenMetrics, &self.export_openmetrics),
+        ]
+        .into_iter()
+        .filter_map(|(format, path)| Some(Export { format, path: path.clone()? }))
+        .collect()
+    }
+}
+
+/// Files to write besides the results folder, as hyperfine does; each record kind has them all.
 #[derive(Args)]
 pub struct ExportArgs {
     /// Also write the record (run.json, net.json, bench.json) to FILE
@@ -42,6 +79,8 @@ pub struct ExportArgs {
     /// Also write the result tables as Markdown to FILE, ready to paste into an issue or a paper
     #[arg(long, value_name = "FILE", hide_short_help = true)]
     pub export_markdown: Option<PathBuf>,
+    #[command(flatten)]
+    pub dashboards: DashboardArgs,
     /// Record the run in this history: a SQLite file or a postgres:// URL [default:
     /// $TASKMETER_HISTORY, else $XDG_DATA_HOME/taskmeter/history.sqlite] (docs/history.md)
     #[arg(long, value_name = "PATH|URL", conflicts_with = "no_history", hide_short_help = true)]
@@ -178,9 +217,12 @@ pub fn output(folder: &Option<PathBuf>, exports: &ExportArgs, format: Format) ->
             return Err("--label takes a non-empty text without control characters".into());
         }
     }
+    let mut files: Vec<Export> =
+        files.into_iter().filter_map(|(format, path)| Some(Export { format, path: path.clone()? })).collect();
+    files.extend(exports.dashboards.exports());
     Ok(Output {
         folder: folder.clone(),
-        exports: files.into_iter().filter_map(|(format, path)| Some(Export { format, path: path.clone()? })).collect(),
+        exports: files,
         json: matches!(format, Format::Json),
         command_line: std::env::args().collect(),
         history: crate::history::Target::choose(exports.history.as_deref(), exports.no_history)?,

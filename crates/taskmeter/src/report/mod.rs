@@ -1,15 +1,20 @@
-//! Every way a record is shown: the console, Markdown, CSV, JSON, figures and report.html, for
-//! every record kind (`run`, `net`, `bench`, `granularity`): each kind implements
-//! `page::Report` once, every figure is drawn in the house style of `figure`, every page by
-//! `page::html`, every export by `export`.
+//! Every way a record is shown: the console, Markdown, CSV, JSON, figures and report.html, and
+//! the dashboards' formats (github-action-benchmark, Bencher's BMF, OpenMetrics), for every
+//! record kind (`run`, `net`, `bench`, `granularity`): each kind implements `page::Report` once,
+//! every figure is drawn in the house style of `figure`, every page by `page::html`, every export
+//! by `export`.
 
+pub mod bmf;
 pub mod chart;
 pub mod console;
+pub mod dashboard;
 pub mod export;
 pub mod figure;
 pub mod format;
+pub mod github_benchmark;
 pub mod html;
 pub mod markdown;
+pub mod openmetrics;
 pub mod page;
 pub mod print;
 pub mod recipes;

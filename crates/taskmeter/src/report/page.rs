@@ -4,6 +4,7 @@
 //! settings and environment as definition lists, tables as `<table>` and figures inline. A new
 //! experiment's report is one file: its `impl Report`.
 
+use super::dashboard::{Benchmark, Distribution};
 use super::figure::Chart;
 use super::html::escape;
 use super::tables::Table;
@@ -71,6 +72,20 @@ pub trait Report: Stored {
     /// `taskmeter report`): `summary.csv`.
     fn derived(&self) -> Vec<(&'static str, String)> {
         vec![("summary.csv", self.csv())]
+    }
+    /// The experiment its figures are of (`sleep`, `net`, `bench`...): its kind, unless its
+    /// family says more.
+    fn experiment(&self) -> String {
+        self.kind().to_string()
+    }
+    /// The figures the dashboards track (`--export-github-benchmark-*`, `--export-bmf`,
+    /// `--export-openmetrics`): those its tables show, each with taskmeter's own 95 % range where
+    /// the record has one.
+    fn benchmarks(&self) -> Vec<Benchmark>;
+    /// Each row's distributions as cumulative buckets (`--export-openmetrics`); none where the
+    /// record keeps none.
+    fn distributions(&self) -> Vec<Distribution> {
+        Vec::new()
     }
     /// The page's title.
     fn title(&self) -> String {

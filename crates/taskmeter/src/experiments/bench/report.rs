@@ -2,6 +2,7 @@
 //! of taskmeter-record), `report.html`, and the CSV and Markdown exports (one line per scenario
 //! and input).
 
+use crate::report::dashboard as dash;
 use crate::report::figure::{bar_chart, percentile_chart, Axis, Bars, Chart, Distribution, Style, Unit};
 use crate::report::format::format_ns;
 use crate::report::page::{Block, Report, Section};
@@ -48,7 +49,59 @@ fn label(r: &ScenarioResult) -> String {
     }
 }
 
+/// A scenario and its input, as the dashboards name them.
+fn subject(r: &ScenarioResult) -> dash::Subject {
+    let mut subject = vec![("scenario", r.scenario.clone())];
+    subject.extend(r.input.clone().map(|input| ("input", input)));
+    subject
+}
+
+/// The dashboards' figures of a bench: per scenario and input, what its table shows (units per
+/// second, the gap's average, median and 99th percentile) and the latency's average and 99th
+/// percentile where units had an id; one invocation, so no range.
+pub fn benchmarks(record: &BenchRecord) -> Vec<dash::Benchmark> {
+    let mut out = Vec::new();
+    for r in record.report.results.iter().filter(|r| r.error.is_none()) {
+        let ns = |measure: &str, value: f64| {
+            dash::Benchmark::plain(subject(r), measure, dash::Unit::Nanoseconds, false, value)
+        };
+        out.extend(
+            r.measured.ips.map(|v| dash::Benchmark::plain(subject(r), "ips", dash::Unit::PerSecond("units"), true, v)),
+        );
+        if let Some(gap) = &r.measured.gap {
+            out.extend([
+                ns("gap average", gap.mean),
+                ns("gap median", gap.median as f64),
+                ns("gap p99", gap.p99 as f64),
+            ]);
+        }
+        if let Some(latency) = &r.measured.latency {
+            out.extend([ns("latency average", latency.mean), ns("latency p99", latency.p99 as f64)]);
+        }
+    }
+    out
+}
+
+/// Every scenario's gaps as cumulative buckets, with their exact sum.
+pub fn distributions(record: &BenchRecord) -> Vec<dash::Distribution> {
+    let mut out = Vec::new();
+    for r in record.report.results.iter().filter(|r| r.error.is_none()) {
+        let (Some(stored), Some(gap)) = (&r.histograms, &r.measured.gap) else { continue };
+        let sum = Some((gap.mean * gap.count as f64, gap.count));
+        out.extend(dash::Distribution::of_stored(subject(r), "gap", &stored.gap, sum));
+    }
+    out
+}
+
 impl Report for BenchRecord {
+    fn benchmarks(&self) -> Vec<dash::Benchmark> {
+        benchmarks(self)
+    }
+
+    fn distributions(&self) -> Vec<dash::Distribution> {
+        distributions(self)
+    }
+
     fn csv(&self) -> String {
         summary_csv(self)
     }

@@ -3,6 +3,7 @@
 //! charts and `report.html`.
 
 use crate::report::console::render_table_fitted;
+use crate::report::dashboard as dash;
 use crate::report::figure::{bar_chart, line_chart, style_of, Axis, Bars, Chart, Level, Scale, Series, Style, Unit};
 use crate::report::format::format_range;
 use crate::report::page::{table, Block, Report, Section};
@@ -414,7 +415,37 @@ fn metg_level(record: &GrainRecord, styles: &[Style]) -> Level {
     Level { y: 100.0 * THRESHOLD, label: format!("{:.0} %: METG where each line crosses", 100.0 * THRESHOLD), marks }
 }
 
+/// The dashboards' figures of a granularity run: per runtime, what its ranked table shows: METG
+/// (the geometric mean of the repetitions', its range on a log scale), the overhead per task at
+/// the smallest task size and the efficiency at the largest (each with its range); a METG
+/// known only as a bound is left out.
+pub fn benchmarks(record: &GrainRecord) -> Vec<dash::Benchmark> {
+    let sizes = &record.settings.grains_ns;
+    let smallest = sizes.len().saturating_sub(1);
+    let mut out = Vec::new();
+    for s in &record.summaries {
+        let subject = || vec![("runtime", s.runtime.clone())];
+        out.extend(s.metg_ns.map(|i| dash::Benchmark::estimate(subject(), "METG", dash::Unit::Nanoseconds, false, &i)));
+        let overhead = s.overhead_ns.get(smallest).copied().flatten();
+        let overhead_at = format!("overhead per task at {}", format_ns(sizes[smallest] as f64));
+        out.extend(
+            overhead.map(|i| dash::Benchmark::estimate(subject(), &overhead_at, dash::Unit::Nanoseconds, false, &i)),
+        );
+        let efficiency = s.efficiency.first().copied().flatten().map(|i| i.scaled(100.0));
+        let efficiency_at = format!("efficiency at {}", format_ns(sizes[0] as f64));
+        out.extend(
+            efficiency.map(|i| dash::Benchmark::estimate(subject(), &efficiency_at, dash::Unit::Percent, true, &i)),
+        );
+        dash::note_repetitions(&mut out, s.repetitions);
+    }
+    out
+}
+
 impl Report for GrainRecord {
+    fn benchmarks(&self) -> Vec<dash::Benchmark> {
+        benchmarks(self)
+    }
+
     /// One line per runtime, repetition and task size.
     fn csv(&self) -> String {
         let mut out = String::from("runtime,repetition,pattern,width,steps,grain_ns,iters,task_ns,tasks,rounds,wall_ns,cores,granularity_ns,efficiency,overhead_ns,metg_ns,metg_kind,status\n");

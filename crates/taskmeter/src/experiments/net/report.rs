@@ -2,6 +2,7 @@
 //! (the study's ratio graph, throughput, round-trip p99) and `report.html`.
 
 use crate::report::console::render_table_fitted;
+use crate::report::dashboard as dash;
 use crate::report::figure::{line_chart, styles, Axis, Chart, Series, Unit};
 use crate::report::format::{format_ns, format_range, format_ratio};
 use crate::report::page::{table, Block, Report, Section};
@@ -121,6 +122,18 @@ fn receivers_of(record: &NetRecord) -> Vec<String> {
     seen
 }
 
+/// The mean of a receiver's round trip p99s at a sender count, over its repetitions that did not
+/// fail, with its 95 % range for another invocation's (none with one).
+fn round_trip_p99(record: &NetRecord, summary: &NetSummary) -> Option<Interval> {
+    let values: Vec<f64> = record
+        .points
+        .iter()
+        .filter(|q| q.receiver == summary.receiver && q.senders == summary.senders && q.error.is_none())
+        .filter_map(|q| q.round_trip.as_ref()?.p99.map(|v| v as f64))
+        .collect();
+    mean_range(&values)
+}
+
 /// The ratio graph, throughput and round-trip p99 against senders, one line per receiver.
 pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
     let receivers = receivers_of(record);
@@ -141,15 +154,7 @@ pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
             .filter(|s: &Series| !s.points.is_empty())
             .collect()
     };
-    let mean_rtt_p99 = |p: &NetSummary| -> Option<Interval> {
-        let values: Vec<f64> = record
-            .points
-            .iter()
-            .filter(|q| q.receiver == p.receiver && q.senders == p.senders && q.error.is_none())
-            .filter_map(|q| q.round_trip.as_ref()?.p99.map(|v| v as f64))
-            .collect();
-        mean_range(&values)
-    };
+    let mean_rtt_p99 = |p: &NetSummary| round_trip_p99(record, p);
     type Value<'a> = &'a dyn Fn(&NetSummary) -> Option<Interval>;
     let specs: [(&str, &str, &str, Unit, Value); 3] = [
         (
@@ -179,7 +184,37 @@ pub fn charts(record: &NetRecord) -> Result<Vec<Chart>, String> {
     Ok(charts)
 }
 
+/// The dashboards' figures of a net run: per receiver and sender count, the throughput and its
+/// ratio to 1 sender (each with its 95 % range for another invocation's, from the repetitions)
+/// and the round trip p99 (the mean of the repetitions', with its range); the 1-sender ratio,
+/// 1 by definition, is left out.
+pub fn benchmarks(record: &NetRecord) -> Vec<dash::Benchmark> {
+    let mut out = Vec::new();
+    for summary in &record.summaries {
+        let subject = || vec![("receiver", summary.receiver.clone()), ("senders", summary.senders.to_string())];
+        let messages = dash::Unit::PerSecond("messages");
+        out.extend(summary.throughput.map(|i| dash::Benchmark::estimate(subject(), "throughput", messages, true, &i)));
+        if summary.senders != 1 {
+            out.extend(
+                summary
+                    .ratio
+                    .map(|i| dash::Benchmark::estimate(subject(), "ratio to 1 sender", dash::Unit::Ratio, true, &i)),
+            );
+        }
+        out.extend(
+            round_trip_p99(record, summary)
+                .map(|i| dash::Benchmark::estimate(subject(), "round trip p99", dash::Unit::Nanoseconds, false, &i)),
+        );
+        dash::note_repetitions(&mut out, summary.repetitions);
+    }
+    out
+}
+
 impl Report for NetRecord {
+    fn benchmarks(&self) -> Vec<dash::Benchmark> {
+        benchmarks(self)
+    }
+
     fn csv(&self) -> String {
         let mut out = String::from("receiver,senders,repetition,messages_planned,messages_sent,messages_acked,messages_received,throughput_msg_per_s,ratio_to_1_sender,window_ns,rtt_p50_ns,rtt_p99_ns,rtt_max_ns,status\n");
         for p in &self.points {

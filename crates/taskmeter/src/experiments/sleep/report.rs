@@ -1,13 +1,15 @@
 //! What a run writes at its end: `run.json`, `summary.csv`, the charts and report.html (with
 //! `--raw`, `samples.csv.gz` was written while it measured: see `samples.rs`).
 
+use crate::report::dashboard as dash;
 use crate::report::figure::Chart;
 use crate::report::page::{Block, Report, Section};
 use crate::report::tables::{
     class_table_of, default_layout, explain, memory_lines, priority_lines, table_of, volume_table_of, Layout, Table,
 };
 use std::fmt::Write as _;
-use taskmeter_model::run::{RowStatus, RunRecord, METRICS};
+use taskmeter_analysis::cells::{cells, Cell, Statistic};
+use taskmeter_model::run::{Metric, RowStatus, RunRecord, METRICS};
 use taskmeter_model::sweep::Param;
 
 pub const SUMMARY_HEADER: &str = "timestamp,log_type,metric_name,count,mean_absolute_deviation,std_deviation,\
@@ -56,6 +58,74 @@ pub fn summary_csv(record: &RunRecord) -> String {
     out
 }
 
+/// The dashboards' figures of a run: per runtime and point, what its table shows (the metric's
+/// mean, p50 and p99, lateness's too where the run's metric is another; for the volume table the
+/// delay and the iterations per second), each the mean over the repetitions with its 95 % range
+/// for another invocation's (`Cell::estimate`), none with one repetition.
+pub fn benchmarks(record: &RunRecord) -> Vec<dash::Benchmark> {
+    let mut metrics = vec![record.metric];
+    if record.metric != Metric::Lateness {
+        metrics.push(Metric::Lateness);
+    }
+    let volume = default_layout(record) == Layout::Volume;
+    let mut out = Vec::new();
+    for point in &record.points {
+        for cell in cells(record, point.index).into_iter().filter(|c| c.repetitions() > 0) {
+            let subject = || subject_of(record, &cell);
+            let ns = |measure: String, i: Option<taskmeter_stats::Interval>| {
+                i.map(|i| dash::Benchmark::estimate(subject(), &measure, dash::Unit::Nanoseconds, false, &i))
+            };
+            for metric in &metrics {
+                let name = metric.name();
+                let percentile = |pick: fn(&taskmeter_stats::Summary) -> Option<i64>| {
+                    cell.estimate(|r| pick(r.statistics.as_ref()?.get(*metric)).map(|v| v as f64))
+                };
+                out.extend(ns(format!("{name} mean"), cell.mean_estimate(*metric, Statistic::Mean)));
+                out.extend(ns(format!("{name} p50"), percentile(|s| s.p50)));
+                out.extend(ns(format!("{name} p99"), percentile(|s| s.p99)));
+            }
+            if volume {
+                out.extend(ns("delay".into(), cell.mean_estimate(Metric::Actual, Statistic::MeanDeviation)));
+                let rate = cell.estimate(|r| r.counts.as_ref().map(|c| c.iterations_per_s));
+                let unit = dash::Unit::PerSecond(crate::report::tables::iteration_word(record));
+                out.extend(rate.map(|i| dash::Benchmark::estimate(subject(), "throughput", unit, true, &i)));
+            }
+            dash::note_repetitions(&mut out, cell.repetitions());
+        }
+    }
+    out
+}
+
+/// A cell's runtime, and its point where the run has several.
+fn subject_of(record: &RunRecord, cell: &Cell) -> dash::Subject {
+    let mut subject = vec![("runtime", cell.runtime.to_string())];
+    if record.points.len() > 1 {
+        subject.extend(record.points.get(cell.point).map(|p| ("point", p.label())));
+    }
+    subject
+}
+
+/// Every row's lateness as cumulative buckets (from its stored histogram, which holds a
+/// wake-up before its deadline as 0), with the exact sum of its values where none was early.
+pub fn distributions(record: &RunRecord) -> Vec<dash::Distribution> {
+    let mut out = Vec::new();
+    for row in record.rows_in_order() {
+        let (Some(stats), Some(stored)) = (&row.statistics, &row.histograms) else { continue };
+        let lateness = stats.get(Metric::Lateness);
+        let sum = lateness
+            .mean
+            .filter(|_| lateness.min.is_some_and(|m| m >= 0))
+            .map(|m| (m * lateness.count as f64, lateness.count));
+        let mut subject = vec![("runtime", row.runtime.clone())];
+        if record.points.len() > 1 {
+            subject.extend(record.points.get(row.point).map(|p| ("point", p.label())));
+        }
+        subject.push(("repetition", row.repetition.to_string()));
+        out.extend(dash::Distribution::of_stored(subject, "lateness", stored.get(Metric::Lateness), sum));
+    }
+    out
+}
+
 fn point_values(record: &RunRecord, point: usize) -> String {
     record.points.get(point).map(|p| p.values.iter().map(|(_, v)| format!(",{v}")).collect()).unwrap_or_default()
 }
@@ -74,6 +144,18 @@ impl Report for RunRecord {
 
     fn title(&self) -> String {
         format!("taskmeter {} run of {}", self.experiment, self.header.started_at)
+    }
+
+    fn experiment(&self) -> String {
+        self.experiment.clone()
+    }
+
+    fn benchmarks(&self) -> Vec<dash::Benchmark> {
+        benchmarks(self)
+    }
+
+    fn distributions(&self) -> Vec<dash::Distribution> {
+        distributions(self)
     }
 
     fn settings(&self) -> Vec<(String, String)> {
