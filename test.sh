@@ -7,7 +7,8 @@
 # cannot run here fails instead of being skipped.
 set -euo pipefail
 cd "$(dirname "$0")"
-# Each part's time, said at the end (BENCHMARKS.md keeps the table: where the suite's time goes).
+# Each part's time, said at the end (docs/benchmarks/structure.md keeps the tables: where the
+# suite's time goes).
 parts=()
 part() {
     local name=$1 start=$SECONDS

@@ -4,8 +4,8 @@
 # a busy one), the longest first. Each
 # binary runs as cargo runs it (in its package's folder, its tests two at a time), and its output
 # is printed whole when it ends, with its time. Most of a binary's time is spent waiting on
-# workers that sleep, so side by side they take less time (BENCHMARKS.md, "The suite"). A binary
-# that must have the machine to itself (limits, recipes) runs first, alone.
+# workers that sleep, so side by side they take less time (docs/benchmarks/structure.md, "The
+# suite"). A binary that must have the machine to itself (limits, recipes) runs first, alone.
 # Usage: tests/lanes.sh ['NAME COMMAND ARGS...']...: each argument a job to run from the
 # repository's root in the lanes, before the test binaries (test.sh builds the wasm receivers so:
 # beside the tests, whose workers mostly sleep, rather than before them).
@@ -47,10 +47,10 @@ for line in sys.stdin:
 # twice over, not the suite's own lanes on top of that).
 alone=(limits recipes)
 for name in "${alone[@]}"; do grep "^$name " "$work/all" || true; done > "$work/alone"
-# The others side by side, the longest first (their times in BENCHMARKS.md), then cargo's order,
-# and hosts (every preset, so the wasm receivers) last: the wasm receivers' build, a job given to
-# run first, takes one lane for about as long as all the others take the second; started before
-# that build ends, hosts would hold its lane waiting on cargo's lock.
+# The others side by side, the longest first (their times in docs/benchmarks/structure.md), then
+# cargo's order, and hosts (every preset, so the wasm receivers) last: the wasm receivers' build, a
+# job given to run first, takes one lane for about as long as all the others take the second;
+# started before that build ends, hosts would hold its lane waiting on cargo's lock.
 longest=(cli faults bench net)
 last=(hosts)
 for name in "${longest[@]}"; do grep "^$name " "$work/all" || true; done > "$work/order"

@@ -120,7 +120,7 @@ fn problems_said(path: &Path, problems: &[String]) -> String {
 /// (the crate needs `serde_json`). Written out in each kind's impl, so that serde's code for a
 /// record is compiled with the crate that defines it: the four kinds here in the core (opt-level
 /// 3), where a generic serde_json call in the crate taskmeter (opt-level 0) made recording a run
-/// in the history twice as slow (BENCHMARKS.md, "The first build, second pass").
+/// in the history twice as slow (docs/benchmarks/structure.md, "The first build, second pass").
 #[macro_export]
 macro_rules! record_json {
     () => {

@@ -19,7 +19,8 @@
 //! GIL) and `--yield`, a unit's phase holds the other units' turns, and the fit gives each unit
 //! less arithmetic. Each repetition gets its own fit, so an error of the fit varies between
 //! repetitions and their intervals see it. What no fit in another process removes is the
-//! phase's own variation between worker processes (a JIT's or an interpreter's rate; BENCHMARKS.md).
+//! phase's own variation between worker processes (a JIT's or an interpreter's rate;
+//! docs/benchmarks/statistics.md, "`--busy TIME`: the busy phase against the time asked").
 //!
 //! The row's `busy_fit` keeps its probes; its measured busy phase is the check of the fit, and
 //! the console warns when a row's is more than 10 % off the time (`report::console`).
