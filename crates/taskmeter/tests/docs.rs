@@ -1,6 +1,6 @@
 //! The README and docs/ cannot go stale: every taskmeter command they show is run, every flag
-//! they name exists, every relative link and table-of-contents entry leads somewhere, and the
-//! README stays a front page.
+//! they name exists, every relative link and table-of-contents entry leads somewhere (theirs, and
+//! those of BENCHMARKS.md and its history in docs/benchmarks/), and the README stays a front page.
 //!
 //! A *command* is a line of a fenced `sh` block, or a line starting with `$ ` in a fenced
 //! `console` block, that invokes taskmeter: `taskmeter ...` or `cargo run --release -- ...`,
@@ -312,10 +312,28 @@ fn anchors(text: &str) -> Vec<String> {
     found
 }
 
+/// The pages whose links are checked: the README and docs/, BENCHMARKS.md and its history in
+/// docs/benchmarks/ (moved there verbatim, with their links made relative to the new folder).
+fn linked_pages() -> Vec<(String, String)> {
+    let mut names = vec!["BENCHMARKS.md".to_string()];
+    let mut history: Vec<String> = std::fs::read_dir(repo().join("docs/benchmarks"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".md"))
+        .map(|n| format!("docs/benchmarks/{n}"))
+        .collect();
+    history.sort();
+    names.extend(history);
+    let mut all = pages();
+    all.extend(names.into_iter().map(|n| (n.clone(), std::fs::read_to_string(repo().join(&n)).unwrap())));
+    all
+}
+
 #[test]
 fn every_relative_link_and_table_of_contents_entry_leads_somewhere() {
     let mut broken = Vec::new();
-    for (page, text) in pages() {
+    for (page, text) in linked_pages() {
         let folder = repo().join(&page).parent().unwrap().to_path_buf();
         let mut rest = text.as_str();
         while let Some(at) = rest.find("](") {
