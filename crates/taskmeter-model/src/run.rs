@@ -308,6 +308,11 @@ pub struct WorkerInfo {
     /// a sample): how far the reader fell behind (it never costs a sample, only memory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_backlog_peak_bytes: Option<u64>,
+    /// The most that could wait unread, bytes (`--max-backlog`, by default a quarter of the
+    /// machine's room for memory as the worker started): beyond, the worker was asked to stop
+    /// and its row is partial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_backlog_bound_bytes: Option<u64>,
     /// How long after the worker's exit taskmeter read and folded the rest of its samples, ns
     /// (long when the reader fell behind).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -353,8 +358,9 @@ pub struct Counts {
     /// Measured samples that came after lost ones: they have no `full` value.
     #[serde(default)]
     pub samples_after_gap: u64,
-    /// When the worker's stream was cut (it crashed, was killed or timed out): the part of the
-    /// measured window its samples cover, ns.
+    /// When the worker's stream was cut (it crashed, was killed or timed out) or it was stopped
+    /// early (a signal, `--max-backlog`): the part of the measured window its samples cover, ns
+    /// (`iterations_per_s` is over it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub covered_ns: Option<u64>,
     /// When the stream was cut: at most how many samples its units made after their last

@@ -43,4 +43,8 @@ pub struct Settings {
     /// None: it held none (the environment says what was in force).
     #[serde(default)]
     pub cpu_dma_latency_us: Option<u32>,
+    /// The most bytes of a worker's samples that may wait for taskmeter's reader
+    /// (`--max-backlog`); None: a quarter of the machine's room for memory as each worker starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_backlog_bytes: Option<u64>,
 }

@@ -215,7 +215,46 @@ fn bad_volume_input_gets_one_line_and_exit_2() {
         (vec!["run", "--priority-classes", "3"], "priority-classes"),
         (vec!["run", "--start-limit", "0"], "--start-limit must be longer than 0"),
         (vec!["run", "--sleep", "never"], "invalid sleep schedule"),
+        (vec!["run", "--max-backlog", "0"], "must be at least 1 byte"),
+        (vec!["run", "--max-backlog", "2GB"], "is not a size"),
     ]);
+}
+
+/// A worker whose samples wait for taskmeter's reader past `--max-backlog` is asked to stop:
+/// its row is partial, says so with the figures, and every sample it wrote was read and
+/// counted; the bound is recorded (issue 58).
+#[test]
+fn a_backlog_past_its_bound_stops_the_worker_and_keeps_every_sample() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("bounded");
+    // One unit spinning to a deadline every microsecond appends some 48 MB/s to its sample file:
+    // the first flush the reader finds unread is past a bound of 1 byte, however loaded the
+    // machine.
+    let run_args = ["run", "--runtimes", "thread/spin", "--mode", "relative", "--sleep", "fixed:1us", "--units", "1"];
+    let bound = ["--busy", "0", "--warmup", "0", "--duration", "60s", "--max-backlog", "1B", "--no-history"];
+    let args = [&run_args[..], &bound[..], &["-o", folder.to_str().unwrap()]].concat();
+    let output = run(&args);
+    let out = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "a partial row is a result: {out}{}", stderr(&output));
+    let record = run_json(&folder);
+    assert_eq!(record["settings"]["max_backlog_bytes"], 1);
+    let row = &rows(&record)[0];
+    assert_eq!(row["status"], "partial", "{row}");
+    let reason = row["reason"].as_str().unwrap();
+    assert!(reason.contains("past the bound of 1 B (--max-backlog)"), "{reason}");
+    assert!(reason.contains("every sample it wrote was read and counted"), "{reason}");
+    let (worker, counts) = (&row["worker"], &row["counts"]);
+    assert_eq!(worker["sample_backlog_bound_bytes"], 1);
+    assert!(worker["sample_backlog_peak_bytes"].as_u64().unwrap() > 1, "{worker}");
+    // Asked at the first look, it stopped long before its 60 s (within its grace of 2 s).
+    assert!(worker["wall_ns"].as_u64().unwrap() < 30_000_000_000, "{worker}");
+    assert_eq!(counts["samples_lost"], 0, "{counts}");
+    let measured = counts["samples_measured"].as_u64().unwrap() + counts["samples_left_out"].as_u64().unwrap();
+    assert!(measured > 0, "{counts}");
+    assert_eq!(row["statistics"]["lateness"]["count"].as_u64().unwrap(), counts["samples_measured"].as_u64().unwrap());
+    assert!(reason.contains("s of the 60.0 s asked"), "{reason}");
+    assert!(counts["covered_ns"].as_u64().unwrap() < 30_000_000_000, "the rate is over what it measured: {counts}");
+    assert!(unwrapped(&out).contains("partial: thread/spin: stopped early"), "{out}");
 }
 
 #[test]

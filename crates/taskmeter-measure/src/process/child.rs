@@ -28,6 +28,19 @@ const PIPE_GRACE: Duration = Duration::from_secs(1);
 enum Event {
     Exited(std::io::Result<Exit>),
     Signal(Urgency),
+    /// One of taskmeter's own threads asks the child to stop ([`Stopper`]).
+    Stop,
+}
+
+/// Asks a child to stop (as [`Limits::stop_at`] does) from another of taskmeter's threads: a
+/// worker's reader, when the samples waiting for it outgrow their bound.
+#[derive(Clone)]
+pub struct Stopper(mpsc::Sender<Event>);
+
+impl Stopper {
+    pub fn stop(&self) {
+        let _ = self.0.send(Event::Stop);
+    }
 }
 
 /// How a child is asked to stop, at a signal or at [`Limits::stop_at`].
@@ -69,6 +82,8 @@ pub enum Stop {
     Signal(i32),
     /// [`Limits::stop_at`] came.
     Asked,
+    /// A [`Stopper`] asked.
+    Requested,
 }
 
 /// How a supervised child ended.
@@ -104,7 +119,7 @@ impl Ended {
                 killed: self.killed,
             }),
             Stop::Deadline => Some(Failure::TimedOut { after: self.limit, hint: String::new(), stderr }),
-            Stop::Asked => self.killed.map(|killed| Failure::Ended {
+            Stop::Asked | Stop::Requested => self.killed.map(|killed| Failure::Ended {
                 who: format!("the {what}"),
                 how: format!("was asked to stop but {killed}"),
                 stderr,
@@ -191,6 +206,11 @@ impl Spawned {
         self.started
     }
 
+    /// A way for another thread to ask the child to stop while [`Spawned::wait`] waits.
+    pub fn stopper(&self) -> Stopper {
+        Stopper(self.sender.clone())
+    }
+
     /// Has [`Spawned::wait`] tick once at `at` as well (to read the child once it has exec'd).
     pub fn tick_early(&mut self, at: Instant) {
         self.early_tick = Some(at);
@@ -269,6 +289,14 @@ impl Spawned {
                         killed.get_or_insert(Killed::SecondSignal);
                         kill_group(self.pid, libc::SIGKILL);
                     } else if kill_at.is_none() {
+                        at(Moment::Asking);
+                        self.ask(limits.ask);
+                        kill_at = Some(Instant::now() + limits.grace);
+                    }
+                }
+                Ok(Event::Stop) => {
+                    if kill_at.is_none() {
+                        stopped.get_or_insert(Stop::Requested);
                         at(Moment::Asking);
                         self.ask(limits.ask);
                         kill_at = Some(Instant::now() + limits.grace);

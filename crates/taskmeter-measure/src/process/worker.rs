@@ -4,7 +4,7 @@
 //! the scheduling the worker really had, and turns whatever happened into a checked result, a
 //! partial one (the stream was cut after the gate), or a [`Failure`].
 
-use super::child::{Ask, Ended, Limits, Moment, Spawned, Stop};
+use super::child::{Ask, Ended, Limits, Moment, Spawned, Stop, Stopper};
 use super::fold::{self, Fold};
 use super::samples::{SampleFile, SampleReader};
 use super::{describe, last_line, Failure};
@@ -28,6 +28,10 @@ pub enum Outcome {
     /// The stream was cut after the gate opened (the worker crashed, was killed or timed
     /// out): what it delivered until then, and why it ended.
     Cut(Delivered, Failure),
+    /// Asked by taskmeter to stop early, its samples waiting to be read having reached their
+    /// bound ([`StopPolicy::backlog_bytes`]): what it delivered (every sample it wrote, read and
+    /// counted), and the reason with its figures.
+    Bounded(Delivered, String),
     Failed(Failure),
 }
 
@@ -46,6 +50,10 @@ pub struct Stream {
     /// The most the worker's sample file held unread when the reader looked (bytes): how far
     /// the reader fell behind.
     pub backlog_peak_bytes: u64,
+    /// The bound of the unread bytes ([`StopPolicy::backlog_bytes`]), and those that passed
+    /// it, when the reader asked the worker to stop.
+    pub backlog_bound_bytes: u64,
+    pub backlog_stopped_at: Option<u64>,
     /// How long after the worker's exit taskmeter read and folded the rest of its samples.
     pub drained_after_exit_ns: u64,
 }
@@ -68,6 +76,8 @@ pub struct WorkerRun {
     /// How far taskmeter's reader fell behind the worker's samples, bytes at most, and how long
     /// after the worker's exit it read the rest.
     pub backlog_peak_bytes: Option<u64>,
+    /// The most that could wait unread before the worker was asked to stop.
+    pub backlog_bound_bytes: Option<u64>,
     pub drained_after_exit_ns: Option<u64>,
 }
 
@@ -95,6 +105,7 @@ pub struct RawRun {
 }
 
 /// When to ask a worker to stop early (end of file on its stdin), and when to kill it.
+#[derive(Clone, Copy)]
 pub struct StopPolicy {
     /// After this long, whatever happens (for `check-driver`).
     pub after: Option<Duration>,
@@ -102,7 +113,22 @@ pub struct StopPolicy {
     pub grace: Duration,
     /// After this long from its start, the worker's process group is killed.
     pub limit: Duration,
+    /// The most bytes of samples that may wait in the sample file for taskmeter's reader: the
+    /// reader asks the worker to stop when more do ([`Outcome::Bounded`]).
+    pub backlog_bytes: u64,
 }
+
+/// The default bound of a worker's unread samples: a quarter of the machine's room for memory
+/// when it starts (MemAvailable, or the room under a memory cgroup's limit: `room::now`), so the
+/// units keep the rest and the machine never swaps for taskmeter's sake; 1 GiB when the room is
+/// unknown; never below [`MIN_BACKLOG_BYTES`].
+pub fn default_backlog_bytes(room: &taskmeter_protocol::Room) -> u64 {
+    room.memory_bytes.map_or(1 << 30, |bytes| bytes / 4).max(MIN_BACKLOG_BYTES)
+}
+
+/// Where a default bound stops: a writer's flush of 10,000 units is some 10 MB, and a reader
+/// that keeps pace finds one or two unread when it looks.
+pub const MIN_BACKLOG_BYTES: u64 = 64 << 20;
 
 /// Starts `command`, sends `input` (one line) and keeps stdin open until the worker exits,
 /// taskmeter gets a signal, or `stop.after` passes; kills the worker's process group at `stop.limit`.
@@ -160,7 +186,9 @@ pub fn spawn_and_wait(
     // taskmeter's descriptor stays open in the reader: the worker has its own copy as fd 3.
     let (fold, its_thread) = Fold::new(sink);
     let folded = child.on_spare(its_thread);
-    let stdout = child.on_spare(move || read_frames(frames, samples, pid, plan_copy, fold, gate_tx, units_policy));
+    let bound = Bound { bytes: stop.backlog_bytes, stopper: child.stopper() };
+    let stdout =
+        child.on_spare(move || read_frames(frames, samples, pid, plan_copy, (fold, bound), gate_tx, units_policy));
     let (stop_counting, stop_rx) = mpsc::channel();
     let counters = child.on_spare(move || {
         // Above the units, as the reader: at normal weight, one reading of 3,000 busy threads
@@ -213,6 +241,8 @@ pub fn spawn_and_wait(
         reader_sched: "unknown".into(),
         writer_sched: "unknown".into(),
         backlog_peak_bytes: 0,
+        backlog_bound_bytes: stop.backlog_bytes,
+        backlog_stopped_at: None,
         drained_after_exit_ns: 0,
     });
     // The reader has ended, and its fold with it: the fold's thread takes what is left, then ends.
@@ -248,10 +278,17 @@ const SAMPLE_POLL_MS: std::ops::RangeInclusive<u64> = 10..=1000;
 /// of its own (a writer's flush of 10,000 units is some 10 MB).
 const BEHIND_BYTES: u64 = 64 << 20;
 
+/// The bound of a worker's unread samples, and the way to ask it to stop at the bound.
+struct Bound {
+    bytes: u64,
+    stopper: Stopper,
+}
+
 /// The checker and where its checked samples go, on the reader's thread.
 struct Delivery {
     checker: Checker,
     fold: Fold,
+    bound: Bound,
     /// Checked samples of consecutive sample frames, handed on together: when the reader
     /// would wait for more, before any other frame, and every `fold::BATCH` (one lock of the
     /// row's statistics a frame, of some ten samples at 10,000 units, was 2 % of taskmeter's
@@ -262,6 +299,7 @@ struct Delivery {
     reading_times: Option<counters::ReadingTimes>,
     wakeups_counted: u64,
     backlog_peak_bytes: u64,
+    backlog_stopped_at: Option<u64>,
 }
 
 impl Delivery {
@@ -311,10 +349,8 @@ impl Delivery {
     /// Checks every whole frame the sample file holds now. A frame cut by the worker's end is
     /// left unread, as one on stdout would be.
     fn drain(&mut self, file: &mut SampleReader) -> Result<(), OutputError> {
-        file.fill().map_err(|e| OutputError::Invalid(format!("cannot read the sample file: {e}")))?;
-        let behind = file.behind();
-        self.backlog_peak_bytes = self.backlog_peak_bytes.max(behind);
-        let (start, mut moved) = (file.offset(), behind > BEHIND_BYTES);
+        self.look(file).map_err(|e| OutputError::Invalid(format!("cannot read the sample file: {e}")))?;
+        let (start, mut moved) = (file.offset(), file.behind() > BEHIND_BYTES);
         loop {
             if !moved && file.offset() - start > BEHIND_BYTES {
                 moved = true;
@@ -325,7 +361,7 @@ impl Delivery {
             }
             let (kind, payload) = match file.next_frame() {
                 Ok(Some(frame)) => frame,
-                Ok(None) => match file.fill() {
+                Ok(None) => match self.look(file) {
                     Ok(true) => continue,
                     Ok(false) => return Ok(()),
                     Err(e) => return Err(OutputError::Invalid(format!("cannot read the sample file: {e}"))),
@@ -343,6 +379,20 @@ impl Delivery {
                 Err(why) => return Err(OutputError::Invalid(why)),
             }
         }
+    }
+
+    /// Looks at how much the worker has appended (`SampleReader::fill`), and how far behind
+    /// that leaves the reader: beyond the bound, the worker is asked to stop (once), and what
+    /// it wrote is still read, to the last sample.
+    fn look(&mut self, file: &mut SampleReader) -> std::io::Result<bool> {
+        let grew = file.fill()?;
+        let behind = file.behind();
+        self.backlog_peak_bytes = self.backlog_peak_bytes.max(behind);
+        if behind > self.bound.bytes && self.backlog_stopped_at.is_none() {
+            self.backlog_stopped_at = Some(behind);
+            self.bound.stopper.stop();
+        }
+        Ok(grew)
     }
 
     /// The stream has ended: frames held for a position that never came are checked now.
@@ -375,7 +425,7 @@ fn read_frames(
     mut samples: SampleReader,
     pid: i32,
     plan: Plan,
-    fold: Fold,
+    (fold, bound): (Fold, Bound),
     counters: mpsc::Sender<counters::ReadingTimes>,
     units_policy: Option<Policy>,
 ) -> Stream {
@@ -389,22 +439,27 @@ fn read_frames(
     let mut delivery = Delivery {
         checker: Checker::new(plan),
         fold,
+        bound,
         views: Vec::new(),
         first_samples_ns: None,
         reading_times: None,
         wakeups_counted: 0,
         backlog_peak_bytes: 0,
+        backlog_stopped_at: None,
     };
-    let stream = |(ending, first_samples_ns, wakeups_counted, backlog_peak_bytes), writer_sched| Stream {
+    let bound_bytes = delivery.bound.bytes;
+    let stream = |(ending, first_samples_ns, wakeups_counted, backlog_peak_bytes), writer_sched, stopped_at| Stream {
         ending,
         first_samples_ns,
         wakeups_counted,
         reader_sched: reader_sched.clone(),
         writer_sched,
         backlog_peak_bytes,
+        backlog_bound_bytes: bound_bytes,
+        backlog_stopped_at: stopped_at,
         drained_after_exit_ns: 0,
     };
-    let Some(stdout) = stdout else { return stream(delivery.finish(), writer_sched) };
+    let Some(stdout) = stdout else { return stream(delivery.finish(), writer_sched, None) };
     let waiter = stdout.state();
     let mut reader = FrameReader::new(std::io::BufReader::with_capacity(64 << 10, stdout));
     // The sample file is read from the gate on, whenever stdout has nothing to read, and a
@@ -474,6 +529,7 @@ fn read_frames(
             }
         }
     };
+    let stopped_at = delivery.backlog_stopped_at;
     let result = match violation {
         // The end: what the file holds was written before it.
         None if gate_read && !samples_ended => match delivery.drain(&mut samples) {
@@ -492,7 +548,7 @@ fn read_frames(
             (Err(e), delivery.first_samples_ns, delivery.wakeups_counted, delivery.backlog_peak_bytes)
         }
     };
-    stream(result, writer_sched)
+    stream(result, writer_sched, stopped_at)
 }
 
 /// Runs a worker on a plan and judges what it did.
@@ -500,7 +556,7 @@ pub fn run_worker(
     command: Command,
     plan: &Plan,
     sched: &SchedSettings,
-    grace: Duration,
+    (grace, backlog_bytes): (Duration, Option<u64>),
     sink: SampleSink,
     tick: impl FnMut(),
 ) -> WorkerRun {
@@ -508,6 +564,7 @@ pub fn run_worker(
         after: None,
         grace: Duration::from_nanos(plan.max_expected_ns()) + Duration::from_secs(2),
         limit: deadline(plan, grace),
+        backlog_bytes: backlog_bytes.unwrap_or_else(|| default_backlog_bytes(&plan.room)),
     };
     match spawn_and_wait(command, plan, &plan.to_json(), sched, stop, sink, tick) {
         Err(reason) => WorkerRun {
@@ -521,6 +578,7 @@ pub fn run_worker(
             stderr: String::new(),
             harness: None,
             backlog_peak_bytes: None,
+            backlog_bound_bytes: Some(stop.backlog_bytes),
             drained_after_exit_ns: None,
         },
         Ok(raw) => {
@@ -536,6 +594,7 @@ pub fn run_worker(
                 counters: raw.counters,
                 stderr: raw.stderr,
                 backlog_peak_bytes: Some(raw.stream.backlog_peak_bytes),
+                backlog_bound_bytes: Some(raw.stream.backlog_bound_bytes),
                 drained_after_exit_ns: Some(raw.stream.drained_after_exit_ns),
                 harness: Some(raw.harness),
             }
@@ -561,7 +620,7 @@ pub fn classify(raw: &RawRun) -> Outcome {
             hint: "; raise --grace if its busy work is long".into(),
             stderr: stderr.clone(),
         },
-        Some(Stop::Signal(_)) | Some(Stop::Asked) if ended.killed.is_some() => {
+        Some(Stop::Signal(_) | Stop::Asked | Stop::Requested) if ended.killed.is_some() => {
             ended.stop_failure("worker", stderr.clone()).expect("stopped")
         }
         _ => match ended.status() {
@@ -580,6 +639,13 @@ pub fn classify(raw: &RawRun) -> Outcome {
     match ending {
         Ending::Refused(message) => {
             Outcome::Failed(Failure::Refused { message, how: ended.status().filter(|s| !s.success()).map(describe) })
+        }
+        Ending::Complete(delivered)
+            if ended.clean()
+                && ended.stopped == Some(Stop::Requested)
+                && delivered.done.as_ref().is_some_and(|d| d.interrupted) =>
+        {
+            Outcome::Bounded(delivered, bounded_reason(&raw.stream))
         }
         Ending::Complete(delivered) if ended.clean() && delivered.done.as_ref().is_some_and(|d| d.interrupted) => {
             let reason = if ended.stopped == Some(Stop::Asked) {
@@ -602,4 +668,15 @@ pub fn classify(raw: &RawRun) -> Outcome {
         }
         Ending::Empty { .. } => Outcome::Failed(why_it_ended),
     }
+}
+
+/// Why a worker stopped at its backlog's bound, with the figures.
+fn bounded_reason(stream: &Stream) -> String {
+    let size = |bytes: u64| taskmeter_console::sizes::format_bytes(bytes as f64);
+    format!(
+        "stopped early: {} of its samples waited for taskmeter's reader, past the bound of {} \
+         (--max-backlog); every sample it wrote was read and counted",
+        size(stream.backlog_stopped_at.unwrap_or(stream.backlog_peak_bytes)),
+        size(stream.backlog_bound_bytes)
+    )
 }

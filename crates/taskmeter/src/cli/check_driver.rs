@@ -276,7 +276,12 @@ fn run_plan(info: &runtimes::RuntimeInfo, plan: &Plan, stop_after: Option<Durati
     // A worker asked to stop 300 ms after its start may still be starting: the BEAM has taken
     // over 5 s to boot beside the suite's other lanes. 15 s is a quarter of the stop checks'
     // 60 s plans, so a worker that ends within it stopped early.
-    let stop = StopPolicy { after: stop_after, grace: STOP_GRACE, limit: worker::deadline(plan, GRACE) };
+    let stop = StopPolicy {
+        after: stop_after,
+        grace: STOP_GRACE,
+        limit: worker::deadline(plan, GRACE),
+        backlog_bytes: worker::default_backlog_bytes(&plan.room),
+    };
     let tally = Arc::new(Mutex::new(Tally::default()));
     let counted = tally.clone();
     let sink: SampleSink = Box::new(move |views| {
@@ -315,6 +320,8 @@ fn run_plan(info: &runtimes::RuntimeInfo, plan: &Plan, stop_after: Option<Durati
             (false, format!("reported interrupted although stdin stayed open ({why})"))
         }
         (Outcome::Cut(_, why), _) => (false, format!("the stream was cut before its D frame: {why}")),
+        // Not the driver's doing, but the check cannot judge what it did not let it finish.
+        (Outcome::Bounded(_, why), _) => (false, format!("not judged: {why}")),
         (Outcome::Failed(failure), _) => (false, failure.to_string()),
     })
 }
@@ -401,7 +408,12 @@ fn refuse(info: &runtimes::RuntimeInfo, plan: &Plan, input: &str) -> Verdict {
         Ok(command) => command,
         Err(reason) => return Verdict::new(false, reason),
     };
-    let stop = StopPolicy { after: None, grace: GRACE, limit: GRACE };
+    let stop = StopPolicy {
+        after: None,
+        grace: GRACE,
+        limit: GRACE,
+        backlog_bytes: worker::default_backlog_bytes(&plan.room),
+    };
     let raw = match worker::spawn_and_wait(command, plan, input, &Default::default(), stop, Box::new(|_| {}), || {}) {
         Ok(raw) => raw,
         Err(failure) => return Verdict::new(false, failure.to_string()),

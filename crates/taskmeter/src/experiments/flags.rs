@@ -264,6 +264,26 @@ pub fn positive_duration(text: &str) -> Result<u64, String> {
     }
 }
 
+/// A size in bytes: a whole number, with a binary unit or none (B): 512MiB, 2GiB, 65536.
+pub fn byte_size(text: &str) -> Result<u64, String> {
+    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let shift = match unit.trim() {
+        "" | "B" => 0,
+        "KiB" => 10,
+        "MiB" => 20,
+        "GiB" => 30,
+        "TiB" => 40,
+        _ => return Err(format!("'{text}' is not a size (a whole number and B, KiB, MiB, GiB or TiB: 512MiB)")),
+    };
+    let bytes = number.parse::<u64>().ok().and_then(|n| n.checked_mul(1 << shift));
+    match bytes {
+        Some(0) => Err(format!("'{text}' must be at least 1 byte")),
+        Some(bytes) => Ok(bytes),
+        None => Err(format!("'{text}' is not a size (a whole number and B, KiB, MiB, GiB or TiB: 512MiB)")),
+    }
+}
+
 /// A runtime's id (or `all`), its nearest namesakes said when it is not one.
 pub fn runtime_id(text: &str) -> Result<String, String> {
     if text == "all" {
@@ -277,5 +297,22 @@ pub fn runtime_id(text: &str) -> Result<String, String> {
             &runtimes::names(),
             "`taskmeter list` and `list recipes`",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_size_takes_a_binary_unit_or_none_and_refuses_the_rest() {
+        assert_eq!(byte_size("65536"), Ok(65_536));
+        assert_eq!(byte_size("1B"), Ok(1));
+        assert_eq!(byte_size("512MiB"), Ok(512 << 20));
+        assert_eq!(byte_size("2GiB"), Ok(2 << 30));
+        assert_eq!(byte_size("1TiB"), Ok(1 << 40));
+        for bad in ["0", "0MiB", "", "MiB", "1.5GiB", "2GB", "-1", "99999999999TiB"] {
+            assert!(byte_size(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -49,18 +49,6 @@ pub fn format_rate(per_s: f64) -> String {
     }
 }
 
-/// A size in bytes: `12.0 KiB`, `3.5 MiB`.
-pub fn format_bytes(bytes: f64) -> String {
-    let a = bytes.abs();
-    if a >= 1024.0 * 1024.0 {
-        format!("{:.1} MiB", bytes / 1024.0 / 1024.0)
-    } else if a >= 1024.0 {
-        format!("{:.1} KiB", bytes / 1024.0)
-    } else {
-        format!("{bytes:.0} B")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

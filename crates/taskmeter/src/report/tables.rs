@@ -2,8 +2,9 @@
 //! statistics and why): the ranked table of a point, the volume and study tables, the classes,
 //! and the sentences that say how to read them. The console, Markdown and HTML render these.
 
-use super::format::{format_bytes, format_count, format_ns, format_range, format_rate, format_ratio};
+use super::format::{format_count, format_ns, format_range, format_rate, format_ratio};
 use taskmeter_analysis::cells::{cells, Cell, Statistic};
+use taskmeter_console::sizes::format_bytes;
 use taskmeter_model::run::{Metric, Row, RowStatus, RunRecord};
 use taskmeter_stats::{ratio_range, Interval};
 

@@ -160,7 +160,7 @@ fn run_one(
         }
     };
     let plan = Plan { room: taskmeter_machine::room::now(), ..plan_for(s, info.id) };
-    let worker = run_worker(command, &plan, sched, grace, Box::new(|_| {}), || {});
+    let worker = run_worker(command, &plan, sched, (grace, None), Box::new(|_| {}), || {});
     run.wall_ns = worker.wall_ns;
     // The CPUs are counted one way for every runtime that runs tasks in parallel: the worker's
     // affinity, read back, capped by a cgroup quota (each runtime counts its own otherwise).
@@ -179,6 +179,10 @@ fn run_one(
         Outcome::Cut(d, why) => {
             keep(d);
             run.error = Some(format!("cut short before its D frame: {why}"));
+        }
+        Outcome::Bounded(d, why) => {
+            keep(d);
+            run.error = Some(why);
         }
         Outcome::Failed(failure) => {
             run.interrupted = matches!(failure, taskmeter_measure::process::Failure::Interrupted { .. });

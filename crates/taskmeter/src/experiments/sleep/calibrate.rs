@@ -85,12 +85,12 @@ pub fn rate_estimate(
     plan.check().map_err(|e| e.to_string())?;
     let command = runtimes::worker_command(info)?;
     plan.room = taskmeter_machine::room::now();
-    let worker = run_worker(command, &plan, sched, grace, Box::new(|_| {}), || {});
+    let worker = run_worker(command, &plan, sched, (grace, None), Box::new(|_| {}), || {});
     match worker.outcome {
         Outcome::Completed(d) => {
             d.points.first().map(|p| p.iters).ok_or_else(|| "its worker measured no task size".into())
         }
-        Outcome::Interrupted(_, why) => Err(why),
+        Outcome::Interrupted(_, why) | Outcome::Bounded(_, why) => Err(why),
         Outcome::Cut(_, why) => Err(why.to_string()),
         Outcome::Failed(failure) => Err(failure.to_string()),
     }
@@ -182,10 +182,11 @@ fn probe(
         let mut phases = sink_phases.lock().unwrap_or_else(|e| e.into_inner());
         phases.extend(views.iter().filter(|v| v.measured).map(|v| v.sample.busy_end_ns - v.sample.start_ns));
     });
-    let worker = run_worker(command, &plan, sched, Duration::from_nanos(settings.grace_ns), sink, || {});
+    let bound = settings.max_backlog_bytes;
+    let worker = run_worker(command, &plan, sched, (Duration::from_nanos(settings.grace_ns), bound), sink, || {});
     match worker.outcome {
         Outcome::Failed(failure) => return Err(failure.to_string()),
-        Outcome::Interrupted(_, why) => return Err(why),
+        Outcome::Interrupted(_, why) | Outcome::Bounded(_, why) => return Err(why),
         Outcome::Completed(_) | Outcome::Cut(..) => {}
     }
     let mut phases = std::mem::take(&mut *phases.lock().unwrap_or_else(|e| e.into_inner()));

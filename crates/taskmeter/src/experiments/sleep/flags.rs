@@ -2,7 +2,7 @@
 //! experiment's and the workers' ([`options`]); every refusal is one sentence.
 
 use super::RunOptions;
-use crate::experiments::flags::{duration, heading, output, EveryArgs, WorkerArgs};
+use crate::experiments::flags::{byte_size, duration, heading, output, EveryArgs, WorkerArgs};
 use clap::{ArgMatches, Args, FromArgMatches, ValueEnum};
 use taskmeter_machine::sched::{Policy, SchedSettings};
 use taskmeter_measure::runtimes;
@@ -119,6 +119,15 @@ pub struct LoopArgs {
     /// from 0 to 262 µs are counted, not kept; those of 4.3 s or more take twice the room)
     #[arg(display_order = 310, long, value_name = "N", default_value_t = 1_000_000, hide_short_help = true, help_heading = heading::OUTPUT)]
     pub exact_samples: u64,
+    /// The most of a worker's samples that may wait for taskmeter's reader, e.g. 512MiB
+    ///
+    /// A worker whose samples come faster than taskmeter reads them queues them in memory (48
+    /// bytes each); past this bound it is asked to stop, every sample it wrote is still read and
+    /// counted, and its row is partial, with the figures [default: a quarter of the memory
+    /// available as each worker starts (MemAvailable, or the room under a memory cgroup's
+    /// limit), at least 64MiB]
+    #[arg(display_order = 320, long, value_name = "SIZE", value_parser = byte_size, hide_short_help = true, help_heading = heading::OUTPUT)]
+    pub max_backlog: Option<u64>,
 }
 
 impl LoopArgs {
@@ -271,6 +280,7 @@ fn settings(every: &EveryArgs, workers: &WorkerArgs, args: &LoopArgs) -> Result<
         },
         allow_rt_spin: args.allow_rt_spin,
         cpu_dma_latency_us: every.cpu_dma_latency,
+        max_backlog_bytes: args.max_backlog,
     };
     Ok((settings, sweeps))
 }

@@ -51,7 +51,8 @@ pub fn run_job(job: &Job, label: &str, run: &RunContext) -> Row {
     // The machine's room as this worker starts (other rows' workers have ended, or run beside it).
     plan.room = taskmeter_machine::room::now();
     let sched = job.sched();
-    let worker = worker::run_worker(command, &plan, &sched, grace, sink, || run.progress.tick());
+    let bound = job.settings.max_backlog_bytes;
+    let worker = worker::run_worker(command, &plan, &sched, (grace, bound), sink, || run.progress.tick());
     drop(_watched);
     let finished =
         std::mem::replace(&mut *stats.lock().unwrap_or_else(|e| e.into_inner()), RowStats::new(1, 0, false)).finish();
@@ -108,6 +109,7 @@ fn row_from(of: &RuntimeInfo, plan: Plan, worker: WorkerRun, toolchain: String, 
         stderr: None,
         harness_sched: worker.harness,
         sample_backlog_peak_bytes: worker.backlog_peak_bytes,
+        sample_backlog_bound_bytes: worker.backlog_bound_bytes,
         sample_drain_after_exit_ns: worker.drained_after_exit_ns,
         writer: of.writer.map(str::to_string),
     };
@@ -125,6 +127,15 @@ fn row_from(of: &RuntimeInfo, plan: Plan, worker: WorkerRun, toolchain: String, 
             return failed_row(runtime, &plan, format!("no measured sample{warmup}: {why}"), Some(info));
         }
         Outcome::Cut(d, why) => (RowStatus::Partial, d, Some(format!("cut short before its D frame: {why}"))),
+        Outcome::Bounded(_, why) if finished.counts.measured == 0 => {
+            return failed_row(runtime, &plan, format!("no measured sample: {why}"), Some(info));
+        }
+        Outcome::Bounded(d, why) => {
+            let covered = d.last_wake_ns.unwrap_or(0).min(d.window.end_ns).saturating_sub(d.window.measure_start_ns);
+            let asked = plan.duration_ns as f64 / 1e9;
+            let why = format!("{why}; it measured {:.2} s of the {asked:.1} s asked", covered as f64 / 1e9);
+            (RowStatus::Partial, d, Some(why))
+        }
         Outcome::Failed(failure) => {
             info.stderr = Some(worker.stderr).filter(|s| !s.is_empty());
             let interrupted = matches!(failure, Failure::Interrupted { .. });
@@ -142,7 +153,9 @@ fn row_from(of: &RuntimeInfo, plan: Plan, worker: WorkerRun, toolchain: String, 
         info.stderr = Some(worker.stderr).filter(|s| !s.is_empty());
     }
     let unsent = cut.then(|| delivered.unsent_bound(&plan, worker.exited_ns.unwrap_or(u64::MAX))).flatten();
-    let counts = Counts { samples_unsent_max: unsent, ..counts(&plan, &delivered, &finished, cut) };
+    // Stopped early (a signal, the backlog's bound), its window ended before the plan's.
+    let ended_early = delivered.done.as_ref().is_some_and(|d| d.interrupted);
+    let counts = Counts { samples_unsent_max: unsent, ..counts(&plan, &delivered, &finished, cut || ended_early) };
     let mut reasons = Vec::new();
     if let Some(why) = stopped {
         if cut {
@@ -190,12 +203,14 @@ fn per_second(count: u64, ns: u64) -> f64 {
     count as f64 * 1e9 / ns.max(1) as f64
 }
 
-/// The row's counts. A cut stream has no `U` frames: its iterations are its samples.
-fn counts(plan: &Plan, d: &Delivered, finished: &Finished, cut: bool) -> Counts {
+/// The row's counts. A cut stream has no `U` frames: its iterations are its samples. A stream
+/// that ended early (`short`: cut, or stopped) covers part of the window, over which its rate is.
+fn counts(plan: &Plan, d: &Delivered, finished: &Finished, short: bool) -> Counts {
+    let cut = d.done.is_none();
     let c = &finished.counts;
     let window = d.window;
     let covered_ns =
-        cut.then(|| d.last_wake_ns.unwrap_or(0).min(window.end_ns).saturating_sub(window.measure_start_ns));
+        short.then(|| d.last_wake_ns.unwrap_or(0).min(window.end_ns).saturating_sub(window.measure_start_ns));
     let (iterations_total, iterations_measured, units_starved) = if cut {
         let starved = d.measured_per_unit.iter().filter(|m| **m == 0).count() as u32;
         (c.measured + c.warmup + c.left_out, c.measured + c.left_out, starved)
