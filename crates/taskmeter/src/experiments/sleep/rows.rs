@@ -131,7 +131,7 @@ fn row_from(of: &RuntimeInfo, plan: Plan, worker: WorkerRun, toolchain: String, 
             return failed_row(runtime, &plan, format!("no measured sample: {why}"), Some(info));
         }
         Outcome::Bounded(d, why) => {
-            let covered = d.last_wake_ns.unwrap_or(0).min(d.window.end_ns).saturating_sub(d.window.measure_start_ns);
+            let covered = covered_ns(&d);
             let asked = plan.duration_ns as f64 / 1e9;
             let why = format!("{why}; it measured {:.2} s of the {asked:.1} s asked", covered as f64 / 1e9);
             (RowStatus::Partial, d, Some(why))
@@ -203,14 +203,18 @@ fn per_second(count: u64, ns: u64) -> f64 {
     count as f64 * 1e9 / ns.max(1) as f64
 }
 
+/// The part of the measured window a stream that ended early covers: to its last wake-up.
+fn covered_ns(d: &Delivered) -> u64 {
+    d.last_wake_ns.unwrap_or(0).min(d.window.end_ns).saturating_sub(d.window.measure_start_ns)
+}
+
 /// The row's counts. A cut stream has no `U` frames: its iterations are its samples. A stream
 /// that ended early (`short`: cut, or stopped) covers part of the window, over which its rate is.
 fn counts(plan: &Plan, d: &Delivered, finished: &Finished, short: bool) -> Counts {
     let cut = d.done.is_none();
     let c = &finished.counts;
     let window = d.window;
-    let covered_ns =
-        short.then(|| d.last_wake_ns.unwrap_or(0).min(window.end_ns).saturating_sub(window.measure_start_ns));
+    let covered_ns = short.then(|| covered_ns(d));
     let (iterations_total, iterations_measured, units_starved) = if cut {
         let starved = d.measured_per_unit.iter().filter(|m| **m == 0).count() as u32;
         (c.measured + c.warmup + c.left_out, c.measured + c.left_out, starved)
