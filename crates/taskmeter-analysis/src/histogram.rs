@@ -30,7 +30,7 @@ pub fn of(values: &[i64]) -> Histogram<u64> {
 
 /// Values below this are exact in a 5-significant-digit HdrHistogram: its first bucket counts
 /// every integer.
-const EXACT_BELOW: u64 = 1 << 18;
+pub const EXACT_BELOW: u64 = 1 << 18;
 
 /// An HdrHistogram of signed values, 5 significant digits (exact below 262,144, within 1/2^17
 /// above): the values >= 0 counted at their index in the library's layout ([`counts_index`]),
@@ -45,9 +45,13 @@ const EXACT_BELOW: u64 = 1 << 18;
 /// Values are counted in batches grouped by page of counters: one at a time, each would touch a
 /// random line of the counters (a cache miss per value while the worker's units share the CPUs
 /// and caches); within a page, order does not matter (`fold_cost`, sorting each batch by counter
-/// before: wide 74-75 to 52 ns a sample, narrow 37.6 to 26.7).
+/// before: wide 74-75 to 52 ns a sample, narrow 37.6 to 26.7). The exception: values in
+/// 0..262,144 folded in large batches back to back, whose counters stay in the caches, are
+/// counted at once ([`SignedHistogram::record_exact`]).
 #[derive(Clone, Debug, Default)]
 pub struct SignedHistogram {
+    /// The counters of 0..262,144, counted as each value comes (issue 58).
+    exact: Exact,
     positive: Counters,
     negative: Counters,
     len: u64,
@@ -56,6 +60,66 @@ pub struct SignedHistogram {
     /// Counter indices of values recorded since the last count, counted a batch at a time.
     uncounted_positive: Vec<u32>,
     uncounted_negative: Vec<u32>,
+    /// The values counted in 0..262,144, summed as they are counted (see [`ExactSums`]).
+    sums: ExactSums,
+}
+
+/// The count, sums and extremes of the values counted in 0..262,144, in all and below a pivot
+/// (the reference of their deviations, [`SignedHistogram::set_pivot`]): kept as the values are
+/// counted, so that their moments and their deviations' need no pass over the counters (a
+/// quarter of a million of them, cold in the caches when a row ends: most of ending a short one).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ExactSums {
+    pub count: u64,
+    pub sum: u128,
+    pub squares: u128,
+    pub min: Option<i64>,
+    pub max: Option<i64>,
+    pub pivot: i64,
+    /// Of the values below the pivot.
+    pub below: u64,
+    pub below_sum: u128,
+    pub below_max: Option<i64>,
+    /// The least value from the pivot up.
+    pub above_min: Option<i64>,
+}
+
+impl ExactSums {
+    #[inline(always)]
+    fn add(&mut self, value: u64, count: u64) {
+        let (v, c) = (value as i64, u128::from(count));
+        self.count += count;
+        self.sum += c * u128::from(value);
+        self.squares += c * u128::from(value * value);
+        self.min = Some(self.min.map_or(v, |m| m.min(v)));
+        self.max = Some(self.max.map_or(v, |m| m.max(v)));
+        if v < self.pivot {
+            (self.below, self.below_sum) = (self.below + count, self.below_sum + c * u128::from(value));
+            self.below_max = Some(self.below_max.map_or(v, |m| m.max(v)));
+        } else {
+            self.above_min = Some(self.above_min.map_or(v, |m| m.min(v)));
+        }
+    }
+
+    /// Adds another's (of the same pivot, or taking its pivot when empty).
+    fn merge(&mut self, other: &ExactSums) {
+        if self.count == 0 {
+            self.pivot = other.pivot;
+        }
+        let either = |a: Option<i64>, b: Option<i64>, pick: fn(i64, i64) -> i64| match (a, b) {
+            (Some(a), Some(b)) => Some(pick(a, b)),
+            (a, b) => a.or(b),
+        };
+        self.count += other.count;
+        self.sum += other.sum;
+        self.squares += other.squares;
+        self.below += other.below;
+        self.below_sum += other.below_sum;
+        self.min = either(self.min, other.min, i64::min);
+        self.max = either(self.max, other.max, i64::max);
+        self.below_max = either(self.below_max, other.below_max, i64::max);
+        self.above_min = either(self.above_min, other.above_min, i64::min);
+    }
 }
 
 /// The values an exact histogram keeps as they are, in runs, in no order: a histogram absorbed
@@ -461,6 +525,20 @@ impl Counters {
         }
     }
 
+    /// Adds the counts of page `page` (room made for them already: [`Counters::make_room`]).
+    fn add_page(&mut self, page: usize, counts: &[u32]) {
+        fn add<C: Count>(pages: &mut Vec<Option<Box<[C]>>>, totals: &mut Vec<u64>, page: usize, counts: &[u32]) {
+            add_to(pages, totals, page * PAGE, 0);
+            let mine = pages[page].as_deref_mut().expect("allocated by add_to");
+            mine.iter_mut().zip(counts).for_each(|(mine, count)| *mine += C::of(u64::from(*count)));
+            totals[page] += counts.iter().map(|c| u64::from(*c)).sum::<u64>();
+        }
+        match &mut self.pages {
+            Pages::Narrow(pages) => add(pages, &mut self.totals, page, counts),
+            Pages::Wide(pages) => add(pages, &mut self.totals, page, counts),
+        }
+    }
+
     #[cfg(test)]
     fn add(&mut self, index: usize, count: u64) {
         self.make_room(count);
@@ -501,7 +579,13 @@ impl Counters {
     }
 
     /// Puts (index, count) of every counter above 0, in increasing order of index.
-    fn for_each_nonzero(&self, mut put: impl FnMut(usize, u64)) {
+    fn for_each_nonzero(&self, put: impl FnMut(usize, u64)) {
+        self.for_each_nonzero_below(usize::MAX, put);
+    }
+
+    /// Puts (index, count) of every counter above 0 of the first `pages` pages, in increasing
+    /// order of index.
+    fn for_each_nonzero_below(&self, pages: usize, mut put: impl FnMut(usize, u64)) {
         fn of<C: Count>(pages: &[Option<Box<[C]>>], put: &mut impl FnMut(usize, u64)) {
             for (first, page) in pages.iter().enumerate().filter_map(|(i, page)| Some((i * PAGE, page.as_deref()?))) {
                 // Sixteen counters at a time, by a mask of those above 0: a test of each one was
@@ -520,8 +604,8 @@ impl Counters {
             }
         }
         match &self.pages {
-            Pages::Narrow(pages) => of(pages, &mut put),
-            Pages::Wide(pages) => of(pages, &mut put),
+            Pages::Narrow(all) => of(&all[..pages.min(all.len())], &mut put),
+            Pages::Wide(all) => of(&all[..pages.min(all.len())], &mut put),
         }
     }
 
@@ -610,6 +694,164 @@ impl Counters {
 /// The pages of counters below [`EXACT_BELOW`], where a counter's index is its value.
 const EXACT_PAGES: usize = EXACT_BELOW as usize / PAGE;
 
+/// The counters of the values 0..262,144 (whose index is their value), one array counted into
+/// directly while a fast worker's samples are folded a thousand at a time, back to back: a row's
+/// values there cluster (a lateness of 60-70 µs spans 40 KiB of counters), so the counters stay
+/// in the caches and a value costs an increment, where noting it for a later count by page
+/// cost twice the fold (issue 58: `sample_cost`, 15.6 to 8.2 ns a sample). The counts move into
+/// the paged counters (and the sums) whenever the histogram is asked anything
+/// ([`Exact::drain_into`]), and before one of them could overflow.
+#[derive(Debug, Default)]
+struct Exact {
+    /// `EXACT_BELOW` counters, on the first value; all 0 outside the pages in `pages`.
+    counts: Option<Mapped>,
+    /// Bit p: page p (counters `p * PAGE..`) holds counts.
+    pages: u64,
+    /// Values counted since the last drain: below `u32::MAX`, so no counter overflows.
+    len: u32,
+}
+
+const _: () = assert!(EXACT_PAGES == 64, "a page a bit of `Exact::pages`");
+
+/// `EXACT_BELOW` zeroed counters in a private anonymous mapping of their own: the kernel gives
+/// memory to the pages a row reaches only (from the allocator, a reused megabyte was zeroed, and
+/// so made resident, whole). Ended rows leave theirs, zeroed, for the next rows
+/// ([`SPARE_MAPPED`]): a page reached again costs no fault.
+#[derive(Debug)]
+struct Mapped(std::ptr::NonNull<u32>);
+
+// SAFETY: the mapping belongs to its `Mapped` alone.
+unsafe impl Send for Mapped {}
+unsafe impl Sync for Mapped {}
+
+const MAPPED_BYTES: usize = EXACT_BELOW as usize * std::mem::size_of::<u32>();
+
+impl Mapped {
+    fn new() -> Mapped {
+        // SAFETY: a new private anonymous mapping, owned by the value returned.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                MAPPED_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            std::alloc::handle_alloc_error(std::alloc::Layout::new::<[u32; EXACT_BELOW as usize]>());
+        }
+        Mapped(std::ptr::NonNull::new(map.cast()).expect("mmap never maps address 0 here"))
+    }
+}
+
+impl std::ops::Deref for Mapped {
+    type Target = [u32];
+    fn deref(&self) -> &[u32] {
+        // SAFETY: the mapping holds EXACT_BELOW counters, zeroed by the kernel, for its lifetime.
+        unsafe { std::slice::from_raw_parts(self.0.as_ptr(), EXACT_BELOW as usize) }
+    }
+}
+
+impl std::ops::DerefMut for Mapped {
+    fn deref_mut(&mut self) -> &mut [u32] {
+        // SAFETY: as `deref`, borrowed mutably through `self`.
+        unsafe { std::slice::from_raw_parts_mut(self.0.as_ptr(), EXACT_BELOW as usize) }
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        // SAFETY: unmaps the mapping made in `new`, which no slice outlives (they borrow self).
+        unsafe { libc::munmap(self.0.as_ptr().cast(), MAPPED_BYTES) };
+    }
+}
+
+/// Zeroed mappings that ended rows left, for the next rows: at most 16, whose pages once reached
+/// stay resident (16 MiB at the very most, for rows spread over all of 0..262 µs).
+static SPARE_MAPPED: Mutex<Vec<Mapped>> = Mutex::new(Vec::new());
+const SPARE_MAPPED_AT_MOST: usize = 16;
+
+impl Exact {
+    #[inline(always)]
+    fn count(&mut self, value: usize) {
+        let counts = self.counts.get_or_insert_with(Exact::zeroed);
+        counts[value] += 1;
+        self.pages |= 1 << (value / PAGE);
+        self.len += 1;
+    }
+
+    #[cold]
+    fn zeroed() -> Mapped {
+        SPARE_MAPPED.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_else(Mapped::new)
+    }
+
+    /// Whether the next value could overflow a counter: drain first.
+    #[inline(always)]
+    fn full(&self) -> bool {
+        self.len == u32::MAX
+    }
+
+    fn is_empty(&self) -> bool {
+        self.pages == 0
+    }
+
+    /// The pages that hold counts, by index.
+    fn counted_pages(&self) -> impl Iterator<Item = usize> {
+        let mut pages = self.pages;
+        std::iter::from_fn(move || {
+            let page = (pages != 0).then(|| pages.trailing_zeros() as usize)?;
+            pages &= pages - 1;
+            Some(page)
+        })
+    }
+
+    /// Moves every count into `counters` (page by page) and `sums`, leaving these at 0.
+    fn drain_into(&mut self, counters: &mut Counters, sums: &mut ExactSums) {
+        let (pages, len) = (self.counted_pages(), self.len);
+        let Some(counts) = self.counts.as_mut() else { return };
+        counters.make_room(u64::from(len));
+        for page in pages {
+            let slice = &mut counts[page * PAGE..(page + 1) * PAGE];
+            counters.add_page(page, slice);
+            for (slot, count) in slice.iter().enumerate().filter(|(_, count)| **count > 0) {
+                sums.add((page * PAGE + slot) as u64, u64::from(*count));
+            }
+            slice.fill(0);
+        }
+        (self.pages, self.len) = (0, 0);
+    }
+}
+
+impl Drop for Exact {
+    /// Its mapping, zeroed, to the spare ones.
+    fn drop(&mut self) {
+        let Some(mut counts) = self.counts.take() else { return };
+        for page in self.counted_pages() {
+            counts[page * PAGE..(page + 1) * PAGE].fill(0);
+        }
+        let mut spare = SPARE_MAPPED.lock().unwrap_or_else(|e| e.into_inner());
+        if spare.len() < SPARE_MAPPED_AT_MOST {
+            spare.push(counts);
+        }
+    }
+}
+
+impl Clone for Exact {
+    /// The counted pages copied (a copy is asked before a question of a histogram not settled).
+    fn clone(&self) -> Exact {
+        let counts = self.counts.as_ref().map(|counts| {
+            let mut copy = Exact::zeroed();
+            for page in self.counted_pages() {
+                copy[page * PAGE..(page + 1) * PAGE].copy_from_slice(&counts[page * PAGE..(page + 1) * PAGE]);
+            }
+            copy
+        });
+        Exact { counts, ..*self }
+    }
+}
+
 /// Values counted together.
 const BATCH: usize = 8192;
 
@@ -624,23 +866,80 @@ impl SignedHistogram {
         self.outliers.is_some()
     }
 
-    /// Keeps the value (exact, outside 0..262,144) or notes its counter for the next count: at
-    /// once, where holding each value for a batch to sort out wrote and read it once more.
-    /// Inlined into the fold, which calls it four times a sample: a call each cost a tenth of
-    /// the fold (`WIDE=1 CLASSES=2 BUDGET=4000000 fold_cost`).
+    /// Counts the value (in 0..262,144) or keeps it (exact, outside) or notes its counter for
+    /// the next count: at once, where holding each value for a batch to sort out wrote and read
+    /// it once more. Inlined into the fold, which calls it four times a sample: a call each cost
+    /// a tenth of the fold (`WIDE=1 CLASSES=2 BUDGET=4000000 fold_cost`).
     #[inline(always)]
-    pub fn record(&mut self, value: i64) {
+    pub fn record<const NOW: bool>(&mut self, value: i64) {
+        if (value as u64) < EXACT_BELOW {
+            self.record_exact::<NOW>(value as usize);
+        } else {
+            self.record_outside(value);
+        }
+    }
+
+    /// Counts a value in 0..262,144: at once (`NOW`, for a caller folding a large batch, whose
+    /// counters stay in the caches) or noted for the next count by page (a few values at a time,
+    /// between which the counters leave the caches: an increment each missed them, and the fold
+    /// of a default run's rows cost 4 times as much, issue 58).
+    #[inline(always)]
+    pub fn record_exact<const NOW: bool>(&mut self, value: usize) {
+        self.len += 1;
+        if NOW {
+            if self.exact.full() {
+                self.exact.drain_into(&mut self.positive, &mut self.sums);
+            }
+            self.exact.count(value);
+            return;
+        }
+        // A value below 262,144 is its own counter's index.
+        self.uncounted_positive.push(value as u32);
+        if self.uncounted_positive.len() >= BATCH {
+            self.flush();
+        }
+    }
+
+    /// Keeps (exact) or notes for the next count a value outside 0..262,144.
+    #[inline(always)]
+    pub fn record_outside(&mut self, value: i64) {
         self.len += 1;
         if let Some(kept) = &mut self.outliers {
-            if !(0..EXACT_BELOW as i64).contains(&value) {
-                kept.push(value);
-                return;
-            }
+            kept.push(value);
+            return;
         }
         note_counter(value, &mut self.uncounted_positive, &mut self.uncounted_negative);
         if self.uncounted_positive.len().max(self.uncounted_negative.len()) >= BATCH {
             self.flush();
         }
+    }
+
+    /// (value, count) of every value in 0..262,144 counted, in increasing order of value.
+    #[cfg(test)]
+    fn for_each_exact(&self, mut put: impl FnMut(i64, u64)) {
+        self.flushed(|this| {
+            this.positive.for_each_nonzero_below(EXACT_PAGES, |index, count| put(index as i64, count));
+        });
+    }
+
+    /// From now on, the values in 0..262,144 are summed apart below `pivot` (set before the
+    /// first is counted; see [`ExactSums`]).
+    pub fn set_pivot(&mut self, pivot: i64) {
+        debug_assert_eq!(self.sums.count, 0, "no value summed yet");
+        self.sums.pivot = pivot;
+    }
+
+    /// The sums of every value in 0..262,144 recorded, once settled ([`SignedHistogram::settle`]).
+    pub fn settled_sums(&self) -> ExactSums {
+        debug_assert!(!self.has_uncounted(), "settled");
+        self.sums
+    }
+
+    /// The sums of every value in 0..262,144 recorded (counting those not yet counted).
+    pub fn exact_sums(&mut self) -> ExactSums {
+        self.flush();
+        self.exact.drain_into(&mut self.positive, &mut self.sums);
+        self.sums
     }
 
     /// Adds another's values as if each had been recorded here; exact only if both were.
@@ -649,10 +948,11 @@ impl SignedHistogram {
             self.make_approximate();
         }
         self.len += other.len;
+        self.exact.drain_into(&mut self.positive, &mut self.sums);
+        let theirs = other.exact_sums();
+        self.sums.merge(&theirs);
         self.positive.absorb(std::mem::take(&mut other.positive));
         self.negative.absorb(std::mem::take(&mut other.negative));
-        self.positive.add_by_page(&other.uncounted_positive);
-        self.negative.add_by_page(&other.uncounted_negative);
         match (&mut self.outliers, other.outliers) {
             (Some(mine), Some(theirs)) => mine.absorb(theirs),
             (None, Some(theirs)) => self.count_values(theirs.values(), theirs.len()),
@@ -671,6 +971,10 @@ impl SignedHistogram {
     /// Counts the values recorded since the last count, page of counters by page.
     #[inline(never)]
     fn flush(&mut self) {
+        // An index below 262,144 is its value's.
+        for index in self.uncounted_positive.iter().filter(|index| u64::from(**index) < EXACT_BELOW) {
+            self.sums.add(u64::from(*index), 1);
+        }
         self.positive.add_by_page(&self.uncounted_positive);
         self.negative.add_by_page(&self.uncounted_negative);
         self.uncounted_positive.clear();
@@ -689,7 +993,7 @@ impl SignedHistogram {
     }
 
     fn has_uncounted(&self) -> bool {
-        !(self.uncounted_positive.is_empty() && self.uncounted_negative.is_empty())
+        !(self.uncounted_positive.is_empty() && self.uncounted_negative.is_empty() && self.exact.is_empty())
     }
 
     /// Counts what is recorded, and the kept values by bucket (so that questions need no copy
@@ -697,6 +1001,7 @@ impl SignedHistogram {
     pub fn settle(&mut self) {
         if self.has_uncounted() {
             self.flush();
+            self.exact.drain_into(&mut self.positive, &mut self.sums);
         }
         if let Some(kept) = &mut self.outliers {
             kept.count();
@@ -851,6 +1156,7 @@ impl SignedHistogram {
         }
         let mut flushed = self.clone();
         flushed.flush();
+        flushed.exact.drain_into(&mut flushed.positive, &mut flushed.sums);
         read(&flushed)
     }
 }
@@ -1079,7 +1385,7 @@ mod tests {
             (1 << 32) + 1,
         ];
         let mut exact = SignedHistogram::exact();
-        values.iter().for_each(|v| exact.record(*v));
+        values.iter().for_each(|v| exact.record::<true>(*v));
         let mut sorted = values.to_vec();
         sorted.sort();
         let ranks: Vec<u64> = (1..=values.len() as u64).collect();
@@ -1173,10 +1479,10 @@ mod tests {
         let mut next = xorshift(77);
         let values: Vec<i64> = (0..20_000).map(|_| 262_144 + (next() % 9_000_000) as i64).collect();
         let (mut settled, mut one) = (SignedHistogram::exact(), SignedHistogram::exact());
-        values[..12_000].iter().for_each(|v| settled.record(*v));
+        values[..12_000].iter().for_each(|v| settled.record::<true>(*v));
         settled.settle();
-        values[12_000..].iter().for_each(|v| settled.record(*v));
-        values.iter().for_each(|v| one.record(*v));
+        values[12_000..].iter().for_each(|v| settled.record::<true>(*v));
+        values.iter().for_each(|v| one.record::<false>(*v));
         let mut sorted = values.clone();
         sorted.sort();
         let ranks: Vec<u64> = (1..=values.len() as u64).step_by(7).collect();
@@ -1227,7 +1533,7 @@ mod tests {
         };
         for exact in [true, false] {
             let mut h = if exact { SignedHistogram::exact() } else { SignedHistogram::default() };
-            values.iter().for_each(|v| h.record(*v));
+            values.iter().for_each(|v| h.record::<true>(*v));
             // Counted at 5 digits or kept, each value lands in its own bucket of 3.
             let clamped = library(&mut values.iter().map(|v| (*v).max(0) as u64));
             assert_eq!(ours(&h.encode_clamped()), clamped, "exact: {exact}");
@@ -1245,7 +1551,7 @@ mod tests {
     fn signed_histograms_rank_negative_values_first() {
         let mut h = SignedHistogram::default();
         for v in [-300, -5, 0, 7, 7, 1_000_000_007] {
-            h.record(v);
+            h.record::<true>(v);
         }
         assert_eq!(h.len(), 6);
         assert_eq!(h.at_ranks(&[1, 2, 3, 4, 5]), vec![-300, -5, 0, 7, 7]);
@@ -1267,7 +1573,7 @@ mod tests {
         let all: Vec<i64> = a.iter().chain(&b).copied().collect();
         let filled = |values: &[i64], exact: bool| {
             let mut h = if exact { SignedHistogram::exact() } else { SignedHistogram::default() };
-            values.iter().for_each(|v| h.record(*v));
+            values.iter().for_each(|v| h.record::<true>(*v));
             h
         };
         // Both exact; and an exact one absorbing one that is not, which makes it approximate.
@@ -1292,7 +1598,7 @@ mod tests {
             let values: Vec<i64> =
                 (0..5_000 + round * 3_000).map(|_| 262_144 + (random() % 1_000_000) as i64).collect();
             let mut h = SignedHistogram::exact();
-            values.iter().for_each(|v| h.record(*v));
+            values.iter().for_each(|v| h.record::<true>(*v));
             let mut sorted = values.clone();
             sorted.sort();
             let ranks: Vec<u64> = (1..=values.len() as u64).collect();
@@ -1303,6 +1609,48 @@ mod tests {
         assert!(spare.iter().all(|v| v.is_empty() && v.capacity() >= SPARE_VALUES_EACH_AT_LEAST));
         assert!(spare.iter().map(Vec::capacity).sum::<usize>() <= SPARE_VALUES_AT_MOST);
         assert!(spare.is_sorted_by_key(Vec::capacity));
+    }
+
+    /// Values in 0..262,144 counted directly: asked before and after a settle, cloned, absorbed
+    /// and drained before a counter could overflow, they rank as the sorted values, and the
+    /// arrays the histograms leave behind are all zeros for the next rows.
+    #[test]
+    fn directly_counted_values_rank_as_the_sorted_ones() {
+        let mut random = xorshift(5);
+        let values: Vec<i64> = (0..20_000).map(|_| (random() % 262_144) as i64).collect();
+        let (mut one, mut half) = (SignedHistogram::exact(), SignedHistogram::exact());
+        values.iter().for_each(|v| one.record::<true>(*v));
+        values[..10_000].iter().for_each(|v| half.record::<true>(*v));
+        let mut other = SignedHistogram::default();
+        values[10_000..].iter().for_each(|v| other.record::<false>(*v));
+        let copy = half.clone();
+        half.absorb(other);
+        let mut sorted = values.clone();
+        sorted.sort();
+        let ranks: Vec<u64> = (1..=values.len() as u64).step_by(7).collect();
+        let want: Vec<i64> = ranks.iter().map(|r| sorted[*r as usize - 1]).collect();
+        assert_eq!(one.at_ranks(&ranks), want, "before a settle");
+        one.settle();
+        assert_eq!(one.at_ranks(&ranks), want, "after");
+        assert_eq!(half.at_ranks(&ranks), want, "absorbed");
+        assert_eq!((copy.len(), one.len(), half.len()), (10_000, 20_000, 20_000));
+        let mut counted = Vec::new();
+        copy.for_each_exact(|value, count| counted.extend(std::iter::repeat_n(value, count as usize)));
+        let mut first_half = values[..10_000].to_vec();
+        first_half.sort();
+        assert_eq!(counted, first_half, "a clone counts what its original had");
+        // A counter about to overflow: the counts move to the paged counters first.
+        let mut full = SignedHistogram::default();
+        full.exact.len = u32::MAX - 1;
+        full.record::<true>(3);
+        full.record::<true>(3);
+        assert_eq!(full.exact.len, 1, "drained before the second");
+        // Drained, the counters are all 0 again.
+        let mut drained = SignedHistogram::default();
+        values.iter().for_each(|v| drained.record::<true>(*v));
+        drained.settle();
+        assert!(drained.exact.counts.as_ref().is_some_and(|counts| counts.iter().all(|c| *c == 0)));
+        assert_eq!(drained.at_ranks(&ranks), want, "from the paged counters");
     }
 
     /// Exact histograms absorbed whole keep their values in runs, each sorted once: ranks across
@@ -1327,7 +1675,7 @@ mod tests {
                         4 => u32::MAX as i64 - 2 + (next() % 5) as i64,
                         _ => [i64::MIN, i64::MAX, -1][(next() % 3) as usize],
                     };
-                    h.record(v);
+                    h.record::<true>(v);
                     all.push(v);
                 }
                 h.settle();
@@ -1335,7 +1683,7 @@ mod tests {
             }
             assert!(merged.outliers.as_ref().unwrap().runs.len() <= MAX_RUNS);
             let mut one = SignedHistogram::exact();
-            all.iter().for_each(|v| one.record(*v));
+            all.iter().for_each(|v| one.record::<true>(*v));
             all.sort();
             let ranks: Vec<u64> = (1..=all.len() as u64).collect();
             assert_eq!(merged.at_ranks(&ranks), all, "{parts} parts");
@@ -1380,7 +1728,7 @@ mod tests {
             let mut h = if exact { SignedHistogram::exact() } else { SignedHistogram::default() };
             for _ in 0..30_000 {
                 let magnitude = (next() % spread) as i64;
-                h.record(if next() % 100 < negative_share { -magnitude } else { magnitude });
+                h.record::<true>(if next() % 100 < negative_share { -magnitude } else { magnitude });
             }
             h.settle();
             let mut seen = 0;

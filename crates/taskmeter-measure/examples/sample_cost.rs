@@ -14,7 +14,7 @@
 //!     cargo run --release -p taskmeter-measure --example sample_cost
 
 use std::io::Write;
-use std::os::fd::{FromRawFd, IntoRawFd};
+use std::os::fd::FromRawFd;
 use std::time::Instant;
 use taskmeter_analysis::accumulate::RowStats;
 use taskmeter_measure::process::fold::BATCH;
@@ -74,14 +74,12 @@ fn opening(units: u64) -> Vec<u8> {
     bytes
 }
 
-/// Every unit's samples, a frame at a time, round after round, written to a new sample file.
-fn produce(units: u64, per_frame: u64, narrow: bool, absolute: bool) -> SampleFile {
-    let file = SampleFile::create().expect("a memfd");
-    // SAFETY: a new descriptor of the same file, owned by the File below.
-    let mut out = unsafe { std::fs::File::from_raw_fd(libc::dup(file.raw_fd())) };
+/// Every unit's samples, a frame at a time, round after round, in blocks of about 4 MiB (as a
+/// worker's writer appends them).
+fn produce(units: u64, per_frame: u64, narrow: bool, absolute: bool) -> Vec<Vec<u8>> {
     let (origin, mut random) = (1_000u64, Random(0x9E37_79B9_7F4A_7C15));
     let mut wake = vec![origin; units as usize];
-    let mut bytes = Vec::new();
+    let (mut blocks, mut bytes) = (Vec::new(), Vec::new());
     for round in 0..COUNT / units / per_frame {
         for unit in 1..=units {
             let first = round * per_frame;
@@ -99,16 +97,17 @@ fn produce(units: u64, per_frame: u64, narrow: bool, absolute: bool) -> SampleFi
                     };
                     // Absolute mode: a unit past its deadlines wakes late by less than a period.
                     let late = if absolute { late % PERIOD_NS } else { late };
+                    let start = start.max(intended - PERIOD_NS);
                     let sample = Sample {
                         period,
-                        start_ns: start.max(intended - PERIOD_NS),
-                        busy_end_ns: 0,
+                        start_ns: start,
+                        busy_end_ns: start,
                         intended_ns: intended,
                         wake_ns: intended + late,
                         missed: 0,
                     };
                     wake[unit as usize - 1] = sample.wake_ns;
-                    Sample { busy_end_ns: sample.start_ns, ..sample }
+                    sample
                 })
                 .collect();
             put_samples(
@@ -117,14 +116,12 @@ fn produce(units: u64, per_frame: u64, narrow: bool, absolute: bool) -> SampleFi
                 samples.into_iter(),
             );
         }
-        if bytes.len() > 8 << 20 {
-            out.write_all(&bytes).expect("the memfd takes it");
-            bytes.clear();
+        if bytes.len() >= 4 << 20 {
+            blocks.push(std::mem::take(&mut bytes));
         }
     }
-    out.write_all(&bytes).expect("the memfd takes it");
-    let _ = out.into_raw_fd();
-    file
+    blocks.push(bytes);
+    blocks
 }
 
 /// How far along the path each sample goes.
@@ -135,44 +132,90 @@ enum Upto {
     Folded,
 }
 
-/// Reads the whole file (checking and folding, as far as `upto`): the samples and ns per sample.
-fn pass(file: SampleFile, plan: &Plan, classes: u32, upto: Upto) -> (u64, f64) {
-    let mut reader: SampleReader = file.reader().expect("mapped");
-    let mut checker = Checker::new(plan.clone());
-    let (mut views, mut stats) = (Vec::<SampleView>::with_capacity(BATCH), RowStats::new(classes, 1_000_000, false));
-    let opening = opening(u64::from(plan.units));
-    let mut control = taskmeter_protocol::frames::FrameReader::new(opening.as_slice());
-    while let Some((kind, payload)) = control.next_raw().expect("well formed") {
-        checker.accept(&decode(kind, payload).expect("well formed"), &mut views).expect("valid");
-    }
-    let (started, mut samples, mut sum) = (Instant::now(), 0u64, 0u64);
-    reader.fill().expect("the file's size");
-    while let Some((kind, payload)) = reader.next_frame().expect("whole frames") {
-        let frame = decode(kind, payload).expect("well formed");
-        let Frame::Samples(chunk) = &frame else { unreachable!("sample frames only") };
-        if upto == Upto::Read {
-            chunk.samples().for_each(|s| sum = sum.wrapping_add(s.wake_ns));
-            samples += chunk.len() as u64;
-            continue;
+/// The reader's place in the sample file, and what it has checked and folded.
+struct Path {
+    reader: SampleReader,
+    checker: Checker,
+    views: Vec<SampleView>,
+    stats: RowStats,
+    samples: u64,
+    sum: u64,
+}
+
+impl Path {
+    fn new(file: SampleFile, plan: &Plan, classes: u32) -> Path {
+        let mut checker = Checker::new(plan.clone());
+        let mut views = Vec::with_capacity(BATCH);
+        let opening = opening(u64::from(plan.units));
+        let mut control = taskmeter_protocol::frames::FrameReader::new(opening.as_slice());
+        while let Some((kind, payload)) = control.next_raw().expect("well formed") {
+            checker.accept(&decode(kind, payload).expect("well formed"), &mut views).expect("valid");
         }
-        for piece in chunk.pieces(BATCH) {
-            if views.len() >= BATCH {
-                if upto == Upto::Folded {
-                    stats.add(&views);
-                }
-                samples += views.len() as u64;
-                views.clear();
+        let (reader, stats) = (file.reader().expect("mapped"), RowStats::new(classes, 1_000_000, false));
+        Path { reader, checker, views, stats, samples: 0, sum: 0 }
+    }
+
+    /// Reads every whole frame written so far, as far along the path as `upto`.
+    fn read(&mut self, upto: Upto) {
+        self.reader.fill().expect("the file's size");
+        while let Some((kind, payload)) = self.reader.next_frame().expect("whole frames") {
+            let frame = decode(kind, payload).expect("well formed");
+            let Frame::Samples(chunk) = &frame else { unreachable!("sample frames only") };
+            if upto == Upto::Read {
+                chunk.samples().for_each(|s| self.sum = self.sum.wrapping_add(s.wake_ns));
+                self.samples += chunk.len() as u64;
+                continue;
             }
-            checker.accept(&Frame::Samples(piece), &mut views).expect("valid");
+            for piece in chunk.pieces(BATCH) {
+                if self.views.len() >= BATCH {
+                    hand_on(&mut self.stats, &mut self.views, &mut self.samples, upto);
+                }
+                self.checker.accept(&Frame::Samples(piece), &mut self.views).expect("valid");
+            }
         }
     }
-    if upto == Upto::Folded {
-        stats.add(&views);
-        std::hint::black_box(stats.finish());
+
+    fn hand_on(&mut self, upto: Upto) {
+        hand_on(&mut self.stats, &mut self.views, &mut self.samples, upto);
     }
-    samples += views.len() as u64;
-    std::hint::black_box(sum);
-    (samples, started.elapsed().as_nanos() as f64 / samples as f64)
+}
+
+/// Folds the checked samples (as far as `upto` goes), as a reader hands them on.
+fn hand_on(stats: &mut RowStats, views: &mut Vec<SampleView>, samples: &mut u64, upto: Upto) {
+    if upto == Upto::Folded {
+        stats.add(views);
+    }
+    *samples += views.len() as u64;
+    views.clear();
+}
+
+/// Writes the blocks to a new sample file and reads them as far along the path as `upto`:
+/// each block as soon as it is written (`pace`: the reader keeps pace, and reads what was
+/// just written, from the caches) or all of them after (the reader far behind: from memory).
+/// The samples, and the reader's ns per sample (the writing not counted).
+fn pass(blocks: &[Vec<u8>], plan: &Plan, classes: u32, upto: Upto, pace: bool) -> (u64, f64) {
+    let file = SampleFile::create().expect("a memfd");
+    // SAFETY: a new descriptor of the same file, owned by the File below.
+    let mut out = unsafe { std::fs::File::from_raw_fd(libc::dup(file.raw_fd())) };
+    let mut path = Path::new(file, plan, classes);
+    let mut reading = std::time::Duration::ZERO;
+    for block in blocks {
+        out.write_all(block).expect("the memfd takes it");
+        if pace {
+            let started = Instant::now();
+            path.read(upto);
+            reading += started.elapsed();
+        }
+    }
+    let started = Instant::now();
+    path.read(upto);
+    path.hand_on(upto);
+    if upto == Upto::Folded {
+        std::hint::black_box(std::mem::replace(&mut path.stats, RowStats::new(1, 0, false)).finish());
+    }
+    reading += started.elapsed();
+    std::hint::black_box(path.sum);
+    (path.samples, reading.as_nanos() as f64 / path.samples as f64)
 }
 
 fn main() {
@@ -180,24 +223,36 @@ fn main() {
     let narrow = std::env::var("LATE").is_ok_and(|l| l == "narrow");
     let absolute = std::env::var("MODE").is_ok_and(|m| m == "absolute");
     let plan = plan(units, classes, absolute);
-    let mut best = [f64::MAX; 3];
-    let mut count = 0;
-    for _ in 0..5 {
-        for (i, upto) in [Upto::Read, Upto::Checked, Upto::Folded].into_iter().enumerate() {
-            let file = produce(units, per_frame, narrow, absolute);
-            let (samples, ns) = pass(file, &plan, classes as u32, upto);
-            (best[i], count) = (best[i].min(ns), samples);
-        }
-    }
-    let [read, checked, folded] = best;
+    let blocks = produce(units, per_frame, narrow, absolute);
     println!(
-        "sample path: {folded:.1} ns per sample read, checked and folded = {:.1} M samples/s on one core \
-         (read {read:.1}, check {:.1}, fold {:.1}; best of 5; {count} samples of {units} units, {per_frame} a frame, \
-         {} mode, {} lateness, {classes} class(es))",
-        1e3 / folded,
-        checked - read,
-        folded - checked,
+        "sample path, best of 5: {} samples of {units} units, {per_frame} a frame, {} mode, {} lateness, {classes} class(es)",
+        COUNT / units / per_frame * units * per_frame,
         if absolute { "absolute" } else { "relative" },
         if narrow { "narrow (60-70 µs)" } else { "spin (20-90 ns)" },
     );
+    let paces: Vec<bool> = match std::env::var("PACE").as_deref() {
+        Ok("1") => vec![true],
+        Ok("0") => vec![false],
+        _ => vec![true, false],
+    };
+    let steps: Vec<Upto> = match std::env::var("UPTO").as_deref() {
+        Ok("read") => vec![Upto::Read],
+        _ => vec![Upto::Read, Upto::Checked, Upto::Folded],
+    };
+    for pace in paces {
+        let mut best = [f64::MAX; 3];
+        for _ in 0..5 {
+            for (i, upto) in steps.iter().copied().enumerate() {
+                best[i] = best[i].min(pass(&blocks, &plan, classes as u32, upto, pace).1);
+            }
+        }
+        let [read, checked, folded] = best;
+        println!(
+            "  {}: {folded:.1} ns per sample read, checked and folded = {:.1} M samples/s on one core (read {read:.1}, check {:.1}, fold {:.1})",
+            if pace { "reader keeping pace (each 4 MiB read as written)" } else { "reader behind (the whole file read after)" },
+            1e3 / folded,
+            checked - read,
+            folded - checked,
+        );
+    }
 }

@@ -779,18 +779,23 @@ impl SampleContext<'_> {
                 }
             }
             Mode::Absolute => {
-                if s.intended_ns as u128 != self.deadline(s.period) {
+                // Each deadline once (a sample of no missed periods wakes by this one plus the
+                // next sleep), where up to three were computed from the origin.
+                let deadline = self.deadline(s.period);
+                if s.intended_ns as u128 != deadline {
                     return Err(format!(
-                        "intended {} is not the deadline of period {}: {}",
-                        s.intended_ns,
-                        s.period,
-                        self.deadline(s.period)
+                        "intended {} is not the deadline of period {}: {deadline}",
+                        s.intended_ns, s.period,
                     ));
                 }
                 let last =
                     s.period.checked_add(s.missed).filter(|l| *l < u64::MAX).ok_or("missed overflows the period")?;
                 let wake = s.wake_ns as u128;
-                if wake > self.deadline(last + 1) || (s.missed > 0 && wake <= self.deadline(last)) {
+                let (at_last, after_last) = match s.missed {
+                    0 => (deadline, deadline + self.plan.sleep.schedule.expected_exact(self.unit, last + 1)),
+                    _ => (self.deadline(last), self.deadline(last + 1)),
+                };
+                if wake > after_last || (s.missed > 0 && wake <= at_last) {
                     return Err(format!(
                         "missed {} does not match the deadlines that wake {} passed",
                         s.missed, s.wake_ns

@@ -59,6 +59,17 @@ impl Schedule {
         }
     }
 
+    /// [`Schedule::expected`] as [`Schedule::total_through`] counts it: exact, never saturated,
+    /// so that a deadline plus the next sleep is the next deadline.
+    pub fn expected_exact(&self, unit: u32, k: u64) -> u128 {
+        match *self {
+            Schedule::Fixed { ns } => ns as u128,
+            Schedule::ByUnit { ns } => ns as u128 * unit as u128,
+            Schedule::Modulo { m, ns } => ns as u128 * (k % m.max(1) + 1) as u128,
+            Schedule::None => 0,
+        }
+    }
+
     /// The sum of the expected sleeps of periods `0..=period` of unit `unit`: in absolute mode,
     /// the deadline of that period is `origin` plus this. Exact (u128) for any period.
     pub fn total_through(&self, unit: u32, period: u64) -> u128 {
@@ -721,6 +732,29 @@ mod tests {
         for ns in [0, 7, 250_000, 1_000_000, 1_500_000, 15_000_000_000, 90_000_000_000] {
             assert_eq!(parse_duration_ns(&format_duration_spec(ns)), Ok(ns));
         }
+    }
+
+    /// A deadline plus the next period's exact sleep is the next deadline, even where the
+    /// sleep itself passes 64 bits (a unit's number times a long by-unit sleep), and the exact
+    /// sleep is the sleep wherever that fits.
+    #[test]
+    fn the_next_deadline_is_this_one_plus_the_next_sleep() {
+        let schedules = [
+            Schedule::Fixed { ns: 250_000 },
+            Schedule::ByUnit { ns: 1 << 52 },
+            Schedule::Modulo { m: 7, ns: 3_000 },
+            Schedule::None,
+        ];
+        for schedule in schedules {
+            for (unit, period) in [(1, 0), (3, 5), (4_000, 6), (4_000, 1 << 40), (u32::MAX, 1 << 20)] {
+                let next = schedule.expected_exact(unit, period + 1);
+                assert_eq!(schedule.total_through(unit, period) + next, schedule.total_through(unit, period + 1));
+                if next <= u64::MAX as u128 {
+                    assert_eq!(next, schedule.expected(unit, period + 1) as u128, "{schedule:?}");
+                }
+            }
+        }
+        assert!(Schedule::ByUnit { ns: 1 << 52 }.expected_exact(u32::MAX, 0) > u64::MAX as u128);
     }
 
     #[test]

@@ -455,6 +455,55 @@ impl Moments {
         self.max = self.max.max(value);
     }
 
+    /// Adds `value` `n` times, as `n` calls of [`Moments::add`] would.
+    #[inline]
+    pub fn add_n(&mut self, value: i64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        if self.count == 0 {
+            (self.shift, self.min, self.max) = (value, value, value);
+        }
+        let (d, n128) = (value as i128 - self.shift as i128, n as i128);
+        self.count += n;
+        self.sum += n128 * d;
+        self.sum_squares += n128 * d * d;
+        self.min = self.min.min(value);
+        self.max = self.max.max(value);
+    }
+
+    /// `count` values from `min` to `max`, given the sum of the values and of their squares
+    /// (each exact modulo 2^128: see [`Moments::rebased`]).
+    pub fn from_sums(count: u64, sum: i128, sum_squares: i128, min: i64, max: i64) -> Moments {
+        if count == 0 {
+            return Moments::default();
+        }
+        Moments { count, shift: 0, sum, sum_squares, min, max }
+    }
+
+    /// The same values, their sums taken from `shift` instead: exact, so a set folded in any
+    /// order and rebased on its first value has the sums (and every figure) of adding its
+    /// values one by one. Computed modulo 2^128: terms on the way may pass i128 (a sum of
+    /// squares from 0 of values near 2^53), the sums taken from a value of the set do not.
+    pub fn rebased(self, shift: i64) -> Moments {
+        if self.count == 0 {
+            return self;
+        }
+        // Each value is d + k from the new shift, d its difference from the old.
+        let (k, n) = (self.shift as i128 - shift as i128, self.count as i128);
+        let sum_squares = self
+            .sum_squares
+            .wrapping_add(2i128.wrapping_mul(k).wrapping_mul(self.sum))
+            .wrapping_add(n.wrapping_mul(k).wrapping_mul(k));
+        Moments { shift, sum_squares, sum: self.sum.wrapping_add(n.wrapping_mul(k)), ..self }
+    }
+
+    /// The moments of the values' negations (their magnitudes, for values below 0). Values
+    /// above `i64::MIN`.
+    pub fn negated(self) -> Moments {
+        Moments { shift: -self.shift, sum: -self.sum, min: -self.max, max: -self.min, ..self }
+    }
+
     /// Adds another's values as if each had been added here: the sums, rebased on this one's
     /// shift, are exact integers, so the count, mean, standard deviation, min and max are those
     /// of adding them one by one (this one's first value stays the shift).
@@ -629,6 +678,25 @@ mod tests {
         let (mut d, e) = (Moments::of(&[-3_000_000_000, 7]), Moments::of(&[9_000_000_000, -1]));
         d.merge(&e);
         assert_eq!(d, Moments::of(&[-3_000_000_000, 7, 9_000_000_000, -1]));
+    }
+
+    #[test]
+    fn counted_rebased_and_negated_moments_are_those_of_the_values_one_by_one() {
+        // 4, 4, 4 counted at once, then 2 and 9, rebased on 2 (the first value one by one):
+        // the same sums as adding 2, 4, 4, 4, 9 in turn, and so the same mean and deviation.
+        let mut counted = Moments::default();
+        counted.add_n(4, 3);
+        counted.add_n(7, 0);
+        counted.add(2);
+        counted.add(9);
+        assert_eq!(counted.rebased(2), Moments::of(&[2, 4, 4, 4, 9]));
+        assert_eq!((counted.count, counted.min, counted.max), (5, 2, 9));
+        // Sums taken from 4 (by hand): 0 + 0 + 0 - 2 + 5 = 3; squares 4 + 25 = 29.
+        assert_eq!((counted.sum, counted.sum_squares), (3, 29));
+        assert_eq!(Moments::default().rebased(7), Moments::default());
+        // -5, -1, -3 negated: 5, 1, 3, from the first value's magnitude.
+        assert_eq!(Moments::of(&[-5, -1, -3]).negated(), Moments::of(&[5, 1, 3]));
+        assert_eq!(Moments::of(&[-5, -1, -3]).negated().rebased(1), Moments::of(&[1, 3, 5]).rebased(1));
     }
 
     #[test]
