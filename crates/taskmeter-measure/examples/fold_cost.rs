@@ -16,17 +16,9 @@ use std::time::Instant;
 use taskmeter_analysis::accumulate::RowStats;
 use taskmeter_protocol::{Sample, SampleView};
 
-/// A small xorshift generator: the same samples every run.
-struct Random(u64);
-
-impl Random {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
+#[path = "common/random.rs"]
+mod random;
+use random::Random;
 
 fn samples(count: usize, classes: u32, wide: bool, expected: u64) -> Vec<SampleView> {
     let (mut random, mut wake) = (Random(0x9E37_79B9_7F4A_7C15), vec![1_000_000u64; 20]);

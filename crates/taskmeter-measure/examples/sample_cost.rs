@@ -25,17 +25,9 @@ use taskmeter_protocol::{Checker, Gate, Hello, Plan, Sample, SampleView, CLOCK, 
 const COUNT: u64 = 6_000_000;
 const PERIOD_NS: u64 = 1_000;
 
-/// A small xorshift generator: the same samples every run.
-struct Random(u64);
-
-impl Random {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
+#[path = "common/random.rs"]
+mod random;
+use random::Random;
 
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
