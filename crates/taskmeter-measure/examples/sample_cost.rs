@@ -19,94 +19,38 @@ use std::time::Instant;
 use taskmeter_analysis::accumulate::RowStats;
 use taskmeter_measure::process::fold::BATCH;
 use taskmeter_measure::process::samples::{SampleFile, SampleReader};
-use taskmeter_protocol::frames::{decode, put_json, put_samples, ChunkHead, Frame};
-use taskmeter_protocol::{Checker, Gate, Hello, Plan, Sample, SampleView, CLOCK, PROTOCOL};
+use taskmeter_protocol::frames::{decode, put_samples, ChunkHead, Frame};
+use taskmeter_protocol::{Checker, Plan, Sample, SampleView};
 
 const COUNT: u64 = 6_000_000;
 const PERIOD_NS: u64 = 1_000;
+const ORIGIN_NS: u64 = 1_000;
 
-#[path = "common/random.rs"]
-mod random;
-use random::Random;
+mod common {
+    #[path = "random.rs"]
+    pub mod random;
+    #[path = "synthetic.rs"]
+    pub mod synthetic;
+}
+use common::random::Random;
+use common::synthetic::{opening, plan, Lateness, SyntheticUnit};
 
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-fn plan(units: u64, classes: u64, absolute: bool) -> Plan {
-    Plan::from_json(&format!(
-        r#"{{"protocol": {PROTOCOL}, "runtime": "thread/spin", "experiment": "sleep", "units": {units}, "classes": {classes},
-            "start_limit_ns": 10000000000, "warmup_ns": 1000000, "duration_ns": 100000000000,
-            "mode": "{}", "schedule": "fixed", "sleep_ns": {PERIOD_NS}, "modulo": 1, "busy_iters": 0,
-            "busy_yield": false, "ring": 65536, "flush_ns": 10000000, "room_threads": 30000,
-            "room_threads_why": "-", "room_memory_bytes": 4294967296, "room_memory_why": "-", "max_map_count": 65530}}"#,
-        if absolute { "absolute" } else { "relative" }
-    ))
-    .expect("a valid plan")
-}
-
-/// The control frames before the samples (they go to stdout in a real run; here to the checker).
-fn opening(units: u64) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    let hello = Hello {
-        protocol: PROTOCOL,
-        runtime: "thread/spin".into(),
-        runtime_version: "sample_cost".into(),
-        clock: CLOCK.into(),
-        pid: 1,
-        priority: "none".into(),
-        wait: None,
-    };
-    put_json(&mut bytes, b'H', &hello);
-    put_json(
-        &mut bytes,
-        b'G',
-        &Gate { create_start_ns: 10, run_start_ns: 100, units: units as u32, start_error: None },
-    );
-    bytes
-}
-
 /// Every unit's samples, a frame at a time, round after round, in blocks of about 4 MiB (as a
 /// worker's writer appends them).
-fn produce(units: u64, per_frame: u64, narrow: bool, absolute: bool) -> Vec<Vec<u8>> {
-    let (origin, mut random) = (1_000u64, Random(0x9E37_79B9_7F4A_7C15));
-    let mut wake = vec![origin; units as usize];
+fn produce(units: u64, per_frame: u64, late: Lateness, absolute: bool) -> Vec<Vec<u8>> {
+    let mut random = Random(0x9E37_79B9_7F4A_7C15);
+    let mut loops: Vec<SyntheticUnit> = (0..units).map(|_| SyntheticUnit::new(ORIGIN_NS)).collect();
     let (mut blocks, mut bytes) = (Vec::new(), Vec::new());
     for round in 0..COUNT / units / per_frame {
-        for unit in 1..=units {
-            let first = round * per_frame;
-            let samples: Vec<Sample> = (first..first + per_frame)
-                .map(|period| {
-                    let start = wake[unit as usize - 1];
-                    let intended = if absolute { origin + (period + 1) * PERIOD_NS } else { start + PERIOD_NS };
-                    let late = match narrow {
-                        true => {
-                            60_000
-                                + random.next() % 10_000
-                                + if random.next() % 1000 == 0 { random.next() % 4_000_000 } else { 0 }
-                        }
-                        false => 20 + random.next() % 70,
-                    };
-                    // Absolute mode: a unit past its deadlines wakes late by less than a period.
-                    let late = if absolute { late % PERIOD_NS } else { late };
-                    let start = start.max(intended - PERIOD_NS);
-                    let sample = Sample {
-                        period,
-                        start_ns: start,
-                        busy_end_ns: start,
-                        intended_ns: intended,
-                        wake_ns: intended + late,
-                        missed: 0,
-                    };
-                    wake[unit as usize - 1] = sample.wake_ns;
-                    sample
-                })
-                .collect();
-            put_samples(
-                &mut bytes,
-                ChunkHead { unit: unit as u32, origin_ns: origin, first, by_unit: false },
-                samples.into_iter(),
-            );
+        for (unit, synthetic) in (1..=units).zip(loops.iter_mut()) {
+            let samples: Vec<Sample> =
+                (0..per_frame).map(|_| synthetic.next(&mut random, PERIOD_NS, late, absolute)).collect();
+            let head = ChunkHead { unit: unit as u32, origin_ns: ORIGIN_NS, first: round * per_frame, by_unit: false };
+            put_samples(&mut bytes, head, samples.into_iter());
         }
         if bytes.len() >= 4 << 20 {
             blocks.push(std::mem::take(&mut bytes));
@@ -138,7 +82,7 @@ impl Path {
     fn new(file: SampleFile, plan: &Plan, classes: u32) -> Path {
         let mut checker = Checker::new(plan.clone());
         let mut views = Vec::with_capacity(BATCH);
-        let opening = opening(u64::from(plan.units));
+        let opening = opening(u64::from(plan.units), 1, (10, 100));
         let mut control = taskmeter_protocol::frames::FrameReader::new(opening.as_slice());
         while let Some((kind, payload)) = control.next_raw().expect("well formed") {
             checker.accept(&decode(kind, payload).expect("well formed"), &mut views).expect("valid");
@@ -212,15 +156,15 @@ fn pass(blocks: &[Vec<u8>], plan: &Plan, classes: u32, upto: Upto, pace: bool) -
 
 fn main() {
     let (units, per_frame, classes) = (env("UNITS", 15), env("PER_FRAME", 512), env("CLASSES", 1));
-    let narrow = std::env::var("LATE").is_ok_and(|l| l == "narrow");
+    let late = if std::env::var("LATE").is_ok_and(|l| l == "narrow") { Lateness::Narrow } else { Lateness::Spin };
     let absolute = std::env::var("MODE").is_ok_and(|m| m == "absolute");
-    let plan = plan(units, classes, absolute);
-    let blocks = produce(units, per_frame, narrow, absolute);
+    let plan = plan(units, classes, absolute, (PERIOD_NS, 100_000_000_000, 10_000_000));
+    let blocks = produce(units, per_frame, late, absolute);
     println!(
         "sample path, best of 5: {} samples of {units} units, {per_frame} a frame, {} mode, {} lateness, {classes} class(es)",
         COUNT / units / per_frame * units * per_frame,
         if absolute { "absolute" } else { "relative" },
-        if narrow { "narrow (60-70 µs)" } else { "spin (20-90 ns)" },
+        if late == Lateness::Narrow { "narrow (60-70 µs)" } else { "spin (20-90 ns)" },
     );
     let paces: Vec<bool> = match std::env::var("PACE").as_deref() {
         Ok("1") => vec![true],
