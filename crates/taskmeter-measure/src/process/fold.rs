@@ -1,8 +1,9 @@
 //! Where a worker's checked samples are folded into its row: on the reader's thread, until the
-//! reader falls behind the worker; from then on, on a thread of its own, so that reading and
-//! checking one batch overlaps folding the one before. Always on its own thread, the handoff
-//! (a wake-up a batch, the batches moving between cores) cost a 10,000-unit run a sixth more of
-//! taskmeter's CPU; only a reader that cannot keep up needs the second core.
+//! reader falls behind the worker; from then on, where taskmeter may use three CPUs or more, on a
+//! thread of its own, so that reading and checking one batch overlaps folding the one before.
+//! Always on its own thread, the handoff (a wake-up a batch, the batches moving between cores)
+//! cost a 10,000-unit run a sixth more of taskmeter's CPU; only a reader that cannot keep up needs
+//! the second core, and only a machine with a core to spare has one to give it.
 
 use std::sync::mpsc;
 use taskmeter_protocol::SampleView;

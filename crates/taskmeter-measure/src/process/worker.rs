@@ -275,8 +275,25 @@ pub const WRITER_ON_MAIN: &str = "not raised: it is the worker's main thread";
 const SAMPLE_POLL_MS: std::ops::RangeInclusive<u64> = 10..=1000;
 
 /// Read at once beyond this, the reader has fallen behind the worker: the fold moves to a thread
-/// of its own (a writer's flush of 10,000 units is some 10 MB).
+/// of its own (a writer's flush of 10,000 units is some 10 MB), where there may be a core for it.
 const BEHIND_BYTES: u64 = 64 << 20;
+
+/// The fold moves to a thread of its own only where taskmeter may run on at least this many CPUs:
+/// one for the worker, one for the reader, one for the fold. On two, the thread had no core of
+/// its own: handing it the batches cost taskmeter a third more a sample (44-51 ns against 33-38)
+/// and lowered the pace kept from 25 to 20 M samples a second (`sample_pace`, the guest,
+/// 2026-12-05: BENCHMARKS.md).
+const FOLD_THREAD_FROM_CPUS: usize = 3;
+
+/// Whether the fold may move to a thread of its own here: the CPUs of taskmeter's affinity and
+/// CPU quota.
+fn fold_may_move() -> bool {
+    std::thread::available_parallelism().is_ok_and(|cpus| fold_may_move_on(cpus.get()))
+}
+
+fn fold_may_move_on(cpus: usize) -> bool {
+    cpus >= FOLD_THREAD_FROM_CPUS
+}
 
 /// The bound of a worker's unread samples, and the way to ask it to stop at the bound.
 struct Bound {
@@ -288,6 +305,8 @@ struct Bound {
 struct Delivery {
     checker: Checker,
     fold: Fold,
+    /// Whether the fold may move to a thread of its own ([`fold_may_move`]).
+    fold_may_move: bool,
     bound: Bound,
     /// Checked samples of consecutive sample frames, handed on together: when the reader
     /// would wait for more, before any other frame, and every `fold::BATCH` (one lock of the
@@ -355,7 +374,7 @@ impl Delivery {
             if !moved && file.offset() - start > BEHIND_BYTES {
                 moved = true;
             }
-            if moved && !self.fold.on_its_thread() {
+            if moved && self.fold_may_move && !self.fold.on_its_thread() {
                 self.hand_on();
                 self.fold.move_to_its_thread();
             }
@@ -439,6 +458,7 @@ fn read_frames(
     let mut delivery = Delivery {
         checker: Checker::new(plan),
         fold,
+        fold_may_move: fold_may_move(),
         bound,
         views: Vec::new(),
         first_samples_ns: None,
@@ -679,4 +699,16 @@ fn bounded_reason(stream: &Stream) -> String {
         size(stream.backlog_stopped_at.unwrap_or(stream.backlog_peak_bytes)),
         size(stream.backlog_bound_bytes)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fold gets a thread of its own only where the worker, the reader and the fold can
+    /// each have a CPU.
+    #[test]
+    fn the_fold_moves_only_with_a_cpu_for_it() {
+        assert_eq!([1, 2, 3, 4, 16].map(fold_may_move_on), [false, false, true, true, true]);
+    }
 }
