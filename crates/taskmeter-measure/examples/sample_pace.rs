@@ -1,10 +1,11 @@
 //! The pace one worker's sample path keeps (issue 58, point 2): a synthetic worker offers samples
 //! at a set rate, and taskmeter's own worker supervisor (`run_worker`) takes them as in a run:
 //! the real sample file, reader, checker, fold (on a thread of its own once the reader falls
-//! 64 MiB behind, where taskmeter may use three CPUs or more) and backlog bound. The worker is this program run again: it speaks the worker
-//! protocol with 15 `thread/spin` units that make their samples without sleeping (as
-//! `sample_cost`'s producer, waking 20-90 ns late, relative mode) and appends every unit's
-//! samples to its sample file every `flush_ns` (10 ms), as a worker's writer does, for 3 s.
+//! 64 MiB behind, where taskmeter may use three CPUs or more) and backlog bound. The worker is
+//! this program run again: it speaks the worker protocol with 15 `thread/spin` units that make
+//! their samples without sleeping (as `sample_cost`'s producer, waking 20-90 ns late, relative
+//! mode) and appends every unit's samples to its sample file every `flush_ns` (10 ms), as a
+//! worker's writer does, for 3 s.
 //! What it costs is a memory copy a sample, so two cores offer rates no real worker reaches
 //! on them (one `thread/spin` unit makes at most about 8 M samples a second here).
 //!
