@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use taskmeter_analysis::accumulate::RowStats;
 use taskmeter_machine::sched::SchedSettings;
+use taskmeter_measure::process::own_cpu_ns;
 use taskmeter_measure::process::worker::{run_worker, Outcome, SampleSink};
 use taskmeter_protocol::frames::{put_json, put_samples, ChunkHead, SAMPLE_FD};
 use taskmeter_protocol::{busy::busy_reference, Done, Plan, UnitEnd};
@@ -116,18 +117,6 @@ fn offer(rate: f64, duration_s: u64) {
         if drained_ms <= 2.0 * FLUSH_NS as f64 / 1e6 { "kept pace" } else { "fell behind" },
         taskmeter_ns as f64 / samples.max(1) as f64,
     );
-}
-
-/// taskmeter's CPU time so far (every thread of this process; the worker is a child).
-fn own_cpu_ns() -> u64 {
-    // SAFETY: getrusage writes the struct it is given.
-    let usage = unsafe {
-        let mut usage = std::mem::zeroed::<libc::rusage>();
-        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
-        usage
-    };
-    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
-    ns(usage.ru_utime) + ns(usage.ru_stime)
 }
 
 /// The synthetic worker: its plan from stdin, `H` and `G` on stdout, then every unit's samples
