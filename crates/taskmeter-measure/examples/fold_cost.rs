@@ -6,6 +6,8 @@
 //! `CLASSES=2`: odd and even units in two priority classes (as the volume preset has them).
 //! `WIDE=1`: lateness spread evenly over 0-20 ms, as 10,000 starved units have it (about 200,000
 //! distinct buckets in each histogram): what ending such a row costs is printed apart.
+//! `SPREAD=1`: lateness spread evenly over 0-262 µs, the range counted value by value, as a
+//! thread row's at 10,000 units (its median 129 µs): each value reaches its counter at random.
 //! `BUDGET=N`: an exact budget of N samples instead (4000000: every sample kept exact).
 //! `SHORT=1`: the rows of a default run instead, 9,000 samples each at `fixed:1ms` (actual and
 //! full above the exactly counted range, so kept), 300 of them, each folded and ended.
@@ -20,7 +22,15 @@ use taskmeter_protocol::{Sample, SampleView};
 mod random;
 use random::Random;
 
-fn samples(count: usize, classes: u32, wide: bool, expected: u64) -> Vec<SampleView> {
+/// How late the samples wake.
+#[derive(Clone, Copy, PartialEq)]
+enum Late {
+    Narrow,
+    Wide,
+    Spread,
+}
+
+fn samples(count: usize, classes: u32, late: Late, expected: u64) -> Vec<SampleView> {
     let (mut random, mut wake) = (Random(0x9E37_79B9_7F4A_7C15), vec![1_000_000u64; 20]);
     (0..count)
         .map(|i| {
@@ -29,10 +39,10 @@ fn samples(count: usize, classes: u32, wide: bool, expected: u64) -> Vec<SampleV
             let busy_end = start + 700 + random.next() % 50;
             let intended = busy_end + expected;
             let r = random.next() % 1000;
-            let late = if wide {
-                random.next() % 20_000_000
-            } else {
-                60_000 + random.next() % 10_000 + if r == 0 { random.next() % 4_000_000 } else { 0 }
+            let late = match late {
+                Late::Wide => random.next() % 20_000_000,
+                Late::Spread => random.next() % 262_144,
+                Late::Narrow => 60_000 + random.next() % 10_000 + if r == 0 { random.next() % 4_000_000 } else { 0 },
             };
             let sample = Sample {
                 period: i as u64 / 20,
@@ -59,11 +69,15 @@ fn samples(count: usize, classes: u32, wide: bool, expected: u64) -> Vec<SampleV
 fn main() {
     const COUNT: usize = 3_000_000;
     let classes: u32 = std::env::var("CLASSES").ok().and_then(|c| c.parse().ok()).unwrap_or(1);
-    let wide = std::env::var("WIDE").is_ok_and(|w| w == "1");
+    let late = match (std::env::var("WIDE").is_ok_and(|w| w == "1"), std::env::var("SPREAD").is_ok_and(|s| s == "1")) {
+        (true, _) => Late::Wide,
+        (false, true) => Late::Spread,
+        (false, false) => Late::Narrow,
+    };
     if std::env::var("SHORT").is_ok_and(|s| s == "1") {
         return short_rows(classes);
     }
-    let views = samples(COUNT, classes, wide, 100_000);
+    let views = samples(COUNT, classes, late, 100_000);
     let budget: u64 = std::env::var("BUDGET").ok().and_then(|b| b.parse().ok()).unwrap_or(1_000_000);
     let (mut best, mut best_end) = (f64::MAX, f64::MAX);
     for _ in 0..5 {
@@ -79,14 +93,18 @@ fn main() {
     }
     println!(
         "fold: {best:.1} ns per sample, of which ending the row {best_end:.1} ms (best of 5; {COUNT} samples, {classes} class(es), {} lateness, exact budget {budget}, then histograms)",
-        if wide { "wide (0-20 ms)" } else { "narrow (60-70 µs)" }
+        match late {
+            Late::Wide => "wide (0-20 ms)",
+            Late::Spread => "spread (0-262 µs)",
+            Late::Narrow => "narrow (60-70 µs)",
+        }
     );
 }
 
 /// 300 rows of 9,000 samples at `fixed:1ms`, each folded and ended: the rows of a default run.
 fn short_rows(classes: u32) {
     const ROWS: usize = 300;
-    let views = samples(9_000, classes, false, 1_000_000);
+    let views = samples(9_000, classes, Late::Narrow, 1_000_000);
     let mut best = f64::MAX;
     for _ in 0..5 {
         let started = Instant::now();
