@@ -141,7 +141,7 @@ fn next_count(probes: &[BusyProbe], target_ns: u64) -> (u64, bool) {
     if last.loops < PROBE_MIN_LOOPS {
         return ((last.iterations / 8).max(1), last.iterations == 1);
     }
-    if (last.median_busy_ns as f64 / target_ns as f64 - 1.0).abs() <= CLOSE_ENOUGH {
+    if off(&last, target_ns) <= CLOSE_ENOUGH {
         return (last.iterations, true);
     }
     let mut judged = probes.iter().rev().filter(|p| p.loops >= PROBE_MIN_LOOPS);
@@ -154,12 +154,17 @@ fn next_count(probes: &[BusyProbe], target_ns: u64) -> (u64, bool) {
 /// `CLOSE_ENOUGH` of the time; otherwise the count of the judged probe that came closest
 /// (relatively; the fewer iterations on a tie); `next` when no probe was judged.
 fn final_count(probes: &[BusyProbe], next: u64, target_ns: u64) -> u64 {
-    let off = |p: &BusyProbe| (p.median_busy_ns as f64 / target_ns as f64 - 1.0).abs();
+    let off = |p: &BusyProbe| off(p, target_ns);
     let judged = probes.iter().filter(|p| p.loops >= PROBE_MIN_LOOPS);
     if judged.clone().any(|p| p.iterations == next && off(p) <= CLOSE_ENOUGH) {
         return next;
     }
     judged.min_by(|a, b| off(a).total_cmp(&off(b)).then(a.iterations.cmp(&b.iterations))).map_or(next, |p| p.iterations)
+}
+
+/// How far a probe's phase came from `target_ns`, as a fraction of it.
+fn off(probe: &BusyProbe, target_ns: u64) -> f64 {
+    (probe.median_busy_ns as f64 / target_ns as f64 - 1.0).abs()
 }
 
 /// The iterations whose busy phase is `target_ns`, on the line through two probes (`phase =
