@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, VecDeque};
 /// (a writer's frame taken before, and written after, the unit's own): beyond this, a worker
 /// is taken to have skipped a position for good.
 const HELD_BYTES: usize = 256 << 20;
-use crate::plan::{Experiment, Mode, Plan, MAX_WIDTH, PROTOCOL};
+use crate::plan::{Experiment, Mode, Plan, Schedule, MAX_WIDTH, PROTOCOL};
 
 /// Why a worker's output was not accepted.
 #[derive(Clone, Debug, PartialEq)]
@@ -541,21 +541,36 @@ impl Checker {
             Some(_) => {}
         }
         let class = self.plan.class_of(unit);
-        let context = SampleContext { plan: &self.plan, window, unit, class, origin_ns: chunk.origin_ns };
+        let same_expected_ns = match self.plan.sleep.schedule {
+            Schedule::Modulo { .. } => None,
+            schedule => Some(schedule.expected(unit, 0)),
+        };
+        let context =
+            SampleContext { plan: &self.plan, window, unit, class, origin_ns: chunk.origin_ns, same_expected_ns };
         let base = samples.len();
-        for sample in chunk.samples() {
-            match context.check(state, sample, samples) {
-                Ok(()) => {}
-                Err(why) => {
+        samples.reserve(chunk.len());
+        let relative = self.plan.sleep.mode == Mode::Relative;
+        for bytes in chunk.sample_bytes() {
+            let sample = Sample::from_bytes(bytes);
+            // Most samples pass: they are checked without their messages first, and a sample
+            // that fails is checked again for its reason.
+            let checked = match relative {
+                true => context.accept_relative(state, &sample, samples),
+                false => false,
+            };
+            if !checked {
+                if let Err(why) = context.check(state, sample, samples) {
+                    self.last_wake_ns = self.last_wake_ns.max(state.last_wake_ns);
                     return invalid(format!(
                         "unit {unit}, sample {} (period {}): {why}",
                         state.samples + 1,
                         sample.period
-                    ))
+                    ));
                 }
             }
-            self.last_wake_ns = self.last_wake_ns.max(Some(sample.wake_ns));
         }
+        // A unit's wakes only grow: its last is the latest of the frame.
+        self.last_wake_ns = self.last_wake_ns.max(state.last_wake_ns);
         let end = chunk.first + chunk.len() as u64;
         state.next_position = end;
         // Marked per frame, not per sample: such samples are rare.
@@ -737,6 +752,8 @@ struct SampleContext<'a> {
     /// The unit's priority class, found once a frame rather than by a division each sample.
     class: u32,
     origin_ns: u64,
+    /// The unit's expected sleep when every period has the same (found once a frame).
+    same_expected_ns: Option<u64>,
 }
 
 impl SampleContext<'_> {
@@ -745,6 +762,7 @@ impl SampleContext<'_> {
         self.origin_ns as u128 + self.plan.sleep.schedule.total_through(self.unit, period)
     }
 
+    /// Checks a sample, and takes it if it passes; else says why it fails.
     #[inline]
     fn check(&self, state: &mut UnitState, s: Sample, out: &mut Vec<SampleView>) -> Result<(), String> {
         if !(self.origin_ns <= s.start_ns && s.start_ns <= s.busy_end_ns && s.busy_end_ns <= s.wake_ns) {
@@ -803,6 +821,36 @@ impl SampleContext<'_> {
                 }
             }
         }
+        self.take(state, s, expected_ns, out);
+        Ok(())
+    }
+
+    /// Takes a relative-mode sample that passes every check of [`SampleContext::check`] and
+    /// returns true; does nothing with any other (`check` then says why it fails).
+    #[inline(always)]
+    fn accept_relative(&self, state: &mut UnitState, s: &Sample, out: &mut Vec<SampleView>) -> bool {
+        let expected_ns = match self.same_expected_ns {
+            Some(same) => same,
+            None => self.plan.sleep.schedule.expected(self.unit, s.period),
+        };
+        let passes = (self.origin_ns <= s.start_ns)
+            & (s.start_ns <= s.busy_end_ns)
+            & (s.busy_end_ns <= s.wake_ns)
+            & (s.start_ns < self.window.end_ns)
+            & state.last_wake_ns.is_none_or(|w| s.start_ns >= w)
+            & ((self.plan.busy.iters != 0) | (s.busy_end_ns == s.start_ns))
+            & (s.period >= state.next_period)
+            & (s.intended_ns as u128 == s.busy_end_ns as u128 + expected_ns as u128)
+            & (s.missed == 0);
+        if passes {
+            self.take(state, *s, expected_ns, out);
+        }
+        passes
+    }
+
+    /// Takes a checked sample: its unit's state moves past it, and its view goes to `out`.
+    #[inline(always)]
+    fn take(&self, state: &mut UnitState, s: Sample, expected_ns: u64, out: &mut Vec<SampleView>) {
         let gap = s.period > state.next_period;
         state.gap |= gap;
         state.next_period = s.period + 1 + s.missed;
@@ -822,7 +870,6 @@ impl SampleContext<'_> {
             measured,
             after_flush: false,
         });
-        Ok(())
     }
 }
 
@@ -1027,6 +1074,19 @@ mod tests {
             ("relative", Box::new(|f| f[2][1]["samples"][1][1] = json!(1140)), "before the previous wake 1150"),
             ("relative", Box::new(|f| f[2][1]["samples"][0][2] = json!(121)), "no busy work"),
             ("relative", Box::new(|f| f[2][1]["samples"][0][5] = json!(1)), "missed 1 in relative mode"),
+            // A relative-mode sample is checked first without messages: each of these fails one
+            // check alone, so that a check left out of that pass lets its sample through.
+            (
+                "relative",
+                Box::new(|f| f[2][1]["samples"][0] = json!([0, 105, 105, 1105, 1150, 0])),
+                "origin <= start <= busy_end <= wake",
+            ),
+            (
+                "relative",
+                Box::new(|f| f[2][1]["samples"][1] = json!([1, 1140, 1140, 2140, 2200, 0])),
+                "before the previous wake 1150",
+            ),
+            ("relative", Box::new(|f| f[2][1]["samples"][0] = json!([0, 120, 121, 1121, 1150, 0])), "no busy work"),
             ("relative", Box::new(|f| f[2][1]["samples"][1][0] = json!(0)), "period 0 where at least 1"),
             (
                 "relative",
@@ -1211,6 +1271,50 @@ mod tests {
         for (name, mutate, reason) in cases {
             let why = rejection(name, mutate);
             assert!(why.contains(reason), "{name}: '{why}' does not say '{reason}'");
+        }
+    }
+
+    #[test]
+    fn relative_samples_are_checked_against_their_schedules_sleep() {
+        use serde_json::json;
+        // Unit 2 of 2, where a sleep by unit differs from a fixed one; modulo 3 differs by period.
+        let schedules = [
+            (Schedule::Fixed { ns: 1000 }, [1000, 1000, 1000]),
+            (Schedule::ByUnit { ns: 1000 }, [2000, 2000, 2000]),
+            (Schedule::Modulo { m: 3, ns: 1000 }, [1000, 2000, 3000]),
+        ];
+        for (schedule, sleeps) in schedules {
+            let (mut plan, vector) = stream("relative");
+            (plan.units, plan.sleep.schedule) = (2, schedule);
+            // Three samples of unit 2 whose intended times are their busy ends plus `slept`.
+            let check = |slept: [u64; 3]| {
+                let mut start = 120;
+                let samples: Vec<serde_json::Value> = (0..3)
+                    .map(|period| {
+                        let intended = start + slept[period];
+                        let sample = json!([period, start, start, intended, intended + 30, 0]);
+                        start = intended + 40;
+                        sample
+                    })
+                    .collect();
+                let frames = json!([
+                    vector["frames"][0],
+                    ["G", {"create_start_ns": 100, "run_start_ns": 100, "units": 2}],
+                    ["S", {"unit": 2, "origin": 110, "first": 0, "samples": samples}]
+                ]);
+                check_output(&plan, &encode_stream(&frames))
+            };
+            let (ending, views) = check(sleeps);
+            assert!(ending.is_ok(), "{schedule:?}: {ending:?}");
+            assert_eq!(views.iter().map(|v| v.expected_ns).collect::<Vec<_>>(), sleeps, "{schedule:?}");
+            // Another schedule's sleeps: refused at the first period whose sleep differs.
+            for (_, other) in schedules.iter().filter(|(_, other)| *other != sleeps) {
+                let period = (0..3).find(|p| other[*p] != sleeps[*p]).expect("they differ");
+                let (ending, views) = check(*other);
+                let why = format!("{ending:?}");
+                assert!(why.contains(&format!("sample {} (period {period}): intended", period + 1)), "{why}");
+                assert_eq!(views.len(), period, "the samples before the one refused");
+            }
         }
     }
 

@@ -184,6 +184,13 @@ impl Sample {
     pub fn from_words(w: [u64; 6]) -> Sample {
         Sample { period: w[0], start_ns: w[1], busy_end_ns: w[2], intended_ns: w[3], wake_ns: w[4], missed: w[5] }
     }
+
+    /// A sample from its 48 bytes on the wire (six little-endian words).
+    #[inline(always)]
+    pub fn from_bytes(bytes: &[u8]) -> Sample {
+        let word = |i: usize| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        Sample::from_words([word(0), word(1), word(2), word(3), word(4), word(5)])
+    }
 }
 
 /// The samples of one `S` or `F` frame, read in place.
@@ -234,10 +241,14 @@ impl<'a> Chunk<'a> {
     }
 
     pub fn samples(&self) -> impl Iterator<Item = Sample> + 'a {
-        self.bytes.chunks_exact(SAMPLE_BYTES).map(|s| {
-            let word = |i: usize| u64::from_le_bytes(s[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
-            Sample::from_words([word(0), word(1), word(2), word(3), word(4), word(5)])
-        })
+        self.sample_bytes().map(Sample::from_bytes)
+    }
+
+    /// Each sample's 48 bytes ([`Sample::from_bytes`]): a loop that decodes each where it uses
+    /// it keeps the fields in registers, where an iterator of samples hands each on through
+    /// the stack.
+    pub fn sample_bytes(&self) -> std::slice::ChunksExact<'a, u8> {
+        self.bytes.chunks_exact(SAMPLE_BYTES)
     }
 }
 
