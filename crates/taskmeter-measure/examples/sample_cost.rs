@@ -10,6 +10,7 @@
 //! `LATE=narrow`: lateness of 60-70 µs with a tail to 4 ms (as `fold_cost`'s).
 //! `MODE=absolute`: absolute deadlines. `CLASSES=2`: two priority classes.
 //! `UNITS=N`, `PER_FRAME=N`: the frames' shape (10000 and 9: a 10,000-unit run's).
+//! `PACE=1` or `PACE=0`: keeping pace only, or behind only. `UPTO=read`: reading alone.
 //!
 //!     cargo run --release -p taskmeter-measure --example sample_cost
 
@@ -183,9 +184,18 @@ fn main() {
             }
         }
         let [read, checked, folded] = best;
+        let reader = if pace {
+            "reader keeping pace (each 4 MiB read as written)"
+        } else {
+            "reader behind (the whole file read after)"
+        };
+        if steps.len() == 1 {
+            println!("  {reader}: {read:.1} ns per sample read");
+            continue;
+        }
         println!(
             "  {}: {folded:.1} ns per sample read, checked and folded = {:.1} M samples/s on one core (read {read:.1}, check {:.1}, fold {:.1})",
-            if pace { "reader keeping pace (each 4 MiB read as written)" } else { "reader behind (the whole file read after)" },
+            reader,
             1e3 / folded,
             checked - read,
             folded - checked,
