@@ -244,9 +244,8 @@ impl<'a> Chunk<'a> {
         self.sample_bytes().map(Sample::from_bytes)
     }
 
-    /// Each sample's 48 bytes ([`Sample::from_bytes`]): a loop that decodes each where it uses
-    /// it keeps the fields in registers, where an iterator of samples hands each on through
-    /// the stack.
+    /// Each sample's 48 bytes, for a loop that decodes each where it uses it
+    /// ([`Sample::from_bytes`]).
     pub fn sample_bytes(&self) -> std::slice::ChunksExact<'a, u8> {
         self.bytes.chunks_exact(SAMPLE_BYTES)
     }
