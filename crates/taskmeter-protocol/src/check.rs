@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, VecDeque};
 /// (a writer's frame taken before, and written after, the unit's own): beyond this, a worker
 /// is taken to have skipped a position for good.
 const HELD_BYTES: usize = 256 << 20;
-use crate::plan::{Experiment, Mode, Plan, Schedule, MAX_WIDTH, PROTOCOL};
+use crate::plan::{Experiment, Mode, Plan, MAX_WIDTH, PROTOCOL};
 
 /// Why a worker's output was not accepted.
 #[derive(Clone, Debug, PartialEq)]
@@ -541,10 +541,7 @@ impl Checker {
             Some(_) => {}
         }
         let class = self.plan.class_of(unit);
-        let same_expected_ns = match self.plan.sleep.schedule {
-            Schedule::Modulo { .. } => None,
-            schedule => Some(schedule.expected(unit, 0)),
-        };
+        let same_expected_ns = self.plan.sleep.schedule.same_every_period(unit);
         let context =
             SampleContext { plan: &self.plan, window, unit, class, origin_ns: chunk.origin_ns, same_expected_ns };
         let base = samples.len();
@@ -919,6 +916,7 @@ fn check_view(v: &RuntimeView) -> Result<(), OutputError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::Schedule;
     use crate::vectors::{encode_stream, STREAMS};
 
     fn stream(name: &str) -> (Plan, serde_json::Value) {

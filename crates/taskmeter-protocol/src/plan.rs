@@ -59,6 +59,14 @@ impl Schedule {
         }
     }
 
+    /// Unit `unit`'s expected sleep when every period has the same one (all but `modulo`).
+    pub fn same_every_period(&self, unit: u32) -> Option<u64> {
+        match self {
+            Schedule::Modulo { .. } => None,
+            _ => Some(self.expected(unit, 0)),
+        }
+    }
+
     /// [`Schedule::expected`] as [`Schedule::total_through`] counts it: exact, never saturated,
     /// so that a deadline plus the next sleep is the next deadline.
     pub fn expected_exact(&self, unit: u32, k: u64) -> u128 {
