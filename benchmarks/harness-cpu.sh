@@ -7,7 +7,7 @@
 #   10k, 100k: the volume preset (thread, tokio-mt, embassy, go, python-asyncio, java-virtual)
 #           at 10,000 and 100,000 units;
 #   lost:   `run volume --runtimes thread,tokio-mt --units 100000`, the issue's case for samples
-#           lost when thousands of threads compete with the worker's writer (protocol 4: the units
+#           lost when thousands of threads compete with the worker's writer (since protocol 4: the units
 #           write their full rings themselves instead, counted).
 # taskmeter's CPU is run.json's taskmeter_cpu_ns: getrusage(RUSAGE_SELF) from the first worker
 # to the last row's statistics (reading, checking and folding every frame, ending each row;

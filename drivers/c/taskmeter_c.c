@@ -1,4 +1,4 @@
-/* taskmeter C driver, runtime "c-thread": one POSIX thread per unit, worker protocol v4
+/* taskmeter C driver, runtime "c-thread": one POSIX thread per unit, worker protocol v5
  * (protocol/README.md). The protocol's part (plan, clock, frames, rings, writer, granularity's
  * steps) is taskmeter_core.c, shared with the C++ driver; this file is what c-thread adds: a
  * thread per unit and per task, its sleeps, recipes, priority classes and start gate. libc and
@@ -138,7 +138,7 @@ static void *run_unit(void *arg) {
     park_at_gate();   /* a unit whose priority failed arrives too; the gate then never opens */
     uint64_t origin = un->origin = tm_now_ns(), k = 0, next = origin + tm_expected(un->id, 0);
     for (;;) {
-        uint64_t t0 = tm_now_ns(), t1 = t0, t2 = 0, intended = 0, m = 0, p = k;
+        uint64_t t0 = tm_now_ns(), t1 = t0, t2 = 0, intended = 0, p = k;
         if (t0 >= tm_end_ns) break;
         if (atomic_load(&tm_stop_requested)) { atomic_store(&tm_interrupted, true); break; }
         if (P.iters > 0) { un->busy_result = tm_busy(P.iters, P.yield); t1 = tm_now_ns(); }
@@ -153,15 +153,15 @@ static void *run_unit(void *arg) {
             else sleep_for(e);
             t2 = tm_now_ns();
             k++;
-            if (P.absolute) {   /* skipped periods are stored with the sample that overran */
+            if (P.absolute) {   /* skips the periods whose deadlines t2 passed (the orchestrator counts them) */
                 next += tm_expected(un->id, k);
-                while (t2 > next) { m++; k++; next += tm_expected(un->id, k); }
+                while (t2 > next) { k++; next += tm_expected(un->id, k); }
             }
         }
         if (P.atomic_sum) atomic_fetch_add(&tm_counter, 1);   /* seq_cst */
         un->n++;
         if (t0 >= tm_measure_start_ns) un->n_meas++;
-        if (P.schedule != TM_NONE) tm_put_sample(un, p, t0, t1, intended, t2, m);
+        if (P.schedule != TM_NONE) tm_put_sample(un, t0, t1, intended, t2);
     }
     return NULL;
 }

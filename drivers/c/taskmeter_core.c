@@ -1,4 +1,4 @@
-/* The protocol part of the C driver (worker protocol v4, protocol/README.md), shared by
+/* The protocol part of the C driver (worker protocol v5, protocol/README.md), shared by
  * c-thread (taskmeter_c.c) and the C++ driver (drivers/cpp): see taskmeter_core.h. libc and
  * pthreads only. */
 #define _GNU_SOURCE
@@ -100,7 +100,7 @@ static const char *find(const char *key) {
 }
 const char *tm_value(const char *key) {
     const char *v = find(key);
-    if (!v) tm_fail(2, "the plan has no '%s' (this worker speaks protocol 4)", key);
+    if (!v) tm_fail(2, "the plan has no '%s' (this worker speaks protocol 5)", key);
     return v;
 }
 uint64_t tm_num(const char *key) { return strtoull(tm_value(key), NULL, 10); }
@@ -129,7 +129,7 @@ void tm_read_plan(const char *const *served) {
         plan[n++] = c;
     }
     if (n == sizeof plan - 1) tm_fail(2, "the plan line is longer than %zu bytes", sizeof plan - 1);
-    if (tm_num("protocol") != 4) tm_fail(2, "unsupported protocol version %" PRIu64 " (this worker speaks 4)", tm_num("protocol"));
+    if (tm_num("protocol") != 5) tm_fail(2, "unsupported protocol version %" PRIu64 " (this worker speaks 5)", tm_num("protocol"));
     int r = which("runtime", served);
     if (r < 0) {
         const char *v = tm_value("runtime");
@@ -165,7 +165,7 @@ int tm_read_recipe(const char *const *recipes) {
 void tm_hello(const char *version, const char *priority, const char *recipe) {
     char wait[64] = "";
     if (recipe) snprintf(wait, sizeof wait, ",\"wait\":\"%s\"", recipe);
-    tm_json('H', "{\"protocol\":4,\"runtime\":\"%s\",\"runtime_version\":\"%s\",\"clock\":\"CLOCK_MONOTONIC\","
+    tm_json('H', "{\"protocol\":5,\"runtime\":\"%s\",\"runtime_version\":\"%s\",\"clock\":\"CLOCK_MONOTONIC\","
             "\"pid\":%ld,\"priority\":\"%s\"%s}", tm_runtime, version, (long)getpid(), priority, wait);
     tm_flush_out();
 }
@@ -205,7 +205,7 @@ uint64_t tm_busy(uint64_t iters, bool yield) {
 /* The 29 bytes before a sample frame's samples: kind, length, unit, count, origin, first. */
 static void sample_header(unsigned char *f, char kind, const tm_unit *un, uint64_t count, uint64_t first) {
     f[0] = (unsigned char)kind;
-    memcpy(f + 1, (uint32_t[3]){ (uint32_t)(24 + 48 * count), (uint32_t)un->id, (uint32_t)count }, 12);
+    memcpy(f + 1, (uint32_t[3]){ (uint32_t)(24 + 32 * count), (uint32_t)un->id, (uint32_t)count }, 12);
     memcpy(f + 13, (uint64_t[2]){ un->origin, first }, 16);
 }
 
@@ -218,23 +218,23 @@ static void write_own_ring(tm_unit *un, uint64_t t, uint64_t h) {
     uint64_t at = h % P.ring;   /* the oldest sample's slot: h - t == P.ring */
     unsigned char header[29];
     sample_header(header, 'F', un, P.ring, t);
-    struct iovec iov[3] = { { header, 29 }, { un->ring + 6 * at, 48 * (P.ring - at) }, { un->ring, 48 * at } };
-    if (!append_samples(iov, 3, 29 + 48 * P.ring)) un->lost += P.ring;
+    struct iovec iov[3] = { { header, 29 }, { un->ring + 4 * at, 32 * (P.ring - at) }, { un->ring, 32 * at } };
+    if (!append_samples(iov, 3, 29 + 32 * P.ring)) un->lost += P.ring;
 }
 
-void tm_put_sample(tm_unit *un, uint64_t p, uint64_t t0, uint64_t t1, uint64_t intended, uint64_t t2, uint64_t m) {
+void tm_put_sample(tm_unit *un, uint64_t t0, uint64_t t1, uint64_t intended, uint64_t t2) {
     uint64_t h = atomic_load_explicit(&un->head, memory_order_relaxed);
     uint64_t t = atomic_load_explicit(&un->tail, memory_order_acquire);
     if (h - t == P.ring) write_own_ring(un, t, h);
-    uint64_t *s = un->ring + 6 * (h % P.ring);
-    s[0] = p; s[1] = t0; s[2] = t1; s[3] = intended; s[4] = t2; s[5] = m;
+    uint64_t *s = un->ring + 4 * (h % P.ring);
+    s[0] = t0; s[1] = t1; s[2] = intended; s[3] = t2;
     atomic_store_explicit(&un->head, h + 1, memory_order_release);
 }
 
 /* Write every byte of the ring: malloc'd pages are mapped only when first written, and that
    page fault must not happen inside the loop. */
 void tm_fill_ring(tm_unit *un) {
-    if (un->ring) memset(un->ring, 0xff, P.ring * 48);
+    if (un->ring) memset(un->ring, 0xff, P.ring * 32);
 }
 
 static pthread_mutex_t phase_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -250,14 +250,14 @@ static void drain(tm_unit *un) {
     uint64_t t = atomic_load_explicit(&un->tail, memory_order_acquire);
     uint64_t head = atomic_load_explicit(&un->head, memory_order_acquire);
     while (t < head) {
-        if (out_len + 29 + 48 > sizeof out) flush_samples();
-        uint64_t at = t % P.ring, count = head - t, room = (sizeof out - out_len - 29) / 48;
+        if (out_len + 29 + 32 > sizeof out) flush_samples();
+        uint64_t at = t % P.ring, count = head - t, room = (sizeof out - out_len - 29) / 32;
         if (count > P.ring - at) count = P.ring - at;
         if (count > room) count = room;
         sample_header(out + out_len, 'S', un, count, t);
-        memcpy(out + out_len + 29, un->ring + 6 * at, 48 * count);
+        memcpy(out + out_len + 29, un->ring + 4 * at, 32 * count);
         if (!atomic_compare_exchange_strong(&un->tail, &t, t + count)) return;
-        out_len += 29 + 48 * count;
+        out_len += 29 + 32 * count;
         t += count;
     }
 }
@@ -332,7 +332,7 @@ uint64_t tm_prepare_units(void) {
 bool tm_may_start(uint64_t plan_read, uint64_t table) {
     uint64_t u = tm_started;
     tm_unit *un = &tm_units[u];
-    size_t ring_bytes = P.schedule == TM_NONE ? 0 : (size_t)P.ring * 48;
+    size_t ring_bytes = P.schedule == TM_NONE ? 0 : (size_t)P.ring * 32;
     if (u > 0 && tm_now_ns() - plan_read >= P.start_limit)
         return STOP("start limit of %" PRIu64 " ns reached after %" PRIu64 " units", P.start_limit, u);
     if (u > 0 && u == table) return STOP("unit %" PRIu64 ": no process can have more than %" PRIu64 " threads", u + 1, table);

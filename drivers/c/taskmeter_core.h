@@ -1,4 +1,4 @@
-/* The protocol part of the C driver (worker protocol v4, protocol/README.md), shared by every
+/* The protocol part of the C driver (worker protocol v5, protocol/README.md), shared by every
  * driver built on it: c-thread (taskmeter_c.c) and the C++ driver (drivers/cpp), which names
  * "../c/taskmeter_core.c" among its sources. It reads the plan, keeps the clock, the busy work,
  * the frames on stdout, the units' rings and their writer, the stdin watcher, the arrivals at
@@ -42,7 +42,7 @@ extern const char *tm_runtime;   /* the plan's runtime, one of those the driver 
 typedef struct {
     uint64_t id, origin, n, n_meas, lost, busy_result;   /* n, n_meas: the loop's counts */
     int klass;
-    uint64_t *ring;              /* P.ring samples of six u64, written before the gate */
+    uint64_t *ring;              /* P.ring samples of four u64, written before the gate */
     tm_atomic_u64 head, tail;    /* the unit publishes head; tail moves by compare-and-swap,
                                     by the writer or by the unit when its ring is full */
 } tm_unit;
@@ -107,8 +107,9 @@ void tm_gate_opened(void);
 /* Every unit has ended: the writer drains once more and stops, then U frames and D. */
 void tm_finish(void);
 
-/* The sample of one iteration into the unit's ring (protocol: "Storage: the ring"). */
-void tm_put_sample(tm_unit *un, uint64_t p, uint64_t t0, uint64_t t1, uint64_t intended, uint64_t t2, uint64_t m);
+/* The sample of one iteration (start, busy_end, intended, wake) into the unit's ring (protocol:
+   "Storage: the ring"). */
+void tm_put_sample(tm_unit *un, uint64_t t0, uint64_t t1, uint64_t intended, uint64_t t2);
 
 /* ---- The granularity experiment: the steps every driver takes per grain; the driver runs
    the rounds its runtime's way (protocol: "The granularity experiment"). ---- */

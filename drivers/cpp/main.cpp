@@ -1,6 +1,6 @@
 // taskmeter C++ driver, runtimes "cpp-asio" and "cpp-asio-pool": a C++20 coroutine per unit
 // (asio::awaitable, co_spawn) on one asio::io_context, run by one thread (cpp-asio) or by a pool
-// of threads, one per CPU the worker may use (cpp-asio-pool). Worker protocol v4: the protocol's
+// of threads, one per CPU the worker may use (cpp-asio-pool). Worker protocol v5: the protocol's
 // part (plan, clock, frames, rings, writer, granularity's steps) is the C driver's
 // taskmeter_core.c, compiled in; this file is what Asio adds: its units, sleeps, yield, gate and
 // tasks. Standalone Asio (Debian's libasio-dev), header-only.
@@ -126,7 +126,7 @@ static awaitable<void> run_unit(tm_unit *un) {
     asio::steady_timer timer(co_await asio::this_coro::executor);
     uint64_t origin = un->origin = tm_now_ns(), k = 0, next = origin + tm_expected(un->id, 0);
     for (;;) {
-        uint64_t t0 = tm_now_ns(), t1 = t0, t2 = 0, intended = 0, m = 0, p = k;
+        uint64_t t0 = tm_now_ns(), t1 = t0, t2 = 0, intended = 0, p = k;
         if (t0 >= tm_end_ns) break;
         if (tm_stop_requested.load()) {
             tm_interrupted.store(true);
@@ -150,10 +150,9 @@ static awaitable<void> run_unit(tm_unit *un) {
             }
             t2 = tm_now_ns();
             k++;
-            if (P.absolute) {   // skipped periods are stored with the sample that overran
+            if (P.absolute) {   // skips the periods whose deadlines t2 passed (the orchestrator counts them)
                 next += tm_expected(un->id, k);
                 while (t2 > next) {
-                    m++;
                     k++;
                     next += tm_expected(un->id, k);
                 }
@@ -162,7 +161,7 @@ static awaitable<void> run_unit(tm_unit *un) {
         if (P.atomic_sum) tm_counter.fetch_add(1);   // seq_cst
         un->n++;
         if (t0 >= tm_measure_start_ns) un->n_meas++;
-        if (P.schedule != TM_NONE) tm_put_sample(un, p, t0, t1, intended, t2, m);
+        if (P.schedule != TM_NONE) tm_put_sample(un, t0, t1, intended, t2);
     }
 }
 

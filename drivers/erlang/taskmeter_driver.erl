@@ -1,4 +1,4 @@
-%% The taskmeter Erlang driver, worker protocol v4 (protocol/README.md). It serves "beam" (an
+%% The taskmeter Erlang driver, worker protocol v5 (protocol/README.md). It serves "beam" (an
 %% Erlang process per unit, on the schedulers the VM starts on the worker's CPUs) and "beam-1"
 %% (the same on one scheduler, +S 1:1). Erlang/OTP 25 or newer, standard library only, Linux.
 %% taskmeter_beam.sh starts the VM with the flags the plan needs and hands the plan over in
@@ -11,7 +11,8 @@
 -define(STOP, 1).
 -define(INTERRUPTED, 2).
 -define(COUNTER, 3).
-%% A unit's ring (one atomics array, unsigned): head, tail, origin, then ring x 6 sample words.
+%% A unit's ring (one atomics array, unsigned): head, tail, origin, then ring x 4 sample words
+%% (start, busy_end, intended, wake).
 -define(HEAD, 1).
 -define(TAIL, 2).
 -define(ORIGIN, 3).
@@ -105,8 +106,8 @@ fail(Status, Format, Args) ->
 %% An S or F frame of a ring's samples at positions From to To - 1.
 samples(Kind, Id, Ring, RS, From, To) ->
     Origin = atomics:get(Ring, ?ORIGIN),
-    Words = << <<(atomics:get(Ring, ?SLOTS + (P rem RS) * 6 + J)):64/little>>
-               || P <- lists:seq(From, To - 1), J <- [0, 1, 2, 3, 4, 5] >>,
+    Words = << <<(atomics:get(Ring, ?SLOTS + (P rem RS) * 4 + J)):64/little>>
+               || P <- lists:seq(From, To - 1), J <- [0, 1, 2, 3] >>,
     frame(Kind, <<Id:32/little, (To - From):32/little, Origin:64/little, From:64/little, Words/binary>>).
 
 %% ---------- the plan ----------
@@ -229,7 +230,7 @@ unit(U = #u{id = Id, coord = Coord}) ->
                 Ring = case U#u.schedule of
                            none -> none;
                            % zeroed by atomics:new: every word written before the gate
-                           _ -> atomics:new(?SLOTS - 1 + 6 * U#u.rs, [{signed, false}])
+                           _ -> atomics:new(?SLOTS - 1 + 4 * U#u.rs, [{signed, false}])
                        end,
                 Coord ! {parked, Id, Ring, self()},
                 receive {go, RunStart, MeasureStart, End} -> ok end,
@@ -285,12 +286,13 @@ loop(U, K, Next, Head, N, NMeas, Lost, Busy) ->
                     wait(U, Intended, K),
                     T2 = mono_ns(),
                     K1 = K + 1,
-                    {K2, Next2, Missed} = case U#u.absolute of
-                                              true -> overrun(U, K1, Next + expected(U, K1), T2, 0);
-                                              false -> {K1, Next, 0}
-                                          end,
+                    {K2, Next2} = case U#u.absolute of
+                                      true -> overrun(U, K1, Next + expected(U, K1), T2);
+                                      false -> {K1, Next}
+                                  end,
                     count(U),
-                    Lost1 = Lost + put_sample(U, Head, [K, T0, T1, Intended, T2, Missed]),
+                    % The orchestrator derives the period and the periods missed (protocol v5).
+                    Lost1 = Lost + put_sample(U, Head, [T0, T1, Intended, T2]),
                     loop(U, K2, Next2, Head + 1, N + 1, NMeas + Measured, Lost1, Busy1)
             end
     end.
@@ -303,8 +305,8 @@ wait(#u{wait = own}, Intended, _) -> sleep_until(Intended);
 wait(#u{wait = Recipe}, Intended, _) -> Recipe(Intended).
 
 %% Periods skipped: the deadlines after the intended one that the wake-up passed.
-overrun(U, K, Next, T2, Missed) when T2 > Next -> overrun(U, K + 1, Next + expected(U, K + 1), T2, Missed + 1);
-overrun(_, K, Next, _, Missed) -> {K, Next, Missed}.
+overrun(U, K, Next, T2) when T2 > Next -> overrun(U, K + 1, Next + expected(U, K + 1), T2);
+overrun(_, K, Next, _) -> {K, Next}.
 
 count(#u{atomic_sum = true, flags = Flags}) -> atomics:add(Flags, ?COUNTER, 1);
 count(_) -> ok.
@@ -317,7 +319,7 @@ put_sample(#u{ring = Ring, rs = RS} = U, Head, Sample) ->
                RS -> write_own(U, Tail, Head);
                _ -> 0
            end,
-    put_words(Ring, ?SLOTS + (Head rem RS) * 6, Sample),
+    put_words(Ring, ?SLOTS + (Head rem RS) * 4, Sample),
     atomics:put(Ring, ?HEAD, Head + 1), % atomics are sequentially consistent: after the words
     Lost.
 
@@ -426,8 +428,8 @@ run() ->
                _ -> proplists:get_value(Wait, ?KNOBS, none)
            end,
     case maps:get(<<"protocol">>, Plan, null) of
-        4 -> ok;
-        Protocol -> fail(2, "unsupported protocol version ~p (this worker speaks 4)", [Protocol])
+        5 -> ok;
+        Protocol -> fail(2, "unsupported protocol version ~p (this worker speaks 5)", [Protocol])
     end,
     lists:member(Runtime, [<<"beam">>, <<"beam-1">>]) orelse
         fail(2, "runtime ~ts is not served by this driver (beam, beam-1)", [value(Runtime)]),
@@ -447,7 +449,7 @@ run() ->
     Version = io_lib:format("Erlang/OTP ~s, erts ~s, schedulers ~b of ~b online, ~s",
                             [erlang:system_info(otp_release), erlang:system_info(version),
                              erlang:system_info(schedulers_online), erlang:system_info(schedulers), Flags]),
-    Hello = [{"protocol", 4}, {"runtime", Runtime}, {"runtime_version", Version},
+    Hello = [{"protocol", 5}, {"runtime", Runtime}, {"runtime_version", Version},
              {"clock", <<"CLOCK_MONOTONIC">>}, {"pid", list_to_integer(os:getpid())}, {"priority", Priority}]
         ++ [{"wait", Wait} || Wait =/= own],
     emit(json($H, Hello)),
@@ -619,7 +621,7 @@ maps_why(Id, MaxMaps) ->
 limit_units(Plan, Runtime) ->
     Ring = case plan(Plan, <<"schedule">>) of
                <<"none">> -> 0;
-               _ -> 2 * 48 * plan(Plan, <<"ring">>)
+               _ -> 2 * 32 * plan(Plan, <<"ring">>)
            end,
     PerUnit = ?UNIT_BYTES + Ring,
     Table = erlang:system_info(process_limit) - erlang:system_info(process_count) - 64,

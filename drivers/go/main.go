@@ -1,4 +1,4 @@
-// Command driver is the taskmeter Go driver, worker protocol v4 (protocol/README.md). It serves
+// Command driver is the taskmeter Go driver, worker protocol v5 (protocol/README.md). It serves
 // "go" (one goroutine per unit) and "go-locked" (one goroutine per unit, each locked to its own
 // OS thread). Standard library only, Linux.
 package main
@@ -129,7 +129,7 @@ func fail(status int, format string, args ...any) {
 
 type unit struct {
 	id, class uint64
-	ring      []uint64 // ring samples of 6 words, filled before the gate
+	ring      []uint64 // ring samples of 4 words, filled before the gate
 	// Positions: head is published by the unit; tail moves by compare-and-swap, by the writer
 	// or by the unit when its ring is full.
 	head, tail         atomic.Uint64
@@ -143,12 +143,12 @@ type unit struct {
 // consumer's copy may race the unit's rewrite of a slot it has taken back (a racy read of a
 // word still yields a word written): such a copy is thrown away when its swap of tail fails.
 func (u *unit) appendFrame(buf []byte, kind byte, from, to uint64) []byte {
-	le, ring := binary.LittleEndian, uint64(len(u.ring)/6)
-	buf = le.AppendUint32(append(buf, kind), uint32(24+48*(to-from)))
+	le, ring := binary.LittleEndian, uint64(len(u.ring)/4)
+	buf = le.AppendUint32(append(buf, kind), uint32(24+32*(to-from)))
 	buf = le.AppendUint32(le.AppendUint32(buf, uint32(u.id)), uint32(to-from))
 	buf = le.AppendUint64(le.AppendUint64(buf, u.origin), from) // origin: set before the first sample
 	for t := from; t < to; t++ {
-		for _, v := range u.ring[t%ring*6:][:6] {
+		for _, v := range u.ring[t%ring*4:][:4] {
 			buf = le.AppendUint64(buf, v)
 		}
 	}
@@ -287,7 +287,7 @@ func (w *worker) run(u *unit, ready chan<- error) {
 		}
 	}
 	if !p.none { // every word written now, so that storing a sample never takes a page fault
-		u.ring = make([]uint64, 6*p.Ring)
+		u.ring = make([]uint64, 4*p.Ring)
 		for i := range u.ring {
 			u.ring[i] = math.MaxUint64
 		}
@@ -320,11 +320,10 @@ func (w *worker) run(u *unit, ready chan<- error) {
 			u.busyResult = busy(p.BusyIters, p.BusyYield)
 			t1 = now()
 		}
-		var s [6]uint64
+		var s [4]uint64
 		if p.none {
 			runtime.Gosched()
 		} else {
-			period := k
 			var intended uint64
 			switch {
 			case p.absolute:
@@ -340,16 +339,14 @@ func (w *worker) run(u *unit, ready chan<- error) {
 			}
 			t2 := now()
 			k++
-			var missed uint64
-			if p.absolute { // skipped periods are stored with the sample that overran
+			if p.absolute { // skip the periods whose deadline the wake passed (the orchestrator counts them)
 				next += p.expected(u.id, k)
 				for t2 > next {
-					missed++
 					k++
 					next += p.expected(u.id, k)
 				}
 			}
-			s = [6]uint64{period, t0, t1, intended, t2, missed}
+			s = [4]uint64{t0, t1, intended, t2}
 		}
 		if p.atomicSum {
 			w.counter.Add(1)
@@ -362,7 +359,7 @@ func (w *worker) run(u *unit, ready chan<- error) {
 			if t := u.tail.Load(); head-t == p.Ring {
 				u.writeOwnRing(t, head)
 			}
-			copy(u.ring[head%p.Ring*6:], s[:])
+			copy(u.ring[head%p.Ring*4:], s[:])
 			head++
 			u.head.Store(head)
 		}
@@ -439,8 +436,8 @@ func main() {
 	switch {
 	case err != nil:
 		fail(2, "the plan is not a flat JSON object: %v", err)
-	case p.Protocol != 4:
-		fail(2, "unsupported protocol version %d (this worker speaks 4)", p.Protocol)
+	case p.Protocol != 5:
+		fail(2, "unsupported protocol version %d (this worker speaks 5)", p.Protocol)
 	case p.Runtime != "go" && p.Runtime != "go-locked":
 		fail(2, "runtime %q is not served by this driver (go, go-locked)", p.Runtime)
 	case p.Wait != "" && recipes[p.Wait] == nil:
@@ -467,7 +464,7 @@ func main() {
 	if p.locked {
 		version += " (LockOSThread)"
 	}
-	hello := map[string]any{"protocol": 4, "runtime": p.Runtime, "runtime_version": version,
+	hello := map[string]any{"protocol": 5, "runtime": p.Runtime, "runtime_version": version,
 		"clock": "CLOCK_MONOTONIC", "pid": os.Getpid(), "priority": prio.desc}
 	if p.Wait != "" {
 		hello["wait"] = p.Wait
@@ -876,7 +873,7 @@ func limitUnits(p *plan) (uint64, string) {
 		perUnit = 128 << 10
 	}
 	if !p.none { // its ring, and the F frame it may write the ring in
-		perUnit += 2 * 48 * p.Ring
+		perUnit += 2 * 32 * p.Ring
 	}
 	n, why := uint64(math.MaxUint64), ""
 	if p.RoomMemory != nil {

@@ -1,5 +1,5 @@
 /*
- * taskmeter Java driver, worker protocol v4 (protocol/README.md): runtime "java-thread" (one
+ * taskmeter Java driver, worker protocol v5 (protocol/README.md): runtime "java-thread" (one
  * platform thread per unit) and "java-virtual" (one virtual thread per unit). The flat plan
  * arrives on stdin; binary frames go to stdout, sample frames to the sample file (fd 3). JDK 17
  * or newer (java-virtual: JDK 21 or newer), standard library only.
@@ -303,8 +303,8 @@ public final class TaskmeterDriver {
         FileInputStream in = new FileInputStream(FileDescriptor.in);
         Map<String, String> map = readPlan(in);
         long planRead = System.nanoTime();   // start_limit_ns counts from here
-        if (!"4".equals(map.get("protocol")))
-            throw new Failure(2, "unsupported protocol " + map.get("protocol") + " (this worker speaks 4)");
+        if (!"5".equals(map.get("protocol")))
+            throw new Failure(2, "unsupported protocol " + map.get("protocol") + " (this worker speaks 5)");
         String runtime = map.get("runtime");
         Engine engine = engines.stream().filter(e -> e.id.equals(runtime)).findFirst().orElseThrow(() -> new Failure(2,
             "runtime " + runtime + " is not served by this driver (" + String.join(", ", engines.stream().map(e -> e.id).toList()) + ")"));
@@ -318,7 +318,7 @@ public final class TaskmeterDriver {
         }
 
         String priority = engine.prime(plan);
-        sendFrame('H', "{\"protocol\":4,\"runtime\":" + q(runtime) + ",\"runtime_version\":" + q(engine.version())
+        sendFrame('H', "{\"protocol\":5,\"runtime\":" + q(runtime) + ",\"runtime_version\":" + q(engine.version())
             + ",\"clock\":\"CLOCK_MONOTONIC\",\"pid\":" + ProcessHandle.current().pid()
             + ",\"priority\":" + q(priority) + ("sleep".equals(wait) ? "" : ",\"wait\":" + q(wait)) + "}");
 
@@ -397,7 +397,7 @@ public final class TaskmeterDriver {
                 if (refused != null) return refused;
             }
             try {
-                int ringLongs = plan.schedule() == Schedule.NONE ? 0 : Math.multiplyExact(6, plan.ring());
+                int ringLongs = plan.schedule() == Schedule.NONE ? 0 : Math.multiplyExact(4, plan.ring());
                 Unit u = new Unit(plan, (int) id, units.size(), gate, slabs, ringLongs, plan.units() - id + 1);
                 engine.start(u);
                 units.add(u);   // read by the units only once the gate is open
@@ -858,10 +858,10 @@ public final class TaskmeterDriver {
      * into buf: one bulk copy, two when they wrap around the ring's end.
      */
     private static void putSamples(ByteBuffer buf, char kind, Unit u, long first, int n) {
-        buf.put((byte) kind).putInt(24 + 48 * n).putInt(u.id).putInt(n).putLong(u.origin).putLong(first);
+        buf.put((byte) kind).putInt(24 + 32 * n).putInt(u.id).putInt(n).putLong(u.origin).putLong(first);
         int ring = u.plan.ring(), at = (int) (first % ring), before = Math.min(n, ring - at);
-        buf.asLongBuffer().put(u.slab, u.base + 6 * at, 6 * before).put(u.slab, u.base, 6 * (n - before));
-        buf.position(buf.position() + 48 * n);
+        buf.asLongBuffer().put(u.slab, u.base + 4 * at, 4 * before).put(u.slab, u.base, 4 * (n - before));
+        buf.position(buf.position() + 32 * n);
     }
 
     /**
@@ -914,7 +914,7 @@ public final class TaskmeterDriver {
         private void drain(Unit u) throws IOException {
             long t = u.cursor.getAcquire(1), head = u.cursor.getAcquire(0);
             while (t < head) {
-                int n = (int) Math.min(head - t, (buf.remaining() - 29) / 48);
+                int n = (int) Math.min(head - t, (buf.remaining() - 29) / 32);
                 if (n <= 0) {   // the buffer is full of frames already taken: send them
                     write();
                     continue;
@@ -1050,7 +1050,7 @@ public final class TaskmeterDriver {
         final Plan plan;
         final int id, index, cls;   // index: in the list of units started (the gate's tree)
         final Gate gate;
-        final long[] slab;          // the ring: 6 longs per sample from base
+        final long[] slab;          // the ring: 4 longs per sample from base
         final int base, ringLongs;
         final boolean sleeps, absolute;
         Object handle;              // what its engine started (java-*: its thread)
@@ -1061,8 +1061,8 @@ public final class TaskmeterDriver {
         Throwable failure;
         ByteBuffer own;   // the F frame of a full ring: made at the first one, direct (written without a copy)
         // The loop's state between its steps: period k, the next absolute deadline, the head put;
-        // t0, t1 and the sample's period of the iteration running; intended: its deadline.
-        private long k, next, head, t0, t1, period, e;
+        // t0, t1 and the expected sleep e of the iteration running; intended: its deadline.
+        private long k, next, head, t0, t1, e;
         long intended;
 
         Unit(Plan plan, int id, int index, Gate gate, Slabs slabs, int ringLongs, long unitsLeft) {
@@ -1109,8 +1109,7 @@ public final class TaskmeterDriver {
                 busyRan = true;
                 t1 = System.nanoTime();
             }
-            period = k;
-            e = plan.expected(id, period);
+            e = plan.expected(id, k);
             intended = absolute ? next : t1 + e;
         }
 
@@ -1124,14 +1123,13 @@ public final class TaskmeterDriver {
 
         /* After the wait (t2) or the yield: the periods, the counts and the sample. */
         void end() {
-            long t2 = 0, m = 0;
+            long t2 = 0;
             if (sleeps) {
                 t2 = System.nanoTime();
                 k++;
-                if (absolute) {   // skipped periods are stored with the sample that overran
+                if (absolute) {   // skip the deadlines passed (the orchestrator counts them from intended)
                     next += plan.expected(id, k);
                     while (t2 > next) {
-                        m++;
                         k++;
                         next += plan.expected(id, k);
                     }
@@ -1143,14 +1141,12 @@ public final class TaskmeterDriver {
             if (sleeps) {
                 long t = cursor.getAcquire(1), h = head;
                 if (h - t == plan.ring()) lost += writeOwnRing(t, h);   // never wait for the writer
-                int at = base + (int) (h % plan.ring()) * 6;
+                int at = base + (int) (h % plan.ring()) * 4;
                 long[] r = slab;
-                r[at] = period;
-                r[at + 1] = t0;
-                r[at + 2] = t1;
-                r[at + 3] = intended;
-                r[at + 4] = t2;
-                r[at + 5] = m;
+                r[at] = t0;
+                r[at + 1] = t1;
+                r[at + 2] = intended;
+                r[at + 3] = t2;
                 cursor.setRelease(0, head = h + 1);
             }
         }
@@ -1172,7 +1168,7 @@ public final class TaskmeterDriver {
          */
         private long writeOwnRing(long t, long head) {
             if (!cursor.compareAndSet(1, t, head)) return 0;
-            if (own == null) own = ByteBuffer.allocateDirect(29 + 48 * plan.ring()).order(ByteOrder.LITTLE_ENDIAN);
+            if (own == null) own = ByteBuffer.allocateDirect(29 + 32 * plan.ring()).order(ByteOrder.LITTLE_ENDIAN);
             putSamples(own, 'F', this, t, (int) (head - t));
             try {
                 append(own);

@@ -1,5 +1,5 @@
 'use strict';
-/* taskmeter Node.js driver, worker protocol v4 (protocol/README.md), run by Node, Bun
+/* taskmeter Node.js driver, worker protocol v5 (protocol/README.md), run by Node, Bun
  * (drivers/bun) or Deno (drivers/deno). Runtime "node" ("bun", "deno"): one async function (a
  * promise chain) per unit on the main event loop; "node-worker" ("bun-worker", "deno-worker"): one
  * worker_threads Worker per unit (this file, role "unit"). The units' cells and rings live in one
@@ -64,7 +64,7 @@ const [STOP, GO, WRITE, STARTED, ENDED, ALL_ENDED] = [0, 1, 2, 3, 4, 5];
 const [SUM, BUSY, HAS_BUSY, INTERRUPTED, END] = [6, 7, 8, 9, 10];
 // Each unit's cells, 8 u64 (a cache line); all units' cells come first, then all their rings.
 const [HEAD, TAIL, ORIGIN, ITERATIONS, MEASURED, LOST, CELLS] = [0, 1, 2, 3, 4, 5, 8];
-const SAMPLE = 6; // u64 a sample: period, start, busy_end, intended, wake, missed
+const SAMPLE = 4; // u64 a sample: start, busy_end, intended, wake
 const SAMPLE_BYTES = SAMPLE * 8;
 const RING_HEAD = 5 + 24; // an S or F frame's header and its unit, count, origin, first
 const CHUNK = 4 << 20; // bytes a write at most (to the sample file: whole frames, one may be larger)
@@ -163,15 +163,12 @@ async function runUnit(u, env) {
       busyResult = plan.yield ? await busyYielding(plan.iters) : busy(plan.iters);
       t1 = now();
     }
-    let p;
     let intended;
     let t2;
-    let m = 0n;
     if (!plan.sleeps) {
       await immediate(); // the same yield as busy_yield's
     } else {
-      p = k;
-      const e = expected(plan, bu, p);
+      const e = expected(plan, bu, k);
       let pending;
       if (plan.absolute) {
         intended = next;
@@ -183,7 +180,7 @@ async function runUnit(u, env) {
       if (pending) await pending;
       t2 = now();
       k++;
-      if (plan.absolute) { // skipped periods are stored with the sample that overran
+      if (plan.absolute) { // skips the deadlines the wake passed (the orchestrator counts them from it)
         next += expected(plan, bu, k);
         if (t2 > next) {
           // The rule below steps once per skipped period, and a saturated event loop (100,000
@@ -192,12 +189,10 @@ async function runUnit(u, env) {
           const steps = plan.kind === 'modulo' ? plan.m : 1n;
           const cycle = plan.kind === 'modulo' ? (plan.ns * plan.m * (plan.m + 1n)) / 2n : expected(plan, bu, 0n);
           const cycles = (t2 - next) / cycle;
-          m = cycles * steps;
-          k += m;
+          k += cycles * steps;
           next += cycles * cycle;
         }
         while (t2 > next) {
-          m++;
           k++;
           next += expected(plan, bu, k);
         }
@@ -209,12 +204,10 @@ async function runUnit(u, env) {
     if (plan.sleeps) { // into the ring, after writing it out first if the writer fell behind
       if (head - Number(Atomics.load(cells, c + TAIL)) === ring) lost += writeOwnRing(env, u, origin, head);
       const i = base + (head % ring) * SAMPLE;
-      samples[i] = p;
-      samples[i + 1] = t0;
-      samples[i + 2] = t1;
-      samples[i + 3] = intended;
-      samples[i + 4] = t2;
-      samples[i + 5] = m;
+      samples[i] = t0;
+      samples[i + 1] = t1;
+      samples[i + 2] = intended;
+      samples[i + 3] = t2;
       Atomics.store(cells, c + HEAD, BigInt(++head));
     }
   }
@@ -868,14 +861,14 @@ async function main() {
   } catch (err) {
     return die(2, `the plan is not JSON: ${err.message}`);
   }
-  if (raw.protocol !== 4) return die(2, `protocol ${JSON.stringify(raw.protocol)}: this worker speaks 4`);
+  if (raw.protocol !== 5) return die(2, `protocol ${JSON.stringify(raw.protocol)}: this worker speaks 5`);
   if (!RUNTIMES.includes(raw.runtime)) return die(2, `runtime ${JSON.stringify(raw.runtime)}: not served here`);
   const recipe = recipeOf(raw);
   if (recipe === undefined) return die(2, `runtime ${raw.runtime} has no wait recipe ${JSON.stringify(raw.wait)}`);
   const plan = setup(raw);
   const priority = priorityPlan(plan);
   writeAll(frame('H', JSON.stringify({
-    protocol: 4, runtime: plan.runtime, runtime_version: `${HOST} ${HOST_VERSION}`, clock: 'CLOCK_MONOTONIC',
+    protocol: 5, runtime: plan.runtime, runtime_version: `${HOST} ${HOST_VERSION}`, clock: 'CLOCK_MONOTONIC',
     pid: process.pid, priority: priority.text, ...(recipe ? { wait: raw.wait } : {}),
   })));
   if (raw.experiment === 'granularity') return granularity(raw, ctl, readAt);

@@ -1,4 +1,4 @@
-"""taskmeter Python driver, the part every runtime shares: worker protocol 4 (protocol/README.md),
+"""taskmeter Python driver, the part every runtime shares: worker protocol 5 (protocol/README.md),
 standard library, Python 3.8+. The plan, the frames, the rings and their writer, the busy work, the
 start gate, the two work loops (a thread's or greenlet's, a task's), the granularity experiment's
 rounds; each runtime's module (RUNTIMES) says how its units start, sleep and yield.
@@ -22,7 +22,7 @@ from types import SimpleNamespace
 RUNTIMES = {"python-thread": "tm_threads", "python-abs": "tm_threads", "python-asyncio": "tm_asyncio",
             "python-trio": "tm_trio", "python-gevent": "tm_gevent"}
 U64 = (1 << 64) - 1       # the busy work wraps around at 2^64
-FIELDS = 6                # a sample: period, start, busy_end, intended, wake, missed
+FIELDS = 4                # a sample: start, busy_end, intended, wake
 SAMPLE_FD = 3             # the sample file, open for appending: S and F frames go there
 WRITE_BYTES = 1 << 20     # frames are gathered into writes of about this much
 now = time.monotonic_ns   # clock_gettime(CLOCK_MONOTONIC), an exact int
@@ -108,12 +108,12 @@ class Unit:
         # Python has no compare-and-swap: this lock makes swap_tail one, held for nothing else.
         self.tail_lock = threading.Lock()
 
-    def put(self, p, t0, t1, intended, t2, m):
+    def put(self, t0, t1, intended, t2):
         head, size = self.head, self.size
         if head - self.tail == size:
             self.write_own(head)   # the unit never waits for the writer
         ring, i = self.ring, head % size * FIELDS
-        ring[i], ring[i + 1], ring[i + 2], ring[i + 3], ring[i + 4], ring[i + 5] = p, t0, t1, intended, t2, m
+        ring[i], ring[i + 1], ring[i + 2], ring[i + 3] = t0, t1, intended, t2
         self.head = head + 1
 
     def write_own(self, head):
@@ -178,8 +178,9 @@ async def busy_async(iters, pause):
 
 
 def schedule(plan, u):
-    """(expected(k), skip(k, next, t2)) of unit u. skip is the missed-period rule with whole
-    schedule cycles skipped at once, so that a long overrun does not spin holding the GIL."""
+    """(expected(k), skip(k, next, t2)) of unit u. skip is the missed-period rule: the (k, next)
+    past the deadlines t2 passed, whole schedule cycles skipped at once, so that a long overrun
+    does not spin holding the GIL."""
     ns, periods = plan.sleep_ns, plan.modulo   # modulo is 1 but in the modulo schedule
     if periods > 1:
         expected = lambda k: (k % periods + 1) * ns
@@ -190,11 +191,11 @@ def schedule(plan, u):
 
     def skip(k, deadline, t2):
         cycles = (t2 - deadline - 1) // span   # whole cycles that all end before t2
-        m, k, deadline = cycles * periods, k + cycles * periods, deadline + cycles * span
+        k, deadline = k + cycles * periods, deadline + cycles * span
         while t2 > deadline:
-            m, k = m + 1, k + 1
+            k += 1
             deadline += expected(k)
-        return m, k, deadline
+        return k, deadline
     return expected, skip
 
 
@@ -482,8 +483,7 @@ def sync_unit(run, unit, rt):
             if none:
                 pause()
             else:
-                p = k
-                e = expected(p)
+                e = expected(k)
                 if absolute:
                     intended = deadline
                     sleep_until(deadline)
@@ -492,11 +492,10 @@ def sync_unit(run, unit, rt):
                     sleep_for(e, t1)
                 t2 = now()
                 k += 1
-                m = 0
                 if absolute:
                     deadline += expected(k)
                     if t2 > deadline:
-                        m, k, deadline = skip(k, deadline, t2)
+                        k, deadline = skip(k, deadline, t2)
             if atomic:
                 with lock:
                     run.counter += 1
@@ -504,7 +503,7 @@ def sync_unit(run, unit, rt):
             if t0 >= measure_start:
                 n_meas += 1
             if not none:
-                put(p, t0, t1, intended, t2, m)
+                put(t0, t1, intended, t2)
     except BaseException as exc:   # reported by the main thread, never as a traceback
         run.fail("unit %d" % unit.id, exc)
     unit.n, unit.n_meas = n, n_meas
@@ -546,8 +545,7 @@ async def task_unit(run, unit, gate, rt):
             if none:
                 await pause()   # the yield: one turn of the event loop
             else:
-                p = k
-                e = expected(p)
+                e = expected(k)
                 if absolute:
                     intended = deadline
                     await sleep_until(deadline)
@@ -556,18 +554,17 @@ async def task_unit(run, unit, gate, rt):
                     await sleep_for(e, t1)
                 t2 = now()
                 k += 1
-                m = 0
                 if absolute:
                     deadline += expected(k)
                     if t2 > deadline:
-                        m, k, deadline = skip(k, deadline, t2)
+                        k, deadline = skip(k, deadline, t2)
             if atomic:
                 run.counter += 1   # one thread: no other task runs between the read and the write
             n += 1
             if t0 >= measure_start:
                 n_meas += 1
             if not none:
-                put(p, t0, t1, intended, t2, m)
+                put(t0, t1, intended, t2)
     except Exception as exc:   # a cancellation (a BaseException) is left alone
         run.fail("unit %d" % unit.id, exc)
     unit.n, unit.n_meas = n, n_meas
@@ -615,7 +612,7 @@ def grains(plan, read_at, stop):
 
 def execute(plan, read_at, rt):
     version = "%s %s" % (platform.python_implementation(), platform.python_version())
-    hello = {"protocol": 4, "runtime": plan.runtime, "runtime_version": ", ".join(filter(None, [version, rt.version])),
+    hello = {"protocol": 5, "runtime": plan.runtime, "runtime_version": ", ".join(filter(None, [version, rt.version])),
              "clock": "CLOCK_MONOTONIC", "pid": os.getpid(), "priority": rt.priority()}
     if plan.wait:
         hello["wait"] = plan.wait
@@ -658,8 +655,8 @@ def main():
         if sys.byteorder != "little":   # S and F frames are the rings' bytes as they are
             raise Failure("sample frames are little-endian and this machine is not", 2)
         plan = json.loads(line)   # a flat object the orchestrator has checked
-        if plan.get("protocol") != 4:
-            raise Failure("unsupported protocol version %r (this worker speaks 4)" % plan.get("protocol"), 2)
+        if plan.get("protocol") != 5:
+            raise Failure("unsupported protocol version %r (this worker speaks 5)" % plan.get("protocol"), 2)
         if plan.get("runtime") not in RUNTIMES:
             raise Failure("runtime %r is not served by this driver (%s)" % (plan.get("runtime"), ", ".join(RUNTIMES)), 2)
         # Its module, and the package it needs (python-trio: trio), or E.

@@ -1,4 +1,4 @@
-"""The JSON Schemas, the vectors and real worker output agree (protocol v4).
+"""The JSON Schemas, the vectors and real worker output agree (protocol v5).
 
 The Rust test suite checks the semantics (the orchestrator's validator, check-driver); this
 checks the schema files a driver author in another language would use, against the same
@@ -85,9 +85,9 @@ def decode_frames(data):
         kind = kind.decode()
         if kind in ("S", "F"):
             unit, count, origin, first = struct.unpack_from("<IIQQ", payload)
-            assert len(payload) == 24 + 48 * count
-            words = struct.unpack_from(f"<{6 * count}Q", payload, 24)
-            samples = [list(words[i : i + 6]) for i in range(0, len(words), 6)]
+            assert len(payload) == 24 + 32 * count
+            words = struct.unpack_from(f"<{4 * count}Q", payload, 24)
+            samples = [list(words[i : i + 4]) for i in range(0, len(words), 4)]
             frames.append((kind, {"unit": unit, "origin": origin, "first": first, "samples": samples}))
         else:
             frames.append((kind, json.loads(payload)))

@@ -18,7 +18,7 @@ pub struct MemoryPerUnit {
 }
 
 /// What a row's rings of samples take in its worker: every unit started keeps a ring of the
-/// plan's `ring` samples of 48 bytes (protocol: "Storage: the ring"), allocated before the gate.
+/// plan's `ring` samples of 32 bytes (protocol: "Storage: the ring"), allocated before the gate.
 pub fn ring_bytes(row: &Row) -> Option<f64> {
     let ring = row.plan.as_ref()?.ring;
     Some(row.counts.as_ref()?.units as f64 * ring as f64 * SAMPLE_BYTES as f64)

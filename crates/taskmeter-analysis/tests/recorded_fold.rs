@@ -5,7 +5,11 @@
 //! plan, its stdout (the control frames) and its sample file (fd 3, gzipped). `folded.json` is
 //! what the fold made of it before the fold was rewritten for speed (issue 58), with every
 //! budget and class setting below; `BLESS=1` writes it anew, which only a change of what a
-//! figure means may do.
+//! figure means may do. The recordings were made under protocol 4, whose samples carried their
+//! period and missed deadlines; they were turned into protocol 5 (the same frames, each sample's
+//! four other words) with `folded.json` kept as it was, so these tests also hold the periods and
+//! missed deadlines the checker derives to those the workers sent (5,800 missed in
+//! `spin-absolute`).
 //!
 //! - `thread-modulo`: 4 sleeping threads in two priority classes, relative mode, `modulo:3` of
 //!   50 µs (the expected sleep varies by period), 200 busy iterations: some 7,600 samples.

@@ -304,8 +304,8 @@ pub struct WorkerInfo {
     /// registry's `writer`: a goroutine); absent, the writer is a thread of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writer: Option<String>,
-    /// The most the worker's sample file held unread when taskmeter's reader looked, bytes (48
-    /// a sample): how far the reader fell behind (it never costs a sample, only memory).
+    /// The most the worker's sample file held unread when taskmeter's reader looked, bytes (32
+    /// a sample; 48 before protocol 5): how far the reader fell behind (it never costs a sample, only memory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_backlog_peak_bytes: Option<u64>,
     /// The most that could wait unread, bytes (`--max-backlog`, by default a quarter of the

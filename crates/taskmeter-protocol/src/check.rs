@@ -64,13 +64,13 @@ pub struct SampleView {
 #[derive(Clone, Debug, Default)]
 struct UnitState {
     origin_ns: Option<u64>,
-    /// The period the next sample has when none is lost.
+    /// The period the next sample has when none is lost: that of position `next_period_at`.
     next_period: u64,
+    /// The position after the last sample checked.
+    next_period_at: u64,
     last_wake_ns: Option<u64>,
     samples: u64,
     measured: u64,
-    /// A sample followed lost ones.
-    gap: bool,
     end: Option<UnitEnd>,
     /// The position the unit's next frame must start at to be checked now.
     next_position: u64,
@@ -546,30 +546,28 @@ impl Checker {
             SampleContext { plan: &self.plan, window, unit, class, origin_ns: chunk.origin_ns, same_expected_ns };
         let base = samples.len();
         samples.reserve(chunk.len());
-        let relative = self.plan.sleep.mode == Mode::Relative;
-        for bytes in chunk.sample_bytes() {
-            let sample = Sample::from_bytes(bytes);
-            // Most samples pass: they are checked without their messages first, and a sample
-            // that fails is checked again for its reason.
-            let checked = match relative {
-                true => context.accept_relative(state, &sample, samples),
-                false => false,
-            };
-            if !checked {
-                if let Err(why) = context.check(state, sample, samples) {
-                    self.last_wake_ns = self.last_wake_ns.max(state.last_wake_ns);
-                    return invalid(format!(
-                        "unit {unit}, sample {} (period {}): {why}",
-                        state.samples + 1,
-                        sample.period
-                    ));
+        let checked = match self.plan.sleep.mode {
+            // A sample's period is its position: each iteration puts one sample and one period.
+            Mode::Relative => (chunk.first..).zip(chunk.sample_bytes()).try_for_each(|(period, bytes)| {
+                let sample = Sample::from_bytes(period, bytes);
+                // Most samples pass: they are checked without their messages first, and a sample
+                // that fails is checked again for its reason.
+                match context.accept_relative(state, &sample, samples) {
+                    true => Ok(()),
+                    false => context.check(state, sample, samples).map_err(|why| (period, why)),
                 }
-            }
-        }
-        // A unit's wakes only grow: its last is the latest of the frame.
+            }),
+            Mode::Absolute => context.check_absolute(state, chunk, samples),
+        };
+        // A unit's wakes only grow: its last is the latest of the frame (or of its samples
+        // before one that fails).
         self.last_wake_ns = self.last_wake_ns.max(state.last_wake_ns);
+        if let Err((period, why)) = checked {
+            return invalid(format!("unit {unit}, sample {} (period {period}): {why}", state.samples + 1));
+        }
         let end = chunk.first + chunk.len() as u64;
         state.next_position = end;
+        state.next_period_at = end;
         // Marked per frame, not per sample: such samples are rare.
         while let Some(&position) = state.after_flush.front().filter(|p| **p < end) {
             state.after_flush.pop_front();
@@ -627,9 +625,6 @@ impl Checker {
                 "U of unit {name}: lost {} but {} sample positions never came",
                 u.lost, state.skipped
             ));
-        }
-        if u.lost == 0 && state.gap {
-            return invalid(format!("U of unit {name}: its samples skip periods, yet it lost none"));
         }
         let measured =
             if self.plan.sleep.schedule.sleeps() { state.measured..=state.measured + u.lost } else { 0..=u.iterations };
@@ -759,9 +754,59 @@ impl SampleContext<'_> {
         self.origin_ns as u128 + self.plan.sleep.schedule.total_through(self.unit, period)
     }
 
+    /// Checks an absolute-mode frame's samples; on failure, the period of the sample that failed
+    /// and why. A sample's period follows its unit's previous one and the deadlines that one's
+    /// wake passed; after lost samples, it is the period whose deadline the sample intended.
+    fn check_absolute(
+        &self,
+        state: &mut UnitState,
+        chunk: &Chunk,
+        out: &mut Vec<SampleView>,
+    ) -> Result<(), (u64, String)> {
+        let mut period = state.next_period;
+        if chunk.first != state.next_period_at {
+            // Each lost sample had a period of its own.
+            let lost = chunk.first - state.next_period_at;
+            let first = Sample::from_bytes(period.saturating_add(lost), chunk.bytes());
+            period = self.period_intended(&first).map_err(|why| (first.period, why))?;
+        }
+        for bytes in chunk.sample_bytes() {
+            self.check(state, Sample::from_bytes(period, bytes), out).map_err(|why| (period, why))?;
+            period = state.next_period;
+        }
+        Ok(())
+    }
+
+    /// The period from `s.period` on whose deadline `s` intended (absolute mode, after lost
+    /// samples).
+    fn period_intended(&self, s: &Sample) -> Result<u64, String> {
+        let total = (s.intended_ns as u128).saturating_sub(self.origin_ns as u128);
+        self.plan
+            .sleep
+            .schedule
+            .first_period_reaching(self.unit, s.period, total)
+            .filter(|period| self.deadline(*period) == s.intended_ns as u128)
+            .ok_or_else(|| format!("intended {} is the deadline of no period from {} on", s.intended_ns, s.period))
+    }
+
+    /// The deadlines after `period`'s that `wake` passed: the periods its unit skipped (the
+    /// loop's `m`), 0 when it woke by the next deadline.
+    #[inline]
+    fn missed(&self, period: u64, deadline: u128, wake: u64) -> u64 {
+        let schedule = &self.plan.sleep.schedule;
+        if wake as u128 <= deadline + schedule.expected_exact(self.unit, period + 1) {
+            return 0;
+        }
+        let reached = (wake as u128).saturating_sub(self.origin_ns as u128);
+        // The first deadline at or after the wake (one below period 2^63 in any plan, whose
+        // absolute sleeps are at least 1 µs).
+        let first_ahead = schedule.first_period_reaching(self.unit, period + 1, reached).unwrap_or(1 << 63);
+        first_ahead - period - 1
+    }
+
     /// Checks a sample, and takes it if it passes; else says why it fails.
     #[inline]
-    fn check(&self, state: &mut UnitState, s: Sample, out: &mut Vec<SampleView>) -> Result<(), String> {
+    fn check(&self, state: &mut UnitState, mut s: Sample, out: &mut Vec<SampleView>) -> Result<(), String> {
         if !(self.origin_ns <= s.start_ns && s.start_ns <= s.busy_end_ns && s.busy_end_ns <= s.wake_ns) {
             return Err(format!(
                 "origin <= start <= busy_end <= wake does not hold ({} / {} / {} / {})",
@@ -777,9 +822,6 @@ impl SampleContext<'_> {
         if self.plan.busy.iters == 0 && s.busy_end_ns != s.start_ns {
             return Err("busy_end differs from start with no busy work".into());
         }
-        if s.period < state.next_period {
-            return Err(format!("period {} where at least {} was due", s.period, state.next_period));
-        }
         let expected_ns = self.plan.sleep.schedule.expected(self.unit, s.period);
         match self.plan.sleep.mode {
             Mode::Relative => {
@@ -789,13 +831,8 @@ impl SampleContext<'_> {
                         s.intended_ns, s.busy_end_ns
                     ));
                 }
-                if s.missed != 0 {
-                    return Err(format!("missed {} in relative mode", s.missed));
-                }
             }
             Mode::Absolute => {
-                // Each deadline once (a sample of no missed periods wakes by this one plus the
-                // next sleep), where up to three were computed from the origin.
                 let deadline = self.deadline(s.period);
                 if s.intended_ns as u128 != deadline {
                     return Err(format!(
@@ -803,19 +840,7 @@ impl SampleContext<'_> {
                         s.intended_ns, s.period,
                     ));
                 }
-                let last =
-                    s.period.checked_add(s.missed).filter(|l| *l < u64::MAX).ok_or("missed overflows the period")?;
-                let wake = s.wake_ns as u128;
-                let (at_last, after_last) = match s.missed {
-                    0 => (deadline, deadline + self.plan.sleep.schedule.expected_exact(self.unit, last + 1)),
-                    _ => (self.deadline(last), self.deadline(last + 1)),
-                };
-                if wake > after_last || (s.missed > 0 && wake <= at_last) {
-                    return Err(format!(
-                        "missed {} does not match the deadlines that wake {} passed",
-                        s.missed, s.wake_ns
-                    ));
-                }
+                s.missed = self.missed(s.period, deadline, s.wake_ns);
             }
         }
         self.take(state, s, expected_ns, out);
@@ -836,9 +861,7 @@ impl SampleContext<'_> {
             & (s.start_ns < self.window.end_ns)
             & state.last_wake_ns.is_none_or(|w| s.start_ns >= w)
             & ((self.plan.busy.iters != 0) | (s.busy_end_ns == s.start_ns))
-            & (s.period >= state.next_period)
-            & (s.intended_ns as u128 == s.busy_end_ns as u128 + expected_ns as u128)
-            & (s.missed == 0);
+            & (s.intended_ns as u128 == s.busy_end_ns as u128 + expected_ns as u128);
         if passes {
             self.take(state, *s, expected_ns, out);
         }
@@ -849,7 +872,6 @@ impl SampleContext<'_> {
     #[inline(always)]
     fn take(&self, state: &mut UnitState, s: Sample, expected_ns: u64, out: &mut Vec<SampleView>) {
         let gap = s.period > state.next_period;
-        state.gap |= gap;
         state.next_period = s.period + 1 + s.missed;
         let previous_wake_ns = if gap { None } else { Some(state.last_wake_ns.unwrap_or(self.origin_ns)) };
         state.last_wake_ns = Some(s.wake_ns);
@@ -1068,30 +1090,24 @@ mod tests {
             ("relative", Box::new(|f| f[2][1]["origin"] = json!(90)), "before run_start_ns"),
             ("relative", Box::new(|f| f[3][1]["origin"] = json!(111)), "origin 111 after 110"),
             ("relative", Box::new(|f| f[2][1]["unit"] = json!(2)), "names unit 2"),
-            ("relative", Box::new(|f| f[2][1]["samples"][0][4] = json!(119)), "origin <= start <= busy_end <= wake"),
-            ("relative", Box::new(|f| f[2][1]["samples"][1][1] = json!(1140)), "before the previous wake 1150"),
-            ("relative", Box::new(|f| f[2][1]["samples"][0][2] = json!(121)), "no busy work"),
-            ("relative", Box::new(|f| f[2][1]["samples"][0][5] = json!(1)), "missed 1 in relative mode"),
+            ("relative", Box::new(|f| f[2][1]["samples"][0][3] = json!(119)), "origin <= start <= busy_end <= wake"),
+            ("relative", Box::new(|f| f[2][1]["samples"][1][0] = json!(1140)), "before the previous wake 1150"),
+            ("relative", Box::new(|f| f[2][1]["samples"][0][1] = json!(121)), "no busy work"),
             // A relative-mode sample is checked first without messages: each of these fails one
             // check alone, so that a check left out of that pass lets its sample through.
             (
                 "relative",
-                Box::new(|f| f[2][1]["samples"][0] = json!([0, 105, 105, 1105, 1150, 0])),
+                Box::new(|f| f[2][1]["samples"][0] = json!([105, 105, 1105, 1150])),
                 "origin <= start <= busy_end <= wake",
             ),
             (
                 "relative",
-                Box::new(|f| f[2][1]["samples"][1] = json!([1, 1140, 1140, 2140, 2200, 0])),
+                Box::new(|f| f[2][1]["samples"][1] = json!([1140, 1140, 2140, 2200])),
                 "before the previous wake 1150",
             ),
-            ("relative", Box::new(|f| f[2][1]["samples"][0] = json!([0, 120, 121, 1121, 1150, 0])), "no busy work"),
-            ("relative", Box::new(|f| f[2][1]["samples"][1][0] = json!(0)), "period 0 where at least 1"),
-            (
-                "relative",
-                Box::new(|f| f[3][1]["samples"][0] = json!([2, 10110, 10110, 11110, 11200, 0])),
-                "at or after end",
-            ),
-            ("relative", Box::new(|f| f[2][1]["samples"][0][3] = json!(1121)), "intended 1121"),
+            ("relative", Box::new(|f| f[2][1]["samples"][0] = json!([120, 121, 1121, 1150])), "no busy work"),
+            ("relative", Box::new(|f| f[3][1]["samples"][0] = json!([10110, 10110, 11110, 11200])), "at or after end"),
+            ("relative", Box::new(|f| f[2][1]["samples"][0][2] = json!(1121)), "intended 1121"),
             ("relative", Box::new(|f| f[4][1]["iterations"] = json!(4)), "not its 3 samples plus 0 lost"),
             ("relative", Box::new(|f| f[4][1]["measured_iterations"] = json!(2)), "outside 3..=3"),
             ("relative", Box::new(|f| f[4][1]["origin_ns"] = json!(111)), "differs from its S frames"),
@@ -1134,10 +1150,31 @@ mod tests {
                 Box::new(|f| f.as_array_mut().unwrap().insert(2, json!(["E", {"message": "late"}]))),
                 "E frame after the gate",
             ),
-            ("absolute", Box::new(|f| f[3][1]["samples"][1][5] = json!(1)), "missed 1 does not match"),
-            ("absolute", Box::new(|f| f[3][1]["samples"][1][5] = json!(3)), "missed 3 does not match"),
-            ("absolute", Box::new(|f| f[3][1]["samples"][0][3] = json!(1101)), "not the deadline of period 0: 1100"),
-            ("absolute", Box::new(|f| f[5][1]["samples"][0][0] = json!(3)), "period 3 where at least 4"),
+            ("absolute", Box::new(|f| f[3][1]["samples"][0][2] = json!(1101)), "not the deadline of period 0: 1100"),
+            // Unit 1's wake at 4250 passed the deadlines 3100 and 4100: its next period is 4. A
+            // unit that skipped one period less, or one more, intends another deadline.
+            (
+                "absolute",
+                Box::new(|f| f[5][1]["samples"][0][2] = json!(4100)),
+                "intended 4100 is not the deadline of period 4: 5100",
+            ),
+            (
+                "absolute",
+                Box::new(|f| f[5][1]["samples"][0][2] = json!(6100)),
+                "intended 6100 is not the deadline of period 4: 5100",
+            ),
+            // Woken at 3150, it passed one deadline (3100): its next period is 3, not 4.
+            (
+                "absolute",
+                Box::new(|f| f[3][1]["samples"][1][3] = json!(3150)),
+                "intended 5100 is not the deadline of period 3: 4100",
+            ),
+            // Woken exactly at 4100, it passed one deadline (3100) and woke by the next (4100).
+            (
+                "absolute",
+                Box::new(|f| f[3][1]["samples"][1][3] = json!(4100)),
+                "intended 5100 is not the deadline of period 3: 4100",
+            ),
             ("lost", Box::new(|f| f[4][1]["lost"] = json!(0)), "not its 3 samples plus 0 lost"),
             (
                 "lost",
@@ -1148,7 +1185,6 @@ mod tests {
                 }),
                 "lost 0 but 2 sample positions never came",
             ),
-            ("relative", Box::new(|f| f[3][1]["samples"][0][0] = json!(3)), "skip periods, yet it lost none"),
             (
                 "lost",
                 Box::new(|f| {
@@ -1260,7 +1296,7 @@ mod tests {
                 Box::new(|f| {
                     f.as_array_mut().unwrap().insert(
                         2,
-                        json!(["S", {"unit": 1, "origin": 110, "first": 0, "samples": [[0, 120, 120, 120, 120, 0]]}]),
+                        json!(["S", {"unit": 1, "origin": 110, "first": 0, "samples": [[120, 120, 120, 120]]}]),
                     )
                 }),
                 "schedule none",
@@ -1290,7 +1326,7 @@ mod tests {
                 let samples: Vec<serde_json::Value> = (0..3)
                     .map(|period| {
                         let intended = start + slept[period];
-                        let sample = json!([period, start, start, intended, intended + 30, 0]);
+                        let sample = json!([start, start, intended, intended + 30]);
                         start = intended + 40;
                         sample
                     })
@@ -1313,6 +1349,36 @@ mod tests {
                 assert!(why.contains(&format!("sample {} (period {period}): intended", period + 1)), "{why}");
                 assert_eq!(views.len(), period, "the samples before the one refused");
             }
+        }
+    }
+
+    /// Absolute mode: a sample's period is derived from its unit's previous one and the
+    /// deadlines that one's wake passed, and after lost samples from the deadline it intended.
+    #[test]
+    fn absolute_periods_follow_the_deadlines_passed_and_are_found_after_lost_samples() {
+        use serde_json::json;
+        let (plan, vector) = stream("absolute");
+        let (ending, views) = run(&plan, &vector);
+        assert!(matches!(ending, Ok(Ending::Complete(_))), "{ending:?}");
+        let unit_1: Vec<(u64, u64)> =
+            views.iter().filter(|v| v.unit == 1).map(|v| (v.sample.period, v.sample.missed)).collect();
+        assert_eq!(unit_1, [(0, 0), (1, 2), (4, 0)], "its wake at 4250 passed the deadlines 3100 and 4100");
+        // Unit 1's sample at position 2 lost: the one at position 3 intends period 5's deadline.
+        let mut lost = vector.clone();
+        lost["frames"][5][1]["first"] = json!(3);
+        lost["frames"][5][1]["samples"][0] = json!([5260, 5400, 6100, 6120]);
+        lost["frames"][7][1]["iterations"] = json!(4);
+        lost["frames"][7][1]["lost"] = json!(1);
+        let (ending, views) = run(&plan, &lost);
+        assert!(matches!(ending, Ok(Ending::Complete(_))), "{ending:?}");
+        let last = views.iter().rfind(|v| v.unit == 1).expect("unit 1's samples");
+        assert_eq!((last.sample.period, last.previous_wake_ns), (5, None), "after a gap: no interval");
+        // A deadline the lost sample's own period already had, or none at all, is refused.
+        for (intended, why) in [(5100, "intended 5100 is the deadline of no period from 5 on"), (6150, "intended 6150")]
+        {
+            lost["frames"][5][1]["samples"][0][2] = json!(intended);
+            let (ending, _) = run(&plan, &lost);
+            assert!(format!("{ending:?}").contains(why), "{intended}: {ending:?}");
         }
     }
 

@@ -11,12 +11,14 @@ pub const HEADER_BYTES: usize = 5;
 pub const CHUNK_HEADER_BYTES: usize = 24;
 /// The worker's descriptor of the sample file, where its `S` and `F` frames go.
 pub const SAMPLE_FD: i32 = 3;
-pub const SAMPLE_BYTES: usize = 48;
+/// A sample on the wire: `start`, `busy_end`, `intended`, `wake` (its period and missed
+/// deadlines are the orchestrator's to derive: protocol, "Frames").
+pub const SAMPLE_BYTES: usize = 32;
 /// The name of a worker's writer thread (its `comm`), by which the orchestrator finds it to run
 /// it above the units (protocol: "The writer").
 pub const WRITER_THREAD: &str = "tm-writer";
 /// A frame longer than this is a protocol violation: a whole ring of the largest size the
-/// orchestrator gives (`RING_BUDGET` samples, 192 MiB), which a unit whose ring is full writes
+/// orchestrator gives (`RING_BUDGET` samples, 128 MiB), which a unit whose ring is full writes
 /// as one frame, fits; anything longer is garbage.
 pub const MAX_PAYLOAD: usize = CHUNK_HEADER_BYTES + SAMPLE_BYTES * crate::plan::RING_BUDGET as usize;
 
@@ -164,7 +166,9 @@ pub struct ErrorFrame {
     pub message: String,
 }
 
-/// One sample of the work loop (protocol: "The work loop, exactly").
+/// One sample of the work loop (protocol: "The work loop, exactly"). On the wire it is four
+/// words ([`Sample::wire_words`]); `period` and `missed` are derived by the checker from the
+/// sample's position and its unit's schedule, where protocol 4 sent them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Sample {
     /// The period the sleep belonged to; `expected(unit, period)` is its expected sleep.
@@ -173,23 +177,26 @@ pub struct Sample {
     pub busy_end_ns: u64,
     pub intended_ns: u64,
     pub wake_ns: u64,
+    /// Whole periods the wake passed after `intended` (absolute mode; 0 in relative).
     pub missed: u64,
 }
 
 impl Sample {
-    pub fn to_words(self) -> [u64; 6] {
-        [self.period, self.start_ns, self.busy_end_ns, self.intended_ns, self.wake_ns, self.missed]
+    /// What the wire carries of it: start, busy_end, intended, wake.
+    pub fn wire_words(self) -> [u64; 4] {
+        [self.start_ns, self.busy_end_ns, self.intended_ns, self.wake_ns]
     }
 
-    pub fn from_words(w: [u64; 6]) -> Sample {
-        Sample { period: w[0], start_ns: w[1], busy_end_ns: w[2], intended_ns: w[3], wake_ns: w[4], missed: w[5] }
+    /// A sample of `period` with no missed period from its four words.
+    pub fn from_wire_words(period: u64, w: [u64; 4]) -> Sample {
+        Sample { period, start_ns: w[0], busy_end_ns: w[1], intended_ns: w[2], wake_ns: w[3], missed: 0 }
     }
 
-    /// A sample from its 48 bytes on the wire (six little-endian words).
+    /// A sample from its 32 bytes on the wire (four little-endian words), given its period.
     #[inline(always)]
-    pub fn from_bytes(bytes: &[u8]) -> Sample {
+    pub fn from_bytes(period: u64, bytes: &[u8]) -> Sample {
         let word = |i: usize| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
-        Sample::from_words([word(0), word(1), word(2), word(3), word(4), word(5)])
+        Sample::from_wire_words(period, [word(0), word(1), word(2), word(3)])
     }
 }
 
@@ -208,7 +215,7 @@ pub struct Chunk<'a> {
 }
 
 impl<'a> Chunk<'a> {
-    /// A chunk over `bytes`, whole samples of 48 bytes.
+    /// A chunk over `bytes`, whole samples of [`SAMPLE_BYTES`].
     pub fn new(unit: u32, origin_ns: u64, first: u64, by_unit: bool, bytes: &'a [u8]) -> Chunk<'a> {
         debug_assert_eq!(bytes.len() % SAMPLE_BYTES, 0);
         Chunk { unit, origin_ns, first, by_unit, ends_frame: true, bytes }
@@ -240,11 +247,14 @@ impl<'a> Chunk<'a> {
         self.bytes.is_empty()
     }
 
+    /// The samples, each with its position as its period and no missed period: what relative
+    /// mode's are (the checker derives absolute mode's from the unit's schedule).
     pub fn samples(&self) -> impl Iterator<Item = Sample> + 'a {
-        self.sample_bytes().map(Sample::from_bytes)
+        let first = self.first;
+        self.sample_bytes().enumerate().map(move |(i, bytes)| Sample::from_bytes(first + i as u64, bytes))
     }
 
-    /// Each sample's 48 bytes, for a loop that decodes each where it uses it
+    /// Each sample's bytes, for a loop that decodes each where it uses it
     /// ([`Sample::from_bytes`]).
     pub fn sample_bytes(&self) -> std::slice::ChunksExact<'a, u8> {
         self.bytes.chunks_exact(SAMPLE_BYTES)
@@ -307,7 +317,7 @@ pub fn decode(kind: u8, payload: &[u8]) -> Result<Frame<'_>, String> {
             let bytes = &payload[CHUNK_HEADER_BYTES..];
             if count == 0 || bytes.len() != count * SAMPLE_BYTES {
                 return Err(format!(
-                    "an {name} frame of unit {unit} says {count} samples but holds {} bytes of samples (48 each, at least 1)",
+                    "an {name} frame of unit {unit} says {count} samples but holds {} bytes of samples ({SAMPLE_BYTES} each, at least 1)",
                     bytes.len()
                 ));
             }
@@ -485,7 +495,7 @@ pub fn put_samples(out: &mut Vec<u8>, head: ChunkHead, samples: impl ExactSizeIt
     out.extend_from_slice(&head.origin_ns.to_le_bytes());
     out.extend_from_slice(&head.first.to_le_bytes());
     for sample in samples {
-        for word in sample.to_words() {
+        for word in sample.wire_words() {
             out.extend_from_slice(&word.to_le_bytes());
         }
     }
@@ -507,8 +517,10 @@ mod tests {
     fn frames_round_trip_and_cut_frames_are_told_apart_from_the_end() {
         let mut bytes = Vec::new();
         put_json(&mut bytes, kind::ERROR, &ErrorFrame { message: "no".into() });
-        let samples = [Sample { period: 1, start_ns: 2, busy_end_ns: 3, intended_ns: 4, wake_ns: 5, missed: 6 }; 2];
-        put_samples(&mut bytes, ChunkHead { unit: 7, origin_ns: 99, first: 5, by_unit: true }, samples.iter().copied());
+        // Period and missed are not on the wire: the samples read back have their positions.
+        let sent = [Sample { period: 1, start_ns: 2, busy_end_ns: 3, intended_ns: 4, wake_ns: 5, missed: 6 }; 2];
+        put_samples(&mut bytes, ChunkHead { unit: 7, origin_ns: 99, first: 5, by_unit: true }, sent.iter().copied());
+        let samples = [5, 6].map(|period| Sample { period, missed: 0, ..sent[0] });
         let mut reader = FrameReader::new(bytes.as_slice());
         let (k, payload) = reader.next_raw().unwrap().unwrap();
         assert!(matches!(decode(k, payload).unwrap(), Frame::Error(ErrorFrame { message }) if message == "no"));
@@ -522,6 +534,7 @@ mod tests {
         let mut reader = FrameReader::new(cut);
         reader.next_raw().unwrap();
         assert!(matches!(reader.next_raw(), Err(ReadError::Cut { kind: b'F', missing: 3 })));
+        assert_eq!(payload_of(&bytes).len(), 24 + 2 * 32, "four words a sample");
         assert!(decode(b'S', &payload_of(&bytes)[..28]).unwrap_err().contains("holds 4 bytes"));
         assert!(decode(b'F', &payload_of(&bytes)[..20]).unwrap_err().contains("shorter than its 24-byte header"));
         assert!(decode(b'X', b"{}").unwrap_err().contains("unknown frame kind 'X'"));

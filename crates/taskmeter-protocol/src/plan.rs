@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-pub const PROTOCOL: u32 = 4;
+pub const PROTOCOL: u32 = 5;
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
@@ -92,6 +92,38 @@ impl Schedule {
             }
             Schedule::None => 0,
         }
+    }
+
+    /// The first period from `from` on whose total ([`Schedule::total_through`]) reaches
+    /// `total`: in absolute mode, the first deadline at or after `origin + total`. Totals rise
+    /// by at least 1 ns a period with a sleeping schedule (absolute mode's by 1 µs), so the
+    /// search doubles its step and then halves it: about 2 log2(distance) totals. None when no
+    /// period below 2^63 reaches it.
+    pub fn first_period_reaching(&self, unit: u32, from: u64, total: u128) -> Option<u64> {
+        const LAST: u64 = 1 << 63;
+        let reaches = |k: u64| self.total_through(unit, k) >= total;
+        if reaches(from) {
+            return Some(from);
+        }
+        let (mut short, mut step) = (from, 1u64);
+        let mut reached = loop {
+            let k = from.saturating_add(step).min(LAST);
+            if reaches(k) {
+                break k;
+            }
+            if k == LAST {
+                return None;
+            }
+            (short, step) = (k, step.saturating_mul(2));
+        };
+        while reached - short > 1 {
+            let middle = short + (reached - short) / 2;
+            match reaches(middle) {
+                true => reached = middle,
+                false => short = middle,
+            }
+        }
+        Some(reached)
     }
 
     pub fn sleeps(&self) -> bool {
@@ -349,7 +381,7 @@ pub const FLUSH_NS: u64 = 200_000_000;
 /// the CPU for seconds by many busy units (1,000 C threads on 2 cores kept it waiting 3 s).
 pub const RING_SECONDS: u64 = 2;
 /// The smallest ring the orchestrator gives a unit (1.5 MiB per 1,000 units), and the budget of
-/// all units' rings together above that minimum (48 bytes a sample: 192 MiB).
+/// all units' rings together above that minimum (32 bytes a sample: 128 MiB).
 pub const MIN_RING: u32 = 32;
 pub const RING_BUDGET: u64 = 1 << 22;
 /// A flush period below this would make the writer a busy loop.
@@ -766,6 +798,31 @@ mod tests {
     }
 
     #[test]
+    fn the_first_period_reaching_a_total_is_found_as_a_scan_finds_it() {
+        for schedule in
+            [Schedule::Fixed { ns: 1_000 }, Schedule::ByUnit { ns: 1_000 }, Schedule::Modulo { m: 5, ns: 1_000 }]
+        {
+            for unit in [1, 3] {
+                for from in [0, 1, 7] {
+                    for total in (0..60_000u128).step_by(250) {
+                        let scanned = (from..).find(|k| schedule.total_through(unit, *k) >= total);
+                        assert_eq!(
+                            schedule.first_period_reaching(unit, from, total),
+                            scanned,
+                            "{schedule:?} {unit} {from} {total}"
+                        );
+                    }
+                }
+            }
+        }
+        let fixed = Schedule::Fixed { ns: 1_000 };
+        // Far away: a wake 2^60 ns after the origin passed about 2^60 / 1,000 deadlines.
+        let far = fixed.first_period_reaching(1, 0, 1 << 60).unwrap();
+        assert!(fixed.total_through(1, far) >= 1 << 60 && fixed.total_through(1, far - 1) < 1 << 60);
+        assert_eq!(fixed.first_period_reaching(1, 0, u128::MAX), None, "no period below 2^63 reaches it");
+    }
+
+    #[test]
     fn schedules_follow_the_studies() {
         let fixed = Schedule::parse("fixed:250us").unwrap();
         assert_eq!(fixed.expected(3, 99), 250_000);
@@ -795,7 +852,7 @@ mod tests {
     }
 
     fn wire_plan() -> &'static str {
-        r#"{"protocol":4,"runtime":"thread","experiment":"sleep","units":2,"classes":2,"start_limit_ns":7,"warmup_ns":0,"duration_ns":5,"mode":"absolute","schedule":"modulo","sleep_ns":1000,"modulo":3,"busy_iters":4,"busy_yield":true,"ring":16,"flush_ns":1000000,"room_threads":41,"room_threads_why":"RLIMIT_NPROC (ulimit -u) 60 with 18 threads of uid 1000: 42 threads left, of which 1 (1/32) are kept for other processes","room_memory_bytes":null,"room_memory_why":"neither MemAvailable nor a memory cgroup limit could be read","max_map_count":65530}"#
+        r#"{"protocol":5,"runtime":"thread","experiment":"sleep","units":2,"classes":2,"start_limit_ns":7,"warmup_ns":0,"duration_ns":5,"mode":"absolute","schedule":"modulo","sleep_ns":1000,"modulo":3,"busy_iters":4,"busy_yield":true,"ring":16,"flush_ns":1000000,"room_threads":41,"room_threads_why":"RLIMIT_NPROC (ulimit -u) 60 with 18 threads of uid 1000: 42 threads left, of which 1 (1/32) are kept for other processes","room_memory_bytes":null,"room_memory_why":"neither MemAvailable nor a memory cgroup limit could be read","max_map_count":65530}"#
     }
 
     #[test]
@@ -831,7 +888,8 @@ mod tests {
         let expected = [
             ("not-json", "invalid plan"),
             ("protocol-3", "unsupported protocol version 3"),
-            ("protocol-5", "unsupported protocol version 5"),
+            ("protocol-4", "unsupported protocol version 4"),
+            ("protocol-6", "unsupported protocol version 6"),
             ("zero-units", "units must be >= 1"),
             ("unknown-mode", "unknown variant `sometimes`"),
             ("unknown-schedule", "unknown variant `random`"),

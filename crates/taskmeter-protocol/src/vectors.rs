@@ -15,7 +15,7 @@ pub const PLANS: &[(&str, &str)] = vectors!("plans":
     "granularity-stencil");
 
 pub const INVALID_PLANS: &[(&str, &str)] = vectors!("invalid-plans":
-    "not-json", "protocol-3", "protocol-5", "zero-units", "unknown-mode", "unknown-schedule",
+    "not-json", "protocol-3", "protocol-4", "protocol-6", "zero-units", "unknown-mode", "unknown-schedule",
     "unknown-experiment", "missing-busy-iters", "missing-start-limit", "modulo-zero", "negative-duration",
     "absolute-zero-period", "absolute-sub-microsecond", "three-classes", "zero-start-limit", "zero-ring",
     "short-flush", "unknown-key", "repeated-key", "float-integer", "above-2-pow-53", "overflowing-end",
@@ -27,9 +27,9 @@ pub const INVALID_PLANS: &[(&str, &str)] = vectors!("invalid-plans":
 pub const STREAMS: &[(&str, &str)] = vectors!("streams": "relative", "absolute", "atomic-partial", "lost", "flushed", "killed", "refused", "granularity");
 
 /// The bytes of a stream vector's `frames`: `[kind, payload]` pairs, the `S` and `F` payloads
-/// written as `{"unit", "origin", "first", "samples": [[period, start, busy_end, intended, wake,
-/// missed], ...]}`. One stream, as the orchestrator reads it: the sample file's frames in their
-/// place among stdout's.
+/// written as `{"unit", "origin", "first", "samples": [[start, busy_end, intended, wake], ...]}`.
+/// One stream, as the orchestrator reads it: the sample file's frames in their place among
+/// stdout's.
 pub fn encode_stream(frames: &serde_json::Value) -> Vec<u8> {
     let mut bytes = Vec::new();
     for frame in frames.as_array().expect("frames are an array") {
@@ -37,13 +37,14 @@ pub fn encode_stream(frames: &serde_json::Value) -> Vec<u8> {
         let payload = &frame[1];
         if kind == crate::frames::kind::SAMPLES || kind == crate::frames::kind::FLUSHED {
             let word = |v: &serde_json::Value| v.as_u64().expect("an integer");
+            // The period is the wire's to leave out (it is derived): any will do.
             let samples: Vec<crate::frames::Sample> = payload["samples"]
                 .as_array()
                 .expect("samples")
                 .iter()
                 .map(|s| {
-                    let w: Vec<u64> = s.as_array().expect("six integers").iter().map(word).collect();
-                    crate::frames::Sample::from_words(w.try_into().expect("six integers"))
+                    let w: Vec<u64> = s.as_array().expect("four integers").iter().map(word).collect();
+                    crate::frames::Sample::from_wire_words(0, w.try_into().expect("four integers"))
                 })
                 .collect();
             let head = crate::frames::ChunkHead {

@@ -8,9 +8,10 @@ use taskmeter_protocol::frames::{put_samples, ChunkHead};
 use taskmeter_protocol::Sample;
 
 pub struct Ring {
-    /// A sample's six words each, stored and loaded relaxed (plain moves): a consumer's copy
-    /// may race the unit's next write of the slot, and is then thrown away (a seqlock's read).
-    slots: Box<[[AtomicU64; 6]]>,
+    /// A sample's four words on the wire each, stored and loaded relaxed (plain moves): a
+    /// consumer's copy may race the unit's next write of the slot, and is then thrown away (a
+    /// seqlock's read).
+    slots: Box<[[AtomicU64; 4]]>,
     /// Samples ever put; written by the unit only.
     head: AtomicU64,
     /// Samples ever taken; moved forward by a compare-and-swap by whichever consumer took them.
@@ -39,7 +40,7 @@ impl Ring {
             return false;
         }
         let slot = &self.slots[(head % len) as usize];
-        for (word, value) in slot.iter().zip(sample.to_words()) {
+        for (word, value) in slot.iter().zip(sample.wire_words()) {
             word.store(value, Ordering::Relaxed);
         }
         self.head.store(head + 1, Ordering::Release);
@@ -82,8 +83,10 @@ impl Ring {
     fn put_frame(&self, head_of: ChunkHead, tail: u64, head: u64, out: &mut Vec<u8>) {
         let len = self.slots.len() as u64;
         let samples = (0..(head - tail) as usize).map(|i| {
-            let slot = &self.slots[((tail + i as u64) % len) as usize];
-            Sample::from_words(std::array::from_fn(|w| slot[w].load(Ordering::Relaxed)))
+            let position = tail + i as u64;
+            let slot = &self.slots[(position % len) as usize];
+            // The period is not on the wire: the position stands in.
+            Sample::from_wire_words(position, std::array::from_fn(|w| slot[w].load(Ordering::Relaxed)))
         });
         put_samples(out, head_of, samples);
     }
@@ -95,18 +98,19 @@ mod tests {
     use taskmeter_protocol::frames::{decode, FrameReader};
     use taskmeter_protocol::Frame;
 
-    fn sample(period: u64) -> Sample {
-        Sample { period, ..Sample::default() }
+    /// The `p`-th sample put, told by its start (what the wire carries of it).
+    fn sample(p: u64) -> Sample {
+        Sample { start_ns: p, ..Sample::default() }
     }
 
-    /// Each frame's (first position, by the unit, periods).
+    /// Each frame's (first position, by the unit, the starts of its samples).
     fn frames(bytes: &[u8]) -> Vec<(u64, bool, Vec<u64>)> {
         let mut reader = FrameReader::new(bytes);
         let mut all = Vec::new();
         while let Some((kind, payload)) = reader.next_raw().unwrap() {
             let Frame::Samples(chunk) = decode(kind, payload).unwrap() else { panic!("sample frames") };
             assert_eq!((chunk.unit, chunk.origin_ns), (7, 11));
-            all.push((chunk.first, chunk.by_unit, chunk.samples().map(|s| s.period).collect()));
+            all.push((chunk.first, chunk.by_unit, chunk.samples().map(|s| s.start_ns).collect()));
         }
         all
     }
@@ -158,14 +162,14 @@ mod tests {
         all.extend(frames(&own));
         all.sort_by_key(|(first, ..)| *first);
         let mut next = 0;
-        for (first, _, periods) in &all {
+        for (first, _, starts) in &all {
             assert_eq!(*first, next, "frames meet end to end");
             assert_eq!(
-                *periods,
-                (next..next + periods.len() as u64).collect::<Vec<_>>(),
-                "a frame holds its positions"
+                *starts,
+                (next..next + starts.len() as u64).collect::<Vec<_>>(),
+                "a frame holds its positions' samples"
             );
-            next += periods.len() as u64;
+            next += starts.len() as u64;
         }
         assert_eq!(next, SAMPLES);
     }

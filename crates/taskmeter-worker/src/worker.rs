@@ -1,5 +1,5 @@
 //! Worker mode (`taskmeter worker`): runs one plan in one in-process Rust runtime and speaks
-//! protocol v4, exactly as a driver in another language does: `H` and `G` on stdout, the `S`
+//! protocol v5, exactly as a driver in another language does: `H` and `G` on stdout, the `S`
 //! frames of the writer (and the `F` frames of a unit whose ring is full) in the sample file
 //! while the units run, then `U` and `D` on stdout.
 

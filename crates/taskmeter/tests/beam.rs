@@ -107,7 +107,7 @@ fn the_memory_room_bounds_the_units_and_the_process_table() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let per_unit = 6144 + 2 * 48 * 1024; // the vector's ring holds 1024 samples
+    let per_unit = 6144 + 2 * 32 * 1024; // the vector's ring holds 1024 samples
     let mut plan = vector("beam");
     plan["units"] = 40.into();
     plan["room_memory_bytes"] = (2 * per_unit * 10 + 1000).into();

@@ -36,9 +36,9 @@ fn volume_reports_delay_iterations_classes_and_memory_per_unit() {
         "iter/unit",
         "memory per unit:",
         "rings",
-        // Each unit's ring holds 2 s of its fastest sleep (1 ms): 2,000 samples of 48 bytes,
+        // Each unit's ring holds 2 s of its fastest sleep (1 ms): 2,000 samples of 32 bytes,
         // taken out of the runtime's figure and given apart.
-        "per unit (slope of peak RSS less taskmeter's rings over 3 points, 1..16 units); the rings 93.8 KiB per unit",
+        "per unit (slope of peak RSS less taskmeter's rings over 3 points, 1..16 units); the rings 62.5 KiB per unit",
         "by priority class:",
         "priority classes as applied:",
         "nice: high",
@@ -227,7 +227,7 @@ fn bad_volume_input_gets_one_line_and_exit_2() {
 fn a_backlog_past_its_bound_stops_the_worker_and_keeps_every_sample() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("bounded");
-    // One unit spinning to a deadline every microsecond appends some 48 MB/s to its sample file:
+    // One unit spinning to a deadline every microsecond appends some 32 MB/s to its sample file:
     // the first flush the reader finds unread is past a bound of 1 byte, however loaded the
     // machine.
     let run_args = ["run", "--runtimes", "thread/spin", "--mode", "relative", "--sleep", "fixed:1us", "--units", "1"];

@@ -463,7 +463,7 @@ pub fn explain_volume(record: &RunRecord) -> String {
         "delay = mean |actual - expected| (the v2 study's); {} = {counted} per second, all units; \
          iter/unit = measured iterations per unit; create/unit = time to create the units and park them at \
          the start gate, per unit; peak RSS of the worker; rings = taskmeter's share of it, the units' \
-         rings of samples (units x ring x 48 bytes, allocated before the gate); memory per unit = \
+         rings of samples (units x ring x 32 bytes, allocated before the gate); memory per unit = \
          least-squares slope over units started of peak RSS less the rings (the runtime's own){}",
         iteration_word(record),
         if record.settings.repeat > 1 {

@@ -121,7 +121,7 @@ pub struct LoopArgs {
     pub exact_samples: u64,
     /// The most of a worker's samples that may wait for taskmeter's reader, e.g. 512MiB
     ///
-    /// A worker whose samples come faster than taskmeter reads them queues them in memory (48
+    /// A worker whose samples come faster than taskmeter reads them queues them in memory (32
     /// bytes each); past this bound it is asked to stop, every sample it wrote is still read and
     /// counted, and its row is partial, with the figures [default: a quarter of the memory
     /// available as each worker starts (MemAvailable, or the room under a memory cgroup's
