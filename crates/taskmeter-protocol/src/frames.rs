@@ -222,15 +222,20 @@ impl<'a> Chunk<'a> {
     }
 
     /// The frame in pieces of at most `most` samples, in order (a reader hands samples on in
-    /// batches that stay in a core's cache; a writer's frame may hold 2 million).
+    /// batches that stay in a core's cache; a writer's frame may hold 2 million). A frame that
+    /// fits is its one piece, found with no division: most frames at many units hold a sample
+    /// or two, and this runs for each.
     pub fn pieces(self, most: usize) -> impl Iterator<Item = Chunk<'a>> {
         let most = most.max(1);
-        let count = self.len().div_ceil(most);
-        self.bytes.chunks(most * SAMPLE_BYTES).enumerate().map(move |(i, bytes)| Chunk {
-            first: self.first + (i * most) as u64,
-            ends_frame: self.ends_frame && i + 1 == count,
-            bytes,
-            ..self
+        let mut rest = Some(self);
+        std::iter::from_fn(move || {
+            let chunk = rest.take()?;
+            if chunk.len() <= most {
+                return Some(chunk);
+            }
+            let (piece, after) = chunk.bytes.split_at(most * SAMPLE_BYTES);
+            rest = Some(Chunk { first: chunk.first + most as u64, bytes: after, ..chunk });
+            Some(Chunk { ends_frame: false, bytes: piece, ..chunk })
         })
     }
 
@@ -539,6 +544,22 @@ mod tests {
         assert!(decode(b'F', &payload_of(&bytes)[..20]).unwrap_err().contains("shorter than its 24-byte header"));
         assert!(decode(b'X', b"{}").unwrap_err().contains("unknown frame kind 'X'"));
         assert!(decode(b'H', b"{\"protocol\":3}").unwrap_err().contains("missing field"));
+    }
+
+    #[test]
+    fn a_frame_in_pieces_is_its_samples_in_order_and_only_its_last_piece_ends_it() {
+        let samples = (0..5u32).map(|p| Sample { start_ns: 10 + u64::from(p), ..Sample::default() });
+        let mut bytes = Vec::new();
+        put_samples(&mut bytes, ChunkHead { unit: 3, origin_ns: 1, first: 7, by_unit: true }, samples);
+        let Frame::Samples(chunk) = decode(kind::FLUSHED, &bytes[HEADER_BYTES..]).unwrap() else { panic!("F") };
+        let shape = |most: usize| -> Vec<(u64, Vec<u64>, bool)> {
+            chunk.pieces(most).map(|p| (p.first, p.samples().map(|s| s.start_ns).collect(), p.ends_frame)).collect()
+        };
+        let all = (10..15).collect::<Vec<u64>>();
+        assert_eq!(shape(2), [(7, vec![10, 11], false), (9, vec![12, 13], false), (11, vec![14], true)]);
+        assert_eq!(shape(5), [(7, all.clone(), true)], "a frame that fits is one piece");
+        assert_eq!(shape(9), [(7, all, true)]);
+        assert!(chunk.pieces(2).all(|p| p.unit == 3 && p.origin_ns == 1 && p.by_unit));
     }
 
     /// Frames that lie across the edges of the stream's buffer (copied out) read as those that
