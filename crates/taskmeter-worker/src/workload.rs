@@ -387,19 +387,18 @@ impl<'a> UnitLoop<'a> {
         let schedule = self.ctx.plan.sleep.schedule;
         let period = self.k;
         self.k += 1;
-        let mut missed = 0;
+        // Absolute mode skips the periods whose deadlines the wake passed (the orchestrator
+        // derives how many from the wake: they are not sent).
         if self.ctx.plan.sleep.mode == Mode::Absolute {
             self.next_ns += schedule.expected(self.unit, self.k);
             while wake > self.next_ns {
-                missed += 1;
                 self.k += 1;
                 self.next_ns += schedule.expected(self.unit, self.k);
             }
         }
         self.count(start);
         self.last_wake_ns = wake;
-        let sample =
-            Sample { period, start_ns: start, busy_end_ns: busy_end, intended_ns: intended, wake_ns: wake, missed };
+        let sample = Sample::from_wire_words(period, [start, busy_end, intended, wake]);
         if !self.slot.ring.push(sample) {
             self.write_own_ring();
             let put = self.slot.ring.push(sample);
