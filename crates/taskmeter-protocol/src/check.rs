@@ -465,6 +465,10 @@ impl Checker {
                 "an {kind} frame of unit {unit} with the schedule none (which records no samples)"
             ));
         }
+        // Positions are counted in 64 bits, as a unit's periods are in relative mode.
+        if chunk.first.checked_add(chunk.len() as u64).is_none_or(|end| end >= 1 << 63) {
+            return invalid(format!("unit {unit}: an {kind} frame's positions pass 2^63 (first {})", chunk.first));
+        }
         let state = &mut self.units[unit as usize - 1];
         let next = state.next_position;
         if chunk.first < next {
@@ -1218,6 +1222,7 @@ mod tests {
                 "starts at sample position 1 but every position below 2",
             ),
             ("relative", Box::new(|f| f[3][1]["first"] = json!(5)), "lost 0 but 3 sample positions never came"),
+            ("relative", Box::new(|f| f[3][1]["first"] = json!(u64::MAX)), "positions pass 2^63"),
             ("flushed", Box::new(|f| f[3][1]["first"] = json!(2)), "two frames start at sample position 2"),
             ("flushed", Box::new(|f| f[4][1]["first"] = json!(2)), "every position below 4 has come"),
             ("flushed", Box::new(|f| f[2][1]["origin"] = json!(111)), "origin 111 after 110"),
