@@ -191,7 +191,7 @@ impl SampleReader {
 mod tests {
     use super::*;
     use std::io::Write;
-    use taskmeter_protocol::frames::{put_json, put_samples, ChunkHead};
+    use taskmeter_protocol::frames::{put_json, put_samples, ChunkHead, SAMPLE_BYTES};
     use taskmeter_protocol::{ErrorFrame, Sample};
 
     fn kinds(reader: &mut SampleReader) -> Vec<u8> {
@@ -232,8 +232,10 @@ mod tests {
         let mut writer = file.file.try_clone().unwrap();
         let mut reader = file.reader().unwrap();
         let big = vec![Sample::default(); 1 << 18];
+        // Enough frames of `big` to pass the window by two.
+        let frames = WINDOW / (big.len() * SAMPLE_BYTES) as u64 + 2;
         let mut total = 0;
-        for first in 0..30u64 {
+        for first in 0..frames {
             let mut bytes = Vec::new();
             let head = ChunkHead { unit: 1, origin_ns: 5, first: first * big.len() as u64, by_unit: first % 2 == 1 };
             put_samples(&mut bytes, head, big.iter().copied());
