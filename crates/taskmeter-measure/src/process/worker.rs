@@ -333,7 +333,8 @@ impl Delivery {
     /// its samples.
     fn accept(&mut self, frame: &Frame) -> Result<(), OutputError> {
         match frame {
-            Frame::Samples(chunk) if chunk.len() > fold::BATCH => {
+            // A frame that fits is its one piece.
+            Frame::Samples(chunk) => {
                 chunk.pieces(fold::BATCH).try_for_each(|piece| self.accept_whole(&Frame::Samples(piece)))
             }
             _ => self.accept_whole(frame),
