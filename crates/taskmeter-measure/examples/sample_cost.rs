@@ -20,7 +20,7 @@ use std::time::Instant;
 use taskmeter_analysis::accumulate::RowStats;
 use taskmeter_measure::process::fold::BATCH;
 use taskmeter_measure::process::samples::{SampleFile, SampleReader};
-use taskmeter_protocol::frames::{decode, put_samples, ChunkHead, Frame};
+use taskmeter_protocol::frames::{decode, decode_samples, put_samples, ChunkHead};
 use taskmeter_protocol::{Checker, Plan, Sample, SampleView};
 
 const COUNT: u64 = 6_000_000;
@@ -96,8 +96,7 @@ impl Path {
     fn read(&mut self, upto: Upto) {
         self.reader.fill().expect("the file's size");
         while let Some((kind, payload)) = self.reader.next_frame().expect("whole frames") {
-            let frame = decode(kind, payload).expect("well formed");
-            let Frame::Samples(chunk) = &frame else { unreachable!("sample frames only") };
+            let chunk = decode_samples(kind, payload).expect("well formed");
             if upto == Upto::Read {
                 chunk.samples().for_each(|s| self.sum = self.sum.wrapping_add(s.wake_ns));
                 self.samples += chunk.len() as u64;
@@ -107,7 +106,7 @@ impl Path {
                 if self.views.len() >= BATCH {
                     hand_on(&mut self.stats, &mut self.views, &mut self.samples, upto);
                 }
-                self.checker.accept(&Frame::Samples(piece), &mut self.views).expect("valid");
+                self.checker.accept_samples(&piece, &mut self.views).expect("valid");
             }
         }
     }

@@ -61,23 +61,27 @@ pub struct SampleView {
     pub after_flush: bool,
 }
 
+/// A unit's place in its samples. In C's order, aligned to a cache line: what every frame reads
+/// and writes fills the first two lines, what only its `U` frame does the third (at 100,000
+/// units the states are 19 MB; frames of two samples cost 2 % less, `sample_cost`).
 #[derive(Clone, Debug, Default)]
+#[repr(C, align(64))]
 struct UnitState {
-    origin_ns: Option<u64>,
+    /// The position the unit's next frame must start at to be checked now.
+    next_position: u64,
     /// The period the next sample has when none is lost: that of position `next_period_at`.
     next_period: u64,
     /// The position after the last sample checked.
     next_period_at: u64,
-    last_wake_ns: Option<u64>,
     samples: u64,
     measured: u64,
-    end: Option<UnitEnd>,
-    /// The position the unit's next frame must start at to be checked now.
-    next_position: u64,
+    origin_ns: Option<u64>,
+    last_wake_ns: Option<u64>,
     /// Frames that start past `next_position`, by their first position.
     held: BTreeMap<u64, Held>,
     /// Positions of samples whose iteration began right after an `F` frame was written.
     after_flush: VecDeque<u64>,
+    end: Option<UnitEnd>,
     /// Positions skipped to check frames held past them (their samples were lost).
     skipped: u64,
 }
@@ -285,6 +289,20 @@ impl Checker {
         Ok(())
     }
 
+    /// Checks the next `S` or `F` frame, as [`Checker::accept`] does `Frame::Samples(chunk)`:
+    /// appends each of its samples, checked, to `samples` (or holds the frame until its unit's
+    /// earlier positions come).
+    pub fn accept_samples(&mut self, chunk: &Chunk, samples: &mut Vec<SampleView>) -> Result<(), OutputError> {
+        match self.stage {
+            Stage::Running => self.check_chunk(chunk, samples),
+            Stage::Done => invalid(format!("a frame {} comes after D", Frame::Samples(*chunk).name())),
+            Stage::Refused => invalid(format!("a frame {} comes after E", Frame::Samples(*chunk).name())),
+            Stage::Start => invalid(format!("the first frame is {}, not H", Frame::Samples(*chunk).name())),
+            Stage::Hello => invalid(format!("a frame {} comes before G", Frame::Samples(*chunk).name())),
+            Stage::Ending => invalid(format!("a sample frame of unit {} comes after a U frame", chunk.unit)),
+        }
+    }
+
     /// Checks the next frame; appends each sample of an `S` or `F` frame, checked, to `samples`
     /// (a frame that comes before an earlier position of its unit is held until that comes).
     pub fn accept(&mut self, frame: &Frame, samples: &mut Vec<SampleView>) -> Result<(), OutputError> {
@@ -314,10 +332,7 @@ impl Checker {
             }
             (Stage::Hello, f) => invalid(format!("a frame {} comes before G", f.name())),
             (_, Frame::Gate(_)) => invalid("a second G frame".into()),
-            (Stage::Running, Frame::Samples(chunk)) => self.check_chunk(chunk, samples),
-            (_, Frame::Samples(chunk)) => {
-                invalid(format!("a sample frame of unit {} comes after a U frame", chunk.unit))
-            }
+            (_, Frame::Samples(chunk)) => self.accept_samples(chunk, samples),
             (_, Frame::Unit(_) | Frame::View(_)) if self.plan.grain.is_some() => {
                 invalid(format!("a frame {} in the granularity experiment", frame.name()))
             }
@@ -1087,6 +1102,23 @@ mod tests {
                     f.as_array_mut().unwrap().remove(1);
                 }),
                 "before G",
+            ),
+            // A sample frame out of place (checked by `accept_samples`, the sample file's way in).
+            (
+                "relative",
+                Box::new(|f| {
+                    let s = f[2].clone();
+                    f.as_array_mut().unwrap().insert(0, s);
+                }),
+                "the first frame is S",
+            ),
+            (
+                "relative",
+                Box::new(|f| {
+                    let s = f[2].clone();
+                    f.as_array_mut().unwrap().insert(1, s);
+                }),
+                "S (samples) comes before G",
             ),
             ("relative", Box::new(|f| f[1][1]["create_start_ns"] = json!(101)), "create_start_ns 101 is after"),
             ("relative", Box::new(|f| f[1][1]["units"] = json!(2)), "units is 2"),

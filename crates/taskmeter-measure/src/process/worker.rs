@@ -17,7 +17,9 @@ use taskmeter_machine as machine;
 use taskmeter_machine::counters::{self, Counters};
 use taskmeter_machine::sched::{Policy, SchedInfo, SchedSettings};
 use taskmeter_machine::status::Status;
-use taskmeter_protocol::frames::{decode, Frame, FrameReader, ReadError, WRITER_THREAD};
+use taskmeter_protocol::frames::{
+    decode, decode_samples, kind as frame_kind, Chunk, Frame, FrameReader, ReadError, WRITER_THREAD,
+};
 use taskmeter_protocol::{Checker, Delivered, Ending, OutputError, Plan, SampleView};
 
 #[derive(Debug)]
@@ -328,25 +330,30 @@ impl Delivery {
         }
     }
 
-    /// Checks a frame, a sample frame in pieces of at most `fold::BATCH` samples, each handed
-    /// on while it is still in the core's cache; a piece that broke the protocol counts none of
-    /// its samples.
+    /// Checks a frame of stdout (never a sample frame: those come from the sample file).
     fn accept(&mut self, frame: &Frame) -> Result<(), OutputError> {
-        match frame {
-            // A frame that fits is its one piece.
-            Frame::Samples(chunk) => {
-                chunk.pieces(fold::BATCH).try_for_each(|piece| self.accept_whole(&Frame::Samples(piece)))
-            }
-            _ => self.accept_whole(frame),
-        }
+        self.check(|checker, views| checker.accept(frame, views))
     }
 
-    fn accept_whole(&mut self, frame: &Frame) -> Result<(), OutputError> {
+    /// Checks a sample frame in pieces of at most `fold::BATCH` samples (a frame that fits is
+    /// its one piece), each handed on while it is still in the core's cache.
+    fn accept_samples(&mut self, chunk: &Chunk) -> Result<(), OutputError> {
+        chunk
+            .pieces(fold::BATCH)
+            .try_for_each(|piece| self.check(|checker, views| checker.accept_samples(&piece, views)))
+    }
+
+    /// Runs one check that appends the samples it passes to `views`; a frame (or piece) that
+    /// broke the protocol counts none of its samples.
+    fn check(
+        &mut self,
+        check: impl FnOnce(&mut Checker, &mut Vec<SampleView>) -> Result<(), OutputError>,
+    ) -> Result<(), OutputError> {
         if self.views.len() >= fold::BATCH {
             self.hand_on();
         }
         let before = self.views.len();
-        if let Err(e) = self.checker.accept(frame, &mut self.views) {
+        if let Err(e) = check(&mut self.checker, &mut self.views) {
             self.views.truncate(before);
             return Err(e);
         }
@@ -388,16 +395,14 @@ impl Delivery {
                 },
                 Err(e) => return Err(OutputError::Invalid(format!("in the sample file, {e}"))),
             };
-            match decode(kind, payload) {
-                Ok(frame @ Frame::Samples(_)) => self.accept(&frame)?,
-                Ok(other) => {
-                    return Err(OutputError::Invalid(format!(
-                        "a frame {} in the sample file (it holds S and F frames only)",
-                        other.name()
-                    )))
-                }
-                Err(why) => return Err(OutputError::Invalid(why)),
+            if let frame_kind::SAMPLES | frame_kind::FLUSHED = kind {
+                self.accept_samples(&decode_samples(kind, payload).map_err(OutputError::Invalid)?)?;
+                continue;
             }
+            return Err(OutputError::Invalid(match decode(kind, payload) {
+                Ok(other) => format!("a frame {} in the sample file (it holds S and F frames only)", other.name()),
+                Err(why) => why,
+            }));
         }
     }
 
