@@ -566,6 +566,7 @@ impl Checker {
         let checked = match self.plan.sleep.mode {
             // A sample's period is its position: each iteration puts one sample and one period.
             Mode::Relative => (chunk.first..).zip(chunk.sample_bytes()).try_for_each(|(period, bytes)| {
+                chunk.read_ahead(bytes);
                 let sample = Sample::from_bytes(period, bytes);
                 // Most samples pass: they are checked without their messages first, and a sample
                 // that fails is checked again for its reason.
@@ -788,6 +789,7 @@ impl SampleContext<'_> {
             period = self.period_intended(&first).map_err(|why| (first.period, why))?;
         }
         for bytes in chunk.sample_bytes() {
+            chunk.read_ahead(bytes);
             self.check(state, Sample::from_bytes(period, bytes), out).map_err(|why| (period, why))?;
             period = state.next_period;
         }

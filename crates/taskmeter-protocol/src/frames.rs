@@ -260,10 +260,38 @@ impl<'a> Chunk<'a> {
     }
 
     /// Each sample's bytes, for a loop that decodes each where it uses it
-    /// ([`Sample::from_bytes`]).
+    /// ([`Sample::from_bytes`]) and asks for the bytes ahead ([`Chunk::read_ahead`]).
     pub fn sample_bytes(&self) -> std::slice::ChunksExact<'a, u8> {
         self.bytes.chunks_exact(SAMPLE_BYTES)
     }
+
+    /// Asks the memory for this frame's bytes [`READ_AHEAD`] after `sample`'s (one of
+    /// [`Chunk::sample_bytes`]), where the processor's own prefetcher would not: a sample file is
+    /// read in place, and the prefetcher stops at each 4 KiB page (reading a file written long
+    /// before, a sample cost 1.4 ns less to check, issue 58). Never past the frame: what follows
+    /// it may be what the worker writes next, which the writer's core would have to take back.
+    #[inline(always)]
+    pub fn read_ahead(&self, sample: &[u8]) {
+        let at = sample.as_ptr().wrapping_add(READ_AHEAD);
+        if at < self.bytes.as_ptr_range().end {
+            prefetch(at);
+        }
+    }
+}
+
+/// How far ahead of a sample being read the bytes after it are asked for ([`Chunk::read_ahead`]).
+pub const READ_AHEAD: usize = 1024;
+
+/// Asks for the cache line at `at` (on architectures without a stable prefetch, nothing).
+#[inline(always)]
+fn prefetch(at: *const u8) {
+    // SAFETY: SSE is in every x86-64, and a prefetch reads nothing and never faults.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at.cast())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
 }
 
 #[derive(Clone, Debug)]
