@@ -1027,6 +1027,7 @@ impl SignedHistogram {
             self.make_approximate();
         }
         self.drain_exact();
+        // Drained by `exact_sums`, its `len` counts every value it recorded.
         let theirs = other.exact_sums();
         self.len += other.len;
         self.sums.merge(&theirs);

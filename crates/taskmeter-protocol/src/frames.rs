@@ -260,7 +260,7 @@ impl<'a> Chunk<'a> {
     }
 
     /// Each sample's bytes, for a loop that decodes each where it uses it
-    /// ([`Sample::from_bytes`]) and asks for the bytes ahead ([`Chunk::read_ahead`]).
+    /// ([`Sample::from_bytes`]), asking for the bytes ahead of it ([`Chunk::read_ahead`]).
     pub fn sample_bytes(&self) -> std::slice::ChunksExact<'a, u8> {
         self.bytes.chunks_exact(SAMPLE_BYTES)
     }
