@@ -242,7 +242,7 @@ impl MetricSet {
         let m = &mut self.metrics;
         m.lateness.add::<NOW>(diff(s.wake_ns, s.intended_ns), 0, order);
         m.actual.add::<NOW>(diff(s.wake_ns, s.start_ns), expected, order);
-        if let Some(previous) = view.previous_wake_ns {
+        if let Some(previous) = view.previous_wake_ns() {
             m.full.add::<NOW>(diff(s.wake_ns, previous), expected, order);
         }
         m.busy.add::<NOW>(diff(s.busy_end_ns, s.start_ns), 0, order);
@@ -377,16 +377,16 @@ impl RowStats {
     fn fold<const NOW: bool>(&mut self, views: &[SampleView]) {
         for view in views {
             let s = &view.sample;
-            if !view.measured {
+            if !view.measured() {
                 self.counts.warmup += 1;
                 self.counts.missed_warmup += s.missed;
                 continue;
             }
-            if view.after_flush {
+            if view.after_flush() {
                 self.counts.left_out += 1;
                 continue;
             }
-            let unit = view.unit as usize - 1;
+            let unit = view.unit() as usize - 1;
             if unit >= self.per_unit.len() {
                 self.per_unit.resize(unit + 1, (0, 0));
             }
@@ -396,8 +396,8 @@ impl RowStats {
             c.measured += 1;
             c.missed += s.missed;
             c.early += u64::from(s.wake_ns < s.intended_ns);
-            c.after_gap += u64::from(view.previous_wake_ns.is_none());
-            match self.classes.get_mut(view.class as usize) {
+            c.after_gap += u64::from(view.previous_wake_ns().is_none());
+            match self.classes.get_mut(view.class() as usize) {
                 Some(class) => class.add::<NOW>(view, c.measured),
                 None => self.all.add::<NOW>(view, c.measured),
             }
@@ -461,13 +461,13 @@ impl RowStats {
 /// fold bypassed: what a row's fold must give, for tests and tools to compare it with.
 pub fn summary_of_list<'a>(views: impl Iterator<Item = &'a SampleView>, metric: Metric) -> Summary {
     let (values, references): (Vec<i64>, Vec<i64>) = views
-        .filter(|v| v.measured && !v.after_flush)
+        .filter(|v| v.measured() && !v.after_flush())
         .filter_map(|v| {
             let (s, expected) = (&v.sample, v.expected_ns as i64);
             Some(match metric {
                 Metric::Lateness => (s.wake_ns as i64 - s.intended_ns as i64, 0),
                 Metric::Actual => (s.wake_ns as i64 - s.start_ns as i64, expected),
-                Metric::Full => (s.wake_ns as i64 - v.previous_wake_ns? as i64, expected),
+                Metric::Full => (s.wake_ns as i64 - v.previous_wake_ns()? as i64, expected),
                 Metric::Busy => (s.busy_end_ns as i64 - s.start_ns as i64, 0),
             })
         })
@@ -494,22 +494,15 @@ mod tests {
         let busy_end = start + busy;
         let intended = busy_end + expected;
         let wake = (intended as i64 + late) as u64;
-        SampleView {
-            unit,
-            class: (unit - 1) % 2,
-            sample: Sample {
-                period: 0,
-                start_ns: start,
-                busy_end_ns: busy_end,
-                intended_ns: intended,
-                wake_ns: wake,
-                missed: 0,
-            },
-            expected_ns: expected,
-            previous_wake_ns: previous,
-            measured,
-            after_flush: false,
-        }
+        let sample = Sample {
+            period: 0,
+            start_ns: start,
+            busy_end_ns: busy_end,
+            intended_ns: intended,
+            wake_ns: wake,
+            missed: 0,
+        };
+        SampleView::new(unit, (unit - 1) % 2, sample, expected, previous, measured)
     }
 
     fn samples() -> Vec<SampleView> {
@@ -535,13 +528,13 @@ mod tests {
         views.chunks(33).for_each(|chunk| row.add(chunk));
         let done = row.finish();
         assert_eq!(done.basis, Basis::Exact);
-        let measured: Vec<&SampleView> = views.iter().filter(|v| v.measured).collect();
+        let measured: Vec<&SampleView> = views.iter().filter(|v| v.measured()).collect();
         let lateness: Vec<i64> =
             measured.iter().map(|v| v.sample.wake_ns as i64 - v.sample.intended_ns as i64).collect();
         assert_eq!(done.statistics.lateness, Summary::of(&lateness, &vec![0; lateness.len()]));
         let full: Vec<(i64, i64)> = measured
             .iter()
-            .filter_map(|v| Some((v.sample.wake_ns as i64 - v.previous_wake_ns? as i64, v.expected_ns as i64)))
+            .filter_map(|v| Some((v.sample.wake_ns as i64 - v.previous_wake_ns()? as i64, v.expected_ns as i64)))
             .collect();
         let (values, references): (Vec<i64>, Vec<i64>) = full.into_iter().unzip();
         assert_eq!(done.statistics.full, Summary::of(&values, &references));
@@ -550,7 +543,7 @@ mod tests {
         assert_eq!(done.counts.early, lateness.iter().filter(|l| **l < 0).count() as u64);
         let class_1: Vec<i64> = measured
             .iter()
-            .filter(|v| v.class == 1)
+            .filter(|v| v.class() == 1)
             .map(|v| v.sample.busy_end_ns as i64 - v.sample.start_ns as i64)
             .collect();
         assert_eq!(done.classes[1].busy, Summary::of(&class_1, &vec![0; class_1.len()]));
@@ -564,7 +557,7 @@ mod tests {
         let unit_mean = |unit: u32| {
             let own: Vec<i64> = measured
                 .iter()
-                .filter(|v| v.unit == unit)
+                .filter(|v| v.unit() == unit)
                 .map(|v| v.sample.wake_ns as i64 - v.sample.intended_ns as i64)
                 .collect();
             own.iter().sum::<i64>() as f64 / own.len() as f64
@@ -621,7 +614,7 @@ mod tests {
             })
             .collect();
         let measured = |class: Option<u32>| -> Vec<&SampleView> {
-            views.iter().filter(|v| class.is_none_or(|c| v.class == c)).collect()
+            views.iter().filter(|v| class.is_none_or(|c| v.class() == c)).collect()
         };
         let one_by_one = |views: &[&SampleView], metric| summary_of_list(views.iter().copied(), metric);
         for budget in [u64::MAX, 100] {
@@ -684,22 +677,15 @@ mod live_tests {
     /// A measured sample of unit 1 that woke `late` ns after its deadline.
     fn late(late: i64) -> SampleView {
         let intended = 1_000_000_000u64;
-        SampleView {
-            unit: 1,
-            class: 0,
-            sample: Sample {
-                period: 0,
-                start_ns: intended - 1000,
-                busy_end_ns: intended - 500,
-                intended_ns: intended,
-                wake_ns: (intended as i64 + late) as u64,
-                missed: 0,
-            },
-            expected_ns: 500,
-            previous_wake_ns: None,
-            measured: true,
-            after_flush: false,
-        }
+        let sample = Sample {
+            period: 0,
+            start_ns: intended - 1000,
+            busy_end_ns: intended - 500,
+            intended_ns: intended,
+            wake_ns: (intended as i64 + late) as u64,
+            missed: 0,
+        };
+        SampleView::new(1, 0, sample, 500, None, true)
     }
 
     /// A measured sample that followed its unit's own write of its ring is counted and left out
@@ -709,8 +695,8 @@ mod live_tests {
         let lateness = [10_000, 999_000, 20_000, 30_000, 888_000, 40_000];
         let after = [false, true, false, false, true, false];
         let mut views: Vec<SampleView> =
-            lateness.iter().zip(after).map(|(l, a)| SampleView { after_flush: a, ..late(*l) }).collect();
-        views.push(SampleView { after_flush: true, measured: false, ..late(777_000) });
+            lateness.iter().zip(after).map(|(l, a)| late(*l).with_after_flush(a)).collect();
+        views.push(late(777_000).with_after_flush(true).with_measured(false));
         let mut row = RowStats::new(1, u64::MAX, true);
         row.add(&views);
         let done = row.finish();

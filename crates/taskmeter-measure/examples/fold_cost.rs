@@ -53,15 +53,7 @@ fn samples(count: usize, classes: u32, late: Late, expected: u64) -> Vec<SampleV
                 missed: 0,
             };
             wake[unit] = sample.wake_ns;
-            SampleView {
-                unit: unit as u32 + 1,
-                class: unit as u32 % classes,
-                sample,
-                expected_ns: expected,
-                previous_wake_ns: Some(start),
-                measured: true,
-                after_flush: false,
-            }
+            SampleView::new(unit as u32 + 1, unit as u32 % classes, sample, expected, Some(start), true)
         })
         .collect()
 }

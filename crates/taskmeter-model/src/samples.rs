@@ -71,16 +71,16 @@ impl SamplesFile {
         for v in views {
             let s = &v.sample;
             let diff = |a: u64, b: u64| a as i64 - b as i64;
-            let full = v.previous_wake_ns.map(|p| diff(s.wake_ns, p).to_string()).unwrap_or_default();
+            let full = v.previous_wake_ns().map(|p| diff(s.wake_ns, p).to_string()).unwrap_or_default();
             let _ = writeln!(
                 line,
                 "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{full},{}",
                 row.runtime,
                 row.point,
                 row.repetition,
-                v.unit,
+                v.unit(),
                 s.period,
-                if v.measured { "measure" } else { "warmup" },
+                if v.measured() { "measure" } else { "warmup" },
                 v.expected_ns,
                 s.start_ns,
                 s.busy_end_ns,

@@ -82,15 +82,7 @@ mod tests {
     use taskmeter_protocol::Sample;
 
     fn view(period: u64) -> SampleView {
-        SampleView {
-            unit: 1,
-            class: 0,
-            sample: Sample { period, ..Sample::default() },
-            expected_ns: 1,
-            previous_wake_ns: None,
-            measured: true,
-            after_flush: false,
-        }
+        SampleView::new(1, 0, Sample { period, ..Sample::default() }, 1, None, true)
     }
 
     /// Batches folded here, then on the fold's thread, arrive whole and in order.

@@ -202,7 +202,7 @@ fn probe(
     let sink_phases = phases.clone();
     let sink: taskmeter_measure::process::worker::SampleSink = Box::new(move |views| {
         let mut phases = sink_phases.lock().unwrap_or_else(|e| e.into_inner());
-        phases.extend(views.iter().filter(|v| v.measured).map(|v| v.sample.busy_end_ns - v.sample.start_ns));
+        phases.extend(views.iter().filter(|v| v.measured()).map(|v| v.sample.busy_end_ns - v.sample.start_ns));
     });
     let bound = settings.max_backlog_bytes;
     let worker = run_worker(command, &plan, sched, (Duration::from_nanos(settings.grace_ns), bound), sink, || {});
