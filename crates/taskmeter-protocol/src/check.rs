@@ -49,7 +49,7 @@ pub struct Window {
 /// written in nine stores: the unit, its class and the sample's marks share a word, and the
 /// previous wake is a plain word with a mark for "none". With a field each (88 bytes, thirteen
 /// stores) the check was bound by its stores, two a cycle here: with this view, a unit's last
-/// wake in a word and a loop for each kind of schedule, it went 5.7 to 3.5 ns a sample
+/// wake in a word and a loop for each kind of schedule, it went 5.7 to 3.7 ns a sample
 /// (`sample_cost`, issue 58).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct SampleView {
