@@ -11,6 +11,9 @@
 //! `MODE=absolute`: absolute deadlines. `CLASSES=2`: two priority classes.
 //! `UNITS=N`, `PER_FRAME=N`: the frames' shape (10000 and 9: a 10,000-unit run's).
 //! `PACE=1` or `PACE=0`: keeping pace only, or behind only. `UPTO=read`: reading alone.
+//! `SHAPE=volume`: `run volume --units 100000`'s samples as tokio-mt makes them on 2 cores
+//! (2 classes, relative mode, `modulo:20:1ms`, 1 us of busy work, 30 us to 180 ms late: every
+//! value but the busy time past 262 us), 100,000 units, 2 a frame (`PER_FRAME` still applies).
 //!
 //!     cargo run --release -p taskmeter-measure --example sample_cost
 
@@ -34,7 +37,7 @@ mod common {
     pub mod synthetic;
 }
 use common::random::Random;
-use common::synthetic::{opening, plan, Lateness, SyntheticUnit};
+use common::synthetic::{opening, plan, volume_plan, Lateness, SyntheticUnit};
 
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -42,14 +45,13 @@ fn env(name: &str, default: u64) -> u64 {
 
 /// Every unit's samples, a frame at a time, round after round, in blocks of about 4 MiB (as a
 /// worker's writer appends them).
-fn produce(units: u64, per_frame: u64, late: Lateness, absolute: bool) -> Vec<Vec<u8>> {
+fn produce(units: u64, per_frame: u64, next: impl Fn(&mut SyntheticUnit, &mut Random) -> Sample) -> Vec<Vec<u8>> {
     let mut random = Random(0x9E37_79B9_7F4A_7C15);
     let mut loops: Vec<SyntheticUnit> = (0..units).map(|_| SyntheticUnit::new(ORIGIN_NS)).collect();
     let (mut blocks, mut bytes) = (Vec::new(), Vec::new());
     for round in 0..COUNT / units / per_frame {
         for (unit, synthetic) in (1..=units).zip(loops.iter_mut()) {
-            let samples: Vec<Sample> =
-                (0..per_frame).map(|_| synthetic.next(&mut random, PERIOD_NS, late, absolute)).collect();
+            let samples: Vec<Sample> = (0..per_frame).map(|_| next(synthetic, &mut random)).collect();
             let head = ChunkHead { unit: unit as u32, origin_ns: ORIGIN_NS, first: round * per_frame, by_unit: false };
             put_samples(&mut bytes, head, samples.into_iter());
         }
@@ -100,6 +102,13 @@ impl Path {
             if upto == Upto::Read {
                 chunk.samples().for_each(|s| self.sum = self.sum.wrapping_add(s.wake_ns));
                 self.samples += chunk.len() as u64;
+                continue;
+            }
+            if chunk.len() <= BATCH {
+                if self.views.len() >= BATCH {
+                    hand_on(&mut self.stats, &mut self.views, &mut self.samples, upto);
+                }
+                self.checker.accept_samples(&chunk, &mut self.views).expect("valid");
                 continue;
             }
             for piece in chunk.pieces(BATCH) {
@@ -155,6 +164,18 @@ fn pass(blocks: &[Vec<u8>], plan: &Plan, classes: u32, upto: Upto, pace: bool) -
 }
 
 fn main() {
+    if std::env::var("SHAPE").is_ok_and(|s| s == "volume") {
+        let (units, per_frame) = (env("UNITS", 100_000), env("PER_FRAME", 2));
+        let mut plan = volume_plan(units);
+        // The preset's warm-up: about a tenth of each unit's samples here.
+        plan.warmup_ns = 500_000_000;
+        let blocks = produce(units, per_frame, |unit, random| unit.next_volume(random));
+        println!(
+            "sample path, best of 5: {} samples of {units} units, {per_frame} a frame, the volume preset's (2 classes, modulo:20:1ms, 30 us to 180 ms late)",
+            COUNT / units / per_frame * units * per_frame,
+        );
+        return measure(&blocks, &plan, 2);
+    }
     let (units, per_frame, classes) = (env("UNITS", 15), env("PER_FRAME", 512), env("CLASSES", 1));
     let late = if std::env::var("LATE").is_ok_and(|l| l == "narrow") { Lateness::Narrow } else { Lateness::Spin };
     let absolute = std::env::var("MODE").is_ok_and(|m| m == "absolute");
@@ -163,13 +184,18 @@ fn main() {
     // every sample of 10,000 units or more (600 samples of about 1 us each), and their fold then
     // counted warm-up samples only. 15 units keep the 1 ms (0.25 % of their 0.4 s).
     plan.warmup_ns = plan.warmup_ns.min(PERIOD_NS * (COUNT / units) / 5);
-    let blocks = produce(units, per_frame, late, absolute);
+    let blocks = produce(units, per_frame, |unit, random| unit.next(random, PERIOD_NS, late, absolute));
     println!(
         "sample path, best of 5: {} samples of {units} units, {per_frame} a frame, {} mode, {} lateness, {classes} class(es)",
         COUNT / units / per_frame * units * per_frame,
         if absolute { "absolute" } else { "relative" },
         if late == Lateness::Narrow { "narrow (60-70 µs)" } else { "spin (20-90 ns)" },
     );
+    measure(&blocks, &plan, classes as u32);
+}
+
+/// Reads, checks and folds the blocks, keeping pace and behind (`PACE`), as far as `UPTO`.
+fn measure(blocks: &[Vec<u8>], plan: &Plan, classes: u32) {
     let paces: Vec<bool> = match std::env::var("PACE").as_deref() {
         Ok("1") => vec![true],
         Ok("0") => vec![false],
@@ -183,7 +209,7 @@ fn main() {
         let mut best = [f64::MAX; 3];
         for _ in 0..5 {
             for (i, upto) in steps.iter().copied().enumerate() {
-                best[i] = best[i].min(pass(&blocks, &plan, classes as u32, upto, pace).1);
+                best[i] = best[i].min(pass(blocks, plan, classes, upto, pace).1);
             }
         }
         let [read, checked, folded] = best;

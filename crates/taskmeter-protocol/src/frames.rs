@@ -216,6 +216,7 @@ pub struct Chunk<'a> {
 
 impl<'a> Chunk<'a> {
     /// A chunk over `bytes`, whole samples of [`SAMPLE_BYTES`].
+    #[inline]
     pub fn new(unit: u32, origin_ns: u64, first: u64, by_unit: bool, bytes: &'a [u8]) -> Chunk<'a> {
         debug_assert_eq!(bytes.len() % SAMPLE_BYTES, 0);
         Chunk { unit, origin_ns, first, by_unit, ends_frame: true, bytes }
@@ -470,6 +471,7 @@ impl<R: Read> FrameReader<io::BufReader<R>> {
 
 /// The kind and whole length (header and payload) of the first frame of `bytes` if they hold
 /// all of it; None when they hold only part of it (for readers of a stream that grows).
+#[inline]
 pub fn whole_frame(bytes: &[u8]) -> Result<Option<(u8, usize)>, ReadError> {
     let Some(header) = bytes.get(..HEADER_BYTES) else { return Ok(None) };
     let (kind, len) = parse_header(header)?;
@@ -477,6 +479,7 @@ pub fn whole_frame(bytes: &[u8]) -> Result<Option<(u8, usize)>, ReadError> {
 }
 
 /// A frame header's kind and payload length.
+#[inline]
 fn parse_header(header: &[u8]) -> Result<(u8, usize), ReadError> {
     let kind = header[0];
     let len = u32::from_le_bytes(header[1..5].try_into().expect("4 bytes")) as usize;

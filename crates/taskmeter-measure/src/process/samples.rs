@@ -126,6 +126,7 @@ impl SampleReader {
     }
 
     /// The next whole frame written so far (its kind and payload), or None: call `fill`.
+    #[inline]
     pub fn next_frame(&mut self) -> Result<Option<(u8, &[u8])>, ReadError> {
         if self.offset >= self.map_start + WINDOW {
             self.map_at(self.offset).map_err(ReadError::Io)?;
