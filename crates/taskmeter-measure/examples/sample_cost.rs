@@ -104,19 +104,13 @@ impl Path {
                 self.samples += chunk.len() as u64;
                 continue;
             }
-            if chunk.len() <= BATCH {
+            let accepted = chunk.try_for_each_piece(BATCH, |piece| {
                 if self.views.len() >= BATCH {
                     hand_on(&mut self.stats, &mut self.views, &mut self.samples, upto);
                 }
-                self.checker.accept_samples(&chunk, &mut self.views).expect("valid");
-                continue;
-            }
-            for piece in chunk.pieces(BATCH) {
-                if self.views.len() >= BATCH {
-                    hand_on(&mut self.stats, &mut self.views, &mut self.samples, upto);
-                }
-                self.checker.accept_samples(&piece, &mut self.views).expect("valid");
-            }
+                self.checker.accept_samples(piece, &mut self.views)
+            });
+            accepted.expect("valid");
         }
     }
 

@@ -240,6 +240,22 @@ impl<'a> Chunk<'a> {
         })
     }
 
+    /// Calls `each` with the frame's pieces of at most `most` samples ([`Chunk::pieces`]), in
+    /// order, until one fails. A frame that fits, as nearly every frame of a run of many units
+    /// does, is passed as it is: through the iterator, a frame of one sample cost its check 7 ns
+    /// more (`sample_cost UNITS=15 PER_FRAME=1`).
+    #[inline]
+    pub fn try_for_each_piece<E>(
+        &self,
+        most: usize,
+        mut each: impl FnMut(&Chunk<'a>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if self.len() <= most {
+            return each(self);
+        }
+        self.pieces(most).try_for_each(|piece| each(&piece))
+    }
+
     /// The samples' bytes, as the frame holds them.
     pub fn bytes(&self) -> &'a [u8] {
         self.bytes
@@ -597,6 +613,26 @@ mod tests {
         assert_eq!(shape(5), [(7, all.clone(), true)], "a frame that fits is one piece");
         assert_eq!(shape(9), [(7, all, true)]);
         assert!(chunk.pieces(2).all(|p| p.unit == 3 && p.origin_ns == 1 && p.by_unit));
+        // The same pieces one by one, the frame itself where it fits; the first failure stops.
+        for most in [1, 2, 4, 5, 9] {
+            let mut each = Vec::new();
+            let done: Result<(), ()> = chunk.try_for_each_piece(most, |p| {
+                each.push((p.first, p.samples().map(|s| s.start_ns).collect(), p.ends_frame));
+                Ok(())
+            });
+            assert_eq!((done, each), (Ok(()), shape(most)), "at most {most}");
+        }
+        let mut seen = 0;
+        let stopped = chunk.try_for_each_piece(2, |p| {
+            seen += 1;
+            if p.first == 9 {
+                Err(p.first)
+            } else {
+                Ok(())
+            }
+        });
+        assert_eq!(stopped, Err(9));
+        assert_eq!(seen, 2, "the piece after the failing one is not passed");
     }
 
     /// Frames that lie across the edges of the stream's buffer (copied out) read as those that

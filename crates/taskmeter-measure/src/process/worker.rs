@@ -339,12 +339,7 @@ impl Delivery {
     /// Checks a sample frame in pieces of at most `fold::BATCH` samples (a frame that fits is
     /// its one piece), each handed on while it is still in the core's cache.
     fn accept_samples(&mut self, chunk: &Chunk) -> Result<(), OutputError> {
-        if chunk.len() <= fold::BATCH {
-            return self.check(|checker, views| checker.accept_samples(chunk, views));
-        }
-        chunk
-            .pieces(fold::BATCH)
-            .try_for_each(|piece| self.check(|checker, views| checker.accept_samples(&piece, views)))
+        chunk.try_for_each_piece(fold::BATCH, |piece| self.check(|checker, views| checker.accept_samples(piece, views)))
     }
 
     /// Runs one check that appends the samples it passes to `views`; a frame (or piece) that
