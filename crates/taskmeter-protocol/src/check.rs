@@ -148,10 +148,11 @@ impl std::fmt::Debug for SampleView {
     }
 }
 
-/// A unit's place in its samples. In C's order, aligned to a cache line: what every frame reads
-/// and writes fills the first two lines, what only its `U` frame does the third (at 100,000
-/// units the states are 19 MB; frames of two samples cost 2 % less, `sample_cost`).
-#[derive(Clone, Debug, Default)]
+/// A unit's place in its samples: what every frame reads and writes, in one cache line. What
+/// only some units need is apart ([`Rare`]), and each `U` frame is kept as it comes: at
+/// 100,000 units the states, written whole as the gate opens, are 6.4 MB rather than 19, each
+/// 4 KiB of them a page fault (issue 58).
+#[derive(Clone, Debug, Default, PartialEq)]
 #[repr(C, align(64))]
 struct UnitState {
     /// The position the unit's next frame must start at to be checked now.
@@ -166,11 +167,17 @@ struct UnitState {
     /// The unit's last wake once it has samples ([`UnitState::last_wake`]), its origin before
     /// (0 before its first frame): a plain word, one store a sample rather than two.
     last_wake_ns: u64,
-    /// Frames that start past `next_position`, by their first position.
+}
+
+const _: () = assert!(std::mem::size_of::<UnitState>() == 64, "one cache line");
+
+/// What a unit needs only once a frame of it came out of order or its ring was full.
+#[derive(Debug, Default)]
+struct Rare {
+    /// Frames that start past the unit's `next_position`, by their first position.
     held: BTreeMap<u64, Held>,
     /// Positions of samples whose iteration began right after an `F` frame was written.
     after_flush: VecDeque<u64>,
-    end: Option<UnitEnd>,
     /// Positions skipped to check frames held past them (their samples were lost).
     skipped: u64,
 }
@@ -203,8 +210,6 @@ pub struct Delivered {
     pub samples: u64,
     /// The latest wake-up among the samples: with `done` absent, how far the samples reach.
     pub last_wake_ns: Option<u64>,
-    /// Measured samples of each unit (index: unit - 1).
-    pub measured_per_unit: Vec<u64>,
     /// The runtime's own view of the window (`V`), when it sent one.
     pub view: Option<RuntimeView>,
     /// The granularity experiment's grains, measured (`P`), in the plan's order.
@@ -214,8 +219,9 @@ pub struct Delivered {
     pub flushed: u64,
     /// Samples whose iteration began right after such a write (`SampleView::after_flush`).
     pub after_flush: u64,
-    /// Where each unit's samples stopped (index: unit - 1): what bounds those a cut stream never sent.
-    pub tails: Vec<UnitTail>,
+    /// Each unit's state as its last sample left it (index: unit - 1): moved here as it is, where
+    /// copying its parts was 4 MB of fresh memory at 100,000 units.
+    states: Vec<UnitState>,
 }
 
 /// Where one unit's delivered samples end.
@@ -229,6 +235,21 @@ pub struct UnitTail {
 }
 
 impl Delivered {
+    /// Measured samples of each unit, in the order of their ids.
+    pub fn measured_per_unit(&self) -> impl Iterator<Item = u64> + '_ {
+        self.states.iter().map(|state| state.measured)
+    }
+
+    /// Where `unit`'s samples stopped: what bounds those a cut stream never sent.
+    pub fn tail(&self, unit: u32) -> UnitTail {
+        let state = (unit as usize).checked_sub(1).and_then(|i| self.states.get(i));
+        state.map_or_else(UnitTail::default, |u| UnitTail {
+            origin_ns: u.origin_ns,
+            next_period: u.next_period,
+            last_wake_ns: u.last_wake(),
+        })
+    }
+
     pub fn lost(&self) -> u64 {
         self.units.iter().map(|u| u.lost).sum()
     }
@@ -249,7 +270,7 @@ impl Delivered {
         let until = exited_ns.min(self.window.end_ns.saturating_add(schedule.max_expected(plan.units)));
         let mut bound = 0u64;
         for unit in 1..=self.gate.units {
-            let tail = self.tails.get(unit as usize - 1).copied().unwrap_or_default();
+            let tail = self.tail(unit);
             // A unit that sent no frame started at the gate at the earliest.
             let origin = tail.origin_ns.unwrap_or(self.window.run_start_ns);
             let first = tail.next_period;
@@ -324,7 +345,11 @@ pub struct Checker {
     gate: Option<Gate>,
     window: Option<Window>,
     units: Vec<UnitState>,
-    ended: u32,
+    /// The units that needed more than their state, by unit.
+    rare: BTreeMap<u32, Rare>,
+    /// The `U` frames, as they came, and whether each unit's has (index: unit - 1).
+    ends: Vec<UnitEnd>,
+    ended: Vec<bool>,
     done: Option<Done>,
     refusal: Option<String>,
     samples: u64,
@@ -348,7 +373,9 @@ impl Checker {
             gate: None,
             window: None,
             units: Vec::new(),
-            ended: 0,
+            rare: BTreeMap::new(),
+            ends: Vec::new(),
+            ended: Vec::new(),
             done: None,
             refusal: None,
             samples: 0,
@@ -382,7 +409,9 @@ impl Checker {
     /// The stream has no more samples (it was cut): frames held for a position that never came
     /// are checked now, after a gap, and appended to `samples`.
     pub fn end_of_samples(&mut self, samples: &mut Vec<SampleView>) -> Result<(), OutputError> {
-        for unit in 1..=self.units.len() as u32 {
+        let held: Vec<u32> =
+            self.rare.iter().filter(|(_, rare)| !rare.held.is_empty()).map(|(unit, _)| *unit).collect();
+        for unit in held {
             self.release_held(unit, samples)?;
         }
         Ok(())
@@ -423,6 +452,8 @@ impl Checker {
             (Stage::Hello, Frame::Gate(g)) => {
                 self.window = Some(self.check_gate(g)?);
                 self.units = vec![UnitState::default(); g.units as usize];
+                self.ended = vec![false; g.units as usize];
+                self.ends = Vec::with_capacity(g.units as usize);
                 self.gate = Some(g.clone());
                 self.stage = Stage::Running;
                 Ok(())
@@ -465,18 +496,8 @@ impl Checker {
         match (self.stage, self.gate, self.window, self.hello) {
             (Stage::Refused, ..) => Ending::Refused(self.refusal.unwrap_or_default()),
             (_, Some(gate), Some(window), Some(hello)) => {
-                let measured_per_unit = self.units.iter().map(|u| u.measured).collect();
-                let tails = self
-                    .units
-                    .iter()
-                    .map(|u| UnitTail {
-                        origin_ns: u.origin_ns,
-                        next_period: u.next_period,
-                        last_wake_ns: u.last_wake(),
-                    })
-                    .collect();
-                let mut units: Vec<UnitEnd> = self.units.into_iter().filter_map(|u| u.end).collect();
-                units.sort_by_key(|u| u.unit);
+                let mut units = self.ends;
+                units.sort_unstable_by_key(|u| u.unit);
                 let delivered = Delivered {
                     hello,
                     gate,
@@ -485,13 +506,12 @@ impl Checker {
                     done: self.done,
                     samples: self.samples,
                     last_wake_ns: self.last_wake_ns,
-                    measured_per_unit,
                     view: self.view,
                     points: self.points,
                     flushes: self.flushes,
                     flushed: self.flushed,
                     after_flush: self.after_flush,
-                    tails,
+                    states: self.units,
                 };
                 if self.stage == Stage::Done {
                     Ending::Complete(delivered)
@@ -597,7 +617,7 @@ impl Checker {
                 bytes: chunk.bytes().to_vec(),
             };
             self.held_bytes += held.bytes.len();
-            if state.held.insert(chunk.first, held).is_some() {
+            if self.rare.entry(unit).or_default().held.insert(chunk.first, held).is_some() {
                 return invalid(format!("unit {unit}: two frames start at sample position {}", chunk.first));
             }
             if self.held_bytes > HELD_BYTES {
@@ -620,9 +640,9 @@ impl Checker {
     /// Checks the frames held for `unit` that now start where its samples stand.
     fn release_fitting(&mut self, unit: u32, samples: &mut Vec<SampleView>) -> Result<(), OutputError> {
         loop {
-            let state = &mut self.units[unit as usize - 1];
-            let next = state.next_position;
-            let Some(entry) = state.held.first_entry().filter(|e| *e.key() == next) else { return Ok(()) };
+            let next = self.units[unit as usize - 1].next_position;
+            let Some(rare) = self.rare.get_mut(&unit) else { return Ok(()) };
+            let Some(entry) = rare.held.first_entry().filter(|e| *e.key() == next) else { return Ok(()) };
             let held = entry.remove();
             self.held_bytes -= held.bytes.len();
             let mut chunk = Chunk::new(unit, held.origin_ns, next, held.by_unit, &held.bytes);
@@ -636,8 +656,9 @@ impl Checker {
     fn release_held(&mut self, unit: u32, samples: &mut Vec<SampleView>) -> Result<(), OutputError> {
         loop {
             let state = &mut self.units[unit as usize - 1];
-            let Some((&first, _)) = state.held.first_key_value() else { return Ok(()) };
-            state.skipped += first - state.next_position;
+            let Some(rare) = self.rare.get_mut(&unit) else { return Ok(()) };
+            let Some((&first, _)) = rare.held.first_key_value() else { return Ok(()) };
+            rare.skipped += first - state.next_position;
             state.next_position = first;
             self.release_fitting(unit, samples)?;
         }
@@ -684,8 +705,9 @@ impl Checker {
         // Marked per frame, not per sample: such samples are rare (and looked for only while
         // some unit has one coming, as `held` is).
         while self.after_flush_coming > 0 {
-            let Some(&position) = state.after_flush.front().filter(|p| **p < end) else { break };
-            state.after_flush.pop_front();
+            let Some(rare) = self.rare.get_mut(&unit) else { break };
+            let Some(&position) = rare.after_flush.front().filter(|p| **p < end) else { break };
+            rare.after_flush.pop_front();
             self.after_flush_coming -= 1;
             if position >= chunk.first {
                 let view = &mut samples[base + (position - chunk.first) as usize];
@@ -699,7 +721,7 @@ impl Checker {
         if chunk.by_unit && chunk.ends_frame {
             // The unit put the sample that found its ring full (position `end`) after writing
             // this frame; the iteration after that one began late by the write.
-            state.after_flush.push_back(end + 1);
+            self.rare.entry(unit).or_default().after_flush.push_back(end + 1);
             self.after_flush_coming += 1;
             self.flushes += 1;
         }
@@ -713,7 +735,7 @@ impl Checker {
             return invalid(format!("a U frame names unit {} (G says {} units)", u.unit, self.units.len()));
         };
         let name = u.unit;
-        if state.end.is_some() {
+        if self.ended[name as usize - 1] {
             return invalid(format!("a second U frame for unit {name}"));
         }
         if state.origin_ns.is_some_and(|o| o != u.origin_ns) {
@@ -738,11 +760,9 @@ impl Checker {
         if !self.plan.sleep.schedule.sleeps() && u.lost != 0 {
             return invalid(format!("U of unit {name}: lost {} with the schedule none (no samples to lose)", u.lost));
         }
-        if state.skipped > u.lost {
-            return invalid(format!(
-                "U of unit {name}: lost {} but {} sample positions never came",
-                u.lost, state.skipped
-            ));
+        let skipped = self.rare.get(&name).map_or(0, |rare| rare.skipped);
+        if skipped > u.lost {
+            return invalid(format!("U of unit {name}: lost {} but {skipped} sample positions never came", u.lost));
         }
         let measured =
             if self.plan.sleep.schedule.sleeps() { state.measured..=state.measured + u.lost } else { 0..=u.iterations };
@@ -754,8 +774,8 @@ impl Checker {
                 measured.end()
             ));
         }
-        state.end = Some(u.clone());
-        self.ended += 1;
+        self.ended[name as usize - 1] = true;
+        self.ends.push(u.clone());
         Ok(())
     }
 
@@ -827,10 +847,10 @@ impl Checker {
             }
             return Ok(());
         }
-        if self.ended as usize != self.units.len() {
-            return invalid(format!("D after {} U frames (G says {} units)", self.ended, self.units.len()));
+        if self.ends.len() != self.units.len() {
+            return invalid(format!("D after {} U frames (G says {} units)", self.ends.len(), self.units.len()));
         }
-        let iterations: u64 = self.units.iter().filter_map(|u| u.end.as_ref()).map(|u| u.iterations).sum();
+        let iterations: u64 = self.ends.iter().map(|u| u.iterations).sum();
         match (self.plan.experiment, d.atomic_sum) {
             (Experiment::AtomicSum, None) => return invalid("D has no atomic_sum in the atomic-sum experiment".into()),
             (Experiment::AtomicSum, Some(sum)) if sum != iterations => {

@@ -341,8 +341,12 @@ impl Frame<'_> {
 
 /// Reads one frame's payload as its kind says.
 pub fn decode(kind: u8, payload: &[u8]) -> Result<Frame<'_>, String> {
+    // Its text is checked as UTF-8 once, whole: from bytes, serde_json checks each string
+    // apart, and a `U` frame's five keys took a quarter of its 160 ns (100,000 of them end a
+    // 100,000-unit row).
     fn json<'de, T: Deserialize<'de>>(name: &str, payload: &'de [u8]) -> Result<T, String> {
-        serde_json::from_slice(payload).map_err(|e| format!("the {name} frame does not match the schema: {e}"))
+        let text = std::str::from_utf8(payload).map_err(|e| format!("the {name} frame is not UTF-8: {e}"))?;
+        serde_json::from_str(text).map_err(|e| format!("the {name} frame does not match the schema: {e}"))
     }
     Ok(match kind {
         kind::HELLO => Frame::Hello(json("H", payload)?),
@@ -570,6 +574,32 @@ pub fn write_json<T: Serialize>(out: &mut impl Write, kind: u8, value: &T) -> io
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A JSON frame is read from its text, checked as UTF-8 once: a `U` frame reads back as
+    /// written, one whose bytes are not UTF-8 (inside a string or out of one) is refused as
+    /// such, and valid UTF-8 outside the schema as not matching it.
+    #[test]
+    fn json_frames_are_utf8_text_that_matches_the_schema() {
+        let end = UnitEnd { unit: 3, origin_ns: 1_234_567_890_123, iterations: 36, measured_iterations: 30, lost: 1 };
+        let mut bytes = Vec::new();
+        put_json(&mut bytes, kind::UNIT, &end);
+        assert!(matches!(decode(kind::UNIT, &bytes[HEADER_BYTES..]), Ok(Frame::Unit(u)) if u == end));
+        let message = |payload: &[u8]| decode(kind::ERROR, payload).err().unwrap_or_default();
+        assert_eq!(
+            message(b"{\"message\":\"\xff\"}"),
+            "the E frame is not UTF-8: invalid utf-8 sequence of 1 bytes from index 12"
+        );
+        assert!(message(b"{\"message\":\"x\"}\xc3").starts_with("the E frame is not UTF-8"));
+        let other = "{\"message\":\"x\",\"h\u{e9}\":1}".as_bytes();
+        assert!(
+            message(other).starts_with("the E frame does not match the schema: unknown field `h\u{e9}`"),
+            "{}",
+            message(other)
+        );
+        assert!(
+            matches!(decode(kind::ERROR, "{\"message\":\"d\u{e9}j\u{e0}\"}".as_bytes()), Ok(Frame::Error(e)) if e.message == "d\u{e9}j\u{e0}")
+        );
+    }
 
     #[test]
     fn frames_round_trip_and_cut_frames_are_told_apart_from_the_end() {

@@ -150,7 +150,7 @@ impl SampleReader {
         let size = self.file.metadata()?.len();
         let grew = size > self.size;
         self.size = size;
-        if self.offset - self.released >= RELEASE_BYTES {
+        if self.offset.saturating_sub(self.released) >= RELEASE_BYTES {
             self.release();
         }
         Ok(grew)
@@ -159,13 +159,14 @@ impl SampleReader {
     /// Gives back the memory of the pages already read (the file keeps its size).
     fn release(&mut self) {
         let upto = self.offset & !(PAGE - 1);
-        // SAFETY: fallocate on a descriptor we own, over a range we have read.
+        // SAFETY: fallocate on a descriptor we own, over a range we have read (from where the
+        // last one ended).
         let punched = unsafe {
             libc::fallocate(
                 self.file.as_raw_fd(),
                 libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                0,
-                upto as libc::off_t,
+                self.released as libc::off_t,
+                (upto - self.released) as libc::off_t,
             )
         };
         if punched == 0 {

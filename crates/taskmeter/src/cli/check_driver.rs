@@ -289,7 +289,7 @@ fn run_plan(info: &runtimes::RuntimeInfo, plan: &Plan, stop_after: Option<Durati
         t.samples += views.len() as u64;
         t.missed += views.iter().map(|v| v.sample.missed).sum::<u64>();
     });
-    let raw = match worker::spawn_and_wait(command, plan, &plan.to_json(), &Default::default(), stop, sink, || {}) {
+    let mut raw = match worker::spawn_and_wait(command, plan, &plan.to_json(), &Default::default(), stop, sink, || {}) {
         Ok(raw) => raw,
         Err(failure) => return Verdict::new(false, failure.to_string()),
     };
@@ -302,7 +302,7 @@ fn run_plan(info: &runtimes::RuntimeInfo, plan: &Plan, stop_after: Option<Durati
     }
     let wall = raw.ended.wall.as_secs_f64();
     let tally = tally.lock().unwrap_or_else(|e| e.into_inner());
-    Verdict::from(match (classify(&raw), stop_after) {
+    Verdict::from(match (classify(&mut raw), stop_after) {
         (Outcome::Completed(d), None) => judge(plan, &d, &tally, raw.stream.first_samples_ns),
         (Outcome::Interrupted(d, _), Some(_)) if plan.grain.is_some() => (
             true,

@@ -216,7 +216,7 @@ fn counts(plan: &Plan, d: &Delivered, finished: &Finished, short: bool) -> Count
     let window = d.window;
     let covered_ns = short.then(|| covered_ns(d));
     let (iterations_total, iterations_measured, units_starved) = if cut {
-        let starved = d.measured_per_unit.iter().filter(|m| **m == 0).count() as u32;
+        let starved = d.measured_per_unit().filter(|m| *m == 0).count() as u32;
         (c.measured + c.warmup + c.left_out, c.measured + c.left_out, starved)
     } else {
         let units = d.units.iter();
