@@ -36,8 +36,10 @@ fn watch(mut child: Child, cookie: &str) -> std::process::Output {
         if child.try_wait().unwrap().is_some() {
             break;
         }
-        if proc.is_empty() || ps.contains("<defunct>") {
-            continue; // exiting: its memory, the command line with it, is gone
+        // Exiting: its memory, the command line with it, is gone (read between the two looks,
+        // `ps` shows its name in brackets).
+        if proc.is_empty() || ps.contains("<defunct>") || ps.trim_start().starts_with('[') {
+            continue;
         }
         assert!(proc.contains("net send"), "/proc/PID/cmdline of the running net send: {proc:?}");
         assert!(ps.contains("net send"), "ps -o args of the running net send: {ps:?}");
