@@ -116,6 +116,10 @@ impl SampleReader {
             if map == libc::MAP_FAILED {
                 return Err(io::Error::last_os_error());
             }
+            // Read once, in order: giving back pages the kernel saw as read by a sequential
+            // reader skips moving each on its lists of recently used ones (a 32 MiB punch took
+            // 5.4-5.8 ms, not 6.5-7.0, `sample_cost`). Advice only: a refusal changes nothing.
+            libc::madvise(map, MAPPED, libc::MADV_SEQUENTIAL);
             if !self.map.is_null() {
                 libc::munmap(self.map as *mut libc::c_void, MAPPED);
             }
@@ -251,6 +255,20 @@ mod tests {
         assert!(reader.released >= RELEASE_BYTES, "read pages were given back ({} of {total})", reader.released);
         // Punched pages read as zeros and take no memory; the file keeps its size.
         assert!(file_blocks(&reader.file) * 512 < total - RELEASE_BYTES);
+    }
+
+    /// The mapping is advised as read in order (smaps says `sr`), which makes each punch cheaper.
+    #[test]
+    fn the_mapping_is_read_in_order() {
+        let reader = SampleFile::create().unwrap().reader().unwrap();
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let start = format!("{:x}-", reader.map as usize);
+        let flags = smaps
+            .split_inclusive('\n')
+            .skip_while(|line| !line.starts_with(&start))
+            .find_map(|line| line.strip_prefix("VmFlags:"))
+            .expect("the mapping is in smaps, with its flags");
+        assert!(flags.split_whitespace().any(|flag| flag == "sr"), "VmFlags:{flags}");
     }
 
     fn file_blocks(file: &File) -> u64 {
