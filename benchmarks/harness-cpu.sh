@@ -6,7 +6,7 @@
 #           live line are drawn;
 #   10k, 100k: the volume preset (thread, tokio-mt, embassy, go, python-asyncio, java-virtual)
 #           at 10,000 and 100,000 units;
-#   lost:   `run volume --runtimes thread,tokio-mt --units 100000`, the issue's case for samples
+#   lost:   `run volume --runtimes thread,tokio-mt --units 100000 --duration 3s`, the issue's case for samples
 #           lost when thousands of threads compete with the worker's writer (since protocol 4: the units
 #           write their full rings themselves instead, counted).
 # taskmeter's CPU is run.json's taskmeter_cpu_ns: getrusage(RUSAGE_SELF) from the first worker
@@ -57,5 +57,5 @@ PY
 [[ $what == tty || $what == all ]] && measure tty
 [[ $what == 10k || $what == all ]] && measure 10k experiments/volume-study.toml --units 10000
 [[ $what == 100k || $what == all ]] && measure 100k experiments/volume-study.toml --units 100000
-[[ $what == lost || $what == all ]] && measure lost volume --runtimes thread,tokio-mt --units 100000
+[[ $what == lost || $what == all ]] && measure lost volume --runtimes thread,tokio-mt --units 100000 --duration 3s
 exit 0

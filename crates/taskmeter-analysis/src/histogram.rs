@@ -939,6 +939,12 @@ impl Clone for Exact {
 
 /// Values counted together.
 const BATCH: usize = 8192;
+/// Values outside 0..262,144 counted together, past a row's budget: their counters spread over
+/// megabytes (a 5-digit counter every 1,024 ns at 150 ms), so that each of a batch of 8,192
+/// reached a cache line of counters no other of its batch did, a miss each; 32 times as many at
+/// once reach each line several times (`sample_cost SHAPE=volume`, behind: the fold 59-62 to
+/// 47-53 ns a sample, BENCHMARKS.md), for 1 MiB of notes per histogram at most.
+const OUTSIDE_BATCH: usize = 1 << 18;
 
 impl SignedHistogram {
     /// One that keeps every value exactly.
@@ -993,7 +999,7 @@ impl SignedHistogram {
             return;
         }
         note_counter(value, &mut self.uncounted_positive, &mut self.uncounted_negative);
-        if self.uncounted_positive.len().max(self.uncounted_negative.len()) >= BATCH {
+        if self.uncounted_positive.len().max(self.uncounted_negative.len()) >= OUTSIDE_BATCH {
             self.flush();
         }
     }
@@ -1565,6 +1571,52 @@ mod tests {
                     assert_eq!(select(&lists, keep, ranks, false), expected, "{count} ranks, keep all {keep_all}");
                 }
             }
+        }
+    }
+
+    /// Values past a budget are counted a batch at a time ([`OUTSIDE_BATCH`] of those outside
+    /// 0..262,144, [`BATCH`] of those noted in it): across batches, each is counted once, in
+    /// the library's bucket, whether the values in 0..262,144 are counted at once or noted.
+    #[test]
+    fn values_counted_in_batches_are_each_counted_once_in_their_bucket() {
+        let mut next = xorshift(0x2f6b_4e1d_90a3_c5e7);
+        // About 2.6 batches of values outside (a fourth are in 0..262,144, a seventh below 0).
+        let values: Vec<i64> = (0..4 * OUTSIDE_BATCH + 3 * BATCH + 7)
+            .map(|i| {
+                let random = next();
+                let magnitude = match random % 4 {
+                    0 => (random >> 8) % 262_144,
+                    _ => 262_144 + (random >> 8) % 200_000_000,
+                } as i64;
+                if i % 7 == 0 {
+                    -1 - magnitude
+                } else {
+                    magnitude
+                }
+            })
+            .collect();
+        let library = |values: &mut dyn Iterator<Item = u64>| {
+            let mut h = Histogram::<u64>::new_with_bounds(1, u64::MAX >> 1, SIGNIFICANT_DIGITS).unwrap();
+            values.for_each(|v| h.record(v).unwrap());
+            let lowest: Vec<(u64, u64, u64)> = h
+                .iter_recorded()
+                .map(|b| (h.lowest_equivalent(b.value_iterated_to()), b.value_iterated_to(), b.count_at_value()))
+                .collect();
+            lowest
+        };
+        let positive = library(&mut values.iter().filter(|v| **v >= 0).map(|v| *v as u64));
+        let negative = library(&mut values.iter().filter(|v| **v < 0).map(|v| v.unsigned_abs()));
+        // A bucket's value is its end farthest from 0 ([`SignedHistogram::buckets`]).
+        let mut expected: Vec<(i64, u64)> = negative.iter().rev().map(|(low, _, n)| (-(*low as i64), *n)).collect();
+        expected.extend(positive.iter().map(|(_, high, n)| (*high as i64, *n)));
+        for now in [true, false] {
+            let mut h = SignedHistogram::default();
+            match now {
+                true => values.iter().for_each(|v| h.record::<true>(*v)),
+                false => values.iter().for_each(|v| h.record::<false>(*v)),
+            }
+            assert_eq!(h.len(), values.len() as u64);
+            assert_eq!(h.buckets(), expected, "counted at once: {now}");
         }
     }
 
