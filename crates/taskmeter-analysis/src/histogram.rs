@@ -1580,7 +1580,8 @@ mod tests {
     #[test]
     fn values_counted_in_batches_are_each_counted_once_in_their_bucket() {
         let mut next = xorshift(0x2f6b_4e1d_90a3_c5e7);
-        // About 2.6 batches of values outside (a fourth are in 0..262,144, a seventh below 0).
+        // About 2.6 batches of values outside 0..262,144 and from 0 up (a fourth of the magnitudes
+        // are in it, a seventh of the values below 0).
         let values: Vec<i64> = (0..4 * OUTSIDE_BATCH + 3 * BATCH + 7)
             .map(|i| {
                 let random = next();
@@ -1598,15 +1599,17 @@ mod tests {
         let library = |values: &mut dyn Iterator<Item = u64>| {
             let mut h = Histogram::<u64>::new_with_bounds(1, u64::MAX >> 1, SIGNIFICANT_DIGITS).unwrap();
             values.for_each(|v| h.record(v).unwrap());
-            let lowest: Vec<(u64, u64, u64)> = h
+            // (lowest value, highest value, count) of each bucket with any.
+            let buckets: Vec<(u64, u64, u64)> = h
                 .iter_recorded()
                 .map(|b| (h.lowest_equivalent(b.value_iterated_to()), b.value_iterated_to(), b.count_at_value()))
                 .collect();
-            lowest
+            buckets
         };
         let positive = library(&mut values.iter().filter(|v| **v >= 0).map(|v| *v as u64));
         let negative = library(&mut values.iter().filter(|v| **v < 0).map(|v| v.unsigned_abs()));
-        // A bucket's value is its end farthest from 0 ([`SignedHistogram::buckets`]).
+        // A bucket's value is its end farthest from 0, below 0 its end nearest 0
+        // ([`SignedHistogram::buckets`]).
         let mut expected: Vec<(i64, u64)> = negative.iter().rev().map(|(low, _, n)| (-(*low as i64), *n)).collect();
         expected.extend(positive.iter().map(|(_, high, n)| (*high as i64, *n)));
         for now in [true, false] {
