@@ -943,7 +943,8 @@ const BATCH: usize = 8192;
 /// megabytes (a 5-digit counter every 1,024 ns at 150 ms), so that each of a batch of 8,192
 /// reached a cache line of counters no other of its batch did, a miss each; 32 times as many at
 /// once reach each line several times (`sample_cost SHAPE=volume`, behind: the fold 59-62 to
-/// 47-53 ns a sample, BENCHMARKS.md), for 1 MiB of notes per histogram at most.
+/// 47-53 ns a sample, BENCHMARKS.md), for at most 1 MiB of notes a sign (values from 0 up,
+/// below 0) per histogram.
 const OUTSIDE_BATCH: usize = 1 << 18;
 
 impl SignedHistogram {
