@@ -195,11 +195,17 @@ struct Run {
 const NARROW_BUCKETS: usize = stored_index(u32::MAX as u64) + 1;
 
 /// The vectors of values that ended rows kept exactly, held for the next rows to fill (up to
-/// 32 MiB, emptied, in increasing order of capacity): a row of 10,000 units keeps millions of
+/// 64 MiB, emptied, in increasing order of capacity): a row of 10,000 units keeps millions of
 /// values, and memory fresh from the kernel costs a page fault for each 4 KiB, and a copy each
 /// time a vector grows (together about a tenth of taskmeter's CPU at 10,000 units, issue 28).
+/// 64 MiB holds what a row at the default budget keeps: 4 million values of each of 4 metrics.
 static SPARE_VALUES: Mutex<Vec<Vec<u32>>> = Mutex::new(Vec::new());
-const SPARE_VALUES_AT_MOST: usize = 8 << 20;
+const SPARE_VALUES_AT_MOST: usize = 16 << 20;
+const _: () = assert!(
+    SPARE_VALUES_AT_MOST as u64
+        >= crate::accumulate::DEFAULT_EXACT_SAMPLES * taskmeter_model::run::METRICS.len() as u64,
+    "the spare vectors hold a row's values at the default budget"
+);
 /// Smaller vectors are not worth holding.
 const SPARE_VALUES_EACH_AT_LEAST: usize = 8 << 10;
 

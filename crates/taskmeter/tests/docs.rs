@@ -371,6 +371,39 @@ fn the_readme_is_a_front_page_with_a_table_of_contents_into_docs() {
     }
 }
 
+/// docs/cli.md gives each `run` flag's default as `run --help` does, where both give it as one
+/// value (a number, a duration, a word): a default changed in the code alone fails here.
+#[test]
+fn the_cli_page_gives_the_defaults_run_help_gives() {
+    let output = taskmeter().args(["run", "--help"]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    // Each flag's block in the long help: its line, then its text, then `[default: V]` if any.
+    let mut defaults = std::collections::BTreeMap::new();
+    let mut flag = None;
+    for line in stdout(&output).lines().map(str::trim) {
+        if line.starts_with('-') {
+            flag = long_flags(line).into_iter().next();
+        } else if let (Some(at), Some(flag)) = (line.find("[default: "), flag.as_ref()) {
+            let value = line[at + "[default: ".len()..].trim_end_matches(']');
+            defaults.insert(flag.clone(), value.to_string());
+        }
+    }
+    let page = std::fs::read_to_string(repo().join("docs/cli.md")).unwrap();
+    let mut compared = Vec::new();
+    for row in page.lines().filter(|line| line.starts_with("| `--")) {
+        let cells: Vec<&str> = row.split(" | ").collect();
+        let (flags, default) = (long_flags(cells[0]), cells[1].trim_matches('`'));
+        let one_value = !default.is_empty() && !default.contains([' ', '`', '(']);
+        let help = flags.first().and_then(|flag| defaults.get(flag)).filter(|help| !help.contains(' '));
+        if let ([flag], true, Some(help)) = (&flags[..], one_value, help) {
+            assert_eq!(default, help, "docs/cli.md's default of {flag} against run --help's");
+            compared.push(flag.clone());
+        }
+    }
+    assert!(compared.len() >= 8, "compared only {compared:?}");
+    assert!(compared.iter().any(|f| f == "--exact-samples"), "{compared:?}");
+}
+
 /// docs/cli.md, which the README calls every command and flag, names every flag of every
 /// command: a flag added without its line there fails here.
 #[test]

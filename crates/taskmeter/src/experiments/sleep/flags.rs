@@ -4,6 +4,7 @@
 use super::RunOptions;
 use crate::experiments::flags::{byte_size, duration, heading, output, EveryArgs, WorkerArgs};
 use clap::{ArgMatches, Args, FromArgMatches, ValueEnum};
+use taskmeter_analysis::accumulate::DEFAULT_EXACT_SAMPLES;
 use taskmeter_machine::sched::{Policy, SchedSettings};
 use taskmeter_measure::runtimes;
 use taskmeter_model::run::{Metric, Settings};
@@ -115,9 +116,10 @@ pub struct LoopArgs {
     /// Percentiles are exact up to this many measured samples per row
     ///
     /// Shared by the rows of --together; beyond, they come from HdrHistograms with 5 significant
-    /// digits, and the table and run.json say so. Each sample kept costs up to about 32 bytes (values
-    /// from 0 to 262 µs are counted, not kept; those of 4.3 s or more take twice the room)
-    #[arg(display_order = 310, long, value_name = "N", default_value_t = 1_000_000, hide_short_help = true, help_heading = heading::OUTPUT)]
+    /// digits, and the table and run.json say so. A sample kept costs up to 16 bytes, 4 for each of
+    /// its metrics (values from 0 to 262 µs are counted, not kept; those of 4.3 s or more take 8):
+    /// up to 64 MiB a row at the default. A value kept costs taskmeter less CPU than one counted
+    #[arg(display_order = 310, long, value_name = "N", default_value_t = DEFAULT_EXACT_SAMPLES, hide_short_help = true, help_heading = heading::OUTPUT)]
     pub exact_samples: u64,
     /// The most of a worker's samples that may wait for taskmeter's reader, e.g. 512MiB
     ///
