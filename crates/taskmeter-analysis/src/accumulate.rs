@@ -19,6 +19,10 @@ use taskmeter_stats::{nearest_rank, Moments, Summary, PERCENTILES};
 /// and a tenth less in the `lost` run, BENCHMARKS.md); at 4 metrics a sample, a row keeps at most
 /// 64 MiB.
 pub const DEFAULT_EXACT_SAMPLES: u64 = 4_000_000;
+const _: () = assert!(
+    crate::histogram::SPARE_VALUES_AT_MOST as u64 >= DEFAULT_EXACT_SAMPLES * taskmeter_model::run::METRICS.len() as u64,
+    "the vectors held for the next rows hold a row's values at the default budget"
+);
 
 /// One metric of a set of samples. Its values in 0..262,144 (a lateness, sleep or busy time
 /// under 262 µs: nearly all of a fast row's) are only counted, each at its own counter, and their
