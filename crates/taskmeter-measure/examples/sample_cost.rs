@@ -14,6 +14,8 @@
 //! `SHAPE=volume`: `run volume --units 100000`'s samples as tokio-mt makes them on 2 cores
 //! (2 classes, relative mode, `modulo:20:1ms`, 1 us of busy work, 30 us to 180 ms late: every
 //! value but the busy time past 262 us), 100,000 units, 2 a frame (`PER_FRAME` still applies).
+//! Every shape folds under an exact budget of 1 million samples (the default until issue 58's
+//! fourteenth session, kept so that figures compare).
 //!
 //!     cargo run --release -p taskmeter-measure --example sample_cost
 
