@@ -47,4 +47,9 @@ pub struct Settings {
     /// (`--max-backlog`); None: a quarter of the machine's room for memory as each worker starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_backlog_bytes: Option<u64>,
+    /// The measured samples the run kept for exact percentiles (`--exact-samples`, shared by the
+    /// rows of `--together`): past it, a row's percentiles came from HdrHistograms (its `basis`).
+    /// None in records made before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact_samples: Option<u64>,
 }

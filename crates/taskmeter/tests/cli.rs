@@ -302,6 +302,8 @@ fn summary_agrees_with_statistics_recomputed_from_the_raw_samples() {
     assert_eq!(thread["plan"]["sleep"]["schedule"]["kind"], "modulo");
     assert_eq!(thread["basis"], "exact");
     assert_eq!(thread["counts"]["samples_lost"], 0);
+    // The budget for exact percentiles is recorded: the default, as `run --help` gives it.
+    assert_eq!(record["settings"]["exact_samples"], 4_000_000);
 }
 
 #[test]
@@ -653,6 +655,7 @@ fn past_the_exact_budget_percentiles_come_from_histograms_and_say_so() {
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stdout(&output).contains("come from HdrHistograms"), "{}", stdout(&output));
     let record = run_json(&folder);
+    assert_eq!(record["settings"]["exact_samples"], 100);
     let thread = row(&record, "thread");
     assert_eq!(thread["basis"], "histogram");
     let samples = samples_csv(&folder);

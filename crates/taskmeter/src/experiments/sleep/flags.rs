@@ -200,7 +200,6 @@ pub fn options(every: &EveryArgs, workers: &WorkerArgs, args: &LoopArgs) -> Resu
         metric: args.metric,
         layout: args.table,
         raw: args.raw,
-        exact_samples: args.exact_samples,
         output: output(&every.output, &every.exports, every.format)?,
     })
 }
@@ -283,6 +282,7 @@ fn settings(every: &EveryArgs, workers: &WorkerArgs, args: &LoopArgs) -> Result<
         allow_rt_spin: args.allow_rt_spin,
         cpu_dma_latency_us: every.cpu_dma_latency,
         max_backlog_bytes: args.max_backlog,
+        exact_samples: Some(args.exact_samples),
     };
     Ok((settings, sweeps))
 }

@@ -25,6 +25,7 @@ use rows::RunContext;
 use std::collections::HashMap;
 use std::process::ExitCode;
 use std::sync::Arc;
+use taskmeter_analysis::accumulate::DEFAULT_EXACT_SAMPLES;
 use taskmeter_machine::idle::{cpu_dma_latency_us, LatencyRequest};
 use taskmeter_machine::privilege;
 use taskmeter_measure::process::signals;
@@ -49,8 +50,6 @@ pub struct RunOptions {
     pub layout: Option<Layout>,
     /// Keep every sample (samples.csv.gz, written while measuring).
     pub raw: bool,
-    /// Measured samples a run keeps for exact percentiles (rows running at once share them).
-    pub exact_samples: u64,
     pub output: Output,
 }
 
@@ -120,7 +119,7 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
         &progress,
         (points.len(), base.repeat),
         samples.clone(),
-        (options.exact_samples, &rate_estimates),
+        (options.settings.exact_samples.unwrap_or(DEFAULT_EXACT_SAMPLES), &rate_estimates),
     )?;
     progress.clear();
     if let Some(Err(e)) = samples.as_ref().map(|s| s.finish()) {
