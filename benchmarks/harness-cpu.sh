@@ -11,7 +11,8 @@
 #           write their full rings themselves instead, counted).
 # taskmeter's CPU is run.json's taskmeter_cpu_ns: getrusage(RUSAGE_SELF) from the first worker
 # to the last row's statistics (reading, checking and folding every frame, ending each row;
-# the environment probe before and the charts after are not in it). The workers' is wait4's.
+# the environment probe before and the charts after are not in it, nor the memory for the kept
+# values written before the first worker, printed apart). The workers' is wait4's.
 # Usage: benchmarks/harness-cpu.sh [default|tty|10k|100k|lost|all] [RUNS]   (defaults: all 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,6 +46,10 @@ lost = sum((r.get("counts") or {}).get("samples_lost", 0) for r in rows)
 own_writes = sum((r.get("counts") or {}).get("samples_flushed_by_units", 0) for r in rows)
 print(f"{name} run {i}: taskmeter {own / 1e9:.2f} s = {100 * own / workers:.2f} % of its workers' {workers / 1e9:.1f} s; "
       f"{samples:,} samples, {lost:,} lost, {own_writes:,} written by their units, {len(rows)} rows")
+prepared = record.get("taskmeter_prepared")
+if prepared and prepared["bytes"]:
+    print(f"    before the first worker: {prepared['bytes'] / 2**20:.1f} MiB written for the kept values in "
+          f"{prepared['cpu_ns'] / 1e6:.0f} ms of CPU")
 for r in rows:
     c = r.get("counts") or {}
     if c.get("samples_lost"):

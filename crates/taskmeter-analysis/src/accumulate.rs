@@ -20,7 +20,7 @@ use taskmeter_stats::{nearest_rank, Moments, Summary, PERCENTILES};
 /// 64 MiB.
 pub const DEFAULT_EXACT_SAMPLES: u64 = 4_000_000;
 const _: () = assert!(
-    crate::histogram::SPARE_VALUES_AT_MOST as u64 >= DEFAULT_EXACT_SAMPLES * taskmeter_model::run::METRICS.len() as u64,
+    crate::values::SPARE_AT_MOST as u64 >= DEFAULT_EXACT_SAMPLES * taskmeter_model::run::METRICS.len() as u64,
     "the vectors held for the next rows hold a row's values at the default budget"
 );
 
@@ -312,6 +312,49 @@ pub struct Live {
     pub p50: Option<i64>,
     pub p99: Option<i64>,
     pub max: Option<i64>,
+}
+
+/// What a row to come may keep, for [`prepare_kept_values`].
+#[derive(Clone, Copy, Debug)]
+pub struct RowToCome {
+    pub classes: u32,
+    /// The samples it measures if every unit wakes on time (`Plan::measured_on_time`).
+    pub measured_on_time: u64,
+    /// Its shortest expected sleep.
+    pub shortest_sleep_ns: u64,
+}
+
+/// The metrics whose values a row of sleeps of 262 µs or more keeps: actual and full always, and
+/// lateness once the row runs late (busy work is rarely that long).
+const KEPT_METRICS: u64 = 3;
+
+/// Writes, before the first worker starts, the memory that the rows run at once will keep their
+/// values in ([`vectors_to_prepare`]), so that none of it is faulted in while workers measure.
+/// Rows after the first also find the vectors that the rows before them left. The bytes written.
+pub fn prepare_kept_values(batches: impl IntoIterator<Item = Vec<RowToCome>>, budget: u64) -> usize {
+    crate::values::prepare(vectors_to_prepare(batches, budget))
+}
+
+/// The vectors of values (their capacities) that the batch of rows that may keep the most keeps
+/// at most: for each row of sleeps of 262 µs or more, one of `measured_on_time / classes` values
+/// (within the budget) for each kept metric of each class. (Within 64 MiB, the largest first,
+/// once written.)
+pub fn vectors_to_prepare(batches: impl IntoIterator<Item = Vec<RowToCome>>, budget: u64) -> Vec<usize> {
+    let vectors = |rows: &[RowToCome]| -> Vec<usize> {
+        rows.iter()
+            .filter(|row| row.shortest_sleep_ns >= EXACT_BELOW)
+            .flat_map(|row| {
+                let classes = u64::from(row.classes.max(1));
+                let each = row.measured_on_time.min(budget).div_ceil(classes);
+                std::iter::repeat_n(usize::try_from(each).unwrap_or(usize::MAX), (KEPT_METRICS * classes) as usize)
+            })
+            .collect()
+    };
+    batches
+        .into_iter()
+        .map(|rows| vectors(&rows))
+        .max_by_key(|sizes| sizes.iter().fold(0usize, |sum, size| sum.saturating_add(*size)))
+        .unwrap_or_default()
 }
 
 /// A row's running statistics.
@@ -678,6 +721,36 @@ mod tests {
             bounded.lateness_early, exact.lateness_early,
             "the same magnitudes, exact below 262 us, from the values or the histogram"
         );
+    }
+}
+
+#[cfg(test)]
+mod prepare_tests {
+    use super::*;
+
+    fn row(classes: u32, measured_on_time: u64, shortest_sleep_ns: u64) -> RowToCome {
+        RowToCome { classes, measured_on_time, shortest_sleep_ns }
+    }
+
+    /// The vectors prepared: 3 kept metrics a class, of the row's samples on time within the
+    /// budget shared by its classes, for the batch that keeps the most.
+    #[test]
+    fn the_batch_that_keeps_the_most_is_prepared_for() {
+        let ms = 1_000_000;
+        // The `lost` run: two rows one after the other, 100,000 units of `modulo:20:1ms` in one
+        // class, 284 periods each from 0.5 to 3.5 s: the budget of 4 million; in two classes, half.
+        let lost = [vec![row(1, 28_400_000, ms)], vec![row(1, 28_400_000, ms)]];
+        assert_eq!(vectors_to_prepare(lost, 4_000_000), vec![4_000_000; 3]);
+        assert_eq!(vectors_to_prepare([vec![row(2, 28_400_000, ms)]], 4_000_000), vec![2_000_000; 6]);
+        // Rows run together add up; the batch of both is larger than the one of a row alone.
+        let together = [vec![row(1, 9_000, ms), row(1, 3_000, ms)], vec![row(2, 10_000, ms)]];
+        assert_eq!(vectors_to_prepare(together, 4_000_000), [9_000, 9_000, 9_000, 3_000, 3_000, 3_000]);
+        // Within the budget: 1,000 samples on time of a class, 500 values a vector.
+        assert_eq!(vectors_to_prepare([vec![row(2, 1_000_000, ms)]], 1_000), vec![500; 6]);
+        // Sleeps under 262 us: their values are counted, not kept; none is prepared for.
+        assert_eq!(vectors_to_prepare([vec![row(1, 3_000_000, 261_999)]], 4_000_000), Vec::<usize>::new());
+        assert_eq!(vectors_to_prepare([vec![row(1, 1, EXACT_BELOW)]], 4_000_000), vec![1; 3]);
+        assert_eq!(vectors_to_prepare(Vec::<Vec<RowToCome>>::new(), 4_000_000), Vec::<usize>::new());
     }
 }
 

@@ -7,6 +7,7 @@
 //! run (4 MB of counts) was a sixth of taskmeter's CPU (issue 28); at 3 they are a hundredth of
 //! that size.
 
+use crate::values::{self, Values};
 use base64::Engine;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
@@ -183,7 +184,7 @@ struct Kept {
 /// beyond) in 64: half the bytes to store and read.
 #[derive(Clone, Debug, Default)]
 struct Run {
-    narrow: Vec<u32>,
+    narrow: Values,
     wide: Vec<i64>,
     /// The 32-bit values counted by bucket of a stored histogram, when there were as many as
     /// `counted` (see [`Run::count`]).
@@ -194,32 +195,9 @@ struct Run {
 /// Buckets of a stored histogram that 32-bit values reach.
 const NARROW_BUCKETS: usize = stored_index(u32::MAX as u64) + 1;
 
-/// The vectors of values that ended rows kept exactly, held for the next rows to fill (up to
-/// 64 MiB, emptied, in increasing order of capacity): a row of 10,000 units keeps millions of
-/// values, and memory fresh from the kernel costs a page fault for each 4 KiB, and a copy each
-/// time a vector grows (together about a tenth of taskmeter's CPU at 10,000 units, issue 28).
-/// 64 MiB holds what a row at the default budget keeps: 4 million values of each of 4 metrics.
-static SPARE_VALUES: Mutex<Vec<Vec<u32>>> = Mutex::new(Vec::new());
-pub(crate) const SPARE_VALUES_AT_MOST: usize = 16 << 20;
-/// Smaller vectors are not worth holding.
-const SPARE_VALUES_EACH_AT_LEAST: usize = 8 << 10;
-
-/// The largest spare vector (empty); a new one if there is none.
-fn spare_values() -> Vec<u32> {
-    SPARE_VALUES.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_default()
-}
-
 impl Drop for Run {
     fn drop(&mut self) {
-        if self.narrow.capacity() < SPARE_VALUES_EACH_AT_LEAST {
-            return;
-        }
-        let mut spare = SPARE_VALUES.lock().unwrap_or_else(|e| e.into_inner());
-        if spare.iter().map(Vec::capacity).sum::<usize>() + self.narrow.capacity() <= SPARE_VALUES_AT_MOST {
-            self.narrow.clear();
-            let at = spare.partition_point(|v| v.capacity() <= self.narrow.capacity());
-            spare.insert(at, std::mem::take(&mut self.narrow));
-        }
+        values::give_back(std::mem::take(&mut self.narrow));
     }
 }
 
@@ -250,7 +228,7 @@ impl Run {
         }
         self.narrow_counts.clear();
         self.narrow_counts.resize(NARROW_BUCKETS, 0);
-        for value in &self.narrow {
+        for value in self.narrow.iter() {
             self.narrow_counts[stored_index(u64::from(*value))] += 1;
         }
         self.counted = Some(self.narrow.len());
@@ -282,7 +260,7 @@ impl Kept {
     /// The first run.
     #[cold]
     fn open(&mut self) -> &mut Run {
-        self.runs.push(Run { narrow: spare_values(), wide: Vec::new(), narrow_counts: Vec::new(), counted: None });
+        self.runs.push(Run { narrow: values::spare(), wide: Vec::new(), narrow_counts: Vec::new(), counted: None });
         self.runs.last_mut().expect("one run")
     }
 
@@ -802,6 +780,10 @@ impl Mapped {
         if map == libc::MAP_FAILED {
             std::alloc::handle_alloc_error(std::alloc::Layout::new::<[u8; MAPPED_BYTES]>());
         }
+        // Not the child's, as kept values are not (`values`): spare ones are reached again after
+        // the next worker's fork. Advice only.
+        // SAFETY: madvise on the mapping just made.
+        unsafe { libc::madvise(map, MAPPED_BYTES, libc::MADV_DONTFORK) };
         Mapped(std::ptr::NonNull::new(map.cast()).expect("mmap never maps address 0 here"))
     }
 }
@@ -1757,10 +1739,10 @@ mod tests {
             assert_eq!(h.at_ranks(&ranks), sorted, "round {round}");
             assert_eq!(h.len(), values.len() as u64);
         }
-        let spare = SPARE_VALUES.lock().unwrap();
-        assert!(spare.iter().all(|v| v.is_empty() && v.capacity() >= SPARE_VALUES_EACH_AT_LEAST));
-        assert!(spare.iter().map(Vec::capacity).sum::<usize>() <= SPARE_VALUES_AT_MOST);
-        assert!(spare.is_sorted_by_key(Vec::capacity));
+        let spare = values::spare_lists();
+        assert!(spare.iter().all(|(empty, capacity)| *empty && *capacity >= 8 << 10), "{spare:?}");
+        assert!(spare.iter().map(|(_, capacity)| capacity).sum::<usize>() <= values::SPARE_AT_MOST);
+        assert!(spare.is_sorted_by_key(|(_, capacity)| *capacity));
     }
 
     /// Values in 0..262,144 counted directly: asked before and after a settle, cloned, absorbed

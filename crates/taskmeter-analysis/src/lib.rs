@@ -11,3 +11,4 @@ pub mod histogram;
 pub mod net;
 pub mod recipes;
 pub mod rows;
+mod values;

@@ -9,5 +9,6 @@ pub mod idle;
 pub mod privilege;
 pub mod room;
 pub mod sched;
+pub mod smaps;
 pub mod status;
 pub mod taskstats;

@@ -15,7 +15,7 @@
 //! (2 classes, relative mode, `modulo:20:1ms`, 1 us of busy work, 30 us to 180 ms late: every
 //! value but the busy time past 262 us), 100,000 units, 2 a frame (`PER_FRAME` still applies).
 //! Every shape folds under an exact budget of 1 million samples (the default until issue 58's
-//! fourteenth session, kept so that figures compare).
+//! fourteenth session, kept so that figures compare); `EXACT=N` sets it (4000000: today's default).
 //!
 //!     cargo run --release -p taskmeter-measure --example sample_cost
 
@@ -92,7 +92,7 @@ impl Path {
         while let Some((kind, payload)) = control.next_raw().expect("well formed") {
             checker.accept(&decode(kind, payload).expect("well formed"), &mut views).expect("valid");
         }
-        let (reader, stats) = (file.reader().expect("mapped"), RowStats::new(classes, 1_000_000, false));
+        let (reader, stats) = (file.reader().expect("mapped"), RowStats::new(classes, env("EXACT", 1_000_000), false));
         Path { reader, checker, views, stats, samples: 0, sum: 0 }
     }
 

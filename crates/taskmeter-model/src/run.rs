@@ -76,6 +76,18 @@ pub struct RunRecord {
     /// (the workers' own is in each row).
     #[serde(default)]
     pub taskmeter_cpu_ns: Option<u64>,
+    /// What taskmeter wrote before the first worker started, and the CPU time it took (not in
+    /// `taskmeter_cpu_ns`); absent in records from before it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taskmeter_prepared: Option<Prepared>,
+}
+
+/// The memory the rows keep their values in, written before the first worker starts so that no
+/// page of it is faulted in while workers measure.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Prepared {
+    pub bytes: u64,
+    pub cpu_ns: u64,
 }
 
 impl RunRecord {

@@ -126,6 +126,22 @@ impl Schedule {
         Some(reached)
     }
 
+    /// Periods of unit `unit` that start in `from_ns..to_ns` after its origin when each lasts its
+    /// expected sleep (absolute mode's deadlines; a relative period lasts longer, a missed one is
+    /// skipped): the samples a unit that wakes on time takes there. u64::MAX when the sleeps never
+    /// reach `to_ns`.
+    pub fn periods_starting_within(&self, unit: u32, from_ns: u64, to_ns: u64) -> u64 {
+        // Periods 0..=k start before `t` when k is the first whose total reaches it.
+        let starting_before = |t: u64| match t {
+            0 => Some(0),
+            _ => self.first_period_reaching(unit, 0, u128::from(t)).map(|k| k + 1),
+        };
+        match (starting_before(from_ns), starting_before(to_ns)) {
+            (Some(before), Some(by_end)) => by_end - before,
+            _ => u64::MAX,
+        }
+    }
+
     pub fn sleeps(&self) -> bool {
         !matches!(self, Schedule::None)
     }
@@ -674,6 +690,20 @@ impl Plan {
         }
     }
 
+    /// The samples its units measure if every one wakes on time, from `warmup_ns` for
+    /// `duration_ns` after its origin ([`Schedule::periods_starting_within`]): what a row may
+    /// have to keep. Late, busy or relative periods make fewer; saturates at u64::MAX.
+    pub fn measured_on_time(&self) -> u64 {
+        let (from, to) = (self.warmup_ns, self.warmup_ns.saturating_add(self.duration_ns));
+        let schedule = self.sleep.schedule;
+        match schedule {
+            Schedule::None => 0,
+            Schedule::ByUnit { .. } => (1..=self.units)
+                .fold(0u64, |sum, unit| sum.saturating_add(schedule.periods_starting_within(unit, from, to))),
+            _ => schedule.periods_starting_within(1, from, to).saturating_mul(u64::from(self.units)),
+        }
+    }
+
     /// The priority class of unit `unit` (1-based): classes alternate so a partial start keeps
     /// them balanced.
     pub fn class_of(&self, unit: u32) -> u32 {
@@ -820,6 +850,65 @@ mod tests {
         let far = fixed.first_period_reaching(1, 0, 1 << 60).unwrap();
         assert!(fixed.total_through(1, far) >= 1 << 60 && fixed.total_through(1, far - 1) < 1 << 60);
         assert_eq!(fixed.first_period_reaching(1, 0, u128::MAX), None, "no period below 2^63 reaches it");
+    }
+
+    /// Periods starting in a window, by hand and as a walk over the periods' starts finds them.
+    #[test]
+    fn the_periods_starting_in_a_window_are_counted_as_a_walk_counts_them() {
+        let ms = 1_000_000;
+        let fixed = Schedule::Fixed { ns: ms };
+        // Starts at 0, 1, 2 ... ms: 500 ms up to 3.5 s holds 3,000 of them.
+        assert_eq!(fixed.periods_starting_within(1, 500 * ms, 3_500 * ms), 3_000);
+        let modulo = Schedule::Modulo { m: 20, ns: ms };
+        // A cycle of sleeps of 1 to 20 ms lasts 210 ms: 20 starts. In 3 s, 14 cycles (2,940 ms)
+        // and 11 more starts, at 0, 1, 3, 6, 10, 15, 21, 28, 36, 45 and 55 ms after them.
+        assert_eq!(modulo.periods_starting_within(1, 0, 210 * ms), 20);
+        assert_eq!(modulo.periods_starting_within(1, 0, 3_000 * ms), 14 * 20 + 11);
+        // Unit 1 starts every 1 ms, 2 every 2, 3 every 3: 6, 3 and 2 starts in 6 ms.
+        let by_unit = Schedule::ByUnit { ns: ms };
+        let starts: Vec<u64> = (1..=3).map(|unit| by_unit.periods_starting_within(unit, 0, 6 * ms)).collect();
+        assert_eq!(starts, [6, 3, 2]);
+        assert_eq!(Schedule::None.periods_starting_within(1, 0, 6 * ms), u64::MAX, "no sleep ends no period");
+        for schedule in [fixed, modulo, by_unit, Schedule::Modulo { m: 3, ns: 7 * ms }] {
+            for unit in [1, 2, 5] {
+                for (from, to) in [(0, 1), (0, 100 * ms), (3 * ms, 250 * ms), (37 * ms, 38 * ms), (50 * ms, 50 * ms)] {
+                    let mut start = 0u128;
+                    let walked = (0u64..)
+                        .map(|k| {
+                            let begins = start;
+                            start += schedule.expected_exact(unit, k);
+                            begins
+                        })
+                        .take_while(|begins| *begins < u128::from(to))
+                        .filter(|begins| *begins >= u128::from(from))
+                        .count() as u64;
+                    assert_eq!(
+                        schedule.periods_starting_within(unit, from, to),
+                        walked,
+                        "{schedule:?} {unit} {from}..{to}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A plan's samples on time: every unit's periods in its measured window.
+    #[test]
+    fn a_plan_measures_on_time_what_its_units_periods_hold() {
+        let mut plan = Plan::from_json(wire_plan()).unwrap();
+        (plan.units, plan.warmup_ns, plan.duration_ns) = (10, 500_000_000, 3_000_000_000);
+        plan.sleep.schedule = Schedule::Fixed { ns: 1_000_000 };
+        assert_eq!(plan.measured_on_time(), 30_000, "10 units, 3,000 periods each");
+        (plan.units, plan.warmup_ns, plan.duration_ns) = (3, 0, 6_000_000);
+        plan.sleep.schedule = Schedule::ByUnit { ns: 1_000_000 };
+        assert_eq!(plan.measured_on_time(), 6 + 3 + 2);
+        plan.sleep.schedule = Schedule::None;
+        assert_eq!(plan.measured_on_time(), 0, "no samples without a sleep");
+        // The `lost` run's rows: cycles of 210 ms; 337 periods start before 3.5 s (16 cycles and
+        // 17, the 17th at 136 ms), 53 before 0.5 s (2 cycles and 13, at 78 ms).
+        (plan.units, plan.warmup_ns, plan.duration_ns) = (100_000, 500_000_000, 3_000_000_000);
+        plan.sleep.schedule = Schedule::Modulo { m: 20, ns: 1_000_000 };
+        assert_eq!(plan.measured_on_time(), 100_000 * (337 - 53));
     }
 
     #[test]

@@ -642,6 +642,28 @@ fn runtimes_that_report_their_own_view_show_it_beside_ours() {
     }
 }
 
+/// The memory the row will keep its values in is written before its worker starts, as much as
+/// its plan fills if every unit wakes on time: 3 metrics kept (sleeps of 300 us: lateness, actual
+/// and full are past 262 us when late), 4 bytes a value; `run.json` says so.
+#[test]
+fn memory_for_the_kept_values_is_written_before_the_first_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("run");
+    let mut args = vec!["run", "--runtimes", "thread", "--units", "100", "--sleep", "fixed:300us"];
+    args.extend_from_slice(SHORT);
+    args.extend_from_slice(&["--format", "json", "-o", folder.to_str().unwrap()]);
+    let output = run(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let record = run_json(&folder);
+    let plan: taskmeter_protocol::Plan = serde_json::from_value(row(&record, "thread")["plan"].clone()).unwrap();
+    // 100 units, a period every 300 us for 300 ms: 1,000 each.
+    assert_eq!(plan.measured_on_time(), 100_000);
+    let prepared = &record["taskmeter_prepared"];
+    // 3 lists of 100,000 values (whole pages of 1,024), 4 bytes each.
+    assert_eq!(prepared["bytes"], 3 * 100_352 * 4, "{prepared}");
+    assert!(prepared["cpu_ns"].as_u64().is_some(), "{prepared}");
+}
+
 /// Past --exact-samples, percentiles come from HdrHistograms, within their stated precision of
 /// the exact ones, and the row says so; counts, means and extremes stay exact.
 #[test]

@@ -229,6 +229,7 @@ mod tests {
             order: Order { shuffled: false, seed: None },
             rows: vec![row("thread", 80_000, 10_000_000), row("thread/spin", 2_000, 950_000_000)],
             taskmeter_cpu_ns: None,
+            taskmeter_prepared: None,
         }
     }
 

@@ -525,6 +525,7 @@ pub(crate) mod tests {
             order: taskmeter_model::run::Order { shuffled: false, seed: None },
             rows,
             taskmeter_cpu_ns: None,
+            taskmeter_prepared: None,
         }
     }
 

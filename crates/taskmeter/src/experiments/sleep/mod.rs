@@ -25,12 +25,12 @@ use rows::RunContext;
 use std::collections::HashMap;
 use std::process::ExitCode;
 use std::sync::Arc;
-use taskmeter_analysis::accumulate::DEFAULT_EXACT_SAMPLES;
+use taskmeter_analysis::accumulate::{RowToCome, DEFAULT_EXACT_SAMPLES};
 use taskmeter_machine::idle::{cpu_dma_latency_us, LatencyRequest};
 use taskmeter_machine::privilege;
 use taskmeter_measure::process::signals;
 use taskmeter_measure::runtimes;
-use taskmeter_model::run::{BusyFit, Metric, Order, Row, RowStatus, RunRecord, Settings};
+use taskmeter_model::run::{BusyFit, Metric, Order, Prepared, Row, RowStatus, RunRecord, Settings};
 use taskmeter_model::samples::SamplesFile;
 use taskmeter_model::sweep::{self, Sweep};
 
@@ -110,6 +110,8 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
         )),
         false => None,
     };
+    let budget = options.settings.exact_samples.unwrap_or(DEFAULT_EXACT_SAMPLES);
+    let prepared = prepare_memory(&batches, budget);
     // taskmeter's own CPU while its workers measure (run.json's taskmeter_cpu_ns): from the
     // first row's worker on, so finding toolchains and checking builds before it are not in it.
     let cpu_at_start = taskmeter_measure::process::own_cpu_ns();
@@ -119,7 +121,7 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
         &progress,
         (points.len(), base.repeat),
         samples.clone(),
-        (options.settings.exact_samples.unwrap_or(DEFAULT_EXACT_SAMPLES), &rate_estimates),
+        (budget, &rate_estimates),
     )?;
     progress.clear();
     if let Some(Err(e)) = samples.as_ref().map(|s| s.finish()) {
@@ -136,6 +138,7 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
         order: Order { shuffled: options.shuffle, seed },
         rows,
         taskmeter_cpu_ns: Some(taskmeter_measure::process::own_cpu_ns().saturating_sub(cpu_at_start)),
+        taskmeter_prepared: Some(prepared),
     };
     let failed = record.rows.iter().any(|r| r.status == RowStatus::Failed);
     let layout = options.layout;
@@ -145,6 +148,29 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
         |record| crate::report::console::report(record, layout),
         failed,
     ))
+}
+
+/// Writes the memory the rows will keep their values in before the first worker starts
+/// (`accumulate::prepare_kept_values`): what it took.
+fn prepare_memory(batches: &[Vec<&jobs::Job>], budget: u64) -> Prepared {
+    let cpu_before = taskmeter_measure::process::own_cpu_ns();
+    let rows = batches.iter().map(|batch| {
+        batch
+            .iter()
+            .filter(|job| job.available.is_ok())
+            .map(|job| {
+                let plan = rows::plan_for(&job.settings, job.info.base);
+                RowToCome {
+                    classes: plan.priority_classes,
+                    measured_on_time: plan.measured_on_time(),
+                    // Period 0 of unit 1 sleeps the shortest of every schedule.
+                    shortest_sleep_ns: plan.sleep.schedule.expected(1, 0),
+                }
+            })
+            .collect()
+    });
+    let bytes = taskmeter_analysis::accumulate::prepare_kept_values(rows, budget) as u64;
+    Prepared { bytes, cpu_ns: taskmeter_measure::process::own_cpu_ns().saturating_sub(cpu_before) }
 }
 
 /// A privilege a flag asks for that this host refuses: an error before anything is measured.
