@@ -118,7 +118,9 @@ pub struct LoopArgs {
     /// Shared by the rows of --together; beyond, they come from HdrHistograms with 5 significant
     /// digits, and the table and run.json say so. A sample kept costs up to 16 bytes, 4 for each of
     /// its metrics (values from 0 to 262 µs are counted, not kept; those of 4.3 s or more take 8):
-    /// up to 64 MiB a row at the default. A value kept costs taskmeter less CPU than one counted
+    /// up to 64 MiB a row at the default, written before the first worker starts as far as the
+    /// rows' plans can fill it (run.json's taskmeter_prepared). A value kept costs taskmeter less
+    /// CPU than one counted at 5 digits
     #[arg(display_order = 310, long, value_name = "N", default_value_t = DEFAULT_EXACT_SAMPLES, hide_short_help = true, help_heading = heading::OUTPUT)]
     pub exact_samples: u64,
     /// The most of a worker's samples that may wait for taskmeter's reader, e.g. 512MiB
