@@ -1740,7 +1740,7 @@ mod tests {
             assert_eq!(h.len(), values.len() as u64);
         }
         let spare = values::spare_lists();
-        assert!(spare.iter().all(|(empty, capacity)| *empty && *capacity >= 8 << 10), "{spare:?}");
+        assert!(spare.iter().all(|(empty, capacity)| *empty && *capacity >= values::SPARE_EACH_AT_LEAST), "{spare:?}");
         assert!(spare.iter().map(|(_, capacity)| capacity).sum::<usize>() <= values::SPARE_AT_MOST);
         assert!(spare.is_sorted_by_key(|(_, capacity)| *capacity));
     }

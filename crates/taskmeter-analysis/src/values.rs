@@ -178,7 +178,7 @@ impl std::fmt::Debug for Values {
 static SPARE: Mutex<Vec<Values>> = Mutex::new(Vec::new());
 pub(crate) const SPARE_AT_MOST: usize = 16 << 20;
 /// Smaller lists are not worth holding.
-const SPARE_EACH_AT_LEAST: usize = 8 << 10;
+pub(crate) const SPARE_EACH_AT_LEAST: usize = 8 << 10;
 
 /// The largest spare list (empty); a new one if there is none.
 pub(crate) fn spare() -> Values {
@@ -186,37 +186,41 @@ pub(crate) fn spare() -> Values {
 }
 
 /// Holds `values` (emptied) for the next rows, if it is large enough and there is room.
-pub(crate) fn give_back(mut values: Values) {
-    if values.capacity() < SPARE_EACH_AT_LEAST {
-        return;
-    }
-    let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
-    if spare.iter().map(Values::capacity).sum::<usize>() + values.capacity() <= SPARE_AT_MOST {
-        values.clear();
-        let at = spare.partition_point(|v| v.capacity() <= values.capacity());
-        spare.insert(at, values);
-    }
+pub(crate) fn give_back(values: Values) {
+    hold(&mut SPARE.lock().unwrap_or_else(|e| e.into_inner()), values);
 }
 
-/// Adds spare lists of `capacities` values each, the largest first, within [`SPARE_AT_MOST`]
-/// with those held already, each written once: so that their pages are the process's before a
-/// row fills them (one fault a 4 KiB page otherwise, 3 µs each here, while workers measure).
-/// The bytes added.
+/// Puts `values` (emptied) among the spare lists, in order, if it is large enough and there is
+/// room (else drops it); whether it did.
+fn hold(spare: &mut Vec<Values>, mut values: Values) -> bool {
+    let held: usize = spare.iter().map(Values::capacity).sum();
+    if values.capacity() < SPARE_EACH_AT_LEAST || held + values.capacity() > SPARE_AT_MOST {
+        return false;
+    }
+    values.clear();
+    let at = spare.partition_point(|v| v.capacity() <= values.capacity());
+    spare.insert(at, values);
+    true
+}
+
+/// Adds spare lists of `capacities` values each (in whole pages), the largest first, as far as
+/// [`hold`] takes them, each written once: so that their pages are the process's before a row
+/// fills them (one fault a 4 KiB page otherwise, 3 µs each here, while workers measure). The
+/// bytes added.
 pub(crate) fn prepare(mut capacities: Vec<usize>) -> usize {
     capacities.sort_unstable_by(|a, b| b.cmp(a));
     let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
-    let mut held: usize = spare.iter().map(Values::capacity).sum();
     let mut added = 0;
-    for capacity in capacities.into_iter().filter(|c| *c >= SPARE_EACH_AT_LEAST) {
-        if held.saturating_add(capacity) > SPARE_AT_MOST {
+    for capacity in capacities {
+        let held: usize = spare.iter().map(Values::capacity).sum();
+        let whole = capacity.checked_next_multiple_of(PAGE_BYTES / 4).unwrap_or(usize::MAX);
+        if whole < SPARE_EACH_AT_LEAST || held.saturating_add(whole) > SPARE_AT_MOST {
             continue;
         }
-        let mut values = Values::with_capacity(capacity);
+        let mut values = Values::with_capacity(whole);
         values.write_every_page();
-        held += values.capacity();
         added += values.capacity() * 4;
-        let at = spare.partition_point(|v| v.capacity() <= values.capacity());
-        spare.insert(at, values);
+        hold(&mut spare, values);
     }
     added
 }
