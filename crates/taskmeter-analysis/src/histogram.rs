@@ -228,8 +228,7 @@ impl Run {
         }
         self.narrow_counts.clear();
         self.narrow_counts.resize(NARROW_BUCKETS, 0);
-        let (counts, values) = (&mut self.narrow_counts, &self.narrow);
-        counting(|| values.iter().for_each(|value| counts[stored_index(u64::from(*value))] += 1));
+        count_by_stored_bucket(&mut self.narrow_counts, self.narrow.iter().map(|v| u64::from(*v)));
         self.counted = Some(self.narrow.len());
     }
 
@@ -311,7 +310,7 @@ impl Kept {
         for run in runs {
             match run.narrow_counts() {
                 Some(counted) => counts.iter_mut().zip(counted).for_each(|(sum, count)| *sum += count),
-                None => counting(|| run.narrow.iter().for_each(|value| counts[stored_index(u64::from(*value))] += 1)),
+                None => count_by_stored_bucket(&mut counts, run.narrow.iter().map(|v| u64::from(*v))),
             }
         }
         std::borrow::Cow::Owned(counts)
@@ -1286,7 +1285,7 @@ fn record_counters(stored: &mut Histogram<u64>, counters: &Counters) {
 /// seconds, stays in the caches, so the values count in any order).
 fn record_each(stored: &mut Histogram<u64>, values: impl Iterator<Item = u64>) {
     let mut counts = vec![0u64; stored_index(stored.high()) + 1];
-    counting(|| values.for_each(|value| counts[stored_index(value)] += 1));
+    count_by_stored_bucket(&mut counts, values);
     for (index, count) in counts.iter().enumerate().filter(|(_, count)| **count > 0) {
         stored.saturating_record_n(stored_lowest(index), *count);
     }
@@ -1300,6 +1299,11 @@ const STORED_HALF: u32 = 10;
 /// The index of `value` among the counters of a stored histogram.
 const fn stored_index(value: u64) -> usize {
     layout_index(value, STORED_HALF)
+}
+
+/// Adds each value to its counter of a stored histogram (`counts`, as far as the last value's).
+fn count_by_stored_bucket(counts: &mut [u64], values: impl Iterator<Item = u64>) {
+    counting(|| values.for_each(|value| counts[stored_index(value)] += 1));
 }
 
 /// The lowest value counted at `index` of a stored histogram (the inverse of [`stored_index`]).
