@@ -48,7 +48,7 @@ print(f"{name} run {i}: taskmeter {own / 1e9:.2f} s = {100 * own / workers:.2f} 
       f"{samples:,} samples, {lost:,} lost, {own_writes:,} written by their units, {len(rows)} rows")
 prepared = record.get("taskmeter_prepared")
 if prepared and prepared["bytes"]:
-    print(f"    before the first worker: {prepared['bytes'] / 2**20:.1f} MiB written for the kept values in "
+    print(f"    before the first worker: {prepared['bytes'] / 2**20:.1f} MiB written for the kept values and the units' tables in "
           f"{prepared['cpu_ns'] / 1e6:.0f} ms of CPU")
 for r in rows:
     c = r.get("counts") or {}

@@ -8,6 +8,7 @@
 //! significant digits), and the row says so (`basis: histogram`).
 
 use crate::histogram::{ExactSums, SignedHistogram, EXACT_BELOW};
+use taskmeter_memory::{Lent, UNIT_TABLES};
 use taskmeter_model::run::{Basis, Histograms, Metric, PerMetric, Statistics, UnitSpread};
 use taskmeter_protocol::SampleView;
 use taskmeter_stats::{nearest_rank, Moments, Summary, PERCENTILES};
@@ -357,6 +358,12 @@ pub fn vectors_to_prepare(batches: impl IntoIterator<Item = Vec<RowToCome>>, bud
         .unwrap_or_default()
 }
 
+/// The bytes of the tables of one entry per unit a row of `units` units fills (its per-unit
+/// sums), to prepare in `taskmeter_memory::UNIT_TABLES` before the first worker starts.
+pub fn unit_table_bytes(units: u32) -> usize {
+    units as usize * size_of::<(u64, i128)>()
+}
+
 /// A row's running statistics.
 pub struct RowStats {
     /// The row's samples: with classes, those of no class, and the classes' at the end.
@@ -376,7 +383,8 @@ pub struct RowStats {
     live_max: Option<i64>,
     /// Each unit's measured samples and their lateness sum (index: unit - 1): the statistics
     /// pool samples, so a unit that woke more often weighs more; this is each unit's own.
-    per_unit: Vec<(u64, i128)>,
+    /// In a spare table of `taskmeter_memory::UNIT_TABLES` (see [`RowStats::for_units`]).
+    per_unit: Lent<(u64, i128)>,
     /// When the last batch was folded.
     last_batch: Option<std::time::Instant>,
 }
@@ -414,9 +422,16 @@ impl RowStats {
             basis: Basis::Exact,
             live: live.then(SignedHistogram::default),
             live_max: None,
-            per_unit: Vec::new(),
+            per_unit: Lent::none(&UNIT_TABLES),
             last_batch: None,
         }
+    }
+
+    /// The row of a worker of `units` units: its table of per-unit sums is a spare one, written
+    /// before the first worker started ([`unit_table_bytes`]), where there is one.
+    pub fn for_units(mut self, units: u32) -> RowStats {
+        self.per_unit = Lent::at_least(&UNIT_TABLES, units as usize);
+        self
     }
 
     /// Folds in the checked samples of one `S` frame (or of a reader's batch of them).
@@ -505,7 +520,7 @@ impl RowStats {
             statistics: self.all.statistics(),
             histograms,
             classes,
-            unit_spread: UnitSpread::of(&self.per_unit),
+            unit_spread: UnitSpread::of(&self.per_unit[..]),
             counts: self.counts,
             basis: self.basis,
         }

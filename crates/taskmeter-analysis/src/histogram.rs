@@ -12,6 +12,7 @@ use base64::Engine;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use std::sync::Mutex;
+use taskmeter_memory::List;
 
 /// The precision of a row's counters, from which its statistics come past its exact budget.
 pub const SIGNIFICANT_DIGITS: u8 = 5;
@@ -751,64 +752,14 @@ const MAX_CARRIED: usize = 1 << 20;
 
 const _: () = assert!(EXACT_PAGES == 64, "a page a bit of `Exact::pages`");
 
-/// `EXACT_BELOW` zeroed byte counters in a private anonymous mapping of their own: the kernel
+/// `EXACT_BELOW` zeroed byte counters in a mapping of their own (a `taskmeter_memory` list,
+/// never the child's: spare ones are reached again after the next worker's fork): the kernel
 /// gives memory to the pages a row reaches only (from the allocator, a reused block was zeroed,
 /// and so made resident, whole). Ended rows leave theirs, zeroed, for the next rows
 /// ([`SPARE_MAPPED`]): a page reached again costs no fault.
-#[derive(Debug)]
-struct Mapped(std::ptr::NonNull<u8>);
-
-// SAFETY: the mapping belongs to its `Mapped` alone.
-unsafe impl Send for Mapped {}
-unsafe impl Sync for Mapped {}
+type Mapped = List<u8>;
 
 const MAPPED_BYTES: usize = EXACT_BELOW as usize;
-
-impl Mapped {
-    fn new() -> Mapped {
-        // SAFETY: a new private anonymous mapping, owned by the value returned.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                MAPPED_BYTES,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            std::alloc::handle_alloc_error(std::alloc::Layout::new::<[u8; MAPPED_BYTES]>());
-        }
-        // Not the child's, as kept values are not (`values`): spare ones are reached again after
-        // the next worker's fork. Advice only.
-        // SAFETY: madvise on the mapping just made.
-        unsafe { libc::madvise(map, MAPPED_BYTES, libc::MADV_DONTFORK) };
-        Mapped(std::ptr::NonNull::new(map.cast()).expect("mmap never maps address 0 here"))
-    }
-}
-
-impl std::ops::Deref for Mapped {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        // SAFETY: the mapping holds MAPPED_BYTES counters, zeroed by the kernel, for its lifetime.
-        unsafe { std::slice::from_raw_parts(self.0.as_ptr(), MAPPED_BYTES) }
-    }
-}
-
-impl std::ops::DerefMut for Mapped {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as `deref`, borrowed mutably through `self`.
-        unsafe { std::slice::from_raw_parts_mut(self.0.as_ptr(), MAPPED_BYTES) }
-    }
-}
-
-impl Drop for Mapped {
-    fn drop(&mut self) {
-        // SAFETY: unmaps the mapping made in `new`, which no slice outlives (they borrow self).
-        unsafe { libc::munmap(self.0.as_ptr().cast(), MAPPED_BYTES) };
-    }
-}
 
 /// Zeroed mappings that ended rows left, for the next rows: at most 16, whose pages once reached
 /// stay resident (4 MiB at the very most, for rows spread over all of 0..262 µs).
@@ -835,7 +786,7 @@ impl Exact {
 
     #[cold]
     fn zeroed() -> Mapped {
-        SPARE_MAPPED.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_else(Mapped::new)
+        SPARE_MAPPED.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_else(|| List::zeroed(MAPPED_BYTES))
     }
 
     fn is_empty(&self) -> bool {
@@ -1792,9 +1743,9 @@ mod tests {
             assert_eq!(h.len(), values.len() as u64);
         }
         let spare = values::spare_lists();
-        assert!(spare.iter().all(|(empty, capacity)| *empty && *capacity >= values::SPARE_EACH_AT_LEAST), "{spare:?}");
-        assert!(spare.iter().map(|(_, capacity)| capacity).sum::<usize>() <= values::SPARE_AT_MOST);
-        assert!(spare.is_sorted_by_key(|(_, capacity)| *capacity));
+        assert!(spare.iter().all(|capacity| *capacity >= values::SPARE_EACH_AT_LEAST), "{spare:?}");
+        assert!(spare.iter().sum::<usize>() <= values::SPARE_AT_MOST);
+        assert!(spare.is_sorted());
     }
 
     /// Values in 0..262,144 counted directly: asked before and after a settle, cloned, absorbed

@@ -41,8 +41,32 @@ mod common {
 use common::random::Random;
 use common::synthetic::{opening, plan, volume_plan, Lateness, SyntheticUnit};
 
+/// A count from the environment, `default` when unset; one that is not a whole number from 1
+/// ends the example with a one-line error.
 fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    match std::env::var(name) {
+        Err(_) => default,
+        Ok(text) => text
+            .parse()
+            .ok()
+            .filter(|n| *n >= 1)
+            .unwrap_or_else(|| refuse(&format!("{name}={text} is not a whole number from 1"))),
+    }
+}
+
+/// The frames' shape, `UNITS` and `PER_FRAME`: a round of one frame a unit must fit the samples
+/// a pass writes.
+fn shape(default_units: u64, default_per_frame: u64) -> (u64, u64) {
+    let (units, per_frame) = (env("UNITS", default_units), env("PER_FRAME", default_per_frame));
+    if units.saturating_mul(per_frame) > COUNT {
+        refuse(&format!("UNITS x PER_FRAME ({units} x {per_frame}) is above the {COUNT} samples a pass writes"));
+    }
+    (units, per_frame)
+}
+
+fn refuse(why: &str) -> ! {
+    eprintln!("sample_cost: {why}");
+    std::process::exit(2)
 }
 
 /// Every unit's samples, a frame at a time, round after round, in blocks of about 4 MiB (as a
@@ -161,7 +185,7 @@ fn pass(blocks: &[Vec<u8>], plan: &Plan, classes: u32, upto: Upto, pace: bool) -
 
 fn main() {
     if std::env::var("SHAPE").is_ok_and(|s| s == "volume") {
-        let (units, per_frame) = (env("UNITS", 100_000), env("PER_FRAME", 2));
+        let (units, per_frame) = shape(100_000, 2);
         let mut plan = volume_plan(units);
         // The preset's warm-up: about a tenth of each unit's samples here.
         plan.warmup_ns = 500_000_000;
@@ -172,7 +196,10 @@ fn main() {
         );
         return measure(&blocks, &plan, 2);
     }
-    let (units, per_frame, classes) = (env("UNITS", 15), env("PER_FRAME", 512), env("CLASSES", 1));
+    let ((units, per_frame), classes) = (shape(15, 512), env("CLASSES", 1));
+    if classes > 2 {
+        refuse(&format!("CLASSES={classes}: a plan has 1 or 2 priority classes"));
+    }
     let late = if std::env::var("LATE").is_ok_and(|l| l == "narrow") { Lateness::Narrow } else { Lateness::Spin };
     let absolute = std::env::var("MODE").is_ok_and(|m| m == "absolute");
     let mut plan = plan(units, classes, absolute, (PERIOD_NS, 100_000_000_000, 10_000_000));

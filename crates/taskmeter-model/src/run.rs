@@ -82,8 +82,8 @@ pub struct RunRecord {
     pub taskmeter_prepared: Option<Prepared>,
 }
 
-/// The memory the rows keep their values in, written before the first worker starts so that no
-/// page of it is faulted in while workers measure.
+/// The memory the rows fill (their kept values, their tables of one entry per unit), written
+/// before the first worker starts so that no page of it is faulted in while workers measure.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Prepared {
     pub bytes: u64,

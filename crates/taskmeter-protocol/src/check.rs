@@ -5,6 +5,7 @@
 use crate::busy::busy_reference;
 use crate::frames::{Chunk, Done, Frame, Gate, Hello, Point, RuntimeView, Sample, UnitEnd, CLOCK, PRIORITY_MECHANISMS};
 use std::collections::{BTreeMap, VecDeque};
+use taskmeter_memory::{Lent, UNIT_TABLES};
 
 /// Samples of frames that came before an earlier position of their unit, held until it comes
 /// (a writer's frame taken before, and written after, the unit's own): beyond this, a worker
@@ -151,8 +152,9 @@ impl std::fmt::Debug for SampleView {
 /// A unit's place in its samples: what every frame reads and writes, in one cache line. What
 /// only some units need is apart ([`Rare`]), and each `U` frame is kept as it comes: at
 /// 100,000 units the states, written whole as the gate opens, are 6.4 MB rather than 19, each
-/// 4 KiB of them a page fault (issue 58).
-#[derive(Clone, Debug, Default, PartialEq)]
+/// 4 KiB of them a page fault (issue 58): a spare table written before the first worker
+/// starts, where there is one ([`unit_table_bytes`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[repr(C, align(64))]
 struct UnitState {
     /// The position the unit's next frame must start at to be checked now.
@@ -205,7 +207,7 @@ pub struct Delivered {
     pub gate: Gate,
     pub window: Window,
     /// `U` frames received, by unit id (all of them when `done` is present).
-    pub units: Vec<UnitEnd>,
+    pub units: Lent<UnitEnd>,
     pub done: Option<Done>,
     pub samples: u64,
     /// The latest wake-up among the samples: with `done` absent, how far the samples reach.
@@ -221,7 +223,7 @@ pub struct Delivered {
     pub after_flush: u64,
     /// Each unit's state as its last sample left it (index: unit - 1): moved here as it is, where
     /// copying its parts was 4 MB of fresh memory at 100,000 units.
-    states: Vec<UnitState>,
+    states: Lent<UnitState>,
 }
 
 /// Where one unit's delivered samples end.
@@ -314,6 +316,13 @@ fn periods_within(through: impl Fn(u64) -> u128, first: u64, room: u128) -> u64 
     low
 }
 
+/// The bytes of the tables of one entry per unit that checking a worker of `units` units fills
+/// (the units' states and their `U` frames), to prepare in `taskmeter_memory::UNIT_TABLES`
+/// before the first worker starts.
+pub fn unit_table_bytes(units: u32) -> [usize; 2] {
+    [units as usize * size_of::<UnitState>(), units as usize * size_of::<UnitEnd>()]
+}
+
 /// How a worker's stream ended.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Ending {
@@ -344,11 +353,11 @@ pub struct Checker {
     hello: Option<Hello>,
     gate: Option<Gate>,
     window: Option<Window>,
-    units: Vec<UnitState>,
+    units: Lent<UnitState>,
     /// The units that needed more than their state, by unit.
     rare: BTreeMap<u32, Rare>,
     /// The `U` frames, as they came, and whether each unit's has (index: unit - 1).
-    ends: Vec<UnitEnd>,
+    ends: Lent<UnitEnd>,
     ended: Vec<bool>,
     done: Option<Done>,
     refusal: Option<String>,
@@ -372,9 +381,9 @@ impl Checker {
             hello: None,
             gate: None,
             window: None,
-            units: Vec::new(),
+            units: Lent::none(&UNIT_TABLES),
             rare: BTreeMap::new(),
-            ends: Vec::new(),
+            ends: Lent::none(&UNIT_TABLES),
             ended: Vec::new(),
             done: None,
             refusal: None,
@@ -451,9 +460,11 @@ impl Checker {
             (_, Frame::Hello(_)) => invalid("a second H frame".into()),
             (Stage::Hello, Frame::Gate(g)) => {
                 self.window = Some(self.check_gate(g)?);
-                self.units = vec![UnitState::default(); g.units as usize];
-                self.ended = vec![false; g.units as usize];
-                self.ends = Vec::with_capacity(g.units as usize);
+                let units = g.units as usize;
+                self.units = Lent::at_least(&UNIT_TABLES, units);
+                self.units.resize(units, UnitState::default());
+                self.ended = vec![false; units];
+                self.ends = Lent::at_least(&UNIT_TABLES, units);
                 self.gate = Some(g.clone());
                 self.stage = Stage::Running;
                 Ok(())
@@ -775,7 +786,7 @@ impl Checker {
             ));
         }
         self.ended[name as usize - 1] = true;
-        self.ends.push(u.clone());
+        self.ends.push(*u);
         Ok(())
     }
 
@@ -1193,7 +1204,7 @@ mod tests {
             // As the check leaves a unit at its first frame; then after a first sample that woke
             // at 1,200.
             let fresh = UnitState { origin_ns: Some(origin_ns), last_wake_ns: origin_ns, ..UnitState::default() };
-            let mut after_first = fresh.clone();
+            let mut after_first = fresh;
             let first = Sample {
                 period: 0,
                 start_ns: 1_000,
@@ -1219,7 +1230,7 @@ mod tests {
                                 wake_ns: wake,
                                 missed: 0,
                             };
-                            let (mut fast, mut full) = (before.clone(), before.clone());
+                            let (mut fast, mut full) = (before, before);
                             let (mut fast_views, mut full_views) = (Vec::new(), Vec::new());
                             let took = match plan.sleep.mode {
                                 Mode::Relative => context.accept_relative(&mut fast, &s, expected, &mut fast_views),

@@ -76,7 +76,7 @@ pub struct Gate {
 }
 
 /// One unit's end: its counts (its samples came in `S` frames).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct UnitEnd {
     pub unit: u32,

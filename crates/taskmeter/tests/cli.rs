@@ -644,7 +644,8 @@ fn runtimes_that_report_their_own_view_show_it_beside_ours() {
 
 /// The memory the row will keep its values in is written before its worker starts, as much as
 /// its plan fills if every unit wakes on time: 3 metrics kept (sleeps of 300 us: lateness, actual
-/// and full are past 262 us when late), 4 bytes a value; `run.json` says so.
+/// and full are past 262 us when late), 4 bytes a value; so are its tables of one entry per unit;
+/// `run.json` says so.
 #[test]
 fn memory_for_the_kept_values_is_written_before_the_first_worker() {
     let dir = tempfile::tempdir().unwrap();
@@ -659,8 +660,9 @@ fn memory_for_the_kept_values_is_written_before_the_first_worker() {
     // 100 units, a period every 300 us for 300 ms: 1,000 each.
     assert_eq!(plan.measured_on_time(), 100_000);
     let prepared = &record["taskmeter_prepared"];
-    // 3 lists of 100,000 values (whole pages of 1,024), 4 bytes each.
-    assert_eq!(prepared["bytes"], 3 * 100_352 * 4, "{prepared}");
+    // 3 lists of 100,000 values (whole pages of 1,024), 4 bytes each; the units' states (64
+    // bytes each: 2 pages), their `U` frames (40: a page) and their sums (32: a page).
+    assert_eq!(prepared["bytes"], 3 * 100_352 * 4 + 4 * 4096, "{prepared}");
     assert!(prepared["cpu_ns"].as_u64().is_some(), "{prepared}");
 }
 

@@ -33,6 +33,7 @@ use taskmeter_measure::runtimes;
 use taskmeter_model::run::{BusyFit, Metric, Order, Prepared, Row, RowStatus, RunRecord, Settings};
 use taskmeter_model::samples::SamplesFile;
 use taskmeter_model::sweep::{self, Sweep};
+use taskmeter_protocol::Plan;
 
 /// The family of the work loop (`sleep`, `volume`, `atomic-sum`, `recipes`), as the registry
 /// (`cli::families`) and the catalog name it.
@@ -150,27 +151,44 @@ pub fn run(options: RunOptions) -> Result<ExitCode, super::ExperimentError> {
     ))
 }
 
-/// Writes the memory the rows will keep their values in before the first worker starts
-/// (`accumulate::prepare_kept_values`): what it took.
+/// Writes the memory the rows will fill before the first worker starts: their kept values
+/// (`accumulate::prepare_kept_values`) and their tables of one entry per unit (the checker's
+/// and the fold's, in `taskmeter_memory::UNIT_TABLES`, for the batch with the most units): what
+/// it took.
 fn prepare_memory(batches: &[Vec<&jobs::Job>], budget: u64) -> Prepared {
     let cpu_before = taskmeter_measure::process::own_cpu_ns();
-    let rows = batches.iter().map(|batch| {
-        batch
+    let plans: Vec<Vec<Plan>> = batches
+        .iter()
+        .map(|batch| {
+            let available = batch.iter().filter(|job| job.available.is_ok());
+            available.map(|job| rows::plan_for(&job.settings, job.info.base)).collect()
+        })
+        .collect();
+    let rows = plans.iter().map(|plans| {
+        plans
             .iter()
-            .filter(|job| job.available.is_ok())
-            .map(|job| {
-                let plan = rows::plan_for(&job.settings, job.info.base);
-                RowToCome {
-                    classes: plan.priority_classes,
-                    measured_on_time: plan.measured_on_time(),
-                    // Period 0 of unit 1 sleeps the shortest of every schedule.
-                    shortest_sleep_ns: plan.sleep.schedule.expected(1, 0),
-                }
+            .map(|plan| RowToCome {
+                classes: plan.priority_classes,
+                measured_on_time: plan.measured_on_time(),
+                // Period 0 of unit 1 sleeps the shortest of every schedule.
+                shortest_sleep_ns: plan.sleep.schedule.expected(1, 0),
             })
             .collect()
     });
-    let bytes = taskmeter_analysis::accumulate::prepare_kept_values(rows, budget) as u64;
-    Prepared { bytes, cpu_ns: taskmeter_measure::process::own_cpu_ns().saturating_sub(cpu_before) }
+    let values = taskmeter_analysis::accumulate::prepare_kept_values(rows, budget);
+    let tables = |plans: &Vec<Plan>| -> Vec<usize> {
+        let each = |plan: &Plan| {
+            let [states, ends] = taskmeter_protocol::check::unit_table_bytes(plan.units);
+            [states, ends, taskmeter_analysis::accumulate::unit_table_bytes(plan.units)]
+        };
+        plans.iter().flat_map(each).collect()
+    };
+    let most = plans.iter().map(tables).max_by_key(|sizes| sizes.iter().sum::<usize>()).unwrap_or_default();
+    let tables = taskmeter_memory::UNIT_TABLES.prepare(most);
+    Prepared {
+        bytes: (values + tables) as u64,
+        cpu_ns: taskmeter_measure::process::own_cpu_ns().saturating_sub(cpu_before),
+    }
 }
 
 /// A privilege a flag asks for that this host refuses: an error before anything is measured.

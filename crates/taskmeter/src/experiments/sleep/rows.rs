@@ -37,7 +37,8 @@ pub fn run_job(job: &Job, label: &str, run: &RunContext) -> Row {
             return failed_row(job.info.id, &plan, reason, None);
         }
     }
-    let stats = Arc::new(Mutex::new(RowStats::new(plan.priority_classes, run.exact_samples, run.progress.is_live())));
+    let stats = RowStats::new(plan.priority_classes, run.exact_samples, run.progress.is_live()).for_units(plan.units);
+    let stats = Arc::new(Mutex::new(stats));
     let _watched = run.progress.watch(label, stats.clone());
     let key = RowKey { runtime: job.info.id.to_string(), point: job.point.index, repetition: job.repetition };
     let (sink_stats, samples) = (stats.clone(), run.samples.clone());
