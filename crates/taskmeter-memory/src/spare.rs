@@ -41,12 +41,12 @@ impl Spare {
     /// Holds `list` (emptied) for the next rows, if it is large enough and there is room (else
     /// drops it); whether it did.
     pub fn give_back<T: Copy>(&self, list: List<T>) -> bool {
-        Self::hold(&mut self.lock(), list.into_mapping(), self)
+        self.hold(&mut self.lock(), list.into_mapping())
     }
 
-    fn hold(held: &mut Vec<Mapping>, map: Mapping, limits: &Spare) -> bool {
+    fn hold(&self, held: &mut Vec<Mapping>, map: Mapping) -> bool {
         let total: usize = held.iter().map(Mapping::bytes).sum();
-        if map.bytes() < limits.each_at_least || total + map.bytes() > limits.at_most {
+        if map.bytes() < self.each_at_least || total + map.bytes() > self.at_most {
             return false;
         }
         let at = held.partition_point(|other| other.bytes() <= map.bytes());
@@ -71,7 +71,7 @@ impl Spare {
             list.write_every_page();
             let map = list.into_mapping();
             added += map.bytes();
-            Self::hold(&mut held, map, self);
+            self.hold(&mut held, map);
         }
         added
     }
