@@ -1,4 +1,4 @@
-/* taskmeter C driver, runtime "c-thread": one POSIX thread per unit, worker protocol v5
+/* taskmeter C driver, runtime "c-thread": one POSIX thread per unit, worker protocol v6
  * (protocol/README.md). The protocol's part (plan, clock, frames, rings, writer, granularity's
  * steps) is taskmeter_core.c, shared with the C++ driver; this file is what c-thread adds: a
  * thread per unit and per task, its sleeps, recipes, priority classes and start gate. libc and

@@ -1,4 +1,4 @@
-/* The protocol part of the C driver (worker protocol v5, protocol/README.md), shared by every
+/* The protocol part of the C driver (worker protocol v6, protocol/README.md), shared by every
  * driver built on it: c-thread (taskmeter_c.c) and the C++ driver (drivers/cpp), which names
  * "../c/taskmeter_core.c" among its sources. It reads the plan, keeps the clock, the busy work,
  * the frames on stdout, the units' rings and their writer, the stdin watcher, the arrivals at

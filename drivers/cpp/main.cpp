@@ -1,6 +1,6 @@
 // taskmeter C++ driver, runtimes "cpp-asio" and "cpp-asio-pool": a C++20 coroutine per unit
 // (asio::awaitable, co_spawn) on one asio::io_context, run by one thread (cpp-asio) or by a pool
-// of threads, one per CPU the worker may use (cpp-asio-pool). Worker protocol v5: the protocol's
+// of threads, one per CPU the worker may use (cpp-asio-pool). Worker protocol v6: the protocol's
 // part (plan, clock, frames, rings, writer, granularity's steps) is the C driver's
 // taskmeter_core.c, compiled in; this file is what Asio adds: its units, sleeps, yield, gate and
 // tasks. Standalone Asio (Debian's libasio-dev), header-only.

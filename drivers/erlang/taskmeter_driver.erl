@@ -1,4 +1,4 @@
-%% The taskmeter Erlang driver, worker protocol v5 (protocol/README.md). It serves "beam" (an
+%% The taskmeter Erlang driver, worker protocol v6 (protocol/README.md). It serves "beam" (an
 %% Erlang process per unit, on the schedulers the VM starts on the worker's CPUs) and "beam-1"
 %% (the same on one scheduler, +S 1:1). Erlang/OTP 25 or newer, standard library only, Linux.
 %% taskmeter_beam.sh starts the VM with the flags the plan needs and hands the plan over in
@@ -291,7 +291,7 @@ loop(U, K, Next, Head, N, NMeas, Lost, Busy) ->
                                       false -> {K1, Next}
                                   end,
                     count(U),
-                    % The orchestrator derives the period and the periods missed (protocol v5).
+                    % The orchestrator derives the period and the periods missed (since protocol v5).
                     Lost1 = Lost + put_sample(U, Head, [T0, T1, Intended, T2]),
                     loop(U, K2, Next2, Head + 1, N + 1, NMeas + Measured, Lost1, Busy1)
             end
@@ -428,8 +428,8 @@ run() ->
                _ -> proplists:get_value(Wait, ?KNOBS, none)
            end,
     case maps:get(<<"protocol">>, Plan, null) of
-        5 -> ok;
-        Protocol -> fail(2, "unsupported protocol version ~p (this worker speaks 5)", [Protocol])
+        6 -> ok;
+        Protocol -> fail(2, "unsupported protocol version ~p (this worker speaks 6)", [Protocol])
     end,
     lists:member(Runtime, [<<"beam">>, <<"beam-1">>]) orelse
         fail(2, "runtime ~ts is not served by this driver (beam, beam-1)", [value(Runtime)]),
@@ -449,7 +449,7 @@ run() ->
     Version = io_lib:format("Erlang/OTP ~s, erts ~s, schedulers ~b of ~b online, ~s",
                             [erlang:system_info(otp_release), erlang:system_info(version),
                              erlang:system_info(schedulers_online), erlang:system_info(schedulers), Flags]),
-    Hello = [{"protocol", 5}, {"runtime", Runtime}, {"runtime_version", Version},
+    Hello = [{"protocol", 6}, {"runtime", Runtime}, {"runtime_version", Version},
              {"clock", <<"CLOCK_MONOTONIC">>}, {"pid", list_to_integer(os:getpid())}, {"priority", Priority}]
         ++ [{"wait", Wait} || Wait =/= own],
     emit(json($H, Hello)),
@@ -523,8 +523,8 @@ work(Plan, Shared, PlanRead, Runtime, Wait, Knob, Classes) ->
     Ended = ended(Started, []),
     Writer ! last,
     receive written -> ok end,
-    UFrames = [json($U, [{"unit", Id}, {"origin_ns", Origin}, {"iterations", N},
-                         {"measured_iterations", NMeas}, {"lost", Lost}])
+    % Binary, 36 bytes: unit (u32), origin, iterations, measured iterations, lost (u64).
+    UFrames = [frame($U, <<Id:32/little, Origin:64/little, N:64/little, NMeas:64/little, Lost:64/little>>)
                || {Id, Origin, N, NMeas, Lost, _} <- lists:keysort(1, Ended)],
     emit_all(UFrames, [], 0),
     BusyResult = case [B || {_, _, N, _, _, B} <- Ended, N > 0] of

@@ -1,4 +1,4 @@
-// Command driver is the taskmeter Go driver, worker protocol v5 (protocol/README.md). It serves
+// Command driver is the taskmeter Go driver, worker protocol v6 (protocol/README.md). It serves
 // "go" (one goroutine per unit) and "go-locked" (one goroutine per unit, each locked to its own
 // OS thread). Standard library only, Linux.
 package main
@@ -79,6 +79,17 @@ func appendFrame(buf []byte, kind byte, payload map[string]any) []byte {
 	text, _ := json.Marshal(payload) // maps of numbers, strings and booleans always encode
 	buf = binary.LittleEndian.AppendUint32(append(buf, kind), uint32(len(text)))
 	return append(buf, text...)
+}
+
+// appendUnitEnd appends a unit's U frame: 36 bytes, little-endian, unit (u32), then origin,
+// iterations, measured iterations and lost (u64).
+func appendUnitEnd(buf []byte, u *unit) []byte {
+	le := binary.LittleEndian
+	buf = le.AppendUint32(le.AppendUint32(append(buf, 'U'), 36), uint32(u.id))
+	for _, word := range []uint64{u.origin, u.n, u.nMeas, u.lost} {
+		buf = le.AppendUint64(buf, word)
+	}
+	return buf
 }
 
 // emit writes whole frames to stdout once buf holds at least min bytes, and returns what is
@@ -436,8 +447,8 @@ func main() {
 	switch {
 	case err != nil:
 		fail(2, "the plan is not a flat JSON object: %v", err)
-	case p.Protocol != 5:
-		fail(2, "unsupported protocol version %d (this worker speaks 5)", p.Protocol)
+	case p.Protocol != 6:
+		fail(2, "unsupported protocol version %d (this worker speaks 6)", p.Protocol)
 	case p.Runtime != "go" && p.Runtime != "go-locked":
 		fail(2, "runtime %q is not served by this driver (go, go-locked)", p.Runtime)
 	case p.Wait != "" && recipes[p.Wait] == nil:
@@ -464,7 +475,7 @@ func main() {
 	if p.locked {
 		version += " (LockOSThread)"
 	}
-	hello := map[string]any{"protocol": 5, "runtime": p.Runtime, "runtime_version": version,
+	hello := map[string]any{"protocol": 6, "runtime": p.Runtime, "runtime_version": version,
 		"clock": "CLOCK_MONOTONIC", "pid": os.Getpid(), "priority": prio.desc}
 	if p.Wait != "" {
 		hello["wait"] = p.Wait
@@ -553,8 +564,7 @@ func main() {
 		if u.n > 0 && ran < 0 {
 			ran = i
 		}
-		buf = emit(appendFrame(buf, 'U', map[string]any{"unit": u.id, "origin_ns": u.origin,
-			"iterations": u.n, "measured_iterations": u.nMeas, "lost": u.lost}), 1<<20)
+		buf = emit(appendUnitEnd(buf, u), 1<<20)
 	}
 	result := busy(p.BusyIters, false) // when no unit got to run a busy phase
 	if ran >= 0 {

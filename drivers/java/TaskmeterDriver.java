@@ -1,5 +1,5 @@
 /*
- * taskmeter Java driver, worker protocol v5 (protocol/README.md): runtime "java-thread" (one
+ * taskmeter Java driver, worker protocol v6 (protocol/README.md): runtime "java-thread" (one
  * platform thread per unit) and "java-virtual" (one virtual thread per unit). The flat plan
  * arrives on stdin; binary frames go to stdout, sample frames to the sample file (fd 3). JDK 17
  * or newer (java-virtual: JDK 21 or newer), standard library only.
@@ -303,8 +303,8 @@ public final class TaskmeterDriver {
         FileInputStream in = new FileInputStream(FileDescriptor.in);
         Map<String, String> map = readPlan(in);
         long planRead = System.nanoTime();   // start_limit_ns counts from here
-        if (!"5".equals(map.get("protocol")))
-            throw new Failure(2, "unsupported protocol " + map.get("protocol") + " (this worker speaks 5)");
+        if (!"6".equals(map.get("protocol")))
+            throw new Failure(2, "unsupported protocol " + map.get("protocol") + " (this worker speaks 6)");
         String runtime = map.get("runtime");
         Engine engine = engines.stream().filter(e -> e.id.equals(runtime)).findFirst().orElseThrow(() -> new Failure(2,
             "runtime " + runtime + " is not served by this driver (" + String.join(", ", engines.stream().map(e -> e.id).toList()) + ")"));
@@ -318,7 +318,7 @@ public final class TaskmeterDriver {
         }
 
         String priority = engine.prime(plan);
-        sendFrame('H', "{\"protocol\":5,\"runtime\":" + q(runtime) + ",\"runtime_version\":" + q(engine.version())
+        sendFrame('H', "{\"protocol\":6,\"runtime\":" + q(runtime) + ",\"runtime_version\":" + q(engine.version())
             + ",\"clock\":\"CLOCK_MONOTONIC\",\"pid\":" + ProcessHandle.current().pid()
             + ",\"priority\":" + q(priority) + ("sleep".equals(wait) ? "" : ",\"wait\":" + q(wait)) + "}");
 
@@ -368,8 +368,9 @@ public final class TaskmeterDriver {
 
         for (Unit u : units) {
             if (u.failure != null) throw new Failure(1, "unit " + u.id + " failed: " + u.failure);
-            frame('U', "{\"unit\":" + u.id + ",\"origin_ns\":" + u.origin + ",\"iterations\":" + u.iterations
-                + ",\"measured_iterations\":" + u.measured + ",\"lost\":" + u.lost + "}");
+            // Binary, 36 bytes: unit (u32), origin, iterations, measured iterations, lost (u64).
+            frame('U', ByteBuffer.allocate(36).order(ByteOrder.LITTLE_ENDIAN).putInt(u.id).putLong(u.origin)
+                .putLong(u.iterations).putLong(u.measured).putLong(u.lost).array());
         }
         Unit ran = units.stream().filter(u -> u.busyRan).findFirst().orElse(null);
         long result = ran != null ? ran.busyResult : busy(plan.busyIters(), false);   // no unit ran a busy phase
@@ -793,9 +794,13 @@ public final class TaskmeterDriver {
 
     private static final ByteArrayOutputStream PENDING = new ByteArrayOutputStream();
 
-    /* A JSON frame, kept until sendFrame (the U frames of 100k units go out in few writes). */
+    /* A JSON frame, kept until sendFrame. */
     private static void frame(char kind, String json) throws IOException {
-        byte[] payload = json.getBytes(StandardCharsets.UTF_8);
+        frame(kind, json.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /* A frame, kept until sendFrame (the U frames of 100k units go out in few writes). */
+    private static void frame(char kind, byte[] payload) throws IOException {
         PENDING.write(ByteBuffer.allocate(5).order(ByteOrder.LITTLE_ENDIAN).put((byte) kind).putInt(payload.length).array());
         PENDING.write(payload);
         if (PENDING.size() > 1 << 20) sendFrame(kind, null);

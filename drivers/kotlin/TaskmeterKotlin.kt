@@ -1,5 +1,5 @@
 /*
- * taskmeter Kotlin driver, worker protocol v5 (protocol/README.md): runtimes "kotlin" (a
+ * taskmeter Kotlin driver, worker protocol v6 (protocol/README.md): runtimes "kotlin" (a
  * coroutine per unit on Dispatchers.Default) and "kotlin-1" (a coroutine per unit on
  * runBlocking's event loop: one thread). The protocol, the loop's steps, the rings and the writer
  * are the Java driver's TaskmeterDriver.java, compiled beside this file; here is how a coroutine

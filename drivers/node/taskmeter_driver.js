@@ -1,5 +1,5 @@
 'use strict';
-/* taskmeter Node.js driver, worker protocol v5 (protocol/README.md), run by Node, Bun
+/* taskmeter Node.js driver, worker protocol v6 (protocol/README.md), run by Node, Bun
  * (drivers/bun) or Deno (drivers/deno). Runtime "node" ("bun", "deno"): one async function (a
  * promise chain) per unit on the main event loop; "node-worker" ("bun-worker", "deno-worker"): one
  * worker_threads Worker per unit (this file, role "unit"). The units' cells and rings live in one
@@ -350,6 +350,16 @@ function frame(kind, text) {
   const out = Buffer.allocUnsafe(5 + bytes.length);
   putHead(out, kind, bytes.length);
   bytes.copy(out, 5);
+  return out;
+}
+
+/** Unit u's U frame from its cells at c: 36 bytes, unit (u32), then origin, iterations, measured
+    iterations and lost (u64; the cells' signed words have the same bytes). */
+function unitEnd(u, cells, c) {
+  const out = Buffer.allocUnsafe(5 + 36);
+  putHead(out, 'U', 36);
+  out.writeUInt32LE(u, 5);
+  [ORIGIN, ITERATIONS, MEASURED, LOST].forEach((cell, i) => out.writeBigInt64LE(cells[c + cell], 9 + 8 * i));
   return out;
 }
 
@@ -861,14 +871,14 @@ async function main() {
   } catch (err) {
     return die(2, `the plan is not JSON: ${err.message}`);
   }
-  if (raw.protocol !== 5) return die(2, `protocol ${JSON.stringify(raw.protocol)}: this worker speaks 5`);
+  if (raw.protocol !== 6) return die(2, `protocol ${JSON.stringify(raw.protocol)}: this worker speaks 6`);
   if (!RUNTIMES.includes(raw.runtime)) return die(2, `runtime ${JSON.stringify(raw.runtime)}: not served here`);
   const recipe = recipeOf(raw);
   if (recipe === undefined) return die(2, `runtime ${raw.runtime} has no wait recipe ${JSON.stringify(raw.wait)}`);
   const plan = setup(raw);
   const priority = priorityPlan(plan);
   writeAll(frame('H', JSON.stringify({
-    protocol: 5, runtime: plan.runtime, runtime_version: `${HOST} ${HOST_VERSION}`, clock: 'CLOCK_MONOTONIC',
+    protocol: 6, runtime: plan.runtime, runtime_version: `${HOST} ${HOST_VERSION}`, clock: 'CLOCK_MONOTONIC',
     pid: process.pid, priority: priority.text, ...(recipe ? { wait: raw.wait } : {}),
   })));
   if (raw.experiment === 'granularity') return granularity(raw, ctl, readAt);
@@ -911,10 +921,7 @@ async function main() {
 
   const { cells } = env;
   const frames = [];
-  for (let c = 0, u = 1; u <= start.units; u++, c += CELLS) {
-    frames.push(frame('U', `{"unit":${u},"origin_ns":${cells[c + ORIGIN]},"iterations":${cells[c + ITERATIONS]},` +
-      `"measured_iterations":${cells[c + MEASURED]},"lost":${cells[c + LOST]}}`));
-  }
+  for (let c = 0, u = 1; u <= start.units; u++, c += CELLS) frames.push(unitEnd(u, cells, c));
   // When no unit got to run a busy phase, the driver computes the result itself.
   const busyResult = ctl[HAS_BUSY] ? BigInt.asUintN(64, ctl[BUSY]) : busy(plan.iters);
   const sum = plan.atomic ? `,"atomic_sum":${ctl[SUM]}` : '';

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""taskmeter Python driver (worker protocol 5, protocol/README.md): the entry point. tm_core.py is
+"""taskmeter Python driver (worker protocol 6, protocol/README.md): the entry point. tm_core.py is
 what every runtime shares; each runtime's module (tm_core.RUNTIMES) is imported only for its plans:
 
 python-thread   a threading.Thread per unit; time.sleep; os.sched_yield() to yield      (tm_threads.py)

@@ -1,4 +1,4 @@
-"""taskmeter Python driver, the part every runtime shares: worker protocol 5 (protocol/README.md),
+"""taskmeter Python driver, the part every runtime shares: worker protocol 6 (protocol/README.md),
 standard library, Python 3.8+. The plan, the frames, the rings and their writer, the busy work, the
 start gate, the two work loops (a thread's or greenlet's, a task's), the granularity experiment's
 rounds; each runtime's module (RUNTIMES) says how its units start, sleep and yield.
@@ -35,6 +35,9 @@ class Failure(Exception):
     def __init__(self, message, status=1):
         super().__init__(message)
         self.status = status
+
+
+UNIT_END = struct.Struct("<IQQQQ")
 
 
 def frame(kind, payload):
@@ -612,7 +615,7 @@ def grains(plan, read_at, stop):
 
 def execute(plan, read_at, rt):
     version = "%s %s" % (platform.python_implementation(), platform.python_version())
-    hello = {"protocol": 5, "runtime": plan.runtime, "runtime_version": ", ".join(filter(None, [version, rt.version])),
+    hello = {"protocol": 6, "runtime": plan.runtime, "runtime_version": ", ".join(filter(None, [version, rt.version])),
              "clock": "CLOCK_MONOTONIC", "pid": os.getpid(), "priority": rt.priority()}
     if plan.wait:
         hello["wait"] = plan.wait
@@ -644,8 +647,8 @@ def execute(plan, read_at, rt):
     done = {"interrupted": run.interrupted, "busy_result": str(busy(plan.busy_iters) if result is None else result)}
     if plan.atomic:
         done["atomic_sum"] = run.counter
-    write([frame(b"U", {"unit": u.id, "origin_ns": u.origin, "iterations": u.n, "measured_iterations": u.n_meas,
-                        "lost": u.lost}) for u in units] + [frame(b"D", done)])
+    # U frames are binary: unit (u32), origin, iterations, measured iterations, lost (u64).
+    write([frame(b"U", UNIT_END.pack(u.id, u.origin, u.n, u.n_meas, u.lost)) for u in units] + [frame(b"D", done)])
 
 
 def main():
@@ -655,8 +658,8 @@ def main():
         if sys.byteorder != "little":   # S and F frames are the rings' bytes as they are
             raise Failure("sample frames are little-endian and this machine is not", 2)
         plan = json.loads(line)   # a flat object the orchestrator has checked
-        if plan.get("protocol") != 5:
-            raise Failure("unsupported protocol version %r (this worker speaks 5)" % plan.get("protocol"), 2)
+        if plan.get("protocol") != 6:
+            raise Failure("unsupported protocol version %r (this worker speaks 6)" % plan.get("protocol"), 2)
         if plan.get("runtime") not in RUNTIMES:
             raise Failure("runtime %r is not served by this driver (%s)" % (plan.get("runtime"), ", ".join(RUNTIMES)), 2)
         # Its module, and the package it needs (python-trio: trio), or E.

@@ -1,4 +1,4 @@
-"""The JSON Schemas, the vectors and real worker output agree (protocol v5).
+"""The JSON Schemas, the vectors and real worker output agree (protocol v6).
 
 The Rust test suite checks the semantics (the orchestrator's validator, check-driver); this
 checks the schema files a driver author in another language would use, against the same
@@ -75,7 +75,7 @@ def test_stream_vectors_match_the_frame_schemas(path):
 
 
 def decode_frames(data):
-    """(kind, payload) of every frame: JSON objects, and S and F frames as their JSON vector form."""
+    """(kind, payload) of every frame: JSON objects, and S, F and U frames as their JSON vector form."""
     frames, at = [], 0
     while at < len(data):
         kind, length = struct.unpack_from("<cI", data, at)
@@ -89,6 +89,10 @@ def decode_frames(data):
             words = struct.unpack_from(f"<{4 * count}Q", payload, 24)
             samples = [list(words[i : i + 4]) for i in range(0, len(words), 4)]
             frames.append((kind, {"unit": unit, "origin": origin, "first": first, "samples": samples}))
+        elif kind == "U":
+            assert len(payload) == 36, "a U frame is 36 bytes"
+            names = ["unit", "origin_ns", "iterations", "measured_iterations", "lost"]
+            frames.append((kind, dict(zip(names, struct.unpack("<IQQQQ", payload)))))
         else:
             frames.append((kind, json.loads(payload)))
     return frames

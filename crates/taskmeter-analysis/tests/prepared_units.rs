@@ -7,7 +7,7 @@
 //! thread's.
 
 use taskmeter_analysis::accumulate::{unit_table_bytes, RowStats};
-use taskmeter_protocol::frames::{decode, put_json, FrameReader, UnitEnd};
+use taskmeter_protocol::frames::{decode, put_unit, FrameReader, UnitEnd};
 use taskmeter_protocol::{vectors, Checker, Ending, Plan, Sample, SampleView};
 
 const UNITS: u32 = 100_000;
@@ -32,7 +32,7 @@ fn stream() -> (Plan, Vec<u8>) {
     let mut bytes = vectors::encode_stream(&serde_json::Value::Array(opening));
     for unit in 1..=UNITS {
         let end = UnitEnd { unit, origin_ns: 110, iterations: 0, measured_iterations: 0, lost: 0 };
-        put_json(&mut bytes, b'U', &end);
+        put_unit(&mut bytes, &end);
     }
     (plan, bytes)
 }

@@ -9,7 +9,7 @@
 //! period and missed deadlines; they were turned into protocol 5 (the same frames, each sample's
 //! four other words) with `folded.json` kept as it was, so these tests also hold the periods and
 //! missed deadlines the checker derives to those the workers sent (5,800 missed in
-//! `spin-absolute`).
+//! `spin-absolute`); then into protocol 6 (each `U` frame's five numbers in binary).
 //!
 //! - `thread-modulo`: 4 sleeping threads in two priority classes, relative mode, `modulo:3` of
 //!   50 µs (the expected sleep varies by period), 200 busy iterations: some 7,600 samples.

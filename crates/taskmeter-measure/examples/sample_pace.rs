@@ -28,7 +28,7 @@ use taskmeter_analysis::accumulate::RowStats;
 use taskmeter_machine::sched::SchedSettings;
 use taskmeter_measure::process::own_cpu_ns;
 use taskmeter_measure::process::worker::{run_worker, Outcome, SampleSink};
-use taskmeter_protocol::frames::{put_json, put_samples, ChunkHead, SAMPLE_FD};
+use taskmeter_protocol::frames::{put_json, put_samples, put_unit, ChunkHead, SAMPLE_FD};
 use taskmeter_protocol::{busy::busy_reference, Done, Plan, UnitEnd};
 
 mod common {
@@ -178,7 +178,7 @@ fn synthetic_worker() -> Result<(), String> {
                     measured_iterations: measured[unit as usize - 1],
                     lost: 0,
                 };
-                put_json(&mut tail, b'U', &end);
+                put_unit(&mut tail, &end);
             }
             let done = Done { interrupted: asked, busy_result: busy_reference(0).to_string(), atomic_sum: None };
             put_json(&mut tail, b'D', &done);

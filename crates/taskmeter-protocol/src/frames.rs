@@ -1,6 +1,6 @@
 //! The frames a worker writes (protocol/README.md, "Frames"): a 5-byte header (kind, payload
-//! length as u32 little-endian), then the payload: JSON for `H`, `G`, `U`, `D`, `E`, `V` and `P`
-//! on stdout, binary samples for `S` and `F` in the sample file (fd 3).
+//! length as u32 little-endian), then the payload: JSON for `H`, `G`, `D`, `E`, `V` and `P` and
+//! binary for `U` on stdout, binary samples for `S` and `F` in the sample file (fd 3).
 
 use serde::{Deserialize, Serialize};
 use std::io::{self, BufRead, Read, Write};
@@ -9,6 +9,10 @@ pub const CLOCK: &str = "CLOCK_MONOTONIC";
 pub const HEADER_BYTES: usize = 5;
 /// An `S` or `F` payload: unit (u32), count (u32), origin (u64), first (u64), then the samples.
 pub const CHUNK_HEADER_BYTES: usize = 24;
+/// A `U` payload: unit (u32), origin, iterations, measured iterations, lost (u64 each). Binary
+/// since protocol 6: a 100,000-unit row ends with 100,000 of them, and their JSON cost the
+/// orchestrator about 340 ns each to read (issue 58; `check_cost`).
+pub const UNIT_BYTES: usize = 36;
 /// The worker's descriptor of the sample file, where its `S` and `F` frames go.
 pub const SAMPLE_FD: i32 = 3;
 /// A sample on the wire: `start`, `busy_end`, `intended`, `wake` (its period and missed
@@ -351,7 +355,7 @@ pub fn decode(kind: u8, payload: &[u8]) -> Result<Frame<'_>, String> {
     Ok(match kind {
         kind::HELLO => Frame::Hello(json("H", payload)?),
         kind::GATE => Frame::Gate(json("G", payload)?),
-        kind::UNIT => Frame::Unit(json("U", payload)?),
+        kind::UNIT => Frame::Unit(decode_unit(payload)?),
         kind::DONE => Frame::Done(json("D", payload)?),
         kind::ERROR => Frame::Error(json("E", payload)?),
         kind::VIEW => Frame::View(json("V", payload)?),
@@ -385,6 +389,21 @@ pub fn decode_samples(kind: u8, payload: &[u8]) -> Result<Chunk<'_>, String> {
         ));
     }
     Ok(Chunk::new(unit, origin_ns, first, kind == kind::FLUSHED, bytes))
+}
+
+/// A `U` frame's counts: exactly [`UNIT_BYTES`], little-endian.
+pub fn decode_unit(payload: &[u8]) -> Result<UnitEnd, String> {
+    let bytes: &[u8; UNIT_BYTES] = payload
+        .try_into()
+        .map_err(|_| format!("a U frame of {} bytes is not the {UNIT_BYTES} of a unit's end", payload.len()))?;
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    Ok(UnitEnd {
+        unit: u32::from_le_bytes(bytes[0..4].try_into().expect("4 bytes")),
+        origin_ns: word(4),
+        iterations: word(12),
+        measured_iterations: word(20),
+        lost: word(28),
+    })
 }
 
 fn describe_kind(kind: u8) -> String {
@@ -529,11 +548,21 @@ pub fn put_header(out: &mut Vec<u8>, kind: u8, len: usize) {
     out.extend_from_slice(&(len as u32).to_le_bytes());
 }
 
-/// Appends a JSON frame to `out`.
+/// Appends a JSON frame to `out` (not a `U` frame: [`put_unit`]).
 pub fn put_json<T: Serialize>(out: &mut Vec<u8>, kind: u8, value: &T) {
+    debug_assert!(kind != kind::UNIT, "a U frame is binary since protocol 6");
     let payload = serde_json::to_vec(value).expect("frames always serialise");
     put_header(out, kind, payload.len());
     out.extend_from_slice(&payload);
+}
+
+/// Appends a `U` frame (binary: [`UNIT_BYTES`]).
+pub fn put_unit(out: &mut Vec<u8>, end: &UnitEnd) {
+    put_header(out, kind::UNIT, UNIT_BYTES);
+    out.extend_from_slice(&end.unit.to_le_bytes());
+    for word in [end.origin_ns, end.iterations, end.measured_iterations, end.lost] {
+        out.extend_from_slice(&word.to_le_bytes());
+    }
 }
 
 /// Which unit's samples a frame holds, from which position, and who wrote it.
@@ -575,15 +604,38 @@ pub fn write_json<T: Serialize>(out: &mut impl Write, kind: u8, value: &T) -> io
 mod tests {
     use super::*;
 
-    /// A JSON frame is read from its text, checked as UTF-8 once: a `U` frame reads back as
+    /// A `U` frame is 36 bytes, little-endian, in the protocol's order: written and read back
+    /// as these bytes, and refused one byte short or long.
+    #[test]
+    fn a_unit_frame_is_its_five_numbers_in_36_bytes() {
+        let end =
+            UnitEnd { unit: 3, origin_ns: 0x0102_0304_0506_0708, iterations: 36, measured_iterations: 30, lost: 1 };
+        let mut bytes = Vec::new();
+        put_unit(&mut bytes, &end);
+        let mut expected = vec![b'U', 36, 0, 0, 0, 3, 0, 0, 0, 8, 7, 6, 5, 4, 3, 2, 1];
+        for word in [36u8, 30, 1] {
+            expected.extend_from_slice(&[word, 0, 0, 0, 0, 0, 0, 0]);
+        }
+        assert_eq!(bytes, expected);
+        assert!(matches!(decode(kind::UNIT, &bytes[HEADER_BYTES..]), Ok(Frame::Unit(u)) if u == end));
+        assert_eq!(
+            decode(kind::UNIT, &bytes[HEADER_BYTES..bytes.len() - 1]).err().unwrap(),
+            "a U frame of 35 bytes is not the 36 of a unit's end"
+        );
+        let mut longer = bytes[HEADER_BYTES..].to_vec();
+        longer.push(0);
+        assert!(decode(kind::UNIT, &longer).is_err());
+    }
+
+    /// A JSON frame is read from its text, checked as UTF-8 once: a `G` frame reads back as
     /// written, one whose bytes are not UTF-8 (inside a string or out of one) is refused as
     /// such, and valid UTF-8 outside the schema as not matching it.
     #[test]
     fn json_frames_are_utf8_text_that_matches_the_schema() {
-        let end = UnitEnd { unit: 3, origin_ns: 1_234_567_890_123, iterations: 36, measured_iterations: 30, lost: 1 };
+        let gate = Gate { create_start_ns: 40, run_start_ns: 90, units: 5, start_error: None };
         let mut bytes = Vec::new();
-        put_json(&mut bytes, kind::UNIT, &end);
-        assert!(matches!(decode(kind::UNIT, &bytes[HEADER_BYTES..]), Ok(Frame::Unit(u)) if u == end));
+        put_json(&mut bytes, kind::GATE, &gate);
+        assert!(matches!(decode(kind::GATE, &bytes[HEADER_BYTES..]), Ok(Frame::Gate(g)) if g == gate));
         let message = |payload: &[u8]| decode(kind::ERROR, payload).err().unwrap_or_default();
         assert_eq!(
             message(b"{\"message\":\"\xff\"}"),

@@ -1,4 +1,4 @@
-//! taskmeter's worker protocol (protocol/README.md), version 5: the plan the orchestrator
+//! taskmeter's worker protocol (protocol/README.md), version 6: the plan the orchestrator
 //! sends, the frames a worker streams back, and the validator that checks every frame against
 //! its plan as it arrives. Shared by the orchestrator, the in-process worker and
 //! `check-driver`; it knows nothing of either.

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-pub const PROTOCOL: u32 = 5;
+pub const PROTOCOL: u32 = 6;
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
@@ -941,7 +941,7 @@ mod tests {
     }
 
     fn wire_plan() -> &'static str {
-        r#"{"protocol":5,"runtime":"thread","experiment":"sleep","units":2,"classes":2,"start_limit_ns":7,"warmup_ns":0,"duration_ns":5,"mode":"absolute","schedule":"modulo","sleep_ns":1000,"modulo":3,"busy_iters":4,"busy_yield":true,"ring":16,"flush_ns":1000000,"room_threads":41,"room_threads_why":"RLIMIT_NPROC (ulimit -u) 60 with 18 threads of uid 1000: 42 threads left, of which 1 (1/32) are kept for other processes","room_memory_bytes":null,"room_memory_why":"neither MemAvailable nor a memory cgroup limit could be read","max_map_count":65530}"#
+        r#"{"protocol":6,"runtime":"thread","experiment":"sleep","units":2,"classes":2,"start_limit_ns":7,"warmup_ns":0,"duration_ns":5,"mode":"absolute","schedule":"modulo","sleep_ns":1000,"modulo":3,"busy_iters":4,"busy_yield":true,"ring":16,"flush_ns":1000000,"room_threads":41,"room_threads_why":"RLIMIT_NPROC (ulimit -u) 60 with 18 threads of uid 1000: 42 threads left, of which 1 (1/32) are kept for other processes","room_memory_bytes":null,"room_memory_why":"neither MemAvailable nor a memory cgroup limit could be read","max_map_count":65530}"#
     }
 
     #[test]
@@ -978,7 +978,8 @@ mod tests {
             ("not-json", "invalid plan"),
             ("protocol-3", "unsupported protocol version 3"),
             ("protocol-4", "unsupported protocol version 4"),
-            ("protocol-6", "unsupported protocol version 6"),
+            ("protocol-5", "unsupported protocol version 5"),
+            ("protocol-7", "unsupported protocol version 7"),
             ("zero-units", "units must be >= 1"),
             ("unknown-mode", "unknown variant `sometimes`"),
             ("unknown-schedule", "unknown variant `random`"),

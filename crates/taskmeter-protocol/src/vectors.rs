@@ -15,7 +15,7 @@ pub const PLANS: &[(&str, &str)] = vectors!("plans":
     "granularity-stencil");
 
 pub const INVALID_PLANS: &[(&str, &str)] = vectors!("invalid-plans":
-    "not-json", "protocol-3", "protocol-4", "protocol-6", "zero-units", "unknown-mode", "unknown-schedule",
+    "not-json", "protocol-3", "protocol-4", "protocol-5", "protocol-7", "zero-units", "unknown-mode", "unknown-schedule",
     "unknown-experiment", "missing-busy-iters", "missing-start-limit", "modulo-zero", "negative-duration",
     "absolute-zero-period", "absolute-sub-microsecond", "three-classes", "zero-start-limit", "zero-ring",
     "short-flush", "unknown-key", "repeated-key", "float-integer", "above-2-pow-53", "overflowing-end",
@@ -27,7 +27,9 @@ pub const INVALID_PLANS: &[(&str, &str)] = vectors!("invalid-plans":
 pub const STREAMS: &[(&str, &str)] = vectors!("streams": "relative", "absolute", "atomic-partial", "lost", "flushed", "killed", "refused", "granularity");
 
 /// The bytes of a stream vector's `frames`: `[kind, payload]` pairs, the `S` and `F` payloads
-/// written as `{"unit", "origin", "first", "samples": [[start, busy_end, intended, wake], ...]}`.
+/// written as `{"unit", "origin", "first", "samples": [[start, busy_end, intended, wake], ...]}`
+/// and the binary `U` payload as `{"unit", "origin_ns", "iterations", "measured_iterations",
+/// "lost"}`.
 /// One stream, as the orchestrator reads it: the sample file's frames in their place among
 /// stdout's.
 pub fn encode_stream(frames: &serde_json::Value) -> Vec<u8> {
@@ -54,6 +56,9 @@ pub fn encode_stream(frames: &serde_json::Value) -> Vec<u8> {
                 by_unit: kind == crate::frames::kind::FLUSHED,
             };
             crate::frames::put_samples(&mut bytes, head, samples.into_iter());
+        } else if kind == crate::frames::kind::UNIT {
+            let end: crate::frames::UnitEnd = serde_json::from_value(payload.clone()).expect("a unit's five numbers");
+            crate::frames::put_unit(&mut bytes, &end);
         } else {
             crate::frames::put_json(&mut bytes, kind, payload);
         }

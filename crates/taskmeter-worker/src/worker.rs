@@ -1,5 +1,5 @@
 //! Worker mode (`taskmeter worker`): runs one plan in one in-process Rust runtime and speaks
-//! protocol v5, exactly as a driver in another language does: `H` and `G` on stdout, the `S`
+//! protocol v6, exactly as a driver in another language does: `H` and `G` on stdout, the `S`
 //! frames of the writer (and the `F` frames of a unit whose ring is full) in the sample file
 //! while the units run, then `U` and `D` on stdout.
 
@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
-use taskmeter_protocol::frames::{kind, put_json, write_json, SAMPLE_FD, WRITER_THREAD};
+use taskmeter_protocol::frames::{kind, put_json, put_unit, write_json, SAMPLE_FD, WRITER_THREAD};
 use taskmeter_protocol::{Done, ErrorFrame, Experiment, Gate, GrainPlan, Hello, Pattern, Plan, Point, CLOCK};
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -145,7 +145,7 @@ pub fn main() -> ExitCode {
     let window = ctx.gate.window().expect("the writer saw the gate open");
     let mut frames = Vec::new();
     for run in &runs {
-        put_json(&mut frames, kind::UNIT, &run.end);
+        put_unit(&mut frames, &run.end);
     }
     let done = Done {
         interrupted: STOP.load(Ordering::Relaxed) && crate::clock::now_ns() < window.end_ns,
