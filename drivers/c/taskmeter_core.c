@@ -100,7 +100,7 @@ static const char *find(const char *key) {
 }
 const char *tm_value(const char *key) {
     const char *v = find(key);
-    if (!v) tm_fail(2, "the plan has no '%s' (this worker speaks protocol 6)", key);
+    if (!v) tm_fail(2, "the plan has no '%s' (this worker speaks protocol %d)", key, TM_PROTOCOL);
     return v;
 }
 uint64_t tm_num(const char *key) { return strtoull(tm_value(key), NULL, 10); }
@@ -129,7 +129,8 @@ void tm_read_plan(const char *const *served) {
         plan[n++] = c;
     }
     if (n == sizeof plan - 1) tm_fail(2, "the plan line is longer than %zu bytes", sizeof plan - 1);
-    if (tm_num("protocol") != 6) tm_fail(2, "unsupported protocol version %" PRIu64 " (this worker speaks 6)", tm_num("protocol"));
+    if (tm_num("protocol") != TM_PROTOCOL)
+        tm_fail(2, "unsupported protocol version %" PRIu64 " (this worker speaks %d)", tm_num("protocol"), TM_PROTOCOL);
     int r = which("runtime", served);
     if (r < 0) {
         const char *v = tm_value("runtime");
@@ -165,8 +166,8 @@ int tm_read_recipe(const char *const *recipes) {
 void tm_hello(const char *version, const char *priority, const char *recipe) {
     char wait[64] = "";
     if (recipe) snprintf(wait, sizeof wait, ",\"wait\":\"%s\"", recipe);
-    tm_json('H', "{\"protocol\":6,\"runtime\":\"%s\",\"runtime_version\":\"%s\",\"clock\":\"CLOCK_MONOTONIC\","
-            "\"pid\":%ld,\"priority\":\"%s\"%s}", tm_runtime, version, (long)getpid(), priority, wait);
+    tm_json('H', "{\"protocol\":%d,\"runtime\":\"%s\",\"runtime_version\":\"%s\",\"clock\":\"CLOCK_MONOTONIC\","
+            "\"pid\":%ld,\"priority\":\"%s\"%s}", TM_PROTOCOL, tm_runtime, version, (long)getpid(), priority, wait);
     tm_flush_out();
 }
 

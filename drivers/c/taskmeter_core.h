@@ -24,6 +24,7 @@ typedef _Atomic uint64_t tm_atomic_u64;
 typedef atomic_bool tm_atomic_bool;
 #endif
 
+#define TM_PROTOCOL 6    /* the worker protocol this driver speaks: the plan's, and H's */
 #define TM_SAMPLE_FD 3   /* the sample file, opened for appending by taskmeter */
 
 enum { TM_FIXED, TM_BY_UNIT, TM_MODULO, TM_NONE };

@@ -7,6 +7,8 @@
 -export([main/0]).
 
 -define(M32, 16#FFFFFFFF).
+%% The worker protocol this driver speaks: the plan's, and H's.
+-define(PROTOCOL, 6).
 %% The shared flags (one atomics array): stdin closed, a unit stopped early, the atomic-sum counter.
 -define(STOP, 1).
 -define(INTERRUPTED, 2).
@@ -428,8 +430,8 @@ run() ->
                _ -> proplists:get_value(Wait, ?KNOBS, none)
            end,
     case maps:get(<<"protocol">>, Plan, null) of
-        6 -> ok;
-        Protocol -> fail(2, "unsupported protocol version ~p (this worker speaks 6)", [Protocol])
+        ?PROTOCOL -> ok;
+        Protocol -> fail(2, "unsupported protocol version ~p (this worker speaks ~b)", [Protocol, ?PROTOCOL])
     end,
     lists:member(Runtime, [<<"beam">>, <<"beam-1">>]) orelse
         fail(2, "runtime ~ts is not served by this driver (beam, beam-1)", [value(Runtime)]),
@@ -449,7 +451,7 @@ run() ->
     Version = io_lib:format("Erlang/OTP ~s, erts ~s, schedulers ~b of ~b online, ~s",
                             [erlang:system_info(otp_release), erlang:system_info(version),
                              erlang:system_info(schedulers_online), erlang:system_info(schedulers), Flags]),
-    Hello = [{"protocol", 6}, {"runtime", Runtime}, {"runtime_version", Version},
+    Hello = [{"protocol", ?PROTOCOL}, {"runtime", Runtime}, {"runtime_version", Version},
              {"clock", <<"CLOCK_MONOTONIC">>}, {"pid", list_to_integer(os:getpid())}, {"priority", Priority}]
         ++ [{"wait", Wait} || Wait =/= own],
     emit(json($H, Hello)),

@@ -103,6 +103,9 @@ func emit(buf []byte, min int) []byte {
 	return buf[:0]
 }
 
+// protocol is the worker protocol this driver speaks: the plan's, and H's.
+const protocol = 6
+
 // sampleFile is the descriptor of the sample file, which taskmeter opens for appending.
 const sampleFile = 3
 
@@ -447,8 +450,8 @@ func main() {
 	switch {
 	case err != nil:
 		fail(2, "the plan is not a flat JSON object: %v", err)
-	case p.Protocol != 6:
-		fail(2, "unsupported protocol version %d (this worker speaks 6)", p.Protocol)
+	case p.Protocol != protocol:
+		fail(2, "unsupported protocol version %d (this worker speaks %d)", p.Protocol, protocol)
 	case p.Runtime != "go" && p.Runtime != "go-locked":
 		fail(2, "runtime %q is not served by this driver (go, go-locked)", p.Runtime)
 	case p.Wait != "" && recipes[p.Wait] == nil:
@@ -475,7 +478,7 @@ func main() {
 	if p.locked {
 		version += " (LockOSThread)"
 	}
-	hello := map[string]any{"protocol": 6, "runtime": p.Runtime, "runtime_version": version,
+	hello := map[string]any{"protocol": protocol, "runtime": p.Runtime, "runtime_version": version,
 		"clock": "CLOCK_MONOTONIC", "pid": os.Getpid(), "priority": prio.desc}
 	if p.Wait != "" {
 		hello["wait"] = p.Wait

@@ -33,6 +33,7 @@ import java.util.function.LongConsumer;
 import java.util.regex.*;
 
 public final class TaskmeterDriver {
+    private static final int PROTOCOL = 6;   // the worker protocol this driver speaks: the plan's, and H's
     private static final String THREAD = "java-thread", VIRTUAL = "java-virtual";
     private static final FileOutputStream OUT = new FileOutputStream(FileDescriptor.out);
     private static final AtomicLong COUNTER = new AtomicLong();          // atomic-sum: sequentially consistent
@@ -303,8 +304,8 @@ public final class TaskmeterDriver {
         FileInputStream in = new FileInputStream(FileDescriptor.in);
         Map<String, String> map = readPlan(in);
         long planRead = System.nanoTime();   // start_limit_ns counts from here
-        if (!"6".equals(map.get("protocol")))
-            throw new Failure(2, "unsupported protocol " + map.get("protocol") + " (this worker speaks 6)");
+        if (!String.valueOf(PROTOCOL).equals(map.get("protocol")))
+            throw new Failure(2, "unsupported protocol " + map.get("protocol") + " (this worker speaks " + PROTOCOL + ")");
         String runtime = map.get("runtime");
         Engine engine = engines.stream().filter(e -> e.id.equals(runtime)).findFirst().orElseThrow(() -> new Failure(2,
             "runtime " + runtime + " is not served by this driver (" + String.join(", ", engines.stream().map(e -> e.id).toList()) + ")"));
@@ -318,7 +319,7 @@ public final class TaskmeterDriver {
         }
 
         String priority = engine.prime(plan);
-        sendFrame('H', "{\"protocol\":6,\"runtime\":" + q(runtime) + ",\"runtime_version\":" + q(engine.version())
+        sendFrame('H', "{\"protocol\":" + PROTOCOL + ",\"runtime\":" + q(runtime) + ",\"runtime_version\":" + q(engine.version())
             + ",\"clock\":\"CLOCK_MONOTONIC\",\"pid\":" + ProcessHandle.current().pid()
             + ",\"priority\":" + q(priority) + ("sleep".equals(wait) ? "" : ",\"wait\":" + q(wait)) + "}");
 

@@ -19,6 +19,7 @@ const { setTimeout: delay, setImmediate: immediate } = require('timers/promises'
 
 // The JavaScript runtime running this file, which serves its two runtime ids: units on the main
 // event loop (HOST) or one Worker each (HOST-worker). Their Node APIs differ in the few places below.
+const PROTOCOL = 6; // the worker protocol this driver speaks: the plan's, and H's
 const HOST = typeof Bun !== 'undefined' ? 'bun' : typeof Deno !== 'undefined' ? 'deno' : 'node';
 const HOST_VERSION = { node: () => process.version, bun: () => Bun.version, deno: () => Deno.version.deno }[HOST]();
 const HOST_NAME = { node: 'Node', bun: 'Bun', deno: 'Deno' }[HOST];
@@ -871,14 +872,14 @@ async function main() {
   } catch (err) {
     return die(2, `the plan is not JSON: ${err.message}`);
   }
-  if (raw.protocol !== 6) return die(2, `protocol ${JSON.stringify(raw.protocol)}: this worker speaks 6`);
+  if (raw.protocol !== PROTOCOL) return die(2, `protocol ${JSON.stringify(raw.protocol)}: this worker speaks ${PROTOCOL}`);
   if (!RUNTIMES.includes(raw.runtime)) return die(2, `runtime ${JSON.stringify(raw.runtime)}: not served here`);
   const recipe = recipeOf(raw);
   if (recipe === undefined) return die(2, `runtime ${raw.runtime} has no wait recipe ${JSON.stringify(raw.wait)}`);
   const plan = setup(raw);
   const priority = priorityPlan(plan);
   writeAll(frame('H', JSON.stringify({
-    protocol: 6, runtime: plan.runtime, runtime_version: `${HOST} ${HOST_VERSION}`, clock: 'CLOCK_MONOTONIC',
+    protocol: PROTOCOL, runtime: plan.runtime, runtime_version: `${HOST} ${HOST_VERSION}`, clock: 'CLOCK_MONOTONIC',
     pid: process.pid, priority: priority.text, ...(recipe ? { wait: raw.wait } : {}),
   })));
   if (raw.experiment === 'granularity') return granularity(raw, ctl, readAt);

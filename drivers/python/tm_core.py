@@ -21,6 +21,7 @@ from types import SimpleNamespace
 # one runtime needs (trio, gevent) is never imported by another's worker.
 RUNTIMES = {"python-thread": "tm_threads", "python-abs": "tm_threads", "python-asyncio": "tm_asyncio",
             "python-trio": "tm_trio", "python-gevent": "tm_gevent"}
+PROTOCOL = 6              # the worker protocol this driver speaks: the plan's, and H's
 U64 = (1 << 64) - 1       # the busy work wraps around at 2^64
 FIELDS = 4                # a sample: start, busy_end, intended, wake
 SAMPLE_FD = 3             # the sample file, open for appending: S and F frames go there
@@ -615,7 +616,7 @@ def grains(plan, read_at, stop):
 
 def execute(plan, read_at, rt):
     version = "%s %s" % (platform.python_implementation(), platform.python_version())
-    hello = {"protocol": 6, "runtime": plan.runtime, "runtime_version": ", ".join(filter(None, [version, rt.version])),
+    hello = {"protocol": PROTOCOL, "runtime": plan.runtime, "runtime_version": ", ".join(filter(None, [version, rt.version])),
              "clock": "CLOCK_MONOTONIC", "pid": os.getpid(), "priority": rt.priority()}
     if plan.wait:
         hello["wait"] = plan.wait
@@ -658,8 +659,8 @@ def main():
         if sys.byteorder != "little":   # S and F frames are the rings' bytes as they are
             raise Failure("sample frames are little-endian and this machine is not", 2)
         plan = json.loads(line)   # a flat object the orchestrator has checked
-        if plan.get("protocol") != 6:
-            raise Failure("unsupported protocol version %r (this worker speaks 6)" % plan.get("protocol"), 2)
+        if plan.get("protocol") != PROTOCOL:
+            raise Failure("unsupported protocol version %r (this worker speaks %d)" % (plan.get("protocol"), PROTOCOL), 2)
         if plan.get("runtime") not in RUNTIMES:
             raise Failure("runtime %r is not served by this driver (%s)" % (plan.get("runtime"), ", ".join(RUNTIMES)), 2)
         # Its module, and the package it needs (python-trio: trio), or E.
