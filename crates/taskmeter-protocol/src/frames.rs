@@ -199,8 +199,7 @@ impl Sample {
     /// A sample from its 32 bytes on the wire (four little-endian words), given its period.
     #[inline(always)]
     pub fn from_bytes(period: u64, bytes: &[u8]) -> Sample {
-        let word = |i: usize| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
-        Sample::from_wire_words(period, [word(0), word(1), word(2), word(3)])
+        Sample::from_wire_words(period, [u64_at(bytes, 0), u64_at(bytes, 8), u64_at(bytes, 16), u64_at(bytes, 24)])
     }
 }
 
@@ -377,10 +376,8 @@ pub fn decode_samples(kind: u8, payload: &[u8]) -> Result<Chunk<'_>, String> {
             payload.len()
         ));
     }
-    let unit = u32::from_le_bytes(payload[0..4].try_into().expect("4 bytes"));
-    let count = u32::from_le_bytes(payload[4..8].try_into().expect("4 bytes")) as usize;
-    let origin_ns = u64::from_le_bytes(payload[8..16].try_into().expect("8 bytes"));
-    let first = u64::from_le_bytes(payload[16..24].try_into().expect("8 bytes"));
+    let (unit, count) = (u32_at(payload, 0), u32_at(payload, 4) as usize);
+    let (origin_ns, first) = (u64_at(payload, 8), u64_at(payload, 16));
     let bytes = &payload[CHUNK_HEADER_BYTES..];
     if count == 0 || bytes.len() != count * SAMPLE_BYTES {
         return Err(format!(
@@ -393,17 +390,28 @@ pub fn decode_samples(kind: u8, payload: &[u8]) -> Result<Chunk<'_>, String> {
 
 /// A `U` frame's counts: exactly [`UNIT_BYTES`], little-endian.
 pub fn decode_unit(payload: &[u8]) -> Result<UnitEnd, String> {
-    let bytes: &[u8; UNIT_BYTES] = payload
-        .try_into()
-        .map_err(|_| format!("a U frame of {} bytes is not the {UNIT_BYTES} of a unit's end", payload.len()))?;
-    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    if payload.len() != UNIT_BYTES {
+        return Err(format!("a U frame of {} bytes is not the {UNIT_BYTES} of a unit's end", payload.len()));
+    }
     Ok(UnitEnd {
-        unit: u32::from_le_bytes(bytes[0..4].try_into().expect("4 bytes")),
-        origin_ns: word(4),
-        iterations: word(12),
-        measured_iterations: word(20),
-        lost: word(28),
+        unit: u32_at(payload, 0),
+        origin_ns: u64_at(payload, 4),
+        iterations: u64_at(payload, 12),
+        measured_iterations: u64_at(payload, 20),
+        lost: u64_at(payload, 28),
     })
+}
+
+/// The little-endian u32 at `at` (which the caller has checked is in `bytes`).
+#[inline(always)]
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
+}
+
+/// The little-endian u64 at `at` (which the caller has checked is in `bytes`).
+#[inline(always)]
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
 }
 
 fn describe_kind(kind: u8) -> String {
@@ -521,7 +529,7 @@ pub fn whole_frame(bytes: &[u8]) -> Result<Option<(u8, usize)>, ReadError> {
 #[inline]
 fn parse_header(header: &[u8]) -> Result<(u8, usize), ReadError> {
     let kind = header[0];
-    let len = u32::from_le_bytes(header[1..5].try_into().expect("4 bytes")) as usize;
+    let len = u32_at(header, 1) as usize;
     if len > MAX_PAYLOAD {
         return Err(ReadError::TooLong { kind, len });
     }
